@@ -1,0 +1,132 @@
+// Composition root: config → database → crews → lifecycle → Slack app and HTTP routes.
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { App, HTTPReceiver, LogLevel, type Logger as BoltLogger } from "@slack/bolt";
+import type { AppConfig } from "./config.js";
+import { CrewRegistry } from "./crew/registry.js";
+import type { CrewApi } from "./crew/types.js";
+import type { CrewConfig } from "./config.js";
+import { openDatabase, type Database } from "./db/database.js";
+import { callbackHandler, CALLBACK_PATH, healthHandler } from "./http/routes.js";
+import { registerCrewCommand } from "./kickoff/command.js";
+import { registerCrewPicker } from "./kickoff/modal.js";
+import { registerKickoffSubmission } from "./kickoff/submit.js";
+import { Lifecycle } from "./lifecycle/index.js";
+import type { Clock, Execution, WebhookUrls } from "./lifecycle/ports.js";
+import { createLogger, type Logger } from "./log.js";
+import { registerReviewActions } from "./review/actions.js";
+import type { FeatureDeps } from "./slack/deps.js";
+import { SlackRunNotifier } from "./slack/notifier.js";
+
+export interface CrewlineOptions {
+  log?: Logger;
+  database?: Database;
+  clock?: Clock;
+  progressIntervalMs?: number;
+  crewClient?: (crew: CrewConfig) => CrewApi;
+  /** Web API retry policy (tests shorten it). */
+  slackRetries?: { retries: number; factor?: number; minTimeout?: number; maxTimeout?: number };
+}
+
+export interface Crewline {
+  app: App;
+  database: Database;
+  lifecycle: Lifecycle;
+  crews: CrewRegistry;
+  /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
+  start(): Promise<{ port: number }>;
+  stop(): Promise<void>;
+}
+
+export function webhookUrlBuilder(publicUrl: string | undefined) {
+  return (execution: Execution): WebhookUrls | undefined => {
+    if (!publicUrl || !execution.webhooks) return undefined;
+    const base = `${publicUrl}/hooks/${execution.id}`;
+    return {
+      stepWebhookUrl: `${base}/step/${execution.webhookSecret}`,
+      taskWebhookUrl: `${base}/task/${execution.webhookSecret}`,
+      crewWebhookUrl: `${base}/crew/${execution.webhookSecret}`,
+    };
+  };
+}
+
+function boltLogger(log: Logger): BoltLogger {
+  const join = (msg: unknown[]) => msg.map((m) => (m instanceof Error ? m.message : typeof m === "string" ? m : JSON.stringify(m))).join(" ");
+  return {
+    debug: (...msg) => log.debug(join(msg)),
+    info: (...msg) => log.info(join(msg)),
+    warn: (...msg) => log.warn(join(msg)),
+    error: (...msg) => log.error(join(msg)),
+    setLevel: () => {},
+    getLevel: () => LogLevel.INFO,
+    setName: () => {},
+  };
+}
+
+export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): Crewline {
+  const log = opts.log ?? createLogger();
+  const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const crews = new CrewRegistry(config.crews, opts.crewClient);
+  const webhookUrls = webhookUrlBuilder(config.publicUrl);
+
+  const customRoutes = [
+    { path: CALLBACK_PATH, method: ["POST"], handler: (req: any, res: any) => callbacks(req, res) },
+    { path: "/healthz", method: ["GET"], handler: (req: any, res: any) => health(req, res) },
+  ];
+  const clientOptions = {
+    ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}),
+    ...(opts.slackRetries ? { retryConfig: opts.slackRetries } : {}),
+  };
+  const logger = boltLogger(log);
+  const app = config.slack.appToken
+    ? new App({ token: config.slack.botToken, appToken: config.slack.appToken, socketMode: true, customRoutes, installerOptions: { port: config.port }, clientOptions, logger })
+    : new App({
+        token: config.slack.botToken,
+        receiver: new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }),
+        clientOptions,
+        logger,
+      });
+
+  const lifecycle = new Lifecycle({
+    db: database.prisma,
+    crews,
+    notifier: new SlackRunNotifier(app.client),
+    webhookUrls,
+    log,
+    clock: opts.clock,
+    progressIntervalMs: opts.progressIntervalMs,
+  });
+  const callbacks = callbackHandler(lifecycle, log);
+  const health = healthHandler(async () => void (await database.prisma.$queryRaw`SELECT 1`));
+
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls };
+  registerCrewCommand(app, deps);
+  registerCrewPicker(app, deps);
+  registerKickoffSubmission(app, deps);
+  registerReviewActions(app, deps);
+  app.error(async (error) => log.error("slack handler failed", { err: error }));
+
+  let server: Server | undefined;
+  return {
+    app,
+    database,
+    lifecycle,
+    crews,
+    async start() {
+      const applied = await database.migrate();
+      if (applied.length) log.info("database migrated", { applied });
+      await lifecycle.callbacks.processBacklog();
+      const started = (await app.start(config.port)) as unknown;
+      server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
+      const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
+      log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
+      return { port };
+    },
+    async stop() {
+      lifecycle.progress.stop();
+      await app.stop().catch(() => {});
+      await crews.close();
+      await database.close();
+    },
+  };
+}

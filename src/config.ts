@@ -1,0 +1,184 @@
+// Configuration from the environment, parsed once at start-up. Every problem names the variable and
+// what it is for; values (tokens!) are never echoed back.
+import fs from "node:fs";
+import path from "node:path";
+import YAML from "yaml";
+import { z } from "zod";
+
+export interface ReviewerRules {
+  users: string[];
+  usergroups: string[];
+}
+
+export interface CrewConfig {
+  name: string;
+  baseUrl: string;
+  token: string;
+  userToken?: string;
+  /** Channel ids where the crew may be started; unset: everywhere. */
+  channels?: string[];
+  /** Who may decide reviews; unset: anyone in the channel. */
+  reviewers?: ReviewerRules;
+}
+
+export interface AppConfig {
+  slack: {
+    botToken: string;
+    signingSecret?: string;
+    appToken?: string;
+    apiUrl?: string;
+  };
+  port: number;
+  publicUrl?: string;
+  databaseUrl?: string;
+  dataDir: string;
+  crews: CrewConfig[];
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Crewline cannot start; fix its configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+const VARIABLES: Record<string, string> = {
+  SLACK_BOT_TOKEN: "the bot token (xoxb-…) Crewline posts with; Slack app settings → OAuth & Permissions",
+  SLACK_SIGNING_SECRET: "verifies that requests to /slack/events come from Slack; Slack app settings → Basic Information",
+  SLACK_APP_TOKEN: "an app-level token (xapp-…, scope connections:write) that switches the bot to Socket Mode",
+  SLACK_API_URL: "the Slack Web API base URL (default https://slack.com/api/)",
+  PORT: "the HTTP port for /slack/events, crew webhooks and /healthz",
+  PUBLIC_URL: "the externally reachable base URL of this server, used to build crew webhook URLs",
+  DATABASE_URL: "a postgres:// URL; leave unset to use the embedded database in DATA_DIR",
+  DATA_DIR: "where the embedded database and other local state live",
+  CREW_BASE_URL: "the crew's base URL (from the crew dashboard)",
+  CREW_TOKEN: "the crew's organization bearer token (from the crew dashboard's Status tab)",
+  CREW_NAME: "the crew's display name in Slack",
+  CREW_USER_TOKEN: "an optional user-scoped bearer token used for read-only crew calls",
+  CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
+  CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
+  CREWS_FILE: "a YAML or JSON file listing several crews",
+};
+
+const describe = (name: string) => `${name} (${VARIABLES[name] ?? "see README"})`;
+
+const httpUrl = z.string().trim().url().refine((u) => /^https?:\/\//i.test(u), "must start with http:// or https://");
+const idList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((s) => s.trim()).filter(Boolean));
+
+const crewFileEntry = z
+  .object({
+    name: z.string().trim().min(1).max(80),
+    baseUrl: httpUrl.optional(),
+    base_url: httpUrl.optional(),
+    token: z.string().min(1).optional(),
+    tokenEnv: z.string().min(1).optional(),
+    userToken: z.string().min(1).optional(),
+    userTokenEnv: z.string().min(1).optional(),
+    channels: idList.optional(),
+    reviewers: idList.optional(),
+  })
+  .strict();
+
+/** Splits reviewer ids: user groups start with S, users with U or W. */
+export function parseReviewers(ids: string[] | undefined): ReviewerRules | undefined {
+  if (!ids || ids.length === 0) return undefined;
+  return { users: ids.filter((id) => !id.startsWith("S")), usergroups: ids.filter((id) => id.startsWith("S")) };
+}
+
+function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[]): CrewConfig[] {
+  let raw: unknown;
+  try {
+    const text = fs.readFileSync(file, "utf8");
+    raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
+  } catch (err) {
+    problems.push(`${describe("CREWS_FILE")}: cannot read ${path.basename(file)}: ${(err as Error).message.split("\n")[0]}`);
+    return [];
+  }
+  const list = Array.isArray(raw) ? raw : (raw as { crews?: unknown } | null)?.crews;
+  const parsed = z.array(crewFileEntry).min(1).safeParse(list);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    problems.push(`${describe("CREWS_FILE")}: expected a list of crews (name, baseUrl, token or tokenEnv); at ${issue?.path.join(".") || "top level"}: ${issue?.message}`);
+    return [];
+  }
+  const crews: CrewConfig[] = [];
+  for (const entry of parsed.data) {
+    const baseUrl = entry.baseUrl ?? entry.base_url;
+    const token = entry.token ?? (entry.tokenEnv ? env[entry.tokenEnv] : undefined);
+    const userToken = entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined);
+    if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
+    if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
+    if (baseUrl && token) crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers) });
+  }
+  const names = crews.map((c) => c.name.toLowerCase());
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) problems.push(`${describe("CREWS_FILE")}: crew name "${dup}" appears twice`);
+  return crews;
+}
+
+function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const problems: string[] = [];
+  const need = (name: string) => {
+    const value = optional(env, name);
+    if (!value) problems.push(`${name} is missing: ${VARIABLES[name]}`);
+    return value ?? "";
+  };
+  const check = <T>(name: string, schema: z.ZodType<T>, value: string | undefined): T | undefined => {
+    if (value === undefined) return undefined;
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) problems.push(`${describe(name)} is invalid: ${parsed.error.issues[0]?.message}`);
+    return parsed.success ? parsed.data : undefined;
+  };
+
+  const botToken = need("SLACK_BOT_TOKEN");
+  if (botToken && !botToken.startsWith("xoxb-")) problems.push(`${describe("SLACK_BOT_TOKEN")} is invalid: a bot token starts with xoxb-`);
+  const appToken = optional(env, "SLACK_APP_TOKEN");
+  if (appToken && !appToken.startsWith("xapp-")) problems.push(`${describe("SLACK_APP_TOKEN")} is invalid: an app-level token starts with xapp-`);
+  // Socket Mode does not sign requests; HTTP mode cannot work without the secret.
+  const signingSecret = appToken ? optional(env, "SLACK_SIGNING_SECRET") : need("SLACK_SIGNING_SECRET");
+  const apiUrl = check("SLACK_API_URL", httpUrl, optional(env, "SLACK_API_URL"));
+  const port = check("PORT", z.coerce.number().int().min(0).max(65535), optional(env, "PORT")) ?? 3000;
+  const publicUrl = check("PUBLIC_URL", httpUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
+  const databaseUrl = check("DATABASE_URL", z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// URL"), optional(env, "DATABASE_URL"));
+  const dataDir = path.resolve(optional(env, "DATA_DIR") ?? "./data");
+
+  let crews: CrewConfig[] = [];
+  const crewsFile = optional(env, "CREWS_FILE");
+  if (crewsFile) {
+    crews = readCrewsFile(crewsFile, env, problems);
+  } else {
+    const baseUrl = optional(env, "CREW_BASE_URL");
+    const token = optional(env, "CREW_TOKEN");
+    if (!baseUrl) problems.push(`CREW_BASE_URL is missing: ${VARIABLES.CREW_BASE_URL} (or set CREWS_FILE for several crews)`);
+    if (!token) problems.push(`CREW_TOKEN is missing: ${VARIABLES.CREW_TOKEN}`);
+    const checkedUrl = check("CREW_BASE_URL", httpUrl, baseUrl);
+    const channels = optional(env, "CREW_CHANNELS");
+    if (checkedUrl && token) {
+      crews = [{
+        name: optional(env, "CREW_NAME") ?? "crew",
+        baseUrl: checkedUrl,
+        token,
+        userToken: optional(env, "CREW_USER_TOKEN"),
+        channels: channels ? idList.parse(channels) : undefined,
+        reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
+      }];
+    }
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    slack: { botToken, signingSecret, appToken, apiUrl },
+    port,
+    publicUrl,
+    databaseUrl,
+    dataDir,
+    crews,
+  };
+}

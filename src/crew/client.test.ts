@@ -1,0 +1,438 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Agent, type Dispatcher } from "undici";
+import { afterEach, describe, expect, it } from "vitest";
+import { CrewClient, type CrewClientOptions, joinUrl, parseRetryAfter } from "./client.js";
+import { CrewError, isCrewError } from "./errors.js";
+
+const ORG = "org-secret-token-123";
+const USER = "user-secret-token-456";
+
+interface Seen {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: unknown;
+}
+
+type Handler = (req: Seen, res: ServerResponse) => void | Promise<void>;
+
+/** A stand-in crew service: records every request and answers through `handler`. */
+type Register = (cleanup: () => Promise<void>) => void;
+const cleanups: Array<() => Promise<void>> = [];
+const atTestEnd: Register = (cleanup) => cleanups.push(cleanup);
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()?.();
+});
+
+async function startCrew(handler: Handler, register = atTestEnd) {
+  const seen: Seen[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString("utf8");
+    const entry: Seen = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: text ? JSON.parse(text) : undefined };
+    seen.push(entry);
+    await handler(entry, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  register(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${port}`, seen };
+}
+
+function send(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}) {
+  const text = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
+  res.writeHead(status, { "content-type": typeof body === "string" ? "text/plain" : "application/json", ...headers });
+  res.end(text);
+}
+
+function client(baseUrl: string, extra: Partial<CrewClientOptions> = {}, register = atTestEnd) {
+  const c = new CrewClient({
+    name: "Research",
+    baseUrl,
+    token: ORG,
+    connectTimeoutMs: 500,
+    readTimeoutMs: 300,
+    retry: { attempts: 3, baseDelayMs: 5 },
+    ...extra,
+  });
+  register(() => c.close());
+  return c;
+}
+
+async function failure(p: Promise<unknown>): Promise<CrewError> {
+  try {
+    await p;
+  } catch (e) {
+    if (isCrewError(e)) return e;
+    throw e;
+  }
+  throw new Error("expected the call to fail");
+}
+
+function expectNoSecrets(e: CrewError) {
+  for (const text of [e.userMessage(), e.message, e.serviceMessage ?? ""]) {
+    expect(text).not.toContain(ORG);
+    expect(text).not.toContain(USER);
+    expect(text).not.toMatch(/https?:\/\//);
+  }
+}
+
+/** Answers the four endpoints the way a healthy deployed crew does. */
+const healthy: Handler = (req, res) => {
+  if (req.path.endsWith("/inputs")) return send(res, 200, { inputs: ["topic"] });
+  if (req.path.endsWith("/kickoff")) return send(res, 200, { kickoff_id: "k-1" });
+  if (req.path.endsWith("/resume")) return send(res, 200, { status: "resumed", message: "Execution resumed successfully" });
+  if (req.path.endsWith("/status")) return send(res, 200, { state: "SUCCESS", result: "Done" });
+  send(res, 404, { detail: "Not Found" });
+};
+
+describe("CrewClient requests", () => {
+  it("uses the user token for reads and the organization token for writes", async () => {
+    const crew = await startCrew(healthy);
+    const c = client(crew.url, { userToken: USER });
+    await c.listInputs();
+    await c.status("k-1");
+    await c.kickoff({ inputs: { topic: "AI" } });
+    await c.resume({ executionId: "k-1", taskId: "t", humanFeedback: "ok", isApprove: true });
+
+    const auth = Object.fromEntries(crew.seen.map((s) => [`${s.method} ${s.path}`, s.headers.authorization]));
+    expect(auth).toEqual({
+      "GET /inputs": `Bearer ${USER}`,
+      "GET /k-1/status": `Bearer ${USER}`,
+      "POST /kickoff": `Bearer ${ORG}`,
+      "POST /resume": `Bearer ${ORG}`,
+    });
+    for (const s of crew.seen) {
+      expect(s.headers.accept).toBe("application/json");
+      expect(s.headers["content-type"]).toBe(s.method === "POST" ? "application/json" : undefined);
+    }
+  });
+
+  it("uses the organization token everywhere without a user token", async () => {
+    const crew = await startCrew(healthy);
+    const c = client(crew.url);
+    await c.listInputs();
+    await c.status("k-1");
+    expect(crew.seen.map((s) => s.headers.authorization)).toEqual([`Bearer ${ORG}`, `Bearer ${ORG}`]);
+  });
+
+  it("keeps a path prefix of the base URL, with or without trailing slash", async () => {
+    const crew = await startCrew((req, res) => healthy({ ...req, path: req.path.replace("/crews/abc", "") }, res));
+    await client(`${crew.url}/crews/abc/`).listInputs();
+    await client(`${crew.url}/crews/abc`).kickoff({ inputs: {} });
+    expect(crew.seen.map((s) => s.path)).toEqual(["/crews/abc/inputs", "/crews/abc/kickoff"]);
+  });
+
+  it("escapes ids in paths", () => {
+    expect(joinUrl(new URL("https://x.example/crews/abc/"), ["a/b c", "status"])).toBe("https://x.example/crews/abc/a%2Fb%20c/status");
+  });
+
+  it("lists inputs", async () => {
+    const crew = await startCrew((_req, res) => send(res, 200, { inputs: { topic: "What to research" } }));
+    expect(await client(crew.url).listInputs()).toEqual([{ name: "topic", description: "What to research", required: true }]);
+  });
+
+  it("sends the kickoff body field by field, omitting unset fields", async () => {
+    const crew = await startCrew(healthy);
+    const c = client(crew.url);
+    expect(
+      await c.kickoff({
+        inputs: { topic: "AI", current_year: "2025" },
+        meta: { requestId: "r-1", source: "slack" },
+        taskWebhookUrl: "https://bot.example/hooks/task/abc",
+        stepWebhookUrl: "https://bot.example/hooks/step/abc",
+        crewWebhookUrl: "https://bot.example/hooks/crew/abc",
+      }),
+    ).toEqual({ kickoffId: "k-1" });
+    await c.kickoff({ inputs: { topic: "AI" }, crewWebhookUrl: undefined });
+
+    expect(crew.seen[0]?.body).toEqual({
+      inputs: { topic: "AI", current_year: "2025" },
+      meta: { requestId: "r-1", source: "slack" },
+      taskWebhookUrl: "https://bot.example/hooks/task/abc",
+      stepWebhookUrl: "https://bot.example/hooks/step/abc",
+      crewWebhookUrl: "https://bot.example/hooks/crew/abc",
+    });
+    expect(crew.seen[1]?.body).toStrictEqual({ inputs: { topic: "AI" } });
+  });
+
+  it.each([[{ id: "k-2" }], [{ kickoffId: "k-2" }]])("tolerates the kickoff id as %o", async (answer) => {
+    const crew = await startCrew((_req, res) => send(res, 200, answer));
+    expect(await client(crew.url).kickoff({ inputs: {} })).toEqual({ kickoffId: "k-2" });
+  });
+
+  it("sends the resume body in snake_case with the webhook URLs again", async () => {
+    const crew = await startCrew(healthy);
+    const result = await client(crew.url).resume({
+      executionId: "k-1",
+      taskId: "t-1",
+      humanFeedback: "Shorter, please",
+      isApprove: false,
+      taskWebhookUrl: "https://bot.example/hooks/task/abc",
+      stepWebhookUrl: "https://bot.example/hooks/step/abc",
+      crewWebhookUrl: "https://bot.example/hooks/crew/abc",
+    });
+    expect(result).toEqual({ status: "resumed", message: "Execution resumed successfully" });
+    expect(crew.seen[0]?.body).toStrictEqual({
+      execution_id: "k-1",
+      task_id: "t-1",
+      human_feedback: "Shorter, please",
+      is_approve: false,
+      taskWebhookUrl: "https://bot.example/hooks/task/abc",
+      stepWebhookUrl: "https://bot.example/hooks/step/abc",
+      crewWebhookUrl: "https://bot.example/hooks/crew/abc",
+    });
+  });
+
+  it.each([
+    ["an empty body", undefined, {}],
+    ["an unknown status", { status: "queued", message: "Queued" }, { message: "Queued" }],
+    ["a non-JSON body", "OK", {}],
+  ])("tolerates %s from resume", async (_label, answer, expected) => {
+    const crew = await startCrew((_req, res) => send(res, 200, answer));
+    expect(await client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "", isApprove: true })).toEqual(expected);
+  });
+});
+
+describe("CrewClient status paths", () => {
+  it("falls back to /status/{id} and remembers it, still falling back on a later 404", async () => {
+    const crew = await startCrew((req, res) => {
+      if (req.path === "/status/k-1") return send(res, 200, { state: "RUNNING" });
+      if (req.path === "/k-2/status") return send(res, 200, { status: "completed", result: "Done" });
+      send(res, 404, { detail: "Not Found" });
+    });
+    const c = client(crew.url);
+    expect(await c.status("k-1")).toMatchObject({ phase: "running" });
+    expect(await c.status("k-1")).toMatchObject({ phase: "running" });
+    expect(crew.seen.map((s) => s.path)).toEqual(["/k-1/status", "/status/k-1", "/status/k-1"]);
+
+    expect(await c.status("k-2")).toMatchObject({ phase: "succeeded", output: "Done" });
+    expect(crew.seen.map((s) => s.path).slice(3)).toEqual(["/status/k-2", "/k-2/status"]);
+  });
+
+  it("reports not_found when both forms 404", async () => {
+    const crew = await startCrew((_req, res) => send(res, 404, { error: "Not Found", message: "Execution not found" }));
+    const e = await failure(client(crew.url).status("gone"));
+    expect(e.kind).toBe("not_found");
+    expect(e.status).toBe(404);
+    expect(crew.seen.map((s) => s.path)).toEqual(["/gone/status", "/status/gone"]);
+    expect(e.userMessage()).toBe("The crew “Research” has no record of that run (404); it may have expired or never started.");
+  });
+
+  it("does not try the other form on errors other than 404", async () => {
+    const crew = await startCrew((_req, res) => send(res, 401, { detail: "Invalid token" }));
+    expect((await failure(client(crew.url).status("k"))).kind).toBe("unauthorized");
+    expect(crew.seen).toHaveLength(1);
+  });
+});
+
+describe("CrewClient errors", () => {
+  it("maps 400 to bad_request and quotes the service", async () => {
+    const crew = await startCrew((_req, res) => send(res, 400, { detail: "Execution is not in pending human input state" }));
+    const e = await failure(client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "", isApprove: true }));
+    expect(e).toMatchObject({ kind: "bad_request", status: 400, operation: "resume", crewName: "Research" });
+    expect(e.userMessage()).toBe(
+      "The crew “Research” refused the request while sending your review (400): “Execution is not in pending human input state”",
+    );
+    expect(crew.seen).toHaveLength(1);
+  });
+
+  it("hides URLs the service echoes back, webhook URLs being secrets", async () => {
+    const crew = await startCrew((_req, res) => send(res, 400, { error: "Bad Request", message: "taskWebhookUrl https://bot.example/hooks/task/s3cr3t is unreachable" }));
+    const e = await failure(client(crew.url).kickoff({ inputs: {}, taskWebhookUrl: "https://bot.example/hooks/task/s3cr3t" }));
+    expect(e.serviceMessage).toBe("Bad Request: taskWebhookUrl [url] is unreachable");
+    expect(e.userMessage()).not.toContain("s3cr3t");
+    expectNoSecrets(e);
+  });
+
+  it.each([401, 403])("maps %i to unauthorized without leaking the token", async (status) => {
+    const crew = await startCrew((req, res) => send(res, status, { error: "Unauthorized", message: `bad token ${String(req.headers.authorization)}` }));
+    const e = await failure(client(crew.url, { userToken: USER }).listInputs());
+    expect(e).toMatchObject({ kind: "unauthorized", status, operation: "inputs" });
+    expect(e.userMessage()).toBe(
+      `The crew “Research” rejected Crewline's token (${status}). Ask whoever set up Crewline to check CREW_TOKEN / the crews file.`,
+    );
+    expect(e.serviceMessage).toBe("Unauthorized: bad token Bearer [redacted]");
+    expectNoSecrets(e);
+  });
+
+  it("maps 404 on inputs to not_found", async () => {
+    const crew = await startCrew((_req, res) => send(res, 404, "Not Found"));
+    const e = await failure(client(crew.url).listInputs());
+    expect(e).toMatchObject({ kind: "not_found", serviceMessage: "Not Found" });
+    expect(e.userMessage()).toContain("CREW_BASE_URL");
+  });
+
+  it.each([
+    ["details.missing_inputs", { error: "Validation Error", message: "Missing", details: { missing_inputs: ["topic", "year"] } }],
+    ["top-level missing_inputs", { missing_inputs: ["topic", "year"] }],
+    ["a FastAPI detail list", { detail: [{ loc: ["body", "inputs", "topic"], msg: "field required" }, { loc: ["body", "inputs", "year"], msg: "field required" }] }],
+  ])("maps 422 with %s to missing_inputs", async (_label, body) => {
+    const crew = await startCrew((_req, res) => send(res, 422, body));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e).toMatchObject({ kind: "missing_inputs", status: 422, missingInputs: ["topic", "year"] });
+    expect(e.userMessage()).toBe("The crew “Research” needs inputs that were not given: topic, year. Fill them in and try again.");
+  });
+
+  it("maps 500 to server with Retry-After, not retrying a POST on 500", async () => {
+    const crew = await startCrew((_req, res) => send(res, 500, { error: "boom" }, { "retry-after": "30" }));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e).toMatchObject({ kind: "server", status: 500, retryAfterSeconds: 30, serviceMessage: "boom" });
+    expect(e.userMessage()).toBe("The crew “Research” had a server error (500) while starting a run. It may be starting up; try again in 30 seconds.");
+    expect(crew.seen).toHaveLength(1);
+  });
+
+  it.each([
+    ["a non-JSON answer", "<html>hello</html>"],
+    ["a JSON answer of the wrong shape", { result: "no state here" }],
+  ])("maps %s to invalid_response", async (_label, answer) => {
+    const crew = await startCrew((_req, res) => send(res, 200, answer));
+    const e = await failure(client(crew.url).status("k"));
+    expect(e).toMatchObject({ kind: "invalid_response", operation: "status", crewName: "Research" });
+    expect(e.userMessage()).toContain("couldn't read");
+  });
+
+  it("maps a kickoff answer without an id to invalid_response", async () => {
+    const crew = await startCrew((_req, res) => send(res, 200, { ok: true }));
+    expect((await failure(client(crew.url).kickoff({ inputs: {} }))).kind).toBe("invalid_response");
+  });
+
+  it("maps a refused connection to unreachable", async () => {
+    const e = await failure(client(await closedPortUrl(), { retry: { attempts: 1, baseDelayMs: 1 } }).listInputs());
+    expect(e).toMatchObject({ kind: "unreachable", operation: "inputs" });
+    expect(e.userMessage()).toBe(
+      "Couldn't reach the crew “Research” while listing its inputs. Check that it is deployed and CREW_BASE_URL is right.",
+    );
+    expectNoSecrets(e);
+  });
+});
+
+describe("CrewClient retries", () => {
+  it("retries a GET on 503 with Retry-After: 0", async () => {
+    let calls = 0;
+    const crew = await startCrew((_req, res) => (++calls === 1 ? send(res, 503, "", { "retry-after": "0" }) : send(res, 200, { inputs: ["topic"] })));
+    expect(await client(crew.url).listInputs()).toEqual([{ name: "topic", required: true }]);
+    expect(crew.seen).toHaveLength(2);
+  });
+
+  it("gives up after the configured attempts", async () => {
+    const crew = await startCrew((_req, res) => send(res, 502, "<html>Bad Gateway</html>", { "retry-after": "0" }));
+    const e = await failure(client(crew.url).status("k"));
+    expect(e).toMatchObject({ kind: "server", status: 502, serviceMessage: undefined });
+    expect(crew.seen).toHaveLength(3);
+  });
+
+  it("retries a POST kickoff on 503", async () => {
+    let calls = 0;
+    const crew = await startCrew((_req, res) => (++calls === 1 ? send(res, 503, { error: "cold" }, { "retry-after": "0" }) : send(res, 200, { kickoff_id: "k-9" })));
+    expect(await client(crew.url).kickoff({ inputs: { topic: "AI" } })).toEqual({ kickoffId: "k-9" });
+    expect(crew.seen.map((s) => s.path)).toEqual(["/kickoff", "/kickoff"]);
+  });
+
+  it("never retries a POST resume after the connection is reset", async () => {
+    const crew = await startCrew((_req, res) => {
+      res.socket?.destroy();
+    });
+    const e = await failure(client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "ok", isApprove: true }));
+    expect(e).toMatchObject({ kind: "unreachable", operation: "resume", maybeApplied: true });
+    await sleep(50);
+    expect(crew.seen).toHaveLength(1);
+  });
+
+  it("retries a POST when the connection was refused", async () => {
+    const dispatcher = new CountingAgent();
+    cleanups.push(() => dispatcher.close());
+    const e = await failure(client(await closedPortUrl(), { dispatcher }).kickoff({ inputs: {} }));
+    expect(e).toMatchObject({ kind: "unreachable", maybeApplied: false });
+    expect(dispatcher.count).toBe(3);
+  });
+
+  it("leaves a dispatcher passed in open on close()", async () => {
+    const crew = await startCrew(healthy);
+    const dispatcher = new CountingAgent();
+    cleanups.push(() => dispatcher.close());
+    await client(crew.url, { dispatcher }).close();
+    await client(crew.url, { dispatcher }).listInputs();
+    expect(dispatcher.count).toBe(1);
+  });
+});
+
+// undici checks header/body time-outs on a coarse timer (about 1 s resolution), so a
+// "slow" answer must be well past readTimeoutMs + 1 s; these tests wait side by side.
+const SLOWER_THAN_TIMEOUT_MS = 1_500;
+
+describe.concurrent("CrewClient read time-outs", () => {
+  it("retries a GET after a read time-out", async ({ onTestFinished }) => {
+    let calls = 0;
+    const crew = await startCrew(async (_req, res) => {
+      if (++calls === 1) await sleep(SLOWER_THAN_TIMEOUT_MS);
+      send(res, 200, { state: "RUNNING" });
+    }, onTestFinished);
+    expect(await client(crew.url, { readTimeoutMs: 100 }, onTestFinished).status("k")).toMatchObject({ phase: "running" });
+    expect(crew.seen.map((s) => s.path)).toEqual(["/k/status", "/k/status"]);
+  });
+
+  it("reports a GET that keeps timing out as timeout", async ({ onTestFinished }) => {
+    const crew = await startCrew(async (_req, res) => {
+      await sleep(SLOWER_THAN_TIMEOUT_MS);
+      send(res, 200, { inputs: [] });
+    }, onTestFinished);
+    const e = await failure(client(crew.url, { readTimeoutMs: 100, retry: { attempts: 1, baseDelayMs: 1 } }, onTestFinished).listInputs());
+    expect(e).toMatchObject({ kind: "timeout", operation: "inputs" });
+    expect(e.maybeApplied).toBeUndefined();
+    expect(e.userMessage()).toBe("The crew “Research” didn't answer in time while listing its inputs. Try again in a minute.");
+  });
+
+  it("never retries a POST kickoff after a read time-out", async ({ onTestFinished }) => {
+    const crew = await startCrew(async (_req, res) => {
+      await sleep(SLOWER_THAN_TIMEOUT_MS);
+      send(res, 200, { kickoff_id: "late" });
+    }, onTestFinished);
+    const e = await failure(client(crew.url, { readTimeoutMs: 100 }, onTestFinished).kickoff({ inputs: { topic: "AI" } }));
+    expect(e).toMatchObject({ kind: "timeout", operation: "kickoff", maybeApplied: true });
+    expect(e.userMessage()).toContain("may have gone through");
+    await sleep(50);
+    expect(crew.seen).toHaveLength(1);
+  });
+});
+
+describe("parseRetryAfter", () => {
+  it("reads seconds and HTTP dates", () => {
+    expect(parseRetryAfter("5")).toBe(5);
+    expect(parseRetryAfter(["0"])).toBe(0);
+    expect(parseRetryAfter(new Date(Date.now() + 3_000).toUTCString())).toBeGreaterThanOrEqual(2);
+    expect(parseRetryAfter("soon")).toBeUndefined();
+    expect(parseRetryAfter(undefined)).toBeUndefined();
+  });
+});
+
+describe("CrewClient construction", () => {
+  it("rejects bad base URLs and tokens without echoing them", () => {
+    expect(() => new CrewClient({ name: "x", baseUrl: "not a url?token=abc", token: ORG })).toThrow(/^Crew "x": the base URL is not a valid URL$/);
+    expect(() => new CrewClient({ name: "x", baseUrl: "ftp://x.example", token: ORG })).toThrow(/http/);
+    expect(() => new CrewClient({ name: "x", baseUrl: "https://x.example", token: "two words" })).toThrow(/^Crew "x": the token/);
+  });
+});
+
+class CountingAgent extends Agent {
+  count = 0;
+  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    this.count++;
+    return super.dispatch(options, handler);
+  }
+}
+
+/** A port nothing listens on: bind, note it, close. */
+async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}

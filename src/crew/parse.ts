@@ -1,0 +1,373 @@
+// Tolerant readers for the crew service's wire shapes (see the field notes).
+// Pure: no I/O. Every failure is a CrewError of kind "invalid_response".
+import { z } from "zod";
+import { CrewError, type CrewOperation } from "./errors.js";
+import type {
+  CrewCompletionEvent,
+  CrewEvent,
+  CrewInput,
+  ExecutionPhase,
+  ExecutionStatus,
+  ResumeResult,
+  StepEvent,
+  TaskEvent,
+} from "./types.js";
+
+const STEP_SUMMARY_MAX = 300;
+
+// ---- shared helpers ----
+
+/** Any object that is not an array; extra keys are kept and ignored. */
+const record = z.record(z.string(), z.unknown());
+/** zod 4 treats a bare z.unknown() object key as required. */
+const anyValue = z.unknown().optional();
+/** An optional field of the wrong type is dropped instead of failing the whole body. */
+const lenient = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
+const idText = z
+  .union([z.string(), z.number()])
+  .transform((v) => String(v).trim())
+  .pipe(z.string().min(1));
+const nonEmpty = z.string().refine((s) => s.trim() !== "");
+
+function invalid(operation: CrewOperation, crewName: string, why: string): CrewError {
+  return new CrewError({ kind: "invalid_response", operation, crewName, detail: why });
+}
+
+function asRecord(body: unknown, operation: CrewOperation, crewName: string): Record<string, unknown> {
+  const parsed = record.safeParse(body);
+  if (!parsed.success) throw invalid(operation, crewName, "expected a JSON object");
+  return parsed.data;
+}
+
+/** Strings as they are, anything else JSON (pretty); empty or null → undefined. */
+function toText(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "string") return value.trim() === "" ? undefined : value;
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  return JSON.stringify(value, null, 2);
+}
+
+function firstId(...values: unknown[]): string | undefined {
+  for (const v of values) {
+    const parsed = idText.safeParse(v);
+    if (parsed.success) return parsed.data;
+  }
+  return undefined;
+}
+
+// ---- GET /inputs ----
+
+const TYPE_WORDS = new Set(["string", "str", "text", "number", "integer", "int", "float", "boolean", "bool", "array", "list", "object", "dict", "date", "url"]);
+
+const inputObject = z.object({
+  name: idText,
+  type: lenient(z.string()),
+  description: lenient(z.string()),
+  required: lenient(z.union([z.boolean(), z.enum(["true", "false"])])),
+});
+const inputList = z.array(z.union([idText, inputObject]));
+const mapValue = z.union([z.string(), z.null(), inputObject.omit({ name: true })]);
+const inputMap = z.record(z.string(), mapValue);
+
+export function parseInputs(body: unknown, crewName = ""): CrewInput[] {
+  const inner = record.safeParse(body).data?.inputs;
+  const wrapped = Array.isArray(inner) || record.safeParse(inner).success;
+  const raw = wrapped ? inner : body;
+
+  const list = inputList.safeParse(raw);
+  if (list.success) return dedupe(list.data.map(fromListItem));
+  const map = inputMap.safeParse(raw);
+  if (map.success) return dedupe(Object.entries(map.data).map(([name, v]) => fromMapEntry(name, v)));
+  throw invalid("inputs", crewName, "unrecognised inputs list");
+}
+
+function fromListItem(item: string | z.infer<typeof inputObject>): CrewInput {
+  if (typeof item === "string") return { name: item, required: true };
+  return withOptional({ name: item.name, required: item.required !== false && item.required !== "false" }, item);
+}
+
+function fromMapEntry(name: string, value: z.infer<typeof mapValue>): CrewInput {
+  const base = { name: name.trim(), required: true };
+  if (value === null) return base;
+  if (typeof value !== "string") return fromListItem({ ...value, name: base.name });
+  const text = value.trim();
+  if (text === "") return base;
+  return TYPE_WORDS.has(text.toLowerCase()) ? { ...base, type: text } : { ...base, description: text };
+}
+
+function withOptional(input: CrewInput, extra: { type?: string; description?: string }): CrewInput {
+  return {
+    ...input,
+    ...(extra.type ? { type: extra.type } : {}),
+    ...(extra.description ? { description: extra.description } : {}),
+  };
+}
+
+function dedupe(inputs: CrewInput[]): CrewInput[] {
+  const seen = new Set<string>();
+  return inputs.filter((i) => i.name !== "" && !seen.has(i.name) && seen.add(i.name));
+}
+
+// ---- GET status ----
+
+const lastTaskSchema = z.object({
+  output: anyValue,
+  agent: anyValue,
+  name: lenient(z.string()),
+  task_id: anyValue,
+  id: anyValue,
+});
+
+const progressSchema = z.object({
+  completed: lenient(z.number()),
+  total: lenient(z.number()),
+  current: lenient(z.union([z.string(), z.number()])),
+  current_agent: lenient(z.string()),
+});
+
+const statusSchema = z.object({
+  state: lenient(nonEmpty),
+  status: lenient(nonEmpty),
+  result: anyValue,
+  result_json: anyValue,
+  last_executed_task: lenient(lastTaskSchema),
+  progress: lenient(progressSchema),
+  error: anyValue,
+});
+
+export function parseStatus(body: unknown, crewName = ""): ExecutionStatus {
+  const parsed = statusSchema.safeParse(asRecord(body, "status", crewName));
+  if (!parsed.success) throw invalid("status", crewName, "unrecognised status body");
+  const s = parsed.data;
+  const rawState = s.state ?? s.status;
+  if (rawState === undefined) throw invalid("status", crewName, "status body has no state");
+
+  const phase = phaseOf(rawState);
+  const lastTask = lastTaskOf(s.last_executed_task);
+  const output = toText(s.result_json) ?? resultText(s.result) ?? lastTask?.output;
+  const error = toText(errorText(s.error)) ?? (phase === "failed" && s.state && s.status !== s.state ? s.status : undefined);
+  const progress = progressOf(s.progress);
+  return {
+    rawState,
+    phase,
+    ...(output !== undefined ? { output } : {}),
+    ...(lastTask ? { lastTask } : {}),
+    ...(error !== undefined ? { error } : {}),
+    ...(progress ? { progress } : {}),
+  };
+}
+
+const PHASES: Record<string, ExecutionPhase> = {
+  success: "succeeded",
+  completed: "succeeded",
+  failed: "failed",
+  failure: "failed",
+  error: "failed",
+  revoked: "failed",
+  "not found": "failed",
+  paused: "paused",
+};
+
+export function phaseOf(state: string): ExecutionPhase {
+  const key = state.trim().toLowerCase().replace(/[_-]+/g, " ");
+  return PHASES[key] ?? "running";
+}
+
+/** `result` is a string once finished; older services send `{output, tasks[]}`. */
+function resultText(result: unknown): string | undefined {
+  if (typeof result === "string") return toText(result);
+  const obj = record.safeParse(result);
+  return obj.success ? toText(obj.data.output) : undefined;
+}
+
+function errorText(error: unknown): unknown {
+  const obj = record.safeParse(error);
+  return obj.success && typeof obj.data.message === "string" ? obj.data.message : error;
+}
+
+function lastTaskOf(t: z.infer<typeof lastTaskSchema> | undefined): ExecutionStatus["lastTask"] {
+  if (!t) return undefined;
+  const out = {
+    output: toText(t.output),
+    agent: agentName(t.agent),
+    name: t.name,
+    taskId: firstId(t.task_id, t.id),
+  };
+  return dropUndefined(out);
+}
+
+function progressOf(p: z.infer<typeof progressSchema> | undefined): ExecutionStatus["progress"] {
+  if (!p) return undefined;
+  const out = {
+    completed: p.completed,
+    total: p.total,
+    current: p.current === undefined ? undefined : String(p.current),
+    currentAgent: p.current_agent,
+  };
+  return Object.values(out).some((v) => v !== undefined) ? dropUndefined(out) : undefined;
+}
+
+/** Agents arrive as a role string or, from some services, an object with `role`. */
+function agentName(agent: unknown): string | undefined {
+  if (typeof agent === "string") return agent.trim() || undefined;
+  const obj = record.safeParse(agent);
+  return obj.success && typeof obj.data.role === "string" ? obj.data.role : undefined;
+}
+
+function dropUndefined<T extends Record<string, unknown>>(obj: T): T {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as T;
+}
+
+// ---- webhooks ----
+
+export function parseWebhook(kind: "step" | "task" | "crew", body: unknown, crewName = ""): CrewEvent {
+  const b = asRecord(body, "webhook", crewName);
+  if (kind === "step") return stepEvent(b);
+  if (kind === "task") return taskEvent(b, crewName);
+  return crewEvent(b);
+}
+
+function stepEvent(b: Record<string, unknown>): StepEvent {
+  const tool = toText(b.tool);
+  const toolInput = toText(b.tool_input);
+  const thought = toText(b.thought);
+  const result = toText(b.result);
+  return dropUndefined({
+    kind: "step" as const,
+    // Older step payloads carried the run id as task_id.
+    runId: firstId(b.kickoff_id, b.execution_id, b.task_id),
+    thought,
+    tool,
+    toolInput,
+    result,
+    summary: stepSummary(tool, toolInput, thought, toText(b.action)),
+  });
+}
+
+function stepSummary(tool?: string, toolInput?: string, thought?: string, action?: string): string {
+  if (tool) return oneLine(`🔧 ${tool}${toolInput ? `: ${toolInput}` : ""}`);
+  if (thought) return oneLine(`💭 ${thought}`);
+  if (action) return oneLine(`⚙️ ${action}`);
+  return "⚙️ Working…";
+}
+
+function oneLine(text: string, max = STEP_SUMMARY_MAX): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+function taskEvent(b: Record<string, unknown>, crewName: string): TaskEvent {
+  const name = toText(b.name);
+  const taskKey = firstId(b.task_id, b.taskId, b.id) ?? name;
+  if (taskKey === undefined) throw invalid("webhook", crewName, "task payload has no task id or name");
+  return dropUndefined({
+    kind: "task" as const,
+    runId: firstId(b.kickoff_id, b.execution_id),
+    taskKey,
+    name,
+    description: toText(b.description),
+    agent: agentName(b.agent),
+    output: toText(b.output) ?? toText(b.output_json) ?? toText(b.summary) ?? "",
+  });
+}
+
+function crewEvent(b: Record<string, unknown>): CrewCompletionEvent {
+  const state = toText(b.state) ?? toText(b.status);
+  const failedState = state !== undefined && phaseOf(state) === "failed";
+  const error = toText(errorText(b.error)) ?? (failedState ? `The crew reported ${state}.` : undefined);
+  return dropUndefined({
+    kind: "crew" as const,
+    runId: firstId(b.kickoff_id, b.execution_id),
+    output: toText(b.result_json) ?? crewResultText(b.result) ?? "",
+    error,
+  });
+}
+
+function crewResultText(result: unknown): string | undefined {
+  const obj = record.safeParse(result);
+  if (obj.success && "output" in obj.data) return toText(obj.data.output);
+  return toText(result);
+}
+
+// ---- kickoff / resume responses ----
+
+export function parseKickoff(body: unknown, crewName = ""): { kickoffId: string } {
+  const b = asRecord(body, "kickoff", crewName);
+  const kickoffId = firstId(b.kickoff_id, b.kickoffId, b.id);
+  if (kickoffId === undefined) throw invalid("kickoff", crewName, "kickoff answer has no kickoff_id");
+  return { kickoffId };
+}
+
+const RESUME_STATUSES = ["resumed", "retrying", "completed"] as const;
+
+/** Every field is optional and an unknown status is dropped: the resume itself succeeded. */
+export function parseResume(body: unknown): ResumeResult {
+  const b = record.safeParse(body);
+  if (!b.success) return {};
+  const status = RESUME_STATUSES.find((s) => s === String(b.data.status ?? "").trim().toLowerCase());
+  const message = toText(b.data.message);
+  return dropUndefined({ status, message });
+}
+
+// ---- error bodies: {"error","message","details"} or FastAPI {"detail"} ----
+
+export interface ErrorBody {
+  serviceMessage?: string;
+  missingInputs?: string[];
+}
+
+export function parseErrorBody(body: unknown): ErrorBody {
+  const b = record.safeParse(body);
+  if (!b.success) return typeof body === "string" ? plainTextMessage(body) : {};
+  const missing = missingInputsOf(b.data);
+  return dropUndefined({
+    serviceMessage: serviceMessageOf(b.data),
+    missingInputs: missing.length ? missing : undefined,
+  });
+}
+
+/** Proxies answer with HTML pages; those are noise for a Slack user. */
+function plainTextMessage(text: string): ErrorBody {
+  const t = text.trim();
+  return t && !t.startsWith("<") ? { serviceMessage: t } : {};
+}
+
+function serviceMessageOf(b: Record<string, unknown>): string | undefined {
+  const error = typeof b.error === "string" ? b.error.trim() : undefined;
+  const message = typeof b.message === "string" ? b.message.trim() : undefined;
+  if (error && message && error !== message) return `${error}: ${message}`;
+  return message || error || detailText(b.detail);
+}
+
+function detailText(detail: unknown): string | undefined {
+  if (!Array.isArray(detail)) return toText(detail);
+  const parts = detail.map((d) => {
+    const item = record.safeParse(d);
+    if (!item.success) return toText(d);
+    const field = locName(item.data.loc);
+    const msg = toText(item.data.msg);
+    return field && msg ? `${field}: ${msg}` : msg;
+  });
+  return parts.filter(Boolean).join("; ") || undefined;
+}
+
+const stringList = z.array(z.unknown()).transform((xs) => xs.filter((x): x is string => typeof x === "string" && x.trim() !== ""));
+
+function missingInputsOf(b: Record<string, unknown>): string[] {
+  const details = record.safeParse(b.details);
+  for (const candidate of [details.data?.missing_inputs, b.missing_inputs]) {
+    const listed = stringList.safeParse(candidate);
+    if (listed.success && listed.data.length) return listed.data;
+  }
+  const fromDetail = Array.isArray(b.detail) ? b.detail.map((d) => locName(record.safeParse(d).data?.loc)) : [];
+  return [...new Set(fromDetail.filter((n): n is string => n !== undefined))];
+}
+
+const LOC_NOISE = new Set(["body", "query", "path", "header", "inputs"]);
+
+/** FastAPI `loc` is e.g. ["body", "inputs", "topic"]; the last meaningful part names the input. */
+function locName(loc: unknown): string | undefined {
+  if (!Array.isArray(loc)) return undefined;
+  const parts = loc.filter((p): p is string => typeof p === "string" && !LOC_NOISE.has(p));
+  return parts.at(-1);
+}

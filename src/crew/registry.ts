@@ -1,0 +1,38 @@
+// The configured crews by name, each with its own HTTP client.
+import type { CrewConfig } from "../config.js";
+import type { CrewDirectory } from "../lifecycle/ports.js";
+import { CrewClient } from "./client.js";
+import type { CrewApi } from "./types.js";
+
+export class CrewRegistry implements CrewDirectory {
+  private readonly clients = new Map<string, { config: CrewConfig; client: CrewApi & { close?: () => Promise<void> } }>();
+
+  constructor(crews: CrewConfig[], makeClient: (crew: CrewConfig) => CrewApi = defaultClient) {
+    for (const config of crews) this.clients.set(config.name.toLowerCase(), { config, client: makeClient(config) });
+  }
+
+  get(name: string): CrewApi | undefined {
+    return this.clients.get(name.toLowerCase())?.client;
+  }
+
+  config(name: string): CrewConfig | undefined {
+    return this.clients.get(name.toLowerCase())?.config;
+  }
+
+  /** Crews that may be started in a channel (no allow-list: everywhere). */
+  availableIn(channelId: string): CrewConfig[] {
+    return this.all().filter((crew) => !crew.channels || crew.channels.includes(channelId));
+  }
+
+  all(): CrewConfig[] {
+    return [...this.clients.values()].map((entry) => entry.config);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.clients.values()].map((entry) => entry.client.close?.()));
+  }
+}
+
+function defaultClient(crew: CrewConfig): CrewApi {
+  return new CrewClient({ name: crew.name, baseUrl: crew.baseUrl, token: crew.token, userToken: crew.userToken });
+}

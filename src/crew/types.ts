@@ -1,0 +1,87 @@
+// Domain shapes of the crew execution service, after tolerant parsing.
+// The raw wire variants are described in ../shared/spec/crew-api-field-notes.md;
+// everything past the crew client sees only these.
+
+export interface CrewInput {
+  name: string;
+  description?: string;
+  type?: string;
+  required: boolean;
+}
+
+export type ExecutionPhase = "running" | "paused" | "succeeded" | "failed";
+
+export interface ExecutionStatus {
+  /** Raw state text as the service sent it (e.g. "RUNNING", "completed"). */
+  rawState: string;
+  phase: ExecutionPhase;
+  /** Final output (or output so far) as text; JSON outputs are pretty-printed. */
+  output?: string;
+  /** Output of the last executed task, when reported. */
+  lastTask?: { output?: string; agent?: string; name?: string; taskId?: string };
+  error?: string;
+  progress?: { completed?: number; total?: number; currentAgent?: string; current?: string };
+}
+
+export interface KickoffRequest {
+  inputs: Record<string, string>;
+  meta?: Record<string, string>;
+  taskWebhookUrl?: string;
+  stepWebhookUrl?: string;
+  crewWebhookUrl?: string;
+}
+
+export interface ResumeRequest {
+  executionId: string;
+  taskId: string;
+  humanFeedback: string;
+  isApprove: boolean;
+  taskWebhookUrl?: string;
+  stepWebhookUrl?: string;
+  crewWebhookUrl?: string;
+}
+
+export interface ResumeResult {
+  status?: "resumed" | "retrying" | "completed";
+  message?: string;
+}
+
+/** Parsed webhook bodies (see field notes, "Webhook payloads"). */
+export interface StepEvent {
+  kind: "step";
+  runId?: string;
+  thought?: string;
+  tool?: string;
+  toolInput?: string;
+  result?: string;
+  /** One-line summary for the progress message. */
+  summary: string;
+}
+
+export interface TaskEvent {
+  kind: "task";
+  runId?: string;
+  /** Key to send as task_id on /resume: task_id, taskId or id; else the task name. */
+  taskKey: string;
+  name?: string;
+  description?: string;
+  agent?: string;
+  output: string;
+}
+
+export interface CrewCompletionEvent {
+  kind: "crew";
+  runId?: string;
+  output: string;
+  /** Set when the payload reports a failure (error field / failed state). */
+  error?: string;
+}
+
+export type CrewEvent = StepEvent | TaskEvent | CrewCompletionEvent;
+
+export interface CrewApi {
+  listInputs(): Promise<CrewInput[]>;
+  kickoff(req: KickoffRequest): Promise<{ kickoffId: string }>;
+  status(kickoffId: string): Promise<ExecutionStatus>;
+  resume(req: ResumeRequest): Promise<ResumeResult>;
+}

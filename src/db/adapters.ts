@@ -1,0 +1,61 @@
+// Driver adapters for Prisma's JS engine: embedded PGlite by default, PostgreSQL when DATABASE_URL says so.
+import fs from "node:fs";
+import path from "node:path";
+import pg from "pg";
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { PrismaPg } from "@prisma/adapter-pg";
+
+export function isPostgresUrl(url: string | undefined): url is string {
+  return !!url && /^postgres(ql)?:\/\//i.test(url);
+}
+
+export function pgliteDir(dataDir: string): string {
+  return path.join(dataDir, "pglite");
+}
+
+export function openPGlite(dataDir: string | undefined): PGlite {
+  if (!dataDir) return new PGlite();
+  const dir = pgliteDir(dataDir);
+  fs.mkdirSync(dir, { recursive: true });
+  return new PGlite(dir);
+}
+
+// @prisma/adapter-pg 6.19 cannot deserialize PostgreSQL's `name` type (OID 19), which the schema
+// engine reads from the catalog during `migrate` (prisma/orm#27403). Report it as text (OID 25).
+const NAME_OID = 19;
+const TEXT_OID = 25;
+function patchNameFields<R>(result: R): R {
+  const fields = (result as { fields?: { dataTypeID: number }[] } | undefined)?.fields;
+  for (const field of fields ?? []) if (field.dataTypeID === NAME_OID) field.dataTypeID = TEXT_OID;
+  return result;
+}
+function patchQuery<T extends { query: (...args: any[]) => any }>(target: T): T {
+  const original = target.query.bind(target);
+  target.query = ((...args: any[]) => {
+    const last = args[args.length - 1];
+    if (typeof last === "function") {
+      args[args.length - 1] = (err: unknown, res: unknown) => last(err, res && patchNameFields(res));
+      return original(...args);
+    }
+    const out = original(...args);
+    return out && typeof out.then === "function" ? out.then(patchNameFields) : out;
+  }) as T["query"];
+  return target;
+}
+class NameAsTextPool extends pg.Pool {
+  constructor(config: pg.PoolConfig) {
+    super(config);
+    patchQuery(this);
+    this.on("connect", (client) => void patchQuery(client));
+  }
+}
+
+/** Adapter for the Prisma CLI (`prisma migrate deploy|status`), chosen from the environment. */
+export function migrationAdapterFactory(env: NodeJS.ProcessEnv) {
+  if (isPostgresUrl(env.DATABASE_URL)) {
+    return new PrismaPg(new NameAsTextPool({ connectionString: env.DATABASE_URL, max: 2 }));
+  }
+  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils; the contract is the same.
+  return new PrismaPGlite(openPGlite(env.DATA_DIR ?? "./data")) as unknown as PrismaPg;
+}

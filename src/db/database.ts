@@ -1,0 +1,78 @@
+// Opens the configured database (embedded PGlite or PostgreSQL), applies migrations, hands out Prisma.
+import pg from "pg";
+import type { PGlite } from "@electric-sql/pglite";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient } from "../generated/prisma/client.js";
+import { isPostgresUrl, openPGlite } from "./adapters.js";
+import { applyMigrations, type MigrationSession } from "./migrate.js";
+
+export type Db = PrismaClient;
+
+export interface Database {
+  prisma: Db;
+  kind: "embedded" | "postgres";
+  /** Applies pending migrations; returns the names applied. */
+  migrate(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres://… for PostgreSQL; unset for the embedded database. */
+  databaseUrl?: string;
+  /** Folder of the embedded database; unset keeps it in memory (tests). */
+  dataDir?: string;
+  /** Pool size for PostgreSQL. */
+  poolSize?: number;
+}
+
+export function openDatabase(opts: DatabaseOptions): Database {
+  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openEmbedded(opts.dataDir);
+}
+
+function openEmbedded(dataDir: string | undefined): Database {
+  const pglite: PGlite = openPGlite(dataDir);
+  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils; the runtime contract is the same.
+  const adapter = new PrismaPGlite(pglite) as unknown as PrismaPg;
+  const prisma = new PrismaClient({ adapter });
+  const session: MigrationSession = {
+    exec: async (sql) => void (await pglite.exec(sql)),
+    query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
+  };
+  return {
+    prisma,
+    kind: "embedded",
+    // One process owns an embedded database, so no advisory lock is needed.
+    migrate: () => applyMigrations(session, undefined, { advisoryLock: false }),
+    close: async () => {
+      await prisma.$disconnect();
+      await pglite.close();
+    },
+  };
+}
+
+function openPostgres(url: string, poolSize: number): Database {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // A failed idle client must not crash the process; the pool replaces it.
+  pool.on("error", () => {});
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    prisma,
+    kind: "postgres",
+    migrate: async () => {
+      const client = await pool.connect();
+      try {
+        return await applyMigrations({
+          exec: async (sql) => void (await client.query(sql)),
+          query: async <T>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as T[],
+        });
+      } finally {
+        client.release();
+      }
+    },
+    close: async () => {
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,87 @@
+// `/crew …`: opens the kickoff modal, or answers help, status and list.
+import type { App } from "@slack/bolt";
+import { z } from "zod";
+import { isCrewError } from "../crew/errors.js";
+import type { FeatureDeps } from "../slack/deps.js";
+import { announcementFor } from "../slack/notifier.js";
+import { helpText, escapeMrkdwn, fitMrkdwn } from "../slack/blocks/index.js";
+import { openKickoffModal } from "./modal.js";
+
+export type CrewCommand =
+  | { kind: "open"; crewName?: string }
+  | { kind: "help" }
+  | { kind: "status"; kickoffId: string }
+  | { kind: "list" };
+
+export function parseCrewCommand(text: string): CrewCommand {
+  const [word = "", ...rest] = text.trim().split(/\s+/);
+  const arg = rest.join(" ").trim();
+  switch (word.toLowerCase()) {
+    case "":
+      return { kind: "open" };
+    case "help":
+    case "?":
+      return { kind: "help" };
+    case "status":
+      return arg ? { kind: "status", kickoffId: arg } : { kind: "help" };
+    case "list":
+      return { kind: "list" };
+    default:
+      return { kind: "open", crewName: text.trim() };
+  }
+}
+
+const commandPayload = z.object({
+  text: z.string().default(""),
+  command: z.string(),
+  user_id: z.string(),
+  channel_id: z.string(),
+  team_id: z.string().default(""),
+  trigger_id: z.string(),
+});
+
+export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "/crew"): void {
+  app.command(commandName, async ({ command, ack, client, respond }) => {
+    const payload = commandPayload.parse(command);
+    const parsed = parseCrewCommand(payload.text);
+    if (parsed.kind === "help") {
+      await ack({ response_type: "ephemeral", text: helpText(commandName, deps.crews.all().map((c) => c.name)) });
+      return;
+    }
+    await ack();
+    if (parsed.kind === "open") {
+      await openKickoffModal(client, deps, { triggerId: payload.trigger_id, channelId: payload.channel_id, userId: payload.user_id, teamId: payload.team_id, crewName: parsed.crewName });
+    } else if (parsed.kind === "status") {
+      await respond({ response_type: "ephemeral", text: await statusText(deps, parsed.kickoffId) });
+    } else {
+      await respond({ response_type: "ephemeral", text: await listText(deps, payload.channel_id) });
+    }
+  });
+}
+
+async function statusText(deps: FeatureDeps, kickoffId: string): Promise<string> {
+  const execution = await deps.lifecycle.runs.findByKickoffId(kickoffId);
+  if (!execution) return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${execution.kickoffId}\` · ${execution.state}`];
+  const crew = deps.crews.get(execution.crewName);
+  if (crew && !["completed", "failed", "lost", "kickoff_failed"].includes(execution.state)) {
+    try {
+      const status = await crew.status(kickoffId);
+      lines.push(`The crew reports *${escapeMrkdwn(status.rawState || status.phase)}*${status.progress?.total ? ` (${status.progress.completed ?? 0}/${status.progress.total} tasks)` : ""}.`);
+      const sofar = status.output ?? status.lastTask?.output;
+      if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
+    } catch (err) {
+      lines.push(isCrewError(err) ? err.userMessage() : "The crew's status could not be read.");
+    }
+  } else if (execution.output || execution.error) {
+    lines.push(fitMrkdwn(execution.error ?? execution.output ?? "", 2500).text);
+  }
+  return lines.join("\n");
+}
+
+async function listText(deps: FeatureDeps, channelId: string): Promise<string> {
+  const runs = await deps.lifecycle.runs.recentInChannel(channelId, 10);
+  if (runs.length === 0) return "No crew runs in this channel yet. Start one with `/crew`.";
+  const lines = runs.map((run) => `• ${announcementFor(run).text} — <@${run.userId}> · \`${run.kickoffId ?? "not started"}\``);
+  return `*Recent runs in this channel*\n${lines.join("\n")}`;
+}

@@ -1,0 +1,149 @@
+// The kickoff modal: open a loading view inside the 3-second trigger window, then fill it from the
+// crew's GET /inputs (or let the user pick a crew first).
+import type { App } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
+import { isCrewError } from "../crew/errors.js";
+import type { FeatureDeps } from "../slack/deps.js";
+import {
+  CREW_PICKER_VIEW_CALLBACK,
+  CREW_SELECT_ACTION,
+  crewNameFromOptionValue,
+  crewPickerView,
+  kickoffErrorView,
+  kickoffFormView,
+  loadingView,
+  LIMITS,
+} from "../slack/blocks/index.js";
+
+/** What the modal carries between Slack round trips (private_metadata). */
+export const kickoffMetadata = z.object({
+  crew: z.string().optional(),
+  channel: z.string(),
+  team: z.string().default(""),
+  inputs: z.array(z.object({ name: z.string(), required: z.boolean() })).default([]),
+});
+export type KickoffMetadata = z.infer<typeof kickoffMetadata>;
+
+export function encodeMetadata(meta: KickoffMetadata): string {
+  const text = JSON.stringify(meta);
+  if (text.length > LIMITS.privateMetadata) throw new Error("too many inputs to carry in a Slack modal");
+  return text;
+}
+
+export interface ModalRequest {
+  triggerId: string;
+  channelId: string;
+  userId: string;
+  teamId: string;
+  crewName?: string;
+}
+
+export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req: ModalRequest): Promise<void> {
+  const opened = await client.views.open({ trigger_id: req.triggerId, view: loadingView() });
+  const viewId = opened.view!.id!;
+  await fillModal(client, deps, viewId, opened.view!.hash!, req).catch(async (err) => {
+    deps.log.error("kickoff modal failed", { err });
+    await client.views.update({ view_id: viewId, view: kickoffErrorView({ message: "Something went wrong while preparing the form. Please try again." }) }).catch(() => {});
+  });
+}
+
+async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, hash: string | undefined, req: ModalRequest): Promise<void> {
+  const show = (view: Parameters<WebClient["views"]["update"]>[0] extends infer A ? (A extends { view: infer V } ? V : never) : never) =>
+    client.views.update({ view_id: viewId, ...(hash ? { hash } : {}), view });
+
+  const problem = await channelProblem(client, req.channelId);
+  if (problem) return void (await show(kickoffErrorView({ message: problem })));
+
+  const crews = deps.crews.availableIn(req.channelId);
+  if (crews.length === 0) {
+    return void (await show(kickoffErrorView({ message: "No crew may be started in this channel. Ask whoever set up Crewline which channels its crews are allowed in." })));
+  }
+  let crewName = req.crewName;
+  if (crewName) {
+    const match = crews.find((c) => c.name.toLowerCase() === crewName!.toLowerCase());
+    if (!match) {
+      const known = crews.map((c) => `“${c.name}”`).join(", ");
+      return void (await show(kickoffErrorView({ message: `There is no crew called “${crewName}” here. Crews you can start in this channel: ${known}.` })));
+    }
+    crewName = match.name;
+  } else if (crews.length === 1) {
+    crewName = crews[0]!.name;
+  } else {
+    const meta = encodeMetadata({ channel: req.channelId, team: req.teamId, inputs: [] });
+    return void (await show(crewPickerView(crews.map((c) => ({ name: c.name })), meta)));
+  }
+  await show(await formFor(deps, crewName, req.channelId, req.teamId));
+}
+
+/** The input form for a crew, or an error view that says what to check. */
+export async function formFor(deps: FeatureDeps, crewName: string, channelId: string, teamId: string) {
+  const crew = deps.crews.get(crewName);
+  if (!crew) return kickoffErrorView({ message: `The crew “${crewName}” is not configured.` });
+  try {
+    const inputs = await crew.listInputs();
+    const metadata = encodeMetadata({ crew: crewName, channel: channelId, team: teamId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) });
+    return kickoffFormView({ crewName, inputs, metadata });
+  } catch (err) {
+    if (isCrewError(err)) return kickoffErrorView({ crewName, message: err.userMessage() });
+    if (err instanceof Error && err.message.startsWith("too many inputs")) {
+      return kickoffErrorView({ crewName, message: "This crew declares more inputs than a Slack form can carry." });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Whether the bot can post in the channel; a message telling the user how to fix it when not.
+ * Public channels the bot is not in are joined (channels:join).
+ */
+export async function channelProblem(client: WebClient, channelId: string): Promise<string | undefined> {
+  const howTo = "Invite me with `/invite @Crewline` and try again, or use `/crew` in a channel I'm in.";
+  try {
+    const info = await client.conversations.info({ channel: channelId });
+    const channel = info.channel;
+    if (!channel || channel.is_member || channel.is_im) return undefined;
+    if (channel.is_private) return `I'm not a member of this private channel, so I couldn't post the run. ${howTo}`;
+    await client.conversations.join({ channel: channelId });
+    return undefined;
+  } catch (err) {
+    const code = (err as { data?: { error?: string } }).data?.error;
+    if (code === "channel_not_found" || code === "not_in_channel" || code === "method_not_supported_for_channel_type") {
+      return `I can't post in this conversation (it is private to me or a direct message I'm not part of). ${howTo}`;
+    }
+    throw err;
+  }
+}
+
+const pickerSelection = z.object({
+  view: z.object({ id: z.string(), hash: z.string().optional(), private_metadata: z.string() }),
+  actions: z.array(z.object({ selected_option: z.object({ value: z.string() }).optional() })).min(1),
+});
+
+export function registerCrewPicker(app: App, deps: FeatureDeps): void {
+  const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined) => {
+    const meta = kickoffMetadata.parse(JSON.parse(metadataText));
+    const names = deps.crews.availableIn(meta.channel).map((c) => c.name);
+    const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
+    if (!crewName) return;
+    await client.views.update({ view_id: viewId, view: loadingView() });
+    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.channel, meta.team) });
+  };
+
+  app.action(CREW_SELECT_ACTION, async ({ ack, body, client }) => {
+    await ack();
+    const parsed = pickerSelection.safeParse(body);
+    if (!parsed.success) return;
+    await showForm(client, parsed.data.view.id, parsed.data.view.private_metadata, parsed.data.actions[0]!.selected_option?.value);
+  });
+
+  app.view(CREW_PICKER_VIEW_CALLBACK, async ({ ack, view, client }) => {
+    const selected = Object.values(view.state.values)
+      .flatMap((block) => Object.values(block))
+      .map((el) => (el as { selected_option?: { value: string } }).selected_option?.value)
+      .find(Boolean);
+    if (!selected) return void (await ack({ response_action: "errors", errors: { [Object.keys(view.state.values)[0] ?? "crew"]: "Choose a crew." } }));
+    await ack({ response_action: "update", view: loadingView() });
+    await showForm(client, view.id, view.private_metadata, selected);
+  });
+}

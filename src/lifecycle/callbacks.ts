@@ -1,0 +1,129 @@
+// Crew callbacks (step, task, crew): authenticate, record durably, answer, then act.
+// This is the one place that says what happens when a webhook arrives.
+import crypto from "node:crypto";
+import type { Db } from "../db/database.js";
+import type { Logger } from "../log.js";
+import { isCrewError } from "../crew/errors.js";
+import { parseWebhook } from "../crew/parse.js";
+import type { CrewEvent } from "../crew/types.js";
+import { isFinished } from "./states.js";
+import type { Runs } from "./runs.js";
+import type { Reviews } from "./reviews.js";
+import type { ProgressCoalescer } from "./progress.js";
+import type { Execution } from "./ports.js";
+
+export const CALLBACK_KINDS = ["step", "task", "crew"] as const;
+export type CallbackKind = (typeof CALLBACK_KINDS)[number];
+
+export interface CallbackAnswer {
+  status: number;
+  message: string;
+  /** Work to do after the HTTP answer (the durable record exists already). */
+  after?: () => Promise<void>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Execution identity needed to authenticate callbacks; cached so step floods cost no query. */
+type CachedExecution = Execution;
+
+export class Callbacks {
+  private readonly cache = new Map<string, CachedExecution>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly runs: Runs,
+    private readonly reviews: Reviews,
+    private readonly progress: ProgressCoalescer,
+    private readonly log: Logger,
+  ) {}
+
+  async accept(executionId: string, kind: string, secret: string, body: unknown): Promise<CallbackAnswer> {
+    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !UUID.test(executionId)) return { status: 404, message: "unknown callback" };
+    const execution = await this.lookup(executionId);
+    if (!execution) return { status: 404, message: "unknown execution" };
+    if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
+
+    let event: CrewEvent;
+    try {
+      event = parseWebhook(kind as CallbackKind, body);
+    } catch (err) {
+      return { status: 400, message: isCrewError(err) ? err.message : "malformed callback body" };
+    }
+    if (event.kind === "step") {
+      if (!isFinished(execution.state)) this.progress.step(execution, event);
+      return { status: 202, message: "accepted" };
+    }
+    const recorded = await this.record(execution.id, kind, body);
+    if (!recorded) return { status: 200, message: "duplicate delivery ignored" };
+    return { status: 202, message: "accepted", after: () => this.process(recorded) };
+  }
+
+  /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
+  async process(eventId: string): Promise<void> {
+    const record = await this.db.webhookEvent.update({ where: { id: eventId }, data: { attempts: { increment: 1 } }, include: { execution: true } });
+    if (record.processedAt) return;
+    try {
+      const event = parseWebhook(record.kind as CallbackKind, record.payload);
+      await this.apply(record.execution, event);
+      await this.db.webhookEvent.update({ where: { id: eventId }, data: { processedAt: new Date(), lastError: null } });
+    } catch (err) {
+      this.log.error("callback processing failed", { eventId, kind: record.kind, err });
+      await this.db.webhookEvent.update({ where: { id: eventId }, data: { lastError: String((err as Error).message ?? err).slice(0, 500) } });
+      throw err;
+    }
+  }
+
+  /** Events recorded but not processed (crash between answer and work): process them now. */
+  async processBacklog(olderThanMs = 0): Promise<number> {
+    const pending = await this.db.webhookEvent.findMany({
+      where: { processedAt: null, attempts: { lt: 5 }, receivedAt: { lte: new Date(Date.now() - olderThanMs) } },
+      orderBy: { receivedAt: "asc" },
+      take: 100,
+    });
+    for (const event of pending) await this.process(event.id).catch(() => {});
+    return pending.length;
+  }
+
+  private async apply(execution: Execution, event: CrewEvent): Promise<void> {
+    this.cache.delete(execution.id);
+    if (event.kind === "task") {
+      if (isFinished(execution.state)) return;
+      await this.reviews.open(execution, event);
+    } else if (event.kind === "crew") {
+      await this.progress.finish(execution.id);
+      await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
+    }
+  }
+
+  private async record(executionId: string, kind: string, body: unknown): Promise<string | undefined> {
+    const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(JSON.stringify(body)).digest("hex");
+    const rows = await this.db.$queryRaw<{ id: string }[]>`
+      INSERT INTO "WebhookEvent" (id, "executionId", kind, "dedupeKey", payload)
+      VALUES (gen_random_uuid(), ${executionId}::uuid, ${kind}, ${dedupeKey}, ${JSON.stringify(body)}::jsonb)
+      ON CONFLICT ("executionId", "dedupeKey") DO NOTHING
+      RETURNING id`;
+    return rows[0]?.id;
+  }
+
+  private async lookup(id: string): Promise<Execution | undefined> {
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const execution = await this.db.execution.findUnique({ where: { id } });
+    if (!execution) return undefined;
+    // Bounded: oldest entries go first (Map keeps insertion order).
+    if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, execution);
+    return execution;
+  }
+
+  forget(id: string): void {
+    this.cache.delete(id);
+  }
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = crypto.createHash("sha256").update(given).digest();
+  const b = crypto.createHash("sha256").update(expected).digest();
+  return crypto.timingSafeEqual(a, b);
+}

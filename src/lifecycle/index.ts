@@ -1,0 +1,39 @@
+// The execution and review lifecycle, assembled. No Slack and no HTTP in here: those arrive through
+// the RunNotifier and CrewDirectory ports.
+import type { Db } from "../db/database.js";
+import type { Logger } from "../log.js";
+import { Callbacks } from "./callbacks.js";
+import { ProgressCoalescer } from "./progress.js";
+import { Reviews, anyoneMayDecide, type ReviewerGate } from "./reviews.js";
+import { Runs } from "./runs.js";
+import { systemClock, type Clock, type CrewDirectory, type Execution, type RunNotifier, type WebhookUrls } from "./ports.js";
+
+export interface LifecycleDeps {
+  db: Db;
+  crews: CrewDirectory;
+  notifier: RunNotifier;
+  /** Webhook URLs for an execution, or undefined when the bot has no public URL. */
+  webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  log: Logger;
+  clock?: Clock;
+  gate?: ReviewerGate;
+  progressIntervalMs?: number;
+}
+
+export class Lifecycle {
+  readonly runs: Runs;
+  readonly reviews: Reviews;
+  readonly progress: ProgressCoalescer;
+  readonly callbacks: Callbacks;
+
+  constructor(deps: LifecycleDeps) {
+    const clock = deps.clock ?? systemClock;
+    this.runs = new Runs(deps.db, deps.notifier, deps.log, clock);
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide);
+    this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
+    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log);
+  }
+}
+
+export type { DecisionOutcome, Decision } from "./reviews.js";
+export type { RunNotifier, CrewDirectory, Execution, Review, WebhookUrls, ProgressSnapshot } from "./ports.js";

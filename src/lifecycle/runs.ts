@@ -1,0 +1,127 @@
+// Execution records: creation before kickoff, the kickoff outcome, and the one-time finish.
+import crypto from "node:crypto";
+import type { Db } from "../db/database.js";
+import type { Logger } from "../log.js";
+import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./states.js";
+import type { Clock, Execution, RunNotifier } from "./ports.js";
+
+export interface NewExecution {
+  crewName: string;
+  teamId: string;
+  channelId: string;
+  userId: string;
+  inputs: Record<string, string>;
+  webhooks: boolean;
+}
+
+export interface FinishOutcome {
+  event: Extract<ExecutionEvent, "succeeded" | "failed" | "lost">;
+  output?: string;
+  error?: string;
+}
+
+// A claim older than this is treated as abandoned (its replica died mid-post) and may be retaken.
+export const CLAIM_STALE_MS = 60_000;
+
+export class Runs {
+  constructor(
+    private readonly db: Db,
+    private readonly notifier: RunNotifier,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
+  create(input: NewExecution): Promise<Execution> {
+    return this.db.execution.create({
+      data: {
+        ...input,
+        requestId: crypto.randomUUID(),
+        webhookSecret: crypto.randomBytes(32).toString("base64url"),
+        state: "starting",
+      },
+    });
+  }
+
+  get(id: string): Promise<Execution | null> {
+    return this.db.execution.findUnique({ where: { id } });
+  }
+
+  findByKickoffId(kickoffId: string): Promise<Execution | null> {
+    return this.db.execution.findUnique({ where: { kickoffId } });
+  }
+
+  /** Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). */
+  async kickedOff(id: string, kickoffId: string): Promise<Execution> {
+    await this.db.execution.update({ where: { id }, data: { kickoffId, startedAt: this.clock.now() } });
+    await this.transition(id, "kicked_off");
+    return (await this.get(id))!;
+  }
+
+  async kickoffFailed(id: string, error: string): Promise<void> {
+    await this.transition(id, "kickoff_failed", { error, finishedAt: this.clock.now() });
+  }
+
+  async setThread(id: string, threadTs: string): Promise<void> {
+    await this.db.execution.update({ where: { id }, data: { threadTs } });
+  }
+
+  /** Applies a state event if the current state allows it; returns whether it applied. */
+  async transition(id: string, event: ExecutionEvent, data: Partial<Execution> = {}): Promise<boolean> {
+    const { from, to } = executionTransition(event);
+    const { count } = await this.db.execution.updateMany({
+      where: { id, state: { in: [...from] } },
+      data: { ...data, state: to } as never,
+    });
+    return count === 1;
+  }
+
+  /**
+   * Ends a run once, whichever of webhook, poll or replica gets here first; then closes reviews left
+   * pending and posts the completion notice (once, under a claim).
+   */
+  async finish(id: string, outcome: FinishOutcome): Promise<boolean> {
+    const won = await this.transition(id, outcome.event, {
+      output: outcome.output ?? null,
+      error: outcome.error ?? null,
+      finishedAt: this.clock.now(),
+    });
+    if (won) await this.announceFinish(id);
+    return won;
+  }
+
+  /** Posts the completion notice unless it was posted (or is being posted) already. */
+  async announceFinish(id: string): Promise<void> {
+    const now = this.clock.now();
+    const { count } = await this.db.execution.updateMany({
+      where: {
+        id,
+        state: { in: [...FINISHED_STATES] },
+        completionTs: null,
+        OR: [{ noticeClaimedAt: null }, { noticeClaimedAt: { lt: new Date(now.getTime() - CLAIM_STALE_MS) } }],
+      },
+      data: { noticeClaimedAt: now },
+    });
+    if (count === 0) return;
+    const execution = (await this.get(id))!;
+    await this.closePendingReviews(execution);
+    const { ts } = await this.notifier.postCompletion(execution);
+    await this.db.execution.update({ where: { id }, data: { completionTs: ts } });
+  }
+
+  private async closePendingReviews(execution: Execution): Promise<void> {
+    const pending = await this.db.review.findMany({ where: { executionId: execution.id, state: "pending" } });
+    for (const review of pending) {
+      const { count } = await this.db.review.updateMany({ where: { id: review.id, state: "pending" }, data: { state: "closed" } });
+      if (count === 1 && review.messageTs) {
+        await this.notifier
+          .updateReview(execution, { ...review, state: "closed" }, "The run finished without needing this decision.")
+          .catch((err) => this.log.warn("could not close review message", { reviewId: review.id, err }));
+      }
+    }
+  }
+
+  recentInChannel(channelId: string, take = 10): Promise<Execution[]> {
+    return this.db.execution.findMany({ where: { channelId }, orderBy: { createdAt: "desc" }, take });
+  }
+}

@@ -1,0 +1,69 @@
+// The execution and review state machines, as pure data. Every write in the lifecycle is a
+// conditional update "from one of these states", so races between replicas, webhooks and polls
+// resolve in the database, and this table is the single place that says what may follow what.
+
+export const EXECUTION_STATES = ["starting", "running", "waiting", "completed", "failed", "lost", "kickoff_failed"] as const;
+export type ExecutionState = (typeof EXECUTION_STATES)[number];
+
+export const FINISHED_STATES: readonly ExecutionState[] = ["completed", "failed", "lost", "kickoff_failed"];
+export const ACTIVE_STATES: readonly ExecutionState[] = ["running", "waiting"];
+
+export type ExecutionEvent = "kicked_off" | "kickoff_failed" | "review_opened" | "review_decided" | "succeeded" | "failed" | "lost";
+
+const EXECUTION_TRANSITIONS: Record<ExecutionEvent, { from: readonly ExecutionState[]; to: ExecutionState }> = {
+  kicked_off: { from: ["starting"], to: "running" },
+  kickoff_failed: { from: ["starting"], to: "kickoff_failed" },
+  // A fast crew can call back before the kickoff answer has been stored: "starting" counts as live.
+  review_opened: { from: ["starting", "running", "waiting"], to: "waiting" },
+  review_decided: { from: ["waiting", "running"], to: "running" },
+  succeeded: { from: ["starting", "running", "waiting"], to: "completed" },
+  failed: { from: ["starting", "running", "waiting"], to: "failed" },
+  lost: { from: ["running", "waiting"], to: "lost" },
+};
+
+export function executionTransition(event: ExecutionEvent) {
+  return EXECUTION_TRANSITIONS[event];
+}
+
+export function nextExecutionState(current: string, event: ExecutionEvent): ExecutionState | undefined {
+  const t = EXECUTION_TRANSITIONS[event];
+  return (t.from as readonly string[]).includes(current) ? t.to : undefined;
+}
+
+export function isFinished(state: string): boolean {
+  return (FINISHED_STATES as readonly string[]).includes(state);
+}
+
+export const REVIEW_STATES = ["pending", "deciding", "approved", "rejected", "closed"] as const;
+export type ReviewState = (typeof REVIEW_STATES)[number];
+
+export type ReviewEvent = "claimed" | "resume_ok_approve" | "resume_ok_reject" | "resume_failed" | "not_waiting" | "run_finished";
+
+const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to: ReviewState }> = {
+  // The first click moves pending → deciding atomically; every later click finds it taken.
+  claimed: { from: ["pending"], to: "deciding" },
+  resume_ok_approve: { from: ["deciding"], to: "approved" },
+  resume_ok_reject: { from: ["deciding"], to: "rejected" },
+  // The crew did not take the decision: the review can be decided again.
+  resume_failed: { from: ["deciding"], to: "pending" },
+  not_waiting: { from: ["deciding"], to: "closed" },
+  run_finished: { from: ["pending"], to: "closed" },
+};
+
+export function reviewTransition(event: ReviewEvent) {
+  return REVIEW_TRANSITIONS[event];
+}
+
+export function nextReviewState(current: string, event: ReviewEvent): ReviewState | undefined {
+  const t = REVIEW_TRANSITIONS[event];
+  return (t.from as readonly string[]).includes(current) ? t.to : undefined;
+}
+
+/** A task webhook's round: a new output after a rejection is the next round; the same output again is a duplicate. */
+export function nextRound(latest: { round: number; state: string; outputHash: string } | undefined, outputHash: string): number | undefined {
+  if (!latest) return 1;
+  if (latest.state === "rejected") return latest.round + 1;
+  if (latest.outputHash === outputHash) return undefined;
+  // A different output while the last round is undecided or approved: the crew ran the task again.
+  return latest.round + 1;
+}

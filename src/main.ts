@@ -1,0 +1,33 @@
+// Process entry: `npm start`. Reads the environment once, then runs until SIGINT/SIGTERM.
+import { createCrewline } from "./app.js";
+import { ConfigError, loadConfig } from "./config.js";
+import { createLogger } from "./log.js";
+
+const log = createLogger((process.env.LOG_LEVEL as "debug" | "info" | "warn" | "error" | undefined) ?? "info");
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const crewline = createCrewline(config, { log });
+  const shutdown = async (signal: string) => {
+    log.info("shutting down", { signal });
+    await crewline.stop().catch((err) => log.error("shutdown failed", { err }));
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  await crewline.start();
+}
+
+main().catch((err) => {
+  log.error("crewline failed to start", { err });
+  process.exit(1);
+});

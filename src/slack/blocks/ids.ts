@@ -1,0 +1,46 @@
+// Every block_id / action_id / callback_id the app sends or matches, in one place.
+import { createHash } from "node:crypto";
+import { safeSlice } from "./text.js";
+
+export const KICKOFF_VIEW_CALLBACK = "crew_kickoff";
+export const CREW_PICKER_VIEW_CALLBACK = "crew_pick";
+export const CREW_SELECT_BLOCK = "crew_select_block";
+export const CREW_SELECT_ACTION = "crew_select";
+export const INPUT_BLOCK_PREFIX = "in:";
+export const INPUT_ACTION = "value";
+export const APPROVE_ACTION = "review_approve";
+export const REJECT_ACTION = "review_reject";
+export const REVIEW_ACTIONS_BLOCK = "review_actions";
+export const FEEDBACK_BLOCK = "review_feedback";
+export const FEEDBACK_ACTION = "feedback";
+
+export const ID_MAX = 255;
+export const OPTION_VALUE_MAX = 150;
+
+/**
+ * `text` when it fits in `max`, else a prefix plus a hash of the whole text, so distinct
+ * long texts still give distinct ids.
+ */
+export function fitId(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const hash = createHash("sha256").update(text).digest("hex").slice(0, 16);
+  return `${safeSlice(text, max - hash.length - 1)}~${hash}`;
+}
+
+export function inputBlockId(inputName: string): string {
+  return fitId(INPUT_BLOCK_PREFIX + inputName, ID_MAX);
+}
+
+/** The input name whose block id is `blockId`, among the crew's declared `inputNames`. */
+export function inputNameFromBlockId(blockId: string, inputNames: readonly string[]): string | undefined {
+  return inputNames.find((name) => inputBlockId(name) === blockId);
+}
+
+/** Option values are capped at 150 chars, shorter than a crew name may be. */
+export function crewOptionValue(crewName: string): string {
+  return fitId(crewName, OPTION_VALUE_MAX);
+}
+
+export function crewNameFromOptionValue(value: string, crewNames: readonly string[]): string | undefined {
+  return crewNames.find((name) => crewOptionValue(name) === value);
+}

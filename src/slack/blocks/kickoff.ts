@@ -1,0 +1,187 @@
+// Modal views for starting a crew: loading → (crew picker) → input form, or an error.
+import type { types } from "@slack/bolt";
+import {
+  CREW_PICKER_VIEW_CALLBACK,
+  CREW_SELECT_ACTION,
+  CREW_SELECT_BLOCK,
+  INPUT_ACTION,
+  KICKOFF_VIEW_CALLBACK,
+  crewOptionValue,
+  inputBlockId,
+} from "./ids.js";
+import { LIMITS } from "./limits.js";
+import { escapeMrkdwn, excerpt, humanizeInputName, safeSlice, truncatePlain } from "./text.js";
+
+export interface CrewChoice {
+  name: string;
+  description?: string;
+}
+
+export interface CrewInputField {
+  name: string;
+  description?: string;
+  required: boolean;
+}
+
+export interface KickoffFormParams {
+  crewName: string;
+  inputs: CrewInputField[];
+  metadata: string;
+  /** Prefill, keyed by input name, when the form is shown again. */
+  values?: Record<string, string>;
+}
+
+const TITLE = "Start a crew";
+const CREW_NAME_MAX = 200;
+/** One block names the crew; with too many inputs, one more says how many were left out. */
+export const MAX_FORM_INPUTS = LIMITS.modalBlocks - 1;
+export const MAX_FORM_INPUTS_WHEN_CUT = LIMITS.modalBlocks - 2;
+
+const plain = (text: string, max: number = LIMITS.viewText): types.PlainTextElement => ({
+  type: "plain_text",
+  text: truncatePlain(text, max) || "…",
+});
+const mrkdwnSection = (text: string): types.SectionBlock => ({ type: "section", text: { type: "mrkdwn", text } });
+const crewLabel = (crewName: string) => `*${escapeMrkdwn(truncatePlain(crewName, CREW_NAME_MAX)) || "Unnamed crew"}*`;
+
+function modal(p: {
+  callbackId: string;
+  title?: string;
+  blocks: types.KnownBlock[];
+  submit?: string;
+  close: string;
+  metadata?: string;
+}): types.ModalView {
+  if (p.metadata !== undefined && p.metadata.length > LIMITS.privateMetadata) {
+    throw new Error(`private_metadata is ${p.metadata.length} chars; Slack allows ${LIMITS.privateMetadata}`);
+  }
+  return {
+    type: "modal",
+    callback_id: p.callbackId,
+    title: plain(p.title ?? TITLE),
+    ...(p.submit ? { submit: plain(p.submit) } : {}),
+    close: plain(p.close),
+    ...(p.metadata ? { private_metadata: p.metadata } : {}),
+    blocks: p.blocks,
+  };
+}
+
+/** Opened at once on `/crew` (trigger_id lives 3 s), then replaced with views.update. */
+export function loadingView(title?: string): types.ModalView {
+  return modal({
+    callbackId: KICKOFF_VIEW_CALLBACK,
+    title: title ?? TITLE,
+    blocks: [mrkdwnSection("Loading the crew's inputs…")],
+    close: "Cancel",
+  });
+}
+
+export function crewPickerView(crews: CrewChoice[], metadata: string): types.ModalView {
+  const unique = crews.filter((c, i) => crews.findIndex((o) => crewOptionValue(o.name) === crewOptionValue(c.name)) === i);
+  if (unique.length === 0) {
+    return modal({
+      callbackId: CREW_PICKER_VIEW_CALLBACK,
+      blocks: [mrkdwnSection("No crews are set up yet. Ask an admin to add one.")],
+      close: "Close",
+      metadata,
+    });
+  }
+  const shown = unique.slice(0, LIMITS.selectOptions);
+  const blocks: types.KnownBlock[] = [
+    {
+      type: "input",
+      block_id: CREW_SELECT_BLOCK,
+      dispatch_action: true,
+      label: plain("Crew", LIMITS.inputLabel),
+      element: {
+        type: "static_select",
+        action_id: CREW_SELECT_ACTION,
+        placeholder: plain("Choose a crew", LIMITS.placeholder),
+        options: shown.map(crewOption),
+      },
+    },
+  ];
+  if (unique.length > shown.length) {
+    blocks.push({
+      type: "context",
+      elements: [{ type: "mrkdwn", text: `Showing ${shown.length} of ${unique.length} crews. Start another with \`/crew &lt;crew name&gt;\`.` }],
+    });
+  }
+  return modal({ callbackId: CREW_PICKER_VIEW_CALLBACK, blocks, submit: "Next", close: "Cancel", metadata });
+}
+
+function crewOption(crew: CrewChoice): types.PlainTextOption {
+  const description = crew.description ? truncatePlain(crew.description, LIMITS.optionDescription) : "";
+  return {
+    text: plain(crew.name, LIMITS.optionText),
+    value: crewOptionValue(crew.name),
+    ...(description ? { description: { type: "plain_text", text: description } } : {}),
+  };
+}
+
+/** The inputs the form shows: all of them, or the first 98 when they don't fit. */
+export function visibleFormInputs<T>(inputs: readonly T[]): T[] {
+  return inputs.length > MAX_FORM_INPUTS ? inputs.slice(0, MAX_FORM_INPUTS_WHEN_CUT) : [...inputs];
+}
+
+export function kickoffFormView(p: KickoffFormParams): types.ModalView {
+  const shown = visibleFormInputs(p.inputs);
+  const cut = shown.length < p.inputs.length;
+  const blocks: types.KnownBlock[] = [
+    { type: "context", elements: [{ type: "mrkdwn", text: `Crew: ${crewLabel(p.crewName)}` }] },
+  ];
+  if (p.inputs.length === 0) blocks.push(mrkdwnSection("This crew needs no inputs."));
+  for (const input of shown) blocks.push(inputBlock(input, p.values?.[input.name]));
+  if (cut) {
+    const left = p.inputs.length - shown.length;
+    blocks.push(mrkdwnSection(`${left} more input${left === 1 ? " doesn't" : "s don't"} fit in this form; the crew gets them empty.`));
+  }
+  return modal({ callbackId: KICKOFF_VIEW_CALLBACK, blocks, submit: "Start", close: "Cancel", metadata: p.metadata });
+}
+
+function inputBlock(input: CrewInputField, value: string | undefined): types.InputBlock {
+  const hint = input.description ? truncatePlain(input.description, LIMITS.hint) : "";
+  const initial = value ? safeSlice(value, LIMITS.plainTextInput) : "";
+  return {
+    type: "input",
+    block_id: inputBlockId(input.name),
+    optional: !input.required,
+    label: plain(humanizeInputName(input.name), LIMITS.inputLabel),
+    ...(hint ? { hint: { type: "plain_text", text: hint } } : {}),
+    element: {
+      type: "plain_text_input",
+      action_id: INPUT_ACTION,
+      multiline: true,
+      max_length: LIMITS.plainTextInput,
+      ...(initial ? { initial_value: initial } : {}),
+    },
+  };
+}
+
+/** Shown when the crew's inputs can't be loaded (unreachable crew, bad token…). */
+export function kickoffErrorView(p: { crewName?: string; message: string }): types.ModalView {
+  const blocks: types.KnownBlock[] = [
+    mrkdwnSection(p.crewName ? `:warning: Couldn't prepare ${crewLabel(p.crewName)}.` : ":warning: Couldn't prepare the crew."),
+    { type: "section", text: { type: "plain_text", text: excerpt(p.message.trim() || "Unknown error.", LIMITS.sectionText).text } },
+  ];
+  return modal({ callbackId: KICKOFF_VIEW_CALLBACK, blocks, close: "Close" });
+}
+
+export type ViewStateValues = Record<string, Record<string, { value?: string | null }>>;
+
+/** Values keyed by input name, trimmed; inputs without a value map to "". */
+export function readViewInputs(stateValues: ViewStateValues, inputNames: string[]): Record<string, string> {
+  return Object.fromEntries(
+    inputNames.map((name) => [name, (stateValues[inputBlockId(name)]?.[INPUT_ACTION]?.value ?? "").trim()]),
+  );
+}
+
+/**
+ * `response_action: "errors"` payload. Only names in `inputNames` (the inputs shown in
+ * the form) are keyed, since Slack rejects errors for blocks the view doesn't have.
+ */
+export function missingInputErrors(missing: string[], inputNames: string[]): Record<string, string> {
+  return Object.fromEntries(
+    missing.filter((name) => inputNames.includes(name)).map((name) => [inputBlockId(name), "This field is required by the crew."]),
+  );
+}

@@ -1,0 +1,292 @@
+import type { types } from "@slack/bolt";
+import { describe, expect, it } from "vitest";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "./ids.js";
+import { blockTextLength, messageLimitViolations } from "./limits.js";
+import {
+  OUTPUT_EXCERPT_MAX,
+  OUTPUT_MARKDOWN_MAX,
+  type SlackMessage,
+  announcementMessage,
+  completionMessage,
+  errorNotice,
+  outputNeedsFile,
+  progressMessage,
+  readableError,
+  reviewMessage,
+} from "./run.js";
+
+const huge = (n: number) => "Ü😀 <x> & **y**\n".repeat(Math.ceil(n / 16)).slice(0, n);
+const hugeMarkdown = (n: number) => `# Report\n\n${"Some **text** & <tags>.\n\n```py\nprint('x < y')\n```\n\n".repeat(n / 50)}`;
+const json = (m: SlackMessage) => JSON.stringify(m.blocks);
+const ofType = <T extends types.KnownBlock["type"]>(m: SlackMessage, type: T) =>
+  m.blocks.filter((b): b is Extract<types.KnownBlock, { type: T }> => b.type === type);
+
+function expectWithinLimits(m: SlackMessage): void {
+  expect(messageLimitViolations(m.blocks)).toEqual([]);
+  expect(m.blocks.length).toBeLessThanOrEqual(50);
+  expect(blockTextLength(m.blocks)).toBeLessThanOrEqual(12_000);
+  expect(m.text.length).toBeLessThanOrEqual(1_000);
+  for (const s of ofType(m, "section")) if (s.text) expect(s.text.text.length).toBeLessThanOrEqual(3000);
+}
+
+const started = new Date("2025-03-01T14:00:00Z");
+const finished = new Date("2025-03-01T14:02:05Z");
+
+describe("announcementMessage", () => {
+  const base = {
+    crewName: "Research crew",
+    userId: "U012AB3CD",
+    inputs: { topic: "AI <agents> & co", current_year: "2025" },
+    state: "running" as const,
+    startedAt: started,
+  };
+
+  it("names who started which crew, with inputs as fields and a thread pointer", () => {
+    const m = announcementMessage({ ...base, kickoffId: "k-123" });
+    expect(m.blocks[0]).toMatchObject({ type: "section", text: { type: "mrkdwn" } });
+    const first = ofType(m, "section")[0]?.text?.text ?? "";
+    expect(first).toContain("<@U012AB3CD> started crew *Research crew*");
+    expect(first).toContain("🏃");
+    expect(ofType(m, "section")[1]?.fields?.map((f) => f.text)).toEqual(["*Topic*\nAI &lt;agents&gt; &amp; co", "*Current year*\n2025"]);
+    const ctx = JSON.stringify(ofType(m, "context"));
+    expect(ctx).toContain("k-123");
+    expect(ctx).toContain("Activity in the thread 🧵");
+    expect(ctx).toContain("<!date^1740837600^");
+    expect(m.text).toContain("Research crew");
+    expectWithinLimits(m);
+  });
+
+  it("shows state, duration and a readable failure summary", () => {
+    const m = announcementMessage({ ...base, state: "failed", finishedAt: finished, summary: "Boom\n    at x (y.js:1:1)" });
+    const first = ofType(m, "section")[0]?.text?.text ?? "";
+    expect(first).toContain("❌");
+    expect(first).toContain("took 2 min 5 s");
+    expect(first).toContain("Boom");
+    expect(first).not.toContain("y.js");
+  });
+
+  it("shows at most 10 inputs and counts the rest", () => {
+    const inputs = Object.fromEntries(Array.from({ length: 13 }, (_, i) => [`in_${i}`, `v${i}`]));
+    const m = announcementMessage({ ...base, inputs });
+    expect(ofType(m, "section")[1]?.fields).toHaveLength(10);
+    expect(json(m)).toContain("+3 more inputs");
+  });
+
+  it("omits the fields section without inputs", () => {
+    const m = announcementMessage({ ...base, inputs: {}, state: "starting" });
+    expect(ofType(m, "section")).toHaveLength(1);
+    expect(json(m)).not.toContain("Kickoff");
+    expectWithinLimits(m);
+  });
+
+  it("stays within limits with huge names and values", () => {
+    const inputs = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`${huge(5000)}${i}`, huge(50_000)]));
+    const m = announcementMessage({ ...base, crewName: huge(100_000), userId: huge(500), inputs, kickoffId: huge(5000), summary: huge(50_000) });
+    expectWithinLimits(m);
+    for (const f of ofType(m, "section")[1]?.fields ?? []) expect(f.text.length).toBeLessThanOrEqual(2000);
+  });
+});
+
+describe("progressMessage", () => {
+  it("is one section and a context line", () => {
+    const m = progressMessage({ steps: 12, latest: "Searching **the web**", agent: "Researcher", updatedAt: new Date("2025-03-01T14:03:05Z") });
+    expect(m.blocks.map((b) => b.type)).toEqual(["section", "context"]);
+    expect(json(m)).toContain("*Researcher* · Searching *the web*");
+    expect(json(m)).toContain("12 steps so far · last update 14:03:05 UTC");
+    expectWithinLimits(m);
+  });
+
+  it("reads well when done and with one step", () => {
+    const m = progressMessage({ steps: 1, latest: "", updatedAt: started, done: true });
+    expect(json(m)).toContain("1 step in total");
+    expectWithinLimits(m);
+  });
+
+  it("stays within limits with huge text", () => {
+    expectWithinLimits(progressMessage({ steps: 1e9, latest: huge(100_000), agent: huge(10_000), updatedAt: started }));
+  });
+});
+
+describe("reviewMessage", () => {
+  const base = { reviewId: "rev_1", taskName: "Write report", agent: "Writer", round: 2, output: "## Findings\n\n**Good** stuff", state: "pending" as const };
+
+  it("pending: output as a markdown block, feedback input and the two buttons", () => {
+    const m = reviewMessage(base);
+    expect(m.blocks.map((b) => b.type)).toEqual(["section", "markdown", "input", "actions"]);
+    expect(json(m)).toContain("📝 *Write report* · Writer · round 2");
+    expect(ofType(m, "markdown")[0]?.text).toBe(base.output);
+    expect(ofType(m, "input")[0]).toMatchObject({
+      block_id: FEEDBACK_BLOCK,
+      optional: true,
+      label: { text: "Feedback" },
+      element: {
+        type: "plain_text_input",
+        action_id: FEEDBACK_ACTION,
+        multiline: true,
+        max_length: 3000,
+        placeholder: { text: "Required to reject; optional to approve" },
+      },
+    });
+    expect(ofType(m, "actions")[0]?.elements).toMatchObject([
+      { type: "button", action_id: APPROVE_ACTION, style: "primary", value: "rev_1", text: { text: "Approve" } },
+      { type: "button", action_id: REJECT_ACTION, style: "danger", value: "rev_1", text: { text: "Reject" } },
+    ]);
+    expectWithinLimits(m);
+  });
+
+  it("pending with a long output: mrkdwn excerpt plus the file note", () => {
+    const output = hugeMarkdown(50_000);
+    expect(outputNeedsFile(output)).toBe(true);
+    const m = reviewMessage({ ...base, output, outputTruncated: true });
+    expect(ofType(m, "markdown")).toHaveLength(0);
+    const excerpt = ofType(m, "section")[1]?.text?.text ?? "";
+    expect(excerpt.length).toBeLessThanOrEqual(OUTPUT_EXCERPT_MAX);
+    expect(excerpt.startsWith("*Report*")).toBe(true);
+    expect(excerpt.match(/^```/gm)?.length ?? 0).toSatisfy((n: number) => n % 2 === 0);
+    expect(json(m)).toContain("Output shortened — the full text is attached below as a file.");
+    expectWithinLimits(m);
+  });
+
+  it("does not promise a file that was not attached", () => {
+    const m = reviewMessage({ ...base, output: "x".repeat(OUTPUT_MARKDOWN_MAX + 1) });
+    expect(json(m)).not.toContain("attached");
+    expect(json(m)).toContain("Output shortened");
+  });
+
+  it("uses the markdown block up to the threshold, and says so when a file is attached anyway", () => {
+    const output = "y".repeat(OUTPUT_MARKDOWN_MAX);
+    expect(outputNeedsFile(output)).toBe(false);
+    const m = reviewMessage({ ...base, output, outputTruncated: true });
+    expect(ofType(m, "markdown")[0]?.text).toBe(output);
+    expect(json(m)).toContain("also attached");
+    expectWithinLimits(m);
+  });
+
+  it("keeps crew output from pinging anyone", () => {
+    const m = reviewMessage({ ...base, output: "Hey <!channel>, ask <@U1> in <#C1>; see <https://ex.com>" });
+    const text = ofType(m, "markdown")[0]?.text ?? "";
+    expect(text).not.toMatch(/<[!@#]/);
+    expect(text.replace(/\u200B/g, "")).toBe("Hey <!channel>, ask <@U1> in <#C1>; see <https://ex.com>");
+  });
+
+  it("shows an empty output plainly", () => {
+    const m = reviewMessage({ ...base, output: "  \n" });
+    expect(json(m)).toContain("_No output._");
+    expectWithinLimits(m);
+  });
+
+  it("approved: no input or buttons, who decided and the quoted feedback", () => {
+    const m = reviewMessage({ ...base, state: "approved", decidedBy: "U9", feedback: "Nice <b>\nwork", note: "Crew said: ok" });
+    expect(ofType(m, "input")).toHaveLength(0);
+    expect(ofType(m, "actions")).toHaveLength(0);
+    expect(json(m)).not.toContain(APPROVE_ACTION);
+    expect(ofType(m, "section").at(-1)?.text?.text).toBe("✅ Approved by <@U9>\n> Nice &lt;b&gt;\n> work");
+    expect(JSON.stringify(ofType(m, "context"))).toContain("Crew said: ok");
+    expectWithinLimits(m);
+  });
+
+  it("rejected: says it is retrying", () => {
+    const m = reviewMessage({ ...base, state: "rejected", decidedBy: "U9", feedback: "More sources" });
+    expect(ofType(m, "actions")).toHaveLength(0);
+    expect(ofType(m, "section").at(-1)?.text?.text).toBe("↩️ Rejected by <@U9> — retrying\n> More sources");
+  });
+
+  it("closed: no decision needed, with the note", () => {
+    const m = reviewMessage({ ...base, state: "closed", note: "The run finished without needing this decision." });
+    expect(ofType(m, "actions")).toHaveLength(0);
+    expect(ofType(m, "input")).toHaveLength(0);
+    expect(ofType(m, "section").at(-1)?.text?.text).toBe("No decision needed — The run finished without needing this decision.");
+  });
+
+  it("stays within limits with huge everything, in every state", () => {
+    for (const state of ["pending", "approved", "rejected", "closed"] as const) {
+      for (const output of [huge(200_000), "z".repeat(OUTPUT_MARKDOWN_MAX), hugeMarkdown(OUTPUT_MARKDOWN_MAX - 100), "<!".repeat(5000)]) {
+        const m = reviewMessage({
+          reviewId: "r".repeat(2000),
+          taskName: huge(100_000),
+          agent: huge(10_000),
+          round: 99,
+          output,
+          state,
+          decidedBy: "U1",
+          feedback: "line\n".repeat(20_000),
+          note: huge(50_000),
+          outputTruncated: true,
+        });
+        expectWithinLimits(m);
+      }
+    }
+  });
+
+  it("refuses a review id that cannot be a button value", () => {
+    expect(() => reviewMessage({ ...base, reviewId: "r".repeat(2001) })).toThrow();
+  });
+});
+
+describe("completionMessage", () => {
+  const base = { crewName: "Research crew", userId: "U1", durationMs: 125_000 };
+
+  it("success: headline, who, duration, output and thread link", () => {
+    const m = completionMessage({ ...base, outcome: "succeeded", output: "**Done**", threadPermalink: "https://x.slack.com/archives/C1/p1?thread_ts=1&cid=C1" });
+    const first = ofType(m, "section")[0]?.text?.text ?? "";
+    expect(first).toBe("✅ Crew *Research crew* finished\nStarted by <@U1> · took 2 min 5 s");
+    expect(ofType(m, "markdown")[0]?.text).toBe("**Done**");
+    expect(json(m)).toContain("<https://x.slack.com/archives/C1/p1?thread_ts=1&amp;cid=C1|View the run's thread>");
+    expect(m.text).toContain("finished");
+    expectWithinLimits(m);
+  });
+
+  it("failure: plain reason without the stack trace", () => {
+    const error = "TypeError: Cannot read <x> of undefined\n    at run (/app/crew.js:10:5)\n    at main (/app/index.js:3:1)";
+    const m = completionMessage({ ...base, outcome: "failed", error });
+    expect(json(m)).toContain("❌ Crew *Research crew* failed");
+    expect(ofType(m, "section")[1]?.text?.text).toBe("*Reason:* TypeError: Cannot read &lt;x&gt; of undefined");
+    expect(json(m)).not.toContain("crew.js");
+  });
+
+  it("lost: says so, even without an error", () => {
+    const m = completionMessage({ ...base, outcome: "lost" });
+    expect(json(m)).toContain("⚠️ Lost track of crew *Research crew*");
+    expect(json(m)).toContain("stopped hearing");
+  });
+
+  it("ignores links that are not http(s)", () => {
+    expect(json(completionMessage({ ...base, outcome: "succeeded", threadPermalink: "javascript:alert(1)" }))).not.toContain("View the run");
+  });
+
+  it("stays within limits with huge everything", () => {
+    for (const outcome of ["succeeded", "failed", "lost"] as const) {
+      for (const output of [huge(200_000), "z".repeat(OUTPUT_MARKDOWN_MAX)]) {
+        const m = completionMessage({
+          crewName: huge(100_000),
+          userId: "U1",
+          outcome,
+          durationMs: 1e12,
+          output,
+          error: huge(100_000),
+          threadPermalink: `https://x.slack.com/${"p".repeat(400)}`,
+          outputTruncated: true,
+        });
+        expectWithinLimits(m);
+      }
+    }
+  });
+});
+
+describe("readableError and errorNotice", () => {
+  it("keeps only the first line of a JS stack and the last line of a Python traceback", () => {
+    expect(readableError("Error: boom\n    at a (b.js:1:1)")).toBe("Error: boom");
+    expect(readableError('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\nValueError: bad input\n')).toBe(
+      "ValueError: bad input",
+    );
+    expect(readableError("Line one\nLine two")).toBe("Line one\nLine two");
+  });
+
+  it("errorNotice is a readable, escaped section", () => {
+    const m = errorNotice("Rate limited <429>\n    at fetch (x.js:1:1)");
+    expect(ofType(m, "section")[0]?.text?.text).toBe("⚠️ *The crew reported an error*\n> Rate limited &lt;429&gt;");
+    expectWithinLimits(m);
+    expectWithinLimits(errorNotice(huge(100_000)));
+    expectWithinLimits(errorNotice(""));
+  });
+});

@@ -1,0 +1,16 @@
+// What every Slack feature handler may use; built once by the composition root.
+import type { CrewRegistry } from "../crew/registry.js";
+import type { Lifecycle } from "../lifecycle/index.js";
+import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
+import type { Logger } from "../log.js";
+
+export interface FeatureDeps {
+  lifecycle: Lifecycle;
+  crews: CrewRegistry;
+  log: Logger;
+  /** Whether crew webhooks can reach this bot (PUBLIC_URL is set). */
+  webhooksEnabled: boolean;
+  webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  /** Called once a run has started, so it is watched (status polling). */
+  onRunStarted?: (execution: Execution) => void;
+}
