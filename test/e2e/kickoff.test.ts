@@ -1,0 +1,135 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { CHANNEL, CREW_TOKEN, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+describe("kickoff from Slack", () => {
+  it("opens a loading modal at once, then fills it with the crew's declared inputs", async () => {
+    h = await startHarness({ crew: { inputs: ["topic", "current_year"], inputsDelayMs: 300 } });
+    const res = await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL });
+    expect(res.status).toBe(200);
+    const [open] = await h.slack.waitForCalls("views.open", 1);
+    expect(JSON.stringify(open!.args.view)).toContain("Loading");
+    const [update] = await h.slack.waitForCalls("views.update", 1);
+    const view = update!.args.view as any;
+    const labels = view.blocks.filter((b: any) => b.type === "input").map((b: any) => b.label.text);
+    expect(labels).toEqual(["Topic", "Current year"]);
+    expect(update!.args.view_id).toBe((h.slack.views.values().next().value as any).id);
+  });
+
+  it("kicks off with inputs, meta and webhook URLs, announces the run and stores it", async () => {
+    h = await startHarness({ crew: { inputs: ["topic"] } });
+    const answer = await kickoffViaSlack(h, { topic: "Solar sails" });
+    expect(answer.status).toBe(200);
+
+    const kickoff = await eventually(() => h.crew.requests.find((r) => r.path === "/kickoff"), { what: "POST /kickoff" });
+    const body = kickoff.body as any;
+    expect(kickoff.headers.authorization).toBe(`Bearer ${CREW_TOKEN}`);
+    expect(body.inputs).toEqual({ topic: "Solar sails" });
+    expect(body.meta.source).toBe("slack");
+    expect(body.meta.requestId).toMatch(/[0-9a-f-]{36}/);
+    for (const key of ["taskWebhookUrl", "stepWebhookUrl", "crewWebhookUrl"]) {
+      expect(body[key]).toMatch(new RegExp(`^${h.botUrl}/hooks/[0-9a-f-]{36}/(task|step|crew)/[A-Za-z0-9_-]{40,}$`));
+    }
+    // Each execution gets its own unguessable URLs.
+    expect(new Set([body.taskWebhookUrl, body.stepWebhookUrl, body.crewWebhookUrl]).size).toBe(3);
+
+    const execution = await eventually(async () => {
+      const e = await h.bot.database.prisma.execution.findFirst();
+      return e?.kickoffId ? e : undefined;
+    });
+    expect(execution).toMatchObject({ crewName: "research", channelId: CHANNEL, userId: USER, inputs: { topic: "Solar sails" } });
+    expect(["running", "waiting"]).toContain(execution.state);
+    expect(execution.threadTs).toBeTruthy();
+
+    const text = await eventually(() => {
+      const blocks = JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)?.blocks);
+      return blocks?.includes(execution.kickoffId!) ? blocks : undefined;
+    }, { what: "the announcement with the kickoff id" });
+    expect(text).toContain(`<@${USER}>`);
+    expect(text).toContain("research");
+    expect(text).toContain("Solar sails");
+  });
+
+  it("shows missing inputs as field errors without calling the crew", async () => {
+    h = await startHarness({ crew: { inputs: ["topic"] } });
+    const answer = await kickoffViaSlack(h, { topic: "" });
+    expect(answer.json?.response_action).toBe("errors");
+    expect(Object.values(answer.json.errors)[0]).toMatch(/required/i);
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
+    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+  });
+
+  it("turns the crew's 422 into field errors on the form and leaves nothing running", async () => {
+    h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { error: "Validation error", details: { missing_inputs: ["topic"] } } }] } });
+    await kickoffViaSlack(h, { topic: "x" });
+    const form = await eventually(() => h.slack.callsTo("views.update").map((c) => c.args.view as any).find((v) => JSON.stringify(v).includes("needs")));
+    expect(JSON.stringify(form)).toContain("Topic");
+    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { state: "kickoff_failed" } }));
+    expect(execution.kickoffId).toBeNull();
+    // The announcement posted before the kickoff is removed again.
+    await eventually(() => h.slack.callsTo("chat.delete").length === 1);
+    expect(h.slack.messages(CHANNEL)).toHaveLength(0);
+  });
+
+  it.each([
+    [401, /rejected Crewline's token|token/i],
+    [503, /server error|try again/i],
+  ])("explains a crew %i plainly and starts nothing", async (status, pattern) => {
+    h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status, body: { error: "nope" } }] } });
+    await kickoffViaSlack(h, { topic: "x" });
+    const ephemeral = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(ephemeral.args.text).toMatch(pattern);
+    expect(ephemeral.args.text).not.toContain(CREW_TOKEN);
+    expect(ephemeral.args.text).not.toMatch(/\n\s+at /);
+    const execution = await h.bot.database.prisma.execution.findFirstOrThrow();
+    expect(execution.state).toBe("kickoff_failed");
+  });
+
+  it("explains an unreachable crew when loading the form", async () => {
+    h = await startHarness({ crew: { inputs: ["topic"] } });
+    await h.crew.close();
+    await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL });
+    const [update] = await h.slack.waitForCalls("views.update", 1);
+    expect(JSON.stringify(update!.args.view)).toMatch(/reach/i);
+    expect((update!.args.view as any).submit).toBeUndefined();
+  });
+
+  it("detects a private channel the bot is not in before kickoff", async () => {
+    h = await startHarness();
+    h.slack.denyChannel("G0SECRET", "channel_not_found");
+    await h.requests.command({ text: "", user_id: USER, channel_id: "G0SECRET" });
+    const [update] = await h.slack.waitForCalls("views.update", 1);
+    expect(JSON.stringify(update!.args.view)).toContain("/invite");
+    expect(h.crew.requests.filter((r) => r.path === "/inputs")).toHaveLength(0);
+    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+  });
+
+  it("answers /crew help, status and list", async () => {
+    h = await startHarness();
+    const help = await h.requests.command({ text: "help", user_id: USER, channel_id: CHANNEL });
+    expect(help.body).toContain("/crew status");
+    await kickoffViaSlack(h, { topic: "Tides" });
+    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+    await h.requests.command({ text: `status ${execution.kickoffId}`, user_id: USER, channel_id: CHANNEL });
+    await h.requests.command({ text: "list", user_id: USER, channel_id: CHANNEL });
+    const responses = await eventually(() => {
+      const r = h.slack.callsTo("response_url");
+      return r.length >= 2 ? r : undefined;
+    });
+    expect(responses[0]!.args.text).toContain(execution.kickoffId);
+    expect(responses[1]!.args.text).toContain(execution.kickoffId);
+  });
+
+  it("rejects requests with a bad Slack signature", async () => {
+    h = await startHarness();
+    const res = await h.requests.raw("command=%2Fcrew&text=&user_id=U1&channel_id=C1&trigger_id=t", {
+      "content-type": "application/x-www-form-urlencoded",
+      "x-slack-request-timestamp": String(Math.floor(Date.now() / 1000)),
+      "x-slack-signature": "v0=deadbeef",
+    });
+    expect(res.status).toBe(401);
+    expect(h.slack.calls.filter((c) => c.method !== "auth.test")).toHaveLength(0);
+  });
+});

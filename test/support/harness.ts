@@ -1,0 +1,130 @@
+// The whole bot over real boundaries: signed Slack requests to /slack/events, a fake Slack Web API,
+// the local crew service over HTTP (sending real webhooks), and a fresh database.
+import net from "node:net";
+import { createCrewline, type Crewline, type CrewlineOptions } from "../../src/app.js";
+import type { AppConfig, CrewConfig } from "../../src/config.js";
+import { silentLogger } from "../../src/log.js";
+import { inputNameFromBlockId } from "../../src/slack/blocks/index.js";
+import { startCrewService, type SimCrewOptions, type SimCrewService } from "../../src/sim/crew-service.js";
+import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from "./fake-slack.js";
+import { slackRequester, type SlackRequester } from "./slack-requests.js";
+import { createTestDatabase, type TestDatabase } from "./test-database.js";
+
+export const SIGNING_SECRET = "test-signing-secret";
+export const BOT_TOKEN = "xoxb-test-bot-token";
+export const CREW_TOKEN = "crew-org-token";
+export const CHANNEL = "C0RUNS";
+export const USER = "U0ALICE";
+
+export interface HarnessOptions {
+  crew?: Partial<SimCrewOptions>;
+  /** Extra crews served by the same local service, under other names. */
+  crews?: Partial<CrewConfig>[];
+  slack?: FakeSlackOptions;
+  webhooks?: boolean;
+  config?: Partial<AppConfig>;
+  crewline?: CrewlineOptions;
+}
+
+export interface Harness {
+  bot: Crewline;
+  botUrl: string;
+  slack: FakeSlack;
+  crew: SimCrewService;
+  db: TestDatabase;
+  requests: SlackRequester;
+  config: AppConfig;
+  close(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const slack = await startFakeSlack(opts.slack);
+  const crew = await startCrewService({ token: CREW_TOKEN, ...opts.crew });
+  const db = await createTestDatabase();
+  const port = await freePort();
+  const botUrl = `http://127.0.0.1:${port}`;
+  const config: AppConfig = {
+    slack: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, apiUrl: slack.url },
+    port,
+    publicUrl: opts.webhooks === false ? undefined : botUrl,
+    dataDir: "unused",
+    crews: [
+      { name: "research", baseUrl: crew.url, token: CREW_TOKEN },
+      ...(opts.crews ?? []).map((c, i) => ({ name: `crew${i + 2}`, baseUrl: crew.url, token: CREW_TOKEN, ...c })),
+    ],
+    ...opts.config,
+  };
+  const bot = createCrewline(config, {
+    log: silentLogger,
+    database: db.database,
+    progressIntervalMs: 200,
+    slackRetries: { retries: 2, factor: 1, minTimeout: 10, maxTimeout: 50 },
+    ...opts.crewline,
+  });
+  await bot.start();
+  const requests = slackRequester({ baseUrl: botUrl, signingSecret: SIGNING_SECRET, responseUrlBase: slack.responseUrlBase });
+  return {
+    bot,
+    botUrl,
+    slack,
+    crew,
+    db,
+    requests,
+    config,
+    async close() {
+      await bot.stop();
+      await crew.close();
+      await slack.close();
+      await db.drop().catch(() => {});
+    },
+  };
+}
+
+/** Polls until the predicate holds (for effects that happen after an HTTP answer). */
+export async function eventually<T>(probe: () => T | Promise<T>, opts: { timeoutMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 8000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${opts.what ?? "condition"}${last ? `: ${(last as Error).message}` : ""}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Opens the kickoff modal with `/crew` and submits it with the given inputs; returns the view submission answer. */
+export async function kickoffViaSlack(h: Harness, inputs: Record<string, string>, user = USER, channel = CHANNEL) {
+  const before = h.slack.callsTo("views.update").length;
+  const command = await h.requests.command({ text: "", user_id: user, channel_id: channel });
+  if (command.status !== 200) throw new Error(`/crew answered ${command.status}`);
+  const form = await eventually(
+    () => h.slack.callsTo("views.update").slice(before).map((c) => c.args.view as any).find((v) => v?.submit),
+    { what: "the kickoff form" },
+  );
+  const opened = h.slack.callsTo("views.open").at(-1)!;
+  const values: Record<string, Record<string, { type: string; value: string }>> = {};
+  for (const block of form.blocks.filter((b: any) => b.type === "input")) {
+    const name = inputNameFromBlockId(block.block_id, Object.keys(inputs));
+    values[block.block_id] = { value: { type: "plain_text_input", value: name ? inputs[name]! : "" } };
+  }
+  const viewId = (h.slack.views.size ? [...h.slack.views.values()].at(-1)!.id : undefined) ?? (opened.args as any).view?.id;
+  return h.requests.viewSubmission({
+    user_id: user,
+    view: { id: viewId, callback_id: form.callback_id, private_metadata: form.private_metadata, state: { values } },
+  });
+}
