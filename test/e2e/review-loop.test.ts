@@ -1,0 +1,222 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
+import type { FakeMessage } from "../support/fake-slack.js";
+import { CHANNEL, CREW_TOKEN, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const BOB = "U0BOB";
+
+function reviewMessages(h: Harness): FakeMessage[] {
+  return h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) || /Approved by|Rejected by|No decision/.test(JSON.stringify(m.blocks ?? [])));
+}
+
+function pendingReview(h: Harness, index: number) {
+  return eventually(() => {
+    const msg = h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION))[index];
+    if (!msg) return undefined;
+    const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
+    const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
+    return { msg, blockId: actions.block_id as string, reviewId: approve.value as string };
+  }, { what: `pending review #${index + 1}` });
+}
+
+async function click(h: Harness, review: Awaited<ReturnType<typeof pendingReview>>, approve: boolean, feedback: string, user = USER) {
+  return h.requests.blockAction({
+    user_id: user,
+    channel_id: CHANNEL,
+    message_ts: review.msg.ts,
+    thread_ts: review.msg.thread_ts,
+    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
+    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
+  });
+}
+
+const resumes = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
+
+async function startRun(h: Harness) {
+  await kickoffViaSlack(h, { topic: "Deep sea vents" });
+  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+}
+
+describe("review loop", () => {
+  it("kickoff → review in thread → reject with feedback → round 2 → approve → … → completion in the channel", async () => {
+    h = await startHarness();
+    const execution = await startRun(h);
+
+    const first = await pendingReview(h, 0);
+    expect(first.msg.thread_ts).toBe(execution.threadTs);
+    const firstText = JSON.stringify(first.msg.blocks);
+    expect(firstText).toContain("research_task");
+    expect(firstText).toContain("Senior Research Analyst");
+    expect(firstText).toContain(REJECT_ACTION);
+    expect(firstText).toContain(FEEDBACK_BLOCK);
+    const stored = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } });
+    expect(stored).toMatchObject({ round: 1, state: "pending", messageTs: first.msg.ts, taskKey: "task-research" });
+
+    // Reject without feedback: refused, nothing reaches the crew.
+    await click(h, first, false, "  ");
+    const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(refusal.args.text).toMatch(/feedback/i);
+    expect(resumes(h)).toHaveLength(0);
+
+    await click(h, first, false, "Cite primary sources");
+    const resume = await eventually(() => resumes(h)[0]);
+    const body = resume.body as any;
+    expect(resume.headers.authorization).toBe(`Bearer ${CREW_TOKEN}`);
+    expect(body.execution_id).toBe(execution.kickoffId);
+    expect(body.task_id).toBe("task-research");
+    expect(body.human_feedback).toBe("Cite primary sources");
+    expect(body.is_approve).toBe(false);
+    const hooks = h.crew.requests.find((r) => r.path === "/kickoff")!.body as any;
+    expect(body.taskWebhookUrl).toBe(hooks.taskWebhookUrl);
+    expect(body.stepWebhookUrl).toBe(hooks.stepWebhookUrl);
+    expect(body.crewWebhookUrl).toBe(hooks.crewWebhookUrl);
+
+    // The message is rewritten in place: no buttons, who rejected, the feedback quoted.
+    await eventually(() => {
+      const updated = h.slack.messages(CHANNEL).find((m) => m.ts === first.msg.ts)!;
+      const text = JSON.stringify(updated.blocks);
+      return !text.includes(APPROVE_ACTION) && text.includes(`<@${USER}>`) && text.includes("Cite primary sources") && /Rejected/.test(text);
+    }, { what: "the rejected review message" });
+
+    // The retried task arrives as round 2 in the same thread.
+    const second = await pendingReview(h, 0);
+    expect(second.reviewId).not.toBe(first.reviewId);
+    expect(second.msg.thread_ts).toBe(execution.threadTs);
+    expect(JSON.stringify(second.msg.blocks)).toMatch(/round 2/i);
+    expect(JSON.stringify(second.msg.blocks)).toContain("Cite primary sources");
+    await click(h, second, true, "");
+    await eventually(() => resumes(h).length === 2);
+    expect((resumes(h)[1]!.body as any).is_approve).toBe(true);
+
+    const third = await pendingReview(h, 0);
+    expect(JSON.stringify(third.msg.blocks)).toContain("writing_task");
+    await click(h, third, true, "Ship it");
+    expect((await eventually(() => resumes(h)[2])).body).toMatchObject({ task_id: "task-write", is_approve: true, human_feedback: "Ship it" });
+
+    // Completion is announced in the channel itself, not only in the thread.
+    const notice = await eventually(() => h.slack.messages(CHANNEL).find((m) => !m.thread_ts && /finished/.test(m.text ?? "")));
+    const noticeText = JSON.stringify(notice.blocks);
+    expect(noticeText).toContain(`<@${USER}>`);
+    expect(noticeText).toContain("research");
+    const finished = await eventually(async () => {
+      const e = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+      return e.completionTs ? e : undefined;
+    });
+    expect(finished.state).toBe("completed");
+    expect(finished.output).toBeTruthy();
+    // The announcement shows the final state.
+    await eventually(() => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)!.blocks).includes("Completed"));
+    expect(h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /finished/.test(m.text ?? ""))).toHaveLength(1);
+    const rounds = await h.bot.database.prisma.review.findMany({ orderBy: { createdAt: "asc" } });
+    expect(rounds.map((r) => [r.taskKey, r.round, r.state, r.decidedBy])).toEqual([
+      ["task-research", 1, "rejected", USER],
+      ["task-research", 2, "approved", USER],
+      ["task-write", 1, "approved", USER],
+    ]);
+  });
+
+  it("calls /resume once when two people click at the same moment", async () => {
+    h = await startHarness();
+    await startRun(h);
+    const review = await pendingReview(h, 0);
+    await Promise.all([click(h, review, true, ""), click(h, review, true, "", BOB), click(h, review, true, "")]);
+    await eventually(() => h.slack.callsTo("chat.postEphemeral").length === 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(resumes(h)).toHaveLength(1);
+    for (const note of h.slack.callsTo("chat.postEphemeral")) expect(note.args.text).toMatch(/already/);
+  });
+
+  it("puts the review back to pending when /resume fails with a 5xx, so it can be decided again", async () => {
+    h = await startHarness();
+    await startRun(h);
+    const review = await pendingReview(h, 0);
+    h.crew.setOptions({ failWith: [{ endpoint: "resume", status: 500, times: 1, body: { error: "boom" } }] });
+    await click(h, review, true, "");
+    const note = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(note.args.text).toMatch(/open again/);
+    expect(note.args.text).not.toMatch(/\n\s+at /);
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+    await click(h, review, true, "");
+    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
+  });
+
+  it("shows 'not waiting for review' (400) plainly and closes the review", async () => {
+    h = await startHarness();
+    await startRun(h);
+    const review = await pendingReview(h, 0);
+    h.crew.setOptions({ failWith: [{ endpoint: "resume", status: 400, times: 1, body: { error: "Bad request", message: "Execution is not in pending human input state" } }] });
+    await click(h, review, true, "");
+    const note = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(note.args.text).toMatch(/wasn't waiting/);
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
+  });
+
+  it("refuses forged and unknown callbacks without side effects, and bad bodies with 4xx", async () => {
+    h = await startHarness();
+    const execution = await startRun(h);
+    await pendingReview(h, 0);
+    const post = (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
+      fetch(`${h.botUrl}${path}`, { method: "POST", body, headers }).then((r) => r.status);
+    const task = JSON.stringify({ task_id: "x", name: "forged", output: "pwned", kickoff_id: execution.kickoffId });
+    expect(await post(`/hooks/${execution.id}/task/wrong-secret`, task)).toBe(401);
+    expect(await post(`/hooks/00000000-0000-4000-8000-000000000000/task/${execution.webhookSecret}`, task)).toBe(404);
+    expect(await post(`/hooks/not-a-uuid/task/x`, task)).toBe(404);
+    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, "{not json")).toBe(400);
+    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ kickoff_id: "k" }))).toBe(400);
+    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ output: "x".repeat(3 * 1024 * 1024) }))).toBe(413);
+    await new Promise((r) => setTimeout(r, 200));
+    // The run's own progress may still update; nothing from the refused callbacks reaches Slack.
+    expect(h.slack.calls.filter((c) => JSON.stringify(c.args).includes("pwned"))).toHaveLength(0);
+    expect(await h.bot.database.prisma.review.count({ where: { taskName: "forged" } })).toBe(0);
+  });
+
+  it("posts one message for duplicate task and crew deliveries", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "only_task", agent: "Writer", humanInput: false, delayMs: 20 }] } });
+    const execution = await startRun(h);
+    await eventually(() => h.slack.messages(CHANNEL).some((m) => !m.thread_ts && /finished/.test(m.text ?? "")));
+    const deliveries = h.crew.webhookDeliveries.filter((d) => d.kind !== "step");
+    for (const d of deliveries) {
+      const res = await fetch(d.url, { method: "POST", body: JSON.stringify(d.body), headers: { "content-type": "application/json" } });
+      expect(res.status).toBeLessThan(300);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(reviewMessages(h).filter((m) => m.thread_ts === execution.threadTs)).toHaveLength(1);
+    expect(h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /finished/.test(m.text ?? ""))).toHaveLength(1);
+  });
+
+  it("shows a long Markdown output as an excerpt with the whole text as a file in the thread", async () => {
+    const long = `# Report\n\n${Array.from({ length: 400 }, (_, i) => `- **Finding ${i}**: ${"lorem ipsum ".repeat(6)}`).join("\n")}`;
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "long_task", agent: "Analyst", humanInput: true, delayMs: 20, output: long }] } });
+    const execution = await startRun(h);
+    const review = await pendingReview(h, 0);
+    expect(JSON.stringify(review.msg.blocks)).toMatch(/full text is attached/);
+    const file = await eventually(() => h.slack.files.find((f) => f.thread_ts === execution.threadTs));
+    expect(file.content).toBe(long);
+  });
+
+  it("coalesces a burst of 500 step callbacks into a bounded number of updates showing the last step", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 5000, steps: 0 }] } });
+    const execution = await startRun(h);
+    const url = (h.crew.requests.find((r) => r.path === "/kickoff")!.body as any).stepWebhookUrl as string;
+    const started = Date.now();
+    for (let i = 1; i <= 500; i += 25) {
+      await Promise.all(
+        Array.from({ length: 25 }, (_, j) =>
+          fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ thought: `thinking step ${i + j}`, kickoff_id: execution.kickoffId }) }),
+        ),
+      );
+    }
+    const elapsed = Date.now() - started;
+    await eventually(() => {
+      const progress = h.slack.messages(CHANNEL).find((m) => m.ts === execution.progressTs || /step/.test(m.text ?? ""));
+      return progress && JSON.stringify(progress.blocks).includes("thinking step 500") && JSON.stringify(progress.blocks).includes("500 steps");
+    }, { what: "the progress message showing step 500" });
+    const progressCalls = h.slack.calls.filter((c) => (c.method === "chat.update" || c.method === "chat.postMessage") && /step/.test(String(c.args.text)));
+    // progressIntervalMs is 200 in the harness: at most one call per interval, plus the first and the trailing one.
+    expect(progressCalls.length).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 3);
+    expect(progressCalls.length).toBeLessThan(50);
+  });
+});
