@@ -1,0 +1,70 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "./config.js";
+
+const base = {
+  SLACK_BOT_TOKEN: "xoxb-1-secret-bot",
+  SLACK_SIGNING_SECRET: "sign-secret",
+  CREW_BASE_URL: "https://crew.example.com",
+  CREW_TOKEN: "crew-secret-token",
+};
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe("loadConfig", () => {
+  it("reads the single-crew variables with defaults", () => {
+    const config = loadConfig(base);
+    expect(config.port).toBe(3000);
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.dataDir).toBe(path.resolve("./data"));
+    expect(config.crews).toEqual([{ name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined }]);
+  });
+
+  it("names every missing variable and what it is for, without echoing secrets", () => {
+    const found = problems({ CREW_TOKEN: "crew-secret-token" });
+    expect(found.join("\n")).toMatch(/SLACK_BOT_TOKEN is missing: the bot token/);
+    expect(found.join("\n")).toMatch(/SLACK_SIGNING_SECRET is missing: verifies that requests/);
+    expect(found.join("\n")).toMatch(/CREW_BASE_URL is missing/);
+    expect(found.join("\n")).not.toContain("crew-secret-token");
+  });
+
+  it("rejects malformed values by name", () => {
+    const found = problems({ ...base, SLACK_BOT_TOKEN: "xoxp-user-token", PORT: "eighty", PUBLIC_URL: "ftp://x", DATABASE_URL: "mysql://x" });
+    expect(found.some((p) => p.startsWith("SLACK_BOT_TOKEN") && /xoxb-/.test(p))).toBe(true);
+    expect(found.some((p) => p.startsWith("PORT"))).toBe(true);
+    expect(found.some((p) => p.startsWith("PUBLIC_URL"))).toBe(true);
+    expect(found.some((p) => p.startsWith("DATABASE_URL"))).toBe(true);
+    expect(found.join("\n")).not.toContain("xoxp-user-token");
+  });
+
+  it("needs no signing secret in Socket Mode", () => {
+    const { SLACK_SIGNING_SECRET: _, ...rest } = base;
+    const config = loadConfig({ ...rest, SLACK_APP_TOKEN: "xapp-1-abc" });
+    expect(config.slack.appToken).toBe("xapp-1-abc");
+  });
+
+  it("reads several crews from a YAML file, with tokens from the environment", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crews-"));
+    const file = path.join(dir, "crews.yml");
+    fs.writeFileSync(file, `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`);
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env" });
+    expect(config.crews.map((c) => [c.name, c.token, c.channels])).toEqual([
+      ["research", "from-env", ["C1", "C2"]],
+      ["writer", "inline", undefined],
+    ]);
+    expect(config.crews[0]!.reviewers).toEqual({ users: ["U1"], usergroups: ["S9"] });
+    expect(problems({ ...rest, CREWS_FILE: file })).toEqual([expect.stringMatching(/crew "research" has no token/)]);
+    expect(problems({ ...rest, CREWS_FILE: path.join(dir, "missing.yml") })[0]).toMatch(/CREWS_FILE .* cannot read/);
+  });
+});

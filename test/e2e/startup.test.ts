@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeSlack, type FakeSlack } from "../support/fake-slack.js";
+import { freePort, eventually } from "../support/harness.js";
+import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
+
+let child: ChildProcess | undefined;
+let slack: FakeSlack | undefined;
+afterEach(async () => {
+  child?.kill("SIGKILL");
+  child = undefined;
+  await slack?.close();
+  slack = undefined;
+});
+
+function runBot(env: Record<string, string>) {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env: { PATH: process.env.PATH!, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  proc.stdout!.on("data", (d) => (output += d));
+  proc.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  return { proc, exited, output: () => output };
+}
+
+describe("start-up", () => {
+  it("stops with a message naming each missing variable, and no secret", async () => {
+    const bot = runBot({ SLACK_BOT_TOKEN: "xoxb-super-secret-value", CREW_TOKEN: "crew-secret" });
+    child = bot.proc;
+    expect(await bot.exited).toBe(1);
+    expect(bot.output()).toMatch(/SLACK_SIGNING_SECRET is missing/);
+    expect(bot.output()).toMatch(/CREW_BASE_URL is missing/);
+    expect(bot.output()).not.toContain("super-secret");
+    expect(bot.output()).not.toContain("crew-secret");
+  });
+
+  it("applies migrations to the configured database and serves /healthz", async () => {
+    slack = await startFakeSlack();
+    const port = await freePort();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-data-"));
+    const db = usePostgres ? await createTestDatabaseUrl() : undefined;
+    const bot = runBot({
+      SLACK_BOT_TOKEN: "xoxb-test",
+      SLACK_SIGNING_SECRET: "s",
+      SLACK_API_URL: slack.url,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      CREW_BASE_URL: "http://127.0.0.1:9",
+      CREW_TOKEN: "t",
+      ...(db ? { DATABASE_URL: db.url } : {}),
+    });
+    child = bot.proc;
+    try {
+      const health = await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => (r.status === 200 ? r.json() : undefined)), { timeoutMs: 30_000, what: "/healthz" });
+      expect(health).toEqual({ ok: true });
+      if (!db) expect(fs.existsSync(path.join(dataDir, "pglite"))).toBe(true);
+      expect(bot.output()).toMatch(/database migrated/);
+      expect(bot.output()).not.toContain("xoxb-test");
+    } finally {
+      child.kill("SIGTERM");
+      await bot.exited;
+      await db?.drop();
+    }
+  });
+});
