@@ -17,12 +17,10 @@ export interface Migration {
   checksum: string;
 }
 
-export const defaultMigrationsDir = fileURLToPath(new URL("../../../prisma/migrations", import.meta.url));
-
+/** prisma/migrations, found from the sources (src/db) or the compiled code (dist/src/db). */
 export function resolveMigrationsDir(): string {
-  // Compiled code lives one folder deeper (dist/src/db) than the sources (src/db).
-  const fromSource = fileURLToPath(new URL("../../prisma/migrations", import.meta.url));
-  return fs.existsSync(fromSource) ? fromSource : defaultMigrationsDir;
+  const candidates = ["../../prisma/migrations", "../../../prisma/migrations"].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+  return candidates.find((dir) => fs.existsSync(dir)) ?? candidates[0]!;
 }
 
 export function readMigrations(dir = resolveMigrationsDir()): Migration[] {

@@ -24,11 +24,9 @@ export interface CallbackAnswer {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Execution identity needed to authenticate callbacks; cached so step floods cost no query. */
-type CachedExecution = Execution;
-
 export class Callbacks {
-  private readonly cache = new Map<string, CachedExecution>();
+  /** Executions by id, so that a flood of step callbacks costs no query. */
+  private readonly cache = new Map<string, Execution>();
 
   constructor(
     private readonly db: Db,
