@@ -21,6 +21,8 @@ export interface CommandParams {
 }
 
 export interface BlockActionParams {
+  /** Set for an element inside a modal (then channel_id and message_ts are ignored). */
+  view?: { id: string; callback_id?: string; private_metadata?: string; hash?: string };
   user_id: string;
   channel_id: string;
   message_ts: string;
@@ -196,6 +198,20 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
     blockAction(p) {
       const teamId = p.team_id ?? defaultTeam;
       const { type = "button", ...action } = p.action;
+      if (p.view) {
+        // An element inside a modal: the payload carries the view instead of a channel and message.
+        return interactive({
+          type: "block_actions",
+          user: user(p.user_id, teamId),
+          api_app_id: apiAppId,
+          token: "legacy",
+          container: { type: "view", view_id: p.view.id },
+          trigger_id: p.trigger_id ?? `trig-${next()}`,
+          team: team(teamId),
+          view: { type: "modal", state: { values: p.stateValues ?? {} }, ...p.view },
+          actions: [{ type, ...action, action_ts: nowTs() }],
+        });
+      }
       return interactive({
         type: "block_actions",
         user: user(p.user_id, teamId),
