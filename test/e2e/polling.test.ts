@@ -1,0 +1,135 @@
+// Status polling end to end: runs finish in Slack without webhooks, webhooks and polls racing give
+// each Slack effect once, and a kickoff the crew forgot is declared lost after the grace period.
+import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
+import { CHANNEL, USER, eventually, kickoffViaSlack, startHarness, type Harness, type HarnessOptions } from "../support/harness.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const FAST = { tickMs: 25, minBackoffMs: 50, maxBackoffMs: 200, leaseMs: 5000 };
+
+function start(opts: HarnessOptions & { watcher?: Record<string, number> } = {}) {
+  const { watcher, ...rest } = opts;
+  return startHarness({ ...rest, crewline: { ...rest.crewline, watcher: { ...FAST, ...watcher } } });
+}
+
+const reviewPosts = (h: Harness) =>
+  h.slack.callsTo("chat.postMessage").filter((c) => JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION));
+const completionPosts = (h: Harness) =>
+  h.slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
+const resumes = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
+const statusPolls = (h: Harness) => h.crew.requests.filter((r) => r.path.endsWith("/status") || r.path.startsWith("/status/"));
+
+/** The first review message still showing buttons (pending) other than those already clicked. */
+const clicked = new Set<string>();
+function pendingReview(h: Harness) {
+  return eventually(() => {
+    for (const msg of h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION))) {
+      const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
+      const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
+      if (!clicked.has(approve.value)) return { msg, blockId: actions.block_id as string, reviewId: approve.value as string };
+    }
+    return undefined;
+  }, { what: "a pending review", timeoutMs: 15_000 });
+}
+
+function click(h: Harness, review: Awaited<ReturnType<typeof pendingReview>>, approve: boolean, feedback = "") {
+  clicked.add(review.reviewId);
+  return h.requests.blockAction({
+    user_id: USER,
+    channel_id: CHANNEL,
+    message_ts: review.msg.ts,
+    thread_ts: review.msg.thread_ts,
+    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
+    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
+  });
+}
+
+async function kickedOff(h: Harness, topic = "Tidal power") {
+  await kickoffViaSlack(h, { topic });
+  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } }, orderBy: { createdAt: "desc" } }), { what: "the kickoff", timeoutMs: 15_000 });
+}
+
+const settle = (ms = 600) => new Promise((r) => setTimeout(r, ms));
+
+describe("status polling", () => {
+  it("without webhooks: reviews come from status, decisions resume once, the run finishes in Slack once", async () => {
+    h = await start({ webhooks: false });
+    const execution = await kickedOff(h);
+    expect(execution.webhooks).toBe(false);
+
+    const first = await pendingReview(h);
+    expect(first.msg.thread_ts).toBe(execution.threadTs);
+    expect(JSON.stringify(first.msg.blocks)).toContain("research_task");
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({ taskKey: "task-research", round: 1 });
+    await settle(300); // more polls of the same pause must not post it again
+    expect(reviewPosts(h)).toHaveLength(1);
+    await click(h, first, true);
+
+    const second = await pendingReview(h);
+    expect(JSON.stringify(second.msg.blocks)).toContain("writing_task");
+    await click(h, second, false, "Shorter, please");
+
+    const third = await pendingReview(h);
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({ taskKey: "task-write", round: 2 });
+    await click(h, third, true);
+
+    const done = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
+    expect(done.state).toBe("completed");
+    expect(done.output).toContain("Revision (round 2)");
+    await settle();
+    expect(reviewPosts(h)).toHaveLength(3);
+    expect(completionPosts(h)).toHaveLength(1);
+    expect(completionPosts(h)[0]!.args.text).toMatch(/^✅ Crew research finished/);
+    expect(resumes(h).map((r) => (r.body as any).is_approve)).toEqual([true, false, true]);
+    expect(h.crew.webhookDeliveries).toHaveLength(0);
+    expect(statusPolls(h).length).toBeGreaterThan(3);
+    // Finished runs are not polled any more.
+    const polls = statusPolls(h).length;
+    await settle(400);
+    expect(statusPolls(h).length).toBe(polls);
+  });
+
+  it("webhooks and polls racing for the same reviews and completion: each posted once", async () => {
+    h = await start({ watcher: { tickMs: 10, minBackoffMs: 10, maxBackoffMs: 30 } });
+    const execution = await kickedOff(h);
+    expect(execution.webhooks).toBe(true);
+    await click(h, await pendingReview(h), true);
+    await click(h, await pendingReview(h), true);
+    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
+    await settle();
+    expect(h.crew.webhookDeliveries.filter((d) => d.kind === "crew")).toHaveLength(1);
+    expect(reviewPosts(h)).toHaveLength(2);
+    expect(completionPosts(h)).toHaveLength(1);
+    expect(resumes(h)).toHaveLength(2);
+    expect(await h.bot.database.prisma.review.count({ where: { executionId: execution.id } })).toBe(2);
+  });
+
+  it("a run without review pauses, finished by webhook and poll at once, is announced once", async () => {
+    h = await start({
+      watcher: { tickMs: 5, minBackoffMs: 5, maxBackoffMs: 10 },
+      crew: { tasks: [{ id: "t1", name: "only_task", agent: "Solo", delayMs: 150, steps: 0 }] },
+    });
+    const execution = await kickedOff(h);
+    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
+    await settle();
+    expect(completionPosts(h)).toHaveLength(1);
+  });
+
+  it("a kickoff the crew does not know (404 forever) is declared lost after the grace period and announced once", async () => {
+    h = await start({ webhooks: false, watcher: { lostGraceMs: 800 }, crew: { failWith: [{ endpoint: "status", status: 404, body: { error: "Not found" } }] } });
+    const execution = await kickedOff(h);
+    // Within the grace period the run stays live (a 404 right after kickoff can be transient).
+    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, notFoundSince: { not: null } } }), { what: "the first 404" });
+    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).not.toBe("lost");
+
+    const lost = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, state: "lost", completionTs: { not: null } } }), { what: "the lost run", timeoutMs: 15_000 });
+    expect(lost.error).toMatch(/no record of this run/);
+    expect(lost.finishedAt!.getTime() - lost.notFoundSince!.getTime()).toBeGreaterThanOrEqual(800);
+    await settle();
+    expect(completionPosts(h)).toHaveLength(1);
+    expect(completionPosts(h)[0]!.args.text).toMatch(/^⚠️ Lost track of crew research/);
+    expect(JSON.stringify(completionPosts(h)[0]!.args.blocks)).toContain("no record of this run");
+  });
+});

@@ -1,0 +1,261 @@
+// Several bot processes on one PostgreSQL database: real child processes (`src/main.ts`), the fake
+// Slack and the local crew service in this process. Every Slack effect must happen once, every
+// decision must reach the crew once, and a replica killed with SIGKILL must not strand its runs.
+// Runs only with CREWLINE_TEST_DATABASE=postgres.
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION, inputBlockId } from "../../src/slack/blocks/index.js";
+import { startCrewService, type SimCrewService, type SimTask } from "../../src/sim/crew-service.js";
+import { startFakeSlack, type FakeSlack, type SlackCall } from "../support/fake-slack.js";
+import { BOT_TOKEN, CHANNEL, CREW_TOKEN, SIGNING_SECRET, USER, eventually, freePort } from "../support/harness.js";
+import { slackRequester, type SlackRequester } from "../support/slack-requests.js";
+import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
+
+interface Replica {
+  name: string;
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  requests: SlackRequester;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+const children = new Set<ChildProcess>();
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  children.clear();
+  while (cleanups.length) await cleanups.pop()!().catch(() => {});
+});
+afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+// Short timings: leases of a killed replica expire after 1.5 s, and a Slack post it had claimed but
+// not made is retaken after 3 s (CLAIM_STALE_MS) by the next recovery sweep (POLL_SWEEP_MS).
+const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "3000" };
+
+async function startReplica(name: string, env: { databaseUrl: string; slack: FakeSlack; crew: SimCrewService; webhooks: boolean; port?: number }): Promise<Replica> {
+  const port = env.port ?? (await freePort());
+  const url = `http://127.0.0.1:${port}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-replica-"));
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: {
+      PATH: process.env.PATH!,
+      LOG_LEVEL: "warn",
+      SLACK_BOT_TOKEN: BOT_TOKEN,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_API_URL: env.slack.url,
+      PORT: String(port),
+      ...(env.webhooks ? { PUBLIC_URL: url } : {}),
+      DATABASE_URL: env.databaseUrl,
+      DATA_DIR: dataDir,
+      CREW_BASE_URL: env.crew.url,
+      CREW_TOKEN,
+      CREW_NAME: "research",
+      ...POLLING,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(proc);
+  let output = "";
+  proc.stdout!.on("data", (d) => (output += d));
+  proc.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  await eventually(() => fetch(`${url}/healthz`).then((r) => r.status === 200).catch(() => false), { timeoutMs: 60_000, what: `${name} /healthz` }).catch((err) => {
+    throw new Error(`${err.message}\n${output}`);
+  });
+  const requests = slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: env.slack.responseUrlBase });
+  return { name, url, port, proc, requests, output: () => output, exited };
+}
+
+function kill(replica: Replica): Promise<number | null> {
+  replica.proc.kill("SIGKILL");
+  children.delete(replica.proc);
+  return replica.exited;
+}
+
+/** The kickoff form's private metadata and callback id, fetched once through `/crew`. */
+async function kickoffForm(slack: FakeSlack, replica: Replica) {
+  const before = slack.callsTo("views.update").length;
+  await replica.requests.command({ text: "", user_id: USER, channel_id: CHANNEL });
+  return eventually(() => slack.callsTo("views.update").slice(before).map((c) => c.args.view as any).find((v) => v?.submit), { what: "the kickoff form", timeoutMs: 20_000 });
+}
+
+function submitKickoff(replica: Replica, form: any, topic: string) {
+  return replica.requests.viewSubmission({
+    user_id: USER,
+    view: {
+      callback_id: form.callback_id,
+      private_metadata: form.private_metadata,
+      state: { values: { [inputBlockId("topic")]: { value: { type: "plain_text_input", value: topic } } } },
+    },
+  });
+}
+
+/** Review messages with buttons still showing: review id → where to click. */
+function pendingReviews(slack: FakeSlack) {
+  const out = new Map<string, { ts: string; threadTs?: string; blockId: string }>();
+  for (const msg of slack.messages(CHANNEL)) {
+    const text = JSON.stringify(msg.blocks ?? []);
+    if (!text.includes(APPROVE_ACTION)) continue;
+    const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
+    const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
+    out.set(approve.value, { ts: msg.ts, threadTs: msg.thread_ts, blockId: actions.block_id });
+  }
+  return out;
+}
+
+function approve(replica: Replica, reviewId: string, where: { ts: string; threadTs?: string; blockId: string }) {
+  return replica.requests.blockAction({
+    user_id: USER,
+    channel_id: CHANNEL,
+    message_ts: where.ts,
+    thread_ts: where.threadTs,
+    action: { action_id: APPROVE_ACTION, block_id: where.blockId, value: reviewId },
+  });
+}
+
+const reviewPostsById = (slack: FakeSlack) => {
+  const counts = new Map<string, number>();
+  for (const call of slack.callsTo("chat.postMessage")) {
+    const blocks = (call.args.blocks ?? []) as any[];
+    const actions = blocks.find((b) => b.type === "actions" && JSON.stringify(b).includes(APPROVE_ACTION));
+    const id = actions?.elements.find((e: any) => e.action_id === APPROVE_ACTION)?.value as string | undefined;
+    if (id) counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+};
+const completionPosts = (slack: FakeSlack): SlackCall[] =>
+  slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
+const resumeKeys = (crew: SimCrewService) => crew.requests.filter((r) => r.path === "/resume").map((r) => `${(r.body as any).execution_id}/${(r.body as any).task_id}`);
+
+async function query<T>(url: string, sql: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+const TASKS: SimTask[] = [
+  { id: "task-research", name: "research_task", agent: "Senior Research Analyst", humanInput: true, delayMs: 100, steps: 1 },
+  { id: "task-write", name: "writing_task", agent: "Content Writer", humanInput: true, delayMs: 100, steps: 1 },
+];
+
+describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
+  it("three replicas, 12 concurrent runs, one replica killed: every review and notice once, every decision resumed once", async () => {
+    const slack = await startFakeSlack();
+    const crew = await startCrewService({ token: CREW_TOKEN, tasks: TASKS });
+    const db = await createTestDatabaseUrl();
+    cleanups.push(() => slack.close(), () => crew.close(), () => db.drop());
+
+    // a and b get webhooks; c has no PUBLIC_URL and relies on polling for the runs it starts.
+    const replicas = await Promise.all([
+      startReplica("a", { databaseUrl: db.url, slack, crew, webhooks: true }),
+      startReplica("b", { databaseUrl: db.url, slack, crew, webhooks: true }),
+      startReplica("c", { databaseUrl: db.url, slack, crew, webhooks: false }),
+    ]);
+    const [a, b, c] = replicas as [Replica, Replica, Replica];
+
+    const form = await kickoffForm(slack, a);
+    const RUNS = 12;
+    const answers = await Promise.all(Array.from({ length: RUNS }, (_, i) => submitKickoff(replicas[i % 3]!, form, `Topic ${i}`)));
+    expect(answers.every((r) => r.status === 200)).toBe(true);
+    await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Execution" WHERE "kickoffId" IS NOT NULL`))[0]!.n === String(RUNS), { timeoutMs: 30_000, what: "12 kickoffs" });
+
+    // Approve reviews as they appear, spreading the clicks; kill b once a third of them are decided.
+    const TOTAL = RUNS * TASKS.length;
+    const clicked = new Map<string, Replica>();
+    let alive: Replica[] = replicas;
+    let killed = false;
+    const deadline = Date.now() + 75_000;
+    while (clicked.size < TOTAL) {
+      if (Date.now() > deadline) {
+        const stuck = await query(db.url, `SELECT r.state, r."messageTs", r."postClaimedAt", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`);
+        const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
+        throw new Error(`only ${clicked.size}/${TOTAL} reviews appeared: ${JSON.stringify({ stuck, events, now: new Date() })}`);
+      }
+      const fresh = [...pendingReviews(slack)].filter(([id]) => !clicked.has(id));
+      await Promise.all(
+        fresh.map(([id, where], i) => {
+          const replica = alive[i % alive.length]!;
+          clicked.set(id, replica);
+          return approve(replica, id, where);
+        }),
+      );
+      if (!killed && clicked.size >= TOTAL / 3) {
+        // Stop clicking on b and let the decisions it received reach the crew (a click is acknowledged
+        // before the crew is called), then kill it: its leases, webhook URLs and runs are orphaned.
+        alive = [a, c];
+        const onB = [...clicked].filter(([, r]) => r === b).map(([id]) => `'${id}'`);
+        if (onB.length) {
+          await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Review" WHERE state = 'approved' AND id IN (${onB.join(",")})`))[0]!.n === String(onB.length), { timeoutMs: 10_000, what: "b's decisions" });
+        }
+        expect(await query(db.url, `SELECT id FROM "Execution" WHERE "leaseOwner" IS NOT NULL OR "completionTs" IS NULL`)).not.toHaveLength(0);
+        await kill(b);
+        killed = true;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(killed).toBe(true);
+
+    const finished = await eventually(async () => {
+      const rows = await query<{ id: string; state: string; completionTs: string | null }>(db.url, `SELECT id, state, "completionTs" FROM "Execution"`);
+      return rows.length === RUNS && rows.every((r) => r.completionTs) ? rows : undefined;
+    }, { timeoutMs: 30_000, what: "every run announced" });
+    expect(finished.every((r) => r.state === "completed")).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000)); // late duplicates would show up now
+
+    const posts = reviewPostsById(slack);
+    expect(posts.size).toBe(TOTAL);
+    expect([...posts.values()].every((n) => n === 1)).toBe(true);
+    const reviews = await query<{ id: string; state: string }>(db.url, `SELECT id, state FROM "Review"`);
+    expect(reviews).toHaveLength(TOTAL);
+    expect(reviews.every((r) => r.state === "approved")).toBe(true);
+
+    expect(completionPosts(slack)).toHaveLength(RUNS);
+    const resumes = resumeKeys(crew);
+    expect(resumes).toHaveLength(TOTAL);
+    expect(new Set(resumes).size).toBe(TOTAL);
+  }, 110_000);
+
+  it("kill -9 of the only bot mid-run, restart on the same database: the run completes in Slack without duplicates", async () => {
+    const slack = await startFakeSlack();
+    // Slow second task: the bot is dead when its task webhook is sent.
+    const crew = await startCrewService({ token: CREW_TOKEN, tasks: [TASKS[0]!, { ...TASKS[1]!, delayMs: 2500 }] });
+    const db = await createTestDatabaseUrl();
+    cleanups.push(() => slack.close(), () => crew.close(), () => db.drop());
+
+    const first = await startReplica("first", { databaseUrl: db.url, slack, crew, webhooks: true });
+    const form = await kickoffForm(slack, first);
+    await submitKickoff(first, form, "Restarts");
+    const [reviewId, where] = await eventually(() => [...pendingReviews(slack)][0], { timeoutMs: 20_000, what: "the first review" });
+    await approve(first, reviewId, where);
+    await eventually(async () => (await query<{ state: string }>(db.url, `SELECT state FROM "Review"`))[0]?.state === "approved", { what: "the decision stored" });
+    await kill(first);
+
+    // The crew finishes task 2 while no bot is up: its webhook is lost.
+    await crew.waitFor(() => [...crew.executions.values()].some((e) => e.state === "PAUSED" && e.pausedTaskId === "task-write"), 10_000);
+    const second = await startReplica("second", { databaseUrl: db.url, slack, crew, webhooks: true, port: first.port });
+    const [secondId, secondWhere] = await eventually(() => [...pendingReviews(slack)].find(([id]) => id !== reviewId), {
+      timeoutMs: 20_000,
+      what: "the second review, from status",
+    });
+    await approve(second, secondId, secondWhere);
+    await eventually(async () => (await query<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`))[0]?.completionTs, { timeoutMs: 20_000, what: "the completion" });
+    await new Promise((r) => setTimeout(r, 1000));
+
+    expect([...reviewPostsById(slack).values()]).toEqual([1, 1]);
+    expect(completionPosts(slack)).toHaveLength(1);
+    expect(resumeKeys(crew)).toHaveLength(2);
+    expect(new Set(resumeKeys(crew)).size).toBe(2);
+  }, 90_000);
+});
