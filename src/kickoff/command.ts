@@ -6,12 +6,14 @@ import type { FeatureDeps } from "../slack/deps.js";
 import { announcementFor } from "../slack/notifier.js";
 import { helpText, escapeMrkdwn, fitMrkdwn } from "../slack/blocks/index.js";
 import { openKickoffModal } from "./modal.js";
+import { auditReply, type AuditFormat } from "../review/audit-export.js";
 
 export type CrewCommand =
   | { kind: "open"; crewName?: string }
   | { kind: "help" }
   | { kind: "status"; kickoffId: string }
-  | { kind: "list" };
+  | { kind: "list" }
+  | { kind: "audit"; kickoffId: string; format: AuditFormat };
 
 export function parseCrewCommand(text: string): CrewCommand {
   const [word = "", ...rest] = text.trim().split(/\s+/);
@@ -26,6 +28,12 @@ export function parseCrewCommand(text: string): CrewCommand {
       return arg ? { kind: "status", kickoffId: arg } : { kind: "help" };
     case "list":
       return { kind: "list" };
+    case "audit": {
+      const [kickoffId, format = "both"] = arg.split(/\s+/);
+      const fmt = format.toLowerCase();
+      if (!kickoffId || !["both", "csv", "json"].includes(fmt)) return { kind: "help" };
+      return { kind: "audit", kickoffId, format: fmt as AuditFormat };
+    }
     default:
       return { kind: "open", crewName: text.trim() };
   }
@@ -51,6 +59,9 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
     await ack();
     if (parsed.kind === "open") {
       await openKickoffModal(client, deps, { triggerId: payload.trigger_id, channelId: payload.channel_id, userId: payload.user_id, teamId: payload.team_id, crewName: parsed.crewName });
+    } else if (parsed.kind === "audit") {
+      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id });
+      await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "status") {
       await respond({ response_type: "ephemeral", text: await statusText(deps, parsed.kickoffId) });
     } else {

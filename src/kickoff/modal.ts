@@ -56,6 +56,11 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   if (problem) return void (await show(kickoffErrorView({ message: problem })));
 
   const crews = deps.crews.availableIn(req.channelId);
+  const elsewhere = req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) ? deps.crews.config(req.crewName) : undefined;
+  if (elsewhere?.channels) {
+    const message = `The crew “${elsewhere.name}” may not be started in this channel: it is limited to ${elsewhere.channels.length === 1 ? "one other channel" : `${elsewhere.channels.length} other channels`}. Ask whoever set up Crewline where to use it.`;
+    return void (await show(kickoffErrorView({ crewName: elsewhere.name, message })));
+  }
   if (crews.length === 0) {
     return void (await show(kickoffErrorView({ message: "No crew may be started in this channel. Ask whoever set up Crewline which channels its crews are allowed in." })));
   }

@@ -84,6 +84,12 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
       ...urls,
     });
     const started = await runs.kickedOff(execution.id, kickoffId);
+    await deps.lifecycle.audit.record({
+      executionId: execution.id,
+      kind: "kickoff",
+      actor: req.userId,
+      detail: { crewName: started.crewName, channelId: started.channelId, kickoffId, inputs: req.inputs },
+    });
     await client.chat.update({ channel: started.channelId, ts: threadTs, ...announcementFor(started) }).catch((err) => deps.log.warn("could not update announcement", { err }));
     await showView(startedView(crewName, kickoffId));
     deps.onRunStarted?.(started);

@@ -53,7 +53,7 @@ export function replyFor(outcome: DecisionOutcome): string | undefined {
     case "feedback_required":
       return "Please write what should change in the feedback field before rejecting: the crew re-runs the task with it.";
     case "not_allowed":
-      return `Only ${outcome.allowed} may decide this review. Nothing was sent to the crew.`;
+      return `Only ${outcome.who} may decide this review, so nothing was sent to the crew.`;
     case "already_decided": {
       const { review } = outcome;
       if (review.state === "closed") return "This review is closed: the run no longer needs a decision on it.";

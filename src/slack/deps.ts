@@ -3,6 +3,7 @@ import type { CrewRegistry } from "../crew/registry.js";
 import type { Lifecycle } from "../lifecycle/index.js";
 import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
+import type { ReviewerRules } from "../review/rules.js";
 
 export interface FeatureDeps {
   lifecycle: Lifecycle;
@@ -11,6 +12,8 @@ export interface FeatureDeps {
   /** Whether crew webhooks can reach this bot (PUBLIC_URL is set). */
   webhooksEnabled: boolean;
   webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  /** Reviewer rules (who may decide); unset: anyone may. */
+  reviewers?: ReviewerRules;
   /** Called once a run has started, so it is watched (status polling). */
   onRunStarted?: (execution: Execution) => void;
 }

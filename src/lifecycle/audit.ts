@@ -1,0 +1,85 @@
+// The append-only audit trail: one row per kickoff, per decision outcome and per run completion.
+// Rows are only ever created, never updated or deleted by the app.
+import crypto from "node:crypto";
+import type { Db } from "../db/database.js";
+import type { Logger } from "../log.js";
+import type { AuditRecord } from "../generated/prisma/client.js";
+
+export type { AuditRecord };
+export type AuditKind = "kickoff" | "decision" | "completion";
+
+export interface NewAuditRecord {
+  executionId: string;
+  kind: AuditKind;
+  taskKey?: string | null;
+  round?: number | null;
+  actor?: string | null;
+  decision?: "approve" | "reject" | null;
+  feedback?: string | null;
+  outputHash?: string | null;
+  msToDecision?: number | null;
+  resumeStatus?: string | null;
+  resumeMessage?: string | null;
+  detail?: Record<string, unknown>;
+}
+
+export function sha256(text: string): string {
+  return crypto.createHash("sha256").update(text).digest("hex");
+}
+
+export class Audit {
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+  ) {}
+
+  /** Appends a row; a failure is logged, never thrown into the flow it records. */
+  async record(row: NewAuditRecord): Promise<AuditRecord | undefined> {
+    try {
+      const { detail, ...rest } = row;
+      return await this.db.auditRecord.create({ data: { ...rest, ...(detail ? { detail: detail as object } : {}) } });
+    } catch (err) {
+      this.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
+      return undefined;
+    }
+  }
+
+  /** An execution's history, oldest first. */
+  forExecution(executionId: string): Promise<AuditRecord[]> {
+    return this.db.auditRecord.findMany({ where: { executionId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+  }
+}
+
+export const AUDIT_COLUMNS = [
+  "createdAt",
+  "kind",
+  "executionId",
+  "taskKey",
+  "round",
+  "actor",
+  "decision",
+  "feedback",
+  "outputHash",
+  "msToDecision",
+  "resumeStatus",
+  "resumeMessage",
+  "detail",
+] as const;
+
+function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  const text = value instanceof Date ? value.toISOString() : typeof value === "object" ? JSON.stringify(value) : String(value);
+  // Quote everything that could break a row; neutralise spreadsheet formulas.
+  const safe = /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+  return /[",\n\r]/.test(safe) || safe !== text ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+export function auditCsv(rows: readonly AuditRecord[]): string {
+  const lines = [AUDIT_COLUMNS.join(",")];
+  for (const row of rows) lines.push(AUDIT_COLUMNS.map((c) => csvCell(row[c])).join(","));
+  return lines.join("\r\n") + "\r\n";
+}
+
+export function auditJson(rows: readonly AuditRecord[]): string {
+  return JSON.stringify(rows.map((row) => Object.fromEntries(AUDIT_COLUMNS.map((c) => [c, row[c] instanceof Date ? (row[c] as Date).toISOString() : row[c]]))), null, 2) + "\n";
+}

@@ -1,0 +1,117 @@
+// Reminders for reviews nobody has decided: after REVIEW_REMINDER_MINUTES the run's thread gets a
+// reply mentioning who may decide (or the run's starter when the crew has no reviewer rules), then
+// again after twice as long, and so on up to REVIEW_REMINDER_MAX. The schedule lives on the Review
+// row (remindersSent, nextReminderAt), so it survives restarts; each reminder is claimed with a
+// conditional update on remindersSent, so with several replicas it is posted once.
+import type { WebClient } from "@slack/web-api";
+import type { Db } from "../db/database.js";
+import { systemClock, type Clock, type Execution, type Review } from "../lifecycle/ports.js";
+import type { Logger } from "../log.js";
+import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
+
+export interface ReminderSettings {
+  /** Wait before the first reminder. */
+  afterMs: number;
+  /** Reminders per review at most; 0 disables them. */
+  max: number;
+}
+
+export interface ReminderDeps {
+  db: Db;
+  client: Pick<WebClient, "chat">;
+  /** Who may decide a crew's reviews, as mentions; undefined when anyone may. */
+  reviewersOf: (crewName: string) => string | undefined;
+  log: Logger;
+  clock?: Clock;
+}
+
+/** When reminder number `sent + 1` is due, for a review created at `createdAt`. */
+export function reminderDue(createdAt: Date, sent: number, afterMs: number): Date {
+  // afterMs, then 2·afterMs later, then 4·afterMs later…: due at createdAt + afterMs·(2^(sent+1) − 1).
+  return new Date(createdAt.getTime() + afterMs * (2 ** (sent + 1) - 1));
+}
+
+export function reminderText(execution: Execution, review: Review, who: string, waitedMs: number, link?: string): string {
+  const task = `*${escapeMrkdwn(review.taskName)}*${review.round > 1 ? ` (round ${review.round})` : ""}`;
+  const where = link ? `<${link}|the review>` : "the review above";
+  return `⏰ ${who}: ${task} has been waiting for a decision for ${formatDuration(waitedMs)}. Approve or reject ${where} so *${escapeMrkdwn(execution.crewName)}* can go on.`;
+}
+
+export class ReviewReminders {
+  private readonly clock: Clock;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(
+    private readonly deps: ReminderDeps,
+    private readonly settings: ReminderSettings,
+  ) {
+    this.clock = deps.clock ?? systemClock;
+  }
+
+  /** Sends every reminder that is due; returns how many were sent. Overlapping calls share one pass. */
+  tick(): Promise<number> {
+    this.running ??= this.sendDue().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  start(intervalMs = 60_000): void {
+    if (this.timer || this.settings.max <= 0) return;
+    this.timer = setInterval(() => void this.tick().catch((err) => this.deps.log.warn("review reminders failed", { err })), intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async sendDue(): Promise<number> {
+    const { db } = this.deps;
+    const { afterMs, max } = this.settings;
+    if (max <= 0) return 0;
+    const now = this.clock.now();
+    const candidates = await db.review.findMany({
+      where: {
+        state: "pending",
+        messageTs: { not: null },
+        remindersSent: { lt: max },
+        OR: [{ nextReminderAt: { lte: now } }, { nextReminderAt: null, remindersSent: 0, createdAt: { lte: new Date(now.getTime() - afterMs) } }],
+        execution: { state: { in: ["running", "waiting", "starting"] }, threadTs: { not: null } },
+      },
+      include: { execution: true },
+      orderBy: { createdAt: "asc" },
+      take: 50,
+    });
+    let sent = 0;
+    for (const { execution, ...review } of candidates) {
+      const count = review.remindersSent + 1;
+      // The claim: only the replica that moves remindersSent from its value posts this reminder.
+      const { count: claimed } = await db.review.updateMany({
+        where: { id: review.id, state: "pending", remindersSent: review.remindersSent },
+        data: { remindersSent: count, nextReminderAt: count < max ? reminderDue(review.createdAt, count, afterMs) : null },
+      });
+      if (claimed !== 1) continue;
+      try {
+        await this.post(execution, review, now);
+        sent++;
+      } catch (err) {
+        this.deps.log.warn("could not post review reminder", { reviewId: review.id, err });
+      }
+    }
+    return sent;
+  }
+
+  private async post(execution: Execution, review: Review, now: Date): Promise<void> {
+    const { client } = this.deps;
+    const who = this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
+    const link = review.messageTs
+      ? await client.chat
+          .getPermalink({ channel: execution.channelId, message_ts: review.messageTs })
+          .then((r) => r.permalink)
+          .catch(() => undefined)
+      : undefined;
+    const text = reminderText(execution, review, who, now.getTime() - review.createdAt.getTime(), link);
+    await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs!, text });
+  }
+}

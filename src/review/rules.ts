@@ -1,0 +1,111 @@
+// Who may decide a crew's reviews: the crew's `reviewers` (CREW_REVIEWERS / crews file) name users
+// and Slack user groups. Group members come from usergroups.users.list, cached per group so that a
+// click rarely waits on Slack: fresh entries answer at once; a stale entry that already contains the
+// user answers at once and is refreshed in the background; a refusal is only ever given on fresh data.
+import type { ReviewerRules as RulesConfig } from "../config.js";
+import type { ReviewerGate } from "../lifecycle/reviews.js";
+import { systemClock, type Clock, type Execution } from "../lifecycle/ports.js";
+import type { Logger } from "../log.js";
+
+export const USERGROUP_TTL_MS = 5 * 60_000;
+
+/** Fetches the user ids of a Slack user group (usergroups.users.list). */
+export type UsergroupLookup = (usergroupId: string) => Promise<string[]>;
+
+export interface RulesSource {
+  config(crewName: string): { reviewers?: RulesConfig } | undefined;
+  all(): { reviewers?: RulesConfig }[];
+}
+
+interface CacheEntry {
+  users: Set<string>;
+  fetchedAt: number;
+}
+
+/** "<@U1>, <!subteam^S1>": who may decide, as Slack renders it. */
+export function describeReviewers(rules: RulesConfig): string {
+  return [...rules.users.map((u) => `<@${u}>`), ...rules.usergroups.map((g) => `<!subteam^${g}>`)].join(", ");
+}
+
+export class ReviewerRules {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly inflight = new Map<string, Promise<Set<string> | undefined>>();
+
+  constructor(
+    private readonly crews: RulesSource,
+    private readonly lookup: UsergroupLookup,
+    private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
+    private readonly ttlMs = USERGROUP_TTL_MS,
+  ) {}
+
+  /** The crew's rules, or undefined when anyone may decide. */
+  rulesFor(crewName: string): RulesConfig | undefined {
+    const rules = this.crews.config(crewName)?.reviewers;
+    return rules && (rules.users.length > 0 || rules.usergroups.length > 0) ? rules : undefined;
+  }
+
+  /** Who may decide this crew's reviews, for messages; undefined when there are no rules. */
+  who(crewName: string): string | undefined {
+    const rules = this.rulesFor(crewName);
+    return rules ? describeReviewers(rules) : undefined;
+  }
+
+  /** The lifecycle's ReviewerGate. */
+  readonly gate: ReviewerGate = async (execution: Execution, userId: string) => {
+    const rules = this.rulesFor(execution.crewName);
+    if (!rules || (await this.allows(rules, userId))) return { allowed: true };
+    return { allowed: false, who: describeReviewers(rules) };
+  };
+
+  /** Whether the user may decide this crew's reviews (true when the crew has no rules). */
+  async mayDecide(crewName: string, userId: string): Promise<boolean> {
+    const rules = this.rulesFor(crewName);
+    return !rules || this.allows(rules, userId);
+  }
+
+  /** Loads every configured group in the background (at start-up), so first clicks do not wait. */
+  prefetch(): void {
+    const groups = new Set(this.crews.all().flatMap((c) => c.reviewers?.usergroups ?? []));
+    for (const group of groups) void this.refresh(group);
+  }
+
+  private async allows(rules: RulesConfig, userId: string): Promise<boolean> {
+    if (rules.users.includes(userId)) return true;
+    if (rules.usergroups.length === 0) return false;
+    const now = this.clock.now().getTime();
+    // Cached answers first: a yes from any cached group (fresh or stale) needs no Slack call.
+    const toCheck: string[] = [];
+    for (const group of rules.usergroups) {
+      const entry = this.cache.get(group);
+      const fresh = entry && now - entry.fetchedAt < this.ttlMs;
+      if (entry?.users.has(userId)) {
+        if (!fresh) void this.refresh(group);
+        return true;
+      }
+      if (!fresh) toCheck.push(group);
+    }
+    // A no is only given on fresh data: look up the groups that are missing or stale.
+    const results = await Promise.all(toCheck.map((group) => this.refresh(group)));
+    return results.some((users) => users?.has(userId));
+  }
+
+  /** One lookup per group at a time; a failed lookup keeps the old entry (if any). */
+  private refresh(group: string): Promise<Set<string> | undefined> {
+    const running = this.inflight.get(group);
+    if (running) return running;
+    const promise = this.lookup(group)
+      .then((ids) => {
+        const users = new Set(ids);
+        this.cache.set(group, { users, fetchedAt: this.clock.now().getTime() });
+        return users;
+      })
+      .catch((err) => {
+        this.log.warn("could not read user group members", { usergroup: group, err });
+        return this.cache.get(group)?.users;
+      })
+      .finally(() => this.inflight.delete(group));
+    this.inflight.set(group, promise);
+    return promise;
+  }
+}

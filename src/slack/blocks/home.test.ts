@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { homeView } from "./home.js";
+import { blockTextLength, LIMITS } from "./limits.js";
+
+const now = new Date("2026-11-22T12:00:00Z");
+
+describe("homeView", () => {
+  it("lists reviews with thread links, runs and crews", () => {
+    const view = homeView({
+      userId: "U1",
+      now,
+      reviews: [{ crewName: "research", taskName: "Research", round: 2, waitingMs: 90_000, channelId: "C1", permalink: "https://x.slack.com/archives/C1/p1" }],
+      runs: [{ crewName: "research", state: "waiting", channelId: "C1", kickoffId: "k-1", startedAt: new Date(now.getTime() - 60_000) }],
+      crews: [{ name: "research" }, { name: "writer", channels: ["C2"] }],
+    });
+    const text = JSON.stringify(view.blocks);
+    expect(view.type).toBe("home");
+    expect(text).toContain("Reviews waiting for you (1)");
+    expect(text).toContain("<https://x.slack.com/archives/C1/p1|Open the thread>");
+    expect(text).toContain("round 2");
+    expect(text).toContain("k-1");
+    expect(text).toContain("<#C2>");
+    expect(text).toContain("any channel");
+  });
+
+  it("stays within Block Kit limits with many long entries", () => {
+    const long = "x".repeat(500);
+    const view = homeView({
+      userId: "U1",
+      now,
+      reviews: Array.from({ length: 300 }, (_, i) => ({ crewName: long, taskName: long + i, round: 1, waitingMs: 1, channelId: "C1", permalink: "https://x/" + "p".repeat(200) })),
+      runs: Array.from({ length: 40 }, () => ({ crewName: long, state: "running", channelId: "C1", kickoffId: long, startedAt: now })),
+      crews: Array.from({ length: 80 }, () => ({ name: long, channels: Array.from({ length: 30 }, (_, j) => `C${j}`) })),
+    });
+    expect(view.blocks.length).toBeLessThanOrEqual(LIMITS.modalBlocks);
+    for (const b of view.blocks as any[]) {
+      if (b.type === "section") expect(b.text.text.length).toBeLessThanOrEqual(LIMITS.sectionText);
+      if (b.type === "header") expect(b.text.text.length).toBeLessThanOrEqual(LIMITS.header);
+    }
+    expect(JSON.stringify(view.blocks)).toContain("and 270 more reviews");
+    expect(blockTextLength(view.blocks)).toBeGreaterThan(0);
+  });
+});

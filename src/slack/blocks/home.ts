@@ -1,0 +1,109 @@
+// The App Home tab: reviews waiting for this user, their recent runs, and the crews they can start.
+// Pure: the handler gathers the data; this only lays it out within Block Kit's limits
+// (100 blocks per view, 3,000 chars per section text).
+import type { types } from "@slack/bolt";
+import { LIMITS } from "./limits.js";
+import { escapeMrkdwn, formatDuration, truncatePlain } from "./text.js";
+
+export interface HomeReview {
+  crewName: string;
+  taskName: string;
+  round: number;
+  waitingMs: number;
+  channelId: string;
+  permalink?: string;
+}
+
+export interface HomeRun {
+  crewName: string;
+  state: string;
+  channelId: string;
+  kickoffId?: string;
+  startedAt: Date;
+  permalink?: string;
+}
+
+export interface HomeCrew {
+  name: string;
+  /** Channel allow-list; unset: any channel. */
+  channels?: string[];
+}
+
+export interface HomeParams {
+  userId: string;
+  reviews: HomeReview[];
+  runs: HomeRun[];
+  crews: HomeCrew[];
+  now: Date;
+}
+
+export const HOME_MAX_REVIEWS = 30;
+export const HOME_MAX_RUNS = 15;
+export const HOME_MAX_CREWS = 30;
+
+const STATE_LABEL: Record<string, string> = {
+  starting: "⏳ starting",
+  running: "🔄 running",
+  waiting: "✋ waiting for review",
+  completed: "✅ completed",
+  failed: "❌ failed",
+  kickoff_failed: "❌ did not start",
+  lost: "❔ lost",
+};
+
+const name = (text: string) => escapeMrkdwn(truncatePlain(text, 80));
+const section = (text: string): types.KnownBlock => ({ type: "section", text: { type: "mrkdwn", text: truncatePlain(text, LIMITS.sectionText) } });
+const header = (text: string): types.KnownBlock => ({ type: "header", text: { type: "plain_text", text: truncatePlain(text, LIMITS.header) } });
+const context = (text: string): types.KnownBlock => ({ type: "context", elements: [{ type: "mrkdwn", text: truncatePlain(text, LIMITS.contextText) }] });
+const more = (n: number, what: string) => (n > 0 ? [context(`…and ${n} more ${what}.`)] : []);
+
+/** Lines joined into as few sections as fit the 3,000-char section limit. */
+function packed(lines: string[]): types.KnownBlock[] {
+  const blocks: types.KnownBlock[] = [];
+  let current = "";
+  for (const line of lines) {
+    if (current && current.length + 1 + line.length > LIMITS.sectionText) {
+      blocks.push(section(current));
+      current = "";
+    }
+    current = current ? `${current}\n${line}` : line;
+  }
+  if (current) blocks.push(section(current));
+  return blocks;
+}
+
+export function homeView(p: HomeParams): types.HomeView {
+  const blocks: types.KnownBlock[] = [header("Crewline")];
+
+  blocks.push(header(p.reviews.length ? `Reviews waiting for you (${p.reviews.length})` : "Reviews waiting for you"));
+  if (p.reviews.length === 0) blocks.push(context("Nothing to decide right now."));
+  for (const r of p.reviews.slice(0, HOME_MAX_REVIEWS)) {
+    const task = `*${name(r.taskName)}*${r.round > 1 ? ` (round ${r.round})` : ""}`;
+    const open = r.permalink ? `<${r.permalink}|Open the thread>` : `in <#${r.channelId}>`;
+    blocks.push(section(`${task} · ${name(r.crewName)} · waiting ${formatDuration(r.waitingMs)}\n${open}`));
+  }
+  blocks.push(...more(p.reviews.length - HOME_MAX_REVIEWS, "reviews"));
+  blocks.push({ type: "divider" });
+
+  blocks.push(header("Your recent runs"));
+  if (p.runs.length === 0) blocks.push(context("You haven't started a run yet. Use `/crew` in a channel."));
+  const runLines = p.runs.slice(0, HOME_MAX_RUNS).map((run) => {
+    const label = STATE_LABEL[run.state] ?? escapeMrkdwn(run.state);
+    const where = run.permalink ? `<${run.permalink}|thread>` : `<#${run.channelId}>`;
+    const id = run.kickoffId ? ` · \`${escapeMrkdwn(truncatePlain(run.kickoffId, 80))}\`` : "";
+    return `• *${name(run.crewName)}* — ${label} · started ${formatDuration(p.now.getTime() - run.startedAt.getTime())} ago · ${where}${id}`;
+  });
+  blocks.push(...packed(runLines), ...more(p.runs.length - HOME_MAX_RUNS, "runs"));
+  blocks.push({ type: "divider" });
+
+  blocks.push(header("Crews you can start"));
+  if (p.crews.length === 0) blocks.push(context("No crews are set up yet. Ask an admin to add one."));
+  const crewLines = p.crews.slice(0, HOME_MAX_CREWS).map((crew) => {
+    const where = crew.channels ? crew.channels.slice(0, 10).map((c) => `<#${c}>`).join(", ") + (crew.channels.length > 10 ? ", …" : "") : "any channel";
+    return `• *${name(crew.name)}* — ${where}`;
+  });
+  blocks.push(...packed(crewLines), ...more(p.crews.length - HOME_MAX_CREWS, "crews"));
+  blocks.push(context("Start a run with `/crew` in a channel; `/crew help` lists everything it can do."));
+
+  return { type: "home", blocks: blocks.slice(0, LIMITS.modalBlocks) };
+}

@@ -1,0 +1,269 @@
+// Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
+import { afterEach, describe, expect, it } from "vitest";
+import { ReviewReminders } from "../../src/review/reminders.js";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
+import { silentLogger } from "../../src/log.js";
+import { CHANNEL, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const BOB = "U0BOB";
+const CAROL = "U0CAROL";
+const GROUP = "S0REVIEW";
+
+function pendingReview(h: Harness, index = 0) {
+  return eventually(() => {
+    // Decided reviews lose their buttons: index counts the ones still open.
+    const msg = h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION))[index];
+    if (!msg) return undefined;
+    const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
+    const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
+    return { msg, blockId: actions.block_id as string, reviewId: approve.value as string };
+  }, { what: `pending review #${index + 1}` });
+}
+
+type Pending = Awaited<ReturnType<typeof pendingReview>>;
+
+function click(h: Harness, review: Pending, approve: boolean, feedback: string, user: string) {
+  return h.requests.blockAction({
+    user_id: user,
+    channel_id: CHANNEL,
+    message_ts: review.msg.ts,
+    thread_ts: review.msg.thread_ts,
+    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
+    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
+  });
+}
+
+const resumes = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
+const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
+
+async function startRun(h: Harness) {
+  await kickoffViaSlack(h, { topic: "Deep sea vents" });
+  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+}
+
+async function reviewState(h: Harness, id: string) {
+  return (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } })).state;
+}
+
+describe("reviewer rules", () => {
+  it("refuses a user not named by the rules with an ephemeral naming who may decide; a named user decides", async () => {
+    h = await startHarness();
+    setRules(h, [BOB]);
+    await startRun(h);
+    const review = await pendingReview(h);
+
+    await click(h, review, true, "", USER);
+    const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(refusal.args.user).toBe(USER);
+    expect(refusal.args.text).toContain(`<@${BOB}>`);
+    expect(refusal.args.text).toMatch(/nothing was sent/i);
+    expect(resumes(h)).toHaveLength(0);
+    expect(await reviewState(h, review.reviewId)).toBe("pending");
+    expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision" } })).toBe(0);
+
+    await click(h, review, true, "", BOB);
+    await eventually(() => resumes(h).length === 1);
+    await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");
+    const decided = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    expect(decided.decidedBy).toBe(BOB);
+  });
+
+  it("allows members of a user group (served by usergroups.users.list) and refuses others", async () => {
+    h = await startHarness();
+    h.slack.setUsergroup(GROUP, [CAROL]);
+    setRules(h, [], [GROUP]);
+    await startRun(h);
+    const review = await pendingReview(h);
+
+    await click(h, review, false, "More depth", USER);
+    const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(refusal.args.text).toContain(`<!subteam^${GROUP}>`);
+    expect(resumes(h)).toHaveLength(0);
+    expect(await reviewState(h, review.reviewId)).toBe("pending");
+
+    await click(h, review, false, "More depth", CAROL);
+    const resume = await eventually(() => resumes(h)[0]);
+    expect((resume.body as any).is_approve).toBe(false);
+    await eventually(async () => (await reviewState(h, review.reviewId)) === "rejected");
+    // The group was looked up once and cached for the next click.
+    expect(h.slack.callsTo("usergroups.users.list").length).toBe(1);
+  });
+
+  it("refuses /crew in a channel outside the crew's allow-list", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.channels = ["C0ELSEWHERE"];
+    await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL });
+    const [update] = await h.slack.waitForCalls("views.update", 1);
+    expect(JSON.stringify(update!.args.view)).toMatch(/No crew may be started in this channel/);
+    expect((update!.args.view as any).submit).toBeUndefined();
+
+    await h.requests.command({ text: "research", user_id: USER, channel_id: CHANNEL });
+    const [, named] = await h.slack.waitForCalls("views.update", 2);
+    expect(JSON.stringify(named!.args.view)).toMatch(/may not be started in this channel/);
+    expect(h.crew.requests.filter((r) => r.path === "/inputs" || r.path === "/kickoff")).toHaveLength(0);
+    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+  });
+});
+
+describe("audit trail", () => {
+  it("records kickoff, each decision round and completion; /crew audit shows them and exports JSON and CSV", async () => {
+    h = await startHarness();
+    const execution = await startRun(h);
+    const first = await pendingReview(h, 0);
+    await click(h, first, false, "Cite primary sources", USER);
+    const next = async (previous: string) => eventually(async () => {
+      const r = await pendingReview(h, 0);
+      return r.reviewId !== previous ? r : undefined;
+    });
+    const second = await next(first.reviewId);
+    await click(h, second, true, "", USER);
+    const third = await next(second.reviewId);
+    await click(h, third, true, "Ship it", USER);
+    await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).completionTs);
+
+    const rows = await eventually(async () => {
+      const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+      return r.length === 5 ? r : undefined;
+    }, { what: "5 audit rows" });
+    expect(rows.map((r) => [r.kind, r.taskKey, r.round, r.decision])).toEqual([
+      ["kickoff", null, null, null],
+      ["decision", "task-research", 1, "reject"],
+      ["decision", "task-research", 2, "approve"],
+      ["decision", "task-write", 1, "approve"],
+      ["completion", null, null, null],
+    ]);
+    expect(rows[0]).toMatchObject({ actor: USER, detail: { crewName: "research", kickoffId: execution.kickoffId, inputs: { topic: "Deep sea vents" } } });
+    const reject = rows[1]!;
+    expect(reject).toMatchObject({ actor: USER, feedback: "Cite primary sources", detail: { outcome: "decided" } });
+    const firstReview = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } });
+    expect(reject.outputHash).toBe(firstReview.outputHash);
+    expect(reject.msToDecision).toBeGreaterThanOrEqual(0);
+    expect(rows[3]!.feedback).toBe("Ship it");
+    expect(rows[4]).toMatchObject({ detail: { event: "succeeded" } });
+    expect(rows[4]!.outputHash).toMatch(/^[0-9a-f]{64}$/);
+
+    await h.requests.command({ text: `audit ${execution.kickoffId}`, user_id: USER, channel_id: CHANNEL });
+    const answer = await eventually(() => h.slack.callsTo("response_url").at(-1));
+    const text = String(answer.args.text);
+    expect(text).toContain("Audit trail");
+    expect(text).toContain("rejected *task-research* round 1");
+    expect(text).toContain("Cite primary sources");
+    expect(text).toMatch(/run's thread/);
+
+    const files = await eventually(() => (h.slack.files.length >= 2 ? h.slack.files : undefined));
+    expect(files.every((f) => f.channel === CHANNEL && f.thread_ts === execution.threadTs)).toBe(true);
+    const json = JSON.parse(files.find((f) => f.filename.endsWith(".json"))!.content);
+    expect(json).toHaveLength(5);
+    expect(json[1]).toMatchObject({ kind: "decision", actor: USER, decision: "reject", feedback: "Cite primary sources", round: 1 });
+    const csv = files.find((f) => f.filename.endsWith(".csv"))!.content.trim().split("\r\n");
+    expect(csv[0]).toBe("createdAt,kind,executionId,taskKey,round,actor,decision,feedback,outputHash,msToDecision,resumeStatus,resumeMessage,detail");
+    expect(csv).toHaveLength(6);
+    expect(csv[2]).toContain(",decision,");
+    expect(csv[2]).toContain("Cite primary sources");
+
+    await h.requests.command({ text: `audit ${execution.kickoffId} csv`, user_id: USER, channel_id: CHANNEL });
+    await eventually(() => h.slack.files.length === 3);
+    expect(h.slack.files[2]!.filename).toMatch(/\.csv$/);
+  });
+
+  it("records a refused-then-failed resume as a decision row and never updates audit rows", async () => {
+    h = await startHarness({ crew: { failWith: [{ endpoint: "resume", status: 503, body: { error: "down" } }] } });
+    const execution = await startRun(h);
+    const review = await pendingReview(h);
+    await click(h, review, true, "", USER);
+    await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
+    const rows = await eventually(async () => {
+      const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id, kind: "decision" } });
+      return r.length ? r : undefined;
+    });
+    expect(rows[0]).toMatchObject({ decision: "approve", detail: { outcome: "resume_failed" } });
+    expect(await reviewState(h, review.reviewId)).toBe("pending");
+  });
+});
+
+describe("review reminders", () => {
+  function offsetClock() {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    return clock;
+  }
+
+  it("reminds the reviewers once when due, backs off ×2, stops at the maximum, and once per replica set", async () => {
+    const clock = offsetClock();
+    h = await startHarness({ config: { reviewReminders: { afterMinutes: 1, max: 2 } }, crewline: { clock } });
+    setRules(h, [BOB], [GROUP]);
+    const execution = await startRun(h);
+    await pendingReview(h);
+    const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
+
+    expect(await h.bot.reminders.tick()).toBe(0);
+    clock.offsetMs = 61_000;
+    // Two replicas tick at the same time: one reminder.
+    const other = new ReviewReminders({ db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: () => "x", log: silentLogger, clock }, { afterMs: 60_000, max: 2 });
+    const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
+    expect(sent[0]! + sent[1]!).toBe(1);
+    expect(reminders()).toHaveLength(1);
+    expect(reminders()[0]!.text).toContain(`<@${BOB}>, <!subteam^${GROUP}>`);
+    expect(await h.bot.reminders.tick()).toBe(0);
+
+    // Next one 2 minutes after the first (3 minutes after the review).
+    clock.offsetMs = 2 * 60_000 + 30_000;
+    expect(await h.bot.reminders.tick()).toBe(0);
+    clock.offsetMs = 3 * 60_000 + 5_000;
+    expect(await h.bot.reminders.tick()).toBe(1);
+    clock.offsetMs = 60 * 60_000;
+    expect(await h.bot.reminders.tick()).toBe(0);
+    expect(reminders()).toHaveLength(2);
+    const stored = await h.bot.database.prisma.review.findFirstOrThrow();
+    expect(stored).toMatchObject({ remindersSent: 2, nextReminderAt: null });
+  });
+
+  it("mentions the run's starter when there are no rules, and sends none after the decision", async () => {
+    const clock = offsetClock();
+    h = await startHarness({ config: { reviewReminders: { afterMinutes: 1, max: 3 } }, crewline: { clock } });
+    const execution = await startRun(h);
+    const review = await pendingReview(h);
+    const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
+    clock.offsetMs = 61_000;
+    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(reminders()[0]!.text).toContain(`<@${USER}>`);
+
+    await click(h, review, true, "", USER);
+    await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");
+    // The next task's review is new; only the decided one is checked here.
+    clock.offsetMs = 10 * 60_000;
+    await h.bot.reminders.tick();
+    const decided = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    expect(decided.remindersSent).toBe(1);
+    expect(reminders().filter((m) => m.text!.includes("Research") || m.text!.includes("research"))).toHaveLength(1);
+  });
+});
+
+describe("App Home", () => {
+  it("shows a reviewer the reviews waiting for them with thread links, and the starter their runs", async () => {
+    h = await startHarness();
+    setRules(h, [BOB]);
+    const execution = await startRun(h);
+    const review = await pendingReview(h);
+
+    await h.requests.appHomeOpened({ user_id: BOB });
+    const [published] = await h.slack.waitForCalls("views.publish", 1);
+    expect(published!.args.user_id).toBe(BOB);
+    const view = published!.args.view as any;
+    expect(view.type).toBe("home");
+    expect(view.blocks.length).toBeLessThanOrEqual(100);
+    const bobText = JSON.stringify(view.blocks);
+    expect(bobText).toContain("Reviews waiting for you (1)");
+    expect(bobText).toContain(`/archives/${CHANNEL}/p${review.msg.ts.replace(".", "")}?thread_ts=${execution.threadTs}`);
+    expect(bobText).toContain("research");
+
+    await h.requests.appHomeOpened({ user_id: USER });
+    const calls = await h.slack.waitForCalls("views.publish", 2);
+    const aliceText = JSON.stringify((calls[1]!.args.view as any).blocks);
+    expect(aliceText).not.toContain("Reviews waiting for you (");
+    expect(aliceText).toContain(execution.kickoffId!);
+    expect(aliceText).toContain("Crews you can start");
+  });
+});
