@@ -13,8 +13,12 @@ import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
 import { Lifecycle } from "./lifecycle/index.js";
 import type { Clock, Execution, WebhookUrls } from "./lifecycle/ports.js";
+import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
 import { createLogger, type Logger } from "./log.js";
 import { registerReviewActions } from "./review/actions.js";
+import { ReviewReminders } from "./review/reminders.js";
+import { ReviewerRules } from "./review/rules.js";
+import { registerAppHome } from "./home/app-home.js";
 import type { FeatureDeps } from "./slack/deps.js";
 import { SlackRunNotifier } from "./slack/notifier.js";
 
@@ -26,6 +30,10 @@ export interface CrewlineOptions {
   crewClient?: (crew: CrewConfig) => CrewApi;
   /** Web API retry policy (tests shorten it). */
   slackRetries?: { retries: number; factor?: number; minTimeout?: number; maxTimeout?: number };
+  /** Status polling intervals (tests shorten them); overrides config.polling. */
+  watcher?: Partial<WatcherOptions>;
+  /** How often due review reminders are looked for (default 60 s). */
+  reminderIntervalMs?: number;
 }
 
 export interface Crewline {
@@ -33,6 +41,9 @@ export interface Crewline {
   database: Database;
   lifecycle: Lifecycle;
   crews: CrewRegistry;
+  watcher: RunWatcher;
+  reviewers: ReviewerRules;
+  reminders: ReviewReminders;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -87,6 +98,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         logger,
       });
 
+  const reviewers = new ReviewerRules(
+    crews,
+    async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [],
+    log,
+    opts.clock,
+  );
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
@@ -94,16 +111,25 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     webhookUrls,
     log,
     clock: opts.clock,
+    gate: reviewers.gate,
     progressIntervalMs: opts.progressIntervalMs,
   });
+  const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
+  const reminders = new ReviewReminders(
+    { db: database.prisma, client: app.client, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
+    { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
+  );
+  const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
   const callbacks = callbackHandler(lifecycle, log);
   const health = healthHandler(async () => void (await database.prisma.$queryRaw`SELECT 1`));
 
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls };
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers };
+  deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerReviewActions(app, deps);
+  registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
   let server: Server | undefined;
@@ -112,18 +138,28 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     database,
     lifecycle,
     crews,
+    watcher,
+    reviewers,
+    reminders,
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
       await lifecycle.callbacks.processBacklog();
+      // Slack effects a crash left undone (unposted reviews, unannounced finishes), then status polling.
+      await watcher.recover();
+      reviewers.prefetch();
+      reminders.start(opts.reminderIntervalMs);
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
+      watcher.start();
       log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
       return { port };
     },
     async stop() {
+      await watcher.stop();
       lifecycle.progress.stop();
+      reminders.stop();
       await app.stop().catch(() => {});
       await crews.close();
       await database.close();

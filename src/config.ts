@@ -33,6 +33,14 @@ export interface AppConfig {
   databaseUrl?: string;
   dataDir: string;
   crews: CrewConfig[];
+  /**
+   * Status polling (src/lifecycle/watcher.ts). Optional tuning, mainly for tests and replicas:
+   * POLL_INTERVAL_MS (tick, default 1000), POLL_MIN_BACKOFF_MS (2000), POLL_MAX_BACKOFF_MS (60000),
+   * POLL_LEASE_MS (30000), POLL_LOST_GRACE_MS (120000), POLL_SWEEP_MS (30000). Unset values keep the defaults.
+   */
+  polling?: { tickMs?: number; minBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; lostGraceMs?: number; sweepMs?: number };
+  /** Reminders for undecided reviews (REVIEW_REMINDER_MINUTES, REVIEW_REMINDER_MAX); defaults 60 and 3. */
+  reviewReminders?: { afterMinutes: number; max: number };
 }
 
 export class ConfigError extends Error {
@@ -58,6 +66,14 @@ const VARIABLES: Record<string, string> = {
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
   CREWS_FILE: "a YAML or JSON file listing several crews",
+  POLL_INTERVAL_MS: "how often (ms) the bot looks for runs whose status is due to be polled (default 1000)",
+  POLL_MIN_BACKOFF_MS: "first wait (ms) between status polls of a run, and the wait after a change (default 2000)",
+  POLL_MAX_BACKOFF_MS: "longest wait (ms) between status polls of an unchanged run (default 60000)",
+  POLL_LEASE_MS: "how long (ms) a replica holds a run while polling it; a dead replica's runs move on after this (default 30000)",
+  POLL_LOST_GRACE_MS: "how long (ms) the crew may answer 404 for a run before it is declared lost (default 120000)",
+  POLL_SWEEP_MS: "how often (ms) unposted reviews and completion notices are re-posted after a crash (default 30000)",
+  REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
+  REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
 };
 
 const describe = (name: string) => `${name} (${VARIABLES[name] ?? "see README"})`;
@@ -148,6 +164,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const publicUrl = check("PUBLIC_URL", httpUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
   const databaseUrl = check("DATABASE_URL", z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// URL"), optional(env, "DATABASE_URL"));
   const dataDir = path.resolve(optional(env, "DATA_DIR") ?? "./data");
+  const ms = (name: string, min: number) => check(name, z.coerce.number().int().min(min).max(86_400_000), optional(env, name));
+  const polling = {
+    tickMs: ms("POLL_INTERVAL_MS", 10),
+    minBackoffMs: ms("POLL_MIN_BACKOFF_MS", 10),
+    maxBackoffMs: ms("POLL_MAX_BACKOFF_MS", 10),
+    leaseMs: ms("POLL_LEASE_MS", 100),
+    lostGraceMs: ms("POLL_LOST_GRACE_MS", 0),
+    sweepMs: ms("POLL_SWEEP_MS", 100),
+  };
+  const reminderMinutes = check("REVIEW_REMINDER_MINUTES", z.coerce.number().positive().max(10_080), optional(env, "REVIEW_REMINDER_MINUTES")) ?? 60;
+  const reminderMax = check("REVIEW_REMINDER_MAX", z.coerce.number().int().min(0).max(20), optional(env, "REVIEW_REMINDER_MAX")) ?? 3;
 
   let crews: CrewConfig[] = [];
   const crewsFile = optional(env, "CREWS_FILE");
@@ -180,5 +207,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     databaseUrl,
     dataDir,
     crews,
+    polling,
+    reviewReminders: { afterMinutes: reminderMinutes, max: reminderMax },
   };
 }

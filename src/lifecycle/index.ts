@@ -2,6 +2,7 @@
 // the RunNotifier and CrewDirectory ports.
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
 import { ProgressCoalescer } from "./progress.js";
 import { Reviews, anyoneMayDecide, type ReviewerGate } from "./reviews.js";
@@ -25,11 +26,13 @@ export class Lifecycle {
   readonly reviews: Reviews;
   readonly progress: ProgressCoalescer;
   readonly callbacks: Callbacks;
+  readonly audit: Audit;
 
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
-    this.runs = new Runs(deps.db, deps.notifier, deps.log, clock);
-    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide);
+    this.audit = new Audit(deps.db, deps.log);
+    this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.audit);
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
     this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log);
   }

@@ -7,12 +7,13 @@ import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import { Prisma } from "../generated/prisma/client.js";
 import { nextRound, reviewTransition, type ReviewEvent } from "./states.js";
 import { CLAIM_STALE_MS, type Runs } from "./runs.js";
+import type { Audit } from "./audit.js";
 import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
 
 export type DecisionOutcome =
   | { kind: "unknown_review" }
   | { kind: "feedback_required" }
-  | { kind: "not_allowed"; allowed: string }
+  | { kind: "not_allowed"; who: string }
   | { kind: "already_decided"; review: Review }
   | { kind: "decided"; review: Review; resume: ResumeResult }
   | { kind: "not_waiting"; review: Review; message: string }
@@ -26,9 +27,49 @@ export interface Decision {
 }
 
 /** Decides whether a user may decide a review; issue-level rules plug in here. */
-export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ allowed: true } | { allowed: false; allowed_desc: string }>;
+export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ allowed: true } | { allowed: false; who: string }>;
 
 export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
+
+/** Where a task output came from: a task webhook, or a status poll made at `observedAt`. */
+export type ReviewOrigin = { source: "webhook" } | { source: "poll"; observedAt: Date };
+
+/**
+ * Given the latest review of the execution with the same output (if any), whether a task output is a
+ * duplicate or which task key its round goes under.
+ * - Webhook, same task key as the earlier review: the per-key rule (states.ts nextRound) decides, as
+ *   always (the same output after a rejection is a new round).
+ * - Webhook, other task key: a duplicate while the earlier review awaits a decision, or when it is
+ *   the same task by name and was not rejected; otherwise a review of its own.
+ * - Poll: status only repeats what the crew last did, so an output already under review (or decided
+ *   and not rejected, for the same task) is a duplicate. After a rejection it is a new round only if
+ *   the status was asked for after the rejection was stored (else the answer is stale), and the round goes under
+ *   the earlier review's key, so that a webhook racing with the poll collides on the same round.
+ */
+export function sameOutputVerdict(
+  seen: { taskKey: string; taskName: string; state: string; updatedAt: Date } | undefined,
+  task: { taskKey: string; name?: string },
+  origin: ReviewOrigin,
+): { kind: "duplicate" } | { kind: "open"; taskKey: string } {
+  if (!seen) return { kind: "open", taskKey: task.taskKey };
+  const awaiting = seen.state === "pending" || seen.state === "deciding";
+  const sameTask = seen.taskKey === task.taskKey || seen.taskName === task.taskKey || (!!task.name && seen.taskName === task.name);
+  if (origin.source === "webhook") {
+    if (seen.taskKey === task.taskKey) return { kind: "open", taskKey: task.taskKey };
+    if (awaiting || (sameTask && seen.state !== "rejected")) return { kind: "duplicate" };
+    return { kind: "open", taskKey: task.taskKey };
+  }
+  if (awaiting) return { kind: "duplicate" };
+  if (seen.state === "rejected") {
+    // updatedAt: when the rejection was stored, i.e. after the crew accepted the resume.
+    if (seen.updatedAt.getTime() >= origin.observedAt.getTime()) return { kind: "duplicate" };
+    return { kind: "open", taskKey: seen.taskKey };
+  }
+  // Approved or closed: the same task again is stale; an unnamed task cannot be told apart, so stay quiet.
+  const anonymous = !task.name && task.taskKey === "task";
+  if (sameTask || anonymous) return { kind: "duplicate" };
+  return { kind: "open", taskKey: task.taskKey };
+}
 
 export function hashOutput(output: string): string {
   return crypto.createHash("sha256").update(output).digest("hex");
@@ -44,15 +85,24 @@ export class Reviews {
     private readonly log: Logger,
     private readonly clock: Clock,
     private readonly gate: ReviewerGate = anyoneMayDecide,
+    private readonly audit?: Audit,
   ) {}
 
   /** Stores the review round for a task output (idempotent), then posts it. */
-  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "name" | "agent" | "output">): Promise<Review | undefined> {
+  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "name" | "agent" | "output">, origin: ReviewOrigin = { source: "webhook" }): Promise<Review | undefined> {
     const outputHash = hashOutput(task.output);
+    // The same output may already have a review under another task key (a status poll and a webhook
+    // can name the task differently): see sameOutputVerdict.
+    const seen = await this.db.review.findFirst({ where: { executionId: execution.id, outputHash }, orderBy: [{ createdAt: "desc" }, { round: "desc" }] });
+    const verdict = sameOutputVerdict(seen ?? undefined, task, origin);
+    if (verdict.kind === "duplicate") return undefined;
+    const taskKey = verdict.taskKey;
     const latest = await this.db.review.findFirst({
-      where: { executionId: execution.id, taskKey: task.taskKey },
+      where: { executionId: execution.id, taskKey },
       orderBy: { round: "desc" },
     });
+    // A poll repeating a rejected output only counts if that rejection is still the task's last round.
+    if (origin.source === "poll" && seen?.state === "rejected" && latest && latest.id !== seen.id) return undefined;
     const round = nextRound(latest ?? undefined, outputHash);
     if (round === undefined) return undefined;
     let review: Review;
@@ -60,7 +110,7 @@ export class Reviews {
       review = await this.db.review.create({
         data: {
           executionId: execution.id,
-          taskKey: task.taskKey,
+          taskKey,
           taskName: task.name ?? task.taskKey,
           agent: task.agent ?? null,
           round,
@@ -108,7 +158,7 @@ export class Reviews {
     if (!decision.approve && !feedback) return { kind: "feedback_required" };
     if (review.state !== "pending") return { kind: "already_decided", review };
     const gate = await this.gate(execution, decision.userId);
-    if (!gate.allowed) return { kind: "not_allowed", allowed: gate.allowed_desc };
+    if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
 
     const claimed = await this.move(review.id, "claimed", {
       decidedBy: decision.userId,
@@ -132,24 +182,46 @@ export class Reviews {
         resumeStatus: resume.status ?? null,
         resumeMessage: resume.message ?? null,
       });
-      await this.runs.transition(execution.id, "review_decided");
+      // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
+      await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
+      await this.recordDecision(decided, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null });
       await this.showDecision(execution, decided, resume.message);
       return { kind: "decided", review: decided, resume };
     } catch (err) {
-      return this.resumeFailed(execution, review, err);
+      return this.resumeFailed(execution, review, err, decision);
     }
   }
 
-  private async resumeFailed(execution: Execution, review: Review, err: unknown): Promise<DecisionOutcome> {
+  /** One audit row per decision outcome (decided, not_waiting, resume_failed). */
+  private async recordDecision(review: Review, decision: Decision, outcome: string, extra: { resumeStatus?: string | null; resumeMessage?: string | null; message?: string }) {
+    await this.audit?.record({
+      executionId: review.executionId,
+      kind: "decision",
+      taskKey: review.taskKey,
+      round: review.round,
+      actor: decision.userId,
+      decision: decision.approve ? "approve" : "reject",
+      feedback: decision.feedback.trim() || null,
+      outputHash: review.outputHash,
+      msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
+      resumeStatus: extra.resumeStatus ?? null,
+      resumeMessage: extra.resumeMessage ?? null,
+      detail: { outcome, reviewId: review.id, ...(extra.message ? { message: extra.message } : {}) },
+    });
+  }
+
+  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
       const closed = await this.settle(review.id, "not_waiting", { resumeMessage: err.serviceMessage ?? null });
+      await this.recordDecision(closed, decision, "not_waiting", { resumeMessage: err.serviceMessage ?? null, message });
       await this.showDecision(execution, closed, `The crew was not waiting for this decision: ${err.serviceMessage ?? "no reason given"}`);
       return { kind: "not_waiting", review: closed, message };
     }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
     const reopened = await this.settle(review.id, "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null });
+    await this.recordDecision(reopened, decision, "resume_failed", { message });
     return { kind: "resume_failed", review: reopened, message };
   }
 

@@ -4,6 +4,7 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./states.js";
 import type { Clock, Execution, RunNotifier } from "./ports.js";
+import { sha256, type Audit } from "./audit.js";
 
 export interface NewExecution {
   crewName: string;
@@ -21,7 +22,9 @@ export interface FinishOutcome {
 }
 
 // A claim older than this is treated as abandoned (its replica died mid-post) and may be retaken.
-export const CLAIM_STALE_MS = 60_000;
+// The optional CLAIM_STALE_MS variable shortens it (tests that kill replicas); keep it well above
+// the time one Slack post can take, retries included.
+export const CLAIM_STALE_MS = Number(process.env.CLAIM_STALE_MS) > 0 ? Number(process.env.CLAIM_STALE_MS) : 60_000;
 
 export class Runs {
   constructor(
@@ -29,6 +32,7 @@ export class Runs {
     private readonly notifier: RunNotifier,
     private readonly log: Logger,
     private readonly clock: Clock,
+    private readonly audit?: Audit,
   ) {}
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
@@ -53,8 +57,9 @@ export class Runs {
 
   /** Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). */
   async kickedOff(id: string, kickoffId: string): Promise<Execution> {
-    await this.db.execution.update({ where: { id }, data: { kickoffId, startedAt: this.clock.now() } });
-    await this.transition(id, "kicked_off");
+    const data = { kickoffId, startedAt: this.clock.now() };
+    // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
+    if (!(await this.transition(id, "kicked_off", data))) await this.db.execution.update({ where: { id }, data });
     return (await this.get(id))!;
   }
 
@@ -86,7 +91,15 @@ export class Runs {
       error: outcome.error ?? null,
       finishedAt: this.clock.now(),
     });
-    if (won) await this.announceFinish(id);
+    if (won) {
+      await this.audit?.record({
+        executionId: id,
+        kind: "completion",
+        outputHash: outcome.output ? sha256(outcome.output) : null,
+        detail: { event: outcome.event, ...(outcome.error ? { error: outcome.error } : {}) },
+      });
+      await this.announceFinish(id);
+    }
     return won;
   }
 
