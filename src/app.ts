@@ -144,7 +144,6 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
-      await lifecycle.callbacks.processBacklog();
       // Slack effects a crash left undone (unposted reviews, unannounced finishes), then status polling.
       await watcher.recover();
       reviewers.prefetch();

@@ -49,7 +49,7 @@ export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
     try {
       const answer = await lifecycle.callbacks.accept(executionId, kind, secret, body);
       reply(res, answer.status, answer.status < 300 ? { ok: true, message: answer.message } : { error: answer.message });
-      if (answer.after) answer.after().catch((err) => log.error("callback follow-up failed", { executionId, kind, err }));
+      answer.after?.();
     } catch (err) {
       log.error("callback intake failed", { executionId, kind, err });
       if (!res.headersSent) reply(res, 500, { error: "internal error" });

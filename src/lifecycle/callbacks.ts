@@ -11,6 +11,10 @@ import type { Runs } from "./runs.js";
 import type { Reviews } from "./reviews.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Execution } from "./ports.js";
+import { WorkQueue } from "./work-queue.js";
+
+/** Recorded callbacks processed at once; the rest wait their turn (they are durable already). */
+const PROCESSING_CONCURRENCY = 4;
 
 export const CALLBACK_KINDS = ["step", "task", "crew"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
@@ -18,8 +22,8 @@ export type CallbackKind = (typeof CALLBACK_KINDS)[number];
 export interface CallbackAnswer {
   status: number;
   message: string;
-  /** Work to do after the HTTP answer (the durable record exists already). */
-  after?: () => Promise<void>;
+  /** Schedules the work to do after the HTTP answer (the durable record exists already). */
+  after?: () => void;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -27,6 +31,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
   private readonly cache = new Map<string, Execution>();
+  private readonly work: WorkQueue;
 
   constructor(
     private readonly db: Db,
@@ -34,7 +39,10 @@ export class Callbacks {
     private readonly reviews: Reviews,
     private readonly progress: ProgressCoalescer,
     private readonly log: Logger,
-  ) {}
+  ) {
+    // process() logs its own failures with the event they belong to.
+    this.work = new WorkQueue(PROCESSING_CONCURRENCY, () => {});
+  }
 
   async accept(executionId: string, kind: string, secret: string, body: unknown): Promise<CallbackAnswer> {
     if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !UUID.test(executionId)) return { status: 404, message: "unknown callback" };
@@ -54,7 +62,7 @@ export class Callbacks {
     }
     const recorded = await this.record(execution.id, kind, body);
     if (!recorded) return { status: 200, message: "duplicate delivery ignored" };
-    return { status: 202, message: "accepted", after: () => this.process(recorded) };
+    return { status: 202, message: "accepted", after: () => this.work.push(() => this.process(recorded)) };
   }
 
   /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
@@ -66,6 +74,7 @@ export class Callbacks {
       await this.apply(record.execution, event);
       await this.db.webhookEvent.update({ where: { id: eventId }, data: { processedAt: new Date(), lastError: null } });
     } catch (err) {
+      // Kept for the recovery sweep, which retries it (up to five attempts).
       this.log.error("callback processing failed", { eventId, kind: record.kind, err });
       await this.db.webhookEvent.update({ where: { id: eventId }, data: { lastError: String((err as Error).message ?? err).slice(0, 500) } });
       throw err;
@@ -117,6 +126,11 @@ export class Callbacks {
 
   forget(id: string): void {
     this.cache.delete(id);
+  }
+
+  /** Resolves when recorded callbacks have been processed (shutdown). */
+  drain(): Promise<void> {
+    return this.work.idle();
   }
 }
 

@@ -1,0 +1,27 @@
+import { describe, expect, it } from "vitest";
+import { WorkQueue } from "./work-queue.js";
+
+describe("WorkQueue", () => {
+  it("runs at most `concurrency` jobs at once, all of them eventually, and reports failures", async () => {
+    const errors: unknown[] = [];
+    const queue = new WorkQueue(2, (err) => errors.push(err));
+    let running = 0;
+    let peak = 0;
+    const done: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      queue.push(async () => {
+        running += 1;
+        peak = Math.max(peak, running);
+        await new Promise((r) => setTimeout(r, 5));
+        running -= 1;
+        if (i === 3) throw new Error("job 3 failed");
+        done.push(i);
+      });
+    }
+    await queue.idle();
+    expect(peak).toBe(2);
+    expect(done.sort((a, b) => a - b)).toEqual([0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    expect(errors).toHaveLength(1);
+    expect(queue.size).toBe(0);
+  });
+});
