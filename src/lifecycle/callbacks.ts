@@ -14,7 +14,7 @@ import type { Execution } from "./ports.js";
 import { WorkQueue } from "./work-queue.js";
 
 /** Recorded callbacks processed at once; the rest wait their turn (they are durable already). */
-const PROCESSING_CONCURRENCY = 4;
+const PROCESSING_CONCURRENCY = 2;
 
 export const CALLBACK_KINDS = ["step", "task", "crew"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];

@@ -116,6 +116,8 @@ export class Reviews {
           round,
           output: task.output,
           outputHash,
+          // Whoever stores the round posts it; the claim lets a successor retake it if this replica dies.
+          postClaimedAt: this.clock.now(),
         },
       });
     } catch (err) {
@@ -124,8 +126,7 @@ export class Reviews {
       throw err;
     }
     await this.runs.transition(execution.id, "review_opened");
-    await this.publish(review.id);
-    return review;
+    return this.post(execution, review);
   }
 
   /** Posts a stored review's message once, under a claim that a dead replica's successor can retake. */
@@ -140,10 +141,15 @@ export class Reviews {
       data: { postClaimedAt: now },
     });
     if (count === 0) return;
-    const review = await this.db.review.findUniqueOrThrow({ where: { id: reviewId }, include: { execution: true } });
-    const { ts, fileAttached } = await this.notifier.postReview(review.execution, review);
-    await this.db.review.update({ where: { id: reviewId }, data: { messageTs: ts, fileAttached } });
+    const { execution, ...review } = await this.db.review.findUniqueOrThrow({ where: { id: reviewId }, include: { execution: true } });
+    await this.post(execution, review);
   }
+
+  private async post(execution: Execution, review: Review): Promise<Review> {
+    const { ts, fileAttached } = await this.notifier.postReview(execution, review);
+    return this.db.review.update({ where: { id: review.id }, data: { messageTs: ts, fileAttached } });
+  }
+
 
   get(reviewId: string) {
     return this.db.review.findUnique({ where: { id: reviewId }, include: { execution: true } });
