@@ -113,6 +113,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     clock: opts.clock,
     gate: reviewers.gate,
     progressIntervalMs: opts.progressIntervalMs,
+    claimStaleMs: config.polling?.claimStaleMs,
   });
   const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
   const reminders = new ReviewReminders(

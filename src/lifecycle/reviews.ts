@@ -6,7 +6,7 @@ import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import { Prisma } from "../generated/prisma/client.js";
 import { nextRound, reviewTransition, type ReviewEvent } from "./states.js";
-import { CLAIM_STALE_MS, type Runs } from "./runs.js";
+import type { Runs } from "./runs.js";
 import type { Audit } from "./audit.js";
 import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
 
@@ -136,7 +136,7 @@ export class Reviews {
       where: {
         id: reviewId,
         messageTs: null,
-        OR: [{ postClaimedAt: null }, { postClaimedAt: { lt: new Date(now.getTime() - CLAIM_STALE_MS) } }],
+        OR: [{ postClaimedAt: null }, { postClaimedAt: { lt: new Date(now.getTime() - this.runs.claimStaleMs) } }],
       },
       data: { postClaimedAt: now },
     });

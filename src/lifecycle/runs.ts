@@ -22,9 +22,8 @@ export interface FinishOutcome {
 }
 
 // A claim older than this is treated as abandoned (its replica died mid-post) and may be retaken.
-// The optional CLAIM_STALE_MS variable shortens it (tests that kill replicas); keep it well above
-// the time one Slack post can take, retries included.
-export const CLAIM_STALE_MS = Number(process.env.CLAIM_STALE_MS) > 0 ? Number(process.env.CLAIM_STALE_MS) : 60_000;
+// Keep it well above the time one Slack post can take, retries included.
+export const DEFAULT_CLAIM_STALE_MS = 60_000;
 
 export class Runs {
   constructor(
@@ -33,6 +32,7 @@ export class Runs {
     private readonly log: Logger,
     private readonly clock: Clock,
     private readonly audit?: Audit,
+    readonly claimStaleMs = DEFAULT_CLAIM_STALE_MS,
   ) {}
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
@@ -111,7 +111,7 @@ export class Runs {
         id,
         state: { in: [...FINISHED_STATES] },
         completionTs: null,
-        OR: [{ noticeClaimedAt: null }, { noticeClaimedAt: { lt: new Date(now.getTime() - CLAIM_STALE_MS) } }],
+        OR: [{ noticeClaimedAt: null }, { noticeClaimedAt: { lt: new Date(now.getTime() - this.claimStaleMs) } }],
       },
       data: { noticeClaimedAt: now },
     });
