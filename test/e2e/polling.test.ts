@@ -1,8 +1,9 @@
 // Status polling end to end: runs finish in Slack without webhooks, webhooks and polls racing give
 // each Slack effect once, and a kickoff the crew forgot is declared lost after the grace period.
 import { afterEach, describe, expect, it } from "vitest";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
-import { CHANNEL, USER, eventually, kickoffViaSlack, startHarness, type Harness, type HarnessOptions } from "../support/harness.js";
+import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import { CHANNEL, eventually, startHarness, type Harness, type HarnessOptions } from "../support/harness.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack, type PendingReview } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -18,38 +19,17 @@ const reviewPosts = (h: Harness) =>
   h.slack.callsTo("chat.postMessage").filter((c) => JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION));
 const completionPosts = (h: Harness) =>
   h.slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
-const resumes = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
 const statusPolls = (h: Harness) => h.crew.requests.filter((r) => r.path.endsWith("/status") || r.path.startsWith("/status/"));
 
-/** The first review message still showing buttons (pending) other than those already clicked. */
+/** Reviews already clicked: the next pending one is another. */
 const clicked = new Set<string>();
-function pendingReview(h: Harness) {
-  return eventually(() => {
-    for (const msg of h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION))) {
-      const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
-      const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
-      if (!clicked.has(approve.value)) return { msg, blockId: actions.block_id as string, reviewId: approve.value as string };
-    }
-    return undefined;
-  }, { what: "a pending review", timeoutMs: 15_000 });
-}
-
-function click(h: Harness, review: Awaited<ReturnType<typeof pendingReview>>, approve: boolean, feedback = "") {
+const nextReview = (h: Harness) => pendingReview(h, { exclude: clicked, timeoutMs: 15_000 });
+function click(h: Harness, review: PendingReview, approve: boolean, feedback = "") {
   clicked.add(review.reviewId);
-  return h.requests.blockAction({
-    user_id: USER,
-    channel_id: CHANNEL,
-    message_ts: review.msg.ts,
-    thread_ts: review.msg.thread_ts,
-    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
-    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
-  });
+  return clickReview(h, review, approve, feedback);
 }
 
-async function kickedOff(h: Harness, topic = "Tidal power") {
-  await kickoffViaSlack(h, { topic });
-  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } }, orderBy: { createdAt: "desc" } }), { what: "the kickoff", timeoutMs: 15_000 });
-}
+const kickedOff = (h: Harness) => startRunViaSlack(h, "Tidal power", 15_000);
 
 const settle = (ms = 600) => new Promise((r) => setTimeout(r, ms));
 
@@ -59,7 +39,7 @@ describe("status polling", () => {
     const execution = await kickedOff(h);
     expect(execution.webhooks).toBe(false);
 
-    const first = await pendingReview(h);
+    const first = await nextReview(h);
     expect(first.msg.thread_ts).toBe(execution.threadTs);
     expect(JSON.stringify(first.msg.blocks)).toContain("research_task");
     expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({ taskKey: "task-research", round: 1 });
@@ -67,11 +47,11 @@ describe("status polling", () => {
     expect(reviewPosts(h)).toHaveLength(1);
     await click(h, first, true);
 
-    const second = await pendingReview(h);
+    const second = await nextReview(h);
     expect(JSON.stringify(second.msg.blocks)).toContain("writing_task");
     await click(h, second, false, "Shorter, please");
 
-    const third = await pendingReview(h);
+    const third = await nextReview(h);
     expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({ taskKey: "task-write", round: 2 });
     await click(h, third, true);
 
@@ -82,7 +62,7 @@ describe("status polling", () => {
     expect(reviewPosts(h)).toHaveLength(3);
     expect(completionPosts(h)).toHaveLength(1);
     expect(completionPosts(h)[0]!.args.text).toMatch(/^✅ Crew research finished/);
-    expect(resumes(h).map((r) => (r.body as any).is_approve)).toEqual([true, false, true]);
+    expect(resumeCalls(h).map((r) => (r.body as any).is_approve)).toEqual([true, false, true]);
     expect(h.crew.webhookDeliveries).toHaveLength(0);
     expect(statusPolls(h).length).toBeGreaterThan(3);
     // Finished runs are not polled any more.
@@ -95,14 +75,14 @@ describe("status polling", () => {
     h = await start({ watcher: { tickMs: 10, minBackoffMs: 10, maxBackoffMs: 30 } });
     const execution = await kickedOff(h);
     expect(execution.webhooks).toBe(true);
-    await click(h, await pendingReview(h), true);
-    await click(h, await pendingReview(h), true);
+    await click(h, await nextReview(h), true);
+    await click(h, await nextReview(h), true);
     await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
     await settle();
     expect(h.crew.webhookDeliveries.filter((d) => d.kind === "crew")).toHaveLength(1);
     expect(reviewPosts(h)).toHaveLength(2);
     expect(completionPosts(h)).toHaveLength(1);
-    expect(resumes(h)).toHaveLength(2);
+    expect(resumeCalls(h)).toHaveLength(2);
     expect(await h.bot.database.prisma.review.count({ where: { executionId: execution.id } })).toBe(2);
   });
 

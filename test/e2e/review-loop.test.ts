@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
+import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "../support/fake-slack.js";
-import { CHANNEL, CREW_TOKEN, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, CREW_TOKEN, USER, eventually, startHarness, type Harness } from "../support/harness.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -12,40 +13,12 @@ function reviewMessages(h: Harness): FakeMessage[] {
   return h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) || /Approved by|Rejected by|No decision/.test(JSON.stringify(m.blocks ?? [])));
 }
 
-function pendingReview(h: Harness, index: number, containing = "") {
-  return eventually(() => {
-    const msg = h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) && JSON.stringify(m.blocks).includes(containing))[index];
-    if (!msg) return undefined;
-    const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
-    const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
-    return { msg, blockId: actions.block_id as string, reviewId: approve.value as string };
-  }, { what: `pending review #${index + 1}` });
-}
-
-async function click(h: Harness, review: Awaited<ReturnType<typeof pendingReview>>, approve: boolean, feedback: string, user = USER) {
-  return h.requests.blockAction({
-    user_id: user,
-    channel_id: CHANNEL,
-    message_ts: review.msg.ts,
-    thread_ts: review.msg.thread_ts,
-    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
-    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
-  });
-}
-
-const resumes = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
-
-async function startRun(h: Harness) {
-  await kickoffViaSlack(h, { topic: "Deep sea vents" });
-  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
-}
-
 describe("review loop", () => {
   it("kickoff → review in thread → reject with feedback → round 2 → approve → … → completion in the channel", async () => {
     h = await startHarness();
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
 
-    const first = await pendingReview(h, 0);
+    const first = await pendingReview(h);
     expect(first.msg.thread_ts).toBe(execution.threadTs);
     const firstText = JSON.stringify(first.msg.blocks);
     expect(firstText).toContain("research_task");
@@ -57,13 +30,13 @@ describe("review loop", () => {
     expect(stored).toMatchObject({ round: 1, state: "pending", messageTs: first.msg.ts, taskKey: "task-research" });
 
     // Reject without feedback: refused, nothing reaches the crew.
-    await click(h, first, false, "  ");
+    await clickReview(h, first, false, "  ");
     const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(refusal.args.text).toMatch(/feedback/i);
-    expect(resumes(h)).toHaveLength(0);
+    expect(resumeCalls(h)).toHaveLength(0);
 
-    await click(h, first, false, "Cite primary sources");
-    const resume = await eventually(() => resumes(h)[0]);
+    await clickReview(h, first, false, "Cite primary sources");
+    const resume = await eventually(() => resumeCalls(h)[0]);
     const body = resume.body as any;
     expect(resume.headers.authorization).toBe(`Bearer ${CREW_TOKEN}`);
     expect(body.execution_id).toBe(execution.kickoffId);
@@ -83,18 +56,18 @@ describe("review loop", () => {
     }, { what: "the rejected review message" });
 
     // The retried task arrives as round 2 in the same thread.
-    const second = await pendingReview(h, 0, "round 2");
+    const second = await pendingReview(h, { containing: "round 2" });
     expect(second.reviewId).not.toBe(first.reviewId);
     expect(second.msg.thread_ts).toBe(execution.threadTs);
     expect(JSON.stringify(second.msg.blocks)).toMatch(/round 2/i);
     expect(JSON.stringify(second.msg.blocks)).toContain("Cite primary sources");
-    await click(h, second, true, "");
-    await eventually(() => resumes(h).length === 2);
-    expect((resumes(h)[1]!.body as any).is_approve).toBe(true);
+    await clickReview(h, second, true, "");
+    await eventually(() => resumeCalls(h).length === 2);
+    expect((resumeCalls(h)[1]!.body as any).is_approve).toBe(true);
 
-    const third = await pendingReview(h, 0, "writing_task");
-    await click(h, third, true, "Ship it");
-    expect((await eventually(() => resumes(h)[2])).body).toMatchObject({ task_id: "task-write", is_approve: true, human_feedback: "Ship it" });
+    const third = await pendingReview(h, { containing: "writing_task" });
+    await clickReview(h, third, true, "Ship it");
+    expect((await eventually(() => resumeCalls(h)[2])).body).toMatchObject({ task_id: "task-write", is_approve: true, human_feedback: "Ship it" });
 
     // Completion is announced in the channel itself, not only in the thread.
     const notice = await eventually(() => h.slack.messages(CHANNEL).find((m) => !m.thread_ts && /finished/.test(m.text ?? "")));
@@ -120,35 +93,35 @@ describe("review loop", () => {
 
   it("calls /resume once when two people click at the same moment", async () => {
     h = await startHarness();
-    await startRun(h);
-    const review = await pendingReview(h, 0);
-    await Promise.all([click(h, review, true, ""), click(h, review, true, "", BOB), click(h, review, true, "")]);
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    await Promise.all([clickReview(h, review, true, ""), clickReview(h, review, true, "", BOB), clickReview(h, review, true, "")]);
     await eventually(() => h.slack.callsTo("chat.postEphemeral").length === 2);
     await new Promise((r) => setTimeout(r, 300));
-    expect(resumes(h)).toHaveLength(1);
+    expect(resumeCalls(h)).toHaveLength(1);
     for (const note of h.slack.callsTo("chat.postEphemeral")) expect(note.args.text).toMatch(/already/);
   });
 
   it("puts the review back to pending when /resume fails with a 5xx, so it can be decided again", async () => {
     h = await startHarness();
-    await startRun(h);
-    const review = await pendingReview(h, 0);
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
     h.crew.setOptions({ failWith: [{ endpoint: "resume", status: 500, times: 1, body: { error: "boom" } }] });
-    await click(h, review, true, "");
+    await clickReview(h, review, true, "");
     const note = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(note.args.text).toMatch(/open again/);
     expect(note.args.text).not.toMatch(/\n\s+at /);
     expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
-    await click(h, review, true, "");
+    await clickReview(h, review, true, "");
     await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
   });
 
   it("shows 'not waiting for review' (400) plainly and closes the review", async () => {
     h = await startHarness();
-    await startRun(h);
-    const review = await pendingReview(h, 0);
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
     h.crew.setOptions({ failWith: [{ endpoint: "resume", status: 400, times: 1, body: { error: "Bad request", message: "Execution is not in pending human input state" } }] });
-    await click(h, review, true, "");
+    await clickReview(h, review, true, "");
     const note = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(note.args.text).toMatch(/wasn't waiting/);
     expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
@@ -156,8 +129,8 @@ describe("review loop", () => {
 
   it("refuses forged and unknown callbacks without side effects, and bad bodies with 4xx", async () => {
     h = await startHarness();
-    const execution = await startRun(h);
-    await pendingReview(h, 0);
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
     const post = (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
       fetch(`${h.botUrl}${path}`, { method: "POST", body, headers }).then((r) => r.status);
     const task = JSON.stringify({ task_id: "x", name: "forged", output: "pwned", kickoff_id: execution.kickoffId });
@@ -175,7 +148,7 @@ describe("review loop", () => {
 
   it("posts one message for duplicate task and crew deliveries", async () => {
     h = await startHarness({ crew: { tasks: [{ id: "t1", name: "only_task", agent: "Writer", humanInput: false, delayMs: 20 }] } });
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
     await eventually(() => h.slack.messages(CHANNEL).some((m) => !m.thread_ts && /finished/.test(m.text ?? "")));
     const deliveries = h.crew.webhookDeliveries.filter((d) => d.kind !== "step");
     for (const d of deliveries) {
@@ -190,8 +163,8 @@ describe("review loop", () => {
   it("shows a long Markdown output as an excerpt with the whole text as a file in the thread", async () => {
     const long = `# Report\n\n${Array.from({ length: 400 }, (_, i) => `- **Finding ${i}**: ${"lorem ipsum ".repeat(6)}`).join("\n")}`;
     h = await startHarness({ crew: { tasks: [{ id: "t1", name: "long_task", agent: "Analyst", humanInput: true, delayMs: 20, output: long }] } });
-    const execution = await startRun(h);
-    const review = await pendingReview(h, 0);
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h);
     expect(JSON.stringify(review.msg.blocks)).toMatch(/full text is attached/);
     const file = await eventually(() => h.slack.files.find((f) => f.thread_ts === execution.threadTs));
     expect(file.content).toBe(long);
@@ -199,7 +172,7 @@ describe("review loop", () => {
 
   it("coalesces a burst of 500 step callbacks into a bounded number of updates showing the last step", async () => {
     h = await startHarness({ crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 5000, steps: 0 }] } });
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
     const url = (h.crew.requests.find((r) => r.path === "/kickoff")!.body as any).stepWebhookUrl as string;
     const started = Date.now();
     for (let i = 1; i <= 500; i += 25) {

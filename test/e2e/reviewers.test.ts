@@ -1,9 +1,9 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
 import { ReviewReminders } from "../../src/review/reminders.js";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
 import { silentLogger } from "../../src/log.js";
-import { CHANNEL, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, USER, eventually, startHarness, type Harness } from "../support/harness.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -12,37 +12,8 @@ const BOB = "U0BOB";
 const CAROL = "U0CAROL";
 const GROUP = "S0REVIEW";
 
-function pendingReview(h: Harness, index = 0) {
-  return eventually(() => {
-    // Decided reviews lose their buttons: index counts the ones still open.
-    const msg = h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION))[index];
-    if (!msg) return undefined;
-    const actions = (msg.blocks as any[]).find((b) => b.type === "actions");
-    const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
-    return { msg, blockId: actions.block_id as string, reviewId: approve.value as string };
-  }, { what: `pending review #${index + 1}` });
-}
-
-type Pending = Awaited<ReturnType<typeof pendingReview>>;
-
-function click(h: Harness, review: Pending, approve: boolean, feedback: string, user: string) {
-  return h.requests.blockAction({
-    user_id: user,
-    channel_id: CHANNEL,
-    message_ts: review.msg.ts,
-    thread_ts: review.msg.thread_ts,
-    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
-    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
-  });
-}
-
-const resumes = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 
-async function startRun(h: Harness) {
-  await kickoffViaSlack(h, { topic: "Deep sea vents" });
-  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
-}
 
 async function reviewState(h: Harness, id: string) {
   return (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } })).state;
@@ -52,20 +23,20 @@ describe("reviewer rules", () => {
   it("refuses a user not named by the rules with an ephemeral naming who may decide; a named user decides", async () => {
     h = await startHarness();
     setRules(h, [BOB]);
-    await startRun(h);
+    await startRunViaSlack(h);
     const review = await pendingReview(h);
 
-    await click(h, review, true, "", USER);
+    await clickReview(h, review, true, "", USER);
     const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(refusal.args.user).toBe(USER);
     expect(refusal.args.text).toContain(`<@${BOB}>`);
     expect(refusal.args.text).toMatch(/nothing was sent/i);
-    expect(resumes(h)).toHaveLength(0);
+    expect(resumeCalls(h)).toHaveLength(0);
     expect(await reviewState(h, review.reviewId)).toBe("pending");
     expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision" } })).toBe(0);
 
-    await click(h, review, true, "", BOB);
-    await eventually(() => resumes(h).length === 1);
+    await clickReview(h, review, true, "", BOB);
+    await eventually(() => resumeCalls(h).length === 1);
     await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");
     const decided = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
     expect(decided.decidedBy).toBe(BOB);
@@ -75,17 +46,17 @@ describe("reviewer rules", () => {
     h = await startHarness();
     h.slack.setUsergroup(GROUP, [CAROL]);
     setRules(h, [], [GROUP]);
-    await startRun(h);
+    await startRunViaSlack(h);
     const review = await pendingReview(h);
 
-    await click(h, review, false, "More depth", USER);
+    await clickReview(h, review, false, "More depth", USER);
     const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(refusal.args.text).toContain(`<!subteam^${GROUP}>`);
-    expect(resumes(h)).toHaveLength(0);
+    expect(resumeCalls(h)).toHaveLength(0);
     expect(await reviewState(h, review.reviewId)).toBe("pending");
 
-    await click(h, review, false, "More depth", CAROL);
-    const resume = await eventually(() => resumes(h)[0]);
+    await clickReview(h, review, false, "More depth", CAROL);
+    const resume = await eventually(() => resumeCalls(h)[0]);
     expect((resume.body as any).is_approve).toBe(false);
     await eventually(async () => (await reviewState(h, review.reviewId)) === "rejected");
     // The group was looked up once and cached for the next click.
@@ -111,17 +82,17 @@ describe("reviewer rules", () => {
 describe("audit trail", () => {
   it("records kickoff, each decision round and completion; /crew audit shows them and exports JSON and CSV", async () => {
     h = await startHarness();
-    const execution = await startRun(h);
-    const first = await pendingReview(h, 0);
-    await click(h, first, false, "Cite primary sources", USER);
+    const execution = await startRunViaSlack(h);
+    const first = await pendingReview(h, { index: 0 });
+    await clickReview(h, first, false, "Cite primary sources", USER);
     const next = async (previous: string) => eventually(async () => {
-      const r = await pendingReview(h, 0);
+      const r = await pendingReview(h, { index: 0 });
       return r.reviewId !== previous ? r : undefined;
     });
     const second = await next(first.reviewId);
-    await click(h, second, true, "", USER);
+    await clickReview(h, second, true, "", USER);
     const third = await next(second.reviewId);
-    await click(h, third, true, "Ship it", USER);
+    await clickReview(h, third, true, "Ship it", USER);
     await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).completionTs);
 
     const rows = await eventually(async () => {
@@ -171,9 +142,9 @@ describe("audit trail", () => {
 
   it("records a refused-then-failed resume as a decision row and never updates audit rows", async () => {
     h = await startHarness({ crew: { failWith: [{ endpoint: "resume", status: 503, body: { error: "down" } }] } });
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
     const review = await pendingReview(h);
-    await click(h, review, true, "", USER);
+    await clickReview(h, review, true, "", USER);
     await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     const rows = await eventually(async () => {
       const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id, kind: "decision" } });
@@ -194,7 +165,7 @@ describe("review reminders", () => {
     const clock = offsetClock();
     h = await startHarness({ config: { reviewReminders: { afterMinutes: 1, max: 2 } }, crewline: { clock } });
     setRules(h, [BOB], [GROUP]);
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
     await pendingReview(h);
     const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
 
@@ -223,14 +194,14 @@ describe("review reminders", () => {
   it("mentions the run's starter when there are no rules, and sends none after the decision", async () => {
     const clock = offsetClock();
     h = await startHarness({ config: { reviewReminders: { afterMinutes: 1, max: 3 } }, crewline: { clock } });
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
     const review = await pendingReview(h);
     const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
     clock.offsetMs = 61_000;
     expect(await h.bot.reminders.tick()).toBe(1);
     expect(reminders()[0]!.text).toContain(`<@${USER}>`);
 
-    await click(h, review, true, "", USER);
+    await clickReview(h, review, true, "", USER);
     await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");
     // The next task's review is new; only the decided one is checked here.
     clock.offsetMs = 10 * 60_000;
@@ -245,7 +216,7 @@ describe("App Home", () => {
   it("shows a reviewer the reviews waiting for them with thread links, and the starter their runs", async () => {
     h = await startHarness();
     setRules(h, [BOB]);
-    const execution = await startRun(h);
+    const execution = await startRunViaSlack(h);
     const review = await pendingReview(h);
 
     await h.requests.appHomeOpened({ user_id: BOB });

@@ -1,0 +1,53 @@
+// Review messages as a test sees them in the fake Slack, and clicks on them as Slack would send them.
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
+import type { FakeMessage } from "./fake-slack.js";
+import { CHANNEL, USER, eventually, kickoffViaSlack, type Harness } from "./harness.js";
+
+export interface PendingReview {
+  msg: FakeMessage;
+  blockId: string;
+  reviewId: string;
+}
+
+/** The buttons of a review message that is still open (decided ones have none). */
+function openReview(msg: FakeMessage): PendingReview | undefined {
+  const actions = (msg.blocks as any[] | undefined)?.find((b) => b.type === "actions" && b.elements.some((e: any) => e.action_id === APPROVE_ACTION));
+  if (!actions) return undefined;
+  const approve = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION);
+  return { msg, blockId: actions.block_id, reviewId: approve.value };
+}
+
+/** Waits for an open review: the `index`-th one, optionally containing a text, skipping `exclude`d ids. */
+export function pendingReview(h: Harness, opts: { index?: number; containing?: string; exclude?: Set<string>; timeoutMs?: number } = {}) {
+  const { index = 0, containing = "", exclude } = opts;
+  return eventually(
+    () =>
+      h.slack
+        .messages(CHANNEL)
+        .filter((m) => JSON.stringify(m.blocks ?? []).includes(containing))
+        .map(openReview)
+        .filter((r): r is PendingReview => !!r && !exclude?.has(r.reviewId))[index],
+    { what: `pending review #${index + 1}${containing ? ` containing "${containing}"` : ""}`, timeoutMs: opts.timeoutMs },
+  );
+}
+
+/** A signed Approve/Reject click with the feedback field's value, as Slack sends it. */
+export function clickReview(h: Harness, review: PendingReview, approve: boolean, feedback = "", user = USER) {
+  return h.requests.blockAction({
+    user_id: user,
+    channel_id: CHANNEL,
+    message_ts: review.msg.ts,
+    thread_ts: review.msg.thread_ts,
+    action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },
+    stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: feedback } } },
+  });
+}
+
+/** The POST /resume calls the crew service received. */
+export const resumeCalls = (h: Harness) => h.crew.requests.filter((r) => r.path === "/resume");
+
+/** Starts a run through /crew and its modal; resolves with the stored execution once kicked off. */
+export async function startRunViaSlack(h: Harness, topic = "Deep sea vents", timeoutMs?: number) {
+  await kickoffViaSlack(h, { topic });
+  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } }, orderBy: { createdAt: "desc" } }), { what: "the kickoff", timeoutMs });
+}
