@@ -1,6 +1,6 @@
 // The kickoff modal: open a loading view inside the 3-second trigger window, then fill it from the
 // crew's GET /inputs (or let the user pick a crew first).
-import type { App } from "@slack/bolt";
+import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { isCrewError } from "../crew/errors.js";
@@ -49,8 +49,8 @@ export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req
 }
 
 async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, hash: string | undefined, req: ModalRequest): Promise<void> {
-  const show = (view: Parameters<WebClient["views"]["update"]>[0] extends infer A ? (A extends { view: infer V } ? V : never) : never) =>
-    client.views.update({ view_id: viewId, ...(hash ? { hash } : {}), view });
+  // The hash guards against overwriting a view the user changed meanwhile (hash_conflict).
+  const show = (view: types.ModalView) => client.views.update({ view_id: viewId, ...(hash ? { hash } : {}), view });
 
   const problem = await channelProblem(client, req.channelId);
   if (problem) return void (await show(kickoffErrorView({ message: problem })));

@@ -191,7 +191,7 @@ export class Reviews {
       // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
       await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
       await this.recordDecision(decided, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null });
-      await this.showDecision(execution, decided, resume.message);
+      await this.showDecision(execution, decided, resumeNote(resume));
       return { kind: "decided", review: decided, resume };
     } catch (err) {
       return this.resumeFailed(execution, review, err, decision);
@@ -246,6 +246,12 @@ export class Reviews {
     await this.move(id, event, data);
     return this.db.review.findUniqueOrThrow({ where: { id } });
   }
+}
+
+/** The crew's answer to a decision, as shown under the review ("Crew: retrying — Task will be retried…"). */
+export function resumeNote(resume: ResumeResult): string | undefined {
+  const parts = [resume.status, resume.message].filter(Boolean);
+  return parts.length ? `Crew: ${parts.join(" — ")}` : undefined;
 }
 
 function isUuid(text: string): boolean {

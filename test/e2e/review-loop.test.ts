@@ -52,7 +52,8 @@ describe("review loop", () => {
     await eventually(() => {
       const updated = h.slack.messages(CHANNEL).find((m) => m.ts === first.msg.ts)!;
       const text = JSON.stringify(updated.blocks);
-      return !text.includes(APPROVE_ACTION) && text.includes(`<@${USER}>`) && text.includes("Cite primary sources") && /Rejected/.test(text);
+      // …and the crew's answer to the resume.
+      return !text.includes(APPROVE_ACTION) && text.includes(`<@${USER}>`) && text.includes("Cite primary sources") && /Rejected/.test(text) && text.includes("Crew: retrying — Task will be retried");
     }, { what: "the rejected review message" });
 
     // The retried task arrives as round 2 in the same thread.

@@ -171,8 +171,8 @@ describe("review reminders", () => {
 
     expect(await h.bot.reminders.tick()).toBe(0);
     clock.offsetMs = 61_000;
-    // Two replicas tick at the same time: one reminder.
-    const other = new ReviewReminders({ db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: () => "x", log: silentLogger, clock }, { afterMs: 60_000, max: 2 });
+    // Two replicas (same configuration) tick at the same time: one reminder, whichever sends it.
+    const other = new ReviewReminders({ db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock }, { afterMs: 60_000, max: 2 });
     const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
     expect(sent[0]! + sent[1]!).toBe(1);
     expect(reminders()).toHaveLength(1);
