@@ -90,7 +90,16 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   };
   const logger = boltLogger(log);
   const app = config.slack.appToken
-    ? new App({ token: config.slack.botToken, appToken: config.slack.appToken, socketMode: true, customRoutes, installerOptions: { port: config.port }, clientOptions, logger })
+    ? new App({
+        token: config.slack.botToken,
+        appToken: config.slack.appToken,
+        socketMode: true,
+        customRoutes,
+        // The Socket Mode client has its own Web API client (apps.connections.open): same base URL.
+        installerOptions: { port: config.port, clientOptions },
+        clientOptions,
+        logger,
+      })
     : new App({
         token: config.slack.botToken,
         receiver: new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }),

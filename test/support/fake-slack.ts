@@ -87,6 +87,8 @@ export interface FakeSlack {
   denyChannel(channel: string, error?: string): void;
   setUsergroup(id: string, userIds: string[]): void;
   setUser(id: string, user: Record<string, unknown>): void;
+  /** The WebSocket URL apps.connections.open hands out (Socket Mode); unset answers an error. */
+  socketModeUrl?: string;
   /** A response_url that routes respond({replace_original|delete_original}) to the given message. */
   responseUrl(channel?: string, messageTs?: string): string;
   messages(channel: string): FakeMessage[];
@@ -454,7 +456,11 @@ class FakeSlackServer implements FakeSlack {
 
   // ---------------------------------------------------------------- Web API methods
 
+  socketModeUrl?: string;
+
   private readonly handlers: Record<string, Handler> = {
+    // Socket Mode: called with the app-level token; answers the URL of a test WebSocket server.
+    "apps.connections.open": () => (this.socketModeUrl ? { url: this.socketModeUrl } : fail("invalid_auth")),
     "api.test": (args) => ({ args }),
     "auth.test": () => ({
       url: "https://example.slack.com/",

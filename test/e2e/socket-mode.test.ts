@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { WebSocketServer, type WebSocket } from "ws";
+import { createCrewline, type Crewline } from "../../src/app.js";
+import { silentLogger } from "../../src/log.js";
+import { startCrewService, type SimCrewService } from "../../src/sim/crew-service.js";
+import { startFakeSlack, type FakeSlack } from "../support/fake-slack.js";
+import { BOT_TOKEN, CHANNEL, CREW_TOKEN, USER, eventually, freePort } from "../support/harness.js";
+import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+
+// Socket Mode through a real WebSocket: the fake Slack's apps.connections.open hands out the URL of
+// a local server that plays Slack's side (hello, envelopes, acks).
+let cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step().catch(() => {});
+  cleanup = [];
+});
+
+describe("Socket Mode", () => {
+  it("connects with the app token, receives /crew over the socket, acks it and opens the modal; /healthz still serves", async () => {
+    const slack: FakeSlack = await startFakeSlack();
+    const crew: SimCrewService = await startCrewService({ token: CREW_TOKEN, inputs: ["topic"] });
+    const db: TestDatabase = await createTestDatabase();
+    const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
+    cleanup.push(() => slack.close(), () => crew.close(), () => db.drop(), () => new Promise<void>((r) => wss.close(() => r())));
+    slack.socketModeUrl = `ws://127.0.0.1:${(wss.address() as { port: number }).port}/`;
+
+    const acks: any[] = [];
+    const connected = new Promise<WebSocket>((resolve) =>
+      wss.on("connection", (socket) => {
+        socket.on("message", (data) => acks.push(JSON.parse(String(data))));
+        socket.send(JSON.stringify({ type: "hello", num_connections: 1, debug_info: { host: "test" }, connection_info: { app_id: "A0APP" } }));
+        resolve(socket);
+      }),
+    );
+
+    const port = await freePort();
+    const bot: Crewline = createCrewline(
+      {
+        slack: { botToken: BOT_TOKEN, appToken: "xapp-1-test-app-token", apiUrl: slack.url },
+        port,
+        dataDir: "unused",
+        crews: [{ name: "research", baseUrl: crew.url, token: CREW_TOKEN }],
+      },
+      { log: silentLogger, database: db.database },
+    );
+    cleanup.push(() => bot.stop());
+    await bot.start();
+    const socket = await connected;
+    expect(slack.callsTo("apps.connections.open")[0]!.token).toBe("xapp-1-test-app-token");
+
+    socket.send(
+      JSON.stringify({
+        envelope_id: "env-1",
+        type: "slash_commands",
+        accepts_response_payload: true,
+        payload: { command: "/crew", text: "", user_id: USER, channel_id: CHANNEL, team_id: "T0TEAM", trigger_id: "trig-socket-1", response_url: slack.responseUrl(CHANNEL) },
+      }),
+    );
+    await eventually(() => acks.find((a) => a.envelope_id === "env-1"), { what: "the envelope ack" });
+    const [open] = await slack.waitForCalls("views.open", 1);
+    expect(open!.args.trigger_id).toBe("trig-socket-1");
+    const form = await eventually(() => slack.callsTo("views.update").map((c) => c.args.view as any).find((v) => v?.submit));
+    expect(form.blocks.filter((b: any) => b.type === "input").map((b: any) => b.label.text)).toEqual(["Topic"]);
+
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+  });
+});
