@@ -21,12 +21,16 @@ function openReview(msg: FakeMessage): PendingReview | undefined {
 export function pendingReview(h: Harness, opts: { index?: number; containing?: string; exclude?: Set<string>; timeoutMs?: number } = {}) {
   const { index = 0, containing = "", exclude } = opts;
   return eventually(
-    () =>
-      h.slack
+    async () => {
+      const review = h.slack
         .messages(CHANNEL)
         .filter((m) => JSON.stringify(m.blocks ?? []).includes(containing))
         .map(openReview)
-        .filter((r): r is PendingReview => !!r && !exclude?.has(r.reviewId))[index],
+        .filter((r): r is PendingReview => !!r && !exclude?.has(r.reviewId))[index];
+      // Slack has the message a moment before the bot stores its ts; wait for both.
+      const stored = review && (await h.bot.database.prisma.review.findFirst({ where: { id: review.reviewId, messageTs: { not: null } } }));
+      return stored ? review : undefined;
+    },
     { what: `pending review #${index + 1}${containing ? ` containing "${containing}"` : ""}`, timeoutMs: opts.timeoutMs },
   );
 }
