@@ -116,7 +116,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
-    notifier: new SlackRunNotifier(app.client),
+    notifier: new SlackRunNotifier(app.client, log),
     webhookUrls,
     log,
     clock: opts.clock,
@@ -167,9 +167,11 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     },
     async stop() {
       await watcher.stop();
-      lifecycle.progress.stop();
       reminders.stop();
       await app.stop().catch(() => {});
+      // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.
+      await Promise.race([lifecycle.callbacks.drain(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      lifecycle.progress.stop();
       await crews.close();
       await database.close();
     },

@@ -1,6 +1,7 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
 import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Logger } from "../log.js";
 import {
   announcementMessage,
   completionMessage,
@@ -56,7 +57,10 @@ function safeFilename(name: string): string {
 }
 
 export class SlackRunNotifier implements RunNotifier {
-  constructor(private readonly client: WebClient) {}
+  constructor(
+    private readonly client: WebClient,
+    private readonly log: Logger,
+  ) {}
 
   async postReview(execution: Execution, review: Review): Promise<{ ts: string; fileAttached: boolean }> {
     const message = reviewFor(review);
@@ -98,7 +102,9 @@ export class SlackRunNotifier implements RunNotifier {
       await this.attach(execution, output, `${safeFilename(execution.crewName)}-final-output.md`, `${execution.crewName}: final output`);
     }
     if (execution.threadTs) {
-      await this.client.chat.update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) }).catch(() => undefined);
+      await this.client.chat
+        .update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) })
+        .catch((err) => this.log.warn("could not update the run's announcement", { executionId: execution.id, err }));
     }
     return { ts: posted.ts! };
   }
