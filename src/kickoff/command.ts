@@ -2,6 +2,7 @@
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { isCrewError } from "../crew/errors.js";
+import { isFinished } from "../lifecycle/states.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { announcementFor } from "../slack/notifier.js";
 import { helpText, escapeMrkdwn, fitMrkdwn } from "../slack/blocks/index.js";
@@ -75,7 +76,7 @@ async function statusText(deps: FeatureDeps, kickoffId: string): Promise<string>
   if (!execution) return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
   const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${execution.kickoffId}\` · ${execution.state}`];
   const crew = deps.crews.get(execution.crewName);
-  if (crew && !["completed", "failed", "lost", "kickoff_failed"].includes(execution.state)) {
+  if (crew && !isFinished(execution.state)) {
     try {
       const status = await crew.status(kickoffId);
       lines.push(`The crew reports *${escapeMrkdwn(status.rawState || status.phase)}*${status.progress?.total ? ` (${status.progress.completed ?? 0}/${status.progress.total} tasks)` : ""}.`);

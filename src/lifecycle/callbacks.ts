@@ -98,7 +98,6 @@ export class Callbacks {
       if (isFinished(execution.state)) return;
       await this.reviews.open(execution, event);
     } else if (event.kind === "crew") {
-      await this.progress.finish(execution.id);
       await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
     }
   }

@@ -33,9 +33,9 @@ export class Lifecycle {
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
     this.audit = new Audit(deps.db, deps.log);
-    this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.audit, deps.claimStaleMs);
-    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
     this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
+    this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.progress, this.audit, deps.claimStaleMs);
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log);
   }
 }

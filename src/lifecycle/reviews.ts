@@ -150,7 +150,6 @@ export class Reviews {
     return this.db.review.update({ where: { id: review.id }, data: { messageTs: ts, fileAttached } });
   }
 
-
   get(reviewId: string) {
     return this.db.review.findUnique({ where: { id: reviewId }, include: { execution: true } });
   }

@@ -4,6 +4,7 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./states.js";
 import type { Clock, Execution, RunNotifier } from "./ports.js";
+import type { ProgressCoalescer } from "./progress.js";
 import { sha256, type Audit } from "./audit.js";
 
 export interface NewExecution {
@@ -31,6 +32,7 @@ export class Runs {
     private readonly notifier: RunNotifier,
     private readonly log: Logger,
     private readonly clock: Clock,
+    private readonly progress: ProgressCoalescer,
     private readonly audit?: Audit,
     readonly claimStaleMs = DEFAULT_CLAIM_STALE_MS,
   ) {}
@@ -86,6 +88,8 @@ export class Runs {
    * pending and posts the completion notice (once, under a claim).
    */
   async finish(id: string, outcome: FinishOutcome): Promise<boolean> {
+    // Steps still coalescing show their final count before the run is announced as over.
+    await this.progress.finish(id);
     const won = await this.transition(id, outcome.event, {
       output: outcome.output ?? null,
       error: outcome.error ?? null,

@@ -173,6 +173,7 @@ export class RunWatcher {
     for (const { id } of unposted) {
       await this.lifecycle.reviews.publish(id).catch((err) => this.log.warn("could not re-publish review", { reviewId: id, err }));
     }
+    // kickoff_failed is left out: such a run was never announced (its message is deleted).
     const unannounced = await this.db.execution.findMany({
       where: { state: { in: ["completed", "failed", "lost"] }, completionTs: null },
       select: { id: true },
@@ -234,7 +235,6 @@ export class RunWatcher {
         if (!isCrewError(err) || err.kind !== "not_found") throw err;
         notFoundSince ??= observedAt;
         if (isLost(notFoundSince, this.clock.now(), this.options.lostGraceMs)) {
-          await this.lifecycle.progress.finish(row.id);
           await this.lifecycle.runs.finish(row.id, { event: "lost", error: LOST_ERROR });
           changed = true;
         }
@@ -266,10 +266,8 @@ export class RunWatcher {
         return !!opened;
       }
       case "succeeded":
-        await this.lifecycle.progress.finish(row.id);
         return this.lifecycle.runs.finish(row.id, { event: "succeeded", output: action.output });
       case "failed":
-        await this.lifecycle.progress.finish(row.id);
         return this.lifecycle.runs.finish(row.id, { event: "failed", error: action.error, output: action.output });
     }
   }
