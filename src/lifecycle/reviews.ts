@@ -224,10 +224,36 @@ export class Reviews {
       await this.showDecision(execution, closed, `The crew was not waiting for this decision: ${err.serviceMessage ?? "no reason given"}`);
       return { kind: "not_waiting", review: closed, message };
     }
+    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(execution, review))) {
+      // The crew moved on: the decision reached it although its answer did not reach us.
+      const decided = await this.settle(review.id, decision.approve ? "resume_ok_approve" : "resume_ok_reject", {
+        resumeMessage: "confirmed from the crew's status after the answer timed out",
+      });
+      await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
+      await this.recordDecision(decided, decision, "decided", { resumeMessage: decided.resumeMessage });
+      await this.showDecision(execution, decided, "Crew: the answer timed out, but its status shows it took the decision.");
+      return { kind: "decided", review: decided, resume: {} };
+    }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
     const reopened = await this.settle(review.id, "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null });
     await this.recordDecision(reopened, decision, "resume_failed", { message });
     return { kind: "resume_failed", review: reopened, message };
+  }
+
+  /**
+   * After a resume whose answer was lost (read time-out), whether the crew took it: it did unless the
+   * run is still paused on this very output. Unknown (status unreadable) counts as not taken, so the
+   * review opens again and the reviewer is told to check the thread first.
+   */
+  private async tookEffect(execution: Execution, review: Review): Promise<boolean> {
+    try {
+      const status = await this.crews.get(execution.crewName)!.status(execution.kickoffId!);
+      const stillWaiting = status.phase === "paused" && !!status.lastTask?.output && hashOutput(status.lastTask.output) === review.outputHash;
+      return !stillWaiting;
+    } catch (err) {
+      this.log.warn("could not read status after a resume time-out", { reviewId: review.id, err });
+      return false;
+    }
   }
 
   private async showDecision(execution: Execution, review: Review, note?: string): Promise<void> {

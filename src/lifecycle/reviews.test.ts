@@ -1,0 +1,79 @@
+// The decision path without Slack or HTTP: a real database, the crew and Slack as in-memory ports.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CrewError } from "../crew/errors.js";
+import type { CrewApi, ExecutionStatus, ResumeRequest } from "../crew/types.js";
+import { silentLogger } from "../log.js";
+import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import { Lifecycle } from "./index.js";
+import type { Execution, Review, RunNotifier } from "./ports.js";
+
+const OUTPUT = "## Findings\n\nThe tide rises.";
+
+function timedOutResume(): never {
+  throw new CrewError({ kind: "timeout", crewName: "research", operation: "resume", maybeApplied: true });
+}
+
+let db: TestDatabase;
+let status: ExecutionStatus;
+let resumes: ResumeRequest[];
+let updates: { review: Review; note?: string }[];
+
+const crew: CrewApi = {
+  listInputs: async () => [],
+  kickoff: async () => ({ kickoffId: "k-1" }),
+  status: async () => status,
+  resume: async (req) => {
+    resumes.push(req);
+    return timedOutResume();
+  },
+};
+const notifier: RunNotifier = {
+  postReview: async () => ({ ts: "100.1", fileAttached: false }),
+  updateReview: async (_e, review, note) => void updates.push({ review, note }),
+  postCompletion: async () => ({ ts: "100.9" }),
+  showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
+  postThreadNotice: async () => {},
+};
+
+async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Execution; review: Review }> {
+  const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: { topic: "tides" }, webhooks: false });
+  await lifecycle.runs.setThread(created.id, "100.0");
+  const execution = await lifecycle.runs.kickedOff(created.id, "k-1");
+  const review = await lifecycle.reviews.open(execution, { taskKey: "t1", name: "research_task", agent: "Analyst", output: OUTPUT });
+  return { execution, review: review! };
+}
+
+describe("a decision whose /resume answer timed out", () => {
+  let lifecycle: Lifecycle;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    lifecycle = new Lifecycle({ db: db.database.prisma, crews: { get: () => crew }, notifier, webhookUrls: () => undefined, log: silentLogger });
+  });
+  afterEach(async () => db.drop());
+
+  it("counts as decided when the crew's status shows it moved on, and is not sent again", async () => {
+    const { review } = await pendingReview(lifecycle);
+    status = { rawState: "RUNNING", phase: "running" };
+    const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "" });
+    expect(outcome.kind).toBe("decided");
+    expect(resumes).toHaveLength(1);
+    const stored = await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } });
+    expect(stored).toMatchObject({ state: "approved", decidedBy: "U2" });
+    expect(updates.at(-1)!.note).toMatch(/timed out, but its status shows it took the decision/);
+    // A second click finds it decided: the crew hears nothing more.
+    const again = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U3", approve: true, feedback: "" });
+    expect(again.kind).toBe("already_decided");
+    expect(resumes).toHaveLength(1);
+  });
+
+  it("opens the review again when the run is still paused on the same output", async () => {
+    const { review } = await pendingReview(lifecycle);
+    status = { rawState: "PAUSED", phase: "paused", lastTask: { output: OUTPUT } };
+    const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: false, feedback: "More sources" });
+    expect(outcome.kind).toBe("resume_failed");
+    if (outcome.kind === "resume_failed") expect(outcome.message).toMatch(/check the thread/i);
+    expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending");
+  });
+});
