@@ -20,6 +20,15 @@ const EMBEDDED_RUNS = Number(process.env.BENCH_RUNS_EMBEDDED ?? 300);
 const CONCURRENCY = 8;
 const DRIVE_BUDGET_MS = Number(process.env.BENCH_DRIVE_BUDGET_MS ?? 40_000);
 
+/** CPU time (user + system) the process has used so far, in ms: a steadier cost measure than wall time on shared cores. */
+function cpuMs(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
 function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
@@ -35,7 +44,7 @@ interface Child {
 
 async function startBot(env: Record<string, string>, port: number): Promise<Child> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, ["dist/src/main.js"], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: process.env.BENCH_BOT_NODE_OPTIONS ?? "", ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(process.execPath, [...(process.env.BENCH_BOT_EXEC_ARGV ?? "").split(" ").filter(Boolean), "dist/src/main.js"], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: process.env.BENCH_BOT_NODE_OPTIONS ?? "", ...env }, stdio: ["ignore", "ignore", "pipe"] });
   if (process.env.BENCH_DEBUG) proc.stderr!.on("data", (d: Buffer) => process.stderr.write(`[bot] ${d}`));
   const stderr: string[] = [];
   proc.stderr!.on("data", (d: Buffer) => { if (stderr.length < 200) stderr.push(d.toString()); });
@@ -156,6 +165,9 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number): Promi
     };
     const half = Math.floor(RUNS / 2);
     const t0 = performance.now();
+    const cpu0 = cpuMs(child.proc.pid!);
+    let peak = idle;
+    const sampler = setInterval(() => { peak = Math.max(peak, rssMb(child!.proc.pid!)); }, 250);
     await drive(half);
     const firstHalf = next;
     await settle(firstHalf);
@@ -163,6 +175,8 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number): Promi
     await drive(RUNS);
     await settle(next);
     const runsMs = performance.now() - t0;
+    clearInterval(sampler);
+    const botCpuMs = cpuMs(child.proc.pid!) - cpu0;
     const afterAll = rssMb(child.proc.pid!);
     const finished = completions();
     const growth = afterAll - afterHalf;
@@ -176,6 +190,8 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number): Promi
         figure, metric: `RSS after ${finished} finished runs`, value: afterAll, unit: "MB", target: "< 150 MB, not growing", pass: maxRss < 150 && growth < 10,
         note: `growth ${round(growth, 1)} MB over the second ${finished - firstHalf} runs (asked ${RUNS}); ${finished}/${RUNS} crew completions accepted, ${submitted} submissions answered 200, ${round(runsMs / 1000, 1)} s for the runs (${CONCURRENCY} at a time); ${slack.calls.length} Slack calls`,
       },
+      { figure, metric: "peak RSS while runs were arriving", value: peak, unit: "MB", note: "sampled every 250 ms (diagnostic)" },
+      { figure, metric: "bot CPU per finished run", value: round(botCpuMs / Math.max(1, finished), 2), unit: "ms", note: `user + system time of the bot process over the runs, ${round(botCpuMs / 1000, 1)} s in all (diagnostic: the cost of the heap settings)` },
     ];
   } finally {
     await child?.stop();

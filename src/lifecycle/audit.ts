@@ -4,6 +4,7 @@ import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import type { AuditRecord } from "../generated/prisma/client.js";
+import { insertAuditRow } from "./rows.js";
 
 export type { AuditRecord };
 export type AuditKind = "kickoff" | "decision" | "completion";
@@ -36,8 +37,20 @@ export class Audit {
   /** Appends a row; a failure is logged, never thrown into the flow it records. */
   async record(row: NewAuditRecord): Promise<AuditRecord | undefined> {
     try {
-      const { detail, ...rest } = row;
-      return await this.db.auditRecord.create({ data: { ...rest, ...(detail ? { detail: detail as object } : {}) } });
+      return await insertAuditRow(this.db, {
+        executionId: row.executionId,
+        kind: row.kind,
+        taskKey: row.taskKey ?? null,
+        round: row.round ?? null,
+        actor: row.actor ?? null,
+        decision: row.decision ?? null,
+        feedback: row.feedback ?? null,
+        outputHash: row.outputHash ?? null,
+        msToDecision: row.msToDecision ?? null,
+        resumeStatus: row.resumeStatus ?? null,
+        resumeMessage: row.resumeMessage ?? null,
+        detail: row.detail ?? null,
+      });
     } catch (err) {
       this.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
       return undefined;

@@ -12,6 +12,7 @@ import type { Reviews } from "./reviews.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Execution } from "./ports.js";
 import { WorkQueue } from "./work-queue.js";
+import { EventRows, ExecutionRows } from "./rows.js";
 
 /** Recorded callbacks processed at once; the rest wait their turn (they are durable already). */
 const PROCESSING_CONCURRENCY = 2;
@@ -32,6 +33,8 @@ export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
   private readonly cache = new Map<string, Execution>();
   private readonly work: WorkQueue;
+  private readonly events: EventRows;
+  private readonly executions: ExecutionRows;
 
   constructor(
     private readonly db: Db,
@@ -42,6 +45,8 @@ export class Callbacks {
   ) {
     // process() logs its own failures with the event they belong to.
     this.work = new WorkQueue(PROCESSING_CONCURRENCY, () => {});
+    this.events = new EventRows(db);
+    this.executions = new ExecutionRows(db);
   }
 
   async accept(executionId: string, kind: string, secret: string, body: unknown): Promise<CallbackAnswer> {
@@ -67,16 +72,20 @@ export class Callbacks {
 
   /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
   async process(eventId: string): Promise<void> {
-    const record = await this.db.webhookEvent.update({ where: { id: eventId }, data: { attempts: { increment: 1 } }, include: { execution: true } });
+    const record = await this.events.startAttempt(eventId);
+    if (!record) throw new Error(`webhook event ${eventId} does not exist`);
     if (record.processedAt) return;
     try {
+      // The run as it is now, not as cached at intake (its state decides what the event may do).
+      const execution = await this.executions.find(record.executionId);
+      if (!execution) throw new Error(`execution ${record.executionId} of webhook event ${eventId} does not exist`);
       const event = parseWebhook(record.kind as CallbackKind, record.payload);
-      await this.apply(record.execution, event);
-      await this.db.webhookEvent.update({ where: { id: eventId }, data: { processedAt: new Date(), lastError: null } });
+      await this.apply(execution, event);
+      await this.events.markProcessed(eventId);
     } catch (err) {
       // Kept for the recovery sweep, which retries it (up to five attempts).
       this.log.error("callback processing failed", { eventId, kind: record.kind, err });
-      await this.db.webhookEvent.update({ where: { id: eventId }, data: { lastError: String((err as Error).message ?? err).slice(0, 500) } });
+      await this.events.markFailed(eventId, String((err as Error).message ?? err).slice(0, 500));
       throw err;
     }
   }
@@ -104,18 +113,13 @@ export class Callbacks {
 
   private async record(executionId: string, kind: string, body: unknown): Promise<string | undefined> {
     const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(JSON.stringify(body)).digest("hex");
-    const rows = await this.db.$queryRaw<{ id: string }[]>`
-      INSERT INTO "WebhookEvent" (id, "executionId", kind, "dedupeKey", payload)
-      VALUES (gen_random_uuid(), ${executionId}::uuid, ${kind}, ${dedupeKey}, ${JSON.stringify(body)}::jsonb)
-      ON CONFLICT ("executionId", "dedupeKey") DO NOTHING
-      RETURNING id`;
-    return rows[0]?.id;
+    return this.events.insert(executionId, kind, dedupeKey, body);
   }
 
   private async lookup(id: string): Promise<Execution | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
-    const execution = await this.db.execution.findUnique({ where: { id } });
+    const execution = await this.executions.find(id);
     if (!execution) return undefined;
     // Bounded: oldest entries go first (Map keeps insertion order).
     if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);

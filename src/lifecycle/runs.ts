@@ -3,9 +3,10 @@ import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./states.js";
-import type { Clock, Execution, RunNotifier } from "./ports.js";
+import type { Clock, Execution, Review, RunNotifier } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import { sha256, type Audit } from "./audit.js";
+import { ExecutionRows, type ExecutionPatch } from "./rows.js";
 
 export interface NewExecution {
   crewName: string;
@@ -27,6 +28,8 @@ export interface FinishOutcome {
 export const DEFAULT_CLAIM_STALE_MS = 60_000;
 
 export class Runs {
+  private readonly rows: ExecutionRows;
+
   constructor(
     private readonly db: Db,
     private readonly notifier: RunNotifier,
@@ -35,22 +38,22 @@ export class Runs {
     private readonly progress: ProgressCoalescer,
     private readonly audit?: Audit,
     readonly claimStaleMs = DEFAULT_CLAIM_STALE_MS,
-  ) {}
+  ) {
+    this.rows = new ExecutionRows(db);
+  }
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
   create(input: NewExecution): Promise<Execution> {
-    return this.db.execution.create({
-      data: {
-        ...input,
-        requestId: crypto.randomUUID(),
-        webhookSecret: crypto.randomBytes(32).toString("base64url"),
-        state: "starting",
-      },
+    return this.rows.insert({
+      ...input,
+      requestId: crypto.randomUUID(),
+      webhookSecret: crypto.randomBytes(32).toString("base64url"),
+      state: "starting",
     });
   }
 
   get(id: string): Promise<Execution | null> {
-    return this.db.execution.findUnique({ where: { id } });
+    return this.rows.find(id);
   }
 
   findByKickoffId(kickoffId: string): Promise<Execution | null> {
@@ -61,8 +64,9 @@ export class Runs {
   async kickedOff(id: string, kickoffId: string): Promise<Execution> {
     const data = { kickoffId, startedAt: this.clock.now() };
     // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
-    if (!(await this.transition(id, "kicked_off", data))) await this.db.execution.update({ where: { id }, data });
-    return (await this.get(id))!;
+    const { from, to } = executionTransition("kicked_off");
+    const started = await this.rows.updateReturning(id, { ...data, state: to }, { states: from });
+    return started ?? (await this.rows.updateReturning(id, data))!;
   }
 
   async kickoffFailed(id: string, error: string): Promise<void> {
@@ -70,17 +74,13 @@ export class Runs {
   }
 
   async setThread(id: string, threadTs: string): Promise<void> {
-    await this.db.execution.update({ where: { id }, data: { threadTs } });
+    await this.rows.update(id, { threadTs });
   }
 
   /** Applies a state event if the current state allows it; returns whether it applied. */
-  async transition(id: string, event: ExecutionEvent, data: Partial<Execution> = {}): Promise<boolean> {
+  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}): Promise<boolean> {
     const { from, to } = executionTransition(event);
-    const { count } = await this.db.execution.updateMany({
-      where: { id, state: { in: [...from] } },
-      data: { ...data, state: to } as never,
-    });
-    return count === 1;
+    return (await this.rows.update(id, { ...data, state: to }, { states: from })) === 1;
   }
 
   /**
@@ -110,24 +110,16 @@ export class Runs {
   /** Posts the completion notice unless it was posted (or is being posted) already. */
   async announceFinish(id: string): Promise<void> {
     const now = this.clock.now();
-    const { count } = await this.db.execution.updateMany({
-      where: {
-        id,
-        state: { in: [...FINISHED_STATES] },
-        completionTs: null,
-        OR: [{ noticeClaimedAt: null }, { noticeClaimedAt: { lt: new Date(now.getTime() - this.claimStaleMs) } }],
-      },
-      data: { noticeClaimedAt: now },
-    });
-    if (count === 0) return;
-    const execution = (await this.get(id))!;
+    const execution = await this.rows.claimNotice(id, FINISHED_STATES, now, new Date(now.getTime() - this.claimStaleMs));
+    if (!execution) return;
     await this.closePendingReviews(execution);
     const { ts } = await this.notifier.postCompletion(execution);
-    await this.db.execution.update({ where: { id }, data: { completionTs: ts } });
+    await this.rows.update(id, { completionTs: ts });
   }
 
   private async closePendingReviews(execution: Execution): Promise<void> {
-    const pending = await this.db.review.findMany({ where: { executionId: execution.id, state: "pending" } });
+    // Raw, like the rest of the per-run path (see rows.ts); usually no rows.
+    const pending = await this.db.$queryRaw<Review[]>`SELECT * FROM "Review" WHERE "executionId" = ${execution.id}::uuid AND state = 'pending' ORDER BY "createdAt"`;
     for (const review of pending) {
       const { count } = await this.db.review.updateMany({ where: { id: review.id, state: "pending" }, data: { state: "closed" } });
       if (count === 1 && review.messageTs) {

@@ -13,6 +13,7 @@ import { Prisma } from "../generated/prisma/client.js";
 import type { Lifecycle } from "./index.js";
 import type { Clock, CrewDirectory, Execution } from "./ports.js";
 import { systemClock } from "./ports.js";
+import { ExecutionRows } from "./rows.js";
 
 export interface WatcherOptions {
   /** How often due rows are looked for (default 1000 ms). */
@@ -127,6 +128,8 @@ export class RunWatcher {
   private ticking?: Promise<void>;
   private lastSweep = 0;
 
+  private readonly rows: ExecutionRows;
+
   constructor(
     private readonly db: Db,
     private readonly lifecycle: Lifecycle,
@@ -137,6 +140,7 @@ export class RunWatcher {
   ) {
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<WatcherOptions>;
     this.options = { ...DEFAULT_WATCHER_OPTIONS, replicaId: crypto.randomUUID(), ...defined };
+    this.rows = new ExecutionRows(db);
   }
 
   get replicaId(): string {
@@ -159,7 +163,7 @@ export class RunWatcher {
 
   /** Look at a run soon (a new kickoff, a decision): due now, backoff reset. */
   async watch(executionId: string): Promise<void> {
-    await this.db.execution.updateMany({ where: { id: executionId }, data: { nextPollAt: this.clock.now(), pollBackoffMs: 0 } });
+    await this.rows.update(executionId, { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
     if (this.running && !this.ticking) this.schedule(0);
   }
 
@@ -244,11 +248,8 @@ export class RunWatcher {
     } finally {
       const backoff = nextBackoff(row.pollBackoffMs, changed, this.options);
       const wait = waitWithinGrace(backoff, notFoundSince, this.clock.now(), this.options.lostGraceMs);
-      await this.db.execution
-        .updateMany({
-          where: { id: row.id, leaseOwner: this.replicaId },
-          data: { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(this.clock.now().getTime() + wait), notFoundSince },
-        })
+      await this.rows
+        .update(row.id, { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(this.clock.now().getTime() + wait), notFoundSince }, { leaseOwner: this.replicaId })
         .catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
     }
   }
@@ -260,7 +261,7 @@ export class RunWatcher {
       case "none":
         return false;
       case "review": {
-        const execution = await this.db.execution.findUnique({ where: { id: row.id } });
+        const execution = await this.rows.find(row.id);
         if (!execution || !(WATCHED_STATES as readonly string[]).includes(execution.state)) return false;
         const opened = await this.lifecycle.reviews.open(execution, action, { source: "poll", observedAt });
         return !!opened;
