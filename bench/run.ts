@@ -25,6 +25,7 @@ import {
   type LoadRequest,
 } from "./lib.js";
 import { startupMemory } from "./startup-memory.js";
+import { reexecWithStartFlags, startNodeFlags } from "./node-flags.js";
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const ms = (n: number) => round(n, 2);
@@ -356,6 +357,7 @@ function markdown(rows: Figure[]): string {
 }
 
 async function main(): Promise<void> {
+  reexecWithStartFlags();
   const asked = process.argv.slice(2).filter((a) => !a.startsWith("-"));
   const unknown = asked.filter((a) => !FIGURES[a]);
   if (unknown.length) {
@@ -381,14 +383,14 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   const loadAfter = os.loadavg()[0]!;
-  console.log(`\nMachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version}; 1-min load average ${round(loadBefore, 1)} before, ${round(loadAfter, 1)} after.`);
+  console.log(`\nMachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version} with ${startNodeFlags().join(" ") || "V8's default heap settings"} (as npm start runs the bot); 1-min load average ${round(loadBefore, 1)} before, ${round(loadAfter, 1)} after.`);
   const md = markdown(rows);
   console.log("\nMarkdown:\n\n" + md + "\n");
   const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   fs.mkdirSync(dir, { recursive: true });
   const result = {
     at: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, platform: `${os.platform()} ${os.release()}`, loadavg1: { before: round(loadBefore, 2), after: round(loadAfter, 2) } },
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, nodeFlags: startNodeFlags(), platform: `${os.platform()} ${os.release()}`, loadavg1: { before: round(loadBefore, 2), after: round(loadAfter, 2) } },
     durationMs: Date.now() - started,
     timingsMs: timings,
     figures: rows,

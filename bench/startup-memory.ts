@@ -11,6 +11,7 @@ import { startFakeSlack } from "../test/support/fake-slack.js";
 import { slackRequester } from "../test/support/slack-requests.js";
 import { KICKOFF_VIEW_CALLBACK, inputBlockId } from "../src/slack/blocks/index.js";
 import { createTestDatabaseUrl } from "../test/support/test-database.js";
+import { startNodeFlags } from "./node-flags.js";
 import { BOT_TOKEN, CREW_NAME, CREW_TOKEN, SIGNING_SECRET, postgresReachable, round, sleep, tmpDir, until, type Figure } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -42,9 +43,9 @@ interface Child {
   stop(): Promise<void>;
 }
 
-async function startBot(env: Record<string, string>, port: number): Promise<Child> {
+async function startBot(env: Record<string, string>, port: number, flags: string[]): Promise<Child> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [...(process.env.BENCH_BOT_EXEC_ARGV ?? "").split(" ").filter(Boolean), "dist/src/main.js"], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: process.env.BENCH_BOT_NODE_OPTIONS ?? "", ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(process.execPath, [...flags, "dist/src/main.js"], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: process.env.BENCH_BOT_NODE_OPTIONS ?? "", ...env }, stdio: ["ignore", "ignore", "pipe"] });
   if (process.env.BENCH_DEBUG) proc.stderr!.on("data", (d: Buffer) => process.stderr.write(`[bot] ${d}`));
   const stderr: string[] = [];
   proc.stderr!.on("data", (d: Buffer) => { if (stderr.length < 200) stderr.push(d.toString()); });
@@ -80,12 +81,24 @@ export async function startupMemory(): Promise<Figure[]> {
   // What `npm start` runs: compile once, then time the compiled entry point.
   execFileSync("npm", ["run", "build", "--silent"], { cwd: ROOT, stdio: "ignore" });
   const only = process.env.BENCH_DB; // "embedded" or "postgres" to measure one of them
-  const figures = only === "postgres" ? [] : await startupMemoryOn("embedded", EMBEDDED_RUNS);
-  if (only !== "embedded" && (await postgresReachable())) figures.push(...(await startupMemoryOn("postgres", RUNS)));
+  const flags = startNodeFlags();
+  const figures = only === "postgres" ? [] : await startupMemoryOn("embedded", EMBEDDED_RUNS, flags);
+  if (only !== "embedded" && (await postgresReachable())) {
+    figures.push(...(await startupMemoryOn("postgres", RUNS, flags)));
+    // The same load with V8's default heap settings: what the start flags save and what they cost.
+    if (flags.length > 0 && process.env.BENCH_SKIP_DEFAULTS !== "1") {
+      const defaults = await startupMemoryOn("postgres", RUNS, []);
+      figures.push(
+        ...defaults
+          .filter((f) => /RSS after .* not growing|CPU per/.test(`${f.metric} ${f.target ?? ""}`) || f.metric.startsWith("peak") || f.metric === "RSS idle")
+          .map(({ target: _t, pass: _p, ...f }) => ({ ...f, figure: "startup-memory (postgres, V8 defaults)", note: `for comparison, node dist/src/main.js without ${flags.join(" ")}; ${f.note ?? ""}` })),
+      );
+    }
+  }
   return figures;
 }
 
-async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number): Promise<Figure[]> {
+async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags: string[]): Promise<Figure[]> {
   const figure = `startup-memory (${db})`;
   const pg = db === "postgres" ? await createTestDatabaseUrl() : undefined;
   const slack = await startFakeSlack();
@@ -108,9 +121,9 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number): Promi
   };
   let child: Child | undefined;
   try {
-    const fresh = await startBot(env, port);
+    const fresh = await startBot(env, port, flags);
     await fresh.stop();
-    child = await startBot(env, port);
+    child = await startBot(env, port, flags);
     const second = child.startMs;
     await sleep(2000);
     const idle = rssMb(child.proc.pid!);
@@ -182,7 +195,7 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number): Promi
     const growth = afterAll - afterHalf;
     const maxRss = Math.max(idle, afterHalf, afterAll);
     return [
-      { figure, metric: "start → /healthz 200 (fresh database)", value: round(fresh.startMs, 0), unit: "ms", target: "< 3000 ms", pass: fresh.startMs < 3000, note: "node dist/src/main.js (as npm start runs it), migrations applied to an empty database" },
+      { figure, metric: "start → /healthz 200 (fresh database)", value: round(fresh.startMs, 0), unit: "ms", target: "< 3000 ms", pass: fresh.startMs < 3000, note: `node ${[...flags, "dist/src/main.js"].join(" ")}${flags.length ? " (as npm start runs it)" : ""}, migrations applied to an empty database` },
       { figure, metric: "start → /healthz 200 (second start)", value: round(second, 0), unit: "ms", target: "< 3000 ms", pass: second < 3000 },
       { figure, metric: "RSS idle", value: idle, unit: "MB", target: "< 150 MB", pass: idle < 150 },
       { figure, metric: `RSS after ${firstHalf} finished runs`, value: afterHalf, unit: "MB", target: "< 150 MB", pass: afterHalf < 150 },

@@ -2,8 +2,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import pg from "pg";
-import { PGlite } from "@electric-sql/pglite";
-import { PrismaPGlite } from "pglite-prisma-adapter";
+import type { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 
 export function isPostgresUrl(url: string | undefined): url is string {
@@ -14,11 +13,20 @@ export function pgliteDir(dataDir: string): string {
   return path.join(dataDir, "pglite");
 }
 
-export function openPGlite(dataDir: string | undefined): PGlite {
+// The embedded engine's code is loaded on first use, so a PostgreSQL deployment never loads it
+// (about 6 MB of resident memory).
+export async function openPGlite(dataDir: string | undefined): Promise<PGlite> {
+  const { PGlite } = await import("@electric-sql/pglite");
   if (!dataDir) return new PGlite();
   const dir = pgliteDir(dataDir);
   fs.mkdirSync(dir, { recursive: true });
   return new PGlite(dir);
+}
+
+export async function pgliteAdapterFactory(pglite: PGlite): Promise<PrismaPg> {
+  const { PrismaPGlite } = await import("pglite-prisma-adapter");
+  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils; the runtime contract is the same.
+  return new PrismaPGlite(pglite) as unknown as PrismaPg;
 }
 
 // @prisma/adapter-pg 6.19 cannot deserialize PostgreSQL's `name` type (OID 19), which the schema
@@ -52,10 +60,9 @@ class NameAsTextPool extends pg.Pool {
 }
 
 /** Adapter for the Prisma CLI (`prisma migrate deploy|status`), chosen from the environment. */
-export function migrationAdapterFactory(env: NodeJS.ProcessEnv) {
+export async function migrationAdapterFactory(env: NodeJS.ProcessEnv): Promise<PrismaPg> {
   if (isPostgresUrl(env.DATABASE_URL)) {
     return new PrismaPg(new NameAsTextPool({ connectionString: env.DATABASE_URL, max: 2 }));
   }
-  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils; the contract is the same.
-  return new PrismaPGlite(openPGlite(env.DATA_DIR ?? "./data")) as unknown as PrismaPg;
+  return pgliteAdapterFactory(await openPGlite(env.DATA_DIR ?? "./data"));
 }

@@ -1,10 +1,8 @@
 // Opens the configured database (embedded PGlite or PostgreSQL), applies migrations, hands out Prisma.
 import pg from "pg";
-import type { PGlite } from "@electric-sql/pglite";
-import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "../generated/prisma/client.js";
-import { isPostgresUrl, openPGlite } from "./adapters.js";
+import { isPostgresUrl, openPGlite, pgliteAdapterFactory } from "./adapters.js";
 import { applyMigrations, type MigrationSession } from "./migrate.js";
 
 export type Db = PrismaClient;
@@ -31,13 +29,19 @@ export function openDatabase(opts: DatabaseOptions): Database {
 }
 
 function openEmbedded(dataDir: string | undefined): Database {
-  const pglite: PGlite = openPGlite(dataDir);
-  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils; the runtime contract is the same.
-  const adapter = new PrismaPGlite(pglite) as unknown as PrismaPg;
+  // The engine loads asynchronously (see openPGlite); Prisma connects through it on its first query.
+  const engine = openPGlite(dataDir).then(async (pglite) => ({ pglite, factory: await pgliteAdapterFactory(pglite) }));
+  engine.catch(() => {}); // reported by the first query or migration that awaits it
+  const adapter = {
+    provider: "postgres",
+    adapterName: "pglite-prisma-adapter",
+    connect: async () => (await engine).factory.connect(),
+    connectToShadowDb: async () => (await engine).factory.connectToShadowDb(),
+  } as unknown as PrismaPg;
   const prisma = new PrismaClient({ adapter });
   const session: MigrationSession = {
-    exec: async (sql) => void (await pglite.exec(sql)),
-    query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
+    exec: async (sql) => void (await (await engine).pglite.exec(sql)),
+    query: async <T>(sql: string, params?: unknown[]) => (await (await engine).pglite.query<T>(sql, params)).rows,
   };
   return {
     prisma,
@@ -46,7 +50,8 @@ function openEmbedded(dataDir: string | undefined): Database {
     migrate: () => applyMigrations(session, undefined, { advisoryLock: false }),
     close: async () => {
       await prisma.$disconnect();
-      await pglite.close();
+      const opened = await engine.catch(() => undefined);
+      await opened?.pglite.close();
     },
   };
 }

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startFakeSlack, type FakeSlack } from "../support/fake-slack.js";
 import { freePort, eventually } from "../support/harness.js";
 import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
+import { startScriptNodeFlags } from "../support/start-command.js";
 
 let child: ChildProcess | undefined;
 let slack: FakeSlack | undefined;
@@ -17,7 +18,7 @@ afterEach(async () => {
 });
 
 function runBot(env: Record<string, string>) {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { env: { PATH: process.env.PATH!, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...startScriptNodeFlags(), "--import", "tsx", "src/main.ts"], { env: { PATH: process.env.PATH!, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   proc.stdout!.on("data", (d) => (output += d));
   proc.stderr!.on("data", (d) => (output += d));
