@@ -4,10 +4,10 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
-import { Prisma } from "../generated/prisma/client.js";
 import { nextRound, reviewTransition, type ReviewEvent } from "./states.js";
 import type { Runs } from "./runs.js";
 import type { Audit } from "./audit.js";
+import { ReviewRows } from "./rows.js";
 import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
 
 export type DecisionOutcome =
@@ -76,6 +76,8 @@ export function hashOutput(output: string): string {
 }
 
 export class Reviews {
+  private readonly rows: ReviewRows;
+
   constructor(
     private readonly db: Db,
     private readonly runs: Runs,
@@ -86,45 +88,37 @@ export class Reviews {
     private readonly clock: Clock,
     private readonly gate: ReviewerGate = anyoneMayDecide,
     private readonly audit?: Audit,
-  ) {}
+  ) {
+    this.rows = new ReviewRows(db);
+  }
 
   /** Stores the review round for a task output (idempotent), then posts it. */
   async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "name" | "agent" | "output">, origin: ReviewOrigin = { source: "webhook" }): Promise<Review | undefined> {
     const outputHash = hashOutput(task.output);
     // The same output may already have a review under another task key (a status poll and a webhook
     // can name the task differently): see sameOutputVerdict.
-    const seen = await this.db.review.findFirst({ where: { executionId: execution.id, outputHash }, orderBy: [{ createdAt: "desc" }, { round: "desc" }] });
+    const seen = await this.rows.latestWithOutput(execution.id, outputHash);
     const verdict = sameOutputVerdict(seen ?? undefined, task, origin);
     if (verdict.kind === "duplicate") return undefined;
     const taskKey = verdict.taskKey;
-    const latest = await this.db.review.findFirst({
-      where: { executionId: execution.id, taskKey },
-      orderBy: { round: "desc" },
-    });
+    const latest = await this.rows.latestForTask(execution.id, taskKey);
     // A poll repeating a rejected output only counts if that rejection is still the task's last round.
     if (origin.source === "poll" && seen?.state === "rejected" && latest && latest.id !== seen.id) return undefined;
     const round = nextRound(latest ?? undefined, outputHash);
     if (round === undefined) return undefined;
-    let review: Review;
-    try {
-      review = await this.db.review.create({
-        data: {
-          executionId: execution.id,
-          taskKey,
-          taskName: task.name ?? task.taskKey,
-          agent: task.agent ?? null,
-          round,
-          output: task.output,
-          outputHash,
-          // Whoever stores the round posts it; the claim lets a successor retake it if this replica dies.
-          postClaimedAt: this.clock.now(),
-        },
-      });
-    } catch (err) {
-      // Another delivery (or replica) stored this round first.
-      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === "P2002") return undefined;
-      throw err;
-    }
+    const review = await this.rows.insert({
+      executionId: execution.id,
+      taskKey,
+      taskName: task.name ?? task.taskKey,
+      agent: task.agent ?? null,
+      round,
+      output: task.output,
+      outputHash,
+      // Whoever stores the round posts it; the claim lets a successor retake it if this replica dies.
+      postClaimedAt: this.clock.now(),
+    });
+    // Another delivery (or replica) stored this round first.
+    if (!review) return undefined;
     await this.runs.transition(execution.id, "review_opened");
     return this.post(execution, review);
   }
@@ -147,7 +141,7 @@ export class Reviews {
 
   private async post(execution: Execution, review: Review): Promise<Review> {
     const { ts, fileAttached } = await this.notifier.postReview(execution, review);
-    return this.db.review.update({ where: { id: review.id }, data: { messageTs: ts, fileAttached } });
+    return this.rows.setMessage(review.id, ts, fileAttached);
   }
 
   get(reviewId: string) {

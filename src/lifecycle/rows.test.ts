@@ -2,7 +2,7 @@
 // database and (CREWLINE_TEST_DATABASE=postgres) on PostgreSQL: same shapes, same UTC timestamps.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { EventRows, ExecutionRows, insertAuditRow } from "./rows.js";
+import { EventRows, ExecutionRows, ReviewRows, insertAuditRow } from "./rows.js";
 
 let db: TestDatabase;
 const newRun = { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: { topic: "tides" }, webhooks: true, state: "starting", requestId: "req-1", webhookSecret: "s3cret" };
@@ -79,5 +79,22 @@ describe("per-run rows", () => {
     expect(read).toEqual(expect.arrayContaining([a, b]));
     expect(a).toMatchObject({ round: 2, msToDecision: 1500, detail: { note: "ok" } });
     expect(b.detail).toBeNull();
+  });
+
+  it("stores a review round once, finds the latest by output and by task, and records its message", async () => {
+    const run = await new ExecutionRows(db.database.prisma).insert(newRun);
+    const reviews = new ReviewRows(db.database.prisma);
+    const claimedAt = new Date("2026-11-22T10:00:00.000Z");
+    const round = (n: number, outputHash: string) => ({ executionId: run.id, taskKey: "t1", taskName: "research", agent: null, round: n, output: `output ${n}`, outputHash, postClaimedAt: claimedAt });
+    const first = await reviews.insert(round(1, "h1"));
+    expect(first).toEqual(await db.database.prisma.review.findUniqueOrThrow({ where: { id: first!.id } }));
+    expect(first).toMatchObject({ state: "pending", messageTs: null, fileAttached: false, remindersSent: 0, postClaimedAt: claimedAt });
+    expect(await reviews.insert(round(1, "h1-again"))).toBeUndefined(); // same round stored by someone else
+    const second = await reviews.insert(round(2, "h2"));
+    expect(await reviews.latestForTask(run.id, "t1")).toMatchObject({ id: second!.id, round: 2 });
+    expect(await reviews.latestForTask(run.id, "t9")).toBeNull();
+    expect(await reviews.latestWithOutput(run.id, "h1")).toMatchObject({ id: first!.id });
+    expect(await reviews.latestWithOutput(run.id, "h3")).toBeNull();
+    expect(await reviews.setMessage(first!.id, "100.2", true)).toMatchObject({ id: first!.id, messageTs: "100.2", fileAttached: true });
   });
 });

@@ -1,5 +1,5 @@
 // The statements every run makes (read an execution, move its state, claim its notice, record an
-// event or an audit row), written as parameterized SQL through Prisma's $queryRaw.
+// event or an audit row, store and post a review round), written as parameterized SQL through Prisma's $queryRaw.
 // Why: Prisma 6's client engine compiles each model query in WebAssembly on every call, about 1 ms of
 // CPU, against about 0.3 ms for a raw statement (bench/README: half the bot's CPU per run was query
 // compilation). Rows come back in the same shapes as the model API's (rows.test.ts checks this on
@@ -7,7 +7,7 @@
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import { Prisma } from "../generated/prisma/client.js";
-import type { AuditRecord, Execution, WebhookEvent } from "../generated/prisma/client.js";
+import type { AuditRecord, Execution, Review, WebhookEvent } from "../generated/prisma/client.js";
 import type { NewExecution } from "./runs.js";
 
 type Column = string | number | boolean | Date | null;
@@ -155,4 +155,54 @@ export async function insertAuditRow(db: Db, row: NewAuditRow): Promise<AuditRec
             ${row.outputHash}, ${row.msToDecision}, ${row.resumeStatus}, ${row.resumeMessage}, ${row.detail === null ? null : JSON.stringify(row.detail)}::jsonb, ${new Date()})
     RETURNING *`;
   return rows[0]!;
+}
+
+export interface NewReviewRow {
+  executionId: string;
+  taskKey: string;
+  taskName: string;
+  agent: string | null;
+  round: number;
+  output: string;
+  outputHash: string;
+  postClaimedAt: Date;
+}
+
+export class ReviewRows {
+  constructor(private readonly db: Db) {}
+
+  /** The execution's most recent review of this exact output, if any. */
+  async latestWithOutput(executionId: string, outputHash: string): Promise<Review | null> {
+    const rows = await this.db.$queryRaw<Review[]>`
+      SELECT * FROM "Review" WHERE "executionId" = ${executionId}::uuid AND "outputHash" = ${outputHash}
+      ORDER BY "createdAt" DESC, round DESC LIMIT 1`;
+    return rows[0] ?? null;
+  }
+
+  /** The task's last round, if any. */
+  async latestForTask(executionId: string, taskKey: string): Promise<Review | null> {
+    const rows = await this.db.$queryRaw<Review[]>`
+      SELECT * FROM "Review" WHERE "executionId" = ${executionId}::uuid AND "taskKey" = ${taskKey} ORDER BY round DESC LIMIT 1`;
+    return rows[0] ?? null;
+  }
+
+  /** Stores a round; undefined when another delivery (or replica) stored the same round first. */
+  async insert(row: NewReviewRow): Promise<Review | undefined> {
+    const now = new Date();
+    const rows = await this.db.$queryRaw<Review[]>`
+      INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "postClaimedAt", "createdAt", "updatedAt")
+      VALUES (${crypto.randomUUID()}::uuid, ${row.executionId}::uuid, ${row.taskKey}, ${row.taskName}, ${row.agent}, ${row.round}, ${row.output},
+              ${row.outputHash}, ${row.postClaimedAt}, ${now}, ${now})
+      ON CONFLICT ("executionId", "taskKey", round) DO NOTHING
+      RETURNING *`;
+    return rows[0];
+  }
+
+  /** Records the posted message of a review. */
+  async setMessage(id: string, messageTs: string, fileAttached: boolean): Promise<Review> {
+    const rows = await this.db.$queryRaw<Review[]>`
+      UPDATE "Review" SET "messageTs" = ${messageTs}, "fileAttached" = ${fileAttached}, "updatedAt" = ${new Date()} WHERE id = ${id}::uuid RETURNING *`;
+    if (!rows[0]) throw new Error(`review ${id} does not exist`);
+    return rows[0];
+  }
 }
