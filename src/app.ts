@@ -1,5 +1,5 @@
 // Composition root: config → database → crews → lifecycle → Slack app and HTTP routes.
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, HTTPReceiver, LogLevel, type Logger as BoltLogger } from "@slack/bolt";
 import type { AppConfig } from "./config.js";
@@ -7,7 +7,7 @@ import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
 import type { CrewConfig } from "./config.js";
 import { openDatabase, type Database } from "./db/database.js";
-import { callbackHandler, CALLBACK_PATH, healthHandler } from "./http/routes.js";
+import { callbackHandler, CALLBACK_PATH, healthHandler, matchCallbackUrl } from "./http/routes.js";
 import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
@@ -74,6 +74,17 @@ function boltLogger(log: Logger): BoltLogger {
   };
 }
 
+/** Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt. */
+function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
+  const boltListener = receiver.requestListener;
+  receiver.requestListener = (req, res) => {
+    const params = req.method === "POST" ? matchCallbackUrl(req.url) : undefined;
+    if (params) return handle(Object.assign(req, { params }), res);
+    return boltListener(req, res);
+  };
+  return receiver;
+}
+
 export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): Crewline {
   const log = opts.log ?? createLogger();
   const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -102,7 +113,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       })
     : new App({
         token: config.slack.botToken,
-        receiver: new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }),
+        receiver: withCallbackFastPath(new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }), (req, res) => callbacks(req, res)),
         clientOptions,
         logger,
       });

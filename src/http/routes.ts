@@ -10,17 +10,42 @@ type ParamsRequest = IncomingMessage & { params?: Record<string, string> };
 
 class BodyTooLarge extends Error {}
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > limit) throw new BodyTooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new BodyTooLarge();
-    chunks.push(chunk as Buffer);
+// Events rather than `for await`: this runs for every step callback, and the async iterator costs more.
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (declared > limit) return reject(new BodyTooLarge());
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("error", reject);
+  });
+}
+
+const CALLBACK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)\/?(?:\?.*)?$/;
+
+/**
+ * The parameters of a callback URL (the same ones CALLBACK_PATH names), or undefined. Lets the HTTP
+ * server route callbacks before Bolt's router, which compiles its route patterns on every request.
+ */
+export function matchCallbackUrl(url: string | undefined): { executionId: string; kind: string; secret: string } | undefined {
+  const m = url ? CALLBACK_URL.exec(url) : null;
+  if (!m) return undefined;
+  try {
+    return { executionId: decodeURIComponent(m[1]!), kind: decodeURIComponent(m[2]!), secret: decodeURIComponent(m[3]!) };
+  } catch {
+    return undefined; // malformed escapes: left to the router, which answers 404
   }
-  return Buffer.concat(chunks);
 }
 
 function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
