@@ -4,6 +4,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { isPostgresUrl, openPGlite, pgliteAdapterFactory } from "./adapters.js";
 import { applyMigrations, type MigrationSession } from "./migrate.js";
+import { pgliteSqlRunner, pgSqlRunner, registerSqlRunner } from "./sql.js";
 
 export type Db = PrismaClient;
 
@@ -39,6 +40,9 @@ function openEmbedded(dataDir: string | undefined): Database {
     connectToShadowDb: async () => (await engine).factory.connectToShadowDb(),
   } as unknown as PrismaPg;
   const prisma = new PrismaClient({ adapter });
+  const pglite = engine.then((e) => e.pglite);
+  pglite.catch(() => {}); // reported where it is awaited
+  registerSqlRunner(prisma, pgliteSqlRunner(pglite));
   const session: MigrationSession = {
     exec: async (sql) => void (await (await engine).pglite.exec(sql)),
     query: async <T>(sql: string, params?: unknown[]) => (await (await engine).pglite.query<T>(sql, params)).rows,
@@ -61,6 +65,7 @@ function openPostgres(url: string, poolSize: number): Database {
   // A failed idle client must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  registerSqlRunner(prisma, pgSqlRunner(pool, pg.types));
   return {
     prisma,
     kind: "postgres",

@@ -1,12 +1,10 @@
 // The statements every run makes (read an execution, move its state, claim its notice, record an
-// event or an audit row, store and post a review round), written as parameterized SQL through Prisma's $queryRaw.
-// Why: Prisma 6's client engine compiles each model query in WebAssembly on every call, about 1 ms of
-// CPU, against about 0.3 ms for a raw statement (bench/README: half the bot's CPU per run was query
-// compilation). Rows come back in the same shapes as the model API's (rows.test.ts checks this on
-// both databases). Colder paths keep the model API.
+// event or an audit row, store and post a review round), as parameterized SQL on the database
+// connection itself (db/sql.ts says why). Rows come back in the same shapes as Prisma's model API
+// returns them (rows.test.ts checks this on both databases); colder paths keep the model API.
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
-import { Prisma } from "../generated/prisma/client.js";
+import { sqlRunnerFor, type SqlRunner, type SqlValue } from "../db/sql.js";
 import type { AuditRecord, Execution, Review, WebhookEvent } from "../generated/prisma/client.js";
 import type { NewExecution } from "./runs.js";
 
@@ -40,17 +38,32 @@ export function isUuid(id: string): boolean {
   return UUID.test(id);
 }
 
+/** Builds a statement's text and values side by side, numbering placeholders as it goes. */
+class Statement {
+  readonly values: SqlValue[] = [];
+
+  /** Placeholder for a value: $n. */
+  param(value: SqlValue): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+
+  list(values: readonly SqlValue[]): string {
+    return values.map((v) => this.param(v)).join(", ");
+  }
+}
+
 /** `"col" = $n, …, "updatedAt" = $m`; column names come from the fixed list above, never from input. */
-function setClause(patch: ExecutionPatch): Prisma.Sql {
-  const parts: Prisma.Sql[] = [];
+function setClause(st: Statement, patch: ExecutionPatch): string {
+  const parts: string[] = [];
   for (const [column, value] of Object.entries(patch) as [string, Column | undefined][]) {
     if (value === undefined) continue;
     if (!PATCHABLE.has(column)) throw new Error(`Execution.${column} cannot be patched`);
-    parts.push(Prisma.sql`${Prisma.raw(`"${column}"`)} = ${value}`);
+    parts.push(`"${column}" = ${st.param(value)}`);
   }
-  // @updatedAt is filled in by Prisma's model API; raw statements set it themselves (UTC, like Prisma).
-  parts.push(Prisma.sql`"updatedAt" = ${new Date()}`);
-  return Prisma.join(parts, ", ");
+  // @updatedAt is filled in by Prisma's model API; these statements set it themselves.
+  parts.push(`"updatedAt" = ${st.param(new Date())}`);
+  return parts.join(", ");
 }
 
 export interface ExecutionCondition {
@@ -60,11 +73,11 @@ export interface ExecutionCondition {
   leaseOwner?: string;
 }
 
-function whereClause(id: string, cond: ExecutionCondition): Prisma.Sql {
-  const parts = [Prisma.sql`id = ${id}::uuid`];
-  if (cond.states) parts.push(cond.states.length ? Prisma.sql`state IN (${Prisma.join([...cond.states])})` : Prisma.sql`FALSE`);
-  if (cond.leaseOwner !== undefined) parts.push(Prisma.sql`"leaseOwner" = ${cond.leaseOwner}`);
-  return Prisma.join(parts, " AND ");
+function whereClause(st: Statement, id: string, cond: ExecutionCondition): string {
+  const parts = [`id = ${st.param(id)}::uuid`];
+  if (cond.states) parts.push(cond.states.length ? `state IN (${st.list(cond.states)})` : "FALSE");
+  if (cond.leaseOwner !== undefined) parts.push(`"leaseOwner" = ${st.param(cond.leaseOwner)}`);
+  return parts.join(" AND ");
 }
 
 export interface NewExecutionRow extends NewExecution {
@@ -74,34 +87,42 @@ export interface NewExecutionRow extends NewExecution {
 }
 
 export class ExecutionRows {
-  constructor(private readonly db: Db) {}
+  private readonly sql: SqlRunner;
+
+  constructor(db: Db) {
+    this.sql = sqlRunnerFor(db);
+  }
 
   async insert(row: NewExecutionRow): Promise<Execution> {
     const now = new Date();
-    const rows = await this.db.$queryRaw<Execution[]>`
-      INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt")
-      VALUES (${crypto.randomUUID()}::uuid, ${row.crewName}, ${row.teamId}, ${row.channelId}, ${row.userId}, ${JSON.stringify(row.inputs)}::jsonb,
-              ${row.state}, ${row.requestId}, ${row.webhookSecret}, ${row.webhooks}, ${now}, ${now}, ${now})
-      RETURNING *`;
+    const rows = await this.sql.query<Execution>(
+      `INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt")
+       VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $11, $11)
+       RETURNING *`,
+      [crypto.randomUUID(), row.crewName, row.teamId, row.channelId, row.userId, JSON.stringify(row.inputs), row.state, row.requestId, row.webhookSecret, row.webhooks, now],
+    );
     return rows[0]!;
   }
 
   /** The execution, or null (also for an id that is not a uuid, which no execution has). */
   async find(id: string): Promise<Execution | null> {
     if (!isUuid(id)) return null;
-    const rows = await this.db.$queryRaw<Execution[]>`SELECT * FROM "Execution" WHERE id = ${id}::uuid`;
+    const rows = await this.sql.query<Execution>(`SELECT * FROM "Execution" WHERE id = $1::uuid`, [id]);
     return rows[0] ?? null;
   }
 
   /** Applies the patch if the condition holds; returns how many rows changed (0 or 1). */
   update(id: string, patch: ExecutionPatch, cond: ExecutionCondition = {}): Promise<number> {
-    return this.db.$executeRaw`UPDATE "Execution" SET ${setClause(patch)} WHERE ${whereClause(id, cond)}`;
+    const st = new Statement();
+    const text = `UPDATE "Execution" SET ${setClause(st, patch)} WHERE ${whereClause(st, id, cond)}`;
+    return this.sql.execute(text, st.values);
   }
 
   /** As update, returning the changed row (null when the condition did not hold). */
   async updateReturning(id: string, patch: ExecutionPatch, cond: ExecutionCondition = {}): Promise<Execution | null> {
-    const rows = await this.db.$queryRaw<Execution[]>`UPDATE "Execution" SET ${setClause(patch)} WHERE ${whereClause(id, cond)} RETURNING *`;
-    return rows[0] ?? null;
+    const st = new Statement();
+    const text = `UPDATE "Execution" SET ${setClause(st, patch)} WHERE ${whereClause(st, id, cond)} RETURNING *`;
+    return (await this.sql.query<Execution>(text, st.values))[0] ?? null;
   }
 
   /**
@@ -109,51 +130,61 @@ export class ExecutionRows {
    * posted, and nobody holds a claim newer than `staleBefore`. Returns the run when taken.
    */
   async claimNotice(id: string, finishedStates: readonly string[], now: Date, staleBefore: Date): Promise<Execution | null> {
-    const rows = await this.db.$queryRaw<Execution[]>`
-      UPDATE "Execution" SET "noticeClaimedAt" = ${now}, "updatedAt" = ${new Date()}
-      WHERE id = ${id}::uuid AND state IN (${Prisma.join([...finishedStates])}) AND "completionTs" IS NULL
-        AND ("noticeClaimedAt" IS NULL OR "noticeClaimedAt" < ${staleBefore})
+    const st = new Statement();
+    const text = `UPDATE "Execution" SET "noticeClaimedAt" = ${st.param(now)}, "updatedAt" = ${st.param(new Date())}
+      WHERE id = ${st.param(id)}::uuid AND state IN (${st.list(finishedStates)}) AND "completionTs" IS NULL
+        AND ("noticeClaimedAt" IS NULL OR "noticeClaimedAt" < ${st.param(staleBefore)})
       RETURNING *`;
-    return rows[0] ?? null;
+    return (await this.sql.query<Execution>(text, st.values))[0] ?? null;
   }
 }
 
 export class EventRows {
-  constructor(private readonly db: Db) {}
+  private readonly sql: SqlRunner;
+
+  constructor(db: Db) {
+    this.sql = sqlRunnerFor(db);
+  }
 
   /** Stores a callback unless the same delivery was stored before; returns its id when new. */
   async insert(executionId: string, kind: string, dedupeKey: string, payload: unknown): Promise<string | undefined> {
-    const rows = await this.db.$queryRaw<{ id: string }[]>`
-      INSERT INTO "WebhookEvent" (id, "executionId", kind, "dedupeKey", payload, "receivedAt")
-      VALUES (${crypto.randomUUID()}::uuid, ${executionId}::uuid, ${kind}, ${dedupeKey}, ${JSON.stringify(payload)}::jsonb, ${new Date()})
-      ON CONFLICT ("executionId", "dedupeKey") DO NOTHING
-      RETURNING id`;
+    const rows = await this.sql.query<{ id: string }>(
+      `INSERT INTO "WebhookEvent" (id, "executionId", kind, "dedupeKey", payload, "receivedAt")
+       VALUES ($1::uuid, $2::uuid, $3, $4, $5::jsonb, $6)
+       ON CONFLICT ("executionId", "dedupeKey") DO NOTHING
+       RETURNING id`,
+      [crypto.randomUUID(), executionId, kind, dedupeKey, JSON.stringify(payload), new Date()],
+    );
     return rows[0]?.id;
   }
 
   /** Counts a processing attempt and returns the event. */
   async startAttempt(id: string): Promise<WebhookEvent | null> {
-    const rows = await this.db.$queryRaw<WebhookEvent[]>`UPDATE "WebhookEvent" SET attempts = attempts + 1 WHERE id = ${id}::uuid RETURNING *`;
+    const rows = await this.sql.query<WebhookEvent>(`UPDATE "WebhookEvent" SET attempts = attempts + 1 WHERE id = $1::uuid RETURNING *`, [id]);
     return rows[0] ?? null;
   }
 
   async markProcessed(id: string): Promise<void> {
-    await this.db.$executeRaw`UPDATE "WebhookEvent" SET "processedAt" = ${new Date()}, "lastError" = NULL WHERE id = ${id}::uuid`;
+    await this.sql.execute(`UPDATE "WebhookEvent" SET "processedAt" = $1, "lastError" = NULL WHERE id = $2::uuid`, [new Date(), id]);
   }
 
   async markFailed(id: string, error: string): Promise<void> {
-    await this.db.$executeRaw`UPDATE "WebhookEvent" SET "lastError" = ${error} WHERE id = ${id}::uuid`;
+    await this.sql.execute(`UPDATE "WebhookEvent" SET "lastError" = $1 WHERE id = $2::uuid`, [error, id]);
   }
 }
 
 export type NewAuditRow = Omit<AuditRecord, "id" | "createdAt" | "detail"> & { detail: Record<string, unknown> | null };
 
 export async function insertAuditRow(db: Db, row: NewAuditRow): Promise<AuditRecord> {
-  const rows = await db.$queryRaw<AuditRecord[]>`
-    INSERT INTO "AuditRecord" (id, "executionId", kind, "taskKey", round, actor, decision, feedback, "outputHash", "msToDecision", "resumeStatus", "resumeMessage", detail, "createdAt")
-    VALUES (${crypto.randomUUID()}::uuid, ${row.executionId}::uuid, ${row.kind}, ${row.taskKey}, ${row.round}, ${row.actor}, ${row.decision}, ${row.feedback},
-            ${row.outputHash}, ${row.msToDecision}, ${row.resumeStatus}, ${row.resumeMessage}, ${row.detail === null ? null : JSON.stringify(row.detail)}::jsonb, ${new Date()})
-    RETURNING *`;
+  const rows = await sqlRunnerFor(db).query<AuditRecord>(
+    `INSERT INTO "AuditRecord" (id, "executionId", kind, "taskKey", round, actor, decision, feedback, "outputHash", "msToDecision", "resumeStatus", "resumeMessage", detail, "createdAt")
+     VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14)
+     RETURNING *`,
+    [
+      crypto.randomUUID(), row.executionId, row.kind, row.taskKey, row.round, row.actor, row.decision, row.feedback,
+      row.outputHash, row.msToDecision, row.resumeStatus, row.resumeMessage, row.detail === null ? null : JSON.stringify(row.detail), new Date(),
+    ],
+  );
   return rows[0]!;
 }
 
@@ -169,39 +200,50 @@ export interface NewReviewRow {
 }
 
 export class ReviewRows {
-  constructor(private readonly db: Db) {}
+  private readonly sql: SqlRunner;
+
+  constructor(db: Db) {
+    this.sql = sqlRunnerFor(db);
+  }
 
   /** The execution's most recent review of this exact output, if any. */
   async latestWithOutput(executionId: string, outputHash: string): Promise<Review | null> {
-    const rows = await this.db.$queryRaw<Review[]>`
-      SELECT * FROM "Review" WHERE "executionId" = ${executionId}::uuid AND "outputHash" = ${outputHash}
-      ORDER BY "createdAt" DESC, round DESC LIMIT 1`;
+    const rows = await this.sql.query<Review>(
+      `SELECT * FROM "Review" WHERE "executionId" = $1::uuid AND "outputHash" = $2 ORDER BY "createdAt" DESC, round DESC LIMIT 1`,
+      [executionId, outputHash],
+    );
     return rows[0] ?? null;
   }
 
   /** The task's last round, if any. */
   async latestForTask(executionId: string, taskKey: string): Promise<Review | null> {
-    const rows = await this.db.$queryRaw<Review[]>`
-      SELECT * FROM "Review" WHERE "executionId" = ${executionId}::uuid AND "taskKey" = ${taskKey} ORDER BY round DESC LIMIT 1`;
+    const rows = await this.sql.query<Review>(`SELECT * FROM "Review" WHERE "executionId" = $1::uuid AND "taskKey" = $2 ORDER BY round DESC LIMIT 1`, [executionId, taskKey]);
     return rows[0] ?? null;
+  }
+
+  /** An execution's reviews still waiting for a decision, oldest first. */
+  pendingOf(executionId: string): Promise<Review[]> {
+    return this.sql.query<Review>(`SELECT * FROM "Review" WHERE "executionId" = $1::uuid AND state = 'pending' ORDER BY "createdAt"`, [executionId]);
   }
 
   /** Stores a round; undefined when another delivery (or replica) stored the same round first. */
   async insert(row: NewReviewRow): Promise<Review | undefined> {
-    const now = new Date();
-    const rows = await this.db.$queryRaw<Review[]>`
-      INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "postClaimedAt", "createdAt", "updatedAt")
-      VALUES (${crypto.randomUUID()}::uuid, ${row.executionId}::uuid, ${row.taskKey}, ${row.taskName}, ${row.agent}, ${row.round}, ${row.output},
-              ${row.outputHash}, ${row.postClaimedAt}, ${now}, ${now})
-      ON CONFLICT ("executionId", "taskKey", round) DO NOTHING
-      RETURNING *`;
+    const rows = await this.sql.query<Review>(
+      `INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "postClaimedAt", "createdAt", "updatedAt")
+       VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+       ON CONFLICT ("executionId", "taskKey", round) DO NOTHING
+       RETURNING *`,
+      [crypto.randomUUID(), row.executionId, row.taskKey, row.taskName, row.agent, row.round, row.output, row.outputHash, row.postClaimedAt, new Date()],
+    );
     return rows[0];
   }
 
   /** Records the posted message of a review. */
   async setMessage(id: string, messageTs: string, fileAttached: boolean): Promise<Review> {
-    const rows = await this.db.$queryRaw<Review[]>`
-      UPDATE "Review" SET "messageTs" = ${messageTs}, "fileAttached" = ${fileAttached}, "updatedAt" = ${new Date()} WHERE id = ${id}::uuid RETURNING *`;
+    const rows = await this.sql.query<Review>(
+      `UPDATE "Review" SET "messageTs" = $1, "fileAttached" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING *`,
+      [messageTs, fileAttached, new Date(), id],
+    );
     if (!rows[0]) throw new Error(`review ${id} does not exist`);
     return rows[0];
   }

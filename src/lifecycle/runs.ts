@@ -6,7 +6,7 @@ import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./sta
 import type { Clock, Execution, Review, RunNotifier } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import { sha256, type Audit } from "./audit.js";
-import { ExecutionRows, type ExecutionPatch } from "./rows.js";
+import { ExecutionRows, ReviewRows, type ExecutionPatch } from "./rows.js";
 
 export interface NewExecution {
   crewName: string;
@@ -29,6 +29,7 @@ export const DEFAULT_CLAIM_STALE_MS = 60_000;
 
 export class Runs {
   private readonly rows: ExecutionRows;
+  private readonly reviewRows: ReviewRows;
 
   constructor(
     private readonly db: Db,
@@ -40,6 +41,7 @@ export class Runs {
     readonly claimStaleMs = DEFAULT_CLAIM_STALE_MS,
   ) {
     this.rows = new ExecutionRows(db);
+    this.reviewRows = new ReviewRows(db);
   }
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
@@ -118,8 +120,7 @@ export class Runs {
   }
 
   private async closePendingReviews(execution: Execution): Promise<void> {
-    // Raw, like the rest of the per-run path (see rows.ts); usually no rows.
-    const pending = await this.db.$queryRaw<Review[]>`SELECT * FROM "Review" WHERE "executionId" = ${execution.id}::uuid AND state = 'pending' ORDER BY "createdAt"`;
+    const pending = await this.reviewRows.pendingOf(execution.id);
     for (const review of pending) {
       const { count } = await this.db.review.updateMany({ where: { id: review.id, state: "pending" }, data: { state: "closed" } });
       if (count === 1 && review.messageTs) {
