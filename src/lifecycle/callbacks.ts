@@ -14,8 +14,13 @@ import type { Execution } from "./ports.js";
 import { WorkQueue } from "./work-queue.js";
 import { EventRows, ExecutionRows } from "./rows.js";
 
-/** Recorded callbacks processed at once; the rest wait their turn (they are durable already). */
-const PROCESSING_CONCURRENCY = 2;
+/**
+ * Recorded callbacks processed at once; the rest wait their turn (they are durable already). Two
+ * overlap one job's Slack call with another's queries on PostgreSQL. The embedded database runs one
+ * query at a time on the bot's own thread, where a second job adds nothing but makes callbacks wait
+ * longer for their answer (the app passes 1 there).
+ */
+export const DEFAULT_PROCESSING_CONCURRENCY = 2;
 
 export const CALLBACK_KINDS = ["step", "task", "crew"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
@@ -42,9 +47,10 @@ export class Callbacks {
     private readonly reviews: Reviews,
     private readonly progress: ProgressCoalescer,
     private readonly log: Logger,
+    processingConcurrency = DEFAULT_PROCESSING_CONCURRENCY,
   ) {
     // process() logs its own failures with the event they belong to.
-    this.work = new WorkQueue(PROCESSING_CONCURRENCY, () => {});
+    this.work = new WorkQueue(processingConcurrency, () => {});
     this.events = new EventRows(db);
     this.executions = new ExecutionRows(db);
   }

@@ -21,6 +21,8 @@ export interface LifecycleDeps {
   progressIntervalMs?: number;
   /** How long a claim on a Slack post holds before another replica may retake it. */
   claimStaleMs?: number;
+  /** Recorded callbacks processed at once (default 2; see Callbacks). */
+  processingConcurrency?: number;
 }
 
 export class Lifecycle {
@@ -36,7 +38,7 @@ export class Lifecycle {
     this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.progress, this.audit, deps.claimStaleMs);
     this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
-    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log);
+    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);
   }
 }
 
