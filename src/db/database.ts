@@ -44,8 +44,8 @@ function openEmbedded(dataDir: string | undefined): Database {
   pglite.catch(() => {}); // reported where it is awaited
   registerSqlRunner(prisma, pgliteSqlRunner(pglite));
   const session: MigrationSession = {
-    exec: async (sql) => void (await (await engine).pglite.exec(sql)),
-    query: async <T>(sql: string, params?: unknown[]) => (await (await engine).pglite.query<T>(sql, params)).rows,
+    exec: async (sql) => void (await (await pglite).exec(sql)),
+    query: async <T>(sql: string, params?: unknown[]) => (await (await pglite).query<T>(sql, params)).rows,
   };
   return {
     prisma,
@@ -54,8 +54,8 @@ function openEmbedded(dataDir: string | undefined): Database {
     migrate: () => applyMigrations(session, undefined, { advisoryLock: false }),
     close: async () => {
       await prisma.$disconnect();
-      const opened = await engine.catch(() => undefined);
-      await opened?.pglite.close();
+      const opened = await pglite.catch(() => undefined);
+      await opened?.close();
     },
   };
 }

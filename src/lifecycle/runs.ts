@@ -3,7 +3,7 @@ import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./states.js";
-import type { Clock, Execution, Review, RunNotifier } from "./ports.js";
+import type { Clock, Execution, RunNotifier } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import { sha256, type Audit } from "./audit.js";
 import { ExecutionRows, ReviewRows, type ExecutionPatch } from "./rows.js";
