@@ -12,7 +12,7 @@ import type { Reviews } from "./reviews.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Execution } from "./ports.js";
 import { WorkQueue } from "./work-queue.js";
-import { EventRows, ExecutionRows } from "./rows.js";
+import { EventRows, ExecutionRows, isUuid } from "./rows.js";
 
 /**
  * Recorded callbacks processed at once; the rest wait their turn (they are durable already). Two
@@ -31,8 +31,6 @@ export interface CallbackAnswer {
   /** Schedules the work to do after the HTTP answer (the durable record exists already). */
   after?: () => void;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
@@ -56,7 +54,7 @@ export class Callbacks {
   }
 
   async accept(executionId: string, kind: string, secret: string, body: unknown): Promise<CallbackAnswer> {
-    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !UUID.test(executionId)) return { status: 404, message: "unknown callback" };
+    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { status: 404, message: "unknown callback" };
     const execution = await this.lookup(executionId);
     if (!execution) return { status: 404, message: "unknown execution" };
     if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };

@@ -7,7 +7,7 @@ import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import { nextRound, reviewTransition, type ReviewEvent } from "./states.js";
 import type { Runs } from "./runs.js";
 import type { Audit } from "./audit.js";
-import { ReviewRows } from "./rows.js";
+import { ReviewRows, isUuid } from "./rows.js";
 import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
 
 export type DecisionOutcome =
@@ -271,8 +271,4 @@ export class Reviews {
 export function resumeNote(resume: ResumeResult): string | undefined {
   const parts = [resume.status, resume.message].filter(Boolean);
   return parts.length ? `Crew: ${parts.join(" — ")}` : undefined;
-}
-
-function isUuid(text: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text);
 }
