@@ -8,8 +8,6 @@ import { sqlRunnerFor, type SqlRunner, type SqlValue } from "../db/sql.js";
 import type { AuditRecord, Execution, Review, WebhookEvent } from "../generated/prisma/client.js";
 import type { NewExecution } from "./runs.js";
 
-type Column = string | number | boolean | Date | null;
-
 /** Execution columns the lifecycle writes after creation; only these may appear in a patch. */
 const EXECUTION_PATCHABLE = [
   "kickoffId",
@@ -56,7 +54,7 @@ class Statement {
 /** `"col" = $n, …, "updatedAt" = $m`; column names come from the fixed list above, never from input. */
 function setClause(st: Statement, patch: ExecutionPatch): string {
   const parts: string[] = [];
-  for (const [column, value] of Object.entries(patch) as [string, Column | undefined][]) {
+  for (const [column, value] of Object.entries(patch) as [string, SqlValue | undefined][]) {
     if (value === undefined) continue;
     if (!PATCHABLE.has(column)) throw new Error(`Execution.${column} cannot be patched`);
     parts.push(`"${column}" = ${st.param(value)}`);
