@@ -74,12 +74,14 @@ function boltLogger(log: Logger): BoltLogger {
   };
 }
 
-/** Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt. */
+/**
+ * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
+ * A malformed callback URL gets the handler's 404 too: Bolt would log the URL, secret included.
+ */
 function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
   const boltListener = receiver.requestListener;
   receiver.requestListener = (req, res) => {
-    const params = req.method === "POST" ? matchCallbackUrl(req.url) : undefined;
-    if (params) return handle(Object.assign(req, { params }), res);
+    if (req.method === "POST" && req.url?.startsWith("/hooks/")) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
     return boltListener(req, res);
   };
   return receiver;

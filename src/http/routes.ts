@@ -44,7 +44,7 @@ export function matchCallbackUrl(url: string | undefined): { executionId: string
   try {
     return { executionId: decodeURIComponent(m[1]!), kind: decodeURIComponent(m[2]!), secret: decodeURIComponent(m[3]!) };
   } catch {
-    return undefined; // malformed escapes: left to the router, which answers 404
+    return undefined; // malformed escapes: no callback of ours
   }
 }
 

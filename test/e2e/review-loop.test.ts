@@ -138,6 +138,8 @@ describe("review loop", () => {
     expect(await post(`/hooks/${execution.id}/task/wrong-secret`, task)).toBe(401);
     expect(await post(`/hooks/00000000-0000-4000-8000-000000000000/task/${execution.webhookSecret}`, task)).toBe(404);
     expect(await post(`/hooks/not-a-uuid/task/x`, task)).toBe(404);
+    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}/extra`, task)).toBe(404);
+    expect(await post(`/hooks/${execution.id}/task/%E0%A4%A`, task)).toBe(404);
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, "{not json")).toBe(400);
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ kickoff_id: "k" }))).toBe(400);
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ output: "x".repeat(3 * 1024 * 1024) }))).toBe(413);
