@@ -23,6 +23,27 @@ describe("homeView", () => {
     expect(text).toContain("any channel");
   });
 
+  it("renders one list item per line (mrkdwn keeps its newlines)", () => {
+    const view = homeView({
+      userId: "U1",
+      now,
+      reviews: [{ crewName: "research", taskName: "Research", round: 1, waitingMs: 1_000, channelId: "C1" }],
+      runs: [
+        { crewName: "a", state: "running", channelId: "C1", startedAt: now },
+        { crewName: "b", state: "completed", channelId: "C1", startedAt: now },
+      ],
+      crews: [{ name: "research" }, { name: "writer" }],
+    });
+    const sections = (view.blocks as any[]).filter((b) => b.type === "section").map((b) => b.text.text as string);
+    const runs = sections.find((t) => t.includes("*a*"))!;
+    expect(runs.split("\n")).toHaveLength(2);
+    expect(runs.split("\n")[1]).toMatch(/^• \*b\*/);
+    const crews = sections.find((t) => t.includes("*writer*"))!;
+    expect(crews.split("\n")).toEqual([expect.stringMatching(/^• \*research\*/), expect.stringMatching(/^• \*writer\*/)]);
+    const review = sections.find((t) => t.includes("*Research*"))!;
+    expect(review.split("\n")).toHaveLength(2);
+  });
+
   it("stays within Block Kit limits with many long entries", () => {
     const long = "x".repeat(500);
     const view = homeView({

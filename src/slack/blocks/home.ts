@@ -3,7 +3,7 @@
 // (100 blocks per view, 3,000 chars per section text).
 import type { types } from "@slack/bolt";
 import { LIMITS } from "./limits.js";
-import { escapeMrkdwn, formatDuration, truncatePlain } from "./text.js";
+import { escapeMrkdwn, excerpt, formatDuration, truncatePlain } from "./text.js";
 
 export interface HomeReview {
   crewName: string;
@@ -52,9 +52,10 @@ const STATE_LABEL: Record<string, string> = {
 };
 
 const name = (text: string) => escapeMrkdwn(truncatePlain(text, 80));
-const section = (text: string): types.KnownBlock => ({ type: "section", text: { type: "mrkdwn", text: truncatePlain(text, LIMITS.sectionText) } });
+// mrkdwn is cut with excerpt(), which keeps line breaks; truncatePlain is for single-line plain_text.
+const section = (text: string): types.KnownBlock => ({ type: "section", text: { type: "mrkdwn", text: excerpt(text, LIMITS.sectionText).text } });
 const header = (text: string): types.KnownBlock => ({ type: "header", text: { type: "plain_text", text: truncatePlain(text, LIMITS.header) } });
-const context = (text: string): types.KnownBlock => ({ type: "context", elements: [{ type: "mrkdwn", text: truncatePlain(text, LIMITS.contextText) }] });
+const context = (text: string): types.KnownBlock => ({ type: "context", elements: [{ type: "mrkdwn", text: excerpt(text, LIMITS.contextText).text }] });
 const more = (n: number, what: string) => (n > 0 ? [context(`…and ${n} more ${what}.`)] : []);
 
 /** Lines joined into as few sections as fit the 3,000-char section limit. */
