@@ -21,6 +21,9 @@ import { ReviewerRules } from "./review/rules.js";
 import { registerAppHome } from "./home/app-home.js";
 import type { FeatureDeps } from "./slack/deps.js";
 import { SlackRunNotifier } from "./slack/notifier.js";
+import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
+import { FlowRequests } from "./flows/service.js";
+import { SlackFlowEffects } from "./flows/slack-effects.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -44,6 +47,8 @@ export interface Crewline {
   watcher: RunWatcher;
   reviewers: ReviewerRules;
   reminders: ReviewReminders;
+  /** Flow feedback requests (POST /hooks/flows/<name>). */
+  flows: FlowRequests;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -95,6 +100,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   const customRoutes = [
     { path: CALLBACK_PATH, method: ["POST"], handler: (req: any, res: any) => callbacks(req, res) },
+    { path: FLOW_HOOK_PATH, method: ["POST"], handler: (req: any, res: any) => flowIntake(req, res) },
     { path: "/healthz", method: ["GET"], handler: (req: any, res: any) => health(req, res) },
   ];
   const clientOptions = {
@@ -115,7 +121,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       })
     : new App({
         token: config.slack.botToken,
-        receiver: withCallbackFastPath(new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }), (req, res) => callbacks(req, res)),
+        receiver: withCallbackFastPath(new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }), (req, res) =>
+          req.url?.startsWith(FLOW_HOOK_PREFIX) ? flowIntake(req, res) : callbacks(req, res),
+        ),
         clientOptions,
         logger,
       });
@@ -146,15 +154,36 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
   const callbacks = callbackHandler(lifecycle, log);
+  const flowConfigs = config.flows ?? [];
+  const flowRules = new ReviewerRules(
+    { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
+    async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [],
+    log,
+    opts.clock,
+  );
+  const flows = new FlowRequests({
+    db: database.prisma,
+    flows: flowConfigs,
+    effects: new SlackFlowEffects(app.client, log),
+    rules: flowRules,
+    audit: lifecycle.audit,
+    log,
+    clock: opts.clock,
+    claimStaleMs: config.polling?.claimStaleMs,
+    reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
+  });
+  const flowIntake = flowIntakeHandler(flows, log);
+  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
   const health = healthHandler(async () => void (await database.prisma.$queryRaw`SELECT 1`));
 
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers };
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerReviewActions(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
+  registerFlowActions(app, flows, log);
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
   let server: Server | undefined;
@@ -166,23 +195,31 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     watcher,
     reviewers,
     reminders,
+    flows,
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
       // Slack effects a crash left undone (unposted reviews, unannounced finishes), then status polling.
       await watcher.recover();
+      // Flow requests recorded but never posted (a crash between intake and post): posted now, once.
+      await flows.recover();
       reviewers.prefetch();
+      flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
+      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs });
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
       watcher.start();
       log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
+      // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
+      for (const hook of flowHooks) log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
       return { port };
     },
     async stop() {
       await watcher.stop();
       reminders.stop();
+      await flows.stop();
       await app.stop().catch(() => {});
       // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.
       await Promise.race([lifecycle.callbacks.drain(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);

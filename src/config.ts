@@ -21,6 +21,18 @@ export interface CrewConfig {
   reviewers?: ReviewerRules;
 }
 
+/** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
+export interface FlowConfig {
+  /** URL-safe name: the webhook path segment and the name shown in Slack. */
+  name: string;
+  /** The webhook signing secret from the flow's dashboard (Human in the Loop). */
+  secret: string;
+  /** Channel id where its requests are posted. */
+  channel: string;
+  /** Who may decide (besides the request's assignee); unset: anyone in the channel. */
+  reviewers?: ReviewerRules;
+}
+
 export interface AppConfig {
   slack: {
     botToken: string;
@@ -33,6 +45,8 @@ export interface AppConfig {
   databaseUrl?: string;
   dataDir: string;
   crews: CrewConfig[];
+  /** Flows whose feedback requests are answered in Slack (FLOW_* or `flows:` in CREWS_FILE). */
+  flows?: FlowConfig[];
   /**
    * Status polling (src/lifecycle/watcher.ts). Optional tuning, mainly for tests and replicas:
    * POLL_INTERVAL_MS (tick, default 1000), POLL_MIN_BACKOFF_MS (2000), POLL_MAX_BACKOFF_MS (60000),
@@ -65,7 +79,11 @@ const VARIABLES: Record<string, string> = {
   CREW_USER_TOKEN: "an optional user-scoped bearer token used for read-only crew calls",
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
-  CREWS_FILE: "a YAML or JSON file listing several crews",
+  CREWS_FILE: "a YAML or JSON file listing several crews (crews:) and flows (flows:)",
+  FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
+  FLOW_WEBHOOK_SECRET: "the flow's webhook signing secret (flow dashboard → Settings → Human in the Loop)",
+  FLOW_CHANNEL: "the channel id (C…) where the flow's feedback requests are posted",
+  FLOW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to answer the flow's requests",
   POLL_INTERVAL_MS: "how often (ms) the bot looks for runs whose status is due to be polled (default 1000)",
   POLL_MIN_BACKOFF_MS: "first wait (ms) between status polls of a run, and the wait after a change (default 2000)",
   POLL_MAX_BACKOFF_MS: "longest wait (ms) between status polls of an unchanged run (default 60000)",
@@ -98,27 +116,43 @@ const crewFileEntry = z
   })
   .strict();
 
+const flowName = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, "use 1-64 letters, digits, - or _ (it is part of the webhook URL)");
+const channelId = z.string().trim().regex(/^[CGD][A-Z0-9]{2,}$/, "must be a channel id such as C0123ABCD");
+
+const flowFileEntry = z
+  .object({
+    name: flowName,
+    secret: z.string().min(1).optional(),
+    secretEnv: z.string().min(1).optional(),
+    channel: channelId,
+    reviewers: idList.optional(),
+  })
+  .strict();
+
 /** Splits reviewer ids: user groups start with S, users with U or W. */
 export function parseReviewers(ids: string[] | undefined): ReviewerRules | undefined {
   if (!ids || ids.length === 0) return undefined;
   return { users: ids.filter((id) => !id.startsWith("S")), usergroups: ids.filter((id) => id.startsWith("S")) };
 }
 
-function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[]): CrewConfig[] {
+function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[]): { crews: CrewConfig[]; flows: FlowConfig[] } {
   let raw: unknown;
   try {
     const text = fs.readFileSync(file, "utf8");
     raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
   } catch (err) {
     problems.push(`${describe("CREWS_FILE")}: cannot read ${path.basename(file)}: ${(err as Error).message.split("\n")[0]}`);
-    return [];
+    return { crews: [], flows: [] };
   }
-  const list = Array.isArray(raw) ? raw : (raw as { crews?: unknown } | null)?.crews;
-  const parsed = z.array(crewFileEntry).min(1).safeParse(list);
+  const flowList = Array.isArray(raw) ? undefined : (raw as { flows?: unknown } | null)?.flows;
+  const flows = flowList === undefined ? [] : readFlowEntries(flowList, env, problems);
+  const list = Array.isArray(raw) ? raw : ((raw as { crews?: unknown } | null)?.crews ?? (flowList !== undefined ? [] : undefined));
+  // A flow-only file (flows: and no crews:) is valid.
+  const parsed = z.array(crewFileEntry).min(flowList !== undefined ? 0 : 1).safeParse(list);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     problems.push(`${describe("CREWS_FILE")}: expected a list of crews (name, baseUrl, token or tokenEnv); at ${issue?.path.join(".") || "top level"}: ${issue?.message}`);
-    return [];
+    return { crews: [], flows };
   }
   const crews: CrewConfig[] = [];
   for (const entry of parsed.data) {
@@ -132,7 +166,43 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) problems.push(`${describe("CREWS_FILE")}: crew name "${dup}" appears twice`);
-  return crews;
+  return { crews, flows };
+}
+
+function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
+  const parsed = z.array(flowFileEntry).safeParse(list);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    problems.push(`${describe("CREWS_FILE")}: expected flows: a list of flows (name, secret or secretEnv, channel, reviewers?); at flows.${issue?.path.join(".") || ""}: ${issue?.message}`);
+    return [];
+  }
+  const flows: FlowConfig[] = [];
+  for (const entry of parsed.data) {
+    const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
+    if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
+    else flows.push({ name: entry.name, secret, channel: entry.channel, reviewers: parseReviewers(entry.reviewers) });
+  }
+  const names = flows.map((f) => f.name.toLowerCase());
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) problems.push(`${describe("CREWS_FILE")}: flow name "${dup}" appears twice`);
+  return flows;
+}
+
+/** FLOW_NAME / FLOW_WEBHOOK_SECRET / FLOW_CHANNEL / FLOW_REVIEWERS: one flow, or none when unset. */
+function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
+  const secret = optional(env, "FLOW_WEBHOOK_SECRET");
+  const channel = optional(env, "FLOW_CHANNEL");
+  const name = optional(env, "FLOW_NAME");
+  const reviewers = optional(env, "FLOW_REVIEWERS");
+  if (!secret && !channel && !name && !reviewers) return [];
+  if (!secret) problems.push(`FLOW_WEBHOOK_SECRET is missing: ${VARIABLES.FLOW_WEBHOOK_SECRET} (needed because another FLOW_* variable is set)`);
+  if (!channel) problems.push(`FLOW_CHANNEL is missing: ${VARIABLES.FLOW_CHANNEL}`);
+  const checkedName = flowName.safeParse(name ?? "flow");
+  if (!checkedName.success) problems.push(`${describe("FLOW_NAME")} is invalid: ${checkedName.error.issues[0]?.message}`);
+  const checkedChannel = channel ? channelId.safeParse(channel) : undefined;
+  if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
+  if (!secret || !checkedName.success || !checkedChannel?.success) return [];
+  return [{ name: checkedName.data, secret, channel: checkedChannel.data, reviewers: parseReviewers(idList.parse(reviewers ?? "")) }];
 }
 
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
@@ -179,9 +249,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const reminderMax = check("REVIEW_REMINDER_MAX", z.coerce.number().int().min(0).max(20), optional(env, "REVIEW_REMINDER_MAX")) ?? 3;
 
   let crews: CrewConfig[] = [];
+  const flows = readFlowEnv(env, problems);
   const crewsFile = optional(env, "CREWS_FILE");
   if (crewsFile) {
-    crews = readCrewsFile(crewsFile, env, problems);
+    const file = readCrewsFile(crewsFile, env, problems);
+    crews = file.crews;
+    flows.push(...file.flows);
+    const names = flows.map((f) => f.name.toLowerCase());
+    const dup = names.find((n, i) => names.indexOf(n) !== i);
+    if (dup && file.flows.length) problems.push(`${describe("FLOW_NAME")}: flow name "${dup}" is also in CREWS_FILE`);
+  } else if (flows.length > 0 && !optional(env, "CREW_BASE_URL") && !optional(env, "CREW_TOKEN")) {
+    // A flow-only set-up: no crew to start from Slack.
   } else {
     const baseUrl = optional(env, "CREW_BASE_URL");
     const token = optional(env, "CREW_TOKEN");
@@ -209,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     databaseUrl,
     dataDir,
     crews,
+    flows,
     polling,
     reviewReminders: { afterMinutes: reminderMinutes, max: reminderMax },
   };

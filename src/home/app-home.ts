@@ -57,6 +57,19 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       permalink: i < HOME_MAX_REVIEWS ? await permalink(r.execution.channelId, r.messageTs!, r.execution.threadTs ?? undefined) : undefined,
     })),
   );
+  // Flow feedback requests this user may answer (by the flow's reviewer rules, or as the assignee).
+  const flowWaiting = deps.flows ? await deps.flows.waitingFor(userId) : [];
+  const flowReviews = await Promise.all(
+    flowWaiting.map(async (r, i) => ({
+      crewName: `flow ${r.flowName}`,
+      taskName: r.methodName ?? "feedback request",
+      round: 1,
+      waitingMs: now.getTime() - r.createdAt.getTime(),
+      channelId: r.channelId,
+      permalink: reviews.length + i < HOME_MAX_REVIEWS ? await permalink(r.channelId, r.messageTs!) : undefined,
+    })),
+  );
+  reviews.push(...flowReviews);
   const executions = await home.db.execution.findMany({ where: { userId }, orderBy: { createdAt: "desc" }, take: HOME_MAX_RUNS + 1 });
   const runs = await Promise.all(
     executions.map(async (e) => ({
@@ -69,7 +82,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     })),
   );
   const crews = deps.crews.all().map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
-  return { userId, reviews, runs, crews, now };
+  return { userId, reviews, runs, crews, now, flows: deps.flowHooks };
 }
 
 export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {

@@ -8,10 +8,10 @@ export const CALLBACK_PATH = "/hooks/:executionId/:kind/:secret";
 
 type ParamsRequest = IncomingMessage & { params?: Record<string, string> };
 
-class BodyTooLarge extends Error {}
+export class BodyTooLarge extends Error {}
 
 // Events rather than `for await`: this runs for every step callback, and the async iterator costs more.
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers["content-length"] ?? 0);
     if (declared > limit) return reject(new BodyTooLarge());

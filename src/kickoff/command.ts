@@ -54,7 +54,12 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
     const payload = commandPayload.parse(command);
     const parsed = parseCrewCommand(payload.text);
     if (parsed.kind === "help") {
-      await ack({ response_type: "ephemeral", text: helpText(commandName, deps.crews.all().map((c) => c.name)) });
+      await ack({ response_type: "ephemeral", text: helpText(commandName, deps.crews.all().map((c) => c.name), deps.flowHooks) });
+      return;
+    }
+    if (parsed.kind === "open" && deps.crews.all().length === 0) {
+      // A flow-only set-up: there is nothing to start.
+      await ack({ response_type: "ephemeral", text: `No crew is configured in Crewline, so there is nothing to start here. ${deps.flowHooks?.length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.` });
       return;
     }
     await ack();

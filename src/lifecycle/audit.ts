@@ -7,15 +7,18 @@ import type { AuditRecord } from "../generated/prisma/client.js";
 import { insertAuditRow } from "./rows.js";
 
 export type { AuditRecord };
-export type AuditKind = "kickoff" | "decision" | "completion";
+export type AuditKind = "kickoff" | "decision" | "completion" | "flow_decision";
 
 export interface NewAuditRecord {
-  executionId: string;
+  /** The crew run; null for a flow feedback request (then flowRequestId is set). */
+  executionId: string | null;
+  flowRequestId?: string | null;
   kind: AuditKind;
   taskKey?: string | null;
   round?: number | null;
   actor?: string | null;
-  decision?: "approve" | "reject" | null;
+  /** approve | reject for crew reviews; the chosen outcome (or "feedback") for flow requests. */
+  decision?: string | null;
   feedback?: string | null;
   outputHash?: string | null;
   msToDecision?: number | null;
@@ -39,6 +42,7 @@ export class Audit {
     try {
       return await insertAuditRow(this.db, {
         executionId: row.executionId,
+        flowRequestId: row.flowRequestId ?? null,
         kind: row.kind,
         taskKey: row.taskKey ?? null,
         round: row.round ?? null,
@@ -55,6 +59,11 @@ export class Audit {
       this.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
       return undefined;
     }
+  }
+
+  /** A flow feedback request's history, oldest first. */
+  forFlowRequest(flowRequestId: string): Promise<AuditRecord[]> {
+    return this.db.auditRecord.findMany({ where: { flowRequestId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
   }
 
   /** An execution's history, oldest first. */
@@ -77,6 +86,7 @@ export const AUDIT_COLUMNS = [
   "resumeStatus",
   "resumeMessage",
   "detail",
+  "flowRequestId",
 ] as const;
 
 function csvCell(value: unknown): string {

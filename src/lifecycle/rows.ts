@@ -171,16 +171,16 @@ export class EventRows {
   }
 }
 
-export type NewAuditRow = Omit<AuditRecord, "id" | "createdAt" | "detail"> & { detail: Record<string, unknown> | null };
+export type NewAuditRow = Omit<AuditRecord, "id" | "createdAt" | "detail" | "flowRequestId"> & { detail: Record<string, unknown> | null; flowRequestId?: string | null };
 
 export async function insertAuditRow(db: Db, row: NewAuditRow): Promise<AuditRecord> {
   const rows = await sqlRunnerFor(db).query<AuditRecord>(
-    `INSERT INTO "AuditRecord" (id, "executionId", kind, "taskKey", round, actor, decision, feedback, "outputHash", "msToDecision", "resumeStatus", "resumeMessage", detail, "createdAt")
-     VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14)
+    `INSERT INTO "AuditRecord" (id, "executionId", kind, "taskKey", round, actor, decision, feedback, "outputHash", "msToDecision", "resumeStatus", "resumeMessage", detail, "createdAt", "flowRequestId")
+     VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15::uuid)
      RETURNING *`,
     [
       crypto.randomUUID(), row.executionId, row.kind, row.taskKey, row.round, row.actor, row.decision, row.feedback,
-      row.outputHash, row.msToDecision, row.resumeStatus, row.resumeMessage, row.detail === null ? null : JSON.stringify(row.detail), new Date(),
+      row.outputHash, row.msToDecision, row.resumeStatus, row.resumeMessage, row.detail === null ? null : JSON.stringify(row.detail), new Date(), row.flowRequestId ?? null,
     ],
   );
   return rows[0]!;

@@ -4,6 +4,7 @@ import type { Lifecycle } from "../lifecycle/index.js";
 import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import type { ReviewerRules } from "../review/rules.js";
+import type { FlowRequests } from "../flows/service.js";
 
 export interface FeatureDeps {
   lifecycle: Lifecycle;
@@ -16,4 +17,8 @@ export interface FeatureDeps {
   reviewers?: ReviewerRules;
   /** Called once a run has started, so it is watched (status polling). */
   onRunStarted?: (execution: Execution) => void;
+  /** Flow feedback requests (App Home lists those waiting for the user). */
+  flows?: FlowRequests;
+  /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */
+  flowHooks?: { name: string; webhookUrl: string }[];
 }

@@ -130,7 +130,7 @@ describe("audit trail", () => {
     expect(json).toHaveLength(5);
     expect(json[1]).toMatchObject({ kind: "decision", actor: USER, decision: "reject", feedback: "Cite primary sources", round: 1 });
     const csv = files.find((f) => f.filename.endsWith(".csv"))!.content.trim().split("\r\n");
-    expect(csv[0]).toBe("createdAt,kind,executionId,taskKey,round,actor,decision,feedback,outputHash,msToDecision,resumeStatus,resumeMessage,detail");
+    expect(csv[0]).toBe("createdAt,kind,executionId,taskKey,round,actor,decision,feedback,outputHash,msToDecision,resumeStatus,resumeMessage,detail,flowRequestId");
     expect(csv).toHaveLength(6);
     expect(csv[2]).toContain(",decision,");
     expect(csv[2]).toContain("Cite primary sources");

@@ -545,6 +545,16 @@ class FakeSlackServer implements FakeSlack {
       const name = id.toLowerCase();
       return { user: { id, team_id: this.teamId, name, real_name: name, tz: "UTC", is_bot: id === this.botUserId, deleted: false, profile: { display_name: name, real_name: name }, ...this.users.get(id) } };
     },
+    "users.lookupByEmail": (args) => {
+      const email = String(required(args, "email", "invalid_email")).toLowerCase();
+      for (const [id, user] of this.users) {
+        const profile = (user.profile ?? {}) as Record<string, unknown>;
+        if (String(profile.email ?? user.email ?? "").toLowerCase() === email) {
+          return { user: { id, team_id: this.teamId, name: id.toLowerCase(), deleted: false, is_bot: false, ...user, profile: { ...profile, email } } };
+        }
+      }
+      return fail("users_not_found");
+    },
     "usergroups.users.list": (args) => {
       const users = this.usergroups.get(String(required(args, "usergroup", "no_such_subteam")));
       return { users: users ?? fail("no_such_subteam") };

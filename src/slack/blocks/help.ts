@@ -4,7 +4,7 @@ import { escapeMrkdwn, truncatePlain } from "./text.js";
 const LISTED_CREWS = 20;
 
 /** mrkdwn text (under 3,000 chars, so it also fits a section block). */
-export function helpText(commandName = "/crew", crews: string[]): string {
+export function helpText(commandName = "/crew", crews: string[], flows: { name: string; webhookUrl: string }[] = []): string {
   const cmd = escapeMrkdwn(truncatePlain(commandName, 40)) || "/crew";
   const lines = [
     "*Crewline* starts your team's AI crews from Slack. Each run gets a thread where you review every task's output.",
@@ -18,8 +18,16 @@ export function helpText(commandName = "/crew", crews: string[]): string {
     `• \`${cmd} help\` — this message`,
     "",
     crewsLine(crews),
+    flowsLine(flows),
   );
   return lines.join("\n");
+}
+
+/** Where an admin finds each flow's webhook URL (the URL only: its signing secret stays in the config). */
+function flowsLine(flows: { name: string; webhookUrl: string }[]): string {
+  if (flows.length === 0) return "_Admins: flows' feedback requests can be answered here too: set FLOW_WEBHOOK_SECRET and FLOW_CHANNEL (see the README); the webhook URL is then logged at start-up and shown here._";
+  const shown = flows.slice(0, 10).map((f) => `\`${escapeMrkdwn(truncatePlain(f.name, 64))}\` → \`${escapeMrkdwn(truncatePlain(f.webhookUrl, 300))}\``);
+  return `Flow feedback requests are answered here. Admins: paste each flow's webhook URL into its dashboard (Settings → Human in the Loop):\n${shown.map((l) => `• ${l}`).join("\n")}${flows.length > 10 ? `\n…and ${flows.length - 10} more (see the start-up log)` : ""}`;
 }
 
 function crewsLine(crews: string[]): string {

@@ -35,6 +35,8 @@ export interface HomeParams {
   runs: HomeRun[];
   crews: HomeCrew[];
   now: Date;
+  /** Configured flows and their webhook URLs (for admins setting them up). */
+  flows?: { name: string; webhookUrl: string }[];
 }
 
 export const HOME_MAX_REVIEWS = 30;
@@ -105,6 +107,10 @@ export function homeView(p: HomeParams): types.HomeView {
   });
   blocks.push(...packed(crewLines), ...more(p.crews.length - HOME_MAX_CREWS, "crews"));
   blocks.push(context("Start a run with `/crew` in a channel; `/crew help` lists everything it can do."));
+  if (p.flows?.length) {
+    const hooks = p.flows.slice(0, 10).map((f) => `\`${name(f.name)}\` → \`${escapeMrkdwn(truncatePlain(f.webhookUrl, 300))}\``);
+    blocks.push(context(`Flows answered here. Admins: each flow's webhook URL goes into its dashboard (Settings → Human in the Loop): ${hooks.join(" · ")}`));
+  }
 
   return { type: "home", blocks: blocks.slice(0, LIMITS.modalBlocks) };
 }

@@ -44,3 +44,10 @@ export function crewOptionValue(crewName: string): string {
 export function crewNameFromOptionValue(value: string, crewNames: readonly string[]): string | undefined {
   return crewNames.find((name) => crewOptionValue(name) === value);
 }
+
+/** Flow feedback requests: one button per `emit` outcome (`flow_outcome:<index>`), or Send feedback. */
+export const FLOW_OUTCOME_ACTION_PREFIX = "flow_outcome:";
+export const FLOW_SEND_ACTION = "flow_send_feedback";
+export const FLOW_ACTIONS_BLOCK = "flow_actions";
+export const FLOW_FEEDBACK_BLOCK = "flow_feedback";
+export const FLOW_FEEDBACK_ACTION = "feedback";

@@ -4,3 +4,4 @@ export * from "./limits.js";
 export * from "./kickoff.js";
 export * from "./run.js";
 export * from "./help.js";
+export * from "./flow.js";

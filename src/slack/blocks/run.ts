@@ -51,7 +51,7 @@ export function outputNeedsFile(output: string): boolean {
   return defuseSlackTokens(output).length > OUTPUT_MARKDOWN_MAX;
 }
 
-function outputBlocks(output: string, fileAttached = false): types.KnownBlock[] {
+export function outputBlocks(output: string, fileAttached = false): types.KnownBlock[] {
   if (!output.trim()) return [section("_No output._")];
   const shortened = outputNeedsFile(output);
   const blocks: types.KnownBlock[] = shortened

@@ -1,0 +1,109 @@
+// A flow's human feedback request in Slack: who/what is asking, the output to review, and one
+// button per outcome the flow routes on (or Send feedback), plus a feedback field. Pure.
+import type { types } from "@slack/bolt";
+import { FLOW_ACTIONS_BLOCK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "./ids.js";
+import { LIMITS } from "./limits.js";
+import { outputBlocks, type SlackMessage } from "./run.js";
+import { escapeMrkdwn, excerpt, fitMarkdown, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+
+export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
+
+export interface FlowMessageParams {
+  requestId: string;
+  flowName: string;
+  deploymentName?: string;
+  methodName?: string;
+  message?: string;
+  output: string;
+  emit: string[];
+  /** Slack user the request is assigned to (found by e-mail). */
+  assigneeUserId?: string;
+  /** The e-mail it was assigned to, shown when no Slack user was found. */
+  assignedEmail?: string;
+  state: FlowRequestState;
+  decidedBy?: string;
+  outcome?: string;
+  feedback?: string;
+  /** The platform's answer, or why the request was closed. */
+  note?: string;
+  outputTruncated?: boolean;
+}
+
+const APPROVE_LIKE = /^(approve|approved|accept|accepted|yes|ok|okay|lgtm|publish|ship|confirm|confirmed|continue|proceed|pass|go)\b/i;
+const REJECT_LIKE = /^(reject|rejected|deny|denied|decline|declined|no|cancel|cancelled|canceled|abort|stop|fail|block|blocked|revise|redo|discard)\b/i;
+
+/** primary for approve-like outcomes, danger for reject-like ones, none otherwise. */
+export function outcomeStyle(outcome: string): "primary" | "danger" | undefined {
+  const word = outcome.trim().replace(/[_-]+/g, " ");
+  if (APPROVE_LIKE.test(word)) return "primary";
+  if (REJECT_LIKE.test(word)) return "danger";
+  return undefined;
+}
+
+const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
+const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
+const context = (text: string): types.ContextBlock => ({ type: "context", elements: [mrkdwn(excerpt(text, LIMITS.contextText).text)] });
+const plain = (text: string, max: number): types.PlainTextElement => ({ type: "plain_text", text: truncatePlain(text, max) });
+const name = (text: string, max = 150) => escapeMrkdwn(truncatePlain(text, max));
+
+export function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assignedEmail">): string | undefined {
+  if (p.assigneeUserId) return `Assigned to ${userMention(p.assigneeUserId)}`;
+  if (p.assignedEmail) return `For ${name(p.assignedEmail, 320)} (no Slack user with this e-mail was found)`;
+  return undefined;
+}
+
+export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
+  if (p.requestId.length > LIMITS.buttonValue) throw new Error("requestId is too long for a button value");
+  const who = p.deploymentName && p.deploymentName !== p.flowName ? `*${name(p.flowName)}* · ${name(p.deploymentName)}` : `*${name(p.flowName)}*`;
+  const step = p.methodName ? ` · step \`${name(p.methodName, 100).replace(/`/g, "'")}\`` : "";
+  const blocks: types.KnownBlock[] = [section(`🙋 Feedback requested by flow ${who}${step}`)];
+  if (p.message) blocks.push(section(fitMarkdown(p.message, 2_000).text));
+  blocks.push(...outputBlocks(p.output, p.outputTruncated));
+  const assignee = assigneeLine(p);
+  const title = `Flow ${truncatePlain(p.flowName, 150)}${p.methodName ? ` (${truncatePlain(p.methodName, 100)})` : ""}`;
+
+  if (p.state === "pending" || p.state === "deciding") {
+    blocks.push(feedbackInput(p.emit.length === 0), actions(p.requestId, p.emit));
+    const notes = [assignee, p.note?.trim() ? excerpt(p.note.trim(), 300).text : undefined].filter(Boolean).join(" · ");
+    if (notes) blocks.push(context(notes));
+    return { text: `🙋 Feedback requested: ${title}`, blocks };
+  }
+  const by = p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
+  const comment = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), 800).text}` : "";
+  const note = p.note?.trim() ? excerpt(p.note.trim(), 500).text : "";
+  if (p.state === "answered") {
+    blocks.push(section(`✅ Answered${by}${outcome}${comment}`));
+    blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
+    return { text: `Answered${p.outcome ? ` (${truncatePlain(p.outcome, 100)})` : ""}: ${title}`, blocks };
+  }
+  blocks.push(section(`🚫 Closed${p.decidedBy ? ` after ${userMention(p.decidedBy)}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
+  if (assignee) blocks.push(context(assignee));
+  return { text: `Closed: ${title}`, blocks };
+}
+
+function feedbackInput(required: boolean): types.InputBlock {
+  return {
+    type: "input",
+    block_id: FLOW_FEEDBACK_BLOCK,
+    optional: true,
+    label: plain("Feedback", LIMITS.inputLabel),
+    element: {
+      type: "plain_text_input",
+      action_id: FLOW_FEEDBACK_ACTION,
+      multiline: true,
+      max_length: LIMITS.plainTextInput,
+      placeholder: plain(required ? "Required: your feedback goes back to the flow" : "Optional comment sent with your choice", LIMITS.placeholder),
+    },
+  };
+}
+
+function actions(requestId: string, emit: string[]): types.ActionsBlock {
+  const elements: types.Button[] = emit.length
+    ? emit.slice(0, LIMITS.actionsElements).map((outcome, i) => {
+        const style = outcomeStyle(outcome);
+        return { type: "button", action_id: `${FLOW_OUTCOME_ACTION_PREFIX}${i}`, value: requestId, text: plain(outcome, LIMITS.buttonText), ...(style ? { style } : {}) };
+      })
+    : [{ type: "button", action_id: FLOW_SEND_ACTION, style: "primary", value: requestId, text: plain("Send feedback", LIMITS.buttonText) }];
+  return { type: "actions", block_id: FLOW_ACTIONS_BLOCK, elements };
+}

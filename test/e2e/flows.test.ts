@@ -1,0 +1,261 @@
+// Flow human feedback requests, end to end: the local flow service sends signed requests over HTTP to
+// the running bot, the bot posts into the fake Slack, clicks come as signed /slack/events requests,
+// and the answer reaches the flow service's callback URL.
+import { afterEach, describe, expect, it } from "vitest";
+import { USER, eventually } from "../support/harness.js";
+import { FLOW_CHANNEL, clickFlow, flowRow, pendingFlowRequest, startFlowHarness, type FlowHarness } from "../support/flows.js";
+
+let f: FlowHarness | undefined;
+afterEach(async () => {
+  await f?.close();
+  f = undefined;
+});
+
+const BOB = "U0BOB";
+const DAN = "U0DAN";
+const MALLORY = "U0MALLORY";
+const settle = () => new Promise((r) => setTimeout(r, 300));
+
+/** Everything the bot sent to Slack, as one string (to prove secrets never went there). */
+const slackTraffic = (f: FlowHarness) => JSON.stringify(f.h.slack.calls.map((c) => c.args));
+
+describe("flow feedback requests", () => {
+  it("posts a signed request with one button per outcome; a decision reaches the callback exactly once and updates the message", async () => {
+    f = await startFlowHarness();
+    const sent = await f.flow.send({ output: "# Title\n\n**Bold** claim.", message: "Please review this article" });
+    expect(sent.status).toBe(202);
+
+    const req = await pendingFlowRequest(f.h);
+    expect(req.buttons.map((b) => [b.text, b.style])).toEqual([["approved", "primary"], ["rejected", "danger"]]);
+    const text = JSON.stringify(req.msg.blocks);
+    expect(text).toContain("content");
+    expect(text).toContain("sim-flow");
+    expect(text).toContain("review_article");
+    expect(text).toContain("Please review this article");
+    expect(text).toContain("**Bold** claim."); // a markdown block, like task outputs
+    expect(req.msg.blocks!.some((b: any) => b.type === "input")).toBe(true);
+
+    await clickFlow(f.h, req, "rejected", "Needs sources", BOB);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the answer" });
+    expect(f.flow.answers[0]).toMatchObject({ feedback: "rejected\n\nNeeds sources", source: "slack" });
+    const row = await eventually(async () => {
+      const r = await flowRow(f!.h, req.id);
+      return r.state === "answered" ? r : undefined;
+    });
+    expect(row).toMatchObject({ decidedBy: BOB, outcome: "rejected", feedback: "Needs sources", answerStatus: 200 });
+
+    const updated = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts && m.updated));
+    const after = JSON.stringify(updated.blocks);
+    expect(after).toContain(`<@${BOB}>`);
+    expect(after).toContain("rejected");
+    expect(after).toContain("Needs sources");
+    expect(after).toContain("Feedback received");
+    expect(updated.blocks!.some((b: any) => b.type === "actions")).toBe(false);
+
+    // A second click (any outcome) sends nothing more.
+    await clickFlow(f.h, req, "approved", "", BOB);
+    await eventually(() => f!.h.slack.callsTo("chat.postEphemeral").length === 1);
+    expect(f.flow.calls).toHaveLength(1);
+
+    const audit = await f.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id } });
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ kind: "flow_decision", executionId: null, actor: BOB, decision: "rejected", feedback: "Needs sources", detail: { outcome: "answered", flow: "content" } });
+
+    // The callback URL and its token never reached Slack.
+    const token = new URL(String(sent.body.callback_url)).searchParams.get("token")!;
+    expect(slackTraffic(f)).not.toContain(token);
+    expect(slackTraffic(f)).not.toContain("human_feedback_requests");
+  });
+
+  it("refuses forged, missing and stale signatures with 401 and posts nothing; malformed → 400; unknown event → 2xx ignored", async () => {
+    f = await startFlowHarness();
+    expect((await f.flow.send({}, { secret: "not-the-secret" })).status).toBe(401);
+    expect((await f.flow.send({}, { unsigned: true })).status).toBe(401);
+    expect((await f.flow.send({}, { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 })).status).toBe(401);
+    expect((await f.flow.send({}, { timestamp: Math.floor(Date.now() / 1000) + 6 * 60 })).status).toBe(401);
+    expect((await f.flow.send({}, { rawBody: "{not json" })).status).toBe(400);
+    expect((await f.flow.send({ callback_url: "not a url" })).status).toBe(400);
+    const ignored = await f.flow.send({ event_type: "request_expired" });
+    expect(ignored.status).toBe(200);
+    expect((await f.flow.send({}, { url: `${f.h.botUrl}/hooks/flows/nope` })).status).toBe(404);
+    await settle();
+    expect(await f.h.bot.database.prisma.flowRequest.count()).toBe(0);
+    expect(f.h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+  });
+
+  it("posts a request delivered twice once", async () => {
+    f = await startFlowHarness();
+    const [a, b] = await Promise.all([f.flow.send({ id: "req-dup" }), f.flow.send({ id: "req-dup" })]);
+    expect([a.status, b.status].sort()).toEqual([200, 202]);
+    expect((await f.flow.send({ id: "req-dup" })).status).toBe(200);
+    await pendingFlowRequest(f.h);
+    await settle();
+    expect(f.h.slack.callsTo("chat.postMessage")).toHaveLength(1);
+    expect(await f.h.bot.database.prisma.flowRequest.count()).toBe(1);
+  });
+
+  it("answers once across a double click", async () => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    await Promise.all([clickFlow(f.h, req, "approved", "", USER), clickFlow(f.h, req, "approved", "", BOB), clickFlow(f.h, req, "rejected", "no", USER)]);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered");
+    await settle();
+    expect(f.flow.calls).toHaveLength(1);
+    expect(f.flow.answers).toHaveLength(1);
+  });
+
+  it.each([409, 410])("closes the request with the reason when the callback answers %i", async (status) => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    f.flow.failNext(status, { error: status === 409 ? "Conflict" : "Gone", message: status === 409 ? "Feedback was already provided" : "The response token has expired" });
+    await clickFlow(f.h, req, "approved", "ok", USER);
+    const row = await eventually(async () => {
+      const r = await flowRow(f!.h, req.id);
+      return r.state === "closed" ? r : undefined;
+    });
+    expect(row.answerStatus).toBe(status);
+    const reason = status === 409 ? "Feedback was already provided" : "The response token has expired";
+    const updated = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts && m.updated));
+    expect(JSON.stringify(updated.blocks)).toContain(reason);
+    expect(updated.blocks!.some((b: any) => b.type === "actions")).toBe(false);
+    const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(told.args.text).toContain(reason);
+  });
+
+  it("refuses an answer that comes too late (the flow service's own 410)", async () => {
+    f = await startFlowHarness({ answerWindowMs: 1 });
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "approved");
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "closed");
+    expect(f.flow.answers).toHaveLength(0);
+    expect(f.flow.calls[0]!.status).toBe(410);
+  });
+
+  it("lets the request be decided again after a 5xx", async () => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    f.flow.failNext(503);
+    await clickFlow(f.h, req, "approved", "", USER);
+    const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(told.args.text).toMatch(/did not reach the flow/);
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", decidedBy: null });
+    expect(f.flow.answers).toHaveLength(0);
+
+    await clickFlow(f.h, req, "approved", "second try", BOB);
+    await eventually(() => f!.flow.answers.length === 1);
+    expect(f.flow.answers[0]!.feedback).toBe("approved\n\nsecond try");
+    expect(f.flow.calls).toHaveLength(2);
+    const audit = await f.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id }, orderBy: { createdAt: "asc" } });
+    expect(audit.map((a) => (a.detail as any).outcome)).toEqual(["failed", "answered"]);
+  });
+
+  it("mentions an assignee found by e-mail, who may decide besides the reviewers; an outsider is refused", async () => {
+    f = await startFlowHarness({ flow: { reviewers: { users: [BOB], usergroups: [] } } });
+    f.h.slack.setUser(DAN, { profile: { email: "dan@example.com" } });
+    await f.flow.send({ assigned_to_email: "dan@example.com" });
+    const req = await pendingFlowRequest(f.h);
+    expect(JSON.stringify(req.msg.blocks)).toContain(`<@${DAN}>`);
+    expect(f.h.slack.callsTo("users.lookupByEmail")).toHaveLength(1);
+
+    await clickFlow(f.h, req, "approved", "", MALLORY);
+    const refusal = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(refusal.args.user).toBe(MALLORY);
+    expect(refusal.args.text).toContain(`<@${BOB}>`);
+    expect(refusal.args.text).toContain(`<@${DAN}>`);
+    expect(refusal.args.text).toMatch(/nothing was sent/);
+    await settle();
+    expect(f.flow.calls).toHaveLength(0);
+    expect((await flowRow(f.h, req.id)).state).toBe("pending");
+
+    await clickFlow(f.h, req, "approved", "", DAN);
+    await eventually(() => f!.flow.answers.length === 1);
+    expect((await flowRow(f.h, req.id)).decidedBy).toBe(DAN);
+  });
+
+  it("says who the request was for when no Slack user has the e-mail", async () => {
+    f = await startFlowHarness();
+    await f.flow.send({ assigned_to_email: "ghost@example.com" });
+    const req = await pendingFlowRequest(f.h);
+    const text = JSON.stringify(req.msg.blocks);
+    expect(text).toContain("ghost@example.com");
+    expect(text).toMatch(/no Slack user/);
+  });
+
+  it("offers Send feedback when the request has no outcomes, and requires the feedback", async () => {
+    f = await startFlowHarness();
+    await f.flow.send({ emit: null });
+    const req = await pendingFlowRequest(f.h);
+    expect(req.buttons.map((b) => b.text)).toEqual(["Send feedback"]);
+    await clickFlow(f.h, req, "Send feedback", "   ");
+    const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(told.args.text).toMatch(/write your feedback/);
+    await settle();
+    expect(f.flow.calls).toHaveLength(0);
+    await clickFlow(f.h, req, "Send feedback", "Shorten the intro");
+    await eventually(() => f!.flow.answers.length === 1);
+    expect(f.flow.answers[0]).toMatchObject({ feedback: "Shorten the intro", source: "slack" });
+  });
+
+  it("refuses a click that claims another message", async () => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "approved", "", USER, { ts: "1700000000.000100" });
+    await clickFlow(f.h, req, "approved", "", USER, { channel: "C0OTHER" });
+    await eventually(() => f!.h.slack.callsTo("chat.postEphemeral").length === 2);
+    expect(f.flow.calls).toHaveLength(0);
+    expect((await flowRow(f.h, req.id)).state).toBe("pending");
+  });
+
+  it("posts a request recorded before a crash once, at the next recovery", async () => {
+    f = await startFlowHarness({ config: { polling: { claimStaleMs: 100 } } });
+    f.h.slack.failNext("chat.postMessage", "fatal_error");
+    expect((await f.flow.send({ id: "req-crash" })).status).toBe(202);
+    await eventually(() => f!.h.slack.callsTo("chat.postMessage").length === 1);
+    await settle();
+    expect(f.h.slack.messages(FLOW_CHANNEL)).toHaveLength(0);
+    // What a restarted process (or another replica's sweep) does: post it, once.
+    await Promise.all([f.h.bot.flows.recover(), f.h.bot.flows.recover()]);
+    await f.h.bot.flows.recover();
+    const req = await pendingFlowRequest(f.h);
+    await settle();
+    expect(f.h.slack.messages(FLOW_CHANNEL)).toHaveLength(1);
+    await clickFlow(f.h, req, "approved");
+    await eventually(() => f!.flow.answers.length === 1);
+  });
+
+  it("lists the request in the App Home of whoever may decide it, and reminds them", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    f = await startFlowHarness({ flow: { reviewers: { users: [BOB], usergroups: [] } }, config: { reviewReminders: { afterMinutes: 1, max: 2 } }, crewline: { clock } });
+    await f.flow.send({ method_name: "review_article" });
+    const req = await pendingFlowRequest(f.h);
+
+    await f.h.requests.appHomeOpened({ user_id: BOB });
+    const [published] = await f.h.slack.waitForCalls("views.publish", 1);
+    const home = JSON.stringify((published!.args.view as any).blocks);
+    expect(home).toContain("Reviews waiting for you (1)");
+    expect(home).toContain("review_article");
+    expect(home).toContain("/hooks/flows/content");
+    await f.h.requests.appHomeOpened({ user_id: MALLORY });
+    const calls = await f.h.slack.waitForCalls("views.publish", 2);
+    expect(JSON.stringify((calls[1]!.args.view as any).blocks)).not.toContain("Reviews waiting for you (");
+
+    expect(await f.h.bot.flows.remindDue()).toBe(0);
+    clock.offsetMs = 61_000;
+    const sent = await Promise.all([f.h.bot.flows.remindDue(), f.h.bot.flows.remindDue()]);
+    expect(sent[0]! + sent[1]!).toBe(1);
+    const reminder = f.h.slack.messages(FLOW_CHANNEL).find((m) => m.thread_ts === req.msg.ts && /⏰/.test(m.text ?? ""));
+    expect(reminder?.text).toContain(`<@${BOB}>`);
+  });
+
+  it("/crew help tells where the flow's webhook URL is", async () => {
+    f = await startFlowHarness();
+    const res = await f.h.requests.command({ text: "help", user_id: USER, channel_id: FLOW_CHANNEL });
+    expect(res.body).toContain(`${f.h.botUrl}/hooks/flows/content`);
+    expect(res.body).not.toContain("flow-webhook-secret");
+  });
+});
