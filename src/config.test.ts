@@ -68,3 +68,45 @@ describe("loadConfig", () => {
     expect(problems({ ...rest, CREWS_FILE: path.join(dir, "missing.yml") })[0]).toMatch(/CREWS_FILE .* cannot read/);
   });
 });
+
+describe("loadConfig: flows", () => {
+  const slackOnly = { SLACK_BOT_TOKEN: base.SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET: base.SLACK_SIGNING_SECRET };
+
+  it("reads one flow from FLOW_* (name defaults to flow), beside a crew", () => {
+    const config = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_REVIEWERS: "U0BOB,S0TEAM" });
+    expect(config.flows).toEqual([{ name: "flow", secret: "flow-sign", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: ["S0TEAM"] } }]);
+    expect(config.crews).toHaveLength(1);
+  });
+
+  it("accepts a flow-only set-up (no crew) from the environment and from a file", () => {
+    const config = loadConfig({ ...slackOnly, FLOW_NAME: "content", FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" });
+    expect(config.crews).toEqual([]);
+    expect(config.flows?.map((f) => f.name)).toEqual(["content"]);
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-flows-"));
+    const file = path.join(dir, "crews.yaml");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n");
+    const fromFile = loadConfig({ ...slackOnly, CREWS_FILE: file, CONTENT_SECRET: "from-env" });
+    expect(fromFile.crews).toEqual([]);
+    expect(fromFile.flows).toEqual([
+      { name: "content", secret: "from-env", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: [] } },
+      { name: "legal", secret: "inline", channel: "C0LEGAL", reviewers: undefined },
+    ]);
+  });
+
+  it("names the variable when a flow is half configured or invalid, never echoing the secret", () => {
+    const missing = problems({ ...base, FLOW_CHANNEL: "C0FLOWS" });
+    expect(missing.join("\n")).toMatch(/FLOW_WEBHOOK_SECRET is missing/);
+    const bad = problems({ ...base, FLOW_WEBHOOK_SECRET: "very-secret-value", FLOW_CHANNEL: "#general", FLOW_NAME: "has space" });
+    expect(bad.join("\n")).toMatch(/FLOW_CHANNEL .* is invalid/);
+    expect(bad.join("\n")).toMatch(/FLOW_NAME .* is invalid/);
+    expect(bad.join("\n")).not.toContain("very-secret-value");
+    // Without a flow, a crew is still required.
+    expect(problems(slackOnly).join("\n")).toMatch(/CREW_BASE_URL is missing/);
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-flows-"));
+    const file = path.join(dir, "crews.yaml");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secretEnv: UNSET_SECRET\n    channel: C0FLOWS\n");
+    expect(problems({ ...slackOnly, CREWS_FILE: file }).join("\n")).toMatch(/CREWS_FILE .*flow "content" has no secret/);
+  });
+});

@@ -338,6 +338,11 @@ export class FlowRequests {
     return sent;
   }
 
+  /** A request by the platform's id (for `/crew audit <id>`). */
+  findByRequestId(requestId: string): Promise<FlowRequest | null> {
+    return this.deps.db.flowRequest.findFirst({ where: { requestId }, orderBy: { createdAt: "desc" } });
+  }
+
   /** Pending requests this user may decide (App Home), oldest first. */
   async waitingFor(userId: string): Promise<FlowRequest[]> {
     const pending = await this.deps.db.flowRequest.findMany({ where: { state: "pending", messageTs: { not: null } }, orderBy: { createdAt: "asc" }, take: 500 });

@@ -3,6 +3,7 @@
 import type { WebClient } from "@slack/web-api";
 import { auditCsv, auditJson, type AuditRecord } from "../lifecycle/audit.js";
 import type { Execution } from "../lifecycle/ports.js";
+import type { FlowRequest } from "../flows/service.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 
@@ -31,6 +32,14 @@ export function auditLine(row: AuditRecord): string {
     }
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;
+    case "flow_decision": {
+      const step = row.taskKey ? ` on *${escapeMrkdwn(truncatePlain(row.taskKey, 80))}*` : "";
+      const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " sent feedback";
+      const after = row.msToDecision != null ? ` after ${formatDuration(row.msToDecision)}` : "";
+      const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      const result = detail.outcome === "answered" ? "" : detail.outcome === "closed" ? ` — the flow refused it (${escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120))})` : " — did not reach the flow";
+      return `• ${at} — <@${row.actor}>${choice}${step}${after}${feedback}${result}`;
+    }
     default:
       return `• ${at} — ${escapeMrkdwn(row.kind)}`;
   }
@@ -44,6 +53,10 @@ async function mayAudit(deps: FeatureDeps, execution: Execution, req: AuditReque
 /** Answers the command (mrkdwn for the ephemeral reply) and uploads the export. */
 export async function auditReply(client: WebClient, deps: FeatureDeps, req: AuditRequest): Promise<string> {
   const execution = await deps.lifecycle.runs.findByKickoffId(req.kickoffId);
+  if (!execution && deps.flows) {
+    const flowRequest = await deps.flows.findByRequestId(req.kickoffId);
+    if (flowRequest) return flowAuditReply(client, deps, flowRequest, req);
+  }
   const unknown = `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
   if (!execution) return unknown;
   if (!(await mayAudit(deps, execution, req))) return `Use \`/crew audit\` in <#${execution.channelId}>, where this run took place.`;
@@ -68,6 +81,31 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
       where = `\n_The export (${files.map((f) => f.filename.split(".").pop()!.toUpperCase()).join(" and ")}) is in the run's thread in <#${execution.channelId}>._`;
     } catch (err) {
       deps.log.warn("could not upload audit export", { kickoffId: req.kickoffId, err });
+      where = "\n_The export file could not be uploaded; try again in a moment._";
+    }
+  }
+  return `${head}\n${fitMrkdwn(body, 2600).text}${where}`;
+}
+
+/** `/crew audit <flow request id>`: the same for a flow's feedback request (files under its message). */
+async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: FlowRequest, req: AuditRequest): Promise<string> {
+  const allowed = req.channelId === request.channelId || (await deps.flows!.mayDecide(request, req.userId));
+  if (!allowed) return `Use \`/crew audit\` in <#${request.channelId}>, where this request was answered.`;
+  const rows = await deps.lifecycle.audit.forFlowRequest(request.id);
+  const head = `*Audit trail* · flow ${escapeMrkdwn(request.flowName)} · \`${escapeMrkdwn(truncatePlain(request.requestId, 80))}\` · ${rows.length} record${rows.length === 1 ? "" : "s"}`;
+  const body = rows.length ? rows.map(auditLine).join("\n") : "Nothing recorded yet.";
+  let where = "";
+  if (rows.length && request.messageTs) {
+    const base = `audit-flow-${request.requestId.replace(/[^A-Za-z0-9_-]+/g, "-").slice(0, 60)}`;
+    const files = [
+      ...(req.format !== "csv" ? [{ content: auditJson(rows), filename: `${base}.json`, title: `Audit trail (JSON) · ${request.flowName}` }] : []),
+      ...(req.format !== "json" ? [{ content: auditCsv(rows), filename: `${base}.csv`, title: `Audit trail (CSV) · ${request.flowName}` }] : []),
+    ];
+    try {
+      await client.filesUploadV2({ channel_id: request.channelId, thread_ts: request.messageTs, initial_comment: `Audit export requested by <@${req.userId}>.`, file_uploads: files });
+      where = `\n_The export is in the request's thread in <#${request.channelId}>._`;
+    } catch (err) {
+      deps.log.warn("could not upload audit export", { flowRequestId: request.id, err });
       where = "\n_The export file could not be uploaded; try again in a moment._";
     }
   }

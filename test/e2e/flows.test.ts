@@ -61,6 +61,14 @@ describe("flow feedback requests", () => {
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ kind: "flow_decision", executionId: null, actor: BOB, decision: "rejected", feedback: "Needs sources", detail: { outcome: "answered", flow: "content" } });
 
+    // `/crew audit <request id>` shows it and exports it under the request message.
+    await f.h.requests.command({ text: `audit ${sent.body.id}`, user_id: USER, channel_id: FLOW_CHANNEL });
+    const answer = await eventually(() => f!.h.slack.callsTo("response_url").at(-1));
+    expect(String(answer.args.text)).toContain("chose *rejected* on *review_article*");
+    const files = await eventually(() => (f!.h.slack.files.length >= 2 ? f!.h.slack.files : undefined));
+    expect(files.every((file) => file.channel === FLOW_CHANNEL && file.thread_ts === req.msg.ts)).toBe(true);
+    expect(JSON.parse(files.find((file) => file.filename.endsWith(".json"))!.content)[0]).toMatchObject({ kind: "flow_decision", flowRequestId: req.id, decision: "rejected" });
+
     // The callback URL and its token never reached Slack.
     const token = new URL(String(sent.body.callback_url)).searchParams.get("token")!;
     expect(slackTraffic(f)).not.toContain(token);

@@ -14,7 +14,7 @@ export function helpText(commandName = "/crew", crews: string[], flows: { name: 
   lines.push(
     `• \`${cmd} status &lt;kickoff_id&gt;\` — where a run stands`,
     `• \`${cmd} list\` — the crews you can start`,
-    `• \`${cmd} audit &lt;kickoff_id&gt; [csv|json]\` — who decided what in a run, with an export file in its thread`,
+    `• \`${cmd} audit &lt;kickoff_id&gt; [csv|json]\` — who decided what in a run (or a flow's feedback request, by its id), with an export file in its thread`,
     `• \`${cmd} help\` — this message`,
     "",
     crewsLine(crews),
