@@ -16,6 +16,8 @@ export interface SimFlowOptions {
   /** Answers arriving later than this after the request are refused with 410 (0: never). */
   answerWindowMs?: number;
   deploymentName?: string;
+  /** Called for every callback call (accepted or refused). */
+  onCall?: (call: SimFlowCall) => void;
 }
 
 export interface SimFlowRequestOverrides {
@@ -105,7 +107,9 @@ export async function startFlowService(opts: SimFlowOptions): Promise<SimFlowSer
         body = undefined;
       }
       const answer = (status: number, out: Record<string, unknown>) => {
-        calls.push({ requestId, status, body, at: Date.now() });
+        const call = { requestId, status, body, at: Date.now() };
+        calls.push(call);
+        opts.onCall?.(call);
         json(res, status, out);
       };
       const fault = faults.shift();
@@ -175,4 +179,61 @@ export async function startFlowService(opts: SimFlowOptions): Promise<SimFlowSer
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+export const FLOW_SIM_HELP = `Flow deployment (optional; on when SIM_FLOW_TARGET_URL is set):
+  SIM_FLOW_TARGET_URL        Crewline's flow webhook URL, e.g. http://localhost:3000/hooks/flows/flow
+  SIM_FLOW_SECRET            webhook signing secret (default "sim-flow-secret"; Crewline's FLOW_WEBHOOK_SECRET)
+  SIM_FLOW_PORT              port of the callback server (default 8788; 0 = random)
+  SIM_FLOW_REQUESTS          feedback requests sent at start (default 1); press Enter to send another
+  SIM_FLOW_EMIT              comma-separated outcomes (default approved,rejected); "none" = free-text feedback only
+  SIM_FLOW_ASSIGNEE          assigned_to_email of the requests (default none)
+  SIM_FLOW_ANSWER_WINDOW_MS  answers later than this are refused with 410 (default 0 = never); repeats get 409`;
+
+/** Starts the flow deployment from SIM_FLOW_* when SIM_FLOW_TARGET_URL is set (npm run crew:sim). */
+export async function startFlowSimFromEnv(env: NodeJS.ProcessEnv, log: (line: string) => void): Promise<SimFlowService | undefined> {
+  const targetUrl = env.SIM_FLOW_TARGET_URL?.trim();
+  if (!targetUrl) return undefined;
+  if (!/^https?:\/\//i.test(targetUrl)) throw new Error("SIM_FLOW_TARGET_URL must be an http(s) URL");
+  const int = (name: string, fallback: number) => {
+    const raw = env[name]?.trim();
+    if (!raw) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be an integer >= 0 (got "${raw}")`);
+    return n;
+  };
+  const emitRaw = env.SIM_FLOW_EMIT?.trim() ?? "approved,rejected";
+  const emit = emitRaw.toLowerCase() === "none" ? null : emitRaw.split(",").map((s) => s.trim()).filter(Boolean);
+  const service = await startFlowService({
+    secret: env.SIM_FLOW_SECRET?.trim() || "sim-flow-secret",
+    targetUrl,
+    port: int("SIM_FLOW_PORT", 8788),
+    host: env.SIM_HOST?.trim() || "127.0.0.1",
+    answerWindowMs: int("SIM_FLOW_ANSWER_WINDOW_MS", 0),
+    onCall: (call) => log(`flow: answer to ${call.requestId} → ${call.status}${call.status === 200 ? `: ${JSON.stringify((call.body as { feedback?: string })?.feedback ?? "")}` : ""}`),
+  });
+  const assignee = env.SIM_FLOW_ASSIGNEE?.trim();
+  let n = 0;
+  const sendOne = async () => {
+    n++;
+    try {
+      const res = await service.send({
+        emit,
+        method_name: "review_article",
+        message: `Please review article #${n}`,
+        output: `# Article ${n}\n\nA short draft the flow wants a human to check.\n\n- point one\n- point two`,
+        ...(assignee ? { assigned_to_email: assignee } : {}),
+      });
+      log(`flow: request ${String(res.body.id)} sent → Crewline answered ${res.status}`);
+    } catch (err) {
+      log(`flow: could not reach ${targetUrl}: ${(err as Error).message}`);
+    }
+  };
+  log(`Flow simulator: callbacks on ${service.url}; sending to ${targetUrl}; outcomes: ${emit ? emit.join(", ") : "none (free text)"}`);
+  for (let i = 0; i < int("SIM_FLOW_REQUESTS", 1); i++) await sendOne();
+  if (process.stdin.isTTY) {
+    process.stdin.on("data", () => void sendOne());
+    process.stdin.unref?.();
+  }
+  return service;
 }

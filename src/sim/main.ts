@@ -15,12 +15,18 @@
 // A SIM_TASKS file is a list (or {tasks: [...]}) of
 //   { id?, name, agent, humanInput? | human_input?, delayMs?, steps?, output?, description?, expectedOutput? }
 // Tasks that leave humanInput unset follow SIM_REVIEW.
+//
+// It can also act as a flow deployment sending human feedback requests: see FLOW_SIM_HELP
+// (src/sim/flow-service.ts) or `npm run crew:sim -- --help`.
 
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { defaultSimTasks, startCrewService, type SimCrewOptions, type SimTask } from "./crew-service.js";
+import { FLOW_SIM_HELP, startFlowSimFromEnv } from "./flow-service.js";
 
 const DEFAULT_TOKEN = "sim-token";
 
@@ -135,7 +141,16 @@ async function config(): Promise<SimCrewOptions> {
   return opts;
 }
 
+function usage(): string {
+  const header = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").filter((l) => l.startsWith("//")).map((l) => l.replace(/^\/\/ ?/, ""));
+  return `${header.join("\n")}\n\n${FLOW_SIM_HELP}`;
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    console.log(usage());
+    return;
+  }
   let opts: SimCrewOptions;
   try {
     opts = await config();
@@ -155,14 +170,18 @@ async function main(): Promise<void> {
       `${opts.tasks?.length ?? 0} tasks, review: ${opts.tasks?.filter((t) => t.humanInput).map((t) => t.name).join(", ") || "none"}`,
   );
 
+  const flow = await startFlowSimFromEnv(process.env, (line) => console.log(line)).catch((err: Error) => {
+    console.error(`crew:sim: ${err.message}`);
+    process.exit(1);
+  });
+
   let stopping = false;
   const stop = () => {
     if (stopping) {
       process.exit(130); // second signal: give up waiting
     }
     stopping = true;
-    service
-      .close()
+    Promise.all([service.close(), flow?.close()])
       .then(() => process.exit(0))
       .catch(() => process.exit(1));
   };
