@@ -2,6 +2,7 @@
 // the running bot, the bot posts into the fake Slack, clicks come as signed /slack/events requests,
 // and the answer reaches the flow service's callback URL.
 import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log.js";
 import { USER, eventually } from "../support/harness.js";
 import { FLOW_CHANNEL, clickFlow, flowRow, pendingFlowRequest, startFlowHarness, type FlowHarness } from "../support/flows.js";
 
@@ -258,6 +259,36 @@ describe("flow feedback requests", () => {
     expect(sent[0]! + sent[1]!).toBe(1);
     const reminder = f.h.slack.messages(FLOW_CHANNEL).find((m) => m.thread_ts === req.msg.ts && /⏰/.test(m.text ?? ""));
     expect(reminder?.text).toContain(`<@${BOB}>`);
+  });
+
+  it("logs the webhook URL at start-up and never the secret, the callback URL or its token", async () => {
+    const lines: string[] = [];
+    f = await startFlowHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    expect(lines.join("\n")).toContain(`${f.h.botUrl}/hooks/flows/content`);
+    const sent = await f.flow.send({ assigned_to_email: "nobody@example.com" });
+    const req = await pendingFlowRequest(f.h);
+    await f.flow.send({}, { secret: "forged" });
+    f.flow.failNext(503);
+    await clickFlow(f.h, req, "approved");
+    await eventually(() => f!.h.slack.callsTo("chat.postEphemeral").length === 1);
+    await clickFlow(f.h, req, "approved");
+    await eventually(() => f!.flow.answers.length === 1);
+    const token = new URL(String(sent.body.callback_url)).searchParams.get("token")!;
+    const log = lines.join("\n");
+    expect(log).toMatch(/bad signature/);
+    expect(log).toMatch(/flow callback failed/);
+    for (const secret of [token, "human_feedback_requests", "flow-webhook-secret"]) expect(log).not.toContain(secret);
+  });
+
+  it("works without any crew: /crew says none is configured, requests are answered", async () => {
+    f = await startFlowHarness({ config: { crews: [] } });
+    const res = await f.h.requests.command({ text: "", user_id: USER, channel_id: FLOW_CHANNEL });
+    expect(res.body).toMatch(/No crew is configured/);
+    expect(f.h.slack.callsTo("views.open")).toHaveLength(0);
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "approved");
+    await eventually(() => f!.flow.answers.length === 1);
   });
 
   it("/crew help tells where the flow's webhook URL is", async () => {
