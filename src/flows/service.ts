@@ -199,7 +199,26 @@ export class FlowRequests {
       take: 100,
     });
     for (const { id } of unposted) await this.publish(id);
+    await this.reopenAbandoned();
     return unposted.length;
+  }
+
+  /**
+   * A decision whose process died while calling the flow stays "deciding" forever otherwise. Long after
+   * any callback could still be running, it opens again so someone can answer; should the first call
+   * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
+   */
+  private async reopenAbandoned(): Promise<void> {
+    const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.claimStaleMs ?? 60_000);
+    const before = new Date(this.clock.now().getTime() - limit);
+    const abandoned = await this.deps.db.flowRequest.findMany({ where: { state: "deciding", decidedAt: { lt: before } }, take: 100 });
+    for (const request of abandoned) {
+      const { count } = await this.deps.db.flowRequest.updateMany({
+        where: { id: request.id, state: "deciding", decidedAt: request.decidedAt },
+        data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null },
+      });
+      if (count === 1) this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
+    }
   }
 
   /** Who may decide: the flow's reviewers and the request's assignee; undefined: anyone. */

@@ -233,6 +233,13 @@ describe("flow feedback requests", () => {
     const req = await pendingFlowRequest(f.h);
     await settle();
     expect(f.h.slack.messages(FLOW_CHANNEL)).toHaveLength(1);
+    // A process that died while calling the flow left it "deciding": recovery opens it again, later.
+    await f.h.bot.database.prisma.flowRequest.update({ where: { id: req.id }, data: { state: "deciding", decidedBy: USER, decidedAt: new Date() } });
+    await f.h.bot.flows.recover();
+    expect((await flowRow(f.h, req.id)).state).toBe("deciding");
+    await f.h.bot.database.prisma.flowRequest.update({ where: { id: req.id }, data: { decidedAt: new Date(Date.now() - 5 * 60_000) } });
+    await f.h.bot.flows.recover();
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", decidedBy: null });
     await clickFlow(f.h, req, "approved");
     await eventually(() => f!.flow.answers.length === 1);
   });
