@@ -134,6 +134,8 @@ export interface FakeSlack {
   issueTrigger(user: string): string;
   /** A response_url whose ephemeral answers are shown to target.user. */
   responseUrlFor(target: ResponseTarget): string;
+  /** When a message, ephemeral or file with this ts was posted (ms since the epoch). */
+  timeOf(ts: string): number | undefined;
   /** Removes a view (the user closed the modal). */
   closeView(viewId: string): void;
   /** Tells onChange listeners that state changed outside a Web API call. */
@@ -200,6 +202,8 @@ class FakeSlackServer implements FakeSlack {
   private delays = new Map<string, number[]>();
   private waiters = new Set<() => void>();
   private triggerUsers = new Map<string, string>();
+  /** When each ts was handed out (ts values count up from a fixed base, not from the clock). */
+  private times = new Map<string, number>();
   private responseTargets = new Map<string, ResponseTarget>();
   private listeners = new Set<() => void>();
   /** The Web API method being answered (for violation records). */
@@ -434,7 +438,13 @@ class FakeSlackServer implements FakeSlack {
 
   private newTs(): string {
     const s = String(TS_BASE + nextSeq() * 100);
-    return `${s.slice(0, 10)}.${s.slice(10)}`;
+    const ts = `${s.slice(0, 10)}.${s.slice(10)}`;
+    this.times.set(ts, Date.now());
+    return ts;
+  }
+
+  timeOf(ts: string): number | undefined {
+    return this.times.get(ts);
   }
 
   private newHash(): string {

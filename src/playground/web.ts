@@ -64,6 +64,8 @@ const homeBody = z.object({ user: userId });
 export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): void {
   const requests: SlackRequester = slackRequester({ baseUrl: opts.botUrl, signingSecret: opts.signingSecret, responseUrlBase: slack.responseUrlBase });
   const viewErrors = new Map<string, Record<string, string>>();
+  /** When a command's direct answer (shown as an ephemeral) arrived, by its ts. */
+  const ackTimes = new Map<string, number>();
   let version = 0;
   const streams = new Set<ServerResponse>();
   let pending: NodeJS.Timeout | undefined;
@@ -90,9 +92,9 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       channels: opts.channels,
       usergroups: opts.usergroups ?? [],
       notes: opts.notes ?? [],
-      messages,
-      ephemerals: slack.ephemerals.filter((e) => e.user === user),
-      files: slack.files.map((f) => ({ id: f.id, ts: f.ts, channel: f.channel, thread_ts: f.thread_ts, filename: f.filename, title: f.title, size: Buffer.byteLength(f.content), preview: f.content.slice(0, 600) })),
+      messages: messages.map((m) => ({ ...m, at: slack.timeOf(m.ts) })),
+      ephemerals: slack.ephemerals.filter((e) => e.user === user).map((e) => ({ ...e, at: slack.timeOf(e.ts) ?? ackTimes.get(e.ts) })),
+      files: slack.files.map((f) => ({ id: f.id, ts: f.ts, at: f.ts ? slack.timeOf(f.ts) : undefined, channel: f.channel, thread_ts: f.thread_ts, filename: f.filename, title: f.title, size: Buffer.byteLength(f.content), preview: f.content.slice(0, 600) })),
       modal: stack.length ? { ...stack.at(-1)!.view, errors: viewErrors.get(stack.at(-1)!.id) ?? {}, depth: stack.length } : null,
       home: home?.view ?? null,
       violations: slack.violations.slice(-50),
@@ -139,7 +141,9 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       // An ack with a body is shown to the user only, like Slack does with a command's direct answer.
       const answer = parseJson(res.body);
       if (answer && (answer.text || answer.blocks)) {
-        slack.ephemerals.push({ channel: b.channel, user: b.user, ts: `${Date.now() / 1000}`, text: answer.text, blocks: answer.blocks });
+        const ts = `${(Date.now() / 1000).toFixed(6)}`;
+        ackTimes.set(ts, Date.now());
+        slack.ephemerals.push({ channel: b.channel, user: b.user, ts, text: answer.text, blocks: answer.blocks });
         slack.changed();
       }
       return { ok: res.status === 200, status: res.status };

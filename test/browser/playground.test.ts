@@ -13,12 +13,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const hasChromium = fs.existsSync(CHROMIUM);
+// `npm run test:browser` (and so .ci/run) insists on a browser; `npm test` skips without one.
+if (!hasChromium && process.env.CREWLINE_REQUIRE_CHROMIUM === "1") throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium`);
+// The playground keeps its own embedded database: the PostgreSQL pass (npm run test:pg) has nothing to add.
+const onPostgresPass = process.env.CREWLINE_TEST_DATABASE === "postgres";
 /** Screenshots land here; UPDATE_SCREENSHOTS=1 writes the README's copies in docs/screenshots. */
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? path.join(ROOT, "docs", "screenshots") : fs.mkdtempSync(path.join(os.tmpdir(), "crewline-shots-"));
 
 if (!hasChromium) console.warn(`playground browser test skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
 
-describe.skipIf(!hasChromium)("playground in a real browser", () => {
+describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", () => {
   let playground: ChildProcess | undefined;
   let browser: BrowserContext | undefined;
   let page: Page;
@@ -99,8 +103,11 @@ describe.skipIf(!hasChromium)("playground in a real browser", () => {
     await review(2).getByRole("button", { name: "Approve" }).waitFor();
     expect(await review(2).textContent()).toContain("Shorter sentences, please");
     // The screenshot: round 1's decision at the top of the thread, round 2 below it.
-    await review(1).evaluate((el: any) => {
-      el.closest("[data-testid=thread]").scrollTop = el.offsetTop + el.offsetHeight - 260;
+    await page.evaluate(() => {
+      const doc = (globalThis as any).document;
+      const pane = doc.querySelector("[data-testid=thread]");
+      const first = [...pane.querySelectorAll("[data-testid=message]")].find((m: any) => /writing_task[\s\S]*round 1/.test(m.textContent)) as any;
+      pane.scrollTop += first.getBoundingClientRect().bottom - pane.getBoundingClientRect().top - 260;
     });
     await page.screenshot({ path: path.join(SHOTS, "review.png") });
 
@@ -116,7 +123,7 @@ describe.skipIf(!hasChromium)("playground in a real browser", () => {
     await thread().getByTestId("file").first().waitFor();
     expect(await page.getByTestId("violations").textContent()).toContain("No payload broke");
     await page.locator("#close-thread").click();
-    await announcement.evaluate((el: any) => el.scrollIntoView({ block: "start" }));
+    await page.evaluate(() => (globalThis as any).document.querySelector("[data-testid=timeline] [data-testid=message]").scrollIntoView({ block: "start" }));
     await page.screenshot({ path: path.join(SHOTS, "channel.png") });
 
     // App Home for the starter: the run is listed.

@@ -216,7 +216,7 @@ function messageHtml(m, { inThread = false } = {}) {
   const ctx = { surface: `msg:${m.channel}:${m.ts}`, channel: m.channel, ts: m.ts, threadTs: m.thread_ts };
   const isBot = m.user === "U0BOT" || !state.names[m.user];
   const who = isBot ? "Crewline" : userName(m.user);
-  const when = new Date(Number(m.ts.split(".")[0]) * 1000).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  const when = new Date(m.at ?? Date.now()).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
   const content = m.blocks?.length ? blocks(m.blocks, ctx) : `<div class="block">${mrkdwn(m.text)}</div>`;
   const replies = !inThread ? replyCount(m) : 0;
   const more = replies ? `<div class="replies" data-thread="${escapeHtml(m.channel)}|${escapeHtml(m.ts)}">${replies} ${replies === 1 ? "reply" : "replies"}</div>` : "";
@@ -244,11 +244,11 @@ function timeline(channel, threadTs) {
   for (const m of state.messages) {
     if (m.channel !== channel) continue;
     const top = !m.thread_ts || m.thread_ts === m.ts;
-    if (threadTs ? m.ts === threadTs || m.thread_ts === threadTs : top) items.push({ ts: m.ts, html: messageHtml(m, { inThread: !!threadTs }) });
+    if (threadTs ? m.ts === threadTs || m.thread_ts === threadTs : top) items.push({ at: m.at ?? 0, ts: m.ts, html: messageHtml(m, { inThread: !!threadTs }) });
   }
-  for (const f of state.files) if (f.channel === channel && (threadTs ? f.thread_ts === threadTs : !f.thread_ts)) items.push({ ts: f.ts || "0", html: fileHtml(f) });
-  for (const e of state.ephemerals) if (e.channel === channel && (threadTs ? e.thread_ts === threadTs : !e.thread_ts)) items.push({ ts: e.ts, html: ephemeralHtml(e) });
-  return items.sort((a, b) => Number(a.ts) - Number(b.ts)).map((i) => i.html).join("");
+  for (const f of state.files) if (f.channel === channel && (threadTs ? f.thread_ts === threadTs : !f.thread_ts)) items.push({ at: f.at ?? 0, ts: f.ts || "0", html: fileHtml(f) });
+  for (const e of state.ephemerals) if (e.channel === channel && (threadTs ? e.thread_ts === threadTs : !e.thread_ts)) items.push({ at: e.at ?? 0, ts: e.ts, html: ephemeralHtml(e) });
+  return items.sort((a, b) => a.at - b.at || Number(a.ts) - Number(b.ts)).map((i) => i.html).join("");
 }
 
 // ------------------------------------------------------------------ render
