@@ -1,0 +1,78 @@
+// What the Slack stand-in keeps for the playground page: limit violations, ephemerals (direct and via
+// response_url), which user a modal belongs to; and the page API refuses malformed requests.
+import { WebClient } from "@slack/web-api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startFakeSlack, type FakeSlack } from "./slack-standin.js";
+import { mountPlayground } from "./web.js";
+
+let slack: FakeSlack;
+let client: WebClient;
+
+beforeEach(async () => {
+  slack = await startFakeSlack({ validateBlocks: false });
+  client = new WebClient("xoxb-standin", { slackApiUrl: slack.url, retryConfig: { retries: 0 } });
+});
+afterEach(() => slack.close());
+
+describe("Slack stand-in state for the playground", () => {
+  it("records payloads that break Slack's documented limits, with the method and the problem", async () => {
+    await client.chat.postMessage({ channel: "C1", text: "ok", blocks: [{ type: "header", text: { type: "plain_text", text: "x".repeat(151) } }] });
+    await client.views.open({ trigger_id: slack.issueTrigger("U1"), view: { type: "modal", title: { type: "plain_text", text: "A title far longer than twenty-four" }, blocks: [] } });
+    await client.chat.postMessage({ channel: "C1", text: "fine", blocks: [{ type: "section", text: { type: "mrkdwn", text: "fine" } }] });
+    expect(slack.violations).toHaveLength(2);
+    expect(slack.violations[0]).toMatchObject({ method: "chat.postMessage", channel: "C1" });
+    expect(slack.violations[0]!.problems.join()).toContain("151 > 150");
+    expect(slack.violations[1]).toMatchObject({ method: "views.open" });
+    expect(slack.violations[1]!.problems.join()).toMatch(/title: \d+ > 24/);
+  });
+
+  it("still rejects over-limit payloads when validating, and records them too", async () => {
+    const strict = await startFakeSlack();
+    try {
+      const c = new WebClient("xoxb-standin", { slackApiUrl: strict.url, retryConfig: { retries: 0 } });
+      await expect(c.chat.postMessage({ channel: "C1", text: "t", blocks: [{ type: "section", text: { type: "mrkdwn", text: "y".repeat(3001) } }] })).rejects.toThrow(/invalid_blocks/);
+      expect(strict.violations[0]!.problems.join()).toContain("3001 > 3000");
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it("keeps ephemerals for their user, from chat.postEphemeral and from a response_url", async () => {
+    await client.chat.postEphemeral({ channel: "C1", user: "U1", thread_ts: "1.0", text: "only for U1" });
+    const url = slack.responseUrlFor({ channel: "C1", user: "U2" });
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ response_type: "ephemeral", text: "only for U2" }) });
+    expect(res.status).toBe(200);
+    expect(slack.ephemerals.map((e) => [e.user, e.text, e.thread_ts])).toEqual([
+      ["U1", "only for U1", "1.0"],
+      ["U2", "only for U2", undefined],
+    ]);
+    expect(slack.timeOf(slack.ephemerals[0]!.ts)).toBeGreaterThan(Date.now() - 5000);
+  });
+
+  it("gives a modal opened with an issued trigger to that user, and tells listeners", async () => {
+    let changes = 0;
+    slack.onChange(() => changes++);
+    const opened = await client.views.open({ trigger_id: slack.issueTrigger("U7"), view: { type: "modal", title: { type: "plain_text", text: "Hi" }, blocks: [] } });
+    expect(slack.views.get(opened.view!.id!)?.user).toBe("U7");
+    expect(changes).toBeGreaterThan(0);
+    slack.closeView(opened.view!.id!);
+    expect(slack.views.size).toBe(0);
+  });
+});
+
+describe("playground page API", () => {
+  it("serves the page and answers malformed requests with 400 without calling the bot", async () => {
+    mountPlayground(slack, { botUrl: "http://127.0.0.1:9", signingSecret: "s", users: [{ id: "U1", name: "One", role: "r" }], channels: [{ id: "C1", name: "general" }] });
+    const base = slack.url.replace(/\/api\/$/, "");
+    const page = await fetch(`${base}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("Crewline playground");
+    const bad = await fetch(`${base}/playground/command`, { method: "POST", body: JSON.stringify({ user: "<script>", channel: "C1", text: "/crew" }) });
+    expect(bad.status).toBe(400);
+    const notJson = await fetch(`${base}/playground/action`, { method: "POST", body: "{" });
+    expect(notJson.status).toBe(400);
+    const state = await fetch(`${base}/playground/state?user=U1`).then((r) => r.json());
+    expect(state).toMatchObject({ channels: [{ id: "C1" }], messages: [], modal: null, violations: [] });
+    expect(slack.calls).toHaveLength(0);
+  });
+});

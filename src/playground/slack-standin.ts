@@ -1,0 +1,826 @@
+/**
+ * A local stand-in for Slack's Web API over node:http: the end-to-end tests, the bench and
+ * `npm run playground` (which adds a web page on top, see ./web.ts) all use this one.
+ *
+ * Point Bolt at it with `clientOptions: { slackApiUrl: fake.url }` (or a WebClient
+ * with `{ slackApiUrl: fake.url }`). Every call is recorded in `calls`, failing ones
+ * included. State (messages, views, files) is kept so tests can assert on what a user
+ * would see, not only on the calls made.
+ *
+ * Routes:
+ *   POST /api/<method>         Web API methods (form-urlencoded, JSON or multipart body)
+ *   POST /upload/<file_id>     target of files.getUploadURLExternal's upload_url
+ *   POST /response/<...>       response_url target (method "response_url"); see responseUrl()
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { types } from "@slack/bolt";
+import { messageLimitViolations, modalLimitViolations } from "../slack/blocks/limits.js";
+
+export interface SlackCall {
+  /** e.g. "chat.postMessage"; "response_url" for response_url POSTs; "upload" for file bytes. */
+  method: string;
+  /** Parsed body. JSON-encoded form fields (blocks, view, attachments, files, …) are parsed back to objects. */
+  args: Record<string, unknown>;
+  token?: string;
+  at: number;
+  /** Set when the fake answered ok:false (the Slack error code) or 429 ("ratelimited"). */
+  error?: string;
+  /** Request path, useful for response_url calls. */
+  path?: string;
+}
+
+export interface FakeSlackOptions {
+  port?: number;
+  /** default U0BOT */
+  botUserId?: string;
+  /** default T0TEAM */
+  teamId?: string;
+  /** When set, chat.update beyond this many per rolling minute per channel answers 429 with Retry-After. */
+  tier3PerMinute?: number;
+  /** Retry-After for tier3PerMinute 429s; default 1. */
+  retryAfterSeconds?: number;
+  /**
+   * Reject payloads beyond Slack's Block Kit limits (blocks per message 50 / per view 100, section text
+   * 3,000, header 150, total block text 12,000 → msg_blocks_too_long, modal title 24, private_metadata
+   * 3,000). Default true.
+   */
+  validateBlocks?: boolean;
+}
+
+export interface FakeMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  text?: string;
+  blocks?: any[];
+  user: string;
+  updated?: number;
+}
+
+export interface FakeEphemeral {
+  channel: string;
+  user: string;
+  ts: string;
+  thread_ts?: string;
+  text?: string;
+  blocks?: any[];
+}
+
+/** A payload that breaks one of Slack's documented limits (src/slack/blocks/limits.ts). */
+export interface LimitViolation {
+  method: string;
+  at: number;
+  channel?: string;
+  ts?: string;
+  viewId?: string;
+  problems: string[];
+}
+
+/** Context a response_url answers into (which user sees its ephemeral answers). */
+export interface ResponseTarget {
+  channel?: string;
+  user?: string;
+  messageTs?: string;
+  threadTs?: string;
+}
+
+export interface FakeFile {
+  id: string;
+  /** When the file was shared (orders it among the thread's messages). */
+  ts?: string;
+  channel?: string;
+  thread_ts?: string;
+  filename: string;
+  title?: string;
+  content: string;
+  initial_comment?: string;
+}
+
+export interface FakeView {
+  id: string;
+  hash: string;
+  view: any;
+  user?: string;
+}
+
+export interface FakeSlack {
+  /** API base for clientOptions.slackApiUrl; ends with "/api/". */
+  url: string;
+  /** Base for response_url values, ends with "/response/". */
+  responseUrlBase: string;
+  calls: SlackCall[];
+  callsTo(method: string): SlackCall[];
+  waitForCalls(method: string, count: number, timeoutMs?: number): Promise<SlackCall[]>;
+  failNext(method: string, error: string, times?: number): void;
+  rateLimitNext(method: string, times?: number, retryAfterSeconds?: number): void;
+  delayNext(method: string, ms: number, times?: number): void;
+  /** Posts to this channel (and conversations.info/join) answer `error`; join clears a not_in_channel denial. */
+  denyChannel(channel: string, error?: string): void;
+  setUsergroup(id: string, userIds: string[]): void;
+  setUser(id: string, user: Record<string, unknown>): void;
+  /** The WebSocket URL apps.connections.open hands out (Socket Mode); unset answers an error. */
+  socketModeUrl?: string;
+  /** A response_url that routes respond({replace_original|delete_original}) to the given message. */
+  responseUrl(channel?: string, messageTs?: string): string;
+  messages(channel: string): FakeMessage[];
+  files: FakeFile[];
+  views: Map<string, FakeView>;
+  /** chat.postEphemeral and ephemeral response_url answers, per user. */
+  ephemerals: FakeEphemeral[];
+  /** Every payload that broke a documented Slack limit (recorded even when validateBlocks is off). */
+  violations: LimitViolation[];
+  /** A trigger_id for this user: views opened with it belong to the user. */
+  issueTrigger(user: string): string;
+  /** A response_url whose ephemeral answers are shown to target.user. */
+  responseUrlFor(target: ResponseTarget): string;
+  /** When a message, ephemeral or file with this ts was posted (ms since the epoch). */
+  timeOf(ts: string): number | undefined;
+  /** Removes a view (the user closed the modal). */
+  closeView(viewId: string): void;
+  /** Tells onChange listeners that state changed outside a Web API call. */
+  changed(): void;
+  /** Called after every request the stand-in answered (state may have changed). */
+  onChange(listener: () => void): () => void;
+  /** Serves other paths (the playground page): return true when handled. Web API paths stay first. */
+  mount(handler: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>): void;
+  readonly rateLimited: number;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+type Result = Record<string, unknown>;
+type Handler = (args: Record<string, any>, call: SlackCall) => Result;
+
+class SlackError extends Error {
+  constructor(readonly code: string, readonly extra: Result = {}) {
+    super(code);
+  }
+}
+const fail = (code: string, extra?: Result): never => {
+  throw new SlackError(code, extra);
+};
+const required = (args: Record<string, any>, name: string, code = "invalid_arguments"): any => {
+  const v = args[name];
+  if (v === undefined || v === null || v === "") fail(code);
+  return v;
+};
+
+/** Form fields the WebClient JSON-encodes (non-primitive values); parsed back to objects. */
+const JSON_FIELDS = new Set(["blocks", "attachments", "view", "files", "metadata", "unfurls", "user_auth_blocks", "options"]);
+
+const TS_BASE = 1_700_000_000_000_000; // microseconds; stays well under 2^53
+let seq = 0; // process-wide so ids and ts never repeat across fakes or resets
+const nextSeq = () => ++seq;
+const pad = (n: number) => String(n).padStart(10, "0");
+
+class Fault {
+  constructor(readonly kind: "fail" | "ratelimit", readonly value: string | number) {}
+}
+
+class FakeSlackServer implements FakeSlack {
+  url = "";
+  responseUrlBase = "";
+  calls: SlackCall[] = [];
+  files: FakeFile[] = [];
+  views = new Map<string, FakeView>();
+  ephemerals: FakeEphemeral[] = [];
+  violations: LimitViolation[] = [];
+  rateLimited = 0;
+
+  private readonly botUserId: string;
+  private readonly teamId: string;
+  private msgs = new Map<string, FakeMessage>(); // key channel/ts
+  private denied = new Map<string, string>();
+  private usergroups = new Map<string, string[]>();
+  private users = new Map<string, Record<string, unknown>>();
+  private usedTriggers = new Set<string>();
+  private uploads = new Map<string, { filename: string; length?: number; bytes?: Buffer }>();
+  private responseUses = new Map<string, number>();
+  private updatesByChannel = new Map<string, number[]>();
+  private faults = new Map<string, Fault[]>();
+  private delays = new Map<string, number[]>();
+  private waiters = new Set<() => void>();
+  private triggerUsers = new Map<string, string>();
+  /** When each ts was handed out (ts values count up from a fixed base, not from the clock). */
+  private times = new Map<string, number>();
+  private responseTargets = new Map<string, ResponseTarget>();
+  private listeners = new Set<() => void>();
+  /** The Web API method being answered (for violation records). */
+  private currentMethod = "";
+  private mounted: ((req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>)[] = [];
+  private readonly server = createServer((req, res) => void this.serve(req, res));
+
+  constructor(private readonly opts: FakeSlackOptions) {
+    this.botUserId = opts.botUserId ?? "U0BOT";
+    this.teamId = opts.teamId ?? "T0TEAM";
+  }
+
+  async listen(): Promise<this> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(this.opts.port ?? 0, "127.0.0.1", () => resolve());
+    });
+    const { port } = this.server.address() as AddressInfo;
+    this.url = `http://127.0.0.1:${port}/api/`;
+    this.responseUrlBase = `http://127.0.0.1:${port}/response/`;
+    return this;
+  }
+
+  // ---------------------------------------------------------------- test controls
+
+  callsTo(method: string): SlackCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  waitForCalls(method: string, count: number, timeoutMs = 5000): Promise<SlackCall[]> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const got = this.callsTo(method);
+        if (got.length < count) return false;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve(got);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        const seen = new Map<string, number>();
+        for (const c of this.calls) seen.set(c.method, (seen.get(c.method) ?? 0) + 1);
+        const list = [...seen].map(([m, n]) => `${m}×${n}`).join(", ") || "none";
+        reject(new Error(`fake-slack: expected ${count} ${method} call(s) within ${timeoutMs} ms, got ${this.callsTo(method).length}; methods seen: ${list}`));
+      }, timeoutMs);
+      if (!check()) this.waiters.add(check);
+    });
+  }
+
+  failNext(method: string, error: string, times = 1): void {
+    this.queue(this.faults, method, times, new Fault("fail", error));
+  }
+
+  rateLimitNext(method: string, times = 1, retryAfterSeconds = 1): void {
+    this.queue(this.faults, method, times, new Fault("ratelimit", retryAfterSeconds));
+  }
+
+  delayNext(method: string, ms: number, times = 1): void {
+    this.queue(this.delays, method, times, ms);
+  }
+
+  denyChannel(channel: string, error = "not_in_channel"): void {
+    this.denied.set(channel, error);
+  }
+
+  setUsergroup(id: string, userIds: string[]): void {
+    this.usergroups.set(id, [...userIds]);
+  }
+
+  setUser(id: string, user: Record<string, unknown>): void {
+    this.users.set(id, user);
+  }
+
+  responseUrl(channel?: string, messageTs?: string): string {
+    return this.responseUrlBase + [nextSeq(), channel, messageTs].filter(Boolean).join("/");
+  }
+
+  issueTrigger(user: string): string {
+    const trigger = `trig-${nextSeq()}.${user}`;
+    this.triggerUsers.set(trigger, user);
+    return trigger;
+  }
+
+  responseUrlFor(target: ResponseTarget): string {
+    const id = String(nextSeq());
+    this.responseTargets.set(id, target);
+    return this.responseUrlBase + [id, target.channel, target.messageTs].filter(Boolean).join("/");
+  }
+
+  closeView(viewId: string): void {
+    this.views.delete(viewId);
+    this.changed();
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  mount(handler: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>): void {
+    this.mounted.push(handler);
+  }
+
+  /** Tells onChange listeners that state may have changed. */
+  changed(): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener();
+      } catch {
+        /* a listener's problem is its own */
+      }
+    }
+  }
+
+  messages(channel: string): FakeMessage[] {
+    return [...this.msgs.values()].filter((m) => m.channel === channel).sort((a, b) => a.ts.localeCompare(b.ts));
+  }
+
+  reset(): void {
+    this.calls = [];
+    this.files = [];
+    this.views.clear();
+    this.ephemerals = [];
+    this.violations = [];
+    this.rateLimited = 0;
+    for (const m of [this.msgs, this.denied, this.usergroups, this.users, this.uploads, this.responseUses, this.updatesByChannel, this.faults, this.delays]) m.clear();
+    this.usedTriggers.clear();
+    this.triggerUsers.clear();
+    this.responseTargets.clear();
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private queue<T>(map: Map<string, T[]>, method: string, times: number, item: T): void {
+    const q = map.get(method) ?? [];
+    for (let i = 0; i < times; i++) q.push(item);
+    map.set(method, q);
+  }
+
+  // ---------------------------------------------------------------- HTTP
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (!path.startsWith("/api/") && !path.startsWith("/upload/") && !path.startsWith("/response/")) {
+      for (const handler of this.mounted) {
+        try {
+          if (await handler(req, res)) return;
+        } catch (err) {
+          if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end(String((err as Error).message ?? err));
+          return;
+        }
+      }
+    }
+    const raw = await readBody(req);
+    const call: SlackCall = { method: "", args: {}, at: Date.now(), path };
+    try {
+      call.args = await parseArgs(raw, req.headers["content-type"] ?? "");
+    } catch {
+      call.args = { _raw: raw.toString("utf8") };
+    }
+    const auth = req.headers.authorization;
+    const token = auth?.startsWith("Bearer ") ? auth.slice(7) : typeof call.args.token === "string" ? call.args.token : undefined;
+    if (token !== undefined) call.token = token;
+
+    let status = 200;
+    let body: Result;
+    const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+
+    if (path.startsWith("/upload/")) {
+      call.method = "upload";
+      ({ status, body } = this.receiveUpload(path.slice("/upload/".length), raw, call));
+    } else if (path.startsWith("/response/") || path.startsWith("/api/response/")) {
+      call.method = "response_url";
+      this.currentMethod = "response_url";
+      ({ status, body } = this.receiveResponseUrl(path.replace(/^(\/api)?\/response\//, ""), call.args));
+    } else {
+      call.method = path.replace(/^\/api\//, "").replace(/^\//, "");
+      const delay = this.delays.get(call.method)?.shift();
+      if (delay) await sleep(delay);
+      const fault = this.faults.get(call.method)?.shift();
+      const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
+      if (fault?.kind === "ratelimit" || tier3 !== undefined) {
+        status = 429;
+        headers["retry-after"] = String(fault?.kind === "ratelimit" ? fault.value : tier3);
+        body = { ok: false, error: "ratelimited" };
+        this.rateLimited++;
+      } else if (fault) {
+        body = { ok: false, error: fault.value };
+      } else {
+        this.currentMethod = call.method;
+        body = this.dispatch(call);
+      }
+    }
+    if (body.ok === false) call.error = String(body.error);
+    this.calls.push(call);
+    for (const w of [...this.waiters]) w();
+    res.writeHead(status, headers).end(JSON.stringify(body));
+    this.changed();
+  }
+
+  private dispatch(call: SlackCall): Result {
+    const handler = this.handlers[call.method];
+    if (!handler) return { ok: false, error: "unknown_method" };
+    if (!call.token) return { ok: false, error: "not_authed" };
+    try {
+      return { ok: true, ...handler(call.args as Record<string, any>, call) };
+    } catch (e) {
+      if (e instanceof SlackError) return { ok: false, error: e.code, ...e.extra };
+      return { ok: false, error: "fatal_error", detail: String(e) };
+    }
+  }
+
+  /** Retry-After seconds when this chat.update would exceed tier3PerMinute, else undefined (and counts it). */
+  private tier3Exceeded(channel: string): number | undefined {
+    const limit = this.opts.tier3PerMinute;
+    if (limit === undefined) return undefined;
+    const now = Date.now();
+    const recent = (this.updatesByChannel.get(channel) ?? []).filter((t) => now - t < 60_000);
+    this.updatesByChannel.set(channel, recent);
+    if (recent.length >= limit) return this.opts.retryAfterSeconds ?? 1;
+    recent.push(now);
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- state helpers
+
+  private key = (channel: string, ts: string) => `${channel}/${ts}`;
+
+  private newTs(): string {
+    const s = String(TS_BASE + nextSeq() * 100);
+    const ts = `${s.slice(0, 10)}.${s.slice(10)}`;
+    this.times.set(ts, Date.now());
+    return ts;
+  }
+
+  timeOf(ts: string): number | undefined {
+    return this.times.get(ts);
+  }
+
+  private newHash(): string {
+    return `${Math.floor(Date.now() / 1000)}.${nextSeq().toString(36).padStart(8, "0")}`;
+  }
+
+  private checkChannel(channel: string): void {
+    const denied = this.denied.get(channel);
+    if (denied) fail(denied);
+  }
+
+  private existing(channel: unknown, ts: unknown): FakeMessage {
+    if (typeof channel !== "string" || !channel) fail("channel_not_found");
+    const msg = this.msgs.get(this.key(String(channel), String(ts ?? "")));
+    return msg ?? fail("message_not_found");
+  }
+
+  private post(channel: string, args: Record<string, any>, user = this.botUserId): FakeMessage {
+    if (args.text === undefined && args.blocks === undefined && args.attachments === undefined) fail("no_text");
+    this.checkMessageBlocks(args);
+    const msg: FakeMessage = { channel, ts: this.newTs(), user };
+    if (args.thread_ts) msg.thread_ts = String(args.thread_ts);
+    if (args.text !== undefined) msg.text = String(args.text).slice(0, 40_000);
+    if (args.blocks !== undefined) msg.blocks = args.blocks;
+    this.msgs.set(this.key(channel, msg.ts), msg);
+    return msg;
+  }
+
+  private edit(msg: FakeMessage, args: Record<string, any>): void {
+    this.checkMessageBlocks(args);
+    if (args.text !== undefined) msg.text = String(args.text).slice(0, 40_000);
+    if (args.blocks !== undefined) msg.blocks = args.blocks;
+    msg.updated = Date.now();
+  }
+
+  private messageJson(m: FakeMessage): Result {
+    return { type: "message", bot_id: m.user === this.botUserId ? "B0BOT" : undefined, app_id: "A0APP", team: this.teamId, ...m };
+  }
+
+  /** Records what breaks Slack's documented limits, whether or not the call is then rejected. */
+  private recordViolations(method: string, problems: string[], where: Omit<LimitViolation, "method" | "at" | "problems"> = {}): void {
+    if (problems.length) this.violations.push({ method, at: Date.now(), ...where, problems });
+  }
+
+  private messageViolations(args: Record<string, any>): string[] {
+    const problems: string[] = [];
+    if (typeof args.text === "string" && args.text.length > 40_000) problems.push(`text: ${args.text.length} > 40000 (Slack truncates it)`);
+    if (Array.isArray(args.blocks)) {
+      try {
+        problems.push(...messageLimitViolations(args.blocks as types.KnownBlock[]));
+      } catch (err) {
+        problems.push(`blocks could not be checked: ${(err as Error).message}`);
+      }
+    }
+    return problems;
+  }
+
+  private checkMessageBlocks(args: Record<string, any>): void {
+    this.recordViolations(this.currentMethod, this.messageViolations(args), { channel: args.channel ? String(args.channel) : undefined, ts: args.ts ? String(args.ts) : undefined });
+    if (this.opts.validateBlocks === false || args.blocks === undefined) return;
+    if (!Array.isArray(args.blocks)) fail("invalid_blocks_format");
+    const blocks = args.blocks as any[];
+    if (blocks.length > 50) fail("invalid_blocks", { response_metadata: { messages: ["[ERROR] no more than 50 items allowed [json-pointer:/blocks]"] } });
+    checkBlockLimits(blocks, "invalid_blocks");
+    if (blockTextLength(blocks) > 12_000) fail("msg_blocks_too_long");
+  }
+
+  private checkView(view: any): void {
+    const method = this.currentMethod;
+    if (!view || typeof view !== "object") fail("invalid_arguments");
+    if (view.type === "modal" && Array.isArray(view.blocks) && view.title) {
+      try {
+        this.recordViolations(method, modalLimitViolations(view as types.ModalView));
+      } catch (err) {
+        this.recordViolations(method, [`view could not be checked: ${(err as Error).message}`]);
+      }
+    } else if (Array.isArray(view.blocks)) {
+      const problems = view.blocks.length > 100 ? [`blocks: ${view.blocks.length} > 100`] : [];
+      try {
+        problems.push(...messageLimitViolations(view.blocks as types.KnownBlock[]).filter((p) => !p.startsWith("blocks:") && !p.startsWith("block text") && !p.startsWith("markdown")));
+      } catch {
+        /* checked above as far as possible */
+      }
+      this.recordViolations(method, problems);
+    }
+    if (this.opts.validateBlocks === false) return;
+    const blocks: any[] = Array.isArray(view.blocks) ? view.blocks : [];
+    if (blocks.length > 100) fail("invalid_arguments", { response_metadata: { messages: ["[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]"] } });
+    for (const k of ["title", "submit", "close"]) if ((view[k]?.text?.length ?? 0) > 24) fail("invalid_arguments", { response_metadata: { messages: [`[ERROR] must be less than 25 characters [json-pointer:/view/${k}/text]`] } });
+    if ((view.private_metadata?.length ?? 0) > 3000) fail("invalid_arguments", { response_metadata: { messages: ["[ERROR] must be less than 3001 characters [json-pointer:/view/private_metadata]"] } });
+    checkBlockLimits(blocks, "invalid_arguments");
+  }
+
+  private useTrigger(args: Record<string, any>): void {
+    const trigger = String(required(args, "trigger_id"));
+    if (this.usedTriggers.has(trigger)) fail("trigger_exchanged");
+    this.usedTriggers.add(trigger);
+  }
+
+  private storeView(view: any, existing?: FakeView, user?: string): Result {
+    this.checkView(view);
+    const id = existing?.id ?? `V${pad(nextSeq())}`;
+    const hash = this.newHash();
+    const stored = {
+      ...view,
+      id,
+      team_id: this.teamId,
+      app_id: "A0APP",
+      bot_id: "B0BOT",
+      hash,
+      state: { values: {} },
+      private_metadata: view.private_metadata ?? "",
+      callback_id: view.callback_id ?? "",
+      external_id: view.external_id ?? "",
+      root_view_id: existing?.view.root_view_id ?? id,
+      previous_view_id: null,
+    };
+    const entry: FakeView = { id, hash, view: stored };
+    const owner = user ?? existing?.user;
+    if (owner) entry.user = owner;
+    this.views.set(id, entry);
+    return { view: stored };
+  }
+
+  private findView(args: Record<string, any>): FakeView {
+    if (args.view_id) return this.views.get(String(args.view_id)) ?? fail("not_found");
+    if (args.external_id) return [...this.views.values()].find((v) => v.view.external_id === args.external_id) ?? fail("not_found");
+    return fail("invalid_arguments");
+  }
+
+  private checkHash(entry: FakeView | undefined, hash: unknown): void {
+    if (entry && hash !== undefined && hash !== "" && hash !== entry.hash) fail("hash_conflict");
+  }
+
+  private receiveUpload(fileId: string, raw: Buffer, call: SlackCall): { status: number; body: Result } {
+    const up = this.uploads.get(fileId);
+    if (!up) return { status: 404, body: { ok: false, error: "file_not_found" } };
+    const field = (call.args as Record<string, unknown>).body ?? (call.args as Record<string, unknown>).file;
+    up.bytes = Buffer.isBuffer(field) ? field : typeof field === "string" ? Buffer.from(field) : raw;
+    call.args = { file_id: fileId, length: up.bytes.length };
+    return { status: 200, body: { ok: true } };
+  }
+
+  private receiveResponseUrl(rest: string, args: Record<string, any>): { status: number; body: Result } {
+    const [id = "", channel, ts] = rest.split("/");
+    const key = `${id}/${channel ?? ""}`;
+    const uses = (this.responseUses.get(key) ?? 0) + 1;
+    this.responseUses.set(key, uses);
+    if (uses > 5) return { status: 404, body: { ok: false, error: "used_url" } };
+    try {
+      if (channel && ts && (args.replace_original === true || args.replace_original === "true")) {
+        this.edit(this.existing(channel, ts), args);
+      } else if (channel && ts && (args.delete_original === true || args.delete_original === "true")) {
+        this.msgs.delete(this.key(channel, this.existing(channel, ts).ts));
+      } else if (channel && args.response_type === "in_channel") {
+        this.post(channel, args);
+      } else {
+        // An ephemeral answer: shown to whoever the response_url was handed to.
+        const target = this.responseTargets.get(id);
+        if (target?.user && (target.channel ?? channel)) {
+          this.checkMessageBlocks(args);
+          const ephemeral: FakeEphemeral = { channel: (target.channel ?? channel)!, user: target.user, ts: this.newTs() };
+          if (target.threadTs) ephemeral.thread_ts = target.threadTs;
+          if (args.text !== undefined) ephemeral.text = String(args.text).slice(0, 40_000);
+          if (Array.isArray(args.blocks)) ephemeral.blocks = args.blocks;
+          this.ephemerals.push(ephemeral);
+        }
+      }
+    } catch (e) {
+      if (e instanceof SlackError) return { status: 404, body: { ok: false, error: e.code } };
+      throw e;
+    }
+    return { status: 200, body: { ok: true } };
+  }
+
+  // ---------------------------------------------------------------- Web API methods
+
+  socketModeUrl?: string;
+
+  private readonly handlers: Record<string, Handler> = {
+    // Socket Mode: called with the app-level token; answers the URL of a test WebSocket server.
+    "apps.connections.open": () => (this.socketModeUrl ? { url: this.socketModeUrl } : fail("invalid_auth")),
+    "api.test": (args) => ({ args }),
+    "auth.test": () => ({
+      url: "https://example.slack.com/",
+      team: "Crewline Test",
+      user: "crewline",
+      team_id: this.teamId,
+      user_id: this.botUserId,
+      bot_id: "B0BOT",
+      is_enterprise_install: false,
+    }),
+
+    "chat.postMessage": (args) => {
+      const channel = String(required(args, "channel", "channel_not_found"));
+      this.checkChannel(channel);
+      const msg = this.post(channel, args);
+      return { channel, ts: msg.ts, message: this.messageJson(msg) };
+    },
+    "chat.update": (args) => {
+      const msg = this.existing(args.channel, args.ts);
+      this.edit(msg, args);
+      return { channel: msg.channel, ts: msg.ts, text: msg.text ?? "", message: this.messageJson(msg) };
+    },
+    "chat.postEphemeral": (args) => {
+      const channel = String(required(args, "channel", "channel_not_found"));
+      required(args, "user", "user_not_found");
+      this.checkChannel(channel);
+      if (args.text === undefined && args.blocks === undefined) fail("no_text");
+      this.checkMessageBlocks(args);
+      const ephemeral: FakeEphemeral = { channel, user: String(args.user), ts: this.newTs() };
+      if (args.thread_ts) ephemeral.thread_ts = String(args.thread_ts);
+      if (args.text !== undefined) ephemeral.text = String(args.text).slice(0, 40_000);
+      if (Array.isArray(args.blocks)) ephemeral.blocks = args.blocks;
+      this.ephemerals.push(ephemeral);
+      return { message_ts: ephemeral.ts };
+    },
+    "chat.delete": (args) => {
+      const msg = this.existing(args.channel, args.ts);
+      this.msgs.delete(this.key(msg.channel, msg.ts));
+      return { channel: msg.channel, ts: msg.ts };
+    },
+    "chat.getPermalink": (args) => {
+      const channel = String(required(args, "channel", "channel_not_found"));
+      const ts = String(required(args, "message_ts", "message_not_found"));
+      const msg = this.msgs.get(this.key(channel, ts));
+      const thread = msg?.thread_ts && msg.thread_ts !== ts ? `?thread_ts=${msg.thread_ts}&cid=${channel}` : "";
+      return { channel, permalink: `https://example.slack.com/archives/${channel}/p${ts.replace(".", "")}${thread}` };
+    },
+
+    "conversations.info": (args) => {
+      const id = String(required(args, "channel", "channel_not_found"));
+      const denied = this.denied.get(id);
+      if (denied && denied !== "not_in_channel") fail(denied);
+      const isIm = id.startsWith("D");
+      return { channel: { id, name: isIm ? undefined : id.toLowerCase(), is_channel: !isIm, is_im: isIm, is_private: false, is_archived: false, is_member: !denied, user: isIm ? "U0USER" : undefined } };
+    },
+    "conversations.join": (args) => {
+      const id = String(required(args, "channel", "channel_not_found"));
+      const denied = this.denied.get(id);
+      if (denied && denied !== "not_in_channel") fail(denied);
+      this.denied.delete(id);
+      return { channel: { id, name: id.toLowerCase(), is_channel: true, is_private: false, is_member: true } };
+    },
+
+    "views.open": (args) => {
+      this.useTrigger(args);
+      return this.storeView(args.view, undefined, this.triggerUsers.get(String(args.trigger_id)));
+    },
+    "views.push": (args) => {
+      this.useTrigger(args);
+      const pushed = this.storeView(args.view, undefined, this.triggerUsers.get(String(args.trigger_id)));
+      const below = [...this.views.values()].filter((v) => v.user && v.user === this.triggerUsers.get(String(args.trigger_id)) && v.view.type !== "home").at(-2);
+      if (below) (pushed.view as Record<string, unknown>).previous_view_id = below.id;
+      return pushed;
+    },
+    "views.update": (args) => {
+      const entry = this.findView(args);
+      this.checkHash(entry, args.hash);
+      return this.storeView(args.view, entry);
+    },
+    "views.publish": (args) => {
+      const user = String(required(args, "user_id", "user_not_found"));
+      const entry = [...this.views.values()].find((v) => v.user === user && v.view.type === "home");
+      this.checkHash(entry, args.hash);
+      return this.storeView({ ...(args.view ?? {}), type: "home" }, entry, user);
+    },
+
+    "users.info": (args) => {
+      const id = String(required(args, "user", "user_not_found"));
+      if (!/^[UW]/.test(id)) fail("user_not_found");
+      const name = id.toLowerCase();
+      return { user: { id, team_id: this.teamId, name, real_name: name, tz: "UTC", is_bot: id === this.botUserId, deleted: false, profile: { display_name: name, real_name: name }, ...this.users.get(id) } };
+    },
+    "users.lookupByEmail": (args) => {
+      const email = String(required(args, "email", "invalid_email")).toLowerCase();
+      for (const [id, user] of this.users) {
+        const profile = (user.profile ?? {}) as Record<string, unknown>;
+        if (String(profile.email ?? user.email ?? "").toLowerCase() === email) {
+          return { user: { id, team_id: this.teamId, name: id.toLowerCase(), deleted: false, is_bot: false, ...user, profile: { ...profile, email } } };
+        }
+      }
+      return fail("users_not_found");
+    },
+    "usergroups.users.list": (args) => {
+      const users = this.usergroups.get(String(required(args, "usergroup", "no_such_subteam")));
+      return { users: users ?? fail("no_such_subteam") };
+    },
+
+    "files.getUploadURLExternal": (args) => {
+      const filename = String(required(args, "filename"));
+      const file_id = `F${pad(nextSeq())}`;
+      this.uploads.set(file_id, { filename, length: Number(args.length) });
+      return { upload_url: this.url.replace(/\/api\/$/, `/upload/${file_id}`), file_id };
+    },
+    "files.completeUploadExternal": (args) => {
+      const list = required(args, "files") as { id: string; title?: string }[];
+      if (!Array.isArray(list)) fail("invalid_arguments");
+      if (args.channel_id) this.checkChannel(String(args.channel_id));
+      const done = list.map((f) => {
+        const up = this.uploads.get(f.id);
+        if (!up?.bytes) return fail("file_not_found");
+        const file: FakeFile = { id: f.id, ts: this.newTs(), filename: up.filename, content: up.bytes.toString("utf8") };
+        if (f.title !== undefined) file.title = f.title;
+        if (args.channel_id) file.channel = String(args.channel_id);
+        if (args.thread_ts) file.thread_ts = String(args.thread_ts);
+        if (args.initial_comment) file.initial_comment = String(args.initial_comment);
+        return file;
+      });
+      this.files.push(...done);
+      return { files: done.map((f) => ({ id: f.id, name: f.filename, title: f.title ?? f.filename, size: Buffer.byteLength(f.content) })) };
+    },
+  };
+}
+
+// ---------------------------------------------------------------- parsing & limits
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+async function parseArgs(raw: Buffer, contentType: string): Promise<Record<string, unknown>> {
+  let args: Record<string, unknown> = {};
+  if (raw.length === 0) return args;
+  if (contentType.includes("application/json")) {
+    args = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+  } else if (contentType.includes("multipart/form-data")) {
+    const form = await new Response(raw, { headers: { "content-type": contentType } }).formData();
+    for (const [k, v] of form) args[k] = typeof v === "string" ? v : Buffer.from(await v.arrayBuffer());
+  } else if (contentType.includes("application/x-www-form-urlencoded")) {
+    args = Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
+  } else {
+    return { body: raw };
+  }
+  for (const [k, v] of Object.entries(args)) {
+    if (JSON_FIELDS.has(k) && typeof v === "string" && /^\s*[[{]/.test(v)) {
+      try {
+        args[k] = JSON.parse(v);
+      } catch {
+        /* leave as sent */
+      }
+    }
+  }
+  return args;
+}
+
+function checkBlockLimits(blocks: any[], code: string): void {
+  for (const [i, b] of blocks.entries()) {
+    const tooLong = (len: number | undefined, max: number, where: string) => {
+      if ((len ?? 0) > max) fail(code, { response_metadata: { messages: [`[ERROR] must be less than ${max + 1} characters [json-pointer:/blocks/${i}/${where}]`] } });
+    };
+    if (b?.type === "section") {
+      tooLong(b.text?.text?.length, 3000, "text/text");
+      if ((b.fields?.length ?? 0) > 10) fail(code);
+      for (const f of b.fields ?? []) tooLong(f?.text?.length, 2000, "fields");
+    }
+    if (b?.type === "header") tooLong(b.text?.text?.length, 150, "text/text");
+    if (b?.type === "markdown") tooLong(b.text?.length, 12_000, "text");
+    if (typeof b?.block_id === "string") tooLong(b.block_id.length, 255, "block_id");
+  }
+}
+
+/** Sum of all `text` strings in a block tree (Slack rejects large totals with msg_blocks_too_long). */
+function blockTextLength(node: unknown): number {
+  if (Array.isArray(node)) return node.reduce((n: number, x) => n + blockTextLength(x), 0);
+  if (!node || typeof node !== "object") return 0;
+  return Object.entries(node).reduce((n, [k, v]) => n + (k === "text" && typeof v === "string" ? v.length : blockTextLength(v)), 0);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startFakeSlack(opts: FakeSlackOptions = {}): Promise<FakeSlack> {
+  return new FakeSlackServer(opts).listen();
+}
