@@ -62,6 +62,9 @@ export function webhookUrlBuilder(publicUrl: string | undefined) {
       stepWebhookUrl: `${base}/step/${execution.webhookSecret}`,
       taskWebhookUrl: `${base}/task/${execution.webhookSecret}`,
       crewWebhookUrl: `${base}/crew/${execution.webhookSecret}`,
+      ...(execution.humanInputToken
+        ? { humanInputWebhook: { url: `${base}/input/${execution.webhookSecret}`, authentication: { strategy: "bearer" as const, token: execution.humanInputToken } } }
+        : {}),
     };
   };
 }

@@ -88,7 +88,7 @@ const healthy: Handler = (req, res) => {
   if (req.path.endsWith("/inputs")) return send(res, 200, { inputs: ["topic"] });
   if (req.path.endsWith("/kickoff")) return send(res, 200, { kickoff_id: "k-1" });
   if (req.path.endsWith("/resume")) return send(res, 200, { status: "resumed", message: "Execution resumed successfully" });
-  if (req.path.endsWith("/status")) return send(res, 200, { state: "SUCCESS", result: "Done" });
+  if (req.path.startsWith("/status/")) return send(res, 200, { state: "SUCCESS", result: "Done" });
   send(res, 404, { detail: "Not Found" });
 };
 
@@ -104,7 +104,7 @@ describe("CrewClient requests", () => {
     const auth = Object.fromEntries(crew.seen.map((s) => [`${s.method} ${s.path}`, s.headers.authorization]));
     expect(auth).toEqual({
       "GET /inputs": `Bearer ${USER}`,
-      "GET /k-1/status": `Bearer ${USER}`,
+      "GET /status/k-1": `Bearer ${USER}`,
       "POST /kickoff": `Bearer ${ORG}`,
       "POST /resume": `Bearer ${ORG}`,
     });
@@ -201,19 +201,37 @@ describe("CrewClient requests", () => {
 });
 
 describe("CrewClient status paths", () => {
-  it("falls back to /status/{id} and remembers it, still falling back on a later 404", async () => {
+  it("asks /status/{id} first, falls back to the spec's /{id}/status and remembers it, still falling back on a later 404", async () => {
     const crew = await startCrew((req, res) => {
-      if (req.path === "/status/k-1") return send(res, 200, { state: "RUNNING" });
-      if (req.path === "/k-2/status") return send(res, 200, { status: "completed", result: "Done" });
+      if (req.path === "/k-1/status") return send(res, 200, { state: "RUNNING" });
+      if (req.path === "/status/k-2") return send(res, 200, { status: "completed", result: "Done" });
       send(res, 404, { detail: "Not Found" });
     });
     const c = client(crew.url);
     expect(await c.status("k-1")).toMatchObject({ phase: "running" });
     expect(await c.status("k-1")).toMatchObject({ phase: "running" });
-    expect(crew.seen.map((s) => s.path)).toEqual(["/k-1/status", "/status/k-1", "/status/k-1"]);
+    expect(crew.seen.map((s) => s.path)).toEqual(["/status/k-1", "/k-1/status", "/k-1/status"]);
 
     expect(await c.status("k-2")).toMatchObject({ phase: "succeeded", output: "Done" });
-    expect(crew.seen.map((s) => s.path).slice(3)).toEqual(["/status/k-2", "/k-2/status"]);
+    expect(crew.seen.map((s) => s.path).slice(3)).toEqual(["/k-2/status", "/status/k-2"]);
+  });
+
+  it("retries /resume once in the camelCase form after a 422 naming those fields, never after a 400", async () => {
+    const crew = await startCrew((req, res) => {
+      const body = req.body as Record<string, unknown>;
+      if ("execution_id" in body && body.execution_id === "k-camel") return send(res, 422, { error: "Validation error", message: "Field required: executionId, taskId, humanFeedback" });
+      if ("executionId" in body) return send(res, 200, { status: "resumed" });
+      send(res, 400, { error: "Invalid Request", message: "Execution is not in pending human input state" });
+    });
+    const c = client(crew.url);
+    const hook = { url: "https://bot/hooks/x/input/s", authentication: { strategy: "bearer" as const, token: "tok" } };
+    expect(await c.resume({ executionId: "k-camel", taskId: "t1", humanFeedback: "ok", isApprove: true, humanInputWebhook: hook })).toEqual({ status: "resumed" });
+    const [first, second] = crew.seen.map((s) => s.body as Record<string, unknown>);
+    expect(first).toMatchObject({ execution_id: "k-camel", task_id: "t1", human_feedback: "ok", is_approve: true, humanInputWebhook: hook });
+    expect(second).toMatchObject({ executionId: "k-camel", taskId: "t1", humanFeedback: "ok", humanInputWebhookUrl: hook.url });
+    const e = await failure(c.resume({ executionId: "k-other", taskId: "t1", humanFeedback: "ok", isApprove: true }));
+    expect(e.kind).toBe("bad_request");
+    expect(crew.seen).toHaveLength(3);
   });
 
   it("reports not_found when both forms 404", async () => {
@@ -221,7 +239,7 @@ describe("CrewClient status paths", () => {
     const e = await failure(client(crew.url).status("gone"));
     expect(e.kind).toBe("not_found");
     expect(e.status).toBe(404);
-    expect(crew.seen.map((s) => s.path)).toEqual(["/gone/status", "/status/gone"]);
+    expect(crew.seen.map((s) => s.path)).toEqual(["/status/gone", "/gone/status"]);
     expect(e.userMessage()).toBe("The crew “Research” has no record of that run (404); it may have expired or never started.");
   });
 
@@ -375,7 +393,7 @@ describe.concurrent("CrewClient read time-outs", () => {
       send(res, 200, { state: "RUNNING" });
     }, onTestFinished);
     expect(await client(crew.url, { readTimeoutMs: 100 }, onTestFinished).status("k")).toMatchObject({ phase: "running" });
-    expect(crew.seen.map((s) => s.path)).toEqual(["/k/status", "/k/status"]);
+    expect(crew.seen.map((s) => s.path)).toEqual(["/status/k", "/status/k"]);
   });
 
   it("reports a GET that keeps timing out as timeout", async ({ onTestFinished }) => {

@@ -53,7 +53,8 @@ export class CrewClient implements CrewApi {
   private readonly retry: { attempts: number; baseDelayMs: number };
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
-  private statusForm: StatusForm = "spec";
+  // Deployed services answer /status/{id}; the spec's form is the fallback (field notes).
+  private statusForm: StatusForm = "deployed";
 
   constructor(opts: CrewClientOptions) {
     this.name = opts.name;
@@ -84,6 +85,7 @@ export class CrewClient implements CrewApi {
       taskWebhookUrl: req.taskWebhookUrl,
       stepWebhookUrl: req.stepWebhookUrl,
       crewWebhookUrl: req.crewWebhookUrl,
+      humanInputWebhook: req.humanInputWebhook,
     });
     const reply = await this.send({ op: "kickoff", method: "POST", path: ["kickoff"], token: this.token, body });
     return parseKickoff(this.json("kickoff", reply), this.name);
@@ -107,16 +109,30 @@ export class CrewClient implements CrewApi {
   }
 
   async resume(req: ResumeRequest): Promise<ResumeResult> {
-    const body = withoutUndefined({
-      execution_id: req.executionId,
-      task_id: req.taskId,
-      human_feedback: req.humanFeedback,
-      is_approve: req.isApprove,
+    const hooks = {
       taskWebhookUrl: req.taskWebhookUrl,
       stepWebhookUrl: req.stepWebhookUrl,
       crewWebhookUrl: req.crewWebhookUrl,
-    });
-    const reply = await this.send({ op: "resume", method: "POST", path: ["resume"], token: this.token, body });
+      humanInputWebhook: req.humanInputWebhook,
+    };
+    const body = withoutUndefined({ execution_id: req.executionId, task_id: req.taskId, human_feedback: req.humanFeedback, is_approve: req.isApprove, ...hooks });
+    let reply: Reply;
+    try {
+      reply = await this.send({ op: "resume", method: "POST", path: ["resume"], token: this.token, body });
+    } catch (e) {
+      // A guide shows a camelCase body; after a 422 that names those fields, try that form once.
+      // Never after a time-out or a 400: the first call may have been taken (field notes).
+      if (!isCrewError(e) || e.status !== 422 || !namesCamelCaseResumeFields(e)) throw e;
+      const camel = withoutUndefined({
+        executionId: req.executionId,
+        taskId: req.taskId,
+        humanFeedback: req.humanFeedback,
+        isApprove: req.isApprove,
+        ...hooks,
+        humanInputWebhookUrl: req.humanInputWebhook?.url,
+      });
+      reply = await this.send({ op: "resume", method: "POST", path: ["resume"], token: this.token, body: camel });
+    }
     // The resume took effect once we have a 2xx; an odd body must not turn it into a failure.
     return parseResume(tryJson(reply.text));
   }
@@ -296,4 +312,10 @@ function checkToken(name: string, token: string): string {
     throw new Error(`Crew "${name}": the token is empty or contains spaces or control characters`);
   }
   return token;
+}
+
+/** A 422 that asks for the camelCase resume fields a guide shows (executionId, taskId, humanFeedback). */
+export function namesCamelCaseResumeFields(e: CrewError): boolean {
+  const said = [e.serviceMessage ?? "", ...(e.missingInputs ?? [])].join(" ");
+  return /\b(executionId|taskId|humanFeedback)\b/.test(said);
 }

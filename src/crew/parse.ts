@@ -5,6 +5,7 @@ import { CrewError, type CrewOperation } from "./errors.js";
 import type {
   CrewCompletionEvent,
   CrewEvent,
+  HumanInputEvent,
   CrewInput,
   ExecutionPhase,
   ExecutionStatus,
@@ -142,7 +143,8 @@ export function parseStatus(body: unknown, crewName = ""): ExecutionStatus {
   const rawState = s.state ?? s.status;
   if (rawState === undefined) throw invalid("status", crewName, "status body has no state");
 
-  const phase = phaseOf(rawState);
+  // The paused state's literal is unpublished: the status text may be what says a human is awaited.
+  const phase = phaseOf(rawState) === "running" && s.status !== undefined && isWaitingText(s.status) ? "paused" : phaseOf(rawState);
   const lastTask = lastTaskOf(s.last_executed_task);
   const output = toText(s.result_json) ?? resultText(s.result) ?? lastTask?.output;
   const error = toText(errorText(s.error)) ?? (phase === "failed" && s.state && s.status !== s.state ? s.status : undefined);
@@ -170,7 +172,19 @@ const PHASES: Record<string, ExecutionPhase> = {
 
 export function phaseOf(state: string): ExecutionPhase {
   const key = state.trim().toLowerCase().replace(/[_-]+/g, " ");
-  return PHASES[key] ?? "running";
+  return PHASES[key] ?? (isWaitingText(key) ? "paused" : "running");
+}
+
+/**
+ * Whether a state or status text says the run waits for a person: PAUSED, PENDING_HUMAN_INPUT,
+ * WAITING, "Pending Human Input", "Waiting for human input on task …", "feedback required", …
+ */
+export function isWaitingText(text: string): boolean {
+  const t = text.trim().toLowerCase().replace(/[_-]+/g, " ");
+  if (t === "waiting" || t === "paused") return true;
+  const human = /\b(human|feedback|review|approval)\b/.test(t);
+  const waits = /\b(pending|waiting|awaiting|paused|required|needed|requested)\b/.test(t);
+  return human && waits;
 }
 
 /** `result` is a string once finished; older services send `{output, tasks[]}`. */
@@ -220,11 +234,28 @@ function dropUndefined<T extends Record<string, unknown>>(obj: T): T {
 
 // ---- webhooks ----
 
-export function parseWebhook(kind: "step" | "task" | "crew", body: unknown, crewName = ""): CrewEvent {
+export function parseWebhook(kind: "step" | "task" | "crew" | "input", body: unknown, crewName = ""): CrewEvent {
   const b = asRecord(body, "webhook", crewName);
   if (kind === "step") return stepEvent(b);
   if (kind === "task") return taskEvent(b, crewName);
+  if (kind === "input") return humanInputEvent(b, crewName);
   return crewEvent(b);
+}
+
+/** The human-input request's JSON is unpublished: every name the field notes list is accepted. */
+function humanInputEvent(b: Record<string, unknown>, crewName: string): HumanInputEvent {
+  // Some senders nest the task: {task: {id, name, output}}.
+  const task = record.safeParse(b.task).success ? (b.task as Record<string, unknown>) : {};
+  const output = toText(b.output) ?? toText(b.task_output) ?? toText(b.taskOutput) ?? toText(b.result) ?? toText(task.output) ?? toText(b.output_json);
+  if (output === undefined || !output.trim()) throw invalid("webhook", crewName, "human-input request has no task output");
+  return dropUndefined({
+    kind: "input" as const,
+    runId: firstId(b.execution_id, b.executionId, b.kickoff_id),
+    taskId: firstId(b.task_id, b.taskId, b.id, task.id, task.task_id),
+    name: toText(b.name) ?? toText(b.task_name) ?? toText(task.name),
+    agent: agentName(b.agent) ?? agentName(task.agent),
+    output,
+  });
 }
 
 function stepEvent(b: Record<string, unknown>): StepEvent {

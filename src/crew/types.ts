@@ -23,22 +23,30 @@ export interface ExecutionStatus {
   progress?: { completed?: number; total?: number; currentAgent?: string; current?: string };
 }
 
-export interface KickoffRequest {
-  inputs: Record<string, string>;
-  meta?: Record<string, string>;
+/** The human-input webhook setting: where the crew asks for a decision, and the token it presents. */
+export interface HumanInputWebhook {
+  url: string;
+  authentication: { strategy: "bearer"; token: string };
+}
+
+/** Every webhook setting of an execution: sent on kickoff and again on every resume (none is carried over). */
+export interface WebhookSettings {
   taskWebhookUrl?: string;
   stepWebhookUrl?: string;
   crewWebhookUrl?: string;
+  humanInputWebhook?: HumanInputWebhook;
 }
 
-export interface ResumeRequest {
+export interface KickoffRequest extends WebhookSettings {
+  inputs: Record<string, string>;
+  meta?: Record<string, string>;
+}
+
+export interface ResumeRequest extends WebhookSettings {
   executionId: string;
   taskId: string;
   humanFeedback: string;
   isApprove: boolean;
-  taskWebhookUrl?: string;
-  stepWebhookUrl?: string;
-  crewWebhookUrl?: string;
 }
 
 export interface ResumeResult {
@@ -77,7 +85,18 @@ export interface CrewCompletionEvent {
   error?: string;
 }
 
-export type CrewEvent = StepEvent | TaskEvent | CrewCompletionEvent;
+/** A human-input request: the crew paused on a task and waits for a decision (field notes). */
+export interface HumanInputEvent {
+  kind: "input";
+  runId?: string;
+  /** task_id / taskId / id when given: the id /resume wants. */
+  taskId?: string;
+  name?: string;
+  agent?: string;
+  output: string;
+}
+
+export type CrewEvent = StepEvent | TaskEvent | CrewCompletionEvent | HumanInputEvent;
 
 export interface CrewApi {
   listInputs(): Promise<CrewInput[]>;

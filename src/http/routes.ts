@@ -72,7 +72,7 @@ export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
       return;
     }
     try {
-      const answer = await lifecycle.callbacks.accept(executionId, kind, secret, body);
+      const answer = await lifecycle.callbacks.accept(executionId, kind, secret, body, req.headers.authorization);
       reply(res, answer.status, answer.status < 300 ? { ok: true, message: answer.message } : { error: answer.message });
       answer.after?.();
     } catch (err) {

@@ -22,7 +22,8 @@ import { EventRows, ExecutionRows, isUuid } from "./rows.js";
  */
 export const DEFAULT_PROCESSING_CONCURRENCY = 2;
 
-export const CALLBACK_KINDS = ["step", "task", "crew"] as const;
+// "input": the human-input webhook, which also carries the execution's bearer token.
+export const CALLBACK_KINDS = ["step", "task", "crew", "input"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
 
 export interface CallbackAnswer {
@@ -53,11 +54,14 @@ export class Callbacks {
     this.executions = new ExecutionRows(db);
   }
 
-  async accept(executionId: string, kind: string, secret: string, body: unknown): Promise<CallbackAnswer> {
+  async accept(executionId: string, kind: string, secret: string, body: unknown, authorization?: string): Promise<CallbackAnswer> {
     if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { status: 404, message: "unknown callback" };
     const execution = await this.lookup(executionId);
     if (!execution) return { status: 404, message: "unknown execution" };
     if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
+    if (kind === "input" && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
+      return { status: 401, message: "invalid or missing authorization" };
+    }
 
     let event: CrewEvent;
     try {
@@ -109,7 +113,18 @@ export class Callbacks {
     this.cache.delete(execution.id);
     if (event.kind === "task") {
       if (isFinished(execution.state)) return;
-      await this.reviews.open(execution, event);
+      const posted = await this.reviews.open(execution, event);
+      // Seed deployments send no human-input request: the status says whether the crew waits on it.
+      if (posted?.state === "posted") {
+        void this.reviews.confirmWaiting(execution, posted).catch((err) => this.log.warn("could not confirm a pause from the status", { executionId: execution.id, err }));
+      }
+    } else if (event.kind === "input") {
+      if (isFinished(execution.state)) return;
+      await this.reviews.awaitDecision(
+        execution,
+        { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId },
+        { source: "input" },
+      );
     } else if (event.kind === "crew") {
       await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
     }

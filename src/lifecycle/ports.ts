@@ -1,7 +1,7 @@
 // What the lifecycle needs from the outside world, as interfaces: the Slack surface implements
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 import type { Execution, Review } from "../generated/prisma/client.js";
-import type { CrewApi } from "../crew/types.js";
+import type { CrewApi, HumanInputWebhook } from "../crew/types.js";
 
 export type { Execution, Review };
 
@@ -34,6 +34,7 @@ export interface WebhookUrls {
   taskWebhookUrl: string;
   stepWebhookUrl: string;
   crewWebhookUrl: string;
+  humanInputWebhook?: HumanInputWebhook;
 }
 
 export interface Clock {

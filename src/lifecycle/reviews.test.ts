@@ -39,7 +39,7 @@ async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Executi
   const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: { topic: "tides" }, webhooks: false });
   await lifecycle.runs.setThread(created.id, "100.0");
   const execution = await lifecycle.runs.kickedOff(created.id, "k-1");
-  const review = await lifecycle.reviews.open(execution, { taskKey: "t1", name: "research_task", agent: "Analyst", output: OUTPUT });
+  const review = await lifecycle.reviews.awaitDecision(execution, { taskKey: "t1", name: "research_task", agent: "Analyst", output: OUTPUT }, { source: "input" });
   return { execution, review: review! };
 }
 

@@ -4,7 +4,7 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
-import { nextRound, reviewTransition, type ReviewEvent } from "./states.js";
+import { isFinished, nextRound, reviewTransition, type ReviewEvent } from "./states.js";
 import type { Runs } from "./runs.js";
 import type { Audit } from "./audit.js";
 import { ReviewRows, isUuid } from "./rows.js";
@@ -31,8 +31,17 @@ export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ a
 
 export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
 
-/** Where a task output came from: a task webhook, or a status poll made at `observedAt`. */
-export type ReviewOrigin = { source: "webhook" } | { source: "poll"; observedAt: Date };
+/**
+ * Where a task output came from: a task webhook, a human-input request (the crew waits on it), or a
+ * status poll made at `observedAt` that found the run waiting on it.
+ */
+export type ReviewOrigin = { source: "webhook" } | { source: "input" } | { source: "poll"; observedAt: Date };
+
+/** A task output the crew waits on, with the task id /resume wants when the crew named one. */
+export type AwaitedTask = Pick<TaskEvent, "taskKey" | "name" | "agent" | "output"> & { resumeTaskId?: string };
+
+/** How long after a task webhook the status is asked whether the crew waits on it (seed deployments send no human-input request). */
+export const CONFIRM_DELAYS_MS = [250, 500, 1000, 2000, 4000] as const;
 
 /**
  * Given the latest review of the execution with the same output (if any), whether a task output is a
@@ -54,7 +63,8 @@ export function sameOutputVerdict(
   if (!seen) return { kind: "open", taskKey: task.taskKey };
   const awaiting = seen.state === "pending" || seen.state === "deciding";
   const sameTask = seen.taskKey === task.taskKey || seen.taskName === task.taskKey || (!!task.name && seen.taskName === task.name);
-  if (origin.source === "webhook") {
+  // A human-input request is news like a webhook: the crew produced this output and asks about it now.
+  if (origin.source === "webhook" || origin.source === "input") {
     if (seen.taskKey === task.taskKey) return { kind: "open", taskKey: task.taskKey };
     if (awaiting || (sameTask && seen.state !== "rejected")) return { kind: "duplicate" };
     return { kind: "open", taskKey: task.taskKey };
@@ -92,8 +102,66 @@ export class Reviews {
     this.rows = new ReviewRows(db);
   }
 
-  /** Stores the review round for a task output (idempotent), then posts it. */
-  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "name" | "agent" | "output">, origin: ReviewOrigin = { source: "webhook" }): Promise<Review | undefined> {
+  /**
+   * A task finished (task webhook): its output is stored and posted in the thread as a task message
+   * with no decision controls (state "posted"). It becomes a review only through awaitDecision.
+   */
+  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "name" | "agent" | "output">): Promise<Review | undefined> {
+    return this.store(execution, task, { source: "webhook" }, "posted");
+  }
+
+  /**
+   * The crew waits for a person on this output (a human-input request, or the status says so): the
+   * task message already posted for it becomes the review in place, or the review is opened now.
+   * Idempotent: every source describing the same pause ends in one review.
+   */
+  async awaitDecision(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
+    const seen = await this.rows.latestWithOutput(execution.id, hashOutput(task.output));
+    if (seen?.state === "posted") return this.promote(execution, seen, task.resumeTaskId);
+    if (seen && (seen.state === "pending" || seen.state === "deciding")) {
+      // Task ids can change after a replay: the latest request for review names the one /resume wants.
+      if (task.resumeTaskId && task.resumeTaskId !== (seen.resumeTaskId ?? seen.taskKey)) await this.rows.setResumeTaskId(seen.id, task.resumeTaskId);
+      return undefined;
+    }
+    return this.store(execution, task, origin, "pending");
+  }
+
+  /**
+   * After a task webhook, asks the status (a few times while it still says running) whether the crew
+   * now waits on that output: deployments that never send a human-input request get their review
+   * this way. Runs after the webhook's answer; status polling is the safety net if this is cut short.
+   */
+  async confirmWaiting(execution: Execution, review: Review, delaysMs: readonly number[] = CONFIRM_DELAYS_MS): Promise<void> {
+    const crew = this.crews.get(execution.crewName);
+    for (const delay of delaysMs) {
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      const current = await this.rows.find(review.id);
+      if (!current || current.state !== "posted") return;
+      const run = await this.runs.get(execution.id);
+      if (!crew || !run?.kickoffId || isFinished(run.state)) return;
+      const status = await crew.status(run.kickoffId).catch(() => undefined);
+      if (!status || status.phase === "running") continue;
+      if (status.phase !== "paused") return;
+      const last = status.lastTask;
+      // The pause is on this output when the status shows it, or shows no task and this is the run's latest.
+      const onThis = last?.output ? hashOutput(last.output) === review.outputHash : (await this.rows.latestOf(execution.id))?.id === review.id;
+      if (onThis) await this.promote(run, current, last?.taskId);
+      return;
+    }
+  }
+
+  /** posted → pending, once; the task message gets its decision controls in place. */
+  private async promote(execution: Execution, review: Review, resumeTaskId?: string): Promise<Review | undefined> {
+    const promoted = await this.rows.transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
+    if (!promoted) return undefined;
+    await this.runs.transition(execution.id, "review_opened");
+    // No ts yet: the post under way sees the new state when it stores its ts, and updates then.
+    if (promoted.messageTs) await this.showDecision(execution, promoted);
+    return promoted;
+  }
+
+  /** Stores a round for a task output (idempotent) in the given state, then posts it. */
+  private async store(execution: Execution, task: AwaitedTask, origin: ReviewOrigin, state: "posted" | "pending"): Promise<Review | undefined> {
     const outputHash = hashOutput(task.output);
     // The same output may already have a review under another task key (a status poll and a webhook
     // can name the task differently): see sameOutputVerdict.
@@ -112,6 +180,8 @@ export class Reviews {
       taskName: task.name ?? task.taskKey,
       agent: task.agent ?? null,
       round,
+      state,
+      resumeTaskId: task.resumeTaskId ?? null,
       output: task.output,
       outputHash,
       // Whoever stores the round posts it; the claim lets a successor retake it if this replica dies.
@@ -119,7 +189,7 @@ export class Reviews {
     });
     // Another delivery (or replica) stored this round first.
     if (!review) return undefined;
-    await this.runs.transition(execution.id, "review_opened");
+    if (state === "pending") await this.runs.transition(execution.id, "review_opened");
     return this.post(execution, review);
   }
 
@@ -141,7 +211,10 @@ export class Reviews {
 
   private async post(execution: Execution, review: Review): Promise<Review> {
     const { ts, fileAttached } = await this.notifier.postReview(execution, review);
-    return this.rows.setMessage(review.id, ts, fileAttached);
+    const stored = await this.rows.setMessage(review.id, ts, fileAttached);
+    // It became a review (or was decided) while being posted: show what it is now.
+    if (stored.state !== review.state) await this.showDecision(execution, stored);
+    return stored;
   }
 
   get(reviewId: string) {
@@ -172,7 +245,7 @@ export class Reviews {
       if (!crew) throw new Error(`crew "${execution.crewName}" is no longer configured`);
       const resume = await crew.resume({
         executionId: execution.kickoffId!,
-        taskId: review.taskKey,
+        taskId: review.resumeTaskId ?? review.taskKey,
         humanFeedback: feedback || (decision.approve ? "Approved" : ""),
         isApprove: decision.approve,
         ...this.webhookUrls(execution),

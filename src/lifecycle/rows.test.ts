@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from "../../test/support/test-d
 import { EventRows, ExecutionRows, ReviewRows, insertAuditRow } from "./rows.js";
 
 let db: TestDatabase;
-const newRun = { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: { topic: "tides" }, webhooks: true, state: "starting", requestId: "req-1", webhookSecret: "s3cret" };
+const newRun = { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: { topic: "tides" }, webhooks: true, state: "starting", requestId: "req-1", webhookSecret: "s3cret", humanInputToken: "t0ken" };
 
 describe("per-run rows", () => {
   beforeEach(async () => {
@@ -85,7 +85,7 @@ describe("per-run rows", () => {
     const run = await new ExecutionRows(db.database.prisma).insert(newRun);
     const reviews = new ReviewRows(db.database.prisma);
     const claimedAt = new Date("2026-11-22T10:00:00.000Z");
-    const round = (n: number, outputHash: string) => ({ executionId: run.id, taskKey: "t1", taskName: "research", agent: null, round: n, output: `output ${n}`, outputHash, postClaimedAt: claimedAt });
+    const round = (n: number, outputHash: string) => ({ executionId: run.id, taskKey: "t1", taskName: "research", agent: null, round: n, output: `output ${n}`, outputHash, postClaimedAt: claimedAt, state: "pending", resumeTaskId: null });
     const first = await reviews.insert(round(1, "h1"));
     expect(first).toEqual(await db.database.prisma.review.findUniqueOrThrow({ where: { id: first!.id } }));
     expect(first).toMatchObject({ state: "pending", messageTs: null, fileAttached: false, remindersSent: 0, postClaimedAt: claimedAt });

@@ -82,6 +82,7 @@ export interface NewExecutionRow extends NewExecution {
   state: string;
   requestId: string;
   webhookSecret: string;
+  humanInputToken: string;
 }
 
 export class ExecutionRows {
@@ -94,10 +95,10 @@ export class ExecutionRows {
   async insert(row: NewExecutionRow): Promise<Execution> {
     const now = new Date();
     const rows = await this.sql.query<Execution>(
-      `INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt")
-       VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $11, $11)
+      `INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt", "humanInputToken")
+       VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $11, $11, $12)
        RETURNING *`,
-      [crypto.randomUUID(), row.crewName, row.teamId, row.channelId, row.userId, JSON.stringify(row.inputs), row.state, row.requestId, row.webhookSecret, row.webhooks, now],
+      [crypto.randomUUID(), row.crewName, row.teamId, row.channelId, row.userId, JSON.stringify(row.inputs), row.state, row.requestId, row.webhookSecret, row.webhooks, now, row.humanInputToken],
     );
     return rows[0]!;
   }
@@ -192,6 +193,9 @@ export interface NewReviewRow {
   taskName: string;
   agent: string | null;
   round: number;
+  /** "posted" (a task message) or "pending" (a review). */
+  state: string;
+  resumeTaskId: string | null;
   output: string;
   outputHash: string;
   postClaimedAt: Date;
@@ -202,6 +206,31 @@ export class ReviewRows {
 
   constructor(db: Db) {
     this.sql = sqlRunnerFor(db);
+  }
+
+  async find(id: string): Promise<Review | null> {
+    const rows = await this.sql.query<Review>(`SELECT * FROM "Review" WHERE id = $1::uuid`, [id]);
+    return rows[0] ?? null;
+  }
+
+  /** The execution's most recent task output of all. */
+  async latestOf(executionId: string): Promise<Review | null> {
+    const rows = await this.sql.query<Review>(`SELECT * FROM "Review" WHERE "executionId" = $1::uuid ORDER BY "createdAt" DESC, round DESC LIMIT 1`, [executionId]);
+    return rows[0] ?? null;
+  }
+
+  /** Moves a row between states (conditional on the current one); the moved row, or null when it was not in `from`. */
+  async transition(id: string, t: { from: readonly string[]; to: string }, data: { resumeTaskId?: string } = {}): Promise<Review | null> {
+    const rows = await this.sql.query<Review>(
+      `UPDATE "Review" SET state = $1, "resumeTaskId" = COALESCE($2, "resumeTaskId"), "updatedAt" = $3
+       WHERE id = $4::uuid AND state = ANY($5::text[]) RETURNING *`,
+      [t.to, data.resumeTaskId ?? null, new Date(), id, `{${t.from.join(",")}}`],
+    );
+    return rows[0] ?? null;
+  }
+
+  async setResumeTaskId(id: string, resumeTaskId: string): Promise<void> {
+    await this.sql.execute(`UPDATE "Review" SET "resumeTaskId" = $1, "updatedAt" = $2 WHERE id = $3::uuid`, [resumeTaskId, new Date(), id]);
   }
 
   /** The execution's most recent review of this exact output, if any. */
@@ -227,11 +256,11 @@ export class ReviewRows {
   /** Stores a round; undefined when another delivery (or replica) stored the same round first. */
   async insert(row: NewReviewRow): Promise<Review | undefined> {
     const rows = await this.sql.query<Review>(
-      `INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "postClaimedAt", "createdAt", "updatedAt")
-       VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+      `INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "postClaimedAt", "createdAt", "updatedAt", state, "resumeTaskId")
+       VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)
        ON CONFLICT ("executionId", "taskKey", round) DO NOTHING
        RETURNING *`,
-      [crypto.randomUUID(), row.executionId, row.taskKey, row.taskName, row.agent, row.round, row.output, row.outputHash, row.postClaimedAt, new Date()],
+      [crypto.randomUUID(), row.executionId, row.taskKey, row.taskName, row.agent, row.round, row.output, row.outputHash, row.postClaimedAt, new Date(), row.state, row.resumeTaskId],
     );
     return rows[0];
   }

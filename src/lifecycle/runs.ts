@@ -50,6 +50,7 @@ export class Runs {
       ...input,
       requestId: crypto.randomUUID(),
       webhookSecret: crypto.randomBytes(32).toString("base64url"),
+      humanInputToken: crypto.randomBytes(32).toString("base64url"),
       state: "starting",
     });
   }

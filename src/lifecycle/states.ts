@@ -34,12 +34,16 @@ export function isFinished(state: string): boolean {
   return (FINISHED_STATES as readonly string[]).includes(state);
 }
 
-export const REVIEW_STATES = ["pending", "deciding", "approved", "rejected", "closed"] as const;
+// "posted": a task's output shown in the thread with no decision controls; every task webhook makes
+// one. It becomes "pending" (a review) only once the crew is known to wait for a person on it.
+export const REVIEW_STATES = ["posted", "pending", "deciding", "approved", "rejected", "closed"] as const;
 export type ReviewState = (typeof REVIEW_STATES)[number];
 
-export type ReviewEvent = "claimed" | "resume_ok_approve" | "resume_ok_reject" | "resume_failed" | "not_waiting" | "run_finished";
+export type ReviewEvent = "wait_confirmed" | "claimed" | "resume_ok_approve" | "resume_ok_reject" | "resume_failed" | "not_waiting" | "run_finished";
 
 const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to: ReviewState }> = {
+  // A human-input request or the status says the crew waits on this output: it becomes a review.
+  wait_confirmed: { from: ["posted"], to: "pending" },
   // The first click moves pending → deciding atomically; every later click finds it taken.
   claimed: { from: ["pending"], to: "deciding" },
   resume_ok_approve: { from: ["deciding"], to: "approved" },

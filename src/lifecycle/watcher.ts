@@ -99,7 +99,7 @@ export function leaseDueQuery(owner: string, leaseMs: number, limit: number): Pr
 /** What a status answer means for a run, as data (applied by the watcher). */
 export type StatusAction =
   | { kind: "none" }
-  | { kind: "review"; taskKey: string; name?: string; agent?: string; output: string }
+  | { kind: "review"; taskKey: string; name?: string; agent?: string; output: string; resumeTaskId?: string }
   | { kind: "succeeded"; output: string }
   | { kind: "failed"; error: string; output?: string };
 
@@ -108,7 +108,7 @@ export function actionForStatus(status: ExecutionStatus): StatusAction {
     case "paused": {
       const task = status.lastTask;
       if (!task?.output) return { kind: "none" };
-      return { kind: "review", taskKey: task.taskId ?? task.name ?? "task", name: task.name, agent: task.agent, output: task.output };
+      return { kind: "review", taskKey: task.taskId ?? task.name ?? "task", name: task.name, agent: task.agent, output: task.output, ...(task.taskId ? { resumeTaskId: task.taskId } : {}) };
     }
     case "succeeded":
       return { kind: "succeeded", output: status.output ?? status.lastTask?.output ?? "" };
@@ -173,7 +173,7 @@ export class RunWatcher {
    */
   async recover(webhookOlderThanMs = 0): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
-    const unposted = await this.db.review.findMany({ where: { messageTs: null, state: "pending" }, select: { id: true }, orderBy: { createdAt: "asc" }, take: 100 });
+    const unposted = await this.db.review.findMany({ where: { messageTs: null, state: { in: ["posted", "pending"] } }, select: { id: true }, orderBy: { createdAt: "asc" }, take: 100 });
     for (const { id } of unposted) {
       await this.lifecycle.reviews.publish(id).catch((err) => this.log.warn("could not re-publish review", { reviewId: id, err }));
     }
@@ -263,7 +263,7 @@ export class RunWatcher {
       case "review": {
         const execution = await this.rows.find(row.id);
         if (!execution || !(WATCHED_STATES as readonly string[]).includes(execution.state)) return false;
-        const opened = await this.lifecycle.reviews.open(execution, action, { source: "poll", observedAt });
+        const opened = await this.lifecycle.reviews.awaitDecision(execution, action, { source: "poll", observedAt });
         return !!opened;
       }
       case "succeeded":

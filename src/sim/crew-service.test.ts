@@ -12,6 +12,7 @@ const USER_TOKEN = "user-token";
 interface Received {
   path: string;
   body: Record<string, unknown>;
+  authorization?: string;
 }
 
 interface Receiver {
@@ -33,7 +34,7 @@ async function startReceiver(): Promise<Receiver> {
       } catch {
         body = { unparsable: true };
       }
-      received.push({ path: req.url ?? "/", body });
+      received.push({ path: req.url ?? "/", body, authorization: req.headers.authorization });
       res.writeHead(200, { "content-type": "application/json" });
       res.end("{}");
     });
@@ -58,7 +59,8 @@ afterEach(async () => {
 });
 
 async function sim(opts: Partial<SimCrewOptions> = {}): Promise<SimCrewService> {
-  const s = await startCrewService({ token: TOKEN, userToken: USER_TOKEN, ...opts });
+  // Most of this file checks the seed interface; the deployed mode has its own tests below.
+  const s = await startCrewService({ token: TOKEN, userToken: USER_TOKEN, mode: "seed", ...opts });
   cleanups.push(() => s.close());
   return s;
 }
@@ -259,6 +261,28 @@ describe("crew simulator: runs, review and webhooks", () => {
     // order of deliveries is preserved and every one was recorded with its status
     expect(s.webhookDeliveries.map((d) => d.kind)).toEqual(["step", "step", "task", "step", "step", "task", "crew"]);
     expect(s.webhookDeliveries.every((d) => d.status === 200)).toBe(true);
+  });
+
+  it("deployed mode: task webhooks without task_id, a human-input request with the given bearer token, PENDING_HUMAN_INPUT while paused", async () => {
+    const s = await sim({ mode: "deployed", tasks: [{ id: "t-auto", name: "auto_task", agent: "A", delayMs: 5, steps: 0 }, ...FAST] });
+    const r = await receiver();
+    const humanInputWebhook = { url: `${r.url}/input`, authentication: { strategy: "bearer", token: "hi-token" } };
+    const { json } = await call(s, "POST", "/kickoff", { inputs: { topic: "Tides" }, ...hooks(r), humanInputWebhook });
+    const id = json.kickoff_id as string;
+    await s.waitFor(() => r.of("/input").length === 1);
+    const tasks = r.of("/task");
+    expect(tasks.map((t) => t["name"])).toEqual(["auto_task", "research_task"]);
+    expect(tasks.every((t) => !("task_id" in t))).toBe(true);
+    const input = r.received.find((x) => x.path === "/input")!;
+    expect(input.authorization).toBe("Bearer hi-token");
+    expect(input.body).toMatchObject({ execution_id: id, task_id: "t-research", name: "research_task", task_output: tasks[1]!["output"] });
+    const status = await call(s, "GET", `/status/${id}`);
+    expect(status.json).toMatchObject({ state: "PENDING_HUMAN_INPUT", status: "Pending Human Input", last_executed_task: { task_id: "t-research" } });
+    // The resume must carry the human-input webhook again, or the next request goes nowhere.
+    await call(s, "POST", "/resume", { execution_id: id, task_id: "t-research", human_feedback: "ok", is_approve: true, ...hooks(r) });
+    await s.waitFor(() => r.of("/task").length === 3);
+    await new Promise((res) => setTimeout(res, 50));
+    expect(r.of("/input")).toHaveLength(1);
   });
 
   it("reject → retrying, round 2 task webhook for the same task_id mentions the feedback", async () => {

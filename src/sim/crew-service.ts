@@ -76,6 +76,13 @@ export interface SimCrewOptions {
   failRun?: { afterTask: number; error: string };
   /** Default 5000. */
   webhookTimeoutMs?: number;
+  /**
+   * "deployed" (default) behaves like real deployments (field notes): task webhooks carry no task_id,
+   * a paused task is also announced on the human-input webhook (with the authentication it was given),
+   * and status says PENDING_HUMAN_INPUT / "Pending Human Input" while paused. "seed" keeps the seed
+   * interface's behaviour: task_id in the task webhook, no human-input webhook, state PAUSED.
+   */
+  mode?: "deployed" | "seed";
 }
 
 export interface SimRequestLog {
@@ -91,7 +98,7 @@ export type SimState = "PENDING" | "RUNNING" | "PAUSED" | "SUCCESS" | "FAILED";
 
 export interface SimWebhookDelivery {
   url: string;
-  kind: "step" | "task" | "crew";
+  kind: "step" | "task" | "crew" | "input";
   body: unknown;
   status?: number;
   error?: string;
@@ -109,7 +116,7 @@ export interface SimExecution {
   inputs: Record<string, string>;
   meta?: Record<string, unknown>;
   /** Current callback URLs: replaced wholesale by every resume. */
-  webhooks: { task?: string; step?: string; crew?: string };
+  webhooks: { task?: string; step?: string; crew?: string; input?: string; inputAuth?: string };
   /** Snapshot of the task list taken at kickoff. */
   tasks: SimTask[];
   state: SimState;
@@ -281,14 +288,14 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     void wrapped.finally(() => runs.delete(wrapped));
   };
 
-  async function send(kind: SimWebhookDelivery["kind"], url: string, body: unknown): Promise<void> {
+  async function send(kind: SimWebhookDelivery["kind"], url: string, body: unknown, authorization?: string): Promise<void> {
     if (closed) return;
     const timeoutMs = opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
     const record: SimWebhookDelivery = { url, kind, body };
     try {
       const res = await fetch(url, {
         method: "POST",
-        headers: { "content-type": "application/json", "user-agent": "crewline-crew-sim/1" },
+        headers: { "content-type": "application/json", "user-agent": "crewline-crew-sim/1", ...(authorization ? { authorization } : {}) },
         body: JSON.stringify(body),
         signal: AbortSignal.any([closing.signal, AbortSignal.timeout(timeoutMs)]),
       });
@@ -305,7 +312,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     if (!url) return Promise.resolve();
     if (exec.meta !== undefined) body = { ...body, meta: exec.meta };
     const inner = internals.get(exec.id)!;
-    const p = inner.chain.then(() => send(kind, url, body));
+    const p = inner.chain.then(() => send(kind, url, body, kind === "input" ? exec.webhooks.inputAuth : undefined));
     inner.chain = p.catch(() => undefined);
     return p;
   }
@@ -379,8 +386,10 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     }
     touch(exec);
     const d = describeTask(task);
+    const deployed = (opts.mode ?? "deployed") === "deployed";
     await deliver(exec, "task", {
-      task_id: task.id,
+      // Real deployments document no task id in the task webhook (field notes).
+      ...(deployed ? {} : { task_id: task.id }),
       name: task.name,
       description: d.description,
       expected_output: d.expected_output,
@@ -388,6 +397,9 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
       output,
       kickoff_id: exec.id,
     });
+    if (deployed && task.humanInput && exec.pausedTaskId === task.id) {
+      await deliver(exec, "input", { execution_id: exec.id, task_id: task.id, name: task.name, agent: task.agent, task_output: output });
+    }
     return !closed;
   }
 
@@ -513,8 +525,8 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
             : Math.min(total, exec.taskIndex);
     const current = exec.tasks[Math.min(exec.taskIndex, total - 1)];
     const body: Record<string, unknown> = {
-      state: exec.state,
-      status: statusText(exec),
+      state: exec.state === "PAUSED" && (opts.mode ?? "deployed") === "deployed" ? "PENDING_HUMAN_INPUT" : exec.state,
+      status: exec.state === "PAUSED" && (opts.mode ?? "deployed") === "deployed" ? "Pending Human Input" : statusText(exec),
       result: exec.state === "SUCCESS" ? exec.result : "",
       last_executed_task: exec.lastExecutedTask ? { ...exec.lastExecutedTask } : null,
       progress: {
@@ -594,6 +606,16 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
         throw new HttpError(422, { error: "Validation error", message: `${field} must be an http(s) URL`, details: { field } });
       }
       out[kind] = v;
+    }
+    // humanInputWebhook: {url, authentication: {strategy: "bearer", token} | {strategy: "basic", username, password}}
+    const hi = body["humanInputWebhook"];
+    if (isRecord(hi) && typeof hi["url"] === "string" && isHttpUrl(hi["url"])) {
+      out.input = hi["url"];
+      const auth = isRecord(hi["authentication"]) ? hi["authentication"] : {};
+      if (auth["strategy"] === "bearer" && typeof auth["token"] === "string") out.inputAuth = `Bearer ${auth["token"]}`;
+      else if (auth["strategy"] === "basic") out.inputAuth = `Basic ${Buffer.from(`${String(auth["username"] ?? "")}:${String(auth["password"] ?? "")}`).toString("base64")}`;
+    } else if (typeof body["humanInputWebhookUrl"] === "string" && isHttpUrl(body["humanInputWebhookUrl"] as string)) {
+      out.input = body["humanInputWebhookUrl"] as string;
     }
     return out;
   }

@@ -11,6 +11,10 @@
 //   SIM_TASKS           optional path to a YAML/JSON file listing tasks
 //   SIM_INPUTS_SHAPE    GET /inputs variant: names | objects | map (default names)
 //   SIM_STATUS_PATH     spec | legacy | both (default both)
+//   SIM_MODE            deployed | seed (default deployed; `--seed` is the same as SIM_MODE=seed):
+//                       deployed acts like real deployments (task webhooks without task_id, a
+//                       human-input webhook for tasks that wait for review, state PENDING_HUMAN_INPUT);
+//                       seed keeps the seed interface (task_id in task webhooks, no human-input webhook)
 //
 // A SIM_TASKS file is a list (or {tasks: [...]}) of
 //   { id?, name, agent, humanInput? | human_input?, delayMs?, steps?, output?, description?, expectedOutput? }
@@ -135,6 +139,7 @@ async function config(): Promise<SimCrewOptions> {
     tasks,
     inputsShape: enumEnv("SIM_INPUTS_SHAPE", ["names", "objects", "map"] as const, "names"),
     statusPath: enumEnv("SIM_STATUS_PATH", ["spec", "legacy", "both"] as const, "both"),
+    mode: process.argv.includes("--seed") ? "seed" : enumEnv("SIM_MODE", ["deployed", "seed"] as const, "deployed"),
   };
   const userToken = process.env["SIM_USER_TOKEN"];
   if (userToken) opts.userToken = userToken;

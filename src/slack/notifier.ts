@@ -37,7 +37,7 @@ export function announcementFor(execution: Execution): SlackMessage {
 }
 
 function reviewFor(review: Review, note?: string): SlackMessage {
-  const state = review.state === "deciding" ? "pending" : (review.state as "pending" | "approved" | "rejected" | "closed");
+  const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
   return reviewMessage({
     reviewId: review.id,
     taskName: review.taskName,

@@ -15,8 +15,9 @@ function start(opts: HarnessOptions & { watcher?: Record<string, number> } = {})
   return startHarness({ ...rest, crewline: { ...rest.crewline, watcher: { ...FAST, ...watcher } } });
 }
 
+// Every task output is posted once (as a review, or as a task message that becomes the review in place).
 const reviewPosts = (h: Harness) =>
-  h.slack.callsTo("chat.postMessage").filter((c) => JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION));
+  h.slack.callsTo("chat.postMessage").filter((c) => /^(📝 Review needed|✔️ Task finished)/.test(String(c.args.text ?? "")) || JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION));
 const completionPosts = (h: Harness) =>
   h.slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
 const statusPolls = (h: Harness) => h.crew.requests.filter((r) => r.path.endsWith("/status") || r.path.startsWith("/status/"));

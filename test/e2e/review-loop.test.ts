@@ -10,7 +10,7 @@ afterEach(async () => h?.close());
 const BOB = "U0BOB";
 
 function reviewMessages(h: Harness): FakeMessage[] {
-  return h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) || /Approved by|Rejected by|No decision/.test(JSON.stringify(m.blocks ?? [])));
+  return h.slack.messages(CHANNEL).filter((m) => /^✔️ Task finished/.test(m.text ?? "") || JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) || /Approved by|Rejected by|No decision/.test(JSON.stringify(m.blocks ?? [])));
 }
 
 describe("review loop", () => {
@@ -27,7 +27,8 @@ describe("review loop", () => {
     expect(firstText).toContain(FEEDBACK_BLOCK);
     // The message ts is stored right after Slack answers the post.
     const stored = await eventually(() => h.bot.database.prisma.review.findFirst({ where: { id: first.reviewId, messageTs: { not: null } } }));
-    expect(stored).toMatchObject({ round: 1, state: "pending", messageTs: first.msg.ts, taskKey: "task-research" });
+    // A real deployment's task webhook names no task id: the human-input request gives the one /resume wants.
+    expect(stored).toMatchObject({ round: 1, state: "pending", messageTs: first.msg.ts, taskKey: "research_task", resumeTaskId: "task-research" });
 
     // Reject without feedback: refused, nothing reaches the crew.
     await clickReview(h, first, false, "  ");

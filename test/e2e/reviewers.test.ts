@@ -101,9 +101,9 @@ describe("audit trail", () => {
     }, { what: "5 audit rows" });
     expect(rows.map((r) => [r.kind, r.taskKey, r.round, r.decision])).toEqual([
       ["kickoff", null, null, null],
-      ["decision", "task-research", 1, "reject"],
-      ["decision", "task-research", 2, "approve"],
-      ["decision", "task-write", 1, "approve"],
+      ["decision", "research_task", 1, "reject"],
+      ["decision", "research_task", 2, "approve"],
+      ["decision", "writing_task", 1, "approve"],
       ["completion", null, null, null],
     ]);
     expect(rows[0]).toMatchObject({ actor: USER, detail: { crewName: "research", kickoffId: execution.kickoffId, inputs: { topic: "Deep sea vents" } } });
@@ -120,7 +120,7 @@ describe("audit trail", () => {
     const answer = await eventually(() => h.slack.callsTo("response_url").at(-1));
     const text = String(answer.args.text);
     expect(text).toContain("Audit trail");
-    expect(text).toContain("rejected *task-research* round 1");
+    expect(text).toContain("rejected *research_task* round 1");
     expect(text).toContain("Cite primary sources");
     expect(text).toMatch(/run's thread/);
 

@@ -162,7 +162,8 @@ export function progressMessage(p: ProgressParams): SlackMessage {
 
 // ---------------------------------------------------------------- review
 
-export type ReviewState = "pending" | "approved" | "rejected" | "closed";
+/** "posted": a finished task's output the crew is not waiting on (no decision controls). */
+export type ReviewState = "posted" | "pending" | "approved" | "rejected" | "closed";
 
 export interface ReviewParams {
   reviewId: string;
@@ -183,9 +184,14 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   if (p.reviewId.length > LIMITS.buttonValue) throw new Error("reviewId is too long for a button value");
   const task = bold(p.taskName, "Task");
   const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
-  const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...outputBlocks(p.output, p.outputTruncated)];
   const note = p.note?.trim() ? fitMrkdwn(p.note.trim(), NOTE_MAX).text : "";
   const name = truncatePlain(p.taskName, NAME_MAX);
+  if (p.state === "posted") {
+    // A compact task message: the crew goes on by itself, so there is nothing to decide.
+    const round = p.round > 1 ? ` · round ${p.round}` : "";
+    return { text: `✔️ Task finished: ${name}`, blocks: [section(`✔️ ${task}${agent}${round}`), ...outputBlocks(p.output, p.outputTruncated)] };
+  }
+  const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...outputBlocks(p.output, p.outputTruncated)];
   if (p.state === "pending") {
     blocks.push(feedbackInput(), reviewButtons(p.reviewId));
     if (note) blocks.push(context(note));
