@@ -86,10 +86,10 @@ describe("review loop", () => {
     await eventually(() => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)!.blocks).includes("Completed"));
     expect(h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /finished/.test(m.text ?? ""))).toHaveLength(1);
     const rounds = await h.bot.database.prisma.review.findMany({ orderBy: { createdAt: "asc" } });
-    expect(rounds.map((r) => [r.taskKey, r.round, r.state, r.decidedBy])).toEqual([
-      ["task-research", 1, "rejected", USER],
-      ["task-research", 2, "approved", USER],
-      ["task-write", 1, "approved", USER],
+    expect(rounds.map((r) => [r.taskKey, r.resumeTaskId, r.round, r.state, r.decidedBy])).toEqual([
+      ["research_task", "task-research", 1, "rejected", USER],
+      ["research_task", "task-research", 2, "approved", USER],
+      ["writing_task", "task-write", 1, "approved", USER],
     ]);
   });
 

@@ -1,0 +1,146 @@
+// Real deployments (field notes, first section): a task webhook after every task, a separate
+// human-input webhook for the task the crew waits on, status at /status/{id}. Crewline asks for a
+// decision only when the crew waits for one, and stays correct against the seed interface.
+import { afterEach, describe, expect, it } from "vitest";
+import type { SimTask } from "../../src/sim/crew-service.js";
+import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import { CHANNEL, eventually, startHarness, type Harness } from "../support/harness.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const AUTO_HUMAN_AUTO: SimTask[] = [
+  { id: "t-gather", name: "gather_task", agent: "Gatherer", delayMs: 20, steps: 1 },
+  { id: "t-review", name: "draft_task", agent: "Writer", humanInput: true, delayMs: 20, steps: 1 },
+  { id: "t-polish", name: "polish_task", agent: "Editor", delayMs: 20, steps: 1 },
+];
+
+/** Thread messages that are reviews (asking for a decision, or showing one), as Slack shows them now. */
+const reviewMessages = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts && /^(📝 Review needed|Approved:|Rejected:|No decision needed)/.test(m.text ?? ""));
+
+/** Posts of a task's output in the thread (a task message or a review), not the progress message. */
+const taskPosts = (h: Harness, name: string) =>
+  h.slack
+    .callsTo("chat.postMessage")
+    .filter((c) => c.args.thread_ts && /^(✔️ Task finished|📝 Review needed)/.test(String(c.args.text ?? "")) && JSON.stringify(c.args.blocks ?? []).includes(name));
+
+const completionNotices = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /finished/.test(m.text ?? ""));
+
+describe.each(["deployed", "seed"] as const)("a crew of automatic, human and automatic tasks (%s simulator)", (mode) => {
+  it("posts every task in the thread, asks for exactly one decision, resumes it once and announces the end once", async () => {
+    h = await startHarness({ crew: { mode, tasks: AUTO_HUMAN_AUTO } });
+    const execution = await startRunViaSlack(h);
+
+    const review = await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 });
+    expect(review.msg.thread_ts).toBe(execution.threadTs);
+    // The automatic task before it is in the thread, without controls.
+    const gather = taskPosts(h, "gather_task");
+    expect(gather).toHaveLength(1);
+    expect(JSON.stringify(gather[0]!.args.blocks)).not.toContain(APPROVE_ACTION);
+    // The review is the task's own message, turned into a review in place (or posted as one): one message.
+    expect(taskPosts(h, "draft_task")).toHaveLength(1);
+
+    await clickReview(h, review, true, "Ship it");
+    await eventually(() => completionNotices(h).length === 1 || undefined, { what: "the completion notice", timeoutMs: 15_000 });
+    await new Promise((r) => setTimeout(r, 300));
+
+    expect(taskPosts(h, "polish_task")).toHaveLength(1);
+    expect(JSON.stringify(taskPosts(h, "polish_task")[0]!.args.blocks)).not.toContain(APPROVE_ACTION);
+    expect(reviewMessages(h)).toHaveLength(1);
+    expect(h.slack.callsTo("chat.postMessage").filter((c) => /gather_task|polish_task/.test(JSON.stringify(c.args.blocks)) && JSON.stringify(c.args.blocks).includes(APPROVE_ACTION))).toHaveLength(0);
+    expect(completionNotices(h)).toHaveLength(1);
+
+    // One /resume, taken by the crew (no "not waiting" 400), with the task id the crew named.
+    expect(resumeCalls(h)).toHaveLength(1);
+    const resume = resumeCalls(h)[0]!.body as Record<string, any>;
+    expect(resume).toMatchObject({ execution_id: execution.kickoffId, task_id: "t-review", is_approve: true, human_feedback: "Ship it" });
+    const reviews = await h.bot.database.prisma.review.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+    expect(reviews.map((r) => [r.taskName, r.state])).toEqual([
+      ["gather_task", "posted"],
+      ["draft_task", "approved"],
+      ["polish_task", "posted"],
+    ]);
+    expect(reviews[1]!.resumeStatus).toBe("resumed");
+
+    // Every webhook setting goes again with the resume (the service carries none over).
+    const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
+    for (const field of ["taskWebhookUrl", "stepWebhookUrl", "crewWebhookUrl", "humanInputWebhook"]) {
+      expect(kickoff[field]).toBeTruthy();
+      expect(resume[field]).toEqual(kickoff[field]);
+    }
+    expect(kickoff.humanInputWebhook).toMatchObject({ authentication: { strategy: "bearer" } });
+    expect(kickoff.humanInputWebhook.authentication.token).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    expect(kickoff.humanInputWebhook.url).toContain(`/hooks/${execution.id}/input/`);
+    expect(kickoff.inputs).not.toHaveProperty("id");
+  });
+});
+
+describe("the human-input webhook", () => {
+  /** A run whose only task takes long enough that the test sends the callbacks itself. */
+  async function quietRun() {
+    h = await startHarness({ crew: { tasks: [{ id: "t-slow", name: "slow_task", agent: "Thinker", humanInput: true, delayMs: 60_000, steps: 0 }] } });
+    const execution = await startRunViaSlack(h);
+    const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
+    const post = (url: string, body: unknown, authorization?: string) =>
+      fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) } }).then((r) => r.status);
+    const bearer = `Bearer ${kickoff.humanInputWebhook.authentication.token}`;
+    return { execution, kickoff, post, bearer };
+  }
+
+  const output = "## Draft\n\nThe piece the crew wants a person to look at.";
+  const taskBody = (kickoffId: string) => ({ name: "slow_task", agent: "Thinker", output, kickoff_id: kickoffId });
+  const inputBody = (kickoffId: string) => ({ execution_id: kickoffId, task_id: "t-slow-uuid", name: "slow_task", task_output: output });
+
+  async function expectOneReview(executionId: string) {
+    const review = await pendingReview(h, { containing: "slow_task", timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(taskPosts(h, "slow_task")).toHaveLength(1);
+    expect(reviewMessages(h)).toHaveLength(1);
+    expect(reviewMessages(h)[0]!.ts).toBe(review.msg.ts);
+    const rows = await h.bot.database.prisma.review.findMany({ where: { executionId } });
+    expect(rows.map((r) => [r.state, r.resumeTaskId])).toEqual([["pending", "t-slow-uuid"]]);
+    return review;
+  }
+
+  it("before its task webhook: one review, and the decision resumes the task id the request named", async () => {
+    const { execution, kickoff, post, bearer } = await quietRun();
+    expect(await post(kickoff.humanInputWebhook.url, inputBody(execution.kickoffId!), bearer)).toBe(202);
+    expect(await post(kickoff.taskWebhookUrl, taskBody(execution.kickoffId!))).toBe(202);
+    const review = await expectOneReview(execution.id);
+    // The same request again changes nothing.
+    expect(await post(kickoff.humanInputWebhook.url, inputBody(execution.kickoffId!), bearer)).toBeLessThan(300);
+    await clickReview(h, review, false, "More detail");
+    const resume = await eventually(() => resumeCalls(h)[0]);
+    expect(resume.body).toMatchObject({ task_id: "t-slow-uuid", is_approve: false });
+  });
+
+  it("after its task webhook: the task message becomes the review in place", async () => {
+    const { execution, kickoff, post, bearer } = await quietRun();
+    expect(await post(kickoff.taskWebhookUrl, taskBody(execution.kickoffId!))).toBe(202);
+    const plain = await eventually(() => taskPosts(h, "slow_task")[0], { what: "the task message" });
+    expect(JSON.stringify(plain.args.blocks)).not.toContain(APPROVE_ACTION);
+    expect(await post(kickoff.humanInputWebhook.url, inputBody(execution.kickoffId!), bearer)).toBe(202);
+    const review = await expectOneReview(execution.id);
+    // The same message, now with its controls.
+    expect(h.slack.callsTo("chat.update").some((c) => c.args.ts === review.msg.ts && JSON.stringify(c.args.blocks).includes(APPROVE_ACTION))).toBe(true);
+  });
+
+  it("refuses a wrong, missing or malformed authorization, a wrong URL secret and an unknown run, with no effect", async () => {
+    const { execution, kickoff, post, bearer } = await quietRun();
+    const body = inputBody(execution.kickoffId!);
+    const url: string = kickoff.humanInputWebhook.url;
+    expect(await post(url, body)).toBe(401);
+    expect(await post(url, body, "Bearer wrong-token")).toBe(401);
+    expect(await post(url, body, bearer.replace("Bearer ", "Basic "))).toBe(401);
+    expect(await post(url, body, `${bearer}x`)).toBe(401);
+    expect(await post(url.replace(/input\/[^/]+$/, "input/not-the-secret"), body, bearer)).toBe(401);
+    expect(await post(url.replace(execution.id, "00000000-0000-4000-8000-000000000000"), body, bearer)).toBe(404);
+    // Right credentials, but nothing to review: a clear 400.
+    expect(await post(url, { execution_id: execution.kickoffId, task_id: "t" }, bearer)).toBe(400);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(taskPosts(h, "slow_task")).toHaveLength(0);
+    expect(await h.bot.database.prisma.review.count()).toBe(0);
+    expect(await h.bot.database.prisma.webhookEvent.count({ where: { kind: "input" } })).toBe(0);
+  });
+});
