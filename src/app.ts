@@ -54,7 +54,23 @@ export interface Crewline {
   stop(): Promise<void>;
 }
 
-export function webhookUrlBuilder(publicUrl: string | undefined) {
+/** The events Crewline reads from a crew's event stream (progress, task outputs, the end of the run). */
+export const STREAM_EVENTS = [
+  "crew_kickoff_started",
+  "crew_kickoff_completed",
+  "crew_kickoff_failed",
+  "task_started",
+  "task_completed",
+  "task_failed",
+  "agent_execution_started",
+  "tool_usage_started",
+  "tool_usage_finished",
+  "tool_usage_error",
+  "llm_call_started",
+  "llm_call_completed",
+];
+
+export function webhookUrlBuilder(publicUrl: string | undefined, eventStream: (crewName: string) => boolean = () => false) {
   return (execution: Execution): WebhookUrls | undefined => {
     if (!publicUrl || !execution.webhooks) return undefined;
     const base = `${publicUrl}/hooks/${execution.id}`;
@@ -64,6 +80,16 @@ export function webhookUrlBuilder(publicUrl: string | undefined) {
       crewWebhookUrl: `${base}/crew/${execution.webhookSecret}`,
       ...(execution.humanInputToken
         ? { humanInputWebhook: { url: `${base}/input/${execution.webhookSecret}`, authentication: { strategy: "bearer" as const, token: execution.humanInputToken } } }
+        : {}),
+      ...(execution.humanInputToken && eventStream(execution.crewName)
+        ? {
+            webhooks: {
+              events: [...STREAM_EVENTS],
+              url: `${base}/events/${execution.webhookSecret}`,
+              realtime: false,
+              authentication: { strategy: "bearer" as const, token: execution.humanInputToken },
+            },
+          }
         : {}),
     };
   };
@@ -99,7 +125,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const log = opts.log ?? createLogger();
   const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const crews = new CrewRegistry(config.crews, opts.crewClient);
-  const webhookUrls = webhookUrlBuilder(config.publicUrl);
+  const webhookUrls = webhookUrlBuilder(config.publicUrl, (name) => !!config.crews.find((c) => c.name === name)?.eventStream);
 
   const customRoutes = [
     { path: CALLBACK_PATH, method: ["POST"], handler: (req: any, res: any) => callbacks(req, res) },

@@ -19,6 +19,8 @@ export interface CrewConfig {
   channels?: string[];
   /** Who may decide reviews; unset: anyone in the channel. */
   reviewers?: ReviewerRules;
+  /** Ask the crew for its event stream (webhooks: {events, url, …}) on kickoff and resume. */
+  eventStream?: boolean;
 }
 
 /** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
@@ -79,6 +81,7 @@ const VARIABLES: Record<string, string> = {
   CREW_USER_TOKEN: "an optional user-scoped bearer token used for read-only crew calls",
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
+  CREW_EVENT_STREAM: "true to have the crew also send its event stream (task, tool and LLM events) to the bot (default false)",
   CREWS_FILE: "a YAML or JSON file listing several crews (crews:) and flows (flows:)",
   FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
   FLOW_WEBHOOK_SECRET: "the flow's webhook signing secret (flow dashboard → Settings → Human in the Loop)",
@@ -113,6 +116,7 @@ const crewFileEntry = z
     userTokenEnv: z.string().min(1).optional(),
     channels: idList.optional(),
     reviewers: idList.optional(),
+    eventStream: z.boolean().optional(),
   })
   .strict();
 
@@ -161,7 +165,7 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     const userToken = entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined);
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
-    if (baseUrl && token) crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers) });
+    if (baseUrl && token) crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers), eventStream: entry.eventStream });
   }
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -275,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
         userToken: optional(env, "CREW_USER_TOKEN"),
         channels: channels ? idList.parse(channels) : undefined,
         reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
+        eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
       }];
     }
   }

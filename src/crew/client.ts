@@ -86,6 +86,7 @@ export class CrewClient implements CrewApi {
       stepWebhookUrl: req.stepWebhookUrl,
       crewWebhookUrl: req.crewWebhookUrl,
       humanInputWebhook: req.humanInputWebhook,
+      webhooks: req.webhooks,
     });
     const reply = await this.send({ op: "kickoff", method: "POST", path: ["kickoff"], token: this.token, body });
     return parseKickoff(this.json("kickoff", reply), this.name);
@@ -114,6 +115,7 @@ export class CrewClient implements CrewApi {
       stepWebhookUrl: req.stepWebhookUrl,
       crewWebhookUrl: req.crewWebhookUrl,
       humanInputWebhook: req.humanInputWebhook,
+      webhooks: req.webhooks,
     };
     const body = withoutUndefined({ execution_id: req.executionId, task_id: req.taskId, human_feedback: req.humanFeedback, is_approve: req.isApprove, ...hooks });
     let reply: Reply;

@@ -29,12 +29,21 @@ export interface HumanInputWebhook {
   authentication: { strategy: "bearer"; token: string };
 }
 
+/** The event-stream setting (opt-in per crew): batches of events POSTed to `url` with the authentication. */
+export interface EventStreamWebhook {
+  events: string[];
+  url: string;
+  realtime: boolean;
+  authentication: { strategy: "bearer"; token: string };
+}
+
 /** Every webhook setting of an execution: sent on kickoff and again on every resume (none is carried over). */
 export interface WebhookSettings {
   taskWebhookUrl?: string;
   stepWebhookUrl?: string;
   crewWebhookUrl?: string;
   humanInputWebhook?: HumanInputWebhook;
+  webhooks?: EventStreamWebhook;
 }
 
 export interface KickoffRequest extends WebhookSettings {

@@ -5,6 +5,7 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { isCrewError } from "../crew/errors.js";
 import { parseWebhook } from "../crew/parse.js";
+import { effectOf, parseEventBatch, type StreamEvent } from "../crew/events.js";
 import type { CrewEvent } from "../crew/types.js";
 import { isFinished } from "./states.js";
 import type { Runs } from "./runs.js";
@@ -22,8 +23,9 @@ import { EventRows, ExecutionRows, isUuid } from "./rows.js";
  */
 export const DEFAULT_PROCESSING_CONCURRENCY = 2;
 
-// "input": the human-input webhook, which also carries the execution's bearer token.
-export const CALLBACK_KINDS = ["step", "task", "crew", "input"] as const;
+// "input": the human-input webhook; "events": the event stream (opt-in per crew). Both also carry the
+// execution's bearer token.
+export const CALLBACK_KINDS = ["step", "task", "crew", "input", "events"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
 
 export interface CallbackAnswer {
@@ -59,13 +61,14 @@ export class Callbacks {
     const execution = await this.lookup(executionId);
     if (!execution) return { status: 404, message: "unknown execution" };
     if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
-    if (kind === "input" && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
+    if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
       return { status: 401, message: "invalid or missing authorization" };
     }
 
+    if (kind === "events") return this.acceptEvents(execution, body);
     let event: CrewEvent;
     try {
-      event = parseWebhook(kind as CallbackKind, body);
+      event = parseWebhook(kind as Exclude<CallbackKind, "events">, body);
     } catch (err) {
       return { status: 400, message: isCrewError(err) ? err.message : "malformed callback body" };
     }
@@ -78,6 +81,34 @@ export class Callbacks {
     return { status: 202, message: "accepted", after: () => this.work.push(() => this.process(recorded)) };
   }
 
+  /**
+   * An event-stream batch: progress events feed the progress message at once (like step callbacks);
+   * task and crew events are recorded (deduplicated by event id) and then go through the same path as
+   * task and crew callbacks, in timestamp order, so whichever source arrives first has the effect.
+   */
+  private async acceptEvents(execution: Execution, body: unknown): Promise<CallbackAnswer> {
+    let events: StreamEvent[];
+    try {
+      events = parseEventBatch(body);
+    } catch (err) {
+      return { status: 400, message: isCrewError(err) ? err.message : "malformed event batch" };
+    }
+    const recorded: string[] = [];
+    for (const event of events) {
+      const effect = effectOf(event);
+      if (effect.kind === "progress" && !isFinished(execution.state)) this.progress.step(execution, effect.step);
+      if (effect.kind !== "callback") continue;
+      const id = await this.events.insert(execution.id, effect.callback, eventDedupeKey(event.id), effect.body);
+      if (id) recorded.push(id);
+    }
+    if (!recorded.length) return { status: 200, message: "nothing new" };
+    return { status: 202, message: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
+  }
+
+  private async processInOrder(ids: string[]): Promise<void> {
+    for (const id of ids) await this.process(id).catch(() => {});
+  }
+
   /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
   async process(eventId: string): Promise<void> {
     const record = await this.events.startAttempt(eventId);
@@ -87,7 +118,7 @@ export class Callbacks {
       // The run as it is now, not as cached at intake (its state decides what the event may do).
       const execution = await this.executions.find(record.executionId);
       if (!execution) throw new Error(`execution ${record.executionId} of webhook event ${eventId} does not exist`);
-      const event = parseWebhook(record.kind as CallbackKind, record.payload);
+      const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, record.payload);
       await this.apply(execution, event);
       await this.events.markProcessed(eventId);
     } catch (err) {
@@ -154,6 +185,11 @@ export class Callbacks {
   drain(): Promise<void> {
     return this.work.idle();
   }
+}
+
+/** An event's dedupe key: its id, so a batch delivered again (or overlapping another) records it once. */
+function eventDedupeKey(eventId: string): string {
+  return crypto.createHash("sha256").update("event\0").update(eventId).digest("hex");
 }
 
 function sameSecret(given: string, expected: string): boolean {

@@ -1,7 +1,7 @@
 // What the lifecycle needs from the outside world, as interfaces: the Slack surface implements
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 import type { Execution, Review } from "../generated/prisma/client.js";
-import type { CrewApi, HumanInputWebhook } from "../crew/types.js";
+import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../crew/types.js";
 
 export type { Execution, Review };
 
@@ -35,6 +35,7 @@ export interface WebhookUrls {
   stepWebhookUrl: string;
   crewWebhookUrl: string;
   humanInputWebhook?: HumanInputWebhook;
+  webhooks?: EventStreamWebhook;
 }
 
 export interface Clock {

@@ -83,6 +83,11 @@ export interface SimCrewOptions {
    * interface's behaviour: task_id in the task webhook, no human-input webhook, state PAUSED.
    */
   mode?: "deployed" | "seed";
+  /**
+   * The event stream, sent whenever a kickoff or resume asks for it (`webhooks`): `only` sends nothing
+   * else (no step, task, crew or human-input callbacks); `chaos` shuffles each batch and repeats an event.
+   */
+  eventStream?: { only?: boolean; chaos?: boolean };
 }
 
 export interface SimRequestLog {
@@ -98,7 +103,7 @@ export type SimState = "PENDING" | "RUNNING" | "PAUSED" | "SUCCESS" | "FAILED";
 
 export interface SimWebhookDelivery {
   url: string;
-  kind: "step" | "task" | "crew" | "input";
+  kind: "step" | "task" | "crew" | "input" | "events";
   body: unknown;
   status?: number;
   error?: string;
@@ -116,7 +121,7 @@ export interface SimExecution {
   inputs: Record<string, string>;
   meta?: Record<string, unknown>;
   /** Current callback URLs: replaced wholesale by every resume. */
-  webhooks: { task?: string; step?: string; crew?: string; input?: string; inputAuth?: string };
+  webhooks: { task?: string; step?: string; crew?: string; input?: string; inputAuth?: string; events?: string; eventsAuth?: string; eventTypes?: string[] };
   /** Snapshot of the task list taken at kickoff. */
   tasks: SimTask[];
   state: SimState;
@@ -307,8 +312,36 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     webhookDeliveries.push(record);
   }
 
+  /** The event-stream events a callback stands for (the framework's event bus names). */
+  function eventsFor(kind: SimWebhookDelivery["kind"], body: Record<string, unknown>): { type: string; data: Record<string, unknown> }[] {
+    if (kind === "step") {
+      return body["tool"]
+        ? [{ type: "tool_usage_started", data: { tool_name: body["tool"], tool_args: body["tool_input"] } }]
+        : [{ type: "llm_call_started", data: { messages: body["thought"] } }];
+    }
+    if (kind === "task") return [{ type: "task_completed", data: { task_name: body["name"], agent_role: body["agent"], output: body["output"] } }];
+    if (kind === "crew") return body["error"] ? [{ type: "crew_kickoff_failed", data: { error: body["error"] } }] : [{ type: "crew_kickoff_completed", data: { output: body["result"] } }];
+    return [];
+  }
+
+  /** Sends the events a callback stands for as one batch (shuffled, with a repeat, under chaos). */
+  function stream(exec: SimExecution, kind: SimWebhookDelivery["kind"], body: Record<string, unknown>): void {
+    const { events: url, eventsAuth, eventTypes } = exec.webhooks;
+    if (!url) return;
+    const now = Date.now();
+    let batch = eventsFor(kind, body)
+      .filter((e) => !eventTypes || eventTypes.includes(e.type))
+      .map((e, i) => ({ id: randomUUID(), execution_id: exec.id, timestamp: new Date(now + i).toISOString(), type: e.type, data: e.data }));
+    if (!batch.length) return;
+    if (opts.eventStream?.chaos) batch = [...batch].reverse().concat(batch[0]!);
+    const inner = internals.get(exec.id)!;
+    const p = inner.chain.then(() => send("events", url, { events: batch }, eventsAuth));
+    inner.chain = p.catch(() => undefined);
+  }
+
   function deliver(exec: SimExecution, kind: SimWebhookDelivery["kind"], body: Record<string, unknown>): Promise<void> {
-    const url = exec.webhooks[kind];
+    stream(exec, kind, body);
+    const url = opts.eventStream?.only ? undefined : exec.webhooks[kind as "step" | "task" | "crew" | "input"];
     if (!url) return Promise.resolve();
     if (exec.meta !== undefined) body = { ...body, meta: exec.meta };
     const inner = internals.get(exec.id)!;
@@ -606,6 +639,14 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
         throw new HttpError(422, { error: "Validation error", message: `${field} must be an http(s) URL`, details: { field } });
       }
       out[kind] = v;
+    }
+    // webhooks: {events, url, realtime, authentication}: the event stream.
+    const ws = body["webhooks"];
+    if (isRecord(ws) && typeof ws["url"] === "string" && isHttpUrl(ws["url"])) {
+      out.events = ws["url"];
+      const auth = isRecord(ws["authentication"]) ? ws["authentication"] : {};
+      if (auth["strategy"] === "bearer" && typeof auth["token"] === "string") out.eventsAuth = `Bearer ${auth["token"]}`;
+      if (Array.isArray(ws["events"])) out.eventTypes = ws["events"].filter((e): e is string => typeof e === "string");
     }
     // humanInputWebhook: {url, authentication: {strategy: "bearer", token} | {strategy: "basic", username, password}}
     const hi = body["humanInputWebhook"];

@@ -144,3 +144,75 @@ describe("the human-input webhook", () => {
     expect(await h.bot.database.prisma.webhookEvent.count({ where: { kind: "input" } })).toBe(0);
   });
 });
+
+describe("the event stream (opt-in per crew)", () => {
+  const eventBatches = (h: Harness) => h.crew.webhookDeliveries.filter((d) => d.kind === "events");
+
+  it("a crew that sends only its event stream shows progress, its review and its completion, each once", async () => {
+    h = await startHarness({ research: { eventStream: true }, crew: { tasks: AUTO_HUMAN_AUTO, eventStream: { only: true, chaos: true } } });
+    const execution = await startRunViaSlack(h);
+    const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
+    expect(kickoff.webhooks).toMatchObject({ realtime: false, url: expect.stringContaining(`/hooks/${execution.id}/events/`), authentication: { strategy: "bearer" } });
+    expect(kickoff.webhooks.events).toEqual(expect.arrayContaining(["task_completed", "crew_kickoff_completed", "crew_kickoff_failed", "tool_usage_started"]));
+
+    const review = await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 });
+    // Progress came from tool and LLM events: one progress message in the thread.
+    const progress = h.slack.callsTo("chat.postMessage").filter((c) => c.args.thread_ts && /^(Working|Finished):/.test(String(c.args.text ?? "")));
+    expect(progress).toHaveLength(1);
+    await clickReview(h, review, true);
+    await eventually(() => completionNotices(h).length === 1 || undefined, { what: "the completion notice", timeoutMs: 15_000 });
+    const resume = resumeCalls(h)[0]!.body as Record<string, any>;
+    expect(resume.webhooks).toEqual(kickoff.webhooks);
+    // Only the stream was sent, and every batch was accepted.
+    expect(new Set(h.crew.webhookDeliveries.map((d) => d.kind))).toEqual(new Set(["events"]));
+    expect(eventBatches(h).every((d) => d.status !== undefined && d.status < 300)).toBe(true);
+
+    // Duplicated and reordered batches change nothing: one effect per event.
+    const events = await h.bot.database.prisma.webhookEvent.count({ where: { executionId: execution.id } });
+    const calls = h.slack.calls.filter((c) => c.method === "chat.postMessage").length;
+    for (const batch of [...eventBatches(h)].reverse()) {
+      const res = await fetch(batch.url, { method: "POST", body: JSON.stringify(batch.body), headers: { "content-type": "application/json", authorization: `Bearer ${kickoff.webhooks.authentication.token}` } });
+      expect(res.status).toBeLessThan(300);
+    }
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await h.bot.database.prisma.webhookEvent.count({ where: { executionId: execution.id } })).toBe(events);
+    expect(h.slack.calls.filter((c) => c.method === "chat.postMessage").length).toBe(calls);
+    expect(completionNotices(h)).toHaveLength(1);
+    const reviews = await h.bot.database.prisma.review.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+    expect(reviews.map((r) => [r.taskName, r.state])).toEqual([
+      ["gather_task", "posted"],
+      ["draft_task", "approved"],
+      ["polish_task", "posted"],
+    ]);
+  });
+
+  it("task and crew events and callbacks describing the same thing have one effect, whichever comes first", async () => {
+    h = await startHarness({ research: { eventStream: true }, crew: { tasks: AUTO_HUMAN_AUTO, eventStream: { chaos: true } } });
+    const execution = await startRunViaSlack(h);
+    await clickReview(h, await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 }), true);
+    await eventually(() => completionNotices(h).length === 1 || undefined, { what: "the completion notice", timeoutMs: 15_000 });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(eventBatches(h).length).toBeGreaterThan(0);
+    for (const name of ["gather_task", "draft_task", "polish_task"]) expect(taskPosts(h, name)).toHaveLength(1);
+    expect(completionNotices(h)).toHaveLength(1);
+    expect(await h.bot.database.prisma.review.count({ where: { executionId: execution.id } })).toBe(3);
+  });
+
+  it("refuses event batches without the right token or URL, and malformed ones, with no effect", async () => {
+    h = await startHarness({ research: { eventStream: true }, crew: { tasks: [{ id: "t", name: "slow_task", agent: "A", delayMs: 60_000, steps: 0 }] } });
+    const execution = await startRunViaSlack(h);
+    const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
+    const batch = { events: [{ id: "e1", execution_id: execution.kickoffId, timestamp: new Date().toISOString(), type: "crew_kickoff_completed", data: { output: "forged" } }] };
+    const post = (url: string, body: unknown, authorization?: string) =>
+      fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) } }).then((r) => r.status);
+    const token = `Bearer ${kickoff.webhooks.authentication.token}`;
+    expect(await post(kickoff.webhooks.url, batch)).toBe(401);
+    expect(await post(kickoff.webhooks.url, batch, "Bearer nope")).toBe(401);
+    expect(await post(kickoff.webhooks.url.replace(/events\/[^/]+$/, "events/wrong"), batch, token)).toBe(401);
+    expect(await post(kickoff.webhooks.url, { events: "nope" }, token)).toBe(400);
+    expect(await post(kickoff.webhooks.url, { events: [{ id: "x", type: "something_new", data: {} }] }, token)).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(h.slack.messages(CHANNEL).some((m) => JSON.stringify(m).includes("forged"))).toBe(false);
+    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).toBe("running");
+  });
+});

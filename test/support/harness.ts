@@ -18,6 +18,8 @@ export const USER = "U0ALICE";
 
 export interface HarnessOptions {
   crew?: Partial<SimCrewOptions>;
+  /** Settings of the "research" crew itself (e.g. eventStream). */
+  research?: Partial<CrewConfig>;
   /** Extra crews served by the same local service, under other names. */
   crews?: Partial<CrewConfig>[];
   slack?: FakeSlackOptions;
@@ -60,7 +62,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     publicUrl: opts.webhooks === false ? undefined : botUrl,
     dataDir: "unused",
     crews: [
-      { name: "research", baseUrl: crew.url, token: CREW_TOKEN },
+      { name: "research", baseUrl: crew.url, token: CREW_TOKEN, ...opts.research },
       ...(opts.crews ?? []).map((c, i) => ({ name: `crew${i + 2}`, baseUrl: crew.url, token: CREW_TOKEN, ...c })),
     ],
     ...opts.config,

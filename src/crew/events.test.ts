@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { effectOf, MAX_EVENTS_PER_BATCH, parseEventBatch } from "./events.js";
+import { isWaitingText, parseStatus, parseWebhook } from "./parse.js";
+
+describe("parseEventBatch", () => {
+  it("deduplicates by id, sorts by timestamp and skips unreadable events", () => {
+    const events = parseEventBatch({
+      events: [
+        { id: "b", type: "task_completed", timestamp: "2026-11-22T10:00:02Z", data: { output: "x" } },
+        { id: "a", type: "task_started", timestamp: "2026-11-22T10:00:01Z" },
+        { id: "b", type: "task_completed", timestamp: "2026-11-22T10:00:02Z", data: { output: "x" } },
+        { type: "no id" },
+        42,
+      ],
+    });
+    expect(events.map((e) => e.id)).toEqual(["a", "b"]);
+  });
+
+  it("refuses what is not a batch, and batches that are too large", () => {
+    expect(() => parseEventBatch({ events: "x" })).toThrow();
+    expect(() => parseEventBatch(null)).toThrow();
+    expect(() => parseEventBatch({ events: Array.from({ length: MAX_EVENTS_PER_BATCH + 1 }, (_, i) => ({ id: i, type: "x" })) })).toThrow();
+  });
+});
+
+describe("effectOf", () => {
+  const ev = (type: string, data: Record<string, unknown> = {}) => ({ id: "1", type, at: 0, data });
+  it("turns tool, LLM and task starts into progress lines", () => {
+    expect(effectOf(ev("tool_usage_started", { tool_name: "search", tool_args: "tides", agent_role: "Researcher" }))).toMatchObject({ kind: "progress", step: { summary: "🔧 search: tides · Researcher" } });
+    expect(effectOf(ev("llm_call_started"))).toMatchObject({ kind: "progress" });
+    expect(effectOf(ev("task_started", { task_name: "research" }))).toMatchObject({ kind: "progress", step: { summary: "▶️ Task research" } });
+  });
+  it("turns task and crew ends into callback bodies the lifecycle already reads", () => {
+    expect(effectOf(ev("task_completed", { task_name: "draft", agent_role: "Writer", output: "Text" }))).toEqual({ kind: "callback", callback: "task", body: { name: "draft", agent: "Writer", output: "Text" } });
+    expect(effectOf(ev("task_completed", { task: { name: "draft", output: { a: 1 } } }))).toMatchObject({ kind: "callback", body: { name: "draft", output: '{\n  "a": 1\n}' } });
+    expect(effectOf(ev("crew_kickoff_completed", { output: "Final" }))).toEqual({ kind: "callback", callback: "crew", body: { result: "Final" } });
+    expect(effectOf(ev("crew_kickoff_failed", { error: "boom" }))).toMatchObject({ kind: "callback", callback: "crew", body: { error: "boom" } });
+    expect(effectOf(ev("task_completed", {}))).toEqual({ kind: "ignore" });
+    expect(effectOf(ev("brand_new_event"))).toEqual({ kind: "ignore" });
+  });
+});
+
+describe("waiting for a person (every variant in the field notes)", () => {
+  it.each(["PAUSED", "PENDING_HUMAN_INPUT", "WAITING", "Pending Human Input", "waiting for human input on task x", "human feedback required", "awaiting review"])("%s waits", (s) => {
+    expect(isWaitingText(s)).toBe(true);
+    expect(parseStatus({ state: s }).phase).toBe("paused");
+  });
+  it.each(["RUNNING", "PENDING", "STARTED", "Running task review_task (2/3)", "Execution queued"])("%s does not", (s) => {
+    expect(parseStatus({ state: s }).phase).toBe("running");
+  });
+  it("reads the status text when the state does not say it", () => {
+    expect(parseStatus({ state: "RUNNING", status: "Pending Human Input" }).phase).toBe("paused");
+  });
+});
+
+describe("human-input requests", () => {
+  it("accepts every name for the run, the task and the output", () => {
+    expect(parseWebhook("input", { execution_id: "k", task_id: "t", name: "draft", agent: "Writer", output: "o" })).toEqual({ kind: "input", runId: "k", taskId: "t", name: "draft", agent: "Writer", output: "o" });
+    expect(parseWebhook("input", { executionId: "k", taskId: "t", task_output: "o" })).toMatchObject({ runId: "k", taskId: "t", output: "o" });
+    expect(parseWebhook("input", { kickoff_id: "k", id: "t", taskOutput: "o" })).toMatchObject({ runId: "k", taskId: "t", output: "o" });
+    expect(parseWebhook("input", { execution_id: "k", result: "o", task: { name: "draft" } })).toMatchObject({ output: "o", name: "draft" });
+  });
+  it("refuses a request with no usable output", () => {
+    expect(() => parseWebhook("input", { execution_id: "k", task_id: "t" })).toThrow(/no task output/);
+    expect(() => parseWebhook("input", { execution_id: "k", output: "   " })).toThrow();
+  });
+});
