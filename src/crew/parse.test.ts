@@ -221,11 +221,12 @@ describe("parseWebhook step", () => {
 describe("parseWebhook task", () => {
   const base = { kickoff_id: "k1", name: "review_draft", description: "Review", agent: "Editor", output: "Draft text" };
 
-  it("uses task_id as the resume key", () => {
+  it("keeps the task id apart (the resume key when nothing better names one)", () => {
     expect(parseWebhook("task", { ...base, task_id: "t-1", expected_output: "x", summary: "s" })).toEqual({
       kind: "task",
       runId: "k1",
       taskKey: "t-1",
+      taskId: "t-1",
       name: "review_draft",
       description: "Review",
       agent: "Editor",

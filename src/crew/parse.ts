@@ -289,12 +289,14 @@ function oneLine(text: string, max = STEP_SUMMARY_MAX): string {
 
 function taskEvent(b: Record<string, unknown>, crewName: string): TaskEvent {
   const name = toText(b.name);
-  const taskKey = firstId(b.task_id, b.taskId, b.id) ?? name;
+  const taskId = firstId(b.task_id, b.taskId, b.id);
+  const taskKey = taskId ?? name;
   if (taskKey === undefined) throw invalid("webhook", crewName, "task payload has no task id or name");
   return dropUndefined({
     kind: "task" as const,
     runId: firstId(b.kickoff_id, b.execution_id),
     taskKey,
+    taskId,
     name,
     description: toText(b.description),
     agent: agentName(b.agent),

@@ -78,8 +78,10 @@ export interface StepEvent {
 export interface TaskEvent {
   kind: "task";
   runId?: string;
-  /** Key to send as task_id on /resume: task_id, taskId or id; else the task name. */
+  /** task_id, taskId or id; else the task name. */
   taskKey: string;
+  /** The task id when the payload names one (the seed interface's task webhook does). */
+  taskId?: string;
   name?: string;
   description?: string;
   agent?: string;

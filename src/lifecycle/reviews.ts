@@ -106,8 +106,8 @@ export class Reviews {
    * A task finished (task webhook): its output is stored and posted in the thread as a task message
    * with no decision controls (state "posted"). It becomes a review only through awaitDecision.
    */
-  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "name" | "agent" | "output">): Promise<Review | undefined> {
-    return this.store(execution, task, { source: "webhook" }, "posted");
+  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "taskId" | "name" | "agent" | "output">): Promise<Review | undefined> {
+    return this.store(execution, { ...task, resumeTaskId: task.taskId }, { source: "webhook" }, "posted");
   }
 
   /**
@@ -120,7 +120,7 @@ export class Reviews {
     if (seen?.state === "posted") return this.promote(execution, seen, task.resumeTaskId);
     if (seen && (seen.state === "pending" || seen.state === "deciding")) {
       // Task ids can change after a replay: the latest request for review names the one /resume wants.
-      if (task.resumeTaskId && task.resumeTaskId !== (seen.resumeTaskId ?? seen.taskKey)) await this.rows.setResumeTaskId(seen.id, task.resumeTaskId);
+      if (origin.source === "input" && task.resumeTaskId && task.resumeTaskId !== (seen.resumeTaskId ?? seen.taskKey)) await this.rows.setResumeTaskId(seen.id, task.resumeTaskId);
       return undefined;
     }
     return this.store(execution, task, origin, "pending");
@@ -161,7 +161,11 @@ export class Reviews {
   }
 
   /** Stores a round for a task output (idempotent) in the given state, then posts it. */
-  private async store(execution: Execution, task: AwaitedTask, origin: ReviewOrigin, state: "posted" | "pending"): Promise<Review | undefined> {
+  private async store(execution: Execution, awaited: AwaitedTask, origin: ReviewOrigin, state: "posted" | "pending"): Promise<Review | undefined> {
+    // One identity per task whatever the source: its name when known (a real deployment's task
+    // webhook names no id while its status and human-input request do), so that sources racing for
+    // the same output collide on the same (task, round) row instead of opening two.
+    const task = { ...awaited, taskKey: awaited.name ?? awaited.taskKey };
     const outputHash = hashOutput(task.output);
     // The same output may already have a review under another task key (a status poll and a webhook
     // can name the task differently): see sameOutputVerdict.

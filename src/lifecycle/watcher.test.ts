@@ -47,7 +47,7 @@ describe("actionForStatus", () => {
     expect(actionForStatus({ rawState: "RUNNING", phase: "running" })).toEqual({ kind: "none" });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused" })).toEqual({ kind: "none" });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused", lastTask: { output: "o", name: "n", agent: "a", taskId: "t1" } })).toEqual({
-      kind: "review", taskKey: "t1", name: "n", agent: "a", output: "o", resumeTaskId: "t1",
+      kind: "review", taskKey: "n", name: "n", agent: "a", output: "o", resumeTaskId: "t1",
     });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused", lastTask: { output: "o", name: "n" } })).toMatchObject({ taskKey: "n" });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused", lastTask: { output: "o" } })).toMatchObject({ taskKey: "task" });

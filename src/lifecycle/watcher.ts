@@ -108,7 +108,7 @@ export function actionForStatus(status: ExecutionStatus): StatusAction {
     case "paused": {
       const task = status.lastTask;
       if (!task?.output) return { kind: "none" };
-      return { kind: "review", taskKey: task.taskId ?? task.name ?? "task", name: task.name, agent: task.agent, output: task.output, ...(task.taskId ? { resumeTaskId: task.taskId } : {}) };
+      return { kind: "review", taskKey: task.name ?? task.taskId ?? "task", name: task.name, agent: task.agent, output: task.output, ...(task.taskId ? { resumeTaskId: task.taskId } : {}) };
     }
     case "succeeded":
       return { kind: "succeeded", output: status.output ?? status.lastTask?.output ?? "" };

@@ -43,7 +43,7 @@ describe("status polling", () => {
     const first = await nextReview(h);
     expect(first.msg.thread_ts).toBe(execution.threadTs);
     expect(JSON.stringify(first.msg.blocks)).toContain("research_task");
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({ taskKey: "task-research", round: 1 });
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({ taskKey: "research_task", resumeTaskId: "task-research", round: 1 });
     await settle(300); // more polls of the same pause must not post it again
     expect(reviewPosts(h)).toHaveLength(1);
     await click(h, first, true);
@@ -53,7 +53,7 @@ describe("status polling", () => {
     await click(h, second, false, "Shorter, please");
 
     const third = await nextReview(h);
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({ taskKey: "task-write", round: 2 });
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({ taskKey: "writing_task", resumeTaskId: "task-write", round: 2 });
     await click(h, third, true);
 
     const done = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
