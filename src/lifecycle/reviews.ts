@@ -116,6 +116,14 @@ export class Reviews {
    * Idempotent: every source describing the same pause ends in one review.
    */
   async awaitDecision(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
+    const opened = await this.awaitOnce(execution, task, origin);
+    if (opened) return opened;
+    // Lost a race with the task webhook storing the same output (as a task message): promote that one.
+    const stored = await this.rows.latestWithOutput(execution.id, hashOutput(task.output));
+    return stored?.state === "posted" ? this.promote(execution, stored, task.resumeTaskId) : undefined;
+  }
+
+  private async awaitOnce(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
     const seen = await this.rows.latestWithOutput(execution.id, hashOutput(task.output));
     if (seen?.state === "posted") return this.promote(execution, seen, task.resumeTaskId);
     if (seen && (seen.state === "pending" || seen.state === "deciding")) {
@@ -215,7 +223,7 @@ export class Reviews {
 
   private async post(execution: Execution, review: Review): Promise<Review> {
     const { ts, fileAttached } = await this.notifier.postReview(execution, review);
-    const stored = await this.rows.setMessage(review.id, ts, fileAttached);
+    const stored = await this.rows.setMessage(review.id, ts, fileAttached, review.state);
     // It became a review (or was decided) while being posted: show what it is now.
     if (stored.state !== review.state) await this.showDecision(execution, stored);
     return stored;
@@ -223,6 +231,20 @@ export class Reviews {
 
   get(reviewId: string) {
     return this.db.review.findUnique({ where: { id: reviewId }, include: { execution: true } });
+  }
+
+  /**
+   * Messages whose last update was lost (a crash or a Slack error between the state change and the
+   * update): shown again from the row, so a review never keeps controls it no longer has, nor lacks
+   * controls it now has. Updates are idempotent, so two replicas doing this at once is harmless.
+   */
+  async refreshStale(quietMs = 2000): Promise<number> {
+    const stale = await this.rows.stale(quietMs);
+    for (const review of stale) {
+      const execution = await this.runs.get(review.executionId);
+      if (execution) await this.showDecision(execution, review, reviewNote(review));
+    }
+    return stale.length;
   }
 
   /** The first decision wins atomically; the crew hears it exactly once. */
@@ -329,7 +351,13 @@ export class Reviews {
 
   private async showDecision(execution: Execution, review: Review, note?: string): Promise<void> {
     if (!review.messageTs) return;
-    await this.notifier.updateReview(execution, review, note).catch((err) => this.log.warn("could not update review message", { reviewId: review.id, err }));
+    try {
+      await this.notifier.updateReview(execution, review, note);
+      await this.rows.markShown(review.id, review.state);
+    } catch (err) {
+      // Left for the recovery sweep (refreshStale), which re-renders it from the row.
+      this.log.warn("could not update review message", { reviewId: review.id, err });
+    }
   }
 
   private async move(id: string, event: ReviewEvent, data: Partial<Review>): Promise<boolean> {
@@ -342,6 +370,13 @@ export class Reviews {
     await this.move(id, event, data);
     return this.db.review.findUniqueOrThrow({ where: { id } });
   }
+}
+
+/** The note under a review, from what its row records (used when a message is shown again). */
+export function reviewNote(review: Review): string | undefined {
+  if (review.state === "closed") return review.resumeMessage ? `The crew was not waiting for this decision: ${review.resumeMessage}` : "The run finished without needing this decision.";
+  if (review.state === "approved" || review.state === "rejected") return resumeNote({ status: (review.resumeStatus ?? undefined) as ResumeResult["status"], message: review.resumeMessage ?? undefined });
+  return undefined;
 }
 
 /** The crew's answer to a decision, as shown under the review ("Crew: retrying — Task will be retried…"). */

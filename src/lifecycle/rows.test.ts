@@ -95,6 +95,11 @@ describe("per-run rows", () => {
     expect(await reviews.latestForTask(run.id, "t9")).toBeNull();
     expect(await reviews.latestWithOutput(run.id, "h1")).toMatchObject({ id: first!.id });
     expect(await reviews.latestWithOutput(run.id, "h3")).toBeNull();
-    expect(await reviews.setMessage(first!.id, "100.2", true)).toMatchObject({ id: first!.id, messageTs: "100.2", fileAttached: true });
+    expect(await reviews.setMessage(first!.id, "100.2", true, "pending")).toMatchObject({ id: first!.id, messageTs: "100.2", fileAttached: true, shownState: "pending" });
+    // A state change whose update was lost is stale until the message shows it.
+    await reviews.transition(first!.id, { from: ["pending"], to: "closed" });
+    expect((await reviews.stale(-1000)).map((r) => r.id)).toEqual([first!.id]);
+    await reviews.markShown(first!.id, "closed");
+    expect(await reviews.stale(-1000)).toEqual([]);
   });
 });

@@ -201,6 +201,11 @@ export interface NewReviewRow {
   postClaimedAt: Date;
 }
 
+/** What a review's message shows for a state: "deciding" looks like "pending". */
+export function shownAs(state: string): string {
+  return state === "deciding" ? "pending" : state;
+}
+
 export class ReviewRows {
   private readonly sql: SqlRunner;
 
@@ -227,6 +232,22 @@ export class ReviewRows {
       [t.to, data.resumeTaskId ?? null, new Date(), id, `{${t.from.join(",")}}`],
     );
     return rows[0] ?? null;
+  }
+
+  /** The message now shows `state` (no write when the row has moved on since: the sweep catches up). */
+  async markShown(id: string, state: string): Promise<void> {
+    await this.sql.execute(`UPDATE "Review" SET "shownState" = $1 WHERE id = $2::uuid AND state = $3`, [shownAs(state), id, state]);
+  }
+
+  /** Posted reviews whose message shows another state than theirs (a lost update), quiet for `quietMs`. */
+  stale(quietMs: number, limit = 100): Promise<Review[]> {
+    return this.sql.query<Review>(
+      `SELECT * FROM "Review"
+       WHERE "messageTs" IS NOT NULL AND "shownState" IS DISTINCT FROM (CASE WHEN state = 'deciding' THEN 'pending' ELSE state END)
+         AND "updatedAt" < $1
+       ORDER BY "updatedAt" LIMIT $2`,
+      [new Date(Date.now() - quietMs), limit],
+    );
   }
 
   async setResumeTaskId(id: string, resumeTaskId: string): Promise<void> {
@@ -265,11 +286,11 @@ export class ReviewRows {
     return rows[0];
   }
 
-  /** Records the posted message of a review. */
-  async setMessage(id: string, messageTs: string, fileAttached: boolean): Promise<Review> {
+  /** Records the posted message of a review, and the state it shows. */
+  async setMessage(id: string, messageTs: string, fileAttached: boolean, shownState: string): Promise<Review> {
     const rows = await this.sql.query<Review>(
-      `UPDATE "Review" SET "messageTs" = $1, "fileAttached" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING *`,
-      [messageTs, fileAttached, new Date(), id],
+      `UPDATE "Review" SET "messageTs" = $1, "fileAttached" = $2, "shownState" = $5, "updatedAt" = $3 WHERE id = $4::uuid RETURNING *`,
+      [messageTs, fileAttached, new Date(), id, shownAs(shownState)],
     );
     if (!rows[0]) throw new Error(`review ${id} does not exist`);
     return rows[0];

@@ -127,6 +127,7 @@ export class Runs {
       if (count === 1 && review.messageTs) {
         await this.notifier
           .updateReview(execution, { ...review, state: "closed" }, "The run finished without needing this decision.")
+          .then(() => this.reviewRows.markShown(review.id, "closed"))
           .catch((err) => this.log.warn("could not close review message", { reviewId: review.id, err }));
       }
     }

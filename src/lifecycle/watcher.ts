@@ -177,6 +177,7 @@ export class RunWatcher {
     for (const { id } of unposted) {
       await this.lifecycle.reviews.publish(id).catch((err) => this.log.warn("could not re-publish review", { reviewId: id, err }));
     }
+    await this.lifecycle.reviews.refreshStale().catch((err) => this.log.warn("could not refresh review messages", { err }));
     // kickoff_failed is left out: such a run was never announced (its message is deleted).
     const unannounced = await this.db.execution.findMany({
       where: { state: { in: ["completed", "failed", "lost"] }, completionTs: null },

@@ -216,3 +216,19 @@ describe("the event stream (opt-in per crew)", () => {
     expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).toBe("running");
   });
 });
+
+describe("a lost message update", () => {
+  it("when the update that adds the controls fails, the recovery sweep shows the review anyway (once, in place)", async () => {
+    h = await startHarness({
+      crew: { tasks: [{ id: "t-1", name: "draft_task", agent: "Writer", humanInput: true, delayMs: 20, steps: 0 }] },
+      crewline: { watcher: { sweepMs: 300, tickMs: 100 } },
+    });
+    h.slack.failNext("chat.update", "message_not_found", 3);
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 });
+    expect(h.slack.callsTo("chat.update").filter((c) => c.error === "message_not_found").length).toBeGreaterThan(0);
+    expect(taskPosts(h, "draft_task")).toHaveLength(1);
+    const row = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
+    expect(row).toMatchObject({ state: "pending", shownState: "pending", messageTs: review.msg.ts });
+  });
+});
