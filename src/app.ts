@@ -21,6 +21,7 @@ import { ReviewerRules } from "./review/rules.js";
 import { registerAppHome } from "./home/app-home.js";
 import type { FeatureDeps } from "./slack/deps.js";
 import { SlackRunNotifier } from "./slack/notifier.js";
+import { answerHandlerError, guardSlackEvents } from "./slack/guard.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -115,7 +116,13 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       })
     : new App({
         token: config.slack.botToken,
-        receiver: withCallbackFastPath(new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }), (req, res) => callbacks(req, res)),
+        receiver: guardSlackEvents(
+          withCallbackFastPath(
+            new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger, processEventErrorHandler: answerHandlerError }),
+            (req, res) => callbacks(req, res),
+          ),
+          log,
+        ),
         clientOptions,
         logger,
       });
