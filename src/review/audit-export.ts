@@ -2,8 +2,8 @@
 // (JSON and CSV by default) into the run's thread, where the decisions it lists were made.
 import type { WebClient } from "@slack/web-api";
 import { auditCsv, auditJson, type AuditRecord } from "../lifecycle/audit.js";
-import type { Execution } from "../lifecycle/ports.js";
 import type { FeatureDeps } from "../slack/deps.js";
+import { visibleRun } from "./access.js";
 import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 
 export type AuditFormat = "both" | "csv" | "json";
@@ -36,17 +36,11 @@ export function auditLine(row: AuditRecord): string {
   }
 }
 
-async function mayAudit(deps: FeatureDeps, execution: Execution, req: AuditRequest): Promise<boolean> {
-  if (req.channelId === execution.channelId || req.userId === execution.userId) return true;
-  return deps.reviewers ? (deps.reviewers.rulesFor(execution.crewName) !== undefined && (await deps.reviewers.mayDecide(execution.crewName, req.userId))) : false;
-}
-
 /** Answers the command (mrkdwn for the ephemeral reply) and uploads the export. */
 export async function auditReply(client: WebClient, deps: FeatureDeps, req: AuditRequest): Promise<string> {
-  const execution = await deps.lifecycle.runs.findByKickoffId(req.kickoffId);
-  const unknown = `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
-  if (!execution) return unknown;
-  if (!(await mayAudit(deps, execution, req))) return `Use \`/crew audit\` in <#${execution.channelId}>, where this run took place.`;
+  // Who may see the run: access.ts; everyone else gets the answer an unknown id gets.
+  const execution = await visibleRun(client, deps, req.kickoffId, { userId: req.userId, channelId: req.channelId });
+  if (!execution) return `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
 
   const rows = await deps.lifecycle.audit.forExecution(execution.id);
   const head = `*Audit trail* · ${escapeMrkdwn(execution.crewName)} · \`${escapeMrkdwn(req.kickoffId)}\` · ${rows.length} record${rows.length === 1 ? "" : "s"}`;
