@@ -7,7 +7,7 @@ import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
 import type { CrewConfig } from "./config.js";
 import { openDatabase, type Database } from "./db/database.js";
-import { callbackHandler, CALLBACK_PATH, healthHandler, matchCallbackUrl } from "./http/routes.js";
+import { callbackHandler, CALLBACK_PATH, healthHandler, isCallbackPath, matchCallbackUrl } from "./http/routes.js";
 import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
@@ -24,6 +24,7 @@ import { SlackRunNotifier } from "./slack/notifier.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
 import { FlowRequests } from "./flows/service.js";
 import { SlackFlowEffects } from "./flows/slack-effects.js";
+import { answerHandlerError, guardSlackEvents } from "./slack/guard.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -110,12 +111,12 @@ function boltLogger(log: Logger): BoltLogger {
 
 /**
  * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
- * A malformed callback URL gets the handler's 404 too: Bolt would log the URL, secret included.
+ * Every method and shape of a /hooks/ path gets the handler's answer (404, 405): Bolt would log the URL, secret included.
  */
 function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
   const boltListener = receiver.requestListener;
   receiver.requestListener = (req, res) => {
-    if (req.method === "POST" && req.url?.startsWith("/hooks/")) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
+    if (isCallbackPath(req.url)) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
     return boltListener(req, res);
   };
   return receiver;
@@ -128,8 +129,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const webhookUrls = webhookUrlBuilder(config.publicUrl, (name) => !!config.crews.find((c) => c.name === name)?.eventStream);
 
   const customRoutes = [
-    { path: CALLBACK_PATH, method: ["POST"], handler: (req: any, res: any) => callbacks(req, res) },
-    { path: FLOW_HOOK_PATH, method: ["POST"], handler: (req: any, res: any) => flowIntake(req, res) },
+    // Every method under /hooks/ is ours (405 for non-POST): Bolt would log the path, secret included.
+    { path: CALLBACK_PATH, method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], handler: (req: any, res: any) => callbacks(req, res) },
+    { path: FLOW_HOOK_PATH, method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], handler: (req: any, res: any) => (req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)) },
     { path: "/healthz", method: ["GET"], handler: (req: any, res: any) => health(req, res) },
   ];
   const clientOptions = {
@@ -150,8 +152,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       })
     : new App({
         token: config.slack.botToken,
-        receiver: withCallbackFastPath(new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger }), (req, res) =>
-          req.url?.startsWith(FLOW_HOOK_PREFIX) ? flowIntake(req, res) : callbacks(req, res),
+        receiver: guardSlackEvents(
+          withCallbackFastPath(
+            new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger, processEventErrorHandler: answerHandlerError }),
+            (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
+          ),
+          log,
         ),
         clientOptions,
         logger,

@@ -17,6 +17,19 @@ describe("logger", () => {
     expect(out).toContain("/hooks/0b6c2a9e-4f0e-4c55-9d8e-1c1a2b3c4d5e/task/[redacted]");
   });
 
+  it("redacts callback paths whatever their shape (case, double slashes, escapes)", () => {
+    const lines: string[] = [];
+    const log = createLogger("debug", (line) => lines.push(line));
+    const secret = "SeCrEt_value-123456789";
+    const id = "0b6c2a9e-4f0e-4c55-9d8e-1c1a2b3c4d5e";
+    for (const path of [`/hooks/${id}/TASK/${secret}`, `//hooks//${id}/task/${secret}`, `/HOOKS/${id}/task/${secret}`, `/hooks/${id}/task/%E0%A4${secret}`, `/hooks/${secret}`]) {
+      log.warn(`unhandled request ${path}`, { path });
+    }
+    const out = lines.join("\n");
+    expect(out).not.toContain("SeCrEt");
+    expect(lines).toHaveLength(5);
+  });
+
   it("drops lines below its level", () => {
     const lines: string[] = [];
     const log = createLogger("warn", (line) => lines.push(line));

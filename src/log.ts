@@ -7,7 +7,10 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/xox[a-z]-[A-Za-z0-9-]+/g, "xox?-[redacted]"],
   [/xapp-[A-Za-z0-9-]+/g, "xapp-[redacted]"],
   [/(Bearer\s+)[^\s"',]+/gi, "$1[redacted]"],
-  [/(\/hooks\/[0-9a-f-]{36}\/[a-z]+\/)[A-Za-z0-9_-]+/g, "$1[redacted]"],
+  // Whatever its shape (case, repeated slashes, escapes): everything after a run id and kind goes,
+  // and any other path under /hooks/ goes whole.
+  [/(\/hooks\/[0-9a-f-]{36}\/[a-z]+\/)[^\s"'<>]+/g, "$1[redacted]"],
+  [/(\/+hooks)(?!\/[0-9a-f-]{36}\/[a-z]+\/\[redacted\])[/%][^\s"'<>]*/gi, "$1/[redacted]"],
 ];
 
 export function redact(text: string): string {

@@ -27,6 +27,10 @@ async function main(): Promise<void> {
   await crewline.start();
 }
 
+// Last line of defence: bad input must never end the process. Logged once, without a stack trace.
+process.on("unhandledRejection", (err) => log.error("unhandled rejection", { err }));
+process.on("uncaughtException", (err) => log.error("uncaught exception", { err }));
+
 main().catch((err) => {
   log.error("crewline failed to start", { err });
   process.exit(1);

@@ -4,6 +4,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, request, type Dispatcher } from "undici";
 import { CrewError, isCrewError, type CrewErrorKind, type CrewOperation } from "./errors.js";
 import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "./parse.js";
+import { parseBoundedJson } from "../http/bounded-json.js";
+import { sanitizeJson } from "../text/sanitize.js";
 import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult } from "./types.js";
 
 export interface CrewClientOptions {
@@ -282,10 +284,11 @@ export function parseRetryAfter(header: string | string[] | undefined): number |
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
+/** Crew answers are outside input: bounded before parsing, and stored text PostgreSQL can hold. */
 function tryJson(text: string): unknown {
   if (text.trim() === "") return undefined;
   try {
-    return JSON.parse(text) as unknown;
+    return sanitizeJson(parseBoundedJson(text));
   } catch {
     return undefined;
   }

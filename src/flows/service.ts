@@ -1,6 +1,8 @@
 // Flow feedback requests: intake (verified, recorded durably, answered fast), posting (once, under a
 // claim a successor can retake), decisions (answered to the platform exactly once, via an atomic
 // pending → deciding claim) and reminders. Slack effects go through FlowSlackEffects.
+import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
+import { sanitizeJson } from "../text/sanitize.js";
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
@@ -127,9 +129,10 @@ export class FlowRequests {
     }
     let body: unknown;
     try {
-      body = JSON.parse(rawBody.toString("utf8"));
-    } catch {
-      return { status: 400, body: { error: "the body must be JSON" } };
+      // Bounded before parsing (nesting, value count), then text PostgreSQL can store (like crew callbacks).
+      body = sanitizeJson(parseBoundedJson(rawBody.toString("utf8")));
+    } catch (err) {
+      return { status: 400, body: { error: err instanceof JsonTooComplex ? `feedback request refused: ${err.message}` : "the body must be JSON" } };
     }
     const parsed = parseFlowBody(body);
     if (parsed.kind === "invalid") return { status: 400, body: { error: `malformed feedback request: ${parsed.problem}` } };

@@ -2,6 +2,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Lifecycle } from "../lifecycle/index.js";
 import type { Logger } from "../log.js";
+import { sanitizeText, sanitizeJson } from "../text/sanitize.js";
+import { JsonTooComplex, parseBoundedJson } from "./bounded-json.js";
 
 export const MAX_CALLBACK_BYTES = 2 * 1024 * 1024;
 export const CALLBACK_PATH = "/hooks/:executionId/:kind/:secret";
@@ -38,6 +40,11 @@ const CALLBACK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)\/?(?:\?.*)?$/;
  * The parameters of a callback URL (the same ones CALLBACK_PATH names), or undefined. Lets the HTTP
  * server route callbacks before Bolt's router, which compiles its route patterns on every request.
  */
+/** Whether a request path is ours (any case, repeated slashes): it must never reach Bolt, which logs paths. */
+export function isCallbackPath(url: string | undefined): boolean {
+  return !!url && /^\/+hooks(?:[/?#]|$)/i.test(url);
+}
+
 export function matchCallbackUrl(url: string | undefined): { executionId: string; kind: string; secret: string } | undefined {
   const m = url ? CALLBACK_URL.exec(url) : null;
   if (!m) return undefined;
@@ -54,25 +61,36 @@ function reply(res: ServerResponse, status: number, body: Record<string, unknown
   res.end(text);
 }
 
-/** POST /hooks/{executionId}/{step|task|crew}/{secret}: answered fast; Slack work happens after. */
+/**
+ * /hooks/{executionId}/{step|task|crew}/{secret}: answered fast; Slack work happens after. Every
+ * request under /hooks/ comes here whatever its method or shape (405 for non-POST).
+ */
 export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
   return async (req: ParamsRequest, res: ServerResponse) => {
     const { executionId = "", kind = "", secret = "" } = req.params ?? {};
+    if (req.method !== "POST") {
+      req.resume();
+      res.setHeader("allow", "POST");
+      return reply(res, 405, { error: "callbacks are POST requests" });
+    }
     let body: unknown;
     try {
       const raw = await readBody(req, MAX_CALLBACK_BYTES);
-      body = JSON.parse(raw.toString("utf8"));
+      // Bounded before parsing (nesting, value count), then stored text PostgreSQL can hold.
+      body = sanitizeJson(parseBoundedJson(raw.toString("utf8")));
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         reply(res, 413, { error: `callback bodies are limited to ${MAX_CALLBACK_BYTES} bytes` });
         req.resume();
+      } else if (err instanceof JsonTooComplex) {
+        reply(res, 400, { error: `callback body refused: ${err.message}` });
       } else {
         reply(res, 400, { error: "callback body must be JSON" });
       }
       return;
     }
     try {
-      const answer = await lifecycle.callbacks.accept(executionId, kind, secret, body, req.headers.authorization);
+      const answer = await lifecycle.callbacks.accept(sanitizeText(executionId), sanitizeText(kind), sanitizeText(secret), body, req.headers.authorization);
       reply(res, answer.status, answer.status < 300 ? { ok: true, message: answer.message } : { error: answer.message });
       answer.after?.();
     } catch (err) {

@@ -8,6 +8,9 @@ import { announcementFor } from "../slack/notifier.js";
 import { helpText, escapeMrkdwn, fitMrkdwn } from "../slack/blocks/index.js";
 import { openKickoffModal } from "./modal.js";
 import { auditReply, type AuditFormat } from "../review/audit-export.js";
+import { visibleRun, type Asker } from "../review/access.js";
+import { sanitizeText } from "../text/sanitize.js";
+import type { WebClient } from "@slack/web-api";
 
 export type CrewCommand =
   | { kind: "open"; crewName?: string }
@@ -52,7 +55,7 @@ const commandPayload = z.object({
 export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "/crew"): void {
   app.command(commandName, async ({ command, ack, client, respond }) => {
     const payload = commandPayload.parse(command);
-    const parsed = parseCrewCommand(payload.text);
+    const parsed = parseCrewCommand(sanitizeText(payload.text));
     if (parsed.kind === "help") {
       await ack({ response_type: "ephemeral", text: helpText(commandName, deps.crews.all().map((c) => c.name), deps.flowHooks) });
       return;
@@ -69,15 +72,16 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id });
       await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "status") {
-      await respond({ response_type: "ephemeral", text: await statusText(deps, parsed.kickoffId) });
+      await respond({ response_type: "ephemeral", text: await statusText(client, deps, parsed.kickoffId, { userId: payload.user_id, channelId: payload.channel_id }) });
     } else {
       await respond({ response_type: "ephemeral", text: await listText(deps, payload.channel_id) });
     }
   });
 }
 
-async function statusText(deps: FeatureDeps, kickoffId: string): Promise<string> {
-  const execution = await deps.lifecycle.runs.findByKickoffId(kickoffId);
+/** A run's status for someone who may see it (access.ts); everyone else hears "unknown id". */
+async function statusText(client: WebClient, deps: FeatureDeps, kickoffId: string, asker: Asker): Promise<string> {
+  const execution = await visibleRun(client, deps, kickoffId, asker);
   if (!execution) return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
   const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${execution.kickoffId}\` · ${execution.state}`];
   const crew = deps.crews.get(execution.crewName);

@@ -14,6 +14,7 @@ import type { ProgressCoalescer } from "./progress.js";
 import type { Execution } from "./ports.js";
 import { WorkQueue } from "./work-queue.js";
 import { EventRows, ExecutionRows, isUuid } from "./rows.js";
+import { namesOwnRun } from "./run-binding.js";
 
 /**
  * Recorded callbacks processed at once; the rest wait their turn (they are durable already). Two
@@ -58,11 +59,20 @@ export class Callbacks {
 
   async accept(executionId: string, kind: string, secret: string, body: unknown, authorization?: string): Promise<CallbackAnswer> {
     if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { status: 404, message: "unknown callback" };
-    const execution = await this.lookup(executionId);
+    let execution = await this.lookup(executionId);
     if (!execution) return { status: 404, message: "unknown execution" };
     if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
     if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
       return { status: 401, message: "invalid or missing authorization" };
+    }
+    if (!namesOwnRun(execution, body)) {
+      // The cached row may predate the stored kickoff id: look again before refusing.
+      this.cache.delete(execution.id);
+      execution = (await this.lookup(executionId)) ?? execution;
+      if (!namesOwnRun(execution, body)) {
+        this.log.warn("callback names another run; refused", { executionId: execution.id, kind });
+        return { status: 409, message: "this callback names another run than its URL" };
+      }
     }
 
     if (kind === "events") return this.acceptEvents(execution, body);
@@ -95,6 +105,8 @@ export class Callbacks {
     }
     const recorded: string[] = [];
     for (const event of events) {
+      // An event naming another run than the one its URL is bound to is not this run's news.
+      if (event.runId && execution.kickoffId && event.runId !== execution.kickoffId) continue;
       const effect = effectOf(event);
       if (effect.kind === "progress" && !isFinished(execution.state)) this.progress.step(execution, effect.step);
       if (effect.kind !== "callback") continue;

@@ -119,6 +119,8 @@ export interface FakeSlack {
   denyChannel(channel: string, error?: string): void;
   setUsergroup(id: string, userIds: string[]): void;
   setUser(id: string, user: Record<string, unknown>): void;
+  /** Who conversations.members lists for a channel (default: nobody). */
+  setMembers(channel: string, userIds: string[]): void;
   /** The WebSocket URL apps.connections.open hands out (Socket Mode); unset answers an error. */
   socketModeUrl?: string;
   /** A response_url that routes respond({replace_original|delete_original}) to the given message. */
@@ -194,6 +196,7 @@ class FakeSlackServer implements FakeSlack {
   private denied = new Map<string, string>();
   private usergroups = new Map<string, string[]>();
   private users = new Map<string, Record<string, unknown>>();
+  private members = new Map<string, string[]>();
   private usedTriggers = new Set<string>();
   private uploads = new Map<string, { filename: string; length?: number; bytes?: Buffer }>();
   private responseUses = new Map<string, number>();
@@ -272,6 +275,10 @@ class FakeSlackServer implements FakeSlack {
 
   setUsergroup(id: string, userIds: string[]): void {
     this.usergroups.set(id, [...userIds]);
+  }
+
+  setMembers(channel: string, userIds: string[]): void {
+    this.members.set(channel, [...userIds]);
   }
 
   setUser(id: string, user: Record<string, unknown>): void {
@@ -681,6 +688,17 @@ class FakeSlackServer implements FakeSlack {
       if (denied && denied !== "not_in_channel") fail(denied);
       const isIm = id.startsWith("D");
       return { channel: { id, name: isIm ? undefined : id.toLowerCase(), is_channel: !isIm, is_im: isIm, is_private: false, is_archived: false, is_member: !denied, user: isIm ? "U0USER" : undefined } };
+    },
+    "conversations.members": (args) => {
+      const id = String(required(args, "channel", "channel_not_found"));
+      const denied = this.denied.get(id);
+      if (denied) fail(denied === "not_in_channel" ? "channel_not_found" : denied);
+      // Pages of `limit` (default 100) with a numeric cursor, as Slack paginates.
+      const all = this.members.get(id) ?? [];
+      const limit = Math.max(1, Number(args.limit ?? 100));
+      const from = Number(args.cursor || 0);
+      const next = from + limit < all.length ? String(from + limit) : "";
+      return { members: all.slice(from, from + limit), response_metadata: { next_cursor: next } };
     },
     "conversations.join": (args) => {
       const id = String(required(args, "channel", "channel_not_found"));

@@ -5,6 +5,11 @@ import { z } from "zod";
 import type { DecisionOutcome } from "../lifecycle/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../slack/blocks/index.js";
+import { sanitizeText } from "../text/sanitize.js";
+import { clickMayDecide } from "./access.js";
+
+export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
+export const NOT_RECORDED = "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
 
 const reviewClick = z.object({
   user: z.object({ id: z.string() }),
@@ -27,18 +32,30 @@ export function registerReviewActions(app: App, deps: FeatureDeps): void {
         return;
       }
       const { user, actions, state } = click.data;
-      const feedback = state?.values[FEEDBACK_BLOCK]?.[FEEDBACK_ACTION]?.value ?? "";
-      const outcome = await deps.lifecycle.reviews.decide({
-        reviewId: actions[0]!.value,
-        userId: user.id,
-        approve: actions[0]!.action_id === APPROVE_ACTION,
-        feedback,
-      });
-      const reply = replyFor(outcome);
-      if (!reply) return;
-      const channel = click.data.channel?.id ?? click.data.container?.channel_id;
+      const feedback = sanitizeText(state?.values[FEEDBACK_BLOCK]?.[FEEDBACK_ACTION]?.value ?? "");
+      const channel = click.data.container?.channel_id ?? click.data.channel?.id;
+      const messageTs = click.data.container?.message_ts ?? click.data.message?.ts;
       const threadTs = click.data.message?.thread_ts ?? click.data.container?.thread_ts;
-      if (channel) await tellUser(client, channel, user.id, threadTs, reply).catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+      const tell = async (reply: string) => {
+        if (channel) await tellUser(client, channel, user.id, threadTs, reply).catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+      };
+      const reviewId = actions[0]!.value;
+      let outcome: DecisionOutcome;
+      try {
+        // The review must be the one this message shows, in a run the clicker may see.
+        const found = isUuidLike(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
+        if (found && !(await clickMayDecide(client, deps, found, { userId: user.id, channelId: channel, messageTs }))) {
+          deps.log.warn("review click from another message refused", { userId: user.id });
+          return void (await tell(NOT_THIS_MESSAGE));
+        }
+        outcome = await deps.lifecycle.reviews.decide({ reviewId, userId: user.id, approve: actions[0]!.action_id === APPROVE_ACTION, feedback });
+      } catch (err) {
+        // Nothing was claimed (or the claim could not be stored): the review stays decidable.
+        deps.log.error("review click could not be recorded", { err });
+        return void (await tell(NOT_RECORDED));
+      }
+      const reply = replyFor(outcome);
+      if (reply) await tell(reply);
     });
   }
 }
@@ -65,6 +82,10 @@ export function replyFor(outcome: DecisionOutcome): string | undefined {
     case "resume_failed":
       return `Your decision did not reach the crew, so the review is open again. ${outcome.message}`;
   }
+}
+
+function isUuidLike(id: string): boolean {
+  return /^[0-9a-f-]{36}$/i.test(id);
 }
 
 async function tellUser(client: WebClient, channel: string, user: string, threadTs: string | undefined, text: string) {

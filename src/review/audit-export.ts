@@ -2,9 +2,9 @@
 // (JSON and CSV by default) into the run's thread, where the decisions it lists were made.
 import type { WebClient } from "@slack/web-api";
 import { auditCsv, auditJson, type AuditRecord } from "../lifecycle/audit.js";
-import type { Execution } from "../lifecycle/ports.js";
 import type { FlowRequest } from "../flows/service.js";
 import type { FeatureDeps } from "../slack/deps.js";
+import { visibleRun } from "./access.js";
 import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 
 export type AuditFormat = "both" | "csv" | "json";
@@ -45,21 +45,16 @@ export function auditLine(row: AuditRecord): string {
   }
 }
 
-async function mayAudit(deps: FeatureDeps, execution: Execution, req: AuditRequest): Promise<boolean> {
-  if (req.channelId === execution.channelId || req.userId === execution.userId) return true;
-  return deps.reviewers ? (deps.reviewers.rulesFor(execution.crewName) !== undefined && (await deps.reviewers.mayDecide(execution.crewName, req.userId))) : false;
-}
-
 /** Answers the command (mrkdwn for the ephemeral reply) and uploads the export. */
 export async function auditReply(client: WebClient, deps: FeatureDeps, req: AuditRequest): Promise<string> {
-  const execution = await deps.lifecycle.runs.findByKickoffId(req.kickoffId);
-  if (!execution && deps.flows) {
-    const flowRequest = await deps.flows.findByRequestId(req.kickoffId);
-    if (flowRequest) return flowAuditReply(client, deps, flowRequest, req);
-  }
   const unknown = `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  if (deps.flows && !(await deps.lifecycle.runs.findByKickoffId(req.kickoffId))) {
+    const flowRequest = await deps.flows.findByRequestId(req.kickoffId);
+    if (flowRequest) return flowAuditReply(client, deps, flowRequest, req, unknown);
+  }
+  // Who may see the run: access.ts; everyone else gets the answer an unknown id gets.
+  const execution = await visibleRun(client, deps, req.kickoffId, { userId: req.userId, channelId: req.channelId });
   if (!execution) return unknown;
-  if (!(await mayAudit(deps, execution, req))) return `Use \`/crew audit\` in <#${execution.channelId}>, where this run took place.`;
 
   const rows = await deps.lifecycle.audit.forExecution(execution.id);
   const head = `*Audit trail* · ${escapeMrkdwn(execution.crewName)} · \`${escapeMrkdwn(req.kickoffId)}\` · ${rows.length} record${rows.length === 1 ? "" : "s"}`;
@@ -88,9 +83,10 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
 }
 
 /** `/crew audit <flow request id>`: the same for a flow's feedback request (files under its message). */
-async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: FlowRequest, req: AuditRequest): Promise<string> {
+async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: FlowRequest, req: AuditRequest, unknown: string): Promise<string> {
   const allowed = req.channelId === request.channelId || (await deps.flows!.mayDecide(request, req.userId));
-  if (!allowed) return `Use \`/crew audit\` in <#${request.channelId}>, where this request was answered.`;
+  // Like runs: whoever may not see it gets the answer an unknown id gets.
+  if (!allowed) return unknown;
   const rows = await deps.lifecycle.audit.forFlowRequest(request.id);
   const head = `*Audit trail* · flow ${escapeMrkdwn(request.flowName)} · \`${escapeMrkdwn(truncatePlain(request.requestId, 80))}\` · ${rows.length} record${rows.length === 1 ? "" : "s"}`;
   const body = rows.length ? rows.map(auditLine).join("\n") : "Nothing recorded yet.";

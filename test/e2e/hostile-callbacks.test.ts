@@ -1,0 +1,105 @@
+// Hostile crew callbacks on a run's real URLs (issue #11, items 1, 2, 5, 8): bounded JSON, text any
+// characters, every method and path shape, callbacks that name another run.
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log.js";
+import { CHANNEL, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { pendingReview, startRunViaSlack } from "../support/reviews.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const post = (path: string, body: string, method = "POST") =>
+  fetch(`${h.botUrl}${path}`, { method, body: method === "GET" || method === "HEAD" ? undefined : body, headers: { "content-type": "application/json" } }).then(async (r) => ({ status: r.status, text: await r.text() }));
+const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+const oneTask = (output: string) => [{ id: "t1", name: "only_task", agent: "Writer", humanInput: true, output, delayMs: 20 }];
+
+describe("hostile crew callbacks", () => {
+  it("1. refuses deeply nested or huge-count bodies with 400, and the database keeps working", async () => {
+    h = await startHarness({ crew: { tasks: oneTask("fine output") } });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    const url = `/hooks/${execution.id}/task/${execution.webhookSecret}`;
+    for (const depth of [1_200, 5_000, 100_000]) {
+      const res = await post(url, `{"task_id":"deep","name":"deep","output":"x","extra":${nested(depth)}}`);
+      expect(res.status).toBe(400);
+    }
+    expect((await post(url, `{"task_id":"wide","output":"x","list":[${"1,".repeat(200_000)}1]}`)).status).toBe(400);
+    expect(await h.bot.database.prisma.webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "deep" } } })).toBe(0);
+    // Normal work goes on: a genuine callback becomes a review, and the health check answers.
+    expect((await post(url, JSON.stringify({ task_id: "t2", name: "second_task", output: "still alive", kickoff_id: execution.kickoffId }))).status).toBe(202);
+    await pendingReview(h, { containing: "still alive" });
+    expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
+  });
+
+  it("2. stores and shows a NUL and a lone surrogate in crew output (webhook), replaced visibly", async () => {
+    h = await startHarness({ crew: { tasks: oneTask("before\u0000after \ud800 end") } });
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h, { containing: "before" });
+    expect(JSON.stringify(review.msg.blocks)).toContain("before\u2400after \ufffd end");
+    const stored = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
+    expect(stored.output).toBe("before\u2400after \ufffd end");
+    // A lone surrogate in an otherwise valid body is accepted too.
+    const res = await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, `{"task_id":"t9","name":"odd","output":"x\\udc00y\\u0000z","kickoff_id":"${execution.kickoffId}"}`);
+    expect(res.status).toBe(202);
+    await pendingReview(h, { containing: "x\ufffdy\u2400z" });
+  });
+
+  it("2. a NUL in a status answer does not stop polling: the review comes from status", async () => {
+    h = await startHarness({ webhooks: false, crew: { tasks: oneTask("polled\u0000output") }, crewline: { watcher: { tickMs: 25, minBackoffMs: 50, maxBackoffMs: 200, leaseMs: 5000 } } });
+    await startRunViaSlack(h);
+    const review = await pendingReview(h, { containing: "polled", timeoutMs: 15_000 });
+    expect(JSON.stringify(review.msg.blocks)).toContain("polled\u2400output");
+  });
+
+  it("5. every method and path shape under /hooks/ is answered by the callback handler, no secret logged", async () => {
+    const lines: string[] = [];
+    h = await startHarness({ crew: { tasks: oneTask("out") }, crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    const s = execution.webhookSecret;
+    const paths = [
+      `/hooks/${execution.id}/TASK/${s}`,
+      `//hooks//${execution.id}/task/${s}`,
+      `/hooks/${execution.id}//task/${s}`,
+      `/HOOKS/${execution.id}/task/${s}`,
+      `/hooks/${execution.id}/task/${s}%E0%A4%A`,
+      `/hooks/%ZZ/task/${s}`,
+      `/hooks/${execution.id}/task/${s}`,
+    ];
+    for (const path of paths) {
+      for (const method of ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"]) {
+        const res = await post(path, "{}", method);
+        expect(res.status, `${method} ${path}`).toBeLessThan(500);
+        expect(res.status, `${method} ${path}`).toBeGreaterThanOrEqual(400);
+        if (path.startsWith("/hooks/") && !path.startsWith("/hooks/%")) expect(res.status, `${method} ${path}`).toBe(405);
+      }
+      const posted = await post(path, JSON.stringify({ task_id: "q", output: "q" }));
+      expect(posted.status, `POST ${path}`).toBeLessThan(500);
+    }
+    const log = lines.join("\n");
+    expect(log).not.toContain(s);
+  });
+
+  it("8. a callback naming another run is refused with no effect; one naming none is fine", async () => {
+    const lines: string[] = [];
+    h = await startHarness({ crew: { tasks: oneTask("first run output") }, crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const first = await startRunViaSlack(h, "first");
+    await pendingReview(h, { containing: "first run" });
+    await kickoffViaSlack(h, { topic: "second" });
+    const second = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null }, id: { not: first.id } } }));
+    await eventually(() => h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes("first run output")).length === 2);
+    const url = `/hooks/${second.id}/task/${second.webhookSecret}`;
+    const crewUrl = `/hooks/${second.id}/crew/${second.webhookSecret}`;
+    expect((await post(url, JSON.stringify({ task_id: "x", name: "forged", output: "cross-run", kickoff_id: first.kickoffId }))).status).toBe(409);
+    expect((await post(url, JSON.stringify({ task_id: "x", name: "forged", output: "cross-run", execution_id: "someone-else" }))).status).toBe(409);
+    expect((await post(crewUrl, JSON.stringify({ kickoff_id: "00000000-dead-beef-0000-000000000000", result: "hijacked" }))).status).toBe(409);
+    expect((await post(url, JSON.stringify({ task_id: "y", name: "anonymous", output: "no id named" }))).status).toBe(202);
+    await pendingReview(h, { containing: "no id named" });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(h.slack.calls.filter((c) => /cross-run|hijacked/.test(JSON.stringify(c.args)))).toHaveLength(0);
+    expect(await h.bot.database.prisma.review.count({ where: { taskName: "forged" } })).toBe(0);
+    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: second.id } })).state).not.toBe("completed");
+    expect(lines.some((l) => l.includes("callback names another run"))).toBe(true);
+    expect(lines.join("\n")).not.toContain(second.webhookSecret);
+  });
+});

@@ -1,0 +1,168 @@
+// Hostile Slack requests through signed HTTP to /slack/events (issue #11, items 3, 4, 6, 7, 9):
+// malformed signed bodies, status of other people's runs, forged clicks, foreign and replayed
+// kickoff forms, and a click while the database is down.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createLogger } from "../../src/log.js";
+import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/slack/blocks/index.js";
+import { CHANNEL, SIGNING_SECRET, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { signSlackBody } from "../support/slack-requests.js";
+
+let h: Harness;
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await h?.close();
+});
+
+const PRIVATE = "C0PRIVATE";
+const BOB = "U0BOB";
+const MALLORY = "U0MALLORY";
+
+const signed = (body: string, contentType: string) => h.requests.raw(body, { "Content-Type": contentType, ...signSlackBody(SIGNING_SECRET, body) });
+const form = (fields: Record<string, string>) => signed(new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded");
+const lastResponse = () => eventually(() => h.slack.callsTo("response_url").at(-1));
+
+async function kickoffIn(channel: string, user: string, topic: string) {
+  const before = await h.bot.database.prisma.execution.count();
+  await kickoffViaSlack(h, { topic }, user, channel);
+  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { channelId: channel, kickoffId: { not: null } }, orderBy: { createdAt: "desc" }, skip: 0 }).then((e) => (e && before >= 0 ? e : null)));
+}
+
+describe("malformed signed Slack requests (3)", () => {
+  it("answers 4xx without a stack trace, and the process keeps serving", async () => {
+    const lines: string[] = [];
+    h = await startHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const bodies: [string, string][] = [
+      ["null", "application/json"],
+      ["[]", "application/json"],
+      ['"text"', "application/json"],
+      ['{"type":"event_callback","event":null}', "application/json"],
+      ['{"type":"event_callback","event":3}', "application/json"],
+      ["payload=null", "application/x-www-form-urlencoded"],
+      ["payload=3", "application/x-www-form-urlencoded"],
+      [`payload=${encodeURIComponent('{"type":"block_actions","actions":[{"action_id":"crew_approve","value":"x"}]}')}`, "application/x-www-form-urlencoded"],
+      [`payload=${encodeURIComponent('{"type":"block_actions","user":{"id":"U1"},"actions":null}')}`, "application/x-www-form-urlencoded"],
+      [`payload=${encodeURIComponent('{"type":"block_actions","user":{"id":"U1"},"actions":7}')}`, "application/x-www-form-urlencoded"],
+      [`payload=${encodeURIComponent('{"type":"view_submission","user":{"id":"U1"},"view":null}')}`, "application/x-www-form-urlencoded"],
+      [`payload=${encodeURIComponent('{"type":"view_closed","user":null,"view":{"id":"V1"}}')}`, "application/x-www-form-urlencoded"],
+      ["command=%2Fcrew&text=status", "application/x-www-form-urlencoded"],
+      ["command=%2Fcrew&user_id=U1&channel_id=C1", "application/x-www-form-urlencoded"],
+      ["{not json", "application/json"],
+      ["[".repeat(5000) + "]".repeat(5000), "application/json"],
+    ];
+    for (const [body, type] of bodies) {
+      const res = await signed(body, type);
+      expect(res.status, body.slice(0, 80)).toBeGreaterThanOrEqual(400);
+      expect(res.status, body.slice(0, 80)).toBeLessThan(500);
+      expect(res.body).not.toMatch(/\bat .*\.(js|ts):\d+/);
+    }
+    expect(lines.join("\n")).not.toMatch(/\n\s+at /);
+    expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
+    await startRunViaSlack(h);
+    expect(h.slack.calls.filter((c) => c.method === "chat.postMessage").length).toBeGreaterThan(0);
+  });
+});
+
+describe("who may see a run (4)", () => {
+  it("answers /crew status and /crew audit only to the channel's members, the starter and reviewers", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "secret_task", agent: "Writer", humanInput: true, output: "TOP SECRET PLANS", delayMs: 20 }] } });
+    const run = await kickoffIn(PRIVATE, USER, "private topic");
+    await eventually(() => h.slack.messages(PRIVATE).some((m) => JSON.stringify(m.blocks ?? []).includes("TOP SECRET")));
+    h.slack.setMembers(PRIVATE, ["U0CAROL", USER]);
+
+    await h.requests.command({ text: `status ${run.kickoffId}`, user_id: BOB, channel_id: "C0ELSEWHERE" });
+    const outsider = String((await lastResponse()).args.text);
+    await h.requests.command({ text: "status no-such-run", user_id: BOB, channel_id: "C0ELSEWHERE" });
+    const unknown = String((await eventually(() => h.slack.callsTo("response_url")[1])).args.text);
+    expect(outsider).not.toContain("TOP SECRET");
+    expect(outsider.replace(run.kickoffId!, "ID")).toBe(unknown.replace("no-such-run", "ID"));
+
+    await h.requests.command({ text: `audit ${run.kickoffId}`, user_id: BOB, channel_id: "C0ELSEWHERE" });
+    const audit = String((await eventually(() => h.slack.callsTo("response_url")[2])).args.text);
+    expect(audit).toContain("I don't know a run");
+    expect(h.slack.files).toHaveLength(0);
+
+    await h.requests.command({ text: `status ${run.kickoffId}`, user_id: "U0CAROL", channel_id: "C0ELSEWHERE" });
+    expect(String((await eventually(() => h.slack.callsTo("response_url")[3])).args.text)).toContain("TOP SECRET");
+    await h.requests.command({ text: `status ${run.kickoffId}`, user_id: USER, channel_id: "C0ELSEWHERE" });
+    expect(String((await eventually(() => h.slack.callsTo("response_url")[4])).args.text)).toContain("TOP SECRET");
+  });
+});
+
+describe("a click decides the review its message shows (6)", () => {
+  it("refuses a click whose button names another run's review, without /resume", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "only_task", agent: "Writer", humanInput: true, output: "some output", delayMs: 20 }] } });
+    const mine = await startRunViaSlack(h, "mine");
+    const myReview = await pendingReview(h);
+    await kickoffIn(PRIVATE, BOB, "theirs");
+    const theirs = await eventually(() => h.bot.database.prisma.review.findFirst({ where: { execution: { channelId: PRIVATE }, messageTs: { not: null } } }));
+    expect(theirs.executionId).not.toBe(mine.id);
+
+    await clickReview(h, { ...myReview, reviewId: theirs.id }, true);
+    const note = await eventually(() => h.slack.callsTo("chat.postEphemeral").at(-1));
+    expect(note.args.user).toBe(USER);
+    expect(String(note.args.text)).toMatch(/does not belong|nothing was sent/i);
+    // Same review, but claimed from another message of the right channel.
+    await h.requests.blockAction({ user_id: BOB, channel_id: PRIVATE, message_ts: "1.000001", action: { action_id: APPROVE_ACTION, block_id: myReview.blockId, value: theirs.id } });
+    await eventually(() => h.slack.callsTo("chat.postEphemeral").length === 2);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: theirs.id } })).state).toBe("pending");
+
+    await clickReview(h, myReview, true);
+    await eventually(() => resumeCalls(h).length === 1);
+  });
+});
+
+describe("a kickoff form belongs to who opened it (7)", () => {
+  async function openForm(user: string, channel: string) {
+    const before = h.slack.callsTo("views.update").length;
+    await h.requests.command({ text: "", user_id: user, channel_id: channel });
+    const view = await eventually(() => h.slack.callsTo("views.update").slice(before).map((c) => c.args.view as any).find((v) => v?.submit));
+    const viewId = [...h.slack.views.values()].at(-1)!.id;
+    const values: Record<string, any> = {};
+    for (const block of view.blocks.filter((b: any) => b.type === "input")) {
+      const name = inputNameFromBlockId(block.block_id, ["topic"]);
+      values[block.block_id] = { value: { type: "plain_text_input", value: name ? "Forms" : "" } };
+    }
+    return { id: viewId, callback_id: view.callback_id, private_metadata: view.private_metadata, state: { values } };
+  }
+
+  it("refuses a form submitted by someone else, and starts one run per form whatever is replayed", async () => {
+    h = await startHarness();
+    const view = await openForm(USER, PRIVATE);
+    const forged = await h.requests.viewSubmission({ user_id: MALLORY, view });
+    expect(forged.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
+
+    await h.requests.viewSubmission({ user_id: USER, view });
+    await h.requests.viewSubmission({ user_id: USER, view });
+    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+    await h.requests.viewSubmission({ user_id: USER, view });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await h.bot.database.prisma.execution.count()).toBe(1);
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
+    expect((await h.bot.database.prisma.execution.findFirstOrThrow()).userId).toBe(USER);
+  });
+});
+
+describe("a click while the database is down (9)", () => {
+  it("tells the clicker the decision was not recorded; the review stays decidable; nothing reaches the crew", async () => {
+    h = await startHarness();
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    const outage = vi.spyOn(h.bot.lifecycle.reviews, "get").mockRejectedValue(new Error("Can't reach database server at 127.0.0.1:5432"));
+    await clickReview(h, review, true);
+    const note = await eventually(() => h.slack.callsTo("chat.postEphemeral").at(-1));
+    expect(note.args.user).toBe(USER);
+    expect(String(note.args.text)).toMatch(/not recorded/i);
+    expect(String(note.args.text)).toMatch(/try again/i);
+    expect(resumeCalls(h)).toHaveLength(0);
+    outage.mockRestore();
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+    await clickReview(h, review, true);
+    await eventually(() => resumeCalls(h).length === 1);
+  });
+});
