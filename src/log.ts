@@ -8,9 +8,10 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/xapp-[A-Za-z0-9-]+/g, "xapp-[redacted]"],
   [/(Bearer\s+)[^\s"',]+/gi, "$1[redacted]"],
   // Whatever its shape (case, repeated slashes, escapes): everything after a run id and kind goes,
-  // and any other path under /hooks/ goes whole.
+  // and any other path under /hooks/ goes whole, but for a flow's own URL (/hooks/flows/<name>, no
+  // secret in it: admins paste it into the flow's dashboard).
   [/(\/hooks\/[0-9a-f-]{36}\/[a-z]+\/)[^\s"'<>]+/g, "$1[redacted]"],
-  [/(\/+hooks)(?!\/[0-9a-f-]{36}\/[a-z]+\/\[redacted\])[/%][^\s"'<>]*/gi, "$1/[redacted]"],
+  [/(\/+hooks)(?!\/[0-9a-f-]{36}\/[a-z]+\/\[redacted\])(?!\/flows\/[A-Za-z0-9_-]{1,64}(?=[\s"'<>]|$))[/%][^\s"'<>]*/gi, "$1/[redacted]"],
 ];
 
 export function redact(text: string): string {

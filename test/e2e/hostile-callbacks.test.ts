@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { CHANNEL, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
-import { pendingReview, startRunViaSlack } from "../support/reviews.js";
+import { pendingReview, startRunViaSlack, threadMessage } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -27,7 +27,7 @@ describe("hostile crew callbacks", () => {
     expect(await h.bot.database.prisma.webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "deep" } } })).toBe(0);
     // Normal work goes on: a genuine callback becomes a review, and the health check answers.
     expect((await post(url, JSON.stringify({ task_id: "t2", name: "second_task", output: "still alive", kickoff_id: execution.kickoffId }))).status).toBe(202);
-    await pendingReview(h, { containing: "still alive" });
+    await threadMessage(h, "still alive");
     expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
   });
 
@@ -41,7 +41,7 @@ describe("hostile crew callbacks", () => {
     // A lone surrogate in an otherwise valid body is accepted too.
     const res = await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, `{"task_id":"t9","name":"odd","output":"x\\udc00y\\u0000z","kickoff_id":"${execution.kickoffId}"}`);
     expect(res.status).toBe(202);
-    await pendingReview(h, { containing: "x\ufffdy\u2400z" });
+    await threadMessage(h, "x\ufffdy\u2400z");
   });
 
   it("2. a NUL in a status answer does not stop polling: the review comes from status", async () => {
@@ -94,7 +94,7 @@ describe("hostile crew callbacks", () => {
     expect((await post(url, JSON.stringify({ task_id: "x", name: "forged", output: "cross-run", execution_id: "someone-else" }))).status).toBe(409);
     expect((await post(crewUrl, JSON.stringify({ kickoff_id: "00000000-dead-beef-0000-000000000000", result: "hijacked" }))).status).toBe(409);
     expect((await post(url, JSON.stringify({ task_id: "y", name: "anonymous", output: "no id named" }))).status).toBe(202);
-    await pendingReview(h, { containing: "no id named" });
+    await threadMessage(h, "no id named");
     await new Promise((r) => setTimeout(r, 200));
     expect(h.slack.calls.filter((c) => /cross-run|hijacked/.test(JSON.stringify(c.args)))).toHaveLength(0);
     expect(await h.bot.database.prisma.review.count({ where: { taskName: "forged" } })).toBe(0);

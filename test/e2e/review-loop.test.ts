@@ -142,7 +142,9 @@ describe("review loop", () => {
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}/extra`, task)).toBe(404);
     expect(await post(`/hooks/${execution.id}/task/%E0%A4%A`, task)).toBe(404);
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, "{not json")).toBe(400);
-    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ kickoff_id: "k" }))).toBe(400);
+    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ kickoff_id: execution.kickoffId }))).toBe(400);
+    // A body naming another run than its URL is refused (409), whatever else it holds.
+    expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ kickoff_id: "k", name: "x", output: "y" }))).toBe(409);
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ output: "x".repeat(3 * 1024 * 1024) }))).toBe(413);
     await new Promise((r) => setTimeout(r, 200));
     // The run's own progress may still update; nothing from the refused callbacks reaches Slack.

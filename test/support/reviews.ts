@@ -35,6 +35,14 @@ export function pendingReview(h: Harness, opts: { index?: number; containing?: s
   );
 }
 
+/** Waits for a message in a run's thread (a task message, or a review) whose blocks contain a text. */
+export function threadMessage(h: Harness, containing: string, timeoutMs?: number) {
+  return eventually(() => h.slack.messages(CHANNEL).find((m) => m.thread_ts && JSON.stringify(m.blocks ?? []).includes(JSON.stringify(containing).slice(1, -1))), {
+    what: `a thread message containing "${containing}"`,
+    timeoutMs,
+  });
+}
+
 /** A signed Approve/Reject click with the feedback field's value, as Slack sends it. */
 export function clickReview(h: Harness, review: PendingReview, approve: boolean, feedback = "", user = USER) {
   return h.requests.blockAction({
