@@ -13,6 +13,7 @@ import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startCrewService, type SimCrewService, type SimTask } from "../sim/crew-service.js";
+import { startFlowService, type SimFlowService } from "../sim/flow-service.js";
 import { startFakeSlack } from "./slack-standin.js";
 import { mountPlayground, type PlaygroundUser } from "./web.js";
 
@@ -103,6 +104,13 @@ async function main(): Promise<void> {
 
   const botPort = env.PORT ? intEnv("PORT", 0) : await freePort();
   const botUrl = `http://127.0.0.1:${botPort}`;
+  // A local flow deployment too (unless flows are configured), whose feedback request is answered in the channel.
+  let flow: SimFlowService | undefined;
+  if (ownCrew && !env.FLOW_WEBHOOK_SECRET) {
+    const secret = randomBytes(16).toString("hex");
+    flow = await startFlowService({ secret, port: 0, targetUrl: `${botUrl}/hooks/flows/content`, deploymentName: "content-flow" });
+    Object.assign(crewEnv, { FLOW_NAME: "content", FLOW_WEBHOOK_SECRET: secret, FLOW_CHANNEL: CHANNEL.id, FLOW_REVIEWERS: REVIEWERS.join(",") });
+  }
   const signingSecret = randomBytes(16).toString("hex");
   const botEnv: NodeJS.ProcessEnv = {
     ...env,
@@ -137,6 +145,7 @@ async function main(): Promise<void> {
       });
     }
     await crew?.close();
+    await flow?.close();
     await slack.close();
     process.exit(code);
   };
@@ -150,6 +159,9 @@ async function main(): Promise<void> {
   });
 
   await waitForHealth(botUrl, bot, 60_000);
+  await flow
+    ?.send({ method_name: "review_article", message: "Please check this article before it is published", output: "# Tidal power\n\nA short article the flow wants a person to approve.\n\n- what it is\n- where it works" })
+    .catch((err) => console.error("playground: the flow request did not reach the bot:", (err as Error).message));
   mountPlayground(slack, {
     botUrl,
     signingSecret,
@@ -160,6 +172,7 @@ async function main(): Promise<void> {
       ? [
           "Crew *newsletter* (local crew service): research runs on its own, writing waits for a review, the report is long (excerpt + file).",
           "Reviewers: Riya, Ben and the @editors group (Gia). Sam and Omar may not decide.",
+          ...(flow ? ["Flow *content* (local flow deployment) sent one feedback request to the channel: answer it with Approved or Rejected."] : []),
         ]
       : ["Using the crew settings you gave."],
   });

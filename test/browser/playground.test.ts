@@ -134,4 +134,12 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
     expect(await home.textContent()).toContain("newsletter");
     await page.screenshot({ path: path.join(SHOTS, "home.png") });
   }, 150_000);
+
+  it("answers the local flow's feedback request from the channel", async () => {
+    await page.goto(`${url}/?user=U0REVIEWB`);
+    const request = page.getByTestId("timeline").getByTestId("message").filter({ hasText: "Please check this article" });
+    await request.getByRole("button", { name: /^approved$/i }).click();
+    await expect.poll(() => request.textContent(), { timeout: 15_000 }).toMatch(/Ben/);
+    expect(await request.getByRole("button").count()).toBe(0);
+  }, 60_000);
 });
