@@ -211,7 +211,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
   const health = healthHandler(async () => void (await database.prisma.$queryRaw`SELECT 1`));
 
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks };
+  // Seals kickoff forms to their user and channel (kickoff/form-binding.ts); a secret the bot already has.
+  const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);

@@ -5,6 +5,7 @@ import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { isCrewError } from "../crew/errors.js";
 import type { FeatureDeps } from "../slack/deps.js";
+import { bindForm, formIsFor } from "./form-binding.js";
 import {
   CREW_PICKER_VIEW_CALLBACK,
   CREW_SELECT_ACTION,
@@ -22,6 +23,10 @@ export const kickoffMetadata = z.object({
   channel: z.string(),
   team: z.string().default(""),
   inputs: z.array(z.object({ name: z.string(), required: z.boolean() })).default([]),
+  /** Who the form was opened for, its one-time nonce and seal (form-binding.ts). */
+  user: z.string().optional(),
+  nonce: z.string().max(100).optional(),
+  sig: z.string().max(100).optional(),
 });
 export type KickoffMetadata = z.infer<typeof kickoffMetadata>;
 
@@ -75,19 +80,19 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   } else if (crews.length === 1) {
     crewName = crews[0]!.name;
   } else {
-    const meta = encodeMetadata({ channel: req.channelId, team: req.teamId, inputs: [] });
+    const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId }));
     return void (await show(crewPickerView(crews.map((c) => ({ name: c.name })), meta)));
   }
-  await show(await formFor(deps, crewName, req.channelId, req.teamId));
+  await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId));
 }
 
 /** The input form for a crew, or an error view that says what to check. */
-export async function formFor(deps: FeatureDeps, crewName: string, channelId: string, teamId: string) {
+export async function formFor(deps: FeatureDeps, crewName: string, channelId: string, teamId: string, userId: string) {
   const crew = deps.crews.get(crewName);
   if (!crew) return kickoffErrorView({ message: `The crew “${crewName}” is not configured.` });
   try {
     const inputs = await crew.listInputs();
-    const metadata = encodeMetadata({ crew: crewName, channel: channelId, team: teamId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) });
+    const metadata = encodeMetadata(bindForm(deps.formKey, { crew: crewName, channel: channelId, team: teamId, user: userId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) }));
     return kickoffFormView({ crewName, inputs, metadata });
   } catch (err) {
     if (isCrewError(err)) return kickoffErrorView({ crewName, message: err.userMessage() });
@@ -121,34 +126,45 @@ export async function channelProblem(client: WebClient, channelId: string): Prom
 }
 
 const pickerSelection = z.object({
+  user: z.object({ id: z.string() }),
   view: z.object({ id: z.string(), hash: z.string().optional(), private_metadata: z.string() }),
   actions: z.array(z.object({ selected_option: z.object({ value: z.string() }).optional() })).min(1),
 });
 
 export function registerCrewPicker(app: App, deps: FeatureDeps): void {
-  const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined) => {
-    const meta = kickoffMetadata.parse(JSON.parse(metadataText));
-    const names = deps.crews.availableIn(meta.channel).map((c) => c.name);
+  const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined, userId: string) => {
+    const meta = kickoffMetadata.safeParse(safeJson(metadataText));
+    // A picker opened for someone else (or metadata we did not seal) shows nothing.
+    if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
+    const names = deps.crews.availableIn(meta.data.channel).map((c) => c.name);
     const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
     if (!crewName) return;
     await client.views.update({ view_id: viewId, view: loadingView() });
-    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.channel, meta.team) });
+    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId) });
   };
 
   app.action(CREW_SELECT_ACTION, async ({ ack, body, client }) => {
     await ack();
     const parsed = pickerSelection.safeParse(body);
     if (!parsed.success) return;
-    await showForm(client, parsed.data.view.id, parsed.data.view.private_metadata, parsed.data.actions[0]!.selected_option?.value);
+    await showForm(client, parsed.data.view.id, parsed.data.view.private_metadata, parsed.data.actions[0]!.selected_option?.value, parsed.data.user.id);
   });
 
-  app.view(CREW_PICKER_VIEW_CALLBACK, async ({ ack, view, client }) => {
+  app.view(CREW_PICKER_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
     const selected = Object.values(view.state.values)
       .flatMap((block) => Object.values(block))
       .map((el) => (el as { selected_option?: { value: string } }).selected_option?.value)
       .find(Boolean);
     if (!selected) return void (await ack({ response_action: "errors", errors: { [Object.keys(view.state.values)[0] ?? "crew"]: "Choose a crew." } }));
     await ack({ response_action: "update", view: loadingView() });
-    await showForm(client, view.id, view.private_metadata, selected);
+    await showForm(client, view.id, view.private_metadata, selected, body.user.id);
   });
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -15,17 +15,21 @@ import {
   readViewInputs,
   type ViewStateValues,
 } from "../slack/blocks/index.js";
-import { kickoffMetadata, type KickoffMetadata } from "./modal.js";
+import { encodeMetadata, kickoffMetadata, type KickoffMetadata } from "./modal.js";
+import { bindForm, formIsFor } from "./form-binding.js";
+import { sanitizeText } from "../text/sanitize.js";
 
 export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
   app.view(KICKOFF_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
     const meta = kickoffMetadata.safeParse(safeJson(view.private_metadata));
-    if (!meta.success || !meta.data.crew) {
-      await ack({ response_action: "update", view: kickoffErrorView({ message: "This form has expired. Run `/crew` again." }) });
+    // The form must be ours and opened by this very user (form-binding.ts).
+    if (!meta.success || !meta.data.crew || !formIsFor(deps.formKey, meta.data, body.user.id)) {
+      if (meta.success && meta.data.crew) deps.log.warn("kickoff form submitted by someone it was not opened for; refused", { userId: body.user.id });
+      await ack({ response_action: "update", view: kickoffErrorView({ message: "This form has expired or was opened by someone else. Run `/crew` again." }) });
       return;
     }
     const names = meta.data.inputs.map((i) => i.name);
-    const inputs = readViewInputs(view.state.values as ViewStateValues, names);
+    const inputs = Object.fromEntries(Object.entries(readViewInputs(view.state.values as ViewStateValues, names)).map(([k, v]) => [k, sanitizeText(v)]));
     const missing = meta.data.inputs.filter((i) => i.required && !inputs[i.name]).map((i) => i.name);
     if (missing.length > 0) {
       await ack({ response_action: "errors", errors: missingInputErrors(missing, names) });
@@ -55,14 +59,26 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
   }
 
   const { runs } = deps.lifecycle;
-  const execution = await runs.create({
-    crewName: crewConfig.name,
-    teamId: req.meta.team,
-    channelId: req.meta.channel,
-    userId: req.userId,
-    inputs: req.inputs,
-    webhooks: deps.webhooksEnabled,
-  });
+  // One run per form: the form's nonce is the run's unique requestId, so a replay stores nothing.
+  const requestId = req.meta.nonce;
+  const replayed = () => showView(kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }));
+  if (requestId && (await runs.findByRequestId(requestId))) return void (await replayed());
+  let execution;
+  try {
+    execution = await runs.create({
+      crewName: crewConfig.name,
+      teamId: req.meta.team,
+      channelId: req.meta.channel,
+      userId: req.userId,
+      inputs: req.inputs,
+      webhooks: deps.webhooksEnabled,
+      requestId,
+    });
+  } catch (err) {
+    // Two deliveries of one submission at once: the unique requestId lets one through.
+    if (requestId && (await runs.findByRequestId(requestId))) return void (await replayed());
+    throw err;
+  }
   const urls = deps.webhookUrls(execution);
 
   let threadTs: string;
@@ -100,7 +116,7 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
     // Nothing half-created stays visible: the announcement goes, the user keeps the form or the reason.
     await client.chat.delete({ channel: execution.channelId, ts: threadTs }).catch(() => undefined);
     if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) {
-      await showView(formWithMissing(req, err.missingInputs));
+      await showView(formWithMissing(deps, req, err.missingInputs));
     } else {
       await showView(kickoffErrorView({ crewName, message: reason }));
       await client.chat.postEphemeral({ channel: execution.channelId, user: req.userId, text: `❌ ${reason}` }).catch(() => undefined);
@@ -108,11 +124,14 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
   }
 }
 
-function formWithMissing(req: StartRequest, missing: string[]): types.ModalView {
+function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]): types.ModalView {
+  const inputs = req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) }));
+  // A new nonce: the corrected form is a new submission (this one's run failed to start).
+  const { nonce: _n, sig: _s, ...facts } = req.meta;
   const view = kickoffFormView({
     crewName: req.meta.crew!,
-    inputs: req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) })),
-    metadata: JSON.stringify(req.meta),
+    inputs,
+    metadata: encodeMetadata(bindForm(deps.formKey, { ...facts, inputs: inputs.map((i) => ({ name: i.name, required: i.required })), user: req.userId })),
     values: req.inputs,
   });
   const names = missing.map((name) => `*${escapeMrkdwn(humanizeInputName(name))}*`).join(", ");

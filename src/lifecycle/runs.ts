@@ -15,6 +15,8 @@ export interface NewExecution {
   userId: string;
   inputs: Record<string, string>;
   webhooks: boolean;
+  /** Unique per run; a kickoff form's nonce, so one form starts one run. Default: random. */
+  requestId?: string;
 }
 
 export interface FinishOutcome {
@@ -48,7 +50,7 @@ export class Runs {
   create(input: NewExecution): Promise<Execution> {
     return this.rows.insert({
       ...input,
-      requestId: crypto.randomUUID(),
+      requestId: input.requestId ?? crypto.randomUUID(),
       webhookSecret: crypto.randomBytes(32).toString("base64url"),
       humanInputToken: crypto.randomBytes(32).toString("base64url"),
       state: "starting",
@@ -57,6 +59,10 @@ export class Runs {
 
   get(id: string): Promise<Execution | null> {
     return this.rows.find(id);
+  }
+
+  findByRequestId(requestId: string): Promise<Execution | null> {
+    return this.db.execution.findUnique({ where: { requestId } });
   }
 
   findByKickoffId(kickoffId: string): Promise<Execution | null> {

@@ -15,6 +15,8 @@ export interface FeatureDeps {
   webhookUrls: (execution: Execution) => WebhookUrls | undefined;
   /** Reviewer rules (who may decide); unset: anyone may. */
   reviewers?: ReviewerRules;
+  /** Key that seals kickoff forms to their user and channel (kickoff/form-binding.ts). */
+  formKey?: string;
   /** Called once a run has started, so it is watched (status polling). */
   onRunStarted?: (execution: Execution) => void;
   /** Flow feedback requests (App Home lists those waiting for the user). */
