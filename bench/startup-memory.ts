@@ -10,6 +10,8 @@ import { freePort } from "../test/support/harness.js";
 import { startFakeSlack } from "../test/support/fake-slack.js";
 import { slackRequester } from "../test/support/slack-requests.js";
 import { KICKOFF_VIEW_CALLBACK, inputBlockId } from "../src/slack/blocks/index.js";
+import { bindForm } from "../src/kickoff/form-binding.js";
+import { encodeMetadata } from "../src/kickoff/modal.js";
 import { createTestDatabaseUrl } from "../test/support/test-database.js";
 import { startNodeFlags } from "./node-flags.js";
 import { BOT_TOKEN, CREW_NAME, CREW_TOKEN, SIGNING_SECRET, postgresReachable, round, sleep, tmpDir, until, type Figure } from "./lib.js";
@@ -166,7 +168,8 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags:
             view: {
               id: opened.view?.id,
               callback_id: KICKOFF_VIEW_CALLBACK,
-              private_metadata: JSON.stringify({ crew: CREW_NAME, channel, team: "T0TEAM", inputs: [{ name: "topic", required: true }] }),
+              // A form as the bot seals it for this user (keyed by the signing secret), one per run.
+              private_metadata: encodeMetadata(bindForm(SIGNING_SECRET, { crew: CREW_NAME, channel, team: "T0TEAM", user: "U0BENCH", inputs: [{ name: "topic", required: true }] })),
               state: { values: { [inputBlockId("topic")]: { value: { type: "plain_text_input", value: `memory run ${i}` } } } },
             },
           });

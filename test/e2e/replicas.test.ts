@@ -170,9 +170,11 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     ]);
     const [a, b, c] = replicas as [Replica, Replica, Replica];
 
-    const form = await kickoffForm(slack, a);
+    // One form per run: a form starts one run, however often it is submitted.
     const RUNS = 12;
-    const answers = await Promise.all(Array.from({ length: RUNS }, (_, i) => submitKickoff(replicas[i % 3]!, form, `Topic ${i}`)));
+    const forms = [];
+    for (let i = 0; i < RUNS; i++) forms.push(await kickoffForm(slack, replicas[i % 3]!));
+    const answers = await Promise.all(forms.map((form, i) => submitKickoff(replicas[(i + 1) % 3]!, form, `Topic ${i}`)));
     expect(answers.every((r) => r.status === 200)).toBe(true);
     await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Execution" WHERE "kickoffId" IS NOT NULL`))[0]!.n === String(RUNS), { timeoutMs: 30_000, what: "12 kickoffs" });
 
