@@ -2,19 +2,19 @@
 // loopback with fake Slack and the local crew service, and result records.
 import fs from "node:fs";
 import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import type { AddressInfo } from "node:net";
 import { Worker } from "node:worker_threads";
-import { createCrewline, webhookUrlBuilder, type Crewline } from "../src/app.js";
-import { openDatabase } from "../src/db/database.js";
+import { type Crewline, createCrewline, webhookUrlBuilder } from "../src/app.js";
 import type { AppConfig } from "../src/config.js";
+import { openDatabase } from "../src/db/database.js";
 import type { Execution } from "../src/lifecycle/ports.js";
 import type { Logger } from "../src/log.js";
-import { startCrewService, type SimCrewOptions, type SimCrewService } from "../src/sim/crew-service.js";
+import { type SimCrewOptions, type SimCrewService, startCrewService } from "../src/sim/crew-service.js";
+import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from "../test/support/fake-slack.js";
 import { freePort } from "../test/support/harness.js";
-import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from "../test/support/fake-slack.js";
-import { slackRequester, type SlackRequester } from "../test/support/slack-requests.js";
+import { type SlackRequester, slackRequester } from "../test/support/slack-requests.js";
 import { createTestDatabaseUrl } from "../test/support/test-database.js";
 
 export const SIGNING_SECRET = "bench-signing-secret";
@@ -121,7 +121,11 @@ export async function startBaselineServer(): Promise<{ origin: string; close(): 
   const { port } = server.address() as AddressInfo;
   return {
     origin: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -154,8 +158,14 @@ export function countingLogger(): CountingLogger {
     samples,
     debug: () => {},
     info: () => {},
-    warn: (msg, fields) => { counts.warn++; keep("warn", msg, fields); },
-    error: (msg, fields) => { counts.error++; keep("error", msg, fields); },
+    warn: (msg, fields) => {
+      counts.warn++;
+      keep("warn", msg, fields);
+    },
+    error: (msg, fields) => {
+      counts.error++;
+      keep("error", msg, fields);
+    },
   };
 }
 

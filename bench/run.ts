@@ -8,8 +8,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { APPROVE_ACTION, REVIEW_ACTIONS_BLOCK } from "../src/slack/blocks/index.js";
 import {
+  type BenchBot,
   CREW_NAME,
   crewBody,
+  type Figure,
+  type LoadRequest,
   postgresReachable,
   round,
   runLoad,
@@ -20,12 +23,9 @@ import {
   summarize,
   taskBody,
   until,
-  type BenchBot,
-  type Figure,
-  type LoadRequest,
 } from "./lib.js";
-import { startupMemory } from "./startup-memory.js";
 import { reexecWithStartFlags, startNodeFlags } from "./node-flags.js";
+import { startupMemory } from "./startup-memory.js";
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 const ms = (n: number) => round(n, 2);
@@ -53,9 +53,28 @@ async function stepIntake(): Promise<Figure[]> {
     const ratio = bot.rps / base.rps;
     const note = `${N} POSTs, ${C} keep-alive connections, 20 runs; answers ${JSON.stringify(bot.statuses)}`;
     return [
-      { figure: "step-intake", metric: "throughput", value: round(bot.rps, 0), unit: "req/s", target: "≥ 0.5× baseline", pass: ratio >= 0.5 && ok === N, baseline: round(base.rps, 0), ratio: round(ratio, 2), note },
+      {
+        figure: "step-intake",
+        metric: "throughput",
+        value: round(bot.rps, 0),
+        unit: "req/s",
+        target: "≥ 0.5× baseline",
+        pass: ratio >= 0.5 && ok === N,
+        baseline: round(base.rps, 0),
+        ratio: round(ratio, 2),
+        note,
+      },
       { figure: "step-intake", metric: "p50 latency", value: ms(bot.latency.p50), unit: "ms", baseline: ms(base.latency.p50), ratio: round(bot.latency.p50 / base.latency.p50, 2) },
-      { figure: "step-intake", metric: "p99 latency", value: ms(bot.latency.p99), unit: "ms", target: "< 25 ms", pass: bot.latency.p99 < 25, baseline: ms(base.latency.p99), ratio: round(bot.latency.p99 / base.latency.p99, 2) },
+      {
+        figure: "step-intake",
+        metric: "p99 latency",
+        value: ms(bot.latency.p99),
+        unit: "ms",
+        target: "< 25 ms",
+        pass: bot.latency.p99 < 25,
+        baseline: ms(base.latency.p99),
+        ratio: round(bot.latency.p99 / base.latency.p99, 2),
+      },
       { figure: "step-intake", metric: "Slack calls during the flood", value: b.slack.calls.length, unit: "calls", note: "progress messages for 20 runs, coalesced" },
     ];
   } finally {
@@ -121,20 +140,36 @@ async function taskIntakeOn(db: "embedded" | "postgres"): Promise<Figure[]> {
     const pg = db === "postgres";
     return [
       {
-        figure: label, metric: "throughput (burst, answered)", value: round(burst.rps, 0), unit: "req/s",
+        figure: label,
+        metric: "throughput (burst, answered)",
+        value: round(burst.rps, 0),
+        unit: "req/s",
         ...(pg ? { target: "≥ 500/s", pass: burst.rps >= 500 } : { target: "≥ 500/s (PG target)" }),
         note: `${RUNS} runs × ${TASKS} tasks, ${C} connections, follow-up work live; p50 ${ms(burst.latency.p50)} ms, p99 ${ms(burst.latency.p99)} ms; answers ${JSON.stringify(burst.statuses)}`,
       },
       {
-        figure: label, metric: "throughput, record only (diagnostic)", value: round(recordOnly.rps, 0), unit: "req/s",
+        figure: label,
+        metric: "throughput, record only (diagnostic)",
+        value: round(recordOnly.rps, 0),
+        unit: "req/s",
         note: `same load with the review posting held back until after: p50 ${ms(recordOnly.latency.p50)} ms, p99 ${ms(recordOnly.latency.p99)} ms`,
       },
       {
-        figure: label, metric: "processed (review posted) rate", value: round(processed / (drainMs / 1000), 0), unit: "events/s",
-        note: drained ? `all ${burstReqs.length} processed ${round(drainMs / 1000, 1)} s after the burst started` : `only ${processed}/${burstReqs.length} processed ${round(drainMs / 1000, 1)} s after the burst started`,
+        figure: label,
+        metric: "processed (review posted) rate",
+        value: round(processed / (drainMs / 1000), 0),
+        unit: "events/s",
+        note: drained
+          ? `all ${burstReqs.length} processed ${round(drainMs / 1000, 1)} s after the burst started`
+          : `only ${processed}/${burstReqs.length} processed ${round(drainMs / 1000, 1)} s after the burst started`,
       },
       {
-        figure: label, metric: `p99 latency at paced ${RATE}/s`, value: ms(paced.latency.p99), unit: "ms", target: "< 50 ms", pass: paced.latency.p99 < 50 && accepted === burstReqs.length + pacedReqs.length,
+        figure: label,
+        metric: `p99 latency at paced ${RATE}/s`,
+        value: ms(paced.latency.p99),
+        unit: "ms",
+        target: "< 50 ms",
+        pass: paced.latency.p99 < 50 && accepted === burstReqs.length + pacedReqs.length,
         note: `${PACED} POSTs, open loop (latency from the due time); p50 ${ms(paced.latency.p50)} ms, max ${ms(paced.latency.max)} ms; answers ${JSON.stringify(paced.statuses)}${drained2 ? "" : `; backlog not drained ${DRAIN_MS / 1000} s later`}`,
       },
       ...(b.log.counts.error ? [{ figure: label, metric: "errors logged", value: b.log.counts.error, unit: "lines", note: b.log.samples.slice(0, 2).join(" | ") }] : []),
@@ -147,7 +182,16 @@ async function taskIntakeOn(db: "embedded" | "postgres"): Promise<Figure[]> {
 async function taskIntake(): Promise<Figure[]> {
   const out = await taskIntakeOn("embedded");
   if (await postgresReachable()) out.push(...(await taskIntakeOn("postgres")));
-  else out.push({ figure: "task-intake (PostgreSQL)", metric: "throughput", value: null, unit: "req/s", target: "≥ 500/s", pass: false, note: "PostgreSQL not reachable at 127.0.0.1:5432 — skipped" });
+  else
+    out.push({
+      figure: "task-intake (PostgreSQL)",
+      metric: "throughput",
+      value: null,
+      unit: "req/s",
+      target: "≥ 500/s",
+      pass: false,
+      note: "PostgreSQL not reachable at 127.0.0.1:5432 — skipped",
+    });
   return out;
 }
 
@@ -167,7 +211,11 @@ async function slackEconomy(): Promise<Figure[]> {
     b.bot.lifecycle.callbacks.forget(e.execution.id);
     const kickoffId = e.execution.kickoffId!;
     const start = Date.now();
-    const steps = runLoad(b.botUrl, range(STEPS).map((i) => ({ path: e.step, body: stepBody(i, kickoffId) })), { concurrency: 4, mode: "paced", ratePerSec: STEPS / (WINDOW_MS / 1000) });
+    const steps = runLoad(
+      b.botUrl,
+      range(STEPS).map((i) => ({ path: e.step, body: stepBody(i, kickoffId) })),
+      { concurrency: 4, mode: "paced", ratePerSec: STEPS / (WINDOW_MS / 1000) },
+    );
     const tasks = (async () => {
       for (let t = 0; t < TASKS; t++) {
         await sleep(start + ((t + 0.5) * WINDOW_MS) / TASKS - Date.now());
@@ -191,9 +239,31 @@ async function slackEconomy(): Promise<Figure[]> {
     const perSec = inWindow.length / ((stepsEnd - start) / 1000);
     const reviews = await b.bot.database.prisma.review.count({ where: { executionId: e.execution.id, messageTs: { not: null } } });
     return [
-      { figure: "slack-economy", metric: "chat.update per second (step window)", value: round(perSec, 2), unit: "/s", target: "≤ 1/s per run", pass: perSec <= 1, note: `${inWindow.length} updates in ${round((stepsEnd - start) / 1000, 1)} s; peak ${peak} in any 1 s; ${STEPS} steps answered ${JSON.stringify(stepResult.statuses)}` },
-      { figure: "slack-economy", metric: "429 answers", value: b.slack.rateLimited, unit: "", target: "0", pass: b.slack.rateLimited === 0, note: "fake Slack tier3PerMinute: 50 per channel" },
-      { figure: "slack-economy", metric: "Slack calls per run", value: calls.length + 1, unit: "calls", note: `incl. announcement; ${JSON.stringify({ ...byMethod, "chat.postMessage": (byMethod["chat.postMessage"] ?? 0) + 1 })}; ${reviews}/${TASKS} reviews posted` },
+      {
+        figure: "slack-economy",
+        metric: "chat.update per second (step window)",
+        value: round(perSec, 2),
+        unit: "/s",
+        target: "≤ 1/s per run",
+        pass: perSec <= 1,
+        note: `${inWindow.length} updates in ${round((stepsEnd - start) / 1000, 1)} s; peak ${peak} in any 1 s; ${STEPS} steps answered ${JSON.stringify(stepResult.statuses)}`,
+      },
+      {
+        figure: "slack-economy",
+        metric: "429 answers",
+        value: b.slack.rateLimited,
+        unit: "",
+        target: "0",
+        pass: b.slack.rateLimited === 0,
+        note: "fake Slack tier3PerMinute: 50 per channel",
+      },
+      {
+        figure: "slack-economy",
+        metric: "Slack calls per run",
+        value: calls.length + 1,
+        unit: "calls",
+        note: `incl. announcement; ${JSON.stringify({ ...byMethod, "chat.postMessage": (byMethod["chat.postMessage"] ?? 0) + 1 })}; ${reviews}/${TASKS} reviews posted`,
+      },
     ];
   } finally {
     await b.close();
@@ -226,7 +296,10 @@ async function modalLatency(): Promise<Figure[]> {
         return v?.submit && typeof v.private_metadata === "string" && v.private_metadata.includes(`"${channel}"`);
       });
     await until(() => sent.every((s) => formFor(s.channel)), DELAY + 10_000, 50);
-    const answers = b.crew.requests.filter((r) => r.path === "/inputs").map((r) => r.at + DELAY).sort((x, y) => x - y);
+    const answers = b.crew.requests
+      .filter((r) => r.path === "/inputs")
+      .map((r) => r.at + DELAY)
+      .sort((x, y) => x - y);
     const openLat: number[] = [];
     const fillLat: number[] = [];
     for (const s of sent) {
@@ -241,8 +314,24 @@ async function modalLatency(): Promise<Figure[]> {
     const o = summarize(openLat);
     const f = summarize(fillLat);
     return [
-      { figure: "modal-latency", metric: "command → views.open p99", value: ms(o.p99), unit: "ms", target: "< 100 ms", pass: o.n === N && o.p99 < 100, note: `n=${o.n}/${N}, p50 ${ms(o.p50)} ms, commands ${GAP_MS} ms apart while /inputs takes ${DELAY} ms` },
-      { figure: "modal-latency", metric: "/inputs answer → form views.update p99", value: ms(f.p99), unit: "ms", target: "< 100 ms", pass: f.n === N && f.p99 < 100, note: `n=${f.n}/${N}, p50 ${ms(f.p50)} ms (answer time = request log at + ${DELAY} ms, an upper bound by ≤ timer slack)` },
+      {
+        figure: "modal-latency",
+        metric: "command → views.open p99",
+        value: ms(o.p99),
+        unit: "ms",
+        target: "< 100 ms",
+        pass: o.n === N && o.p99 < 100,
+        note: `n=${o.n}/${N}, p50 ${ms(o.p50)} ms, commands ${GAP_MS} ms apart while /inputs takes ${DELAY} ms`,
+      },
+      {
+        figure: "modal-latency",
+        metric: "/inputs answer → form views.update p99",
+        value: ms(f.p99),
+        unit: "ms",
+        target: "< 100 ms",
+        pass: f.n === N && f.p99 < 100,
+        note: `n=${f.n}/${N}, p50 ${ms(f.p50)} ms (answer time = request log at + ${DELAY} ms, an upper bound by ≤ timer slack)`,
+      },
     ];
   } finally {
     await b.close();
@@ -269,7 +358,14 @@ async function decisionLatency(): Promise<Figure[]> {
     const runs = await Promise.all(
       range(N).map(async (i) => {
         const channel = `C0DEC${i}`;
-        const created = await b.bot.lifecycle.runs.create({ crewName: CREW_NAME, teamId: "T0TEAM", channelId: channel, userId: "U0BENCH", inputs: { topic: `decisions ${i}` }, webhooks: true });
+        const created = await b.bot.lifecycle.runs.create({
+          crewName: CREW_NAME,
+          teamId: "T0TEAM",
+          channelId: channel,
+          userId: "U0BENCH",
+          inputs: { topic: `decisions ${i}` },
+          webhooks: true,
+        });
         const posted = await b.bot.app.client.chat.postMessage({ channel, text: "Run announcement" });
         await b.bot.lifecycle.runs.setThread(created.id, posted.ts!);
         const { kickoffId } = await crew.kickoff({ inputs: { topic: `decisions ${i}` }, meta: { source: "bench" }, ...urls(created)! } as any);
@@ -286,7 +382,16 @@ async function decisionLatency(): Promise<Figure[]> {
       if (!rev) continue;
       // Let the previous click's follow-ups (next task's review) finish: each click is measured alone.
       let last = -1;
-      await until(() => { const n = b.slack.calls.length + b.crew.requests.length; const quiet = n === last; last = n; return quiet; }, 5000, 150);
+      await until(
+        () => {
+          const n = b.slack.calls.length + b.crew.requests.length;
+          const quiet = n === last;
+          last = n;
+          return quiet;
+        },
+        5000,
+        150,
+      );
       const t0 = Date.now();
       const res = await b.requests.blockAction({
         user_id: "U0BENCH",
@@ -304,7 +409,15 @@ async function decisionLatency(): Promise<Figure[]> {
     const s = summarize(lat);
     const a = summarize(ackLat);
     return [
-      { figure: "decision-latency", metric: "click → /resume at crew p99", value: ms(s.p99), unit: "ms", target: "< 50 ms", pass: s.n === N && s.p99 < 50, note: `n=${s.n}/${N} clicks on separate runs, p50 ${ms(s.p50)} ms; click answered (ack) p50 ${ms(a.p50)} ms` },
+      {
+        figure: "decision-latency",
+        metric: "click → /resume at crew p99",
+        value: ms(s.p99),
+        unit: "ms",
+        target: "< 50 ms",
+        pass: s.n === N && s.p99 < 50,
+        note: `n=${s.n}/${N} clicks on separate runs, p50 ${ms(s.p50)} ms; click answered (ack) p50 ${ms(a.p50)} ms`,
+      },
     ];
   } finally {
     await b.close();
@@ -383,21 +496,32 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   const loadAfter = os.loadavg()[0]!;
-  console.log(`\nMachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version} with ${startNodeFlags().join(" ") || "V8's default heap settings"} (as npm start runs the bot); 1-min load average ${round(loadBefore, 1)} before, ${round(loadAfter, 1)} after.`);
+  console.log(
+    `\nMachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version} with ${startNodeFlags().join(" ") || "V8's default heap settings"} (as npm start runs the bot); 1-min load average ${round(loadBefore, 1)} before, ${round(loadAfter, 1)} after.`,
+  );
   const md = markdown(rows);
   console.log("\nMarkdown:\n\n" + md + "\n");
   const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), "results");
   fs.mkdirSync(dir, { recursive: true });
   const result = {
     at: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, nodeFlags: startNodeFlags(), platform: `${os.platform()} ${os.release()}`, loadavg1: { before: round(loadBefore, 2), after: round(loadAfter, 2) } },
+    machine: {
+      cpus: os.cpus().length,
+      cpu: os.cpus()[0]?.model,
+      node: process.version,
+      nodeFlags: startNodeFlags(),
+      platform: `${os.platform()} ${os.release()}`,
+      loadavg1: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
+    },
     durationMs: Date.now() - started,
     timingsMs: timings,
     figures: rows,
     markdown: md,
   };
   fs.writeFileSync(path.join(dir, "latest.json"), JSON.stringify(result, null, 2) + "\n");
-  console.log(`bench: ${rows.filter((r) => r.pass === true).length} PASS, ${rows.filter((r) => r.pass === false).length} MISS in ${round(result.durationMs / 1000, 1)} s; wrote bench/results/latest.json`);
+  console.log(
+    `bench: ${rows.filter((r) => r.pass === true).length} PASS, ${rows.filter((r) => r.pass === false).length} MISS in ${round(result.durationMs / 1000, 1)} s; wrote bench/results/latest.json`,
+  );
   // Exit code stays 0 on MISS: the bench reports, it does not gate. Use --strict to fail on a MISS.
   process.exit(process.argv.includes("--strict") && rows.some((r) => r.pass === false) ? 1 : 0);
 }

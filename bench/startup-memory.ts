@@ -1,20 +1,20 @@
 // Figure 6: start-up time (fresh database and second start, migrations included) and the resident
 // memory of the real entry point, compiled as `npm start` runs it (node dist/src/main.js), idle and
 // after many finished runs; on the embedded database and on PostgreSQL.
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startCrewService } from "../src/sim/crew-service.js";
-import { freePort } from "../test/support/harness.js";
-import { startFakeSlack } from "../test/support/fake-slack.js";
-import { slackRequester } from "../test/support/slack-requests.js";
-import { KICKOFF_VIEW_CALLBACK, inputBlockId } from "../src/slack/blocks/index.js";
 import { bindForm } from "../src/kickoff/form-binding.js";
 import { encodeMetadata } from "../src/kickoff/modal.js";
+import { startCrewService } from "../src/sim/crew-service.js";
+import { inputBlockId, KICKOFF_VIEW_CALLBACK } from "../src/slack/blocks/index.js";
+import { startFakeSlack } from "../test/support/fake-slack.js";
+import { freePort } from "../test/support/harness.js";
+import { slackRequester } from "../test/support/slack-requests.js";
 import { createTestDatabaseUrl } from "../test/support/test-database.js";
+import { BOT_TOKEN, CREW_NAME, CREW_TOKEN, type Figure, postgresReachable, round, SIGNING_SECRET, sleep, tmpDir, until } from "./lib.js";
 import { startNodeFlags } from "./node-flags.js";
-import { BOT_TOKEN, CREW_NAME, CREW_TOKEN, SIGNING_SECRET, postgresReachable, round, sleep, tmpDir, until, type Figure } from "./lib.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const RUNS = Number(process.env.BENCH_RUNS ?? 1000);
@@ -47,22 +47,32 @@ interface Child {
 
 async function startBot(env: Record<string, string>, port: number, flags: string[]): Promise<Child> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [...flags, "dist/src/main.js"], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: process.env.BENCH_BOT_NODE_OPTIONS ?? "", ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(process.execPath, [...flags, "dist/src/main.js"], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_OPTIONS: process.env.BENCH_BOT_NODE_OPTIONS ?? "", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   if (process.env.BENCH_DEBUG) proc.stderr!.on("data", (d: Buffer) => process.stderr.write(`[bot] ${d}`));
   const stderr: string[] = [];
-  proc.stderr!.on("data", (d: Buffer) => { if (stderr.length < 200) stderr.push(d.toString()); });
+  proc.stderr!.on("data", (d: Buffer) => {
+    if (stderr.length < 200) stderr.push(d.toString());
+  });
   let exited = false;
   proc.once("exit", () => (exited = true));
-  const ok = await until(async () => {
-    if (exited) return true;
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) });
-      await res.arrayBuffer();
-      return res.status === 200;
-    } catch {
-      return false;
-    }
-  }, 30_000, 10);
+  const ok = await until(
+    async () => {
+      if (exited) return true;
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(500) });
+        await res.arrayBuffer();
+        return res.status === 200;
+      } catch {
+        return false;
+      }
+    },
+    30_000,
+    10,
+  );
   const startMs = performance.now() - t0;
   if (!ok || exited) throw new Error(`bot did not become healthy: ${stderr.join("").slice(-500)}`);
   return {
@@ -73,7 +83,10 @@ async function startBot(env: Record<string, string>, port: number, flags: string
       new Promise<void>((resolve) => {
         if (exited) return resolve();
         const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
-        proc.once("exit", () => { clearTimeout(timer); resolve(); });
+        proc.once("exit", () => {
+          clearTimeout(timer);
+          resolve();
+        });
         proc.kill("SIGTERM");
       }),
   };
@@ -93,7 +106,11 @@ export async function startupMemory(): Promise<Figure[]> {
       figures.push(
         ...defaults
           .filter((f) => /RSS after .* not growing|CPU per/.test(`${f.metric} ${f.target ?? ""}`) || f.metric.startsWith("peak") || f.metric === "RSS idle")
-          .map(({ target: _t, pass: _p, ...f }) => ({ ...f, figure: "startup-memory (postgres, V8 defaults)", note: `for comparison, node dist/src/main.js without ${flags.join(" ")}; ${f.note ?? ""}` })),
+          .map(({ target: _t, pass: _p, ...f }) => ({
+            ...f,
+            figure: "startup-memory (postgres, V8 defaults)",
+            note: `for comparison, node dist/src/main.js without ${flags.join(" ")}; ${f.note ?? ""}`,
+          })),
       );
     }
   }
@@ -134,7 +151,11 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags:
     // (no tasks) completes at once and calls the crew webhook; the bot posts the completion notice.
     const requests = slackRequester({ baseUrl: botUrl, signingSecret: SIGNING_SECRET, responseUrlBase: slack.responseUrlBase });
     const api = async (method: string, body: Record<string, unknown>) => {
-      const res = await fetch(slack.url + method, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${BOT_TOKEN}` }, body: JSON.stringify(body) });
+      const res = await fetch(slack.url + method, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${BOT_TOKEN}` },
+        body: JSON.stringify(body),
+      });
       return (await res.json()) as any;
     };
     let next = 0;
@@ -151,7 +172,16 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags:
       }
       // Then until the bot's Slack calls stop (completion notices posted).
       let last = -1;
-      await until(() => { const now = slack.calls.length; const quiet = now === last; last = now; return quiet; }, 30_000, 400);
+      await until(
+        () => {
+          const now = slack.calls.length;
+          const quiet = now === last;
+          last = now;
+          return quiet;
+        },
+        30_000,
+        400,
+      );
     };
     let budgetEnd = 0;
     const drive = async (upTo: number) => {
@@ -169,12 +199,15 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags:
               id: opened.view?.id,
               callback_id: KICKOFF_VIEW_CALLBACK,
               // A form as the bot seals it for this user (keyed by the signing secret), one per run.
-              private_metadata: encodeMetadata(bindForm(SIGNING_SECRET, { crew: CREW_NAME, channel, team: "T0TEAM", user: "U0BENCH", inputs: [{ name: "topic", required: true }] })),
+              private_metadata: encodeMetadata(
+                bindForm(SIGNING_SECRET, { crew: CREW_NAME, channel, team: "T0TEAM", user: "U0BENCH", inputs: [{ name: "topic", required: true }] }),
+              ),
               state: { values: { [inputBlockId("topic")]: { value: { type: "plain_text_input", value: `memory run ${i}` } } } },
             },
           });
           if (res.status === 200) submitted++;
-          if (process.env.BENCH_DEBUG && i % 50 === 0) process.stderr.write(`startup-memory: run ${i} submitted (${res.status}), ${completions()} completions, ${slack.calls.length} Slack calls\n`);
+          if (process.env.BENCH_DEBUG && i % 50 === 0)
+            process.stderr.write(`startup-memory: run ${i} submitted (${res.status}), ${completions()} completions, ${slack.calls.length} Slack calls\n`);
         }
       };
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
@@ -183,7 +216,9 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags:
     const t0 = performance.now();
     const cpu0 = cpuMs(child.proc.pid!);
     let peak = idle;
-    const sampler = setInterval(() => { peak = Math.max(peak, rssMb(child!.proc.pid!)); }, 250);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssMb(child!.proc.pid!));
+    }, 250);
     await drive(half);
     const firstHalf = next;
     await settle(firstHalf);
@@ -198,16 +233,35 @@ async function startupMemoryOn(db: "embedded" | "postgres", RUNS: number, flags:
     const growth = afterAll - afterHalf;
     const maxRss = Math.max(idle, afterHalf, afterAll);
     return [
-      { figure, metric: "start → /healthz 200 (fresh database)", value: round(fresh.startMs, 0), unit: "ms", target: "< 3000 ms", pass: fresh.startMs < 3000, note: `node ${[...flags, "dist/src/main.js"].join(" ")}${flags.length ? " (as npm start runs it)" : ""}, migrations applied to an empty database` },
+      {
+        figure,
+        metric: "start → /healthz 200 (fresh database)",
+        value: round(fresh.startMs, 0),
+        unit: "ms",
+        target: "< 3000 ms",
+        pass: fresh.startMs < 3000,
+        note: `node ${[...flags, "dist/src/main.js"].join(" ")}${flags.length ? " (as npm start runs it)" : ""}, migrations applied to an empty database`,
+      },
       { figure, metric: "start → /healthz 200 (second start)", value: round(second, 0), unit: "ms", target: "< 3000 ms", pass: second < 3000 },
       { figure, metric: "RSS idle", value: idle, unit: "MB", target: "< 150 MB", pass: idle < 150 },
       { figure, metric: `RSS after ${firstHalf} finished runs`, value: afterHalf, unit: "MB", target: "< 150 MB", pass: afterHalf < 150 },
       {
-        figure, metric: `RSS after ${finished} finished runs`, value: afterAll, unit: "MB", target: "< 150 MB, not growing", pass: maxRss < 150 && growth < 10,
+        figure,
+        metric: `RSS after ${finished} finished runs`,
+        value: afterAll,
+        unit: "MB",
+        target: "< 150 MB, not growing",
+        pass: maxRss < 150 && growth < 10,
         note: `growth ${round(growth, 1)} MB over the second ${finished - firstHalf} runs (asked ${RUNS}); ${finished}/${RUNS} crew completions accepted, ${submitted} submissions answered 200, ${round(runsMs / 1000, 1)} s for the runs (${CONCURRENCY} at a time); ${slack.calls.length} Slack calls`,
       },
       { figure, metric: "peak RSS while runs were arriving", value: peak, unit: "MB", note: "sampled every 250 ms (diagnostic)" },
-      { figure, metric: "bot CPU per finished run", value: round(botCpuMs / Math.max(1, finished), 2), unit: "ms", note: `user + system time of the bot process over the runs, ${round(botCpuMs / 1000, 1)} s in all (diagnostic: the cost of the heap settings)` },
+      {
+        figure,
+        metric: "bot CPU per finished run",
+        value: round(botCpuMs / Math.max(1, finished), 2),
+        unit: "ms",
+        note: `user + system time of the bot process over the runs, ${round(botCpuMs / 1000, 1)} s in all (diagnostic: the cost of the heap settings)`,
+      },
     ];
   } finally {
     await child?.stop();

@@ -14,7 +14,9 @@ if (!name) {
 }
 const previous = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "schema-")), "schema.prisma");
 fs.writeFileSync(previous, execFileSync("git", ["show", "HEAD:prisma/schema.prisma"]));
-const sql = execFileSync("npx", ["prisma", "migrate", "diff", "--from-schema-datamodel", previous, "--to-schema-datamodel", "prisma/schema.prisma", "--script"], { encoding: "utf8" });
+const sql = execFileSync("npx", ["prisma", "migrate", "diff", "--from-schema-datamodel", previous, "--to-schema-datamodel", "prisma/schema.prisma", "--script"], {
+  encoding: "utf8",
+});
 if (!/CREATE|ALTER|DROP/i.test(sql)) {
   console.log("The schema has not changed since the last commit: no migration written.");
   process.exit(0);

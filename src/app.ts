@@ -1,13 +1,16 @@
 // Composition root: config → database → crews → lifecycle → Slack app and HTTP routes.
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, HTTPReceiver, LogLevel, type Logger as BoltLogger } from "@slack/bolt";
-import type { AppConfig } from "./config.js";
+import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel } from "@slack/bolt";
+import type { AppConfig, CrewConfig } from "./config.js";
 import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
-import type { CrewConfig } from "./config.js";
-import { openDatabase, type Database } from "./db/database.js";
-import { callbackHandler, CALLBACK_PATH, healthHandler, isCallbackPath, matchCallbackUrl } from "./http/routes.js";
+import { type Database, openDatabase } from "./db/database.js";
+import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
+import { FlowRequests } from "./flows/service.js";
+import { SlackFlowEffects } from "./flows/slack-effects.js";
+import { registerAppHome } from "./home/app-home.js";
+import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./http/routes.js";
 import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
@@ -18,13 +21,9 @@ import { createLogger, type Logger } from "./log.js";
 import { registerReviewActions } from "./review/actions.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
-import { registerAppHome } from "./home/app-home.js";
 import type { FeatureDeps } from "./slack/deps.js";
-import { SlackRunNotifier } from "./slack/notifier.js";
-import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
-import { FlowRequests } from "./flows/service.js";
-import { SlackFlowEffects } from "./flows/slack-effects.js";
 import { answerHandlerError, guardSlackEvents } from "./slack/guard.js";
+import { SlackRunNotifier } from "./slack/notifier.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -131,7 +130,11 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const customRoutes = [
     // Every method under /hooks/ is ours (405 for non-POST): Bolt would log the path, secret included.
     { path: CALLBACK_PATH, method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], handler: (req: any, res: any) => callbacks(req, res) },
-    { path: FLOW_HOOK_PATH, method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], handler: (req: any, res: any) => (req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)) },
+    {
+      path: FLOW_HOOK_PATH,
+      method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      handler: (req: any, res: any) => (req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
+    },
     { path: "/healthz", method: ["GET"], handler: (req: any, res: any) => health(req, res) },
   ];
   const clientOptions = {
@@ -163,12 +166,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         logger,
       });
 
-  const reviewers = new ReviewerRules(
-    crews,
-    async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [],
-    log,
-    opts.clock,
-  );
+  const reviewers = new ReviewerRules(crews, async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [], log, opts.clock);
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
@@ -250,7 +248,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       watcher.start();
       log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
-      for (const hook of flowHooks) log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
+      for (const hook of flowHooks)
+        log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
       return { port };
     },
     async stop() {

@@ -27,7 +27,9 @@ describe("loadConfig", () => {
     expect(config.port).toBe(3000);
     expect(config.databaseUrl).toBeUndefined();
     expect(config.dataDir).toBe(path.resolve("./data"));
-    expect(config.crews).toEqual([{ name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined, eventStream: false }]);
+    expect(config.crews).toEqual([
+      { name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined, eventStream: false },
+    ]);
     expect(loadConfig({ ...base, CREW_EVENT_STREAM: "true" }).crews[0]!.eventStream).toBe(true);
     expect(problems({ ...base, CREW_EVENT_STREAM: "yes" }).join("\n")).toMatch(/^CREW_EVENT_STREAM.*event stream/m);
   });
@@ -58,7 +60,10 @@ describe("loadConfig", () => {
   it("reads several crews from a YAML file, with tokens from the environment", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crews-"));
     const file = path.join(dir, "crews.yml");
-    fs.writeFileSync(file, `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`);
+    fs.writeFileSync(
+      file,
+      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
+    );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
     const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env" });
     expect(config.crews.map((c) => [c.name, c.token, c.channels])).toEqual([
@@ -87,7 +92,10 @@ describe("loadConfig: flows", () => {
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-flows-"));
     const file = path.join(dir, "crews.yaml");
-    fs.writeFileSync(file, "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n");
+    fs.writeFileSync(
+      file,
+      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n",
+    );
     const fromFile = loadConfig({ ...slackOnly, CREWS_FILE: file, CONTENT_SECRET: "from-env" });
     expect(fromFile.crews).toEqual([]);
     expect(fromFile.flows).toEqual([

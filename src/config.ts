@@ -100,10 +100,12 @@ const VARIABLES: Record<string, string> = {
 
 const describe = (name: string) => `${name} (${VARIABLES[name] ?? "see README"})`;
 
-const httpUrl = z.string().trim().url().refine((u) => /^https?:\/\//i.test(u), "must start with http:// or https://");
-const idList = z
-  .union([z.string(), z.array(z.string())])
-  .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((s) => s.trim()).filter(Boolean));
+const httpUrl = z
+  .string()
+  .trim()
+  .url()
+  .refine((u) => /^https?:\/\//i.test(u), "must start with http:// or https://");
+const idList = z.union([z.string(), z.array(z.string())]).transform((v) => (Array.isArray(v) ? v : v.split(",")).map((s) => s.trim()).filter(Boolean));
 
 const crewFileEntry = z
   .object({
@@ -120,8 +122,14 @@ const crewFileEntry = z
   })
   .strict();
 
-const flowName = z.string().trim().regex(/^[A-Za-z0-9_-]{1,64}$/, "use 1-64 letters, digits, - or _ (it is part of the webhook URL)");
-const channelId = z.string().trim().regex(/^[CGD][A-Z0-9]{2,}$/, "must be a channel id such as C0123ABCD");
+const flowName = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, "use 1-64 letters, digits, - or _ (it is part of the webhook URL)");
+const channelId = z
+  .string()
+  .trim()
+  .regex(/^[CGD][A-Z0-9]{2,}$/, "must be a channel id such as C0123ABCD");
 
 const flowFileEntry = z
   .object({
@@ -152,7 +160,10 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
   const flows = flowList === undefined ? [] : readFlowEntries(flowList, env, problems);
   const list = Array.isArray(raw) ? raw : ((raw as { crews?: unknown } | null)?.crews ?? (flowList !== undefined ? [] : undefined));
   // A flow-only file (flows: and no crews:) is valid.
-  const parsed = z.array(crewFileEntry).min(flowList !== undefined ? 0 : 1).safeParse(list);
+  const parsed = z
+    .array(crewFileEntry)
+    .min(flowList !== undefined ? 0 : 1)
+    .safeParse(list);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     problems.push(`${describe("CREWS_FILE")}: expected a list of crews (name, baseUrl, token or tokenEnv); at ${issue?.path.join(".") || "top level"}: ${issue?.message}`);
@@ -165,7 +176,8 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     const userToken = entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined);
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
-    if (baseUrl && token) crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers), eventStream: entry.eventStream });
+    if (baseUrl && token)
+      crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers), eventStream: entry.eventStream });
   }
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -177,7 +189,9 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   const parsed = z.array(flowFileEntry).safeParse(list);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    problems.push(`${describe("CREWS_FILE")}: expected flows: a list of flows (name, secret or secretEnv, channel, reviewers?); at flows.${issue?.path.join(".") || ""}: ${issue?.message}`);
+    problems.push(
+      `${describe("CREWS_FILE")}: expected flows: a list of flows (name, secret or secretEnv, channel, reviewers?); at flows.${issue?.path.join(".") || ""}: ${issue?.message}`,
+    );
     return [];
   }
   const flows: FlowConfig[] = [];
@@ -272,15 +286,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const checkedUrl = check("CREW_BASE_URL", httpUrl, baseUrl);
     const channels = optional(env, "CREW_CHANNELS");
     if (checkedUrl && token) {
-      crews = [{
-        name: optional(env, "CREW_NAME") ?? "crew",
-        baseUrl: checkedUrl,
-        token,
-        userToken: optional(env, "CREW_USER_TOKEN"),
-        channels: channels ? idList.parse(channels) : undefined,
-        reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
-        eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
-      }];
+      crews = [
+        {
+          name: optional(env, "CREW_NAME") ?? "crew",
+          baseUrl: checkedUrl,
+          token,
+          userToken: optional(env, "CREW_USER_TOKEN"),
+          channels: channels ? idList.parse(channels) : undefined,
+          reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
+          eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
+        },
+      ];
     }
   }
 

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { CrewClient, type CrewClientOptions, joinUrl, parseRetryAfter } from "./client.js";
-import { CrewError, isCrewError } from "./errors.js";
+import { type CrewError, isCrewError } from "./errors.js";
 
 const ORG = "org-secret-token-123";
 const USER = "user-secret-token-456";
@@ -219,7 +219,8 @@ describe("CrewClient status paths", () => {
   it("retries /resume once in the camelCase form after a 422 naming those fields, never after a 400", async () => {
     const crew = await startCrew((req, res) => {
       const body = req.body as Record<string, unknown>;
-      if ("execution_id" in body && body.execution_id === "k-camel") return send(res, 422, { error: "Validation error", message: "Field required: executionId, taskId, humanFeedback" });
+      if ("execution_id" in body && body.execution_id === "k-camel")
+        return send(res, 422, { error: "Validation error", message: "Field required: executionId, taskId, humanFeedback" });
       if ("executionId" in body) return send(res, 200, { status: "resumed" });
       send(res, 400, { error: "Invalid Request", message: "Execution is not in pending human input state" });
     });
@@ -255,9 +256,7 @@ describe("CrewClient errors", () => {
     const crew = await startCrew((_req, res) => send(res, 400, { detail: "Execution is not in pending human input state" }));
     const e = await failure(client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "", isApprove: true }));
     expect(e).toMatchObject({ kind: "bad_request", status: 400, operation: "resume", crewName: "Research" });
-    expect(e.userMessage()).toBe(
-      "The crew “Research” refused the request while sending your review (400): “Execution is not in pending human input state”",
-    );
+    expect(e.userMessage()).toBe("The crew “Research” refused the request while sending your review (400): “Execution is not in pending human input state”");
     expect(crew.seen).toHaveLength(1);
   });
 
@@ -273,9 +272,7 @@ describe("CrewClient errors", () => {
     const crew = await startCrew((req, res) => send(res, status, { error: "Unauthorized", message: `bad token ${String(req.headers.authorization)}` }));
     const e = await failure(client(crew.url, { userToken: USER }).listInputs());
     expect(e).toMatchObject({ kind: "unauthorized", status, operation: "inputs" });
-    expect(e.userMessage()).toBe(
-      `The crew “Research” rejected Crewline's token (${status}). Ask whoever set up Crewline to check CREW_TOKEN / the crews file.`,
-    );
+    expect(e.userMessage()).toBe(`The crew “Research” rejected Crewline's token (${status}). Ask whoever set up Crewline to check CREW_TOKEN / the crews file.`);
     expect(e.serviceMessage).toBe("Unauthorized: bad token Bearer [redacted]");
     expectNoSecrets(e);
   });
@@ -290,7 +287,15 @@ describe("CrewClient errors", () => {
   it.each([
     ["details.missing_inputs", { error: "Validation Error", message: "Missing", details: { missing_inputs: ["topic", "year"] } }],
     ["top-level missing_inputs", { missing_inputs: ["topic", "year"] }],
-    ["a FastAPI detail list", { detail: [{ loc: ["body", "inputs", "topic"], msg: "field required" }, { loc: ["body", "inputs", "year"], msg: "field required" }] }],
+    [
+      "a FastAPI detail list",
+      {
+        detail: [
+          { loc: ["body", "inputs", "topic"], msg: "field required" },
+          { loc: ["body", "inputs", "year"], msg: "field required" },
+        ],
+      },
+    ],
   ])("maps 422 with %s to missing_inputs", async (_label, body) => {
     const crew = await startCrew((_req, res) => send(res, 422, body));
     const e = await failure(client(crew.url).kickoff({ inputs: {} }));
@@ -324,9 +329,7 @@ describe("CrewClient errors", () => {
   it("maps a refused connection to unreachable", async () => {
     const e = await failure(client(await closedPortUrl(), { retry: { attempts: 1, baseDelayMs: 1 } }).listInputs());
     expect(e).toMatchObject({ kind: "unreachable", operation: "inputs" });
-    expect(e.userMessage()).toBe(
-      "Couldn't reach the crew “Research” while listing its inputs. Check that it is deployed and CREW_BASE_URL is right.",
-    );
+    expect(e.userMessage()).toBe("Couldn't reach the crew “Research” while listing its inputs. Check that it is deployed and CREW_BASE_URL is right.");
     expectNoSecrets(e);
   });
 });

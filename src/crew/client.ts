@@ -1,11 +1,11 @@
 // HTTP client for one deployed crew (crew-execution-service.md + field notes).
 // Transport and error mapping only; wire shapes are read by ./parse.ts.
 import { setTimeout as sleep } from "node:timers/promises";
-import { Agent, request, type Dispatcher } from "undici";
-import { CrewError, isCrewError, type CrewErrorKind, type CrewOperation } from "./errors.js";
-import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "./parse.js";
+import { Agent, type Dispatcher, request } from "undici";
 import { parseBoundedJson } from "../http/bounded-json.js";
 import { sanitizeJson } from "../text/sanitize.js";
+import { CrewError, type CrewErrorKind, type CrewOperation, isCrewError } from "./errors.js";
+import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "./parse.js";
 import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult } from "./types.js";
 
 export interface CrewClientOptions {

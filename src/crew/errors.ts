@@ -1,12 +1,4 @@
-export type CrewErrorKind =
-  | "bad_request"
-  | "unauthorized"
-  | "not_found"
-  | "missing_inputs"
-  | "server"
-  | "timeout"
-  | "unreachable"
-  | "invalid_response";
+export type CrewErrorKind = "bad_request" | "unauthorized" | "not_found" | "missing_inputs" | "server" | "timeout" | "unreachable" | "invalid_response";
 
 /** "webhook" is for payloads the crew POSTs to us (see parseWebhook). */
 export type CrewOperation = "inputs" | "kickoff" | "status" | "resume" | "webhook";

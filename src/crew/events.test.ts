@@ -26,12 +26,19 @@ describe("parseEventBatch", () => {
 describe("effectOf", () => {
   const ev = (type: string, data: Record<string, unknown> = {}) => ({ id: "1", type, at: 0, data });
   it("turns tool, LLM and task starts into progress lines", () => {
-    expect(effectOf(ev("tool_usage_started", { tool_name: "search", tool_args: "tides", agent_role: "Researcher" }))).toMatchObject({ kind: "progress", step: { summary: "🔧 search: tides · Researcher" } });
+    expect(effectOf(ev("tool_usage_started", { tool_name: "search", tool_args: "tides", agent_role: "Researcher" }))).toMatchObject({
+      kind: "progress",
+      step: { summary: "🔧 search: tides · Researcher" },
+    });
     expect(effectOf(ev("llm_call_started"))).toMatchObject({ kind: "progress" });
     expect(effectOf(ev("task_started", { task_name: "research" }))).toMatchObject({ kind: "progress", step: { summary: "▶️ Task research" } });
   });
   it("turns task and crew ends into callback bodies the lifecycle already reads", () => {
-    expect(effectOf(ev("task_completed", { task_name: "draft", agent_role: "Writer", output: "Text" }))).toEqual({ kind: "callback", callback: "task", body: { name: "draft", agent: "Writer", output: "Text" } });
+    expect(effectOf(ev("task_completed", { task_name: "draft", agent_role: "Writer", output: "Text" }))).toEqual({
+      kind: "callback",
+      callback: "task",
+      body: { name: "draft", agent: "Writer", output: "Text" },
+    });
     expect(effectOf(ev("task_completed", { task: { name: "draft", output: { a: 1 } } }))).toMatchObject({ kind: "callback", body: { name: "draft", output: '{\n  "a": 1\n}' } });
     expect(effectOf(ev("crew_kickoff_completed", { output: "Final" }))).toEqual({ kind: "callback", callback: "crew", body: { result: "Final" } });
     expect(effectOf(ev("crew_kickoff_failed", { error: "boom" }))).toMatchObject({ kind: "callback", callback: "crew", body: { error: "boom" } });
@@ -41,10 +48,13 @@ describe("effectOf", () => {
 });
 
 describe("waiting for a person (every variant in the field notes)", () => {
-  it.each(["PAUSED", "PENDING_HUMAN_INPUT", "WAITING", "Pending Human Input", "waiting for human input on task x", "human feedback required", "awaiting review"])("%s waits", (s) => {
-    expect(isWaitingText(s)).toBe(true);
-    expect(parseStatus({ state: s }).phase).toBe("paused");
-  });
+  it.each(["PAUSED", "PENDING_HUMAN_INPUT", "WAITING", "Pending Human Input", "waiting for human input on task x", "human feedback required", "awaiting review"])(
+    "%s waits",
+    (s) => {
+      expect(isWaitingText(s)).toBe(true);
+      expect(parseStatus({ state: s }).phase).toBe("paused");
+    },
+  );
   it.each(["RUNNING", "PENDING", "STARTED", "Running task review_task (2/3)", "Execution queued"])("%s does not", (s) => {
     expect(parseStatus({ state: s }).phase).toBe("running");
   });
@@ -55,7 +65,14 @@ describe("waiting for a person (every variant in the field notes)", () => {
 
 describe("human-input requests", () => {
   it("accepts every name for the run, the task and the output", () => {
-    expect(parseWebhook("input", { execution_id: "k", task_id: "t", name: "draft", agent: "Writer", output: "o" })).toEqual({ kind: "input", runId: "k", taskId: "t", name: "draft", agent: "Writer", output: "o" });
+    expect(parseWebhook("input", { execution_id: "k", task_id: "t", name: "draft", agent: "Writer", output: "o" })).toEqual({
+      kind: "input",
+      runId: "k",
+      taskId: "t",
+      name: "draft",
+      agent: "Writer",
+      output: "o",
+    });
     expect(parseWebhook("input", { executionId: "k", taskId: "t", task_output: "o" })).toMatchObject({ runId: "k", taskId: "t", output: "o" });
     expect(parseWebhook("input", { kickoff_id: "k", id: "t", taskOutput: "o" })).toMatchObject({ runId: "k", taskId: "t", output: "o" });
     expect(parseWebhook("input", { execution_id: "k", result: "o", task: { name: "draft" } })).toMatchObject({ output: "o", name: "draft" });

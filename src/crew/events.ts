@@ -48,7 +48,13 @@ export function parseEventBatch(body: unknown, crewName = ""): StreamEvent[] {
     const e = eventSchema.safeParse(raw);
     if (!e.success || seen.has(e.data.id)) continue;
     seen.add(e.data.id);
-    events.push({ id: e.data.id, type: e.data.type, at: timeOf(e.data.timestamp), runId: e.data.execution_id === undefined ? undefined : String(e.data.execution_id), data: e.data.data ?? {} });
+    events.push({
+      id: e.data.id,
+      type: e.data.type,
+      at: timeOf(e.data.timestamp),
+      runId: e.data.execution_id === undefined ? undefined : String(e.data.execution_id),
+      data: e.data.data ?? {},
+    });
   }
   // Stable sort: same-time events keep their order in the batch.
   return events.sort((a, b) => a.at - b.at);
@@ -100,7 +106,11 @@ export function effectOf(e: StreamEvent): StreamEffect {
     case "task_completed": {
       const output = out(d.output) ?? out(task.output) ?? out(d.result);
       if (!output) return { kind: "ignore" };
-      return { kind: "callback", callback: "task", body: { name: taskName, agent: agentOf(d) ?? str(task.agent), output, ...(!taskName && str(d.task_id) ? { task_id: str(d.task_id) } : {}) } };
+      return {
+        kind: "callback",
+        callback: "task",
+        body: { name: taskName, agent: agentOf(d) ?? str(task.agent), output, ...(!taskName && str(d.task_id) ? { task_id: str(d.task_id) } : {}) },
+      };
     }
     case "crew_kickoff_completed":
       return { kind: "callback", callback: "crew", body: { result: out(d.output) ?? out(d.result) ?? "" } };

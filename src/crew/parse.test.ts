@@ -55,9 +55,7 @@ describe("parseInputs", () => {
   });
 
   it("treats a string-valued `inputs` key as a top-level map entry", () => {
-    expect(parseInputs({ inputs: "Files to process" })).toEqual([
-      { name: "inputs", description: "Files to process", required: true },
-    ]);
+    expect(parseInputs({ inputs: "Files to process" })).toEqual([{ name: "inputs", description: "Files to process", required: true }]);
   });
 
   it("accepts an empty list and drops duplicate names", () => {

@@ -2,17 +2,7 @@
 // Pure: no I/O. Every failure is a CrewError of kind "invalid_response".
 import { z } from "zod";
 import { CrewError, type CrewOperation } from "./errors.js";
-import type {
-  CrewCompletionEvent,
-  CrewEvent,
-  HumanInputEvent,
-  CrewInput,
-  ExecutionPhase,
-  ExecutionStatus,
-  ResumeResult,
-  StepEvent,
-  TaskEvent,
-} from "./types.js";
+import type { CrewCompletionEvent, CrewEvent, CrewInput, ExecutionPhase, ExecutionStatus, HumanInputEvent, ResumeResult, StepEvent, TaskEvent } from "./types.js";
 
 const STEP_SUMMARY_MAX = 300;
 
@@ -337,7 +327,13 @@ const RESUME_STATUSES = ["resumed", "retrying", "completed"] as const;
 export function parseResume(body: unknown): ResumeResult {
   const b = record.safeParse(body);
   if (!b.success) return {};
-  const status = RESUME_STATUSES.find((s) => s === String(b.data.status ?? "").trim().toLowerCase());
+  const status = RESUME_STATUSES.find(
+    (s) =>
+      s ===
+      String(b.data.status ?? "")
+        .trim()
+        .toLowerCase(),
+  );
   const message = toText(b.data.message);
   return dropUndefined({ status, message });
 }

@@ -1,9 +1,9 @@
 // Driver adapters for Prisma's JS engine: embedded PGlite by default, PostgreSQL when DATABASE_URL says so.
 import fs from "node:fs";
 import path from "node:path";
-import pg from "pg";
 import type { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 
 export function isPostgresUrl(url: string | undefined): url is string {
   return !!url && /^postgres(ql)?:\/\//i.test(url);

@@ -1,6 +1,7 @@
 // Opens the configured database (embedded PGlite or PostgreSQL), applies migrations, hands out Prisma.
-import pg from "pg";
+
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { isPostgresUrl, openPGlite, pgliteAdapterFactory } from "./adapters.js";
 import { applyMigrations, type MigrationSession } from "./migrate.js";

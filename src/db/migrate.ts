@@ -50,11 +50,7 @@ const BOOKKEEPING_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 const LOCK_KEY = 72707369;
 
 /** Applies pending migrations; returns the names applied. Fails on a changed or failed migration. */
-export async function applyMigrations(
-  session: MigrationSession,
-  migrations = readMigrations(),
-  opts: { advisoryLock: boolean } = { advisoryLock: true },
-): Promise<string[]> {
+export async function applyMigrations(session: MigrationSession, migrations = readMigrations(), opts: { advisoryLock: boolean } = { advisoryLock: true }): Promise<string[]> {
   if (opts.advisoryLock) await session.query("SELECT pg_advisory_lock($1)", [LOCK_KEY]);
   try {
     await session.exec(BOOKKEEPING_TABLE);

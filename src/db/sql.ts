@@ -3,8 +3,9 @@
 // costs about 0.4 ms of CPU there (the query is compiled in WebAssembly even when raw) against about
 // 0.15 ms on the driver, and a run makes a dozen of them. Results are converted the way Prisma
 // returns them (timestamps are UTC, as Prisma stores DateTime), which rows.test.ts checks.
-import type pg from "pg";
+
 import type { PGlite } from "@electric-sql/pglite";
+import type pg from "pg";
 import type { PrismaClient } from "../generated/prisma/client.js";
 
 export type SqlValue = string | number | boolean | Date | null;
@@ -31,8 +32,7 @@ function toParams(values: readonly SqlValue[]): (string | number | boolean | nul
 
 export function pgSqlRunner(pool: pg.Pool, pgTypes: typeof pg.types): SqlRunner {
   const types = {
-    getTypeParser: ((oid: number, format?: string) =>
-      oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text")) as typeof pgTypes.getTypeParser,
+    getTypeParser: ((oid: number, format?: string) => (oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text"))) as typeof pgTypes.getTypeParser,
   };
   return {
     async query<T>(text: string, values: readonly SqlValue[]) {

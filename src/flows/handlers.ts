@@ -93,7 +93,8 @@ export function registerFlowActions(app: App, flows: FlowRequests, log: Logger):
       messageTs: container?.message_ts ?? click.data.message?.ts,
     });
     const text = flowReplyFor(outcome);
-    if (text && channelId) await client.chat.postEphemeral({ channel: channelId, user: user.id, text }).catch((err) => log.warn("could not send ephemeral reply", { err: (err as Error).message }));
+    if (text && channelId)
+      await client.chat.postEphemeral({ channel: channelId, user: user.id, text }).catch((err) => log.warn("could not send ephemeral reply", { err: (err as Error).message }));
   });
 }
 

@@ -2,7 +2,17 @@ import { describe, expect, it } from "vitest";
 import { parseFlowBody } from "./request.js";
 import { answerReason, feedbackText } from "./service.js";
 
-const valid = { event_type: "new_request", id: "r1", method_name: "review", message: "m", output: "o", emit: ["approved", "rejected"], callback_url: "https://x/human_feedback_requests/r1/respond?token=t", deployment_id: 456, assigned_to_email: "a@example.com" };
+const valid = {
+  event_type: "new_request",
+  id: "r1",
+  method_name: "review",
+  message: "m",
+  output: "o",
+  emit: ["approved", "rejected"],
+  callback_url: "https://x/human_feedback_requests/r1/respond?token=t",
+  deployment_id: 456,
+  assigned_to_email: "a@example.com",
+};
 
 describe("parseFlowBody", () => {
   it("reads the documented shape, tolerating numbers for ids and absent emit", () => {

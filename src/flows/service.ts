@@ -1,19 +1,20 @@
 // Flow feedback requests: intake (verified, recorded durably, answered fast), posting (once, under a
 // claim a successor can retake), decisions (answered to the platform exactly once, via an atomic
 // pending → deciding claim) and reminders. Slack effects go through FlowSlackEffects.
-import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
-import { sanitizeJson } from "../text/sanitize.js";
+
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
+import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
 import type { Audit } from "../lifecycle/audit.js";
-import { isUuid } from "../lifecycle/rows.js";
-import { systemClock, type Clock } from "../lifecycle/ports.js";
-import type { Logger } from "../log.js";
-import { describeReviewers } from "../review/rules.js";
-import { reminderDue } from "../review/reminders.js";
-import { escapeMrkdwn, formatDuration, truncatePlain } from "../slack/blocks/index.js";
+import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
+import { isUuid } from "../lifecycle/rows.js";
+import type { Logger } from "../log.js";
+import { reminderDue } from "../review/reminders.js";
+import { describeReviewers } from "../review/rules.js";
+import { escapeMrkdwn, formatDuration, truncatePlain } from "../slack/blocks/index.js";
+import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
 import type { FlowSlackEffects } from "./slack-effects.js";
@@ -143,21 +144,23 @@ export class FlowRequests {
     const r = parsed.request;
     const now = this.clock.now();
     const { count } = await this.deps.db.flowRequest.createMany({
-      data: [{
-        flowName: flow.name,
-        requestId: r.requestId,
-        channelId: flow.channel,
-        methodName: r.methodName,
-        message: r.message,
-        output: r.output,
-        emit: r.emit,
-        deploymentName: r.deploymentName,
-        flowId: r.flowId,
-        assignedEmail: r.assignedEmail,
-        callbackUrl: r.callbackUrl,
-        // Whoever records the request posts it; a successor retakes the claim if this process dies.
-        postClaimedAt: now,
-      }],
+      data: [
+        {
+          flowName: flow.name,
+          requestId: r.requestId,
+          channelId: flow.channel,
+          methodName: r.methodName,
+          message: r.message,
+          output: r.output,
+          emit: r.emit,
+          deploymentName: r.deploymentName,
+          flowId: r.flowId,
+          assignedEmail: r.assignedEmail,
+          callbackUrl: r.callbackUrl,
+          // Whoever records the request posts it; a successor retakes the claim if this process dies.
+          postClaimedAt: now,
+        },
+      ],
       skipDuplicates: true,
     });
     if (count === 0) return { status: 200, body: { ok: true, duplicate: true } };
@@ -315,7 +318,8 @@ export class FlowRequests {
         }
         return { kind: "ok", status: res.status, message };
       }
-      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) return { kind: "refused", status: res.status, message: answerReason(res.status, text) };
+      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429)
+        return { kind: "refused", status: res.status, message: answerReason(res.status, text) };
       return { kind: "failed", status: res.status, message: `the flow answered ${answerReason(res.status, text)}` };
     } catch (err) {
       const timedOut = (err as Error).name === "TimeoutError";
@@ -382,7 +386,10 @@ export class FlowRequests {
     this.sweepTimer = setInterval(() => this.track(this.recover().catch((err) => this.deps.log.warn("flow recovery sweep failed", { err: errText(err) }))), opts.sweepMs ?? 30_000);
     this.sweepTimer.unref();
     if (this.deps.reminders && this.deps.reminders.max > 0) {
-      this.reminderTimer = setInterval(() => this.track(this.remindDue().catch((err) => this.deps.log.warn("flow reminders failed", { err: errText(err) }))), opts.reminderIntervalMs ?? 60_000);
+      this.reminderTimer = setInterval(
+        () => this.track(this.remindDue().catch((err) => this.deps.log.warn("flow reminders failed", { err: errText(err) }))),
+        opts.reminderIntervalMs ?? 60_000,
+      );
       this.reminderTimer.unref();
     }
   }

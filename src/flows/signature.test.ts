@@ -9,7 +9,10 @@ const ts = String(now / 1000);
 
 describe("verifyFlowSignature", () => {
   it("accepts the platform's signature: sha256= HMAC-SHA256 of '{timestamp}.{raw body}'", () => {
-    const expected = `sha256=${crypto.createHmac("sha256", secret).update(`${ts}.${body.toString("utf8")}`).digest("hex")}`;
+    const expected = `sha256=${crypto
+      .createHmac("sha256", secret)
+      .update(`${ts}.${body.toString("utf8")}`)
+      .digest("hex")}`;
     expect(signFlowBody(secret, ts, body)).toBe(expected);
     expect(verifyFlowSignature({ secret, timestamp: ts, signature: expected, rawBody: body, nowMs: now })).toEqual({ ok: true });
     expect(verifyFlowSignature({ secret, timestamp: ts, signature: expected.toUpperCase().replace("SHA256=", "sha256="), rawBody: body, nowMs: now }).ok).toBe(true);

@@ -4,7 +4,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
-import { flowRequestMessage, outputNeedsFile, type FlowRequestState, type SlackMessage } from "../slack/blocks/index.js";
+import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
 
 export interface FlowSlackEffects {
   /** Posts the request message in the flow's channel (and the full output as a file when long). */
@@ -39,7 +39,11 @@ export function flowMessageFor(request: FlowRequest, note?: string): SlackMessag
   });
 }
 
-const safeFilename = (name: string) => name.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "output";
+const safeFilename = (name: string) =>
+  name
+    .replace(/[^A-Za-z0-9._-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 60) || "output";
 
 export class SlackFlowEffects implements FlowSlackEffects {
   constructor(

@@ -4,10 +4,10 @@
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Db } from "../db/database.js";
+import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { ACTIVE_STATES } from "../lifecycle/states.js";
-import { systemClock, type Clock } from "../lifecycle/ports.js";
+import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, homeView } from "../slack/blocks/home.js";
 import type { FeatureDeps } from "../slack/deps.js";
-import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, homeView, type HomeParams } from "../slack/blocks/home.js";
 
 export interface HomeDeps {
   db: Db;

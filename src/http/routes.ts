@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Lifecycle } from "../lifecycle/index.js";
 import type { Logger } from "../log.js";
-import { sanitizeText, sanitizeJson } from "../text/sanitize.js";
+import { sanitizeJson, sanitizeText } from "../text/sanitize.js";
 import { JsonTooComplex, parseBoundedJson } from "./bounded-json.js";
 
 export const MAX_CALLBACK_BYTES = 2 * 1024 * 1024;

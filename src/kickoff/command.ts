@@ -1,16 +1,16 @@
 // `/crew …`: opens the kickoff modal, or answers help, status and list.
 import type { App } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { isCrewError } from "../crew/errors.js";
 import { isFinished } from "../lifecycle/states.js";
+import { type Asker, visibleRun } from "../review/access.js";
+import { type AuditFormat, auditReply } from "../review/audit-export.js";
+import { escapeMrkdwn, fitMrkdwn, helpText } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { announcementFor } from "../slack/notifier.js";
-import { helpText, escapeMrkdwn, fitMrkdwn } from "../slack/blocks/index.js";
-import { openKickoffModal } from "./modal.js";
-import { auditReply, type AuditFormat } from "../review/audit-export.js";
-import { visibleRun, type Asker } from "../review/access.js";
 import { sanitizeText } from "../text/sanitize.js";
-import type { WebClient } from "@slack/web-api";
+import { openKickoffModal } from "./modal.js";
 
 export type CrewCommand =
   | { kind: "open"; crewName?: string }
@@ -57,17 +57,33 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
     const payload = commandPayload.parse(command);
     const parsed = parseCrewCommand(sanitizeText(payload.text));
     if (parsed.kind === "help") {
-      await ack({ response_type: "ephemeral", text: helpText(commandName, deps.crews.all().map((c) => c.name), deps.flowHooks) });
+      await ack({
+        response_type: "ephemeral",
+        text: helpText(
+          commandName,
+          deps.crews.all().map((c) => c.name),
+          deps.flowHooks,
+        ),
+      });
       return;
     }
     if (parsed.kind === "open" && deps.crews.all().length === 0) {
       // A flow-only set-up: there is nothing to start.
-      await ack({ response_type: "ephemeral", text: `No crew is configured in Crewline, so there is nothing to start here. ${deps.flowHooks?.length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.` });
+      await ack({
+        response_type: "ephemeral",
+        text: `No crew is configured in Crewline, so there is nothing to start here. ${deps.flowHooks?.length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.`,
+      });
       return;
     }
     await ack();
     if (parsed.kind === "open") {
-      await openKickoffModal(client, deps, { triggerId: payload.trigger_id, channelId: payload.channel_id, userId: payload.user_id, teamId: payload.team_id, crewName: parsed.crewName });
+      await openKickoffModal(client, deps, {
+        triggerId: payload.trigger_id,
+        channelId: payload.channel_id,
+        userId: payload.user_id,
+        teamId: payload.team_id,
+        crewName: parsed.crewName,
+      });
     } else if (parsed.kind === "audit") {
       const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id });
       await respond({ response_type: "ephemeral", text });
@@ -88,7 +104,9 @@ async function statusText(client: WebClient, deps: FeatureDeps, kickoffId: strin
   if (crew && !isFinished(execution.state)) {
     try {
       const status = await crew.status(kickoffId);
-      lines.push(`The crew reports *${escapeMrkdwn(status.rawState || status.phase)}*${status.progress?.total ? ` (${status.progress.completed ?? 0}/${status.progress.total} tasks)` : ""}.`);
+      lines.push(
+        `The crew reports *${escapeMrkdwn(status.rawState || status.phase)}*${status.progress?.total ? ` (${status.progress.completed ?? 0}/${status.progress.total} tasks)` : ""}.`,
+      );
       const sofar = status.output ?? status.lastTask?.output;
       if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
     } catch (err) {

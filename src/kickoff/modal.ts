@@ -4,8 +4,6 @@ import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { isCrewError } from "../crew/errors.js";
-import type { FeatureDeps } from "../slack/deps.js";
-import { bindForm, formIsFor } from "./form-binding.js";
 import {
   CREW_PICKER_VIEW_CALLBACK,
   CREW_SELECT_ACTION,
@@ -13,9 +11,11 @@ import {
   crewPickerView,
   kickoffErrorView,
   kickoffFormView,
-  loadingView,
   LIMITS,
+  loadingView,
 } from "../slack/blocks/index.js";
+import type { FeatureDeps } from "../slack/deps.js";
+import { bindForm, formIsFor } from "./form-binding.js";
 
 /** What the modal carries between Slack round trips (private_metadata). */
 export const kickoffMetadata = z.object({
@@ -81,7 +81,12 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
     crewName = crews[0]!.name;
   } else {
     const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId }));
-    return void (await show(crewPickerView(crews.map((c) => ({ name: c.name })), meta)));
+    return void (await show(
+      crewPickerView(
+        crews.map((c) => ({ name: c.name })),
+        meta,
+      ),
+    ));
   }
   await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId));
 }
@@ -92,7 +97,9 @@ export async function formFor(deps: FeatureDeps, crewName: string, channelId: st
   if (!crew) return kickoffErrorView({ message: `The crew “${crewName}” is not configured.` });
   try {
     const inputs = await crew.listInputs();
-    const metadata = encodeMetadata(bindForm(deps.formKey, { crew: crewName, channel: channelId, team: teamId, user: userId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) }));
+    const metadata = encodeMetadata(
+      bindForm(deps.formKey, { crew: crewName, channel: channelId, team: teamId, user: userId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) }),
+    );
     return kickoffFormView({ crewName, inputs, metadata });
   } catch (err) {
     if (isCrewError(err)) return kickoffErrorView({ crewName, message: err.userMessage() });

@@ -1,23 +1,22 @@
 // Kickoff modal submitted: validate, store the execution, announce it, POST /kickoff.
-import type { App } from "@slack/bolt";
-import type { types } from "@slack/bolt";
+import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { isCrewError } from "../crew/errors.js";
-import type { FeatureDeps } from "../slack/deps.js";
-import { announcementFor } from "../slack/notifier.js";
 import {
-  KICKOFF_VIEW_CALLBACK,
   escapeMrkdwn,
   humanizeInputName,
+  KICKOFF_VIEW_CALLBACK,
   kickoffErrorView,
   kickoffFormView,
   missingInputErrors,
   readViewInputs,
   type ViewStateValues,
 } from "../slack/blocks/index.js";
-import { encodeMetadata, kickoffMetadata, type KickoffMetadata } from "./modal.js";
-import { bindForm, formIsFor } from "./form-binding.js";
+import type { FeatureDeps } from "../slack/deps.js";
+import { announcementFor } from "../slack/notifier.js";
 import { sanitizeText } from "../text/sanitize.js";
+import { bindForm, formIsFor } from "./form-binding.js";
+import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./modal.js";
 
 export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
   app.view(KICKOFF_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
@@ -61,9 +60,10 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
   const { runs } = deps.lifecycle;
   // One run per form: the form's nonce is the run's unique requestId, so a replay stores nothing.
   const requestId = req.meta.nonce;
-  const replayed = () => showView(kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }));
+  const replayed = () =>
+    showView(kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }));
   if (requestId && (await runs.findByRequestId(requestId))) return void (await replayed());
-  let execution;
+  let execution: Awaited<ReturnType<typeof runs.create>>;
   try {
     execution = await runs.create({
       crewName: crewConfig.name,
@@ -89,7 +89,9 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
   } catch (err) {
     const code = (err as { data?: { error?: string } }).data?.error ?? "unknown_error";
     await runs.kickoffFailed(execution.id, `could not post in the channel (${code})`);
-    await showView(kickoffErrorView({ crewName, message: `I couldn't post in this channel (${code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.` }));
+    await showView(
+      kickoffErrorView({ crewName, message: `I couldn't post in this channel (${code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.` }),
+    );
     return;
   }
 
@@ -152,7 +154,9 @@ function startingView(crewName: string): types.ModalView {
 function startedView(crewName: string, kickoffId: string): types.ModalView {
   return {
     ...startingView(crewName),
-    blocks: [{ type: "section", text: { type: "mrkdwn", text: `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(kickoffId)}\`). Follow it in the channel's thread.` } }],
+    blocks: [
+      { type: "section", text: { type: "mrkdwn", text: `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(kickoffId)}\`). Follow it in the channel's thread.` } },
+    ],
   };
 }
 

@@ -2,8 +2,8 @@
 // Rows are only ever created, never updated or deleted by the app.
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
-import type { Logger } from "../log.js";
 import type { AuditRecord } from "../generated/prisma/client.js";
+import type { Logger } from "../log.js";
 import { insertAuditRow } from "./rows.js";
 
 export type { AuditRecord };
@@ -104,5 +104,11 @@ export function auditCsv(rows: readonly AuditRecord[]): string {
 }
 
 export function auditJson(rows: readonly AuditRecord[]): string {
-  return JSON.stringify(rows.map((row) => Object.fromEntries(AUDIT_COLUMNS.map((c) => [c, row[c] instanceof Date ? (row[c] as Date).toISOString() : row[c]]))), null, 2) + "\n";
+  return (
+    JSON.stringify(
+      rows.map((row) => Object.fromEntries(AUDIT_COLUMNS.map((c) => [c, row[c] instanceof Date ? (row[c] as Date).toISOString() : row[c]]))),
+      null,
+      2,
+    ) + "\n"
+  );
 }

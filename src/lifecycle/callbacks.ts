@@ -1,20 +1,20 @@
 // Crew callbacks (step, task, crew): authenticate, record durably, answer, then act.
 // This is the one place that says what happens when a webhook arrives.
 import crypto from "node:crypto";
+import { isCrewError } from "../crew/errors.js";
+import { effectOf, parseEventBatch, type StreamEvent } from "../crew/events.js";
+import { parseWebhook } from "../crew/parse.js";
+import type { CrewEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
-import { isCrewError } from "../crew/errors.js";
-import { parseWebhook } from "../crew/parse.js";
-import { effectOf, parseEventBatch, type StreamEvent } from "../crew/events.js";
-import type { CrewEvent } from "../crew/types.js";
-import { isFinished } from "./states.js";
-import type { Runs } from "./runs.js";
-import type { Reviews } from "./reviews.js";
-import type { ProgressCoalescer } from "./progress.js";
 import type { Execution } from "./ports.js";
-import { WorkQueue } from "./work-queue.js";
+import type { ProgressCoalescer } from "./progress.js";
+import type { Reviews } from "./reviews.js";
 import { EventRows, ExecutionRows, isUuid } from "./rows.js";
 import { namesOwnRun } from "./run-binding.js";
+import type { Runs } from "./runs.js";
+import { isFinished } from "./states.js";
+import { WorkQueue } from "./work-queue.js";
 
 /**
  * Recorded callbacks processed at once; the rest wait their turn (they are durable already). Two

@@ -4,10 +4,10 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
+import { type Clock, type CrewDirectory, type Execution, type RunNotifier, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
-import { Reviews, anyoneMayDecide, type ReviewerGate } from "./reviews.js";
+import { anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
-import { systemClock, type Clock, type CrewDirectory, type Execution, type RunNotifier, type WebhookUrls } from "./ports.js";
 
 export interface LifecycleDeps {
   db: Db;
@@ -42,5 +42,5 @@ export class Lifecycle {
   }
 }
 
-export type { DecisionOutcome, Decision } from "./reviews.js";
-export type { RunNotifier, CrewDirectory, Execution, Review, WebhookUrls, ProgressSnapshot } from "./ports.js";
+export type { CrewDirectory, Execution, ProgressSnapshot, Review, RunNotifier, WebhookUrls } from "./ports.js";
+export type { Decision, DecisionOutcome } from "./reviews.js";

@@ -1,7 +1,8 @@
 // What the lifecycle needs from the outside world, as interfaces: the Slack surface implements
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
-import type { Execution, Review } from "../generated/prisma/client.js";
+
 import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../crew/types.js";
+import type { Execution, Review } from "../generated/prisma/client.js";
 
 export type { Execution, Review };
 

@@ -1,8 +1,9 @@
 // Coalesces step callbacks into at most one progress update per run per interval, always ending on
 // the latest step. Steps are ephemeral: they cost no database write (only the message ts is stored).
+
+import type { StepEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
-import type { StepEvent } from "../crew/types.js";
 import type { Clock, Execution, ProgressSnapshot, RunNotifier } from "./ports.js";
 
 interface RunProgress {

@@ -1,9 +1,9 @@
 // The decision path without Slack or HTTP: a real database, the crew and Slack as in-memory ports.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { CrewError } from "../crew/errors.js";
 import type { CrewApi, ExecutionStatus, ResumeRequest } from "../crew/types.js";
 import { silentLogger } from "../log.js";
-import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { Lifecycle } from "./index.js";
 import type { Execution, Review, RunNotifier } from "./ports.js";
 

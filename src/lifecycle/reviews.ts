@@ -1,14 +1,14 @@
 // Review rounds: one per task output, decided once, each decision resumed exactly once.
 import crypto from "node:crypto";
-import type { Db } from "../db/database.js";
-import type { Logger } from "../log.js";
 import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
-import { isFinished, nextRound, reviewTransition, type ReviewEvent } from "./states.js";
-import type { Runs } from "./runs.js";
+import type { Db } from "../db/database.js";
+import type { Logger } from "../log.js";
 import type { Audit } from "./audit.js";
-import { ReviewRows, isUuid } from "./rows.js";
 import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
+import { isUuid, ReviewRows } from "./rows.js";
+import type { Runs } from "./runs.js";
+import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "./states.js";
 
 export type DecisionOutcome =
   | { kind: "unknown_review" }
@@ -144,7 +144,7 @@ export class Reviews {
     for (const delay of delaysMs) {
       await new Promise((resolve) => setTimeout(resolve, delay).unref());
       const current = await this.rows.find(review.id);
-      if (!current || current.state !== "posted") return;
+      if (current?.state !== "posted") return;
       const run = await this.runs.get(execution.id);
       if (!crew || !run?.kickoffId || isFinished(run.state)) return;
       const status = await crew.status(run.kickoffId).catch(() => undefined);
@@ -264,7 +264,7 @@ export class Reviews {
       feedback: feedback || null,
       decidedAt: this.clock.now(),
     });
-    if (!claimed) return { kind: "already_decided", review: (await this.db.review.findUniqueOrThrow({ where: { id: review.id } })) };
+    if (!claimed) return { kind: "already_decided", review: await this.db.review.findUniqueOrThrow({ where: { id: review.id } }) };
 
     const crew = this.crews.get(execution.crewName);
     try {
@@ -374,8 +374,10 @@ export class Reviews {
 
 /** The note under a review, from what its row records (used when a message is shown again). */
 export function reviewNote(review: Review): string | undefined {
-  if (review.state === "closed") return review.resumeMessage ? `The crew was not waiting for this decision: ${review.resumeMessage}` : "The run finished without needing this decision.";
-  if (review.state === "approved" || review.state === "rejected") return resumeNote({ status: (review.resumeStatus ?? undefined) as ResumeResult["status"], message: review.resumeMessage ?? undefined });
+  if (review.state === "closed")
+    return review.resumeMessage ? `The crew was not waiting for this decision: ${review.resumeMessage}` : "The run finished without needing this decision.";
+  if (review.state === "approved" || review.state === "rejected")
+    return resumeNote({ status: (review.resumeStatus ?? undefined) as ResumeResult["status"], message: review.resumeMessage ?? undefined });
   return undefined;
 }
 

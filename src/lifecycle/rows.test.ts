@@ -2,10 +2,21 @@
 // database and (CREWLINE_TEST_DATABASE=postgres) on PostgreSQL: same shapes, same UTC timestamps.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { EventRows, ExecutionRows, ReviewRows, insertAuditRow } from "./rows.js";
+import { EventRows, ExecutionRows, insertAuditRow, ReviewRows } from "./rows.js";
 
 let db: TestDatabase;
-const newRun = { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: { topic: "tides" }, webhooks: true, state: "starting", requestId: "req-1", webhookSecret: "s3cret", humanInputToken: "t0ken" };
+const newRun = {
+  crewName: "research",
+  teamId: "T1",
+  channelId: "C1",
+  userId: "U1",
+  inputs: { topic: "tides" },
+  webhooks: true,
+  state: "starting",
+  requestId: "req-1",
+  webhookSecret: "s3cret",
+  humanInputToken: "t0ken",
+};
 
 describe("per-run rows", () => {
   beforeEach(async () => {
@@ -72,8 +83,28 @@ describe("per-run rows", () => {
 
   it("writes audit rows the model API reads back, nulls and detail included", async () => {
     const run = await new ExecutionRows(db.database.prisma).insert(newRun);
-    const base = { executionId: run.id, taskKey: null, round: null, actor: null, decision: null, feedback: null, outputHash: null, msToDecision: null, resumeStatus: null, resumeMessage: null };
-    const a = await insertAuditRow(db.database.prisma, { ...base, kind: "decision", taskKey: "t1", round: 2, actor: "U2", decision: "approve", msToDecision: 1500, detail: { note: "ok" } });
+    const base = {
+      executionId: run.id,
+      taskKey: null,
+      round: null,
+      actor: null,
+      decision: null,
+      feedback: null,
+      outputHash: null,
+      msToDecision: null,
+      resumeStatus: null,
+      resumeMessage: null,
+    };
+    const a = await insertAuditRow(db.database.prisma, {
+      ...base,
+      kind: "decision",
+      taskKey: "t1",
+      round: 2,
+      actor: "U2",
+      decision: "approve",
+      msToDecision: 1500,
+      detail: { note: "ok" },
+    });
     const b = await insertAuditRow(db.database.prisma, { ...base, kind: "completion", detail: null });
     const read = await db.database.prisma.auditRecord.findMany({ where: { executionId: run.id }, orderBy: { createdAt: "asc" } });
     expect(read).toEqual(expect.arrayContaining([a, b]));
@@ -85,7 +116,18 @@ describe("per-run rows", () => {
     const run = await new ExecutionRows(db.database.prisma).insert(newRun);
     const reviews = new ReviewRows(db.database.prisma);
     const claimedAt = new Date("2026-11-22T10:00:00.000Z");
-    const round = (n: number, outputHash: string) => ({ executionId: run.id, taskKey: "t1", taskName: "research", agent: null, round: n, output: `output ${n}`, outputHash, postClaimedAt: claimedAt, state: "pending", resumeTaskId: null });
+    const round = (n: number, outputHash: string) => ({
+      executionId: run.id,
+      taskKey: "t1",
+      taskName: "research",
+      agent: null,
+      round: n,
+      output: `output ${n}`,
+      outputHash,
+      postClaimedAt: claimedAt,
+      state: "pending",
+      resumeTaskId: null,
+    });
     const first = await reviews.insert(round(1, "h1"));
     expect(first).toEqual(await db.database.prisma.review.findUniqueOrThrow({ where: { id: first!.id } }));
     expect(first).toMatchObject({ state: "pending", messageTs: null, fileAttached: false, remindersSent: 0, postClaimedAt: claimedAt });

@@ -4,7 +4,7 @@
 // returns them (rows.test.ts checks this on both databases); colder paths keep the model API.
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
-import { sqlRunnerFor, type SqlRunner, type SqlValue } from "../db/sql.js";
+import { type SqlRunner, type SqlValue, sqlRunnerFor } from "../db/sql.js";
 import type { AuditRecord, Execution, Review, WebhookEvent } from "../generated/prisma/client.js";
 import type { NewExecution } from "./runs.js";
 
@@ -98,7 +98,20 @@ export class ExecutionRows {
       `INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt", "humanInputToken")
        VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $11, $11, $12)
        RETURNING *`,
-      [crypto.randomUUID(), row.crewName, row.teamId, row.channelId, row.userId, JSON.stringify(row.inputs), row.state, row.requestId, row.webhookSecret, row.webhooks, now, row.humanInputToken],
+      [
+        crypto.randomUUID(),
+        row.crewName,
+        row.teamId,
+        row.channelId,
+        row.userId,
+        JSON.stringify(row.inputs),
+        row.state,
+        row.requestId,
+        row.webhookSecret,
+        row.webhooks,
+        now,
+        row.humanInputToken,
+      ],
     );
     return rows[0]!;
   }
@@ -180,8 +193,21 @@ export async function insertAuditRow(db: Db, row: NewAuditRow): Promise<AuditRec
      VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15::uuid)
      RETURNING *`,
     [
-      crypto.randomUUID(), row.executionId, row.kind, row.taskKey, row.round, row.actor, row.decision, row.feedback,
-      row.outputHash, row.msToDecision, row.resumeStatus, row.resumeMessage, row.detail === null ? null : JSON.stringify(row.detail), new Date(), row.flowRequestId ?? null,
+      crypto.randomUUID(),
+      row.executionId,
+      row.kind,
+      row.taskKey,
+      row.round,
+      row.actor,
+      row.decision,
+      row.feedback,
+      row.outputHash,
+      row.msToDecision,
+      row.resumeStatus,
+      row.resumeMessage,
+      row.detail === null ? null : JSON.stringify(row.detail),
+      new Date(),
+      row.flowRequestId ?? null,
     ],
   );
   return rows[0]!;
@@ -256,10 +282,10 @@ export class ReviewRows {
 
   /** The execution's most recent review of this exact output, if any. */
   async latestWithOutput(executionId: string, outputHash: string): Promise<Review | null> {
-    const rows = await this.sql.query<Review>(
-      `SELECT * FROM "Review" WHERE "executionId" = $1::uuid AND "outputHash" = $2 ORDER BY "createdAt" DESC, round DESC LIMIT 1`,
-      [executionId, outputHash],
-    );
+    const rows = await this.sql.query<Review>(`SELECT * FROM "Review" WHERE "executionId" = $1::uuid AND "outputHash" = $2 ORDER BY "createdAt" DESC, round DESC LIMIT 1`, [
+      executionId,
+      outputHash,
+    ]);
     return rows[0] ?? null;
   }
 
@@ -281,17 +307,33 @@ export class ReviewRows {
        VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)
        ON CONFLICT ("executionId", "taskKey", round) DO NOTHING
        RETURNING *`,
-      [crypto.randomUUID(), row.executionId, row.taskKey, row.taskName, row.agent, row.round, row.output, row.outputHash, row.postClaimedAt, new Date(), row.state, row.resumeTaskId],
+      [
+        crypto.randomUUID(),
+        row.executionId,
+        row.taskKey,
+        row.taskName,
+        row.agent,
+        row.round,
+        row.output,
+        row.outputHash,
+        row.postClaimedAt,
+        new Date(),
+        row.state,
+        row.resumeTaskId,
+      ],
     );
     return rows[0];
   }
 
   /** Records the posted message of a review, and the state it shows. */
   async setMessage(id: string, messageTs: string, fileAttached: boolean, shownState: string): Promise<Review> {
-    const rows = await this.sql.query<Review>(
-      `UPDATE "Review" SET "messageTs" = $1, "fileAttached" = $2, "shownState" = $5, "updatedAt" = $3 WHERE id = $4::uuid RETURNING *`,
-      [messageTs, fileAttached, new Date(), id, shownAs(shownState)],
-    );
+    const rows = await this.sql.query<Review>(`UPDATE "Review" SET "messageTs" = $1, "fileAttached" = $2, "shownState" = $5, "updatedAt" = $3 WHERE id = $4::uuid RETURNING *`, [
+      messageTs,
+      fileAttached,
+      new Date(),
+      id,
+      shownAs(shownState),
+    ]);
     if (!rows[0]) throw new Error(`review ${id} does not exist`);
     return rows[0];
   }

@@ -2,11 +2,11 @@
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
-import { executionTransition, FINISHED_STATES, type ExecutionEvent } from "./states.js";
+import { type Audit, sha256 } from "./audit.js";
 import type { Clock, Execution, RunNotifier } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
-import { sha256, type Audit } from "./audit.js";
-import { ExecutionRows, ReviewRows, type ExecutionPatch } from "./rows.js";
+import { type ExecutionPatch, ExecutionRows, ReviewRows } from "./rows.js";
+import { type ExecutionEvent, executionTransition, FINISHED_STATES } from "./states.js";
 
 export interface NewExecution {
   crewName: string;

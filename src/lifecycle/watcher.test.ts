@@ -47,7 +47,12 @@ describe("actionForStatus", () => {
     expect(actionForStatus({ rawState: "RUNNING", phase: "running" })).toEqual({ kind: "none" });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused" })).toEqual({ kind: "none" });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused", lastTask: { output: "o", name: "n", agent: "a", taskId: "t1" } })).toEqual({
-      kind: "review", taskKey: "n", name: "n", agent: "a", output: "o", resumeTaskId: "t1",
+      kind: "review",
+      taskKey: "n",
+      name: "n",
+      agent: "a",
+      output: "o",
+      resumeTaskId: "t1",
     });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused", lastTask: { output: "o", name: "n" } })).toMatchObject({ taskKey: "n" });
     expect(actionForStatus({ rawState: "PAUSED", phase: "paused", lastTask: { output: "o" } })).toMatchObject({ taskKey: "task" });
@@ -116,8 +121,16 @@ describe("leaseDueQuery", () => {
     const make = (data: Partial<Execution>) =>
       db.database.prisma.execution.create({
         data: {
-          crewName: "c", teamId: "T", channelId: "C", userId: "U", inputs: {}, requestId: crypto.randomUUID(), webhookSecret: "s",
-          state: "running", kickoffId: crypto.randomUUID(), nextPollAt: new Date(Date.now() - 1000),
+          crewName: "c",
+          teamId: "T",
+          channelId: "C",
+          userId: "U",
+          inputs: {},
+          requestId: crypto.randomUUID(),
+          webhookSecret: "s",
+          state: "running",
+          kickoffId: crypto.randomUUID(),
+          nextPollAt: new Date(Date.now() - 1000),
           ...(data as object),
         },
       });

@@ -5,11 +5,11 @@
 // through the same lifecycle paths as webhooks (Reviews.open, Runs.finish), whose conditional writes
 // and claims make every Slack effect happen once.
 import crypto from "node:crypto";
-import type { Db } from "../db/database.js";
-import type { Logger } from "../log.js";
 import { isCrewError } from "../crew/errors.js";
 import type { ExecutionStatus } from "../crew/types.js";
+import type { Db } from "../db/database.js";
 import { Prisma } from "../generated/prisma/client.js";
+import type { Logger } from "../log.js";
 import type { Lifecycle } from "./index.js";
 import type { Clock, CrewDirectory, Execution } from "./ports.js";
 import { systemClock } from "./ports.js";
@@ -108,7 +108,14 @@ export function actionForStatus(status: ExecutionStatus): StatusAction {
     case "paused": {
       const task = status.lastTask;
       if (!task?.output) return { kind: "none" };
-      return { kind: "review", taskKey: task.name ?? task.taskId ?? "task", name: task.name, agent: task.agent, output: task.output, ...(task.taskId ? { resumeTaskId: task.taskId } : {}) };
+      return {
+        kind: "review",
+        taskKey: task.name ?? task.taskId ?? "task",
+        name: task.name,
+        agent: task.agent,
+        output: task.output,
+        ...(task.taskId ? { resumeTaskId: task.taskId } : {}),
+      };
     }
     case "succeeded":
       return { kind: "succeeded", output: status.output ?? status.lastTask?.output ?? "" };
@@ -173,7 +180,12 @@ export class RunWatcher {
    */
   async recover(webhookOlderThanMs = 0): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
-    const unposted = await this.db.review.findMany({ where: { messageTs: null, state: { in: ["posted", "pending"] } }, select: { id: true }, orderBy: { createdAt: "asc" }, take: 100 });
+    const unposted = await this.db.review.findMany({
+      where: { messageTs: null, state: { in: ["posted", "pending"] } },
+      select: { id: true },
+      orderBy: { createdAt: "asc" },
+      take: 100,
+    });
     for (const { id } of unposted) {
       await this.lifecycle.reviews.publish(id).catch((err) => this.log.warn("could not re-publish review", { reviewId: id, err }));
     }
@@ -250,7 +262,11 @@ export class RunWatcher {
       const backoff = nextBackoff(row.pollBackoffMs, changed, this.options);
       const wait = waitWithinGrace(backoff, notFoundSince, this.clock.now(), this.options.lostGraceMs);
       await this.rows
-        .update(row.id, { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(this.clock.now().getTime() + wait), notFoundSince }, { leaseOwner: this.replicaId })
+        .update(
+          row.id,
+          { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(this.clock.now().getTime() + wait), notFoundSince },
+          { leaseOwner: this.replicaId },
+        )
         .catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
     }
   }

@@ -7,13 +7,13 @@
 //   PLAYGROUND_TASK_DELAY_MS   how long each simulated task takes (default 2500)
 //   PORT, DATA_DIR, …          passed to the bot; defaults: a free port, ./data/playground
 //   CREW_BASE_URL + CREW_TOKEN, or CREWS_FILE: use that crew instead of the local crew service
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startCrewService, type SimCrewService, type SimTask } from "../sim/crew-service.js";
-import { startFlowService, type SimFlowService } from "../sim/flow-service.js";
+import { type SimCrewService, type SimTask, startCrewService } from "../sim/crew-service.js";
+import { type SimFlowService, startFlowService } from "../sim/flow-service.js";
 import { startFakeSlack } from "./slack-standin.js";
 import { mountPlayground, type PlaygroundUser } from "./web.js";
 
@@ -35,7 +35,11 @@ function longReport(ctx: { inputs: Record<string, string> }): string {
   const parts = [`# Full report: ${topic}`, "", "_Every source, figure and note the crew collected._", ""];
   for (let i = 1; i <= 40; i++) {
     parts.push(`## ${i}. Finding ${i} about ${topic}`, "");
-    parts.push(`Analysts looked at ${topic} from angle ${i}. The data shows a steady trend, with a few outliers worth a second look. ` + "Details follow, with the numbers the crew used and where they came from. ".repeat(3), "");
+    parts.push(
+      `Analysts looked at ${topic} from angle ${i}. The data shows a steady trend, with a few outliers worth a second look. ` +
+        "Details follow, with the numbers the crew used and where they came from. ".repeat(3),
+      "",
+    );
     parts.push(`- Source ${i}a: industry survey, table ${i}`, `- Source ${i}b: interview notes, page ${i + 2}`, "");
   }
   return parts.join("\n");
@@ -160,7 +164,11 @@ async function main(): Promise<void> {
 
   await waitForHealth(botUrl, bot, 60_000);
   await flow
-    ?.send({ method_name: "review_article", message: "Please check this article before it is published", output: "# Tidal power\n\nA short article the flow wants a person to approve.\n\n- what it is\n- where it works" })
+    ?.send({
+      method_name: "review_article",
+      message: "Please check this article before it is published",
+      output: "# Tidal power\n\nA short article the flow wants a person to approve.\n\n- what it is\n- where it works",
+    })
     .catch((err) => console.error("playground: the flow request did not reach the bot:", (err as Error).message));
   mountPlayground(slack, {
     botUrl,

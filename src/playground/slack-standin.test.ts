@@ -2,7 +2,7 @@
 // response_url), which user a modal belongs to; and the page API refuses malformed requests.
 import { WebClient } from "@slack/web-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "./slack-standin.js";
+import { type FakeSlack, startFakeSlack } from "./slack-standin.js";
 import { mountPlayground } from "./web.js";
 
 let slack: FakeSlack;
@@ -17,7 +17,10 @@ afterEach(() => slack.close());
 describe("Slack stand-in state for the playground", () => {
   it("records payloads that break Slack's documented limits, with the method and the problem", async () => {
     await client.chat.postMessage({ channel: "C1", text: "ok", blocks: [{ type: "header", text: { type: "plain_text", text: "x".repeat(151) } }] });
-    await client.views.open({ trigger_id: slack.issueTrigger("U1"), view: { type: "modal", title: { type: "plain_text", text: "A title far longer than twenty-four" }, blocks: [] } });
+    await client.views.open({
+      trigger_id: slack.issueTrigger("U1"),
+      view: { type: "modal", title: { type: "plain_text", text: "A title far longer than twenty-four" }, blocks: [] },
+    });
     await client.chat.postMessage({ channel: "C1", text: "fine", blocks: [{ type: "section", text: { type: "mrkdwn", text: "fine" } }] });
     expect(slack.violations).toHaveLength(2);
     expect(slack.violations[0]).toMatchObject({ method: "chat.postMessage", channel: "C1" });
@@ -30,7 +33,9 @@ describe("Slack stand-in state for the playground", () => {
     const strict = await startFakeSlack();
     try {
       const c = new WebClient("xoxb-standin", { slackApiUrl: strict.url, retryConfig: { retries: 0 } });
-      await expect(c.chat.postMessage({ channel: "C1", text: "t", blocks: [{ type: "section", text: { type: "mrkdwn", text: "y".repeat(3001) } }] })).rejects.toThrow(/invalid_blocks/);
+      await expect(c.chat.postMessage({ channel: "C1", text: "t", blocks: [{ type: "section", text: { type: "mrkdwn", text: "y".repeat(3001) } }] })).rejects.toThrow(
+        /invalid_blocks/,
+      );
       expect(strict.violations[0]!.problems.join()).toContain("3001 > 3000");
     } finally {
       await strict.close();

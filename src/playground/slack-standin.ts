@@ -155,7 +155,10 @@ type Result = Record<string, unknown>;
 type Handler = (args: Record<string, any>, call: SlackCall) => Result;
 
 class SlackError extends Error {
-  constructor(readonly code: string, readonly extra: Result = {}) {
+  constructor(
+    readonly code: string,
+    readonly extra: Result = {},
+  ) {
     super(code);
   }
 }
@@ -177,7 +180,10 @@ const nextSeq = () => ++seq;
 const pad = (n: number) => String(n).padStart(10, "0");
 
 class Fault {
-  constructor(readonly kind: "fail" | "ratelimit", readonly value: string | number) {}
+  constructor(
+    readonly kind: "fail" | "ratelimit",
+    readonly value: string | number,
+  ) {}
 }
 
 class FakeSlackServer implements FakeSlack {
@@ -510,7 +516,10 @@ class FakeSlackServer implements FakeSlack {
   }
 
   private checkMessageBlocks(args: Record<string, any>): void {
-    this.recordViolations(this.currentMethod, this.messageViolations(args), { channel: args.channel ? String(args.channel) : undefined, ts: args.ts ? String(args.ts) : undefined });
+    this.recordViolations(this.currentMethod, this.messageViolations(args), {
+      channel: args.channel ? String(args.channel) : undefined,
+      ts: args.ts ? String(args.ts) : undefined,
+    });
     if (this.opts.validateBlocks === false || args.blocks === undefined) return;
     if (!Array.isArray(args.blocks)) fail("invalid_blocks_format");
     const blocks = args.blocks as any[];
@@ -531,7 +540,9 @@ class FakeSlackServer implements FakeSlack {
     } else if (Array.isArray(view.blocks)) {
       const problems = view.blocks.length > 100 ? [`blocks: ${view.blocks.length} > 100`] : [];
       try {
-        problems.push(...messageLimitViolations(view.blocks as types.KnownBlock[]).filter((p) => !p.startsWith("blocks:") && !p.startsWith("block text") && !p.startsWith("markdown")));
+        problems.push(
+          ...messageLimitViolations(view.blocks as types.KnownBlock[]).filter((p) => !p.startsWith("blocks:") && !p.startsWith("block text") && !p.startsWith("markdown")),
+        );
       } catch {
         /* checked above as far as possible */
       }
@@ -540,8 +551,11 @@ class FakeSlackServer implements FakeSlack {
     if (this.opts.validateBlocks === false) return;
     const blocks: any[] = Array.isArray(view.blocks) ? view.blocks : [];
     if (blocks.length > 100) fail("invalid_arguments", { response_metadata: { messages: ["[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]"] } });
-    for (const k of ["title", "submit", "close"]) if ((view[k]?.text?.length ?? 0) > 24) fail("invalid_arguments", { response_metadata: { messages: [`[ERROR] must be less than 25 characters [json-pointer:/view/${k}/text]`] } });
-    if ((view.private_metadata?.length ?? 0) > 3000) fail("invalid_arguments", { response_metadata: { messages: ["[ERROR] must be less than 3001 characters [json-pointer:/view/private_metadata]"] } });
+    for (const k of ["title", "submit", "close"])
+      if ((view[k]?.text?.length ?? 0) > 24)
+        fail("invalid_arguments", { response_metadata: { messages: [`[ERROR] must be less than 25 characters [json-pointer:/view/${k}/text]`] } });
+    if ((view.private_metadata?.length ?? 0) > 3000)
+      fail("invalid_arguments", { response_metadata: { messages: ["[ERROR] must be less than 3001 characters [json-pointer:/view/private_metadata]"] } });
     checkBlockLimits(blocks, "invalid_arguments");
   }
 
@@ -687,7 +701,18 @@ class FakeSlackServer implements FakeSlack {
       const denied = this.denied.get(id);
       if (denied && denied !== "not_in_channel") fail(denied);
       const isIm = id.startsWith("D");
-      return { channel: { id, name: isIm ? undefined : id.toLowerCase(), is_channel: !isIm, is_im: isIm, is_private: false, is_archived: false, is_member: !denied, user: isIm ? "U0USER" : undefined } };
+      return {
+        channel: {
+          id,
+          name: isIm ? undefined : id.toLowerCase(),
+          is_channel: !isIm,
+          is_im: isIm,
+          is_private: false,
+          is_archived: false,
+          is_member: !denied,
+          user: isIm ? "U0USER" : undefined,
+        },
+      };
     },
     "conversations.members": (args) => {
       const id = String(required(args, "channel", "channel_not_found"));
@@ -735,7 +760,19 @@ class FakeSlackServer implements FakeSlack {
       const id = String(required(args, "user", "user_not_found"));
       if (!/^[UW]/.test(id)) fail("user_not_found");
       const name = id.toLowerCase();
-      return { user: { id, team_id: this.teamId, name, real_name: name, tz: "UTC", is_bot: id === this.botUserId, deleted: false, profile: { display_name: name, real_name: name }, ...this.users.get(id) } };
+      return {
+        user: {
+          id,
+          team_id: this.teamId,
+          name,
+          real_name: name,
+          tz: "UTC",
+          is_bot: id === this.botUserId,
+          deleted: false,
+          profile: { display_name: name, real_name: name },
+          ...this.users.get(id),
+        },
+      };
     },
     "users.lookupByEmail": (args) => {
       const email = String(required(args, "email", "invalid_email")).toLowerCase();

@@ -3,13 +3,13 @@
 // request to /slack/events, exactly as Slack would send it; everything shown is what the bot sent to
 // the stand-in's Web API.
 import { readFile } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
+import { type SlackRequester, slackRequester } from "./slack-requests.js";
 import type { FakeSlack, FakeView } from "./slack-standin.js";
-import { slackRequester, type SlackRequester } from "./slack-requests.js";
 
 export interface PlaygroundUser {
   id: string;
@@ -52,7 +52,10 @@ const actionBody = z.object({
     block_id: z.string().max(255),
     type: z.string().max(40),
     value: z.string().max(2000).optional(),
-    selected_option: z.object({ value: z.string().max(150), text: z.object({ type: z.string(), text: z.string().max(200) }) }).passthrough().optional(),
+    selected_option: z
+      .object({ value: z.string().max(150), text: z.object({ type: z.string(), text: z.string().max(200) }) })
+      .passthrough()
+      .optional(),
   }),
   state: z.record(z.string(), z.record(z.string(), z.record(z.string(), z.unknown()))).default({}),
 });
@@ -68,11 +71,11 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
   const ackTimes = new Map<string, number>();
   let version = 0;
   const streams = new Set<ServerResponse>();
-  let pending: NodeJS.Timeout | undefined;
+  let _pending: NodeJS.Timeout | undefined;
   slack.onChange(() => {
     version++;
-    pending ??= setTimeout(() => {
-      pending = undefined;
+    _pending ??= setTimeout(() => {
+      _pending = undefined;
       for (const res of streams) res.write(`data: ${version}\n\n`);
     }, 50);
   });
@@ -94,7 +97,17 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       notes: opts.notes ?? [],
       messages: messages.map((m) => ({ ...m, at: slack.timeOf(m.ts) })),
       ephemerals: slack.ephemerals.filter((e) => e.user === user).map((e) => ({ ...e, at: slack.timeOf(e.ts) ?? ackTimes.get(e.ts) })),
-      files: slack.files.map((f) => ({ id: f.id, ts: f.ts, at: f.ts ? slack.timeOf(f.ts) : undefined, channel: f.channel, thread_ts: f.thread_ts, filename: f.filename, title: f.title, size: Buffer.byteLength(f.content), preview: f.content.slice(0, 600) })),
+      files: slack.files.map((f) => ({
+        id: f.id,
+        ts: f.ts,
+        at: f.ts ? slack.timeOf(f.ts) : undefined,
+        channel: f.channel,
+        thread_ts: f.thread_ts,
+        filename: f.filename,
+        title: f.title,
+        size: Buffer.byteLength(f.content),
+        preview: f.content.slice(0, 600),
+      })),
       modal: stack.length ? { ...stack.at(-1)!.view, errors: viewErrors.get(stack.at(-1)!.id) ?? {}, depth: stack.length } : null,
       home: home?.view ?? null,
       violations: slack.violations.slice(-50),
@@ -176,7 +189,15 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       const res = await requests.viewSubmission({
         user_id: b.user,
         trigger_id: slack.issueTrigger(b.user),
-        view: { id: entry.id, callback_id: entry.view.callback_id, private_metadata: entry.view.private_metadata, hash: entry.hash, blocks: entry.view.blocks, title: entry.view.title, state: { values: b.state } },
+        view: {
+          id: entry.id,
+          callback_id: entry.view.callback_id,
+          private_metadata: entry.view.private_metadata,
+          hash: entry.hash,
+          blocks: entry.view.blocks,
+          title: entry.view.title,
+          state: { values: b.state },
+        },
       });
       if (res.status === 200) afterSubmit(b.user, entry, res.json);
       return { ok: res.status === 200, status: res.status };
@@ -187,7 +208,8 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       if (!entry) return { ok: true };
       slack.closeView(entry.id);
       viewErrors.delete(entry.id);
-      if (entry.view.notify_on_close) await requests.viewClosed({ user_id: b.user, view: { id: entry.id, callback_id: entry.view.callback_id, private_metadata: entry.view.private_metadata } });
+      if (entry.view.notify_on_close)
+        await requests.viewClosed({ user_id: b.user, view: { id: entry.id, callback_id: entry.view.callback_id, private_metadata: entry.view.private_metadata } });
       return { ok: true };
     },
     "/playground/home": async (raw) => {
@@ -247,7 +269,8 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
     try {
       send(res, 200, "application/json", JSON.stringify(await route(body)));
     } catch (err) {
-      const message = err instanceof z.ZodError ? `bad request: ${err.issues[0]?.path.join(".")} ${err.issues[0]?.message}` : `the bot could not be reached: ${(err as Error).message}`;
+      const message =
+        err instanceof z.ZodError ? `bad request: ${err.issues[0]?.path.join(".")} ${err.issues[0]?.message}` : `the bot could not be reached: ${(err as Error).message}`;
       send(res, err instanceof z.ZodError ? 400 : 502, "application/json", JSON.stringify({ ok: false, error: message }));
     }
     return true;

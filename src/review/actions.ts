@@ -3,13 +3,14 @@ import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { DecisionOutcome } from "../lifecycle/index.js";
-import type { FeatureDeps } from "../slack/deps.js";
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../slack/blocks/index.js";
+import type { FeatureDeps } from "../slack/deps.js";
 import { sanitizeText } from "../text/sanitize.js";
 import { clickMayDecide } from "./access.js";
 
 export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
-export const NOT_RECORDED = "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
+export const NOT_RECORDED =
+  "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
 
 const reviewClick = z.object({
   user: z.object({ id: z.string() }),
@@ -17,9 +18,7 @@ const reviewClick = z.object({
   container: z.object({ channel_id: z.string().optional(), thread_ts: z.string().optional(), message_ts: z.string().optional() }).partial().optional(),
   message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
   actions: z.array(z.object({ action_id: z.string(), value: z.string().max(2000) })).min(1),
-  state: z
-    .object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough())) })
-    .optional(),
+  state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough())) }).optional(),
 });
 
 export function registerReviewActions(app: App, deps: FeatureDeps): void {

@@ -1,11 +1,11 @@
 // `/crew audit <kickoff_id> [csv|json]`: a run's audit trail, shown privately, and exported as files
 // (JSON and CSV by default) into the run's thread, where the decisions it lists were made.
 import type { WebClient } from "@slack/web-api";
-import { auditCsv, auditJson, type AuditRecord } from "../lifecycle/audit.js";
 import type { FlowRequest } from "../flows/service.js";
+import { type AuditRecord, auditCsv, auditJson } from "../lifecycle/audit.js";
+import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { visibleRun } from "./access.js";
-import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 
 export type AuditFormat = "both" | "csv" | "json";
 
@@ -37,7 +37,12 @@ export function auditLine(row: AuditRecord): string {
       const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " sent feedback";
       const after = row.msToDecision != null ? ` after ${formatDuration(row.msToDecision)}` : "";
       const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
-      const result = detail.outcome === "answered" ? "" : detail.outcome === "closed" ? ` — the flow refused it (${escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120))})` : " — did not reach the flow";
+      const result =
+        detail.outcome === "answered"
+          ? ""
+          : detail.outcome === "closed"
+            ? ` — the flow refused it (${escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120))})`
+            : " — did not reach the flow";
       return `• ${at} — <@${row.actor}>${choice}${step}${after}${feedback}${result}`;
     }
     default:
@@ -98,7 +103,12 @@ async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: Flo
       ...(req.format !== "json" ? [{ content: auditCsv(rows), filename: `${base}.csv`, title: `Audit trail (CSV) · ${request.flowName}` }] : []),
     ];
     try {
-      await client.filesUploadV2({ channel_id: request.channelId, thread_ts: request.messageTs, initial_comment: `Audit export requested by <@${req.userId}>.`, file_uploads: files });
+      await client.filesUploadV2({
+        channel_id: request.channelId,
+        thread_ts: request.messageTs,
+        initial_comment: `Audit export requested by <@${req.userId}>.`,
+        file_uploads: files,
+      });
       where = `\n_The export is in the request's thread in <#${request.channelId}>._`;
     } catch (err) {
       deps.log.warn("could not upload audit export", { flowRequestId: request.id, err });

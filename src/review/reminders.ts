@@ -5,7 +5,7 @@
 // conditional update on remindersSent, so with several replicas it is posted once.
 import type { WebClient } from "@slack/web-api";
 import type { Db } from "../db/database.js";
-import { systemClock, type Clock, type Execution, type Review } from "../lifecycle/ports.js";
+import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
 

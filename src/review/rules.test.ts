@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { silentLogger } from "../log.js";
 import type { Execution } from "../lifecycle/ports.js";
-import { ReviewerRules, describeReviewers } from "./rules.js";
+import { silentLogger } from "../log.js";
+import { describeReviewers, ReviewerRules } from "./rules.js";
 
 const crew = (reviewers?: { users: string[]; usergroups: string[] }) => ({
   config: (name: string) => (name === "research" ? { reviewers } : undefined),
@@ -13,12 +13,18 @@ function setup(members: Record<string, string[]>, reviewers = { users: ["U1"], u
   const clock = { t: 0, now: () => new Date(clock.t) };
   const lookups: string[] = [];
   let gate: () => Promise<void> = async () => {};
-  const rules = new ReviewerRules(crew(reviewers), async (g) => {
-    lookups.push(g);
-    await gate();
-    if (!members[g]) throw new Error("no_such_subteam");
-    return members[g]!;
-  }, silentLogger, clock, 1000);
+  const rules = new ReviewerRules(
+    crew(reviewers),
+    async (g) => {
+      lookups.push(g);
+      await gate();
+      if (!members[g]) throw new Error("no_such_subteam");
+      return members[g]!;
+    },
+    silentLogger,
+    clock,
+    1000,
+  );
   return { rules, clock, lookups, hold: (p: Promise<void>) => (gate = () => p) };
 }
 

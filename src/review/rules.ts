@@ -3,8 +3,8 @@
 // click rarely waits on Slack: fresh entries answer at once; a stale entry that already contains the
 // user answers at once and is refreshed in the background; a refusal is only ever given on fresh data.
 import type { ReviewerRules as RulesConfig } from "../config.js";
+import { type Clock, type Execution, systemClock } from "../lifecycle/ports.js";
 import type { ReviewerGate } from "../lifecycle/reviews.js";
-import { systemClock, type Clock, type Execution } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 
 export const USERGROUP_TTL_MS = 5 * 60_000;

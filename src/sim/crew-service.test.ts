@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startCrewService, type SimCrewOptions, type SimCrewService, type SimTask } from "./crew-service.js";
+import { type SimCrewOptions, type SimCrewService, type SimTask, startCrewService } from "./crew-service.js";
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -71,13 +71,7 @@ async function receiver(): Promise<Receiver> {
   return r;
 }
 
-async function call(
-  s: SimCrewService,
-  method: string,
-  path: string,
-  body?: unknown,
-  token: string | null = TOKEN,
-): Promise<{ status: number; json: any; text: string }> {
+async function call(s: SimCrewService, method: string, path: string, body?: unknown, token: string | null = TOKEN): Promise<{ status: number; json: any; text: string }> {
   const headers: Record<string, string> = {};
   if (token !== null) headers["authorization"] = `Bearer ${token}`;
   let payload: string | undefined;
@@ -87,7 +81,7 @@ async function call(
   }
   const res = await fetch(s.url + path, { method, headers, body: payload });
   const text = await res.text();
-  let json: unknown = undefined;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
@@ -147,13 +141,7 @@ describe("crew simulator: discovery and auth", () => {
     const kick = await call(s, "POST", "/kickoff", { inputs: { topic: "x" } }, USER_TOKEN);
     expect(kick.status).toBe(401);
     expect(kick.json).toEqual(unauthorized);
-    const resume = await call(
-      s,
-      "POST",
-      "/resume",
-      { execution_id: "a", task_id: "b", human_feedback: "", is_approve: true },
-      USER_TOKEN,
-    );
+    const resume = await call(s, "POST", "/resume", { execution_id: "a", task_id: "b", human_feedback: "", is_approve: true }, USER_TOKEN);
     expect(resume.status).toBe(401);
 
     const ok = await call(s, "POST", "/kickoff", { inputs: { topic: "x" } });

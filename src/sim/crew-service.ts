@@ -171,7 +171,11 @@ export function defaultSimTasks(): SimTask[] {
 }
 
 function describeTask(task: SimTask): { description: string; expected_output: string } {
-  const words = task.name.replace(/_task$/, "").replace(/[_-]+/g, " ").trim() || task.name;
+  const words =
+    task.name
+      .replace(/_task$/, "")
+      .replace(/[_-]+/g, " ")
+      .trim() || task.name;
   return {
     description: task.description ?? `Carry out the ${words} step for the given inputs.`,
     expected_output: task.expectedOutput ?? `A Markdown document with the ${words} results.`,
@@ -206,8 +210,7 @@ export function defaultTaskOutput(task: SimTask, ctx: SimTaskContext): string {
   } else {
     lines.push("## Draft");
     lines.push(
-      `${capitalise(subject)} is no longer a niche concern${audience ? ` for ${audience}` : ""}. ` +
-        "The evidence gathered so far points to steady adoption and concrete gains.",
+      `${capitalise(subject)} is no longer a niche concern${audience ? ` for ${audience}` : ""}. ` + "The evidence gathered so far points to steady adoption and concrete gains.",
     );
     lines.push("");
     lines.push("- **Why it matters:** teams ship faster with fewer hand-offs.");
@@ -320,7 +323,8 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
         : [{ type: "llm_call_started", data: { messages: body["thought"] } }];
     }
     if (kind === "task") return [{ type: "task_completed", data: { task_name: body["name"], agent_role: body["agent"], output: body["output"] } }];
-    if (kind === "crew") return body["error"] ? [{ type: "crew_kickoff_failed", data: { error: body["error"] } }] : [{ type: "crew_kickoff_completed", data: { output: body["result"] } }];
+    if (kind === "crew")
+      return body["error"] ? [{ type: "crew_kickoff_failed", data: { error: body["error"] } }] : [{ type: "crew_kickoff_completed", data: { output: body["result"] } }];
     return [];
   }
 
@@ -461,7 +465,10 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
   // ---- endpoints ------------------------------------------------------------
 
   function route(method: string, path: string): Route {
-    const parts = path.split("/").filter((p) => p.length > 0).map(safeDecode);
+    const parts = path
+      .split("/")
+      .filter((p) => p.length > 0)
+      .map(safeDecode);
     const statusPath = opts.statusPath ?? "both";
     const want = (m: string, r: Route): Route => (method === m || (m === "GET" && method === "HEAD") ? r : { endpoint: "method", allow: m });
     if (parts.length === 0) return want("GET", { endpoint: "health" });
@@ -538,9 +545,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     executions.set(exec.id, exec);
     internals.set(exec.id, { chain: Promise.resolve() });
     // Starts after the response is on its way: state is PENDING until then.
-    track(
-      new Promise<void>((resolve) => setImmediate(resolve)).then(() => runFrom(exec)),
-    );
+    track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => runFrom(exec)));
     return { kickoff_id: exec.id };
   }
 
@@ -549,13 +554,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     if (!exec) throw new HttpError(404, { error: "Not found" });
     const total = exec.tasks.length;
     const completed =
-      exec.state === "SUCCESS"
-        ? total
-        : exec.state === "PAUSED"
-          ? Math.min(total, exec.taskIndex + 1)
-          : exec.state === "PENDING"
-            ? 0
-            : Math.min(total, exec.taskIndex);
+      exec.state === "SUCCESS" ? total : exec.state === "PAUSED" ? Math.min(total, exec.taskIndex + 1) : exec.state === "PENDING" ? 0 : Math.min(total, exec.taskIndex);
     const current = exec.tasks[Math.min(exec.taskIndex, total - 1)];
     const body: Record<string, unknown> = {
       state: exec.state === "PAUSED" && (opts.mode ?? "deployed") === "deployed" ? "PENDING_HUMAN_INPUT" : exec.state,
@@ -694,7 +693,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
       if (err instanceof HttpError) return sendJson(res, err.status, err.body);
       return; // connection broke while reading
     }
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     let jsonOk = true;
     if (raw.length > 0) {
       try {

@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { verifyFlowSignature } from "../flows/signature.js";
-import { startFlowService, type SimFlowService } from "./flow-service.js";
+import { type SimFlowService, startFlowService } from "./flow-service.js";
 
 let flow: SimFlowService | undefined;
 let receiver: http.Server | undefined;
@@ -36,7 +36,9 @@ describe("local flow service", () => {
     flow = await startFlowService({ secret: "s3cret", targetUrl: target.url });
     const { body } = await flow.send({ emit: ["yes", "no"] });
     const [delivery] = target.got;
-    expect(verifyFlowSignature({ secret: "s3cret", timestamp: delivery!.headers["x-crewai-timestamp"], signature: delivery!.headers["x-crewai-signature"], rawBody: delivery!.raw }).ok).toBe(true);
+    expect(
+      verifyFlowSignature({ secret: "s3cret", timestamp: delivery!.headers["x-crewai-timestamp"], signature: delivery!.headers["x-crewai-signature"], rawBody: delivery!.raw }).ok,
+    ).toBe(true);
     expect(JSON.parse(delivery!.raw.toString())).toMatchObject({ event_type: "new_request", emit: ["yes", "no"] });
 
     const callback = String(body.callback_url);

@@ -203,14 +203,21 @@ export async function startFlowSimFromEnv(env: NodeJS.ProcessEnv, log: (line: st
     return n;
   };
   const emitRaw = env.SIM_FLOW_EMIT?.trim() ?? "approved,rejected";
-  const emit = emitRaw.toLowerCase() === "none" ? null : emitRaw.split(",").map((s) => s.trim()).filter(Boolean);
+  const emit =
+    emitRaw.toLowerCase() === "none"
+      ? null
+      : emitRaw
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean);
   const service = await startFlowService({
     secret: env.SIM_FLOW_SECRET?.trim() || "sim-flow-secret",
     targetUrl,
     port: int("SIM_FLOW_PORT", 8788),
     host: env.SIM_HOST?.trim() || "127.0.0.1",
     answerWindowMs: int("SIM_FLOW_ANSWER_WINDOW_MS", 0),
-    onCall: (call) => log(`flow: answer to ${call.requestId} → ${call.status}${call.status === 200 ? `: ${JSON.stringify((call.body as { feedback?: string })?.feedback ?? "")}` : ""}`),
+    onCall: (call) =>
+      log(`flow: answer to ${call.requestId} → ${call.status}${call.status === 200 ? `: ${JSON.stringify((call.body as { feedback?: string })?.feedback ?? "")}` : ""}`),
   });
   const assignee = env.SIM_FLOW_ASSIGNEE?.trim();
   let n = 0;

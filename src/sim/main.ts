@@ -25,11 +25,11 @@
 
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { defaultSimTasks, startCrewService, type SimCrewOptions, type SimTask } from "./crew-service.js";
+import { defaultSimTasks, type SimCrewOptions, type SimTask, startCrewService } from "./crew-service.js";
 import { FLOW_SIM_HELP, startFlowSimFromEnv } from "./flow-service.js";
 
 const DEFAULT_TOKEN = "sim-token";
@@ -85,9 +85,7 @@ async function loadTaskFile(file: string): Promise<{ task: SimTask; explicitRevi
   } catch (err) {
     throw new ConfigError(`SIM_TASKS: ${file} is not valid YAML/JSON: ${(err as Error).message}`);
   }
-  const parsed = Array.isArray(data)
-    ? taskList.safeParse(data)
-    : taskFileObject.transform((o) => o.tasks).safeParse(data);
+  const parsed = Array.isArray(data) ? taskList.safeParse(data) : taskFileObject.transform((o) => o.tasks).safeParse(data);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
     throw new ConfigError(`SIM_TASKS: ${file} does not list tasks: ${issues}`);
@@ -147,7 +145,10 @@ async function config(): Promise<SimCrewOptions> {
 }
 
 function usage(): string {
-  const header = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").filter((l) => l.startsWith("//")).map((l) => l.replace(/^\/\/ ?/, ""));
+  const header = readFileSync(fileURLToPath(import.meta.url), "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("//"))
+    .map((l) => l.replace(/^\/\/ ?/, ""));
   return `${header.join("\n")}\n\n${FLOW_SIM_HELP}`;
 }
 
@@ -172,7 +173,12 @@ async function main(): Promise<void> {
   const userHint = opts.userToken ? ", user token set via SIM_USER_TOKEN" : "";
   console.log(
     `Crew simulator listening on ${service.url} — bearer ${tokenHint}${userHint}; inputs: ${(opts.inputs ?? []).join(", ") || "(none)"}; ` +
-      `${opts.tasks?.length ?? 0} tasks, review: ${opts.tasks?.filter((t) => t.humanInput).map((t) => t.name).join(", ") || "none"}`,
+      `${opts.tasks?.length ?? 0} tasks, review: ${
+        opts.tasks
+          ?.filter((t) => t.humanInput)
+          .map((t) => t.name)
+          .join(", ") || "none"
+      }`,
   );
 
   const flow = await startFlowSimFromEnv(process.env, (line) => console.log(line)).catch((err: Error) => {

@@ -1,10 +1,10 @@
 // What every Slack feature handler may use; built once by the composition root.
 import type { CrewRegistry } from "../crew/registry.js";
+import type { FlowRequests } from "../flows/service.js";
 import type { Lifecycle } from "../lifecycle/index.js";
 import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import type { ReviewerRules } from "../review/rules.js";
-import type { FlowRequests } from "../flows/service.js";
 
 export interface FeatureDeps {
   lifecycle: Lifecycle;

@@ -5,8 +5,8 @@
 // the signature on the same bytes (it reuses req.rawBody).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
-import { z } from "zod";
 import type { HTTPReceiver } from "@slack/bolt";
+import { z } from "zod";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
 import type { Logger } from "../log.js";
 
@@ -23,7 +23,13 @@ const view = z.looseObject({
   hash: z.string().optional(),
   state: viewState.optional(),
 });
-const container = z.looseObject({ type: z.string().optional(), channel_id: z.string().optional(), message_ts: z.string().optional(), thread_ts: z.string().optional(), view_id: z.string().optional() });
+const container = z.looseObject({
+  type: z.string().optional(),
+  channel_id: z.string().optional(),
+  message_ts: z.string().optional(),
+  thread_ts: z.string().optional(),
+  view_id: z.string().optional(),
+});
 
 /** The interactive payloads Crewline handles, with the parts its handlers (and Bolt) read. */
 const interactive = z.discriminatedUnion("type", [

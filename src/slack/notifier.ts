@@ -2,16 +2,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-import {
-  announcementMessage,
-  completionMessage,
-  errorNotice,
-  outputNeedsFile,
-  progressMessage,
-  reviewMessage,
-  type RunState,
-  type SlackMessage,
-} from "./blocks/index.js";
+import { announcementMessage, completionMessage, errorNotice, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
 
 const RUN_STATE: Record<string, RunState> = {
   starting: "starting",
@@ -53,7 +44,12 @@ function reviewFor(review: Review, note?: string): SlackMessage {
 }
 
 function safeFilename(name: string): string {
-  return name.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "output";
+  return (
+    name
+      .replace(/[^A-Za-z0-9._-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 60) || "output"
+  );
 }
 
 export class SlackRunNotifier implements RunNotifier {

@@ -2,12 +2,12 @@
 // download): start a crew from /crew, reject a review with feedback as one reviewer, see round 2,
 // approve as another reviewer, see the completion notice, open App Home.
 // Skipped (with a note) when /usr/bin/chromium is missing; .ci/run installs it.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Locator, type Page } from "playwright-core";
+import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -70,7 +70,10 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
   const actAs = (user: string) => page.getByTestId("user-switcher").selectOption(user);
   const thread = () => page.getByTestId("thread");
   const review = (round: number): Locator =>
-    thread().getByTestId("message").filter({ hasText: "writing_task" }).filter({ hasText: `round ${round}` });
+    thread()
+      .getByTestId("message")
+      .filter({ hasText: "writing_task" })
+      .filter({ hasText: `round ${round}` });
 
   it("runs a crew from /crew through a rejected and an approved review to the completion notice and App Home", async () => {
     await page.goto(`${url}/?user=U0STARTER`);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CREW_SELECT_ACTION, KICKOFF_VIEW_CALLBACK } from "../../src/slack/blocks/index.js";
-import { CHANNEL, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -9,7 +9,12 @@ const channelNotices = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => !
 
 describe("completion", () => {
   it("announces a failed run in the channel with the reason, and marks the announcement failed", async () => {
-    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: false, delayMs: 10 }], failRun: { afterTask: 1, error: "Agent exceeded its token budget\n    at Runner.run (runner.py:42)" } } });
+    h = await startHarness({
+      crew: {
+        tasks: [{ id: "t1", name: "t", agent: "A", humanInput: false, delayMs: 10 }],
+        failRun: { afterTask: 1, error: "Agent exceeded its token budget\n    at Runner.run (runner.py:42)" },
+      },
+    });
     await kickoffViaSlack(h, { topic: "x" });
     const notice = await eventually(() => channelNotices(h)[0], { what: "the failure notice" });
     const text = JSON.stringify(notice.blocks);
@@ -35,7 +40,12 @@ describe("completion", () => {
   it("lets the user choose the crew first when several are configured", async () => {
     h = await startHarness({ crews: [{ name: "writer" }] });
     await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL });
-    const picker = await eventually(() => h.slack.callsTo("views.update").map((c) => c.args.view as any).find((v) => JSON.stringify(v).includes(CREW_SELECT_ACTION)));
+    const picker = await eventually(() =>
+      h.slack
+        .callsTo("views.update")
+        .map((c) => c.args.view as any)
+        .find((v) => JSON.stringify(v).includes(CREW_SELECT_ACTION)),
+    );
     const select = picker.blocks.flatMap((b: any) => (b.element ? [b] : [])).find((b: any) => b.element.action_id === CREW_SELECT_ACTION);
     const option = select.element.options.find((o: any) => o.text.text === "writer");
     const viewId = [...h.slack.views.values()].at(-1)!.id;
@@ -46,7 +56,12 @@ describe("completion", () => {
       action: { action_id: CREW_SELECT_ACTION, block_id: select.block_id, type: "static_select", selected_option: option },
       view: { id: viewId, private_metadata: picker.private_metadata, callback_id: picker.callback_id },
     });
-    const form = await eventually(() => h.slack.callsTo("views.update").map((c) => c.args.view as any).find((v) => v?.callback_id === KICKOFF_VIEW_CALLBACK && v.submit));
+    const form = await eventually(() =>
+      h.slack
+        .callsTo("views.update")
+        .map((c) => c.args.view as any)
+        .find((v) => v?.callback_id === KICKOFF_VIEW_CALLBACK && v.submit),
+    );
     expect(JSON.parse(form.private_metadata).crew).toBe("writer");
     expect(JSON.stringify(form.blocks)).toContain("writer");
   });

@@ -2,16 +2,16 @@
 // PostgreSQL database: a request delivered to both posts once, clicks on both answer the flow once, and a
 // request whose post failed on one replica is posted by the other's recovery sweep, once.
 // Runs only with CREWLINE_TEST_DATABASE=postgres.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFlowService } from "../../src/sim/flow-service.js";
-import { startFakeSlack } from "../support/fake-slack.js";
-import { BOT_TOKEN, SIGNING_SECRET, USER, eventually, freePort } from "../support/harness.js";
-import { FLOW_CHANNEL, FLOW_SECRET } from "../support/flows.js";
 import { FLOW_ACTIONS_BLOCK } from "../../src/slack/blocks/index.js";
+import { startFakeSlack } from "../support/fake-slack.js";
+import { FLOW_CHANNEL, FLOW_SECRET } from "../support/flows.js";
+import { BOT_TOKEN, eventually, freePort, SIGNING_SECRET, USER } from "../support/harness.js";
 import { slackRequester } from "../support/slack-requests.js";
 import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
 
@@ -49,10 +49,21 @@ async function startReplica(env: { databaseUrl: string; slackUrl: string; respon
   let output = "";
   proc.stdout!.on("data", (d) => (output += d));
   proc.stderr!.on("data", (d) => (output += d));
-  await eventually(() => fetch(`${url}/healthz`).then((r) => r.status === 200).catch(() => false), { timeoutMs: 60_000, what: "replica /healthz" }).catch((err) => {
+  await eventually(
+    () =>
+      fetch(`${url}/healthz`)
+        .then((r) => r.status === 200)
+        .catch(() => false),
+    { timeoutMs: 60_000, what: "replica /healthz" },
+  ).catch((err) => {
     throw new Error(`${err.message}\n${output}`);
   });
-  return { url, hook: `${url}/hooks/flows/content`, requests: slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: env.responseUrlBase }), output: () => output };
+  return {
+    url,
+    hook: `${url}/hooks/flows/content`,
+    requests: slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: env.responseUrlBase }),
+    output: () => output,
+  };
 }
 
 describe.runIf(usePostgres)("flow feedback requests on two replicas (PostgreSQL)", () => {
@@ -60,7 +71,11 @@ describe.runIf(usePostgres)("flow feedback requests on two replicas (PostgreSQL)
     const slack = await startFakeSlack();
     const flow = await startFlowService({ secret: FLOW_SECRET });
     const db = await createTestDatabaseUrl();
-    cleanups.push(() => slack.close(), () => flow.close(), () => db.drop());
+    cleanups.push(
+      () => slack.close(),
+      () => flow.close(),
+      () => db.drop(),
+    );
     const env = { databaseUrl: db.url, slackUrl: slack.url, responseUrlBase: slack.responseUrlBase };
     const a = await startReplica(env);
     const b = await startReplica(env);
@@ -76,7 +91,12 @@ describe.runIf(usePostgres)("flow feedback requests on two replicas (PostgreSQL)
     // Slack has the message a moment before the bot stores its ts.
     await new Promise((r) => setTimeout(r, 500));
     const click = (replica: typeof a) =>
-      replica.requests.blockAction({ user_id: USER, channel_id: FLOW_CHANNEL, message_ts: msg.ts, action: { action_id: approved.action_id, block_id: FLOW_ACTIONS_BLOCK, value: approved.value } });
+      replica.requests.blockAction({
+        user_id: USER,
+        channel_id: FLOW_CHANNEL,
+        message_ts: msg.ts,
+        action: { action_id: approved.action_id, block_id: FLOW_ACTIONS_BLOCK, value: approved.value },
+      });
     await Promise.all([click(a), click(b), click(a), click(b)]);
     await eventually(() => flow.answers.length === 1, { timeoutMs: 15_000 });
     await new Promise((r) => setTimeout(r, 1000));

@@ -3,8 +3,8 @@
 // and the answer reaches the flow service's callback URL.
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import { USER, eventually } from "../support/harness.js";
-import { FLOW_CHANNEL, clickFlow, flowRow, pendingFlowRequest, startFlowHarness, type FlowHarness } from "../support/flows.js";
+import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
+import { eventually, USER } from "../support/harness.js";
 
 let f: FlowHarness | undefined;
 afterEach(async () => {
@@ -27,7 +27,10 @@ describe("flow feedback requests", () => {
     expect(sent.status).toBe(202);
 
     const req = await pendingFlowRequest(f.h);
-    expect(req.buttons.map((b) => [b.text, b.style])).toEqual([["approved", "primary"], ["rejected", "danger"]]);
+    expect(req.buttons.map((b) => [b.text, b.style])).toEqual([
+      ["approved", "primary"],
+      ["rejected", "danger"],
+    ]);
     const text = JSON.stringify(req.msg.blocks);
     expect(text).toContain("content");
     expect(text).toContain("sim-flow");
@@ -60,7 +63,14 @@ describe("flow feedback requests", () => {
 
     const audit = await f.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id } });
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ kind: "flow_decision", executionId: null, actor: BOB, decision: "rejected", feedback: "Needs sources", detail: { outcome: "answered", flow: "content" } });
+    expect(audit[0]).toMatchObject({
+      kind: "flow_decision",
+      executionId: null,
+      actor: BOB,
+      decision: "rejected",
+      feedback: "Needs sources",
+      detail: { outcome: "answered", flow: "content" },
+    });
 
     // `/crew audit <request id>` shows it and exports it under the request message.
     await f.h.requests.command({ text: `audit ${sent.body.id}`, user_id: USER, channel_id: FLOW_CHANNEL });

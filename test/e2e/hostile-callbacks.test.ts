@@ -2,14 +2,17 @@
 // characters, every method and path shape, callbacks that name another run.
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
-import { CHANNEL, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 import { pendingReview, startRunViaSlack, threadMessage } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
 
 const post = (path: string, body: string, method = "POST") =>
-  fetch(`${h.botUrl}${path}`, { method, body: method === "GET" || method === "HEAD" ? undefined : body, headers: { "content-type": "application/json" } }).then(async (r) => ({ status: r.status, text: await r.text() }));
+  fetch(`${h.botUrl}${path}`, { method, body: method === "GET" || method === "HEAD" ? undefined : body, headers: { "content-type": "application/json" } }).then(async (r) => ({
+    status: r.status,
+    text: await r.text(),
+  }));
 const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
 const oneTask = (output: string) => [{ id: "t1", name: "only_task", agent: "Writer", humanInput: true, output, delayMs: 20 }];
 
@@ -39,13 +42,20 @@ describe("hostile crew callbacks", () => {
     const stored = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
     expect(stored.output).toBe("before\u2400after \ufffd end");
     // A lone surrogate in an otherwise valid body is accepted too.
-    const res = await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, `{"task_id":"t9","name":"odd","output":"x\\udc00y\\u0000z","kickoff_id":"${execution.kickoffId}"}`);
+    const res = await post(
+      `/hooks/${execution.id}/task/${execution.webhookSecret}`,
+      `{"task_id":"t9","name":"odd","output":"x\\udc00y\\u0000z","kickoff_id":"${execution.kickoffId}"}`,
+    );
     expect(res.status).toBe(202);
     await threadMessage(h, "x\ufffdy\u2400z");
   });
 
   it("2. a NUL in a status answer does not stop polling: the review comes from status", async () => {
-    h = await startHarness({ webhooks: false, crew: { tasks: oneTask("polled\u0000output") }, crewline: { watcher: { tickMs: 25, minBackoffMs: 50, maxBackoffMs: 200, leaseMs: 5000 } } });
+    h = await startHarness({
+      webhooks: false,
+      crew: { tasks: oneTask("polled\u0000output") },
+      crewline: { watcher: { tickMs: 25, minBackoffMs: 50, maxBackoffMs: 200, leaseMs: 5000 } },
+    });
     await startRunViaSlack(h);
     const review = await pendingReview(h, { containing: "polled", timeoutMs: 15_000 });
     expect(JSON.stringify(review.msg.blocks)).toContain("polled\u2400output");

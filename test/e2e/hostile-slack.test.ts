@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../src/log.js";
 import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/slack/blocks/index.js";
-import { CHANNEL, SIGNING_SECRET, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { eventually, type Harness, kickoffViaSlack, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { signSlackBody } from "../support/slack-requests.js";
 
@@ -19,13 +19,17 @@ const BOB = "U0BOB";
 const MALLORY = "U0MALLORY";
 
 const signed = (body: string, contentType: string) => h.requests.raw(body, { "Content-Type": contentType, ...signSlackBody(SIGNING_SECRET, body) });
-const form = (fields: Record<string, string>) => signed(new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded");
+const _form = (fields: Record<string, string>) => signed(new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded");
 const lastResponse = () => eventually(() => h.slack.callsTo("response_url").at(-1));
 
 async function kickoffIn(channel: string, user: string, topic: string) {
   const before = await h.bot.database.prisma.execution.count();
   await kickoffViaSlack(h, { topic }, user, channel);
-  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { channelId: channel, kickoffId: { not: null } }, orderBy: { createdAt: "desc" }, skip: 0 }).then((e) => (e && before >= 0 ? e : null)));
+  return eventually(() =>
+    h.bot.database.prisma.execution
+      .findFirst({ where: { channelId: channel, kickoffId: { not: null } }, orderBy: { createdAt: "desc" }, skip: 0 })
+      .then((e) => (e && before >= 0 ? e : null)),
+  );
 }
 
 describe("malformed signed Slack requests (3)", () => {
@@ -103,7 +107,12 @@ describe("a click decides the review its message shows (6)", () => {
     expect(note.args.user).toBe(USER);
     expect(String(note.args.text)).toMatch(/does not belong|nothing was sent/i);
     // Same review, but claimed from another message of the right channel.
-    await h.requests.blockAction({ user_id: BOB, channel_id: PRIVATE, message_ts: "1.000001", action: { action_id: APPROVE_ACTION, block_id: myReview.blockId, value: theirs.id } });
+    await h.requests.blockAction({
+      user_id: BOB,
+      channel_id: PRIVATE,
+      message_ts: "1.000001",
+      action: { action_id: APPROVE_ACTION, block_id: myReview.blockId, value: theirs.id },
+    });
     await eventually(() => h.slack.callsTo("chat.postEphemeral").length === 2);
     await new Promise((r) => setTimeout(r, 200));
     expect(resumeCalls(h)).toHaveLength(0);
@@ -118,7 +127,13 @@ describe("a kickoff form belongs to who opened it (7)", () => {
   async function openForm(user: string, channel: string) {
     const before = h.slack.callsTo("views.update").length;
     await h.requests.command({ text: "", user_id: user, channel_id: channel });
-    const view = await eventually(() => h.slack.callsTo("views.update").slice(before).map((c) => c.args.view as any).find((v) => v?.submit));
+    const view = await eventually(() =>
+      h.slack
+        .callsTo("views.update")
+        .slice(before)
+        .map((c) => c.args.view as any)
+        .find((v) => v?.submit),
+    );
     const viewId = [...h.slack.views.values()].at(-1)!.id;
     const values: Record<string, any> = {};
     for (const block of view.blocks.filter((b: any) => b.type === "input")) {

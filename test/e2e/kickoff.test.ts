@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { CHANNEL, CREW_TOKEN, USER, eventually, kickoffViaSlack, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, CREW_TOKEN, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -43,10 +43,13 @@ describe("kickoff from Slack", () => {
     expect(["running", "waiting"]).toContain(execution.state);
     expect(execution.threadTs).toBeTruthy();
 
-    const text = await eventually(() => {
-      const blocks = JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)?.blocks);
-      return blocks?.includes(execution.kickoffId!) ? blocks : undefined;
-    }, { what: "the announcement with the kickoff id" });
+    const text = await eventually(
+      () => {
+        const blocks = JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)?.blocks);
+        return blocks?.includes(execution.kickoffId!) ? blocks : undefined;
+      },
+      { what: "the announcement with the kickoff id" },
+    );
     expect(text).toContain(`<@${USER}>`);
     expect(text).toContain("research");
     expect(text).toContain("Solar sails");
@@ -62,9 +65,16 @@ describe("kickoff from Slack", () => {
   });
 
   it("turns the crew's 422 into field errors on the form and leaves nothing running", async () => {
-    h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { error: "Validation error", details: { missing_inputs: ["topic"] } } }] } });
+    h = await startHarness({
+      crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { error: "Validation error", details: { missing_inputs: ["topic"] } } }] },
+    });
     await kickoffViaSlack(h, { topic: "x" });
-    const form = await eventually(() => h.slack.callsTo("views.update").map((c) => c.args.view as any).find((v) => JSON.stringify(v).includes("needs")));
+    const form = await eventually(() =>
+      h.slack
+        .callsTo("views.update")
+        .map((c) => c.args.view as any)
+        .find((v) => JSON.stringify(v).includes("needs")),
+    );
     expect(JSON.stringify(form)).toContain("Topic");
     const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { state: "kickoff_failed" } }));
     expect(execution.kickoffId).toBeNull();

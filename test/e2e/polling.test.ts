@@ -2,8 +2,8 @@
 // each Slack effect once, and a kickoff the crew forgot is declared lost after the grace period.
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
-import { CHANNEL, eventually, startHarness, type Harness, type HarnessOptions } from "../support/harness.js";
-import { clickReview, pendingReview, resumeCalls, startRunViaSlack, type PendingReview } from "../support/reviews.js";
+import { eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
+import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -17,9 +17,10 @@ function start(opts: HarnessOptions & { watcher?: Record<string, number> } = {})
 
 // Every task output is posted once (as a review, or as a task message that becomes the review in place).
 const reviewPosts = (h: Harness) =>
-  h.slack.callsTo("chat.postMessage").filter((c) => /^(📝 Review needed|✔️ Task finished)/.test(String(c.args.text ?? "")) || JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION));
-const completionPosts = (h: Harness) =>
-  h.slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
+  h.slack
+    .callsTo("chat.postMessage")
+    .filter((c) => /^(📝 Review needed|✔️ Task finished)/.test(String(c.args.text ?? "")) || JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION));
+const completionPosts = (h: Harness) => h.slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
 const statusPolls = (h: Harness) => h.crew.requests.filter((r) => r.path.endsWith("/status") || r.path.startsWith("/status/"));
 
 /** Reviews already clicked: the next pending one is another. */
@@ -43,7 +44,11 @@ describe("status polling", () => {
     const first = await nextReview(h);
     expect(first.msg.thread_ts).toBe(execution.threadTs);
     expect(JSON.stringify(first.msg.blocks)).toContain("research_task");
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({ taskKey: "research_task", resumeTaskId: "task-research", round: 1 });
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({
+      taskKey: "research_task",
+      resumeTaskId: "task-research",
+      round: 1,
+    });
     await settle(300); // more polls of the same pause must not post it again
     expect(reviewPosts(h)).toHaveLength(1);
     await click(h, first, true);
@@ -53,10 +58,17 @@ describe("status polling", () => {
     await click(h, second, false, "Shorter, please");
 
     const third = await nextReview(h);
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({ taskKey: "writing_task", resumeTaskId: "task-write", round: 2 });
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({
+      taskKey: "writing_task",
+      resumeTaskId: "task-write",
+      round: 2,
+    });
     await click(h, third, true);
 
-    const done = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
+    const done = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+      what: "the completion",
+      timeoutMs: 15_000,
+    });
     expect(done.state).toBe("completed");
     expect(done.output).toContain("Revision (round 2)");
     await settle();
@@ -105,7 +117,10 @@ describe("status polling", () => {
     await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, notFoundSince: { not: null } } }), { what: "the first 404" });
     expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).not.toBe("lost");
 
-    const lost = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, state: "lost", completionTs: { not: null } } }), { what: "the lost run", timeoutMs: 15_000 });
+    const lost = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, state: "lost", completionTs: { not: null } } }), {
+      what: "the lost run",
+      timeoutMs: 15_000,
+    });
     expect(lost.error).toMatch(/no record of this run/);
     expect(lost.finishedAt!.getTime() - lost.notFoundSince!.getTime()).toBeGreaterThanOrEqual(800);
     await settle();

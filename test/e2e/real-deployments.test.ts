@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
-import { CHANNEL, eventually, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -48,7 +48,9 @@ describe.each(["deployed", "seed"] as const)("a crew of automatic, human and aut
     expect(taskPosts(h, "polish_task")).toHaveLength(1);
     expect(JSON.stringify(taskPosts(h, "polish_task")[0]!.args.blocks)).not.toContain(APPROVE_ACTION);
     expect(reviewMessages(h)).toHaveLength(1);
-    expect(h.slack.callsTo("chat.postMessage").filter((c) => /gather_task|polish_task/.test(JSON.stringify(c.args.blocks)) && JSON.stringify(c.args.blocks).includes(APPROVE_ACTION))).toHaveLength(0);
+    expect(
+      h.slack.callsTo("chat.postMessage").filter((c) => /gather_task|polish_task/.test(JSON.stringify(c.args.blocks)) && JSON.stringify(c.args.blocks).includes(APPROVE_ACTION)),
+    ).toHaveLength(0);
     expect(completionNotices(h)).toHaveLength(1);
 
     // One /resume, taken by the crew (no "not waiting" 400), with the task id the crew named.
@@ -83,7 +85,9 @@ describe("the human-input webhook", () => {
     const execution = await startRunViaSlack(h);
     const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
     const post = (url: string, body: unknown, authorization?: string) =>
-      fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) } }).then((r) => r.status);
+      fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) } }).then(
+        (r) => r.status,
+      );
     const bearer = `Bearer ${kickoff.humanInputWebhook.authentication.token}`;
     return { execution, kickoff, post, bearer };
   }
@@ -171,7 +175,11 @@ describe("the event stream (opt-in per crew)", () => {
     const events = await h.bot.database.prisma.webhookEvent.count({ where: { executionId: execution.id } });
     const calls = h.slack.calls.filter((c) => c.method === "chat.postMessage").length;
     for (const batch of [...eventBatches(h)].reverse()) {
-      const res = await fetch(batch.url, { method: "POST", body: JSON.stringify(batch.body), headers: { "content-type": "application/json", authorization: `Bearer ${kickoff.webhooks.authentication.token}` } });
+      const res = await fetch(batch.url, {
+        method: "POST",
+        body: JSON.stringify(batch.body),
+        headers: { "content-type": "application/json", authorization: `Bearer ${kickoff.webhooks.authentication.token}` },
+      });
       expect(res.status).toBeLessThan(300);
     }
     await new Promise((r) => setTimeout(r, 400));
@@ -204,7 +212,9 @@ describe("the event stream (opt-in per crew)", () => {
     const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
     const batch = { events: [{ id: "e1", execution_id: execution.kickoffId, timestamp: new Date().toISOString(), type: "crew_kickoff_completed", data: { output: "forged" } }] };
     const post = (url: string, body: unknown, authorization?: string) =>
-      fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) } }).then((r) => r.status);
+      fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) } }).then(
+        (r) => r.status,
+      );
     const token = `Bearer ${kickoff.webhooks.authentication.token}`;
     expect(await post(kickoff.webhooks.url, batch)).toBe(401);
     expect(await post(kickoff.webhooks.url, batch, "Bearer nope")).toBe(401);

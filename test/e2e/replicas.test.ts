@@ -2,17 +2,17 @@
 // Slack and the local crew service in this process. Every Slack effect must happen once, every
 // decision must reach the crew once, and a replica killed with SIGKILL must not strand its runs.
 // Runs only with CREWLINE_TEST_DATABASE=postgres.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { type SimCrewService, type SimTask, startCrewService } from "../../src/sim/crew-service.js";
 import { APPROVE_ACTION, inputBlockId } from "../../src/slack/blocks/index.js";
-import { startCrewService, type SimCrewService, type SimTask } from "../../src/sim/crew-service.js";
-import { startFakeSlack, type FakeSlack, type SlackCall } from "../support/fake-slack.js";
-import { BOT_TOKEN, CHANNEL, CREW_TOKEN, SIGNING_SECRET, USER, eventually, freePort } from "../support/harness.js";
-import { slackRequester, type SlackRequester } from "../support/slack-requests.js";
+import { type FakeSlack, type SlackCall, startFakeSlack } from "../support/fake-slack.js";
+import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, SIGNING_SECRET, USER } from "../support/harness.js";
+import { type SlackRequester, slackRequester } from "../support/slack-requests.js";
 import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
 
 interface Replica {
@@ -67,7 +67,13 @@ async function startReplica(name: string, env: { databaseUrl: string; slack: Fak
   proc.stdout!.on("data", (d) => (output += d));
   proc.stderr!.on("data", (d) => (output += d));
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
-  await eventually(() => fetch(`${url}/healthz`).then((r) => r.status === 200).catch(() => false), { timeoutMs: 60_000, what: `${name} /healthz` }).catch((err) => {
+  await eventually(
+    () =>
+      fetch(`${url}/healthz`)
+        .then((r) => r.status === 200)
+        .catch(() => false),
+    { timeoutMs: 60_000, what: `${name} /healthz` },
+  ).catch((err) => {
     throw new Error(`${err.message}\n${output}`);
   });
   const requests = slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: env.slack.responseUrlBase });
@@ -84,7 +90,15 @@ function kill(replica: Replica): Promise<number | null> {
 async function kickoffForm(slack: FakeSlack, replica: Replica) {
   const before = slack.callsTo("views.update").length;
   await replica.requests.command({ text: "", user_id: USER, channel_id: CHANNEL });
-  return eventually(() => slack.callsTo("views.update").slice(before).map((c) => c.args.view as any).find((v) => v?.submit), { what: "the kickoff form", timeoutMs: 20_000 });
+  return eventually(
+    () =>
+      slack
+        .callsTo("views.update")
+        .slice(before)
+        .map((c) => c.args.view as any)
+        .find((v) => v?.submit),
+    { what: "the kickoff form", timeoutMs: 20_000 },
+  );
 }
 
 function submitKickoff(replica: Replica, form: any, topic: string) {
@@ -160,7 +174,11 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     const slack = await startFakeSlack();
     const crew = await startCrewService({ token: CREW_TOKEN, tasks: TASKS });
     const db = await createTestDatabaseUrl();
-    cleanups.push(() => slack.close(), () => crew.close(), () => db.drop());
+    cleanups.push(
+      () => slack.close(),
+      () => crew.close(),
+      () => db.drop(),
+    );
 
     // a and b get webhooks; c has no PUBLIC_URL and relies on polling for the runs it starts.
     const replicas = await Promise.all([
@@ -176,7 +194,10 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     for (let i = 0; i < RUNS; i++) forms.push(await kickoffForm(slack, replicas[i % 3]!));
     const answers = await Promise.all(forms.map((form, i) => submitKickoff(replicas[(i + 1) % 3]!, form, `Topic ${i}`)));
     expect(answers.every((r) => r.status === 200)).toBe(true);
-    await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Execution" WHERE "kickoffId" IS NOT NULL`))[0]!.n === String(RUNS), { timeoutMs: 30_000, what: "12 kickoffs" });
+    await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Execution" WHERE "kickoffId" IS NOT NULL`))[0]!.n === String(RUNS), {
+      timeoutMs: 30_000,
+      what: "12 kickoffs",
+    });
 
     // Approve reviews as they appear, spreading the clicks; kill b once a third of them are decided.
     const TOTAL = RUNS * TASKS.length;
@@ -186,7 +207,10 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     const deadline = Date.now() + 75_000;
     while (clicked.size < TOTAL) {
       if (Date.now() > deadline) {
-        const stuck = await query(db.url, `SELECT r.state, r."messageTs", r."postClaimedAt", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`);
+        const stuck = await query(
+          db.url,
+          `SELECT r.state, r."messageTs", r."postClaimedAt", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`,
+        );
         const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
         throw new Error(`only ${clicked.size}/${TOTAL} reviews appeared: ${JSON.stringify({ stuck, events, now: new Date() })}`);
       }
@@ -204,7 +228,11 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
         alive = [a, c];
         const onB = [...clicked].filter(([, r]) => r === b).map(([id]) => `'${id}'`);
         if (onB.length) {
-          await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Review" WHERE state = 'approved' AND id IN (${onB.join(",")})`))[0]!.n === String(onB.length), { timeoutMs: 10_000, what: "b's decisions" });
+          await eventually(
+            async () =>
+              (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Review" WHERE state = 'approved' AND id IN (${onB.join(",")})`))[0]!.n === String(onB.length),
+            { timeoutMs: 10_000, what: "b's decisions" },
+          );
         }
         expect(await query(db.url, `SELECT id FROM "Execution" WHERE "leaseOwner" IS NOT NULL OR "completionTs" IS NULL`)).not.toHaveLength(0);
         await kill(b);
@@ -214,10 +242,13 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     }
     expect(killed).toBe(true);
 
-    const finished = await eventually(async () => {
-      const rows = await query<{ id: string; state: string; completionTs: string | null }>(db.url, `SELECT id, state, "completionTs" FROM "Execution"`);
-      return rows.length === RUNS && rows.every((r) => r.completionTs) ? rows : undefined;
-    }, { timeoutMs: 30_000, what: "every run announced" });
+    const finished = await eventually(
+      async () => {
+        const rows = await query<{ id: string; state: string; completionTs: string | null }>(db.url, `SELECT id, state, "completionTs" FROM "Execution"`);
+        return rows.length === RUNS && rows.every((r) => r.completionTs) ? rows : undefined;
+      },
+      { timeoutMs: 30_000, what: "every run announced" },
+    );
     expect(finished.every((r) => r.state === "completed")).toBe(true);
     await new Promise((r) => setTimeout(r, 1000)); // late duplicates would show up now
 
@@ -239,7 +270,11 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     // Slow second task: the bot is dead when its task webhook is sent.
     const crew = await startCrewService({ token: CREW_TOKEN, tasks: [TASKS[0]!, { ...TASKS[1]!, delayMs: 2500 }] });
     const db = await createTestDatabaseUrl();
-    cleanups.push(() => slack.close(), () => crew.close(), () => db.drop());
+    cleanups.push(
+      () => slack.close(),
+      () => crew.close(),
+      () => db.drop(),
+    );
 
     const first = await startReplica("first", { databaseUrl: db.url, slack, crew, webhooks: true });
     const form = await kickoffForm(slack, first);
@@ -257,7 +292,10 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       what: "the second review, from status",
     });
     await approve(second, secondId, secondWhere);
-    await eventually(async () => (await query<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`))[0]?.completionTs, { timeoutMs: 20_000, what: "the completion" });
+    await eventually(async () => (await query<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`))[0]?.completionTs, {
+      timeoutMs: 20_000,
+      what: "the completion",
+    });
     await new Promise((r) => setTimeout(r, 1000));
 
     expect([...reviewPostsById(slack).values()]).toEqual([1, 1]);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "../support/fake-slack.js";
-import { CHANNEL, CREW_TOKEN, USER, eventually, startHarness, type Harness } from "../support/harness.js";
+import { CHANNEL, CREW_TOKEN, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -10,7 +10,14 @@ afterEach(async () => h?.close());
 const BOB = "U0BOB";
 
 function reviewMessages(h: Harness): FakeMessage[] {
-  return h.slack.messages(CHANNEL).filter((m) => /^✔️ Task finished/.test(m.text ?? "") || JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) || /Approved by|Rejected by|No decision/.test(JSON.stringify(m.blocks ?? [])));
+  return h.slack
+    .messages(CHANNEL)
+    .filter(
+      (m) =>
+        /^✔️ Task finished/.test(m.text ?? "") ||
+        JSON.stringify(m.blocks ?? []).includes(APPROVE_ACTION) ||
+        /Approved by|Rejected by|No decision/.test(JSON.stringify(m.blocks ?? [])),
+    );
 }
 
 describe("review loop", () => {
@@ -50,12 +57,21 @@ describe("review loop", () => {
     expect(body.crewWebhookUrl).toBe(hooks.crewWebhookUrl);
 
     // The message is rewritten in place: no buttons, who rejected, the feedback quoted.
-    await eventually(() => {
-      const updated = h.slack.messages(CHANNEL).find((m) => m.ts === first.msg.ts)!;
-      const text = JSON.stringify(updated.blocks);
-      // …and the crew's answer to the resume.
-      return !text.includes(APPROVE_ACTION) && text.includes(`<@${USER}>`) && text.includes("Cite primary sources") && /Rejected/.test(text) && text.includes("Crew: retrying — Task will be retried");
-    }, { what: "the rejected review message" });
+    await eventually(
+      () => {
+        const updated = h.slack.messages(CHANNEL).find((m) => m.ts === first.msg.ts)!;
+        const text = JSON.stringify(updated.blocks);
+        // …and the crew's answer to the resume.
+        return (
+          !text.includes(APPROVE_ACTION) &&
+          text.includes(`<@${USER}>`) &&
+          text.includes("Cite primary sources") &&
+          /Rejected/.test(text) &&
+          text.includes("Crew: retrying — Task will be retried")
+        );
+      },
+      { what: "the rejected review message" },
+    );
 
     // The retried task arrives as round 2 in the same thread.
     const second = await pendingReview(h, { containing: "round 2" });
@@ -184,15 +200,22 @@ describe("review loop", () => {
     for (let i = 1; i <= 500; i += 25) {
       await Promise.all(
         Array.from({ length: 25 }, (_, j) =>
-          fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ thought: `thinking step ${i + j}`, kickoff_id: execution.kickoffId }) }),
+          fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ thought: `thinking step ${i + j}`, kickoff_id: execution.kickoffId }),
+          }),
         ),
       );
     }
     const elapsed = Date.now() - started;
-    await eventually(() => {
-      const progress = h.slack.messages(CHANNEL).find((m) => m.ts === execution.progressTs || /step/.test(m.text ?? ""));
-      return progress && JSON.stringify(progress.blocks).includes("thinking step 500") && JSON.stringify(progress.blocks).includes("500 steps");
-    }, { what: "the progress message showing step 500" });
+    await eventually(
+      () => {
+        const progress = h.slack.messages(CHANNEL).find((m) => m.ts === execution.progressTs || /step/.test(m.text ?? ""));
+        return progress && JSON.stringify(progress.blocks).includes("thinking step 500") && JSON.stringify(progress.blocks).includes("500 steps");
+      },
+      { what: "the progress message showing step 500" },
+    );
     const progressCalls = h.slack.calls.filter((c) => (c.method === "chat.update" || c.method === "chat.postMessage") && /step/.test(String(c.args.text)));
     // progressIntervalMs is 200 in the harness: at most one call per interval, plus the first and the trailing one.
     expect(progressCalls.length).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 3);

@@ -1,8 +1,8 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
-import { ReviewReminders } from "../../src/review/reminders.js";
 import { silentLogger } from "../../src/log.js";
-import { CHANNEL, USER, eventually, startHarness, type Harness } from "../support/harness.js";
+import { ReviewReminders } from "../../src/review/reminders.js";
+import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -13,7 +13,6 @@ const CAROL = "U0CAROL";
 const GROUP = "S0REVIEW";
 
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
-
 
 async function reviewState(h: Harness, id: string) {
   return (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } })).state;
@@ -85,20 +84,24 @@ describe("audit trail", () => {
     const execution = await startRunViaSlack(h);
     const first = await pendingReview(h, { index: 0 });
     await clickReview(h, first, false, "Cite primary sources", USER);
-    const next = async (previous: string) => eventually(async () => {
-      const r = await pendingReview(h, { index: 0 });
-      return r.reviewId !== previous ? r : undefined;
-    });
+    const next = async (previous: string) =>
+      eventually(async () => {
+        const r = await pendingReview(h, { index: 0 });
+        return r.reviewId !== previous ? r : undefined;
+      });
     const second = await next(first.reviewId);
     await clickReview(h, second, true, "", USER);
     const third = await next(second.reviewId);
     await clickReview(h, third, true, "Ship it", USER);
     await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).completionTs);
 
-    const rows = await eventually(async () => {
-      const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
-      return r.length === 5 ? r : undefined;
-    }, { what: "5 audit rows" });
+    const rows = await eventually(
+      async () => {
+        const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+        return r.length === 5 ? r : undefined;
+      },
+      { what: "5 audit rows" },
+    );
     expect(rows.map((r) => [r.kind, r.taskKey, r.round, r.decision])).toEqual([
       ["kickoff", null, null, null],
       ["decision", "research_task", 1, "reject"],
@@ -129,7 +132,10 @@ describe("audit trail", () => {
     const json = JSON.parse(files.find((f) => f.filename.endsWith(".json"))!.content);
     expect(json).toHaveLength(5);
     expect(json[1]).toMatchObject({ kind: "decision", actor: USER, decision: "reject", feedback: "Cite primary sources", round: 1 });
-    const csv = files.find((f) => f.filename.endsWith(".csv"))!.content.trim().split("\r\n");
+    const csv = files
+      .find((f) => f.filename.endsWith(".csv"))!
+      .content.trim()
+      .split("\r\n");
     expect(csv[0]).toBe("createdAt,kind,executionId,taskKey,round,actor,decision,feedback,outputHash,msToDecision,resumeStatus,resumeMessage,detail,flowRequestId");
     expect(csv).toHaveLength(6);
     expect(csv[2]).toContain(",decision,");
@@ -172,7 +178,10 @@ describe("review reminders", () => {
     expect(await h.bot.reminders.tick()).toBe(0);
     clock.offsetMs = 61_000;
     // Two replicas (same configuration) tick at the same time: one reminder, whichever sends it.
-    const other = new ReviewReminders({ db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock }, { afterMs: 60_000, max: 2 });
+    const other = new ReviewReminders(
+      { db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
+      { afterMs: 60_000, max: 2 },
+    );
     const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
     expect(sent[0]! + sent[1]!).toBe(1);
     expect(reminders()).toHaveLength(1);

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { WebSocketServer, type WebSocket } from "ws";
-import { createCrewline, type Crewline } from "../../src/app.js";
+import { type WebSocket, WebSocketServer } from "ws";
+import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log.js";
-import { startCrewService, type SimCrewService } from "../../src/sim/crew-service.js";
-import { startFakeSlack, type FakeSlack } from "../support/fake-slack.js";
-import { BOT_TOKEN, CHANNEL, CREW_TOKEN, USER, eventually, freePort } from "../support/harness.js";
+import { type SimCrewService, startCrewService } from "../../src/sim/crew-service.js";
+import { type FakeSlack, startFakeSlack } from "../support/fake-slack.js";
+import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, USER } from "../support/harness.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 
 // Socket Mode through a real WebSocket: the fake Slack's apps.connections.open hands out the URL of
@@ -22,7 +22,12 @@ describe("Socket Mode", () => {
     const db: TestDatabase = await createTestDatabase();
     const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
     await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
-    cleanup.push(() => slack.close(), () => crew.close(), () => db.drop(), () => new Promise<void>((r) => wss.close(() => r())));
+    cleanup.push(
+      () => slack.close(),
+      () => crew.close(),
+      () => db.drop(),
+      () => new Promise<void>((r) => wss.close(() => r())),
+    );
     slack.socketModeUrl = `ws://127.0.0.1:${(wss.address() as { port: number }).port}/`;
 
     const acks: any[] = [];
@@ -60,7 +65,12 @@ describe("Socket Mode", () => {
     await eventually(() => acks.find((a) => a.envelope_id === "env-1"), { what: "the envelope ack" });
     const [open] = await slack.waitForCalls("views.open", 1);
     expect(open!.args.trigger_id).toBe("trig-socket-1");
-    const form = await eventually(() => slack.callsTo("views.update").map((c) => c.args.view as any).find((v) => v?.submit));
+    const form = await eventually(() =>
+      slack
+        .callsTo("views.update")
+        .map((c) => c.args.view as any)
+        .find((v) => v?.submit),
+    );
     expect(form.blocks.filter((b: any) => b.type === "input").map((b: any) => b.label.text)).toEqual(["Topic"]);
 
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);

@@ -1,12 +1,12 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "../support/fake-slack.js";
-import { freePort, eventually } from "../support/harness.js";
-import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
+import { type FakeSlack, startFakeSlack } from "../support/fake-slack.js";
+import { eventually, freePort } from "../support/harness.js";
 import { startScriptNodeFlags } from "../support/start-command.js";
+import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
 
 let child: ChildProcess | undefined;
 let slack: FakeSlack | undefined;
@@ -18,7 +18,10 @@ afterEach(async () => {
 });
 
 function runBot(env: Record<string, string>) {
-  const proc = spawn(process.execPath, [...startScriptNodeFlags(), "--import", "tsx", "src/main.ts"], { env: { PATH: process.env.PATH!, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...startScriptNodeFlags(), "--import", "tsx", "src/main.ts"], {
+    env: { PATH: process.env.PATH!, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   proc.stdout!.on("data", (d) => (output += d));
   proc.stderr!.on("data", (d) => (output += d));
@@ -54,7 +57,10 @@ describe("start-up", () => {
     });
     child = bot.proc;
     try {
-      const health = await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => (r.status === 200 ? r.json() : undefined)), { timeoutMs: 30_000, what: "/healthz" });
+      const health = await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => (r.status === 200 ? r.json() : undefined)), {
+        timeoutMs: 30_000,
+        what: "/healthz",
+      });
       expect(health).toEqual({ ok: true });
       if (!db) expect(fs.existsSync(path.join(dataDir, "pglite"))).toBe(true);
       expect(bot.output()).toMatch(/database migrated/);

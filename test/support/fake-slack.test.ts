@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { App, LogLevel, verifySlackRequest } from "@slack/bolt";
 import { WebClient } from "@slack/web-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startFakeSlack, type FakeSlack } from "./fake-slack.js";
+import { type FakeSlack, startFakeSlack } from "./fake-slack.js";
 import { signSlackBody, slackRequester } from "./slack-requests.js";
 
 let fake: FakeSlack;
@@ -115,7 +115,14 @@ describe("fake Slack Web API with a real WebClient", () => {
       initial_comment: "Full output attached",
     });
     expect(fake.files).toEqual([
-      expect.objectContaining({ channel: "C1", thread_ts: ts, filename: "output.md", title: "Full output", content: "# Report\nline 2 ✓", initial_comment: "Full output attached" }),
+      expect.objectContaining({
+        channel: "C1",
+        thread_ts: ts,
+        filename: "output.md",
+        title: "Full output",
+        content: "# Report\nline 2 ✓",
+        initial_comment: "Full output attached",
+      }),
     ]);
     expect(fake.callsTo("files.completeUploadExternal")[0]?.args.files).toEqual([{ id: fake.files[0]?.id, title: "Full output" }]);
   });
@@ -193,7 +200,11 @@ describe("signed requests", () => {
     expect(() => verifySlackRequest({ signingSecret: "other", body, headers })).toThrow();
     const old = signSlackBody("s3cret", body, Math.floor(Date.now() / 1000) - 600);
     expect(() =>
-      verifySlackRequest({ signingSecret: "s3cret", body, headers: { "x-slack-signature": old["X-Slack-Signature"]!, "x-slack-request-timestamp": Number(old["X-Slack-Request-Timestamp"]) } }),
+      verifySlackRequest({
+        signingSecret: "s3cret",
+        body,
+        headers: { "x-slack-signature": old["X-Slack-Signature"]!, "x-slack-request-timestamp": Number(old["X-Slack-Request-Timestamp"]) },
+      }),
     ).toThrow();
   });
 
@@ -243,7 +254,10 @@ describe("signed requests", () => {
       expect(fake.messages("C1")[0]?.text).toBe("approved");
       expect(seen.action?.[0]).toMatchObject({ type: "block_actions", actions: [{ action_id: "approve", value: "42", type: "button" }], container: { message_ts: ts } });
 
-      const sub = await slack.viewSubmission({ user_id: "U1", view: { callback_id: "run", private_metadata: "{}", state: { values: { crew: { pick: { type: "static_select", selected_option: null } } } } } });
+      const sub = await slack.viewSubmission({
+        user_id: "U1",
+        view: { callback_id: "run", private_metadata: "{}", state: { values: { crew: { pick: { type: "static_select", selected_option: null } } } } },
+      });
       expect(sub).toMatchObject({ status: 200, json: { response_action: "errors", errors: { crew: "Pick a crew" } } });
 
       expect((await slack.appHomeOpened({ user_id: "U1" })).status).toBe(200);

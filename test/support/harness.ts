@@ -1,13 +1,13 @@
 // The whole bot over real boundaries: signed Slack requests to /slack/events, a fake Slack Web API,
 // the local crew service over HTTP (sending real webhooks), and a fresh database.
 import net from "node:net";
-import { createCrewline, type Crewline, type CrewlineOptions } from "../../src/app.js";
+import { type Crewline, type CrewlineOptions, createCrewline } from "../../src/app.js";
 import type { AppConfig, CrewConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/log.js";
+import { type SimCrewOptions, type SimCrewService, startCrewService } from "../../src/sim/crew-service.js";
 import { inputNameFromBlockId } from "../../src/slack/blocks/index.js";
-import { startCrewService, type SimCrewOptions, type SimCrewService } from "../../src/sim/crew-service.js";
-import { startFakeSlack, type FakeSlack, type FakeSlackOptions } from "./fake-slack.js";
-import { slackRequester, type SlackRequester } from "./slack-requests.js";
+import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from "./fake-slack.js";
+import { type SlackRequester, slackRequester } from "./slack-requests.js";
 import { createTestDatabase, type TestDatabase } from "./test-database.js";
 
 export const SIGNING_SECRET = "test-signing-secret";
@@ -115,7 +115,12 @@ export async function kickoffViaSlack(h: Harness, inputs: Record<string, string>
   const command = await h.requests.command({ text: "", user_id: user, channel_id: channel });
   if (command.status !== 200) throw new Error(`/crew answered ${command.status}`);
   const form = await eventually(
-    () => h.slack.callsTo("views.update").slice(before).map((c) => c.args.view as any).find((v) => v?.submit),
+    () =>
+      h.slack
+        .callsTo("views.update")
+        .slice(before)
+        .map((c) => c.args.view as any)
+        .find((v) => v?.submit),
     { what: "the kickoff form" },
   );
   const opened = h.slack.callsTo("views.open").at(-1)!;

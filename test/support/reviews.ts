@@ -1,7 +1,7 @@
 // Review messages as a test sees them in the fake Slack, and clicks on them as Slack would send them.
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
-import { CHANNEL, USER, eventually, kickoffViaSlack, type Harness } from "./harness.js";
+import { CHANNEL, eventually, type Harness, kickoffViaSlack, USER } from "./harness.js";
 
 export interface PendingReview {
   msg: FakeMessage;

@@ -160,8 +160,9 @@ function element(el, ctx, blockId, inInput, dispatch) {
     case "channels_select": {
       let options = el.options || (el.option_groups || []).flatMap((g) => g.options);
       if (el.type === "users_select") options = (state?.users || []).map((u) => ({ value: u.id, text: { type: "plain_text", text: u.name } }));
-      if (el.type === "conversations_select" || el.type === "channels_select") options = (state?.channels || []).map((c) => ({ value: c.id, text: { type: "plain_text", text: `#${c.name}` } }));
-      const chosen = drafts.has(key) ? drafts.get(key) : el.initial_option?.value ?? "";
+      if (el.type === "conversations_select" || el.type === "channels_select")
+        options = (state?.channels || []).map((c) => ({ value: c.id, text: { type: "plain_text", text: `#${c.name}` } }));
+      const chosen = drafts.has(key) ? drafts.get(key) : (el.initial_option?.value ?? "");
       const opts = options.map((o) => `<option value="${escapeHtml(o.value)}"${o.value === chosen ? " selected" : ""}>${escapeHtml(o.text?.text)}</option>`).join("");
       const fires = !inInput || dispatch ? ' data-fires="1"' : "";
       return `<select ${data}${fires}><option value="">${escapeHtml(el.placeholder?.text || "Select…")}</option>${opts}</select>`;
@@ -170,7 +171,12 @@ function element(el, ctx, blockId, inInput, dispatch) {
       return `<select ${data} data-fires="1"><option value="">⋯</option>${(el.options || []).map((o) => `<option value="${escapeHtml(o.value)}">${escapeHtml(o.text?.text)}</option>`).join("")}</select>`;
     case "checkboxes":
     case "radio_buttons":
-      return (el.options || []).map((o) => `<label style="display:block"><input type="${el.type === "checkboxes" ? "checkbox" : "radio"}" name="${escapeHtml(key)}" ${data} value="${escapeHtml(o.value)}"> ${textObject(o.text)}</label>`).join("");
+      return (el.options || [])
+        .map(
+          (o) =>
+            `<label style="display:block"><input type="${el.type === "checkboxes" ? "checkbox" : "radio"}" name="${escapeHtml(key)}" ${data} value="${escapeHtml(o.value)}"> ${textObject(o.text)}</label>`,
+        )
+        .join("");
     default:
       return `<span class="muted">[${escapeHtml(el.type)}]</span>`;
   }
@@ -236,7 +242,9 @@ function fileHtml(f) {
     <div class="file"><div class="name">📄 ${escapeHtml(f.title || f.filename)}</div><div class="meta">${escapeHtml(f.filename)} · ${(f.size / 1024).toFixed(1)} KB · <a href="/playground/files/${escapeHtml(f.id)}" target="_blank">open</a></div><pre>${escapeHtml(f.preview)}</pre></div></div></div>`;
 }
 
-const replyCount = (m) => state.messages.filter((x) => x.channel === m.channel && x.thread_ts === m.ts && x.ts !== m.ts).length + state.files.filter((f) => f.channel === m.channel && f.thread_ts === m.ts).length;
+const replyCount = (m) =>
+  state.messages.filter((x) => x.channel === m.channel && x.thread_ts === m.ts && x.ts !== m.ts).length +
+  state.files.filter((f) => f.channel === m.channel && f.thread_ts === m.ts).length;
 
 /** Messages, files and the user's ephemerals of one channel (top level) or one thread, in time order. */
 function timeline(channel, threadTs) {
@@ -247,8 +255,12 @@ function timeline(channel, threadTs) {
     if (threadTs ? m.ts === threadTs || m.thread_ts === threadTs : top) items.push({ at: m.at ?? 0, ts: m.ts, html: messageHtml(m, { inThread: !!threadTs }) });
   }
   for (const f of state.files) if (f.channel === channel && (threadTs ? f.thread_ts === threadTs : !f.thread_ts)) items.push({ at: f.at ?? 0, ts: f.ts || "0", html: fileHtml(f) });
-  for (const e of state.ephemerals) if (e.channel === channel && (threadTs ? e.thread_ts === threadTs : !e.thread_ts)) items.push({ at: e.at ?? 0, ts: e.ts, html: ephemeralHtml(e) });
-  return items.sort((a, b) => a.at - b.at || Number(a.ts) - Number(b.ts)).map((i) => i.html).join("");
+  for (const e of state.ephemerals)
+    if (e.channel === channel && (threadTs ? e.thread_ts === threadTs : !e.thread_ts)) items.push({ at: e.at ?? 0, ts: e.ts, html: ephemeralHtml(e) });
+  return items
+    .sort((a, b) => a.at - b.at || Number(a.ts) - Number(b.ts))
+    .map((i) => i.html)
+    .join("");
 }
 
 // ------------------------------------------------------------------ render
@@ -263,11 +275,16 @@ function render() {
     userSelect.innerHTML = state.users.map((u) => `<option value="${escapeHtml(u.id)}">${escapeHtml(u.name)} — ${escapeHtml(u.role)}</option>`).join("");
   }
   userSelect.value = ui.user;
-  $("#channels").innerHTML = state.channels.map((c) => `<li><a href="#" data-channel="${escapeHtml(c.id)}" class="${ui.view === "channel" && ui.channel === c.id ? "active" : ""}"># ${escapeHtml(c.name)}</a></li>`).join("");
+  $("#channels").innerHTML = state.channels
+    .map((c) => `<li><a href="#" data-channel="${escapeHtml(c.id)}" class="${ui.view === "channel" && ui.channel === c.id ? "active" : ""}"># ${escapeHtml(c.name)}</a></li>`)
+    .join("");
   $("#open-home").classList.toggle("active", ui.view === "home");
   $("#notes").innerHTML = state.notes.map((n) => `<p>${mrkdwn(n)}</p>`).join("");
   $("#violations").innerHTML = state.violations.length
-    ? state.violations.slice(-8).map((v) => `<p class="bad">⚠️ ${escapeHtml(v.method)}: ${escapeHtml(v.problems.join("; "))}</p>`).join("")
+    ? state.violations
+        .slice(-8)
+        .map((v) => `<p class="bad">⚠️ ${escapeHtml(v.method)}: ${escapeHtml(v.problems.join("; "))}</p>`)
+        .join("")
     : "<p>No payload broke Slack's documented limits.</p>";
 
   const timelineEl = $("#timeline");

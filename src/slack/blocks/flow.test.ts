@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { flowRequestMessage, outcomeStyle, type FlowMessageParams } from "./flow.js";
+import { type FlowMessageParams, flowRequestMessage, outcomeStyle } from "./flow.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_FEEDBACK_BLOCK, FLOW_SEND_ACTION } from "./ids.js";
 import { messageLimitViolations } from "./limits.js";
 

@@ -25,7 +25,8 @@ export function helpText(commandName = "/crew", crews: string[], flows: { name: 
 
 /** Where an admin finds each flow's webhook URL (the URL only: its signing secret stays in the config). */
 function flowsLine(flows: { name: string; webhookUrl: string }[]): string {
-  if (flows.length === 0) return "_Admins: flows' feedback requests can be answered here too: set FLOW_WEBHOOK_SECRET and FLOW_CHANNEL (see the README); the webhook URL is then logged at start-up and shown here._";
+  if (flows.length === 0)
+    return "_Admins: flows' feedback requests can be answered here too: set FLOW_WEBHOOK_SECRET and FLOW_CHANNEL (see the README); the webhook URL is then logged at start-up and shown here._";
   const shown = flows.slice(0, 10).map((f) => `\`${escapeMrkdwn(truncatePlain(f.name, 64))}\` → \`${escapeMrkdwn(truncatePlain(f.webhookUrl, 300))}\``);
   return `Flow feedback requests are answered here. Admins: paste each flow's webhook URL into its dashboard (Settings → Human in the Loop):\n${shown.map((l) => `• ${l}`).join("\n")}${flows.length > 10 ? `\n…and ${flows.length - 10} more (see the start-up log)` : ""}`;
 }

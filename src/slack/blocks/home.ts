@@ -102,7 +102,12 @@ export function homeView(p: HomeParams): types.HomeView {
   blocks.push(header("Crews you can start"));
   if (p.crews.length === 0) blocks.push(context("No crews are set up yet. Ask an admin to add one."));
   const crewLines = p.crews.slice(0, HOME_MAX_CREWS).map((crew) => {
-    const where = crew.channels ? crew.channels.slice(0, 10).map((c) => `<#${c}>`).join(", ") + (crew.channels.length > 10 ? ", …" : "") : "any channel";
+    const where = crew.channels
+      ? crew.channels
+          .slice(0, 10)
+          .map((c) => `<#${c}>`)
+          .join(", ") + (crew.channels.length > 10 ? ", …" : "")
+      : "any channel";
     return `• *${name(crew.name)}* — ${where}`;
   });
   blocks.push(...packed(crewLines), ...more(p.crews.length - HOME_MAX_CREWS, "crews"));

@@ -3,31 +3,21 @@ import {
   APPROVE_ACTION,
   CREW_PICKER_VIEW_CALLBACK,
   CREW_SELECT_ACTION,
+  crewNameFromOptionValue,
+  crewOptionValue,
   FEEDBACK_ACTION,
   FEEDBACK_BLOCK,
   INPUT_BLOCK_PREFIX,
-  KICKOFF_VIEW_CALLBACK,
-  REJECT_ACTION,
-  crewNameFromOptionValue,
-  crewOptionValue,
   inputBlockId,
   inputNameFromBlockId,
+  KICKOFF_VIEW_CALLBACK,
+  REJECT_ACTION,
 } from "./ids.js";
 
 describe("ids", () => {
   it("keeps the agreed constant values", () => {
-    expect([KICKOFF_VIEW_CALLBACK, CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, INPUT_BLOCK_PREFIX]).toEqual([
-      "crew_kickoff",
-      "crew_pick",
-      "crew_select",
-      "in:",
-    ]);
-    expect([APPROVE_ACTION, REJECT_ACTION, FEEDBACK_BLOCK, FEEDBACK_ACTION]).toEqual([
-      "review_approve",
-      "review_reject",
-      "review_feedback",
-      "feedback",
-    ]);
+    expect([KICKOFF_VIEW_CALLBACK, CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, INPUT_BLOCK_PREFIX]).toEqual(["crew_kickoff", "crew_pick", "crew_select", "in:"]);
+    expect([APPROVE_ACTION, REJECT_ACTION, FEEDBACK_BLOCK, FEEDBACK_ACTION]).toEqual(["review_approve", "review_reject", "review_feedback", "feedback"]);
   });
 
   it("uses the prefix plus the name for ordinary input names", () => {

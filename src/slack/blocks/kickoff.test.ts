@@ -1,15 +1,7 @@
 import type { types } from "@slack/bolt";
 import { describe, expect, it } from "vitest";
-import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, KICKOFF_VIEW_CALLBACK, crewNameFromOptionValue, inputBlockId } from "./ids.js";
-import {
-  crewPickerView,
-  kickoffErrorView,
-  kickoffFormView,
-  loadingView,
-  missingInputErrors,
-  readViewInputs,
-  visibleFormInputs,
-} from "./kickoff.js";
+import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, inputBlockId, KICKOFF_VIEW_CALLBACK } from "./ids.js";
+import { crewPickerView, kickoffErrorView, kickoffFormView, loadingView, missingInputErrors, readViewInputs, visibleFormInputs } from "./kickoff.js";
 import { modalLimitViolations } from "./limits.js";
 
 const huge = (n: number) => "Ü😀 x".repeat(Math.ceil(n / 5)).slice(0, n);
@@ -55,7 +47,12 @@ describe("crewPickerView", () => {
     const element = inputs(view)[0]?.element as types.StaticSelect;
     expect(element.options).toHaveLength(100);
     expect(texts(view)).toContain("Showing 100 of 130 crews");
-    expect(crewNameFromOptionValue(element.options?.[7]?.value ?? "", crews.map((c) => c.name))).toBe(crews[7]?.name);
+    expect(
+      crewNameFromOptionValue(
+        element.options?.[7]?.value ?? "",
+        crews.map((c) => c.name),
+      ),
+    ).toBe(crews[7]?.name);
     expect(modalLimitViolations(view)).toEqual([]);
   });
 

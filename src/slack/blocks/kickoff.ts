@@ -1,14 +1,6 @@
 // Modal views for starting a crew: loading → (crew picker) → input form, or an error.
 import type { types } from "@slack/bolt";
-import {
-  CREW_PICKER_VIEW_CALLBACK,
-  CREW_SELECT_ACTION,
-  CREW_SELECT_BLOCK,
-  INPUT_ACTION,
-  KICKOFF_VIEW_CALLBACK,
-  crewOptionValue,
-  inputBlockId,
-} from "./ids.js";
+import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, CREW_SELECT_BLOCK, crewOptionValue, INPUT_ACTION, inputBlockId, KICKOFF_VIEW_CALLBACK } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, excerpt, humanizeInputName, safeSlice, truncatePlain } from "./text.js";
 
@@ -44,14 +36,7 @@ const plain = (text: string, max: number = LIMITS.viewText): types.PlainTextElem
 const mrkdwnSection = (text: string): types.SectionBlock => ({ type: "section", text: { type: "mrkdwn", text } });
 const crewLabel = (crewName: string) => `*${escapeMrkdwn(truncatePlain(crewName, CREW_NAME_MAX)) || "Unnamed crew"}*`;
 
-function modal(p: {
-  callbackId: string;
-  title?: string;
-  blocks: types.KnownBlock[];
-  submit?: string;
-  close: string;
-  metadata?: string;
-}): types.ModalView {
+function modal(p: { callbackId: string; title?: string; blocks: types.KnownBlock[]; submit?: string; close: string; metadata?: string }): types.ModalView {
   if (p.metadata !== undefined && p.metadata.length > LIMITS.privateMetadata) {
     throw new Error(`private_metadata is ${p.metadata.length} chars; Slack allows ${LIMITS.privateMetadata}`);
   }
@@ -127,9 +112,7 @@ export function visibleFormInputs<T>(inputs: readonly T[]): T[] {
 export function kickoffFormView(p: KickoffFormParams): types.ModalView {
   const shown = visibleFormInputs(p.inputs);
   const cut = shown.length < p.inputs.length;
-  const blocks: types.KnownBlock[] = [
-    { type: "context", elements: [{ type: "mrkdwn", text: `Crew: ${crewLabel(p.crewName)}` }] },
-  ];
+  const blocks: types.KnownBlock[] = [{ type: "context", elements: [{ type: "mrkdwn", text: `Crew: ${crewLabel(p.crewName)}` }] }];
   if (p.inputs.length === 0) blocks.push(mrkdwnSection("This crew needs no inputs."));
   for (const input of shown) blocks.push(inputBlock(input, p.values?.[input.name]));
   if (cut) {
@@ -171,9 +154,7 @@ export type ViewStateValues = Record<string, Record<string, { value?: string | n
 
 /** Values keyed by input name, trimmed; inputs without a value map to "". */
 export function readViewInputs(stateValues: ViewStateValues, inputNames: string[]): Record<string, string> {
-  return Object.fromEntries(
-    inputNames.map((name) => [name, (stateValues[inputBlockId(name)]?.[INPUT_ACTION]?.value ?? "").trim()]),
-  );
+  return Object.fromEntries(inputNames.map((name) => [name, (stateValues[inputBlockId(name)]?.[INPUT_ACTION]?.value ?? "").trim()]));
 }
 
 /**
@@ -181,7 +162,5 @@ export function readViewInputs(stateValues: ViewStateValues, inputNames: string[
  * the form) are keyed, since Slack rejects errors for blocks the view doesn't have.
  */
 export function missingInputErrors(missing: string[], inputNames: string[]): Record<string, string> {
-  return Object.fromEntries(
-    missing.filter((name) => inputNames.includes(name)).map((name) => [inputBlockId(name), "This field is required by the crew."]),
-  );
+  return Object.fromEntries(missing.filter((name) => inputNames.includes(name)).map((name) => [inputBlockId(name), "This field is required by the crew."]));
 }

@@ -49,14 +49,7 @@ describe("limit checkers", () => {
         },
       ],
     });
-    expect(problems).toEqual(
-      expect.arrayContaining([
-        "title: 25 > 24",
-        "private_metadata: 3001 > 3000",
-        "blocks: 101 > 100",
-        "input blocks need a submit button",
-      ]),
-    );
+    expect(problems).toEqual(expect.arrayContaining(["title: 25 > 24", "private_metadata: 3001 > 3000", "blocks: 101 > 100", "input blocks need a submit button"]));
     expect(problems.join("\n")).toMatch(/block_id: 256 > 255/);
     expect(problems.join("\n")).toMatch(/max_length: 3001 > 3000/);
     expect(problems.join("\n")).toMatch(/placeholder: 151 > 150/);

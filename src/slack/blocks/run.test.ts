@@ -3,23 +3,22 @@ import { describe, expect, it } from "vitest";
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "./ids.js";
 import { blockTextLength, messageLimitViolations } from "./limits.js";
 import {
-  OUTPUT_EXCERPT_MAX,
-  OUTPUT_MARKDOWN_MAX,
-  type SlackMessage,
   announcementMessage,
   completionMessage,
   errorNotice,
+  OUTPUT_EXCERPT_MAX,
+  OUTPUT_MARKDOWN_MAX,
   outputNeedsFile,
   progressMessage,
   readableError,
   reviewMessage,
+  type SlackMessage,
 } from "./run.js";
 
 const huge = (n: number) => "Ü😀 <x> & **y**\n".repeat(Math.ceil(n / 16)).slice(0, n);
 const hugeMarkdown = (n: number) => `# Report\n\n${"Some **text** & <tags>.\n\n```py\nprint('x < y')\n```\n\n".repeat(n / 50)}`;
 const json = (m: SlackMessage) => JSON.stringify(m.blocks);
-const ofType = <T extends types.KnownBlock["type"]>(m: SlackMessage, type: T) =>
-  m.blocks.filter((b): b is Extract<types.KnownBlock, { type: T }> => b.type === type);
+const ofType = <T extends types.KnownBlock["type"]>(m: SlackMessage, type: T) => m.blocks.filter((b): b is Extract<types.KnownBlock, { type: T }> => b.type === type);
 
 function expectWithinLimits(m: SlackMessage): void {
   expect(messageLimitViolations(m.blocks)).toEqual([]);
@@ -276,9 +275,7 @@ describe("completionMessage", () => {
 describe("readableError and errorNotice", () => {
   it("keeps only the first line of a JS stack and the last line of a Python traceback", () => {
     expect(readableError("Error: boom\n    at a (b.js:1:1)")).toBe("Error: boom");
-    expect(readableError('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\nValueError: bad input\n')).toBe(
-      "ValueError: bad input",
-    );
+    expect(readableError('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\nValueError: bad input\n')).toBe("ValueError: bad input");
     expect(readableError("Line one\nLine two")).toBe("Line one\nLine two");
   });
 

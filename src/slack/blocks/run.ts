@@ -3,18 +3,7 @@
 import type { types } from "@slack/bolt";
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
-import {
-  escapeMrkdwn,
-  excerpt,
-  fitMarkdown,
-  fitMrkdwn,
-  formatDuration,
-  formatUtcTime,
-  humanizeInputName,
-  quoteMrkdwn,
-  truncatePlain,
-  userMention,
-} from "./text.js";
+import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, formatDuration, formatUtcTime, humanizeInputName, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
 
 export interface SlackMessage {
   /** Notification / accessibility fallback. */
@@ -54,9 +43,7 @@ export function outputNeedsFile(output: string): boolean {
 export function outputBlocks(output: string, fileAttached = false): types.KnownBlock[] {
   if (!output.trim()) return [section("_No output._")];
   const shortened = outputNeedsFile(output);
-  const blocks: types.KnownBlock[] = shortened
-    ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)]
-    : [{ type: "markdown", text: defuseSlackTokens(output) }];
+  const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: defuseSlackTokens(output) }];
   const note = shortened
     ? fileAttached
       ? "Output shortened — the full text is attached below as a file."
@@ -113,9 +100,7 @@ export function announcementMessage(p: AnnouncementParams): SlackMessage {
   const { emoji, label } = RUN_STATES[p.state];
   const took = p.finishedAt ? ` · took ${formatDuration(p.finishedAt.getTime() - p.startedAt.getTime())}` : "";
   const summary = p.summary?.trim() ? `\n${fitMrkdwn(readableError(p.summary), ERROR_MAX).text}` : "";
-  const blocks: types.KnownBlock[] = [
-    section(`${emoji} ${userMention(p.userId)} started crew ${bold(p.crewName, "Unnamed crew")} — ${label}${took}${summary}`),
-  ];
+  const blocks: types.KnownBlock[] = [section(`${emoji} ${userMention(p.userId)} started crew ${bold(p.crewName, "Unnamed crew")} — ${label}${took}${summary}`)];
   const entries = Object.entries(p.inputs);
   const shown = entries.slice(0, LIMITS.fields);
   if (shown.length) {
@@ -261,9 +246,7 @@ const OUTCOMES: Record<RunOutcome, (crew: string) => string> = {
 /** Posted in the channel (not the thread) when a run ends. */
 export function completionMessage(p: CompletionParams): SlackMessage {
   const duration = formatDuration(p.durationMs);
-  const blocks: types.KnownBlock[] = [
-    section(`${OUTCOMES[p.outcome](bold(p.crewName, "Unnamed crew"))}\nStarted by ${userMention(p.userId)} · took ${duration}`),
-  ];
+  const blocks: types.KnownBlock[] = [section(`${OUTCOMES[p.outcome](bold(p.crewName, "Unnamed crew"))}\nStarted by ${userMention(p.userId)} · took ${duration}`)];
   const reason = p.error?.trim() ? readableError(p.error) : p.outcome === "lost" ? "Crewline stopped hearing from the run." : "";
   if (p.outcome !== "succeeded" && reason) blocks.push(section(`*Reason:* ${fitMrkdwn(reason, ERROR_MAX).text}`));
   if (p.output !== undefined) blocks.push(...outputBlocks(p.output, p.outputTruncated));

@@ -1,16 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  escapeMrkdwn,
-  excerpt,
-  formatDuration,
-  formatUtcTime,
-  humanizeInputName,
-  markdownToMrkdwn,
-  quoteMrkdwn,
-  safeSlice,
-  truncatePlain,
-  userMention,
-} from "./text.js";
+import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, humanizeInputName, markdownToMrkdwn, quoteMrkdwn, safeSlice, truncatePlain, userMention } from "./text.js";
 
 describe("markdownToMrkdwn", () => {
   const cases: [string, string][] = [
@@ -40,16 +29,12 @@ describe("markdownToMrkdwn", () => {
   it.each(cases)("%j", (md, expected) => expect(markdownToMrkdwn(md)).toBe(expected));
 
   it("leaves inline code unformatted", () => {
-    expect(markdownToMrkdwn("run `**not bold** [x](https://y)` now **yes**")).toBe(
-      "run `**not bold** [x](https://y)` now *yes*",
-    );
+    expect(markdownToMrkdwn("run `**not bold** [x](https://y)` now **yes**")).toBe("run `**not bold** [x](https://y)` now *yes*");
   });
 
   it("keeps fenced code verbatim apart from entity escaping, and drops the info string", () => {
     const md = "before **b**\n```ts\nconst a = **b** && [x](https://y);\n# not a heading\n- not a bullet\n```\nafter _i_";
-    expect(markdownToMrkdwn(md)).toBe(
-      "before *b*\n```\nconst a = **b** &amp;&amp; [x](https://y);\n# not a heading\n- not a bullet\n```\nafter _i_",
-    );
+    expect(markdownToMrkdwn(md)).toBe("before *b*\n```\nconst a = **b** &amp;&amp; [x](https://y);\n# not a heading\n- not a bullet\n```\nafter _i_");
   });
 
   it("closes a fence the Markdown left open, and supports ~~~ fences", () => {

@@ -51,7 +51,10 @@ const BOLD = "\uE002";
 export function markdownToMrkdwn(md: string): string {
   const out: string[] = [];
   let fence: string | null = null;
-  for (const line of md.replace(/\r\n?/g, "\n").replace(/[\uE000-\uE002]/g, "").split("\n")) {
+  for (const line of md
+    .replace(/\r\n?/g, "\n")
+    .replace(/[\uE000-\uE002]/g, "")
+    .split("\n")) {
     const marker = FENCE_LINE.exec(line)?.[1];
     if (fence !== null) {
       const closes = marker !== undefined && marker[0] === fence[0] && marker.length >= fence.length && line.trim() === marker;
@@ -105,9 +108,7 @@ function formatText(text: string): string {
   const keep = (mrkdwn: string) => `${TOKEN_OPEN}${kept.push(mrkdwn) - 1}${TOKEN_CLOSE}`;
   let s = text
     .replace(/\\([\\`*_{}[\]()#+\-.!~|<>&])/g, (_m, ch: string) => keep(escapeMrkdwn(ch)))
-    .replace(/!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g, (_m, label: string, url: string) =>
-      isLinkable(url) ? keep(slackLink(url, label)) : label,
-    )
+    .replace(/!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g, (_m, label: string, url: string) => (isLinkable(url) ? keep(slackLink(url, label)) : label))
     .replace(/<((?:https?|mailto):[^>\s]+)>/g, (_m, url: string) => keep(slackLink(url, "")));
   s = escapeMrkdwn(s)
     .replace(/\*\*\*(?=\S)([\s\S]*?\S)\*\*\*/g, `${BOLD}_$1_${BOLD}`)
@@ -212,8 +213,7 @@ export function humanizeInputName(name: string): string {
 
 export function formatDuration(ms: number): string {
   const total = Number.isFinite(ms) && ms > 0 ? Math.round(ms / 1000) : 0;
-  const pair = (big: number, bigUnit: string, small: number, smallUnit: string) =>
-    small ? `${big} ${bigUnit} ${small} ${smallUnit}` : `${big} ${bigUnit}`;
+  const pair = (big: number, bigUnit: string, small: number, smallUnit: string) => (small ? `${big} ${bigUnit} ${small} ${smallUnit}` : `${big} ${bigUnit}`);
   if (total < 60) return `${total} s`;
   const minutes = Math.floor(total / 60);
   if (minutes < 60) return pair(minutes, "min", total % 60, "s");
