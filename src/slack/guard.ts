@@ -8,6 +8,7 @@ import { parse as parseQuery } from "node:querystring";
 import type { HTTPReceiver } from "@slack/bolt";
 import { z } from "zod";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
+import { readBody, BodyTooLarge as TooLarge } from "../http/routes.js";
 import type { Logger } from "../log.js";
 
 export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
@@ -86,27 +87,6 @@ export function slackBodyProblem(contentType: string | undefined, text: string):
   } catch (err) {
     return err instanceof JsonTooComplex ? err.message : "body is not JSON";
   }
-}
-
-class TooLarge extends Error {}
-
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    if (Number(req.headers["content-length"] ?? 0) > limit) return reject(new TooLarge());
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off("data", onData);
-        return reject(new TooLarge());
-      }
-      chunks.push(chunk);
-    };
-    req.on("data", onData);
-    req.once("end", () => resolve(Buffer.concat(chunks)));
-    req.once("error", reject);
-  });
 }
 
 function refuse(res: ServerResponse, status: number, error: string): void {
