@@ -58,8 +58,10 @@ describe("waiting for a person (every variant in the field notes)", () => {
   it.each(["RUNNING", "PENDING", "STARTED", "Running task review_task (2/3)", "Execution queued"])("%s does not", (s) => {
     expect(parseStatus({ state: s }).phase).toBe("running");
   });
-  it("reads the status text when the state does not say it", () => {
-    expect(parseStatus({ state: "RUNNING", status: "Pending Human Input" }).phase).toBe("paused");
+  it("reads the status text when the state does not say it, but trusts a state that says the run is going", () => {
+    expect(parseStatus({ state: "ACTIVE", status: "Pending Human Input" }).phase).toBe("paused");
+    expect(parseStatus({ status: "Pending Human Input" }).phase).toBe("paused");
+    expect(parseStatus({ state: "RUNNING", status: "Running task review_required_task (2/3)" }).phase).toBe("running");
   });
 });
 

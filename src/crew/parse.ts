@@ -133,8 +133,11 @@ export function parseStatus(body: unknown, crewName = ""): ExecutionStatus {
   const rawState = s.state ?? s.status;
   if (rawState === undefined) throw invalid("status", crewName, "status body has no state");
 
-  // The paused state's literal is unpublished: the status text may be what says a human is awaited.
-  const phase = phaseOf(rawState) === "running" && s.status !== undefined && isWaitingText(s.status) ? "paused" : phaseOf(rawState);
+  // The paused state's literal is unpublished: the status text may be what says a human is awaited,
+  // unless the state itself plainly says the run is going (a task named "review_required" must not
+  // turn a running run into one waiting for a decision it cannot take).
+  const stateSaysGoing = s.state !== undefined && /^(running|started|pending|queued|in progress)$/i.test(s.state.trim().replace(/[_-]+/g, " "));
+  const phase = phaseOf(rawState) === "running" && !stateSaysGoing && s.status !== undefined && isWaitingText(s.status) ? "paused" : phaseOf(rawState);
   const lastTask = lastTaskOf(s.last_executed_task);
   const output = toText(s.result_json) ?? resultText(s.result) ?? lastTask?.output;
   const error = toText(errorText(s.error)) ?? (phase === "failed" && s.state && s.status !== s.state ? s.status : undefined);
