@@ -7,13 +7,14 @@
 //   PLAYGROUND_TASK_DELAY_MS   how long each simulated task takes (default 2500)
 //   PORT, DATA_DIR, …          passed to the bot; defaults: a free port, ./data/playground
 //   CREW_BASE_URL + CREW_TOKEN, or CREWS_FILE: use that crew instead of the local crew service
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type SimCrewService, type SimTask, startCrewService } from "../sim/crew-service.js";
 import { type SimFlowService, startFlowService } from "../sim/flow-service.js";
+import { freePort } from "./free-port.js";
 import { startFakeSlack } from "./slack-standin.js";
 import { mountPlayground, type PlaygroundUser } from "./web.js";
 
@@ -51,17 +52,6 @@ export function playgroundTasks(delayMs: number): SimTask[] {
     { id: "task-write", name: "writing_task", agent: "Content Writer", humanInput: true, delayMs, steps: 3 },
     { id: "task-report", name: "report_task", agent: "Reporting Analyst", humanInput: false, delayMs, steps: 2, output: longReport },
   ];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function intEnv(name: string, fallback: number): number {

@@ -1,6 +1,9 @@
 // The whole bot over real boundaries: signed Slack requests to /slack/events, a fake Slack Web API,
 // the local crew service over HTTP (sending real webhooks), and a fresh database.
-import net from "node:net";
+import { freePort } from "../../src/playground/free-port.js";
+
+export { freePort };
+
 import { type Crewline, type CrewlineOptions, createCrewline } from "../../src/app.js";
 import type { AppConfig, CrewConfig } from "../../src/config.js";
 import { silentLogger } from "../../src/log.js";
@@ -37,17 +40,6 @@ export interface Harness {
   requests: SlackRequester;
   config: AppConfig;
   close(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
