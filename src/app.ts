@@ -6,6 +6,7 @@ import type { AppConfig, CrewConfig } from "./config.js";
 import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
 import { type Database, openDatabase } from "./db/database.js";
+import { sqlRunnerFor } from "./db/sql.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
 import { FlowRequests } from "./flows/service.js";
 import { SlackFlowEffects } from "./flows/slack-effects.js";
@@ -18,6 +19,9 @@ import { Lifecycle } from "./lifecycle/index.js";
 import type { Clock, Execution, WebhookUrls } from "./lifecycle/ports.js";
 import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
 import { createLogger, type Logger } from "./log.js";
+import { Metrics } from "./metrics/metrics.js";
+import { metricsHandler } from "./metrics/route.js";
+import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
 import { registerReviewActions } from "./review/actions.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
@@ -49,6 +53,8 @@ export interface Crewline {
   reminders: ReviewReminders;
   /** Flow feedback requests (POST /hooks/flows/<name>). */
   flows: FlowRequests;
+  /** The figures GET /metrics serves. */
+  metrics: Metrics;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -124,7 +130,14 @@ function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMess
 export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): Crewline {
   const log = opts.log ?? createLogger();
   const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const crews = new CrewRegistry(config.crews, opts.crewClient);
+  const metrics = new Metrics({
+    crews: config.crews.map((c) => c.name),
+    slackApiUrl: config.slack.apiUrl,
+    // Read from the shared database at scrape time, so any replica tells the truth.
+    shared: () => sharedFiguresReader(sqlRunnerFor(database.prisma))(),
+    pendingEffects: () => pendingEffectsReader(sqlRunnerFor(database.prisma))(),
+  });
+  const crews = new CrewRegistry(config.crews, opts.crewClient, (crew, client) => metrics.instrumentCrew(crew.name, client));
   const webhookUrls = webhookUrlBuilder(config.publicUrl, (name) => !!config.crews.find((c) => c.name === name)?.eventStream);
 
   const customRoutes = [
@@ -136,8 +149,11 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       handler: (req: any, res: any) => (req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
     },
     { path: "/healthz", method: ["GET"], handler: (req: any, res: any) => health(req, res) },
+    { path: "/metrics", method: ["GET"], handler: (req: any, res: any) => metricsRoute(req, res) },
   ];
   const clientOptions = {
+    // Every Web API request (Bolt's per-request clients too, which copy these options) is counted.
+    fetch: metrics.slackFetch(),
     ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}),
     ...(opts.slackRetries ? { retryConfig: opts.slackRetries } : {}),
   };
@@ -170,7 +186,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
-    notifier: new SlackRunNotifier(app.client, log),
+    notifier: metrics.instrumentNotifier(new SlackRunNotifier(app.client, log)),
     webhookUrls,
     log,
     clock: opts.clock,
@@ -186,7 +202,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
-  const callbacks = callbackHandler(lifecycle, log);
+  metrics.instrumentDecisions(lifecycle.reviews);
+  const callbacks = metrics.instrumentCallbacks((req) => req.params?.kind ?? "", callbackHandler(lifecycle, log));
   const flowConfigs = config.flows ?? [];
   const flowRules = new ReviewerRules(
     { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
@@ -205,9 +222,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     claimStaleMs: config.polling?.claimStaleMs,
     reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   });
-  const flowIntake = flowIntakeHandler(flows, log);
+  const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
   const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
   const health = healthHandler(async () => void (await database.prisma.$queryRaw`SELECT 1`));
+  const metricsRoute = metricsHandler(metrics, config.metricsToken, log);
 
   // Seals kickoff forms to their user and channel (kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
@@ -231,6 +249,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reviewers,
     reminders,
     flows,
+    metrics,
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });

@@ -57,6 +57,8 @@ export interface AppConfig {
   polling?: { tickMs?: number; minBackoffMs?: number; maxBackoffMs?: number; leaseMs?: number; lostGraceMs?: number; sweepMs?: number; claimStaleMs?: number };
   /** Reminders for undecided reviews (REVIEW_REMINDER_MINUTES, REVIEW_REMINDER_MAX); defaults 60 and 3. */
   reviewReminders?: { afterMinutes: number; max: number };
+  /** Bearer token GET /metrics requires (METRICS_TOKEN); unset: /metrics is open. */
+  metricsToken?: string;
 }
 
 export class ConfigError extends Error {
@@ -96,6 +98,7 @@ const VARIABLES: Record<string, string> = {
   CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack post holds before another may retake it (default 60000)",
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
+  METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",
 };
 
 const describe = (name: string) => `${name} (${VARIABLES[name] ?? "see README"})`;
@@ -265,6 +268,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   };
   const reminderMinutes = check("REVIEW_REMINDER_MINUTES", z.coerce.number().positive().max(10_080), optional(env, "REVIEW_REMINDER_MINUTES")) ?? 60;
   const reminderMax = check("REVIEW_REMINDER_MAX", z.coerce.number().int().min(0).max(20), optional(env, "REVIEW_REMINDER_MAX")) ?? 3;
+  const metricsToken = check(
+    "METRICS_TOKEN",
+    z.string().regex(/^[\x21-\x7e]+$/, "use printable ASCII without spaces").min(16, "use at least 16 characters"),
+    optional(env, "METRICS_TOKEN"),
+  );
 
   let crews: CrewConfig[] = [];
   const flows = readFlowEnv(env, problems);
@@ -311,5 +319,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     flows,
     polling,
     reviewReminders: { afterMinutes: reminderMinutes, max: reminderMax },
+    ...(metricsToken ? { metricsToken } : {}),
   };
 }

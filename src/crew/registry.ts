@@ -7,8 +7,12 @@ import type { CrewApi } from "./types.js";
 export class CrewRegistry implements CrewDirectory {
   private readonly clients = new Map<string, { config: CrewConfig; client: CrewApi & { close?: () => Promise<void> } }>();
 
-  constructor(crews: CrewConfig[], makeClient: (crew: CrewConfig) => CrewApi = defaultClient) {
-    for (const config of crews) this.clients.set(config.name.toLowerCase(), { config, client: makeClient(config) });
+  /** `observe` wraps each client (the app counts and times its calls there). */
+  constructor(crews: CrewConfig[], makeClient: (crew: CrewConfig) => CrewApi = defaultClient, observe?: (crew: CrewConfig, client: CrewApi) => CrewApi) {
+    for (const config of crews) {
+      const client = (makeClient ?? defaultClient)(config);
+      this.clients.set(config.name.toLowerCase(), { config, client: observe ? observe(config, client) : client });
+    }
   }
 
   get(name: string): CrewApi | undefined {

@@ -1,0 +1,51 @@
+// The figures that describe the shared database, read when /metrics is scraped (never per event), so
+// that any replica reports the same numbers. Each read is a few counts on indexed columns.
+import type { SqlRunner } from "../db/sql.js";
+import type { PendingEffects, SharedFigures } from "./metrics.js";
+
+export function sharedFiguresReader(sql: SqlRunner): () => Promise<SharedFigures> {
+  return async () => {
+    const [row] = await sql.query<Record<keyof SharedFigures, number>>(
+      `SELECT
+        (SELECT count(*) FROM "Review" WHERE state = 'pending')::int AS "reviewsWaiting",
+        (SELECT count(*) FROM "Review" WHERE state = 'deciding')::int AS "decisionsInFlight",
+        (SELECT count(*) FROM "FlowRequest" WHERE state = 'pending')::int AS "flowRequestsWaiting",
+        (SELECT count(*) FROM "Execution" WHERE "leaseOwner" IS NOT NULL AND "leaseExpiresAt" > (now() AT TIME ZONE 'UTC'))::int AS "pollLeasesHeld",
+        (SELECT count(*) FROM "WebhookEvent" WHERE "processedAt" IS NULL AND attempts < 5)::int AS "callbacksQueued",
+        (SELECT count(*) FROM "WebhookEvent" WHERE "processedAt" IS NULL AND attempts >= 5)::int AS "callbacksGivenUp"`,
+      [],
+    );
+    return {
+      reviewsWaiting: Number(row?.reviewsWaiting ?? 0),
+      decisionsInFlight: Number(row?.decisionsInFlight ?? 0),
+      flowRequestsWaiting: Number(row?.flowRequestsWaiting ?? 0),
+      pollLeasesHeld: Number(row?.pollLeasesHeld ?? 0),
+      callbacksQueued: Number(row?.callbacksQueued ?? 0),
+      callbacksGivenUp: Number(row?.callbacksGivenUp ?? 0),
+    };
+  };
+}
+
+/**
+ * Pending Slack effects until the outbox (issue #12) exists: what the recovery sweep would re-post
+ * (lifecycle/watcher.ts recover, flows' recover): reviews and task messages stored but not posted,
+ * finished runs without their completion notice, and flow requests not posted. Replace this
+ * function's body with a count over the outbox table once it lands (Metrics.setPendingEffectsSource).
+ */
+export function pendingEffectsReader(sql: SqlRunner, now: () => Date = () => new Date()): () => Promise<PendingEffects> {
+  return async () => {
+    const [row] = await sql.query<{ count: number; oldest: Date | null }>(
+      `SELECT count(*)::int AS count, min(since) AS oldest FROM (
+        SELECT "createdAt" AS since FROM "Review" WHERE "messageTs" IS NULL AND state IN ('posted', 'pending')
+        UNION ALL
+        SELECT COALESCE("finishedAt", "updatedAt") FROM "Execution" WHERE state IN ('completed', 'failed', 'lost') AND "completionTs" IS NULL
+        UNION ALL
+        SELECT "createdAt" FROM "FlowRequest" WHERE "messageTs" IS NULL AND state = 'pending'
+      ) AS pending`,
+      [],
+    );
+    const count = Number(row?.count ?? 0);
+    const oldest = row?.oldest ? new Date(row.oldest) : undefined;
+    return { count, oldestAgeSeconds: count && oldest ? Math.max(0, (now().getTime() - oldest.getTime()) / 1000) : 0 };
+  };
+}
