@@ -51,6 +51,15 @@ describe("loadConfig", () => {
     expect(found.join("\n")).not.toContain("xoxp-user-token");
   });
 
+  it("reads METRICS_TOKEN; a short or spaced one is refused by name, never echoed", () => {
+    expect(loadConfig(base).metricsToken).toBeUndefined();
+    expect(loadConfig({ ...base, METRICS_TOKEN: "m3trics-t0ken-long-enough" }).metricsToken).toBe("m3trics-t0ken-long-enough");
+    const short = problems({ ...base, METRICS_TOKEN: "short-secret" }).join("\n");
+    expect(short).toMatch(/^METRICS_TOKEN \(a bearer token that GET \/metrics requires.*at least 16 characters/m);
+    expect(short).not.toContain("short-secret");
+    expect(problems({ ...base, METRICS_TOKEN: "has a space in the middle" }).join("\n")).toMatch(/^METRICS_TOKEN .*without spaces/m);
+  });
+
   it("needs no signing secret in Socket Mode", () => {
     const { SLACK_SIGNING_SECRET: _, ...rest } = base;
     const config = loadConfig({ ...rest, SLACK_APP_TOKEN: "xapp-1-abc" });

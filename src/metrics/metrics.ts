@@ -105,7 +105,9 @@ export class Metrics {
   private readonly slackApiUrl: string;
   private readonly readShared?: () => Promise<SharedFigures>;
   private pendingEffectsSource?: () => Promise<PendingEffects>;
-  private sharedRead?: { at: number; figures: Promise<SharedFigures> };
+  // One database read per scrape, whichever gauge asks first (cleared when a scrape begins).
+  private sharedRead?: Promise<SharedFigures>;
+  private effectsRead?: Promise<PendingEffects>;
   /** `${executionId}:task|input` → when the webhook was answered 202 (ms). Never a label. */
   private readonly arrivals = new Map<string, number>();
 
@@ -208,6 +210,7 @@ export class Metrics {
   /** Where pending Slack effects are counted (the coordinator points this at the outbox table). */
   setPendingEffectsSource(source: () => Promise<PendingEffects>): void {
     this.pendingEffectsSource = source;
+    this.effectsRead = undefined;
   }
 
   get contentType(): string {
@@ -217,6 +220,7 @@ export class Metrics {
   /** The exposition text: this process's figures, then the shared database's (left out if unreadable). */
   async scrape(): Promise<string> {
     this.sharedRead = undefined;
+    this.effectsRead = undefined;
     let shared = "";
     try {
       shared = await this.shared.metrics();
@@ -396,9 +400,15 @@ export class Metrics {
   private figures(): Promise<SharedFigures> {
     const read = this.readShared;
     if (!read) return Promise.reject(new Error("no shared figures"));
-    // One database read per scrape, whichever gauge asks first.
-    if (!this.sharedRead || Date.now() - this.sharedRead.at > 1000) this.sharedRead = { at: Date.now(), figures: read() };
-    return this.sharedRead.figures;
+    this.sharedRead ??= read();
+    return this.sharedRead;
+  }
+
+  private pendingEffects(): Promise<PendingEffects> {
+    const source = this.pendingEffectsSource;
+    if (!source) return Promise.reject(new Error("no pending effects source"));
+    this.effectsRead ??= source();
+    return this.effectsRead;
   }
 
   private defineSharedGauges(): void {
@@ -425,17 +435,7 @@ export class Metrics {
       gauge("crewline_callbacks_unprocessed", "Recorded crew callbacks not processed yet; they are retried (all replicas).", (f) => f.callbacksQueued);
       gauge("crewline_callbacks_given_up", "Recorded crew callbacks whose processing failed five times and is no longer retried.", (f) => f.callbacksGivenUp);
     }
-    const effects = () => {
-      const source = this.pendingEffectsSource;
-      return source ? source() : Promise.reject(new Error("no pending effects source"));
-    };
-    const read = (() => {
-      let last: { at: number; value: Promise<PendingEffects> } | undefined;
-      return () => {
-        if (!last || Date.now() - last.at > 1000) last = { at: Date.now(), value: effects() };
-        return last.value;
-      };
-    })();
+    const read = () => this.pendingEffects();
     if (this.readShared || this.pendingEffectsSource) {
       new Gauge({
         name: "crewline_slack_effects_pending",

@@ -5,6 +5,7 @@ import { silentLogger } from "../../src/log.js";
 import { type SimCrewService, startCrewService } from "../../src/sim/crew-service.js";
 import { type FakeSlack, startFakeSlack } from "../support/fake-slack.js";
 import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, USER } from "../support/harness.js";
+import { scrape } from "../support/metrics.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 
 // Socket Mode through a real WebSocket: the fake Slack's apps.connections.open hands out the URL of
@@ -75,5 +76,11 @@ describe("Socket Mode", () => {
 
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
+    // /metrics on the same side server; the Socket Mode client's and the listeners' Web API calls are counted.
+    const metrics = await scrape(`http://127.0.0.1:${port}`);
+    expect(metrics.status).toBe(200);
+    expect(metrics.value("crewline_slack_api_calls_total", { method: "views.open" })).toBe(1);
+    expect(metrics.value("crewline_slack_api_calls_total", { method: "apps.connections.open" })).toBe(slack.callsTo("apps.connections.open").length);
+    expect(metrics.value("crewline_crew_api_calls_total", { crew: "research", operation: "inputs" })).toBe(1);
   });
 });
