@@ -270,7 +270,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const reminderMax = check("REVIEW_REMINDER_MAX", z.coerce.number().int().min(0).max(20), optional(env, "REVIEW_REMINDER_MAX")) ?? 3;
   const metricsToken = check(
     "METRICS_TOKEN",
-    z.string().regex(/^[\x21-\x7e]+$/, "use printable ASCII without spaces").min(16, "use at least 16 characters"),
+    z
+      .string()
+      .regex(/^[\x21-\x7e]+$/, "use printable ASCII without spaces")
+      .min(16, "use at least 16 characters"),
     optional(env, "METRICS_TOKEN"),
   );
 

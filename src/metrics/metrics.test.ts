@@ -1,10 +1,10 @@
+import crypto from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { parseExposition } from "../../test/support/metrics.js";
 import { CrewError } from "../crew/errors.js";
 import type { CrewApi } from "../crew/types.js";
-import { parseExposition } from "../../test/support/metrics.js";
 import { Metrics } from "./metrics.js";
 import { bearerMatches } from "./route.js";
-import crypto from "node:crypto";
 
 const API = "http://127.0.0.1:9/api/";
 const figures = { reviewsWaiting: 2, decisionsInFlight: 0, flowRequestsWaiting: 1, pollLeasesHeld: 3, callbacksQueued: 4, callbacksGivenUp: 0 };
@@ -12,7 +12,7 @@ const figures = { reviewsWaiting: 2, decisionsInFlight: 0, flowRequestsWaiting: 
 async function samples(m: Metrics) {
   return parseExposition(await m.scrape());
 }
-const valueOf = (list: { name: string; labels: Record<string, string>; value: number }[], name: string, labels: Record<string, string> = {}) =>
+const sampleValue = (list: { name: string; labels: Record<string, string>; value: number }[], name: string, labels: Record<string, string> = {}) =>
   list.find((s) => s.name === name && Object.keys(s.labels).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
 
 describe("Metrics labels", () => {
@@ -42,9 +42,9 @@ describe("Metrics labels", () => {
     c.callbackAnswered("../../d2f6c1e0-secret", 404);
     c.callbackAnswered("input", 418);
     const s = await samples(c);
-    expect(valueOf(s, "crewline_callbacks_received_total", { kind: "task", answer: "202" })).toBe(1);
-    expect(valueOf(s, "crewline_callbacks_received_total", { kind: "other", answer: "404" })).toBe(1);
-    expect(valueOf(s, "crewline_callbacks_received_total", { kind: "input", answer: "4xx" })).toBe(1);
+    expect(sampleValue(s, "crewline_callbacks_received_total", { kind: "task", answer: "202" })).toBe(1);
+    expect(sampleValue(s, "crewline_callbacks_received_total", { kind: "other", answer: "404" })).toBe(1);
+    expect(sampleValue(s, "crewline_callbacks_received_total", { kind: "input", answer: "4xx" })).toBe(1);
   });
 });
 
@@ -75,11 +75,11 @@ describe("Metrics adapters", () => {
     await crew.close?.();
     expect(closed).toBe(true);
     const s = await samples(m);
-    expect(valueOf(s, "crewline_crew_api_calls_total", { crew: "research", operation: "kickoff" })).toBe(2);
-    expect(valueOf(s, "crewline_crew_api_errors_total", { crew: "research", operation: "kickoff", error: "unreachable" })).toBe(1);
-    expect(valueOf(s, "crewline_crew_api_errors_total", { crew: "research", operation: "status", error: "other" })).toBe(1);
-    expect(valueOf(s, "crewline_runs_started_total", { crew: "research" })).toBe(1);
-    expect(valueOf(s, "crewline_crew_api_duration_seconds_count", { crew: "research", operation: "kickoff" })).toBe(2);
+    expect(sampleValue(s, "crewline_crew_api_calls_total", { crew: "research", operation: "kickoff" })).toBe(2);
+    expect(sampleValue(s, "crewline_crew_api_errors_total", { crew: "research", operation: "kickoff", error: "unreachable" })).toBe(1);
+    expect(sampleValue(s, "crewline_crew_api_errors_total", { crew: "research", operation: "status", error: "other" })).toBe(1);
+    expect(sampleValue(s, "crewline_runs_started_total", { crew: "research" })).toBe(1);
+    expect(sampleValue(s, "crewline_crew_api_duration_seconds_count", { crew: "research", operation: "kickoff" })).toBe(2);
     expect(s.some((x) => Object.values(x.labels).includes("k-123"))).toBe(false);
   });
 
@@ -106,12 +106,12 @@ describe("Metrics adapters", () => {
     await new Promise((r) => setTimeout(r, 10));
     const s = await samples(m);
     const method = "chat.postMessage";
-    expect(valueOf(s, "crewline_slack_api_calls_total", { method })).toBe(6);
-    expect(valueOf(s, "crewline_slack_api_rate_limited_total", { method })).toBe(1);
-    expect(valueOf(s, "crewline_slack_api_errors_total", { method, error: "channel_not_found" })).toBe(1);
-    expect(valueOf(s, "crewline_slack_api_errors_total", { method, error: "other" })).toBe(1);
-    expect(valueOf(s, "crewline_slack_api_errors_total", { method, error: "http" })).toBe(1);
-    expect(valueOf(s, "crewline_slack_api_errors_total", { method, error: "network" })).toBe(1);
+    expect(sampleValue(s, "crewline_slack_api_calls_total", { method })).toBe(6);
+    expect(sampleValue(s, "crewline_slack_api_rate_limited_total", { method })).toBe(1);
+    expect(sampleValue(s, "crewline_slack_api_errors_total", { method, error: "channel_not_found" })).toBe(1);
+    expect(sampleValue(s, "crewline_slack_api_errors_total", { method, error: "other" })).toBe(1);
+    expect(sampleValue(s, "crewline_slack_api_errors_total", { method, error: "http" })).toBe(1);
+    expect(sampleValue(s, "crewline_slack_api_errors_total", { method, error: "network" })).toBe(1);
   });
 });
 
@@ -129,15 +129,15 @@ describe("shared figures", () => {
     });
     const s = await samples(m);
     expect(reads).toBe(1);
-    expect(valueOf(s, "crewline_reviews_waiting")).toBe(2);
-    expect(valueOf(s, "crewline_poll_leases_held")).toBe(3);
-    expect(valueOf(s, "crewline_callbacks_unprocessed")).toBe(4);
-    expect(valueOf(s, "crewline_flow_requests_waiting")).toBe(1);
-    expect(valueOf(s, "crewline_slack_effects_pending")).toBe(5);
-    expect(valueOf(s, "crewline_slack_effects_oldest_age_seconds")).toBe(12.5);
-    expect(valueOf(s, "crewline_shared_figures_up")).toBe(1);
+    expect(sampleValue(s, "crewline_reviews_waiting")).toBe(2);
+    expect(sampleValue(s, "crewline_poll_leases_held")).toBe(3);
+    expect(sampleValue(s, "crewline_callbacks_unprocessed")).toBe(4);
+    expect(sampleValue(s, "crewline_flow_requests_waiting")).toBe(1);
+    expect(sampleValue(s, "crewline_slack_effects_pending")).toBe(5);
+    expect(sampleValue(s, "crewline_slack_effects_oldest_age_seconds")).toBe(12.5);
+    expect(sampleValue(s, "crewline_shared_figures_up")).toBe(1);
     m.setPendingEffectsSource(async () => ({ count: 1, oldestAgeSeconds: 3 }));
-    expect(valueOf(await samples(m), "crewline_slack_effects_pending")).toBe(1);
+    expect(sampleValue(await samples(m), "crewline_slack_effects_pending")).toBe(1);
   });
 
   it("are left out, not reported stale, when the database cannot be read", async () => {
@@ -151,9 +151,9 @@ describe("shared figures", () => {
     });
     m.callbackAnswered("step", 202);
     const s = await samples(m);
-    expect(valueOf(s, "crewline_shared_figures_up")).toBe(0);
-    expect(valueOf(s, "crewline_reviews_waiting")).toBeUndefined();
-    expect(valueOf(s, "crewline_callbacks_received_total", { kind: "step", answer: "202" })).toBe(1);
+    expect(sampleValue(s, "crewline_shared_figures_up")).toBe(0);
+    expect(sampleValue(s, "crewline_reviews_waiting")).toBeUndefined();
+    expect(sampleValue(s, "crewline_callbacks_received_total", { kind: "step", answer: "202" })).toBe(1);
   });
 });
 

@@ -139,7 +139,12 @@ export class Metrics {
       labelNames: ["kind", "answer"],
       registers,
     });
-    this.slackCalls = new Counter({ name: "crewline_slack_api_calls_total", help: "Slack Web API HTTP requests (each retry counts), by method.", labelNames: ["method"], registers });
+    this.slackCalls = new Counter({
+      name: "crewline_slack_api_calls_total",
+      help: "Slack Web API HTTP requests (each retry counts), by method.",
+      labelNames: ["method"],
+      registers,
+    });
     this.slackErrors = new Counter({
       name: "crewline_slack_api_errors_total",
       help: "Slack Web API requests that failed: an ok:false answer (its Slack error code), an HTTP error (http) or no answer (network). 429s are counted apart.",
@@ -178,7 +183,12 @@ export class Metrics {
       buckets: CALL_BUCKETS,
       registers,
     });
-    this.runsStarted = new Counter({ name: "crewline_runs_started_total", help: "Runs the crew accepted (kickoff answered with an id), by crew.", labelNames: ["crew"], registers });
+    this.runsStarted = new Counter({
+      name: "crewline_runs_started_total",
+      help: "Runs the crew accepted (kickoff answered with an id), by crew.",
+      labelNames: ["crew"],
+      registers,
+    });
     this.runsFinished = new Counter({
       name: "crewline_runs_finished_total",
       help: "Runs that ended (counted when the completion notice is posted), by crew and outcome: completed, failed or lost.",

@@ -45,7 +45,6 @@ export async function scrape(baseUrl: string, token?: string): Promise<Scrape> {
     text,
     samples,
     value: (name, labels = {}) => samples.find((s) => s.name === name && sameLabels(s.labels, labels))?.value,
-    sum: (name, labels = {}) =>
-      samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((total, s) => total + s.value, 0),
+    sum: (name, labels = {}) => samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((total, s) => total + s.value, 0),
   };
 }
