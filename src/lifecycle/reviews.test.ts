@@ -77,3 +77,48 @@ describe("a decision whose /resume answer timed out", () => {
     expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending");
   });
 });
+
+describe("confirming a pause from the status after a task webhook", () => {
+  let lifecycle: Lifecycle;
+  let statusCalls: number;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    statusCalls = 0;
+    updates = [];
+    const counting: CrewApi = {
+      ...crew,
+      status: async () => {
+        statusCalls++;
+        return status;
+      },
+    };
+    lifecycle = new Lifecycle({ db: db.database.prisma, crews: { get: () => counting }, notifier, webhookUrls: () => undefined, log: silentLogger });
+  });
+  afterEach(async () => db.drop());
+
+  async function taskMessage(crewName = "research") {
+    const created = await lifecycle.runs.create({ crewName, teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
+    await lifecycle.runs.setThread(created.id, "100.0");
+    const execution = await lifecycle.runs.kickedOff(created.id, `k-${created.id}`);
+    const review = await lifecycle.reviews.open(execution, { taskKey: "draft", name: "draft", output: `${OUTPUT} ${created.id}` });
+    return { execution, review: review! };
+  }
+
+  it("turns the task message into the review when the status says the run waits on it", async () => {
+    const { execution, review } = await taskMessage();
+    status = { rawState: "PENDING_HUMAN_INPUT", phase: "paused", lastTask: { output: review.output, taskId: "t-9" } };
+    await lifecycle.reviews.confirmWaiting(execution, review, [0]);
+    expect(await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending", resumeTaskId: "t-9" });
+    expect(statusCalls).toBe(1);
+  });
+
+  it("asks nothing for a crew that sends human-input requests (it says itself when it waits)", async () => {
+    const first = await taskMessage();
+    await lifecycle.reviews.awaitDecision(first.execution, { taskKey: "draft", name: "draft", output: first.review.output }, { source: "input" });
+    const { execution, review } = await taskMessage();
+    status = { rawState: "RUNNING", phase: "running" };
+    await lifecycle.reviews.confirmWaiting(execution, review, [0, 0, 0]);
+    expect(statusCalls).toBe(0);
+    expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("posted");
+  });
+});

@@ -86,6 +86,8 @@ export function hashOutput(output: string): string {
 }
 
 export class Reviews {
+  /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
+  private readonly crewsAskingForInput = new Set<string>();
   private readonly rows: ReviewRows;
 
   constructor(
@@ -116,6 +118,7 @@ export class Reviews {
    * Idempotent: every source describing the same pause ends in one review.
    */
   async awaitDecision(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
+    if (origin.source === "input") this.crewsAskingForInput.add(execution.crewName);
     const opened = await this.awaitOnce(execution, task, origin);
     if (opened) return opened;
     // Lost a race with the task webhook storing the same output (as a task message): promote that one.
@@ -140,6 +143,9 @@ export class Reviews {
    * this way. Runs after the webhook's answer; status polling is the safety net if this is cut short.
    */
   async confirmWaiting(execution: Execution, review: Review, delaysMs: readonly number[] = CONFIRM_DELAYS_MS): Promise<void> {
+    // A crew that sends human-input requests says when it waits: asking its status after every task
+    // would only add calls (status polling stays the safety net).
+    if (this.crewsAskingForInput.has(execution.crewName)) return;
     const crew = this.crews.get(execution.crewName);
     for (const delay of delaysMs) {
       await new Promise((resolve) => setTimeout(resolve, delay).unref());
