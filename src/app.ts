@@ -1,7 +1,9 @@
 // Composition root: config → database → crews → lifecycle → Slack app and HTTP routes.
+
+import crypto from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel } from "@slack/bolt";
+import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "@slack/bolt";
 import type { AppConfig, CrewConfig } from "./config.js";
 import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
@@ -16,12 +18,15 @@ import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
 import { Lifecycle } from "./lifecycle/index.js";
-import type { Clock, Execution, WebhookUrls } from "./lifecycle/ports.js";
+import { type Clock, type Execution, systemClock, type WebhookUrls } from "./lifecycle/ports.js";
 import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
 import { createLogger, type Logger } from "./log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
+import { Outbox } from "./outbox/index.js";
+import { slackEffectPerformer } from "./outbox/perform.js";
+import { type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import { registerReviewActions } from "./review/actions.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
@@ -41,6 +46,8 @@ export interface CrewlineOptions {
   watcher?: Partial<WatcherOptions>;
   /** How often due review reminders are looked for (default 60 s). */
   reminderIntervalMs?: number;
+  /** Outbox worker tuning (tests shorten the backoff). */
+  outbox?: Partial<Omit<OutboxOptions, "replicaId">>;
 }
 
 export interface Crewline {
@@ -55,6 +62,9 @@ export interface Crewline {
   flows: FlowRequests;
   /** The figures GET /metrics serves. */
   metrics: Metrics;
+  /** Every Slack effect outside a request's own answer, and the worker of this process that performs them. */
+  outbox: Outbox;
+  outboxWorker: OutboxWorker;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -130,12 +140,14 @@ function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMess
 export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): Crewline {
   const log = opts.log ?? createLogger();
   const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  // A database handed in (tests, several bots on one database) is closed by whoever opened it.
+  const ownsDatabase = !opts.database;
   const metrics = new Metrics({
     crews: config.crews.map((c) => c.name),
     slackApiUrl: config.slack.apiUrl,
     // Read from the shared database at scrape time, so any replica tells the truth.
     shared: () => sharedFiguresReader(sqlRunnerFor(database.prisma))(),
-    pendingEffects: () => pendingEffectsReader(sqlRunnerFor(database.prisma))(),
+    pendingEffects: () => pendingEffectsReader(sqlRunnerFor(database.prisma), () => (opts.clock ?? systemClock).now())(),
   });
   const crews = new CrewRegistry(config.crews, opts.crewClient, (crew, client) => metrics.instrumentCrew(crew.name, client));
   const webhookUrls = webhookUrlBuilder(config.publicUrl, (name) => !!config.crews.find((c) => c.name === name)?.eventStream);
@@ -182,23 +194,44 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         logger,
       });
 
+  const clock = opts.clock ?? systemClock;
+  const sql = sqlRunnerFor(database.prisma);
+  // The outbox's own Web API client never retries by itself (the outbox does, with its backoff and
+  // lease), answers rate limits as errors with Retry-After, and gives up a call well within the lease.
+  const effectsClient = new webApi.WebClient(config.slack.botToken, {
+    ...clientOptions,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    timeout: 20_000,
+    logger,
+  });
+  const outbox = new Outbox(sql, clock);
+  const outboxWorker = new OutboxWorker(
+    sql,
+    slackEffectPerformer({ sql, notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectsClient, log)), flows: new SlackFlowEffects(effectsClient, log) }),
+    log,
+    clock,
+    { replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(), ...opts.outbox },
+    metrics.outboxEvents(),
+  );
+  outbox.attach(outboxWorker);
+
   const reviewers = new ReviewerRules(crews, async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [], log, opts.clock);
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
-    notifier: metrics.instrumentNotifier(new SlackRunNotifier(app.client, log)),
+    outbox,
     webhookUrls,
     log,
     clock: opts.clock,
     gate: reviewers.gate,
     progressIntervalMs: opts.progressIntervalMs,
-    claimStaleMs: config.polling?.claimStaleMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
   });
   const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
   const reminders = new ReviewReminders(
-    { db: database.prisma, client: app.client, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
+    { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
@@ -214,12 +247,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const flows = new FlowRequests({
     db: database.prisma,
     flows: flowConfigs,
-    effects: new SlackFlowEffects(app.client, log),
+    outbox,
     rules: flowRules,
     audit: lifecycle.audit,
     log,
     clock: opts.clock,
-    claimStaleMs: config.polling?.claimStaleMs,
+    abandonedAfterMs: config.polling?.claimStaleMs,
     reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   });
   const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
@@ -250,13 +283,16 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reminders,
     flows,
     metrics,
+    outbox,
+    outboxWorker,
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
-      // Slack effects a crash left undone (unposted reviews, unannounced finishes), then status polling.
+      // Callbacks recorded but not processed (a crash between answer and work); Slack effects left
+      // undone are simply due in the outbox, which the worker picks up.
       await watcher.recover();
-      // Flow requests recorded but never posted (a crash between intake and post): posted now, once.
       await flows.recover();
+      outboxWorker.start();
       reviewers.prefetch();
       flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
@@ -278,9 +314,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       await app.stop().catch(() => {});
       // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.
       await Promise.race([lifecycle.callbacks.drain(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      await lifecycle.progress.drain();
       lifecycle.progress.stop();
+      outboxWorker.stop();
+      await Promise.race([outboxWorker.idle(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await crews.close();
-      await database.close();
+      if (ownsDatabase) await database.close();
     },
   };
 }

@@ -15,6 +15,11 @@ export interface SqlRunner {
   query<T>(text: string, values: readonly SqlValue[]): Promise<T[]>;
   /** Rows changed by a statement. */
   execute(text: string, values: readonly SqlValue[]): Promise<number>;
+  /**
+   * Runs `fn` in one transaction on one connection: everything it writes through the runner it is
+   * handed commits together or not at all (a state change and the Slack effect it calls for).
+   */
+  transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
 }
 
 const TIMESTAMP_OID = 1114; // timestamp without time zone: what Prisma's DateTime maps to
@@ -30,28 +35,60 @@ function toParams(values: readonly SqlValue[]): (string | number | boolean | nul
   return values.map((v) => (v instanceof Date ? v.toISOString() : v));
 }
 
+type PgQueryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+
 export function pgSqlRunner(pool: pg.Pool, pgTypes: typeof pg.types): SqlRunner {
   const types = {
     getTypeParser: ((oid: number, format?: string) => (oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text"))) as typeof pgTypes.getTypeParser,
   };
-  return {
+  const on = (db: PgQueryable): Omit<SqlRunner, "transaction"> => ({
     async query<T>(text: string, values: readonly SqlValue[]) {
-      return (await pool.query({ text, values: toParams(values), types })).rows as T[];
+      return (await db.query({ text, values: toParams(values), types })).rows as T[];
     },
     async execute(text: string, values: readonly SqlValue[]) {
-      return (await pool.query({ text, values: toParams(values), types })).rowCount ?? 0;
+      return (await db.query({ text, values: toParams(values), types })).rowCount ?? 0;
+    },
+  });
+  const runner: SqlRunner = {
+    ...on(pool),
+    async transaction<T>(fn: (tx: SqlRunner) => Promise<T>) {
+      const client = await pool.connect();
+      try {
+        await client.query("BEGIN");
+        // Nested transactions run inside this one.
+        const tx: SqlRunner = { ...on(client), transaction: (inner) => inner(tx) };
+        const result = await fn(tx);
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
     },
   };
+  return runner;
 }
 
 export function pgliteSqlRunner(engine: Promise<PGlite>): SqlRunner {
   const options = { parsers: { [TIMESTAMP_OID]: parseUtcTimestamp } };
-  return {
+  type Queryable = Pick<PGlite, "query">;
+  const on = (db: () => Promise<Queryable>): Omit<SqlRunner, "transaction"> => ({
     async query<T>(text: string, values: readonly SqlValue[]) {
-      return (await (await engine).query<T>(text, toParams(values), options)).rows;
+      return (await (await db()).query<T>(text, toParams(values), options)).rows;
     },
     async execute(text: string, values: readonly SqlValue[]) {
-      return (await (await engine).query(text, toParams(values), options)).affectedRows ?? 0;
+      return (await (await db()).query(text, toParams(values), options)).affectedRows ?? 0;
+    },
+  });
+  return {
+    ...on(() => engine),
+    async transaction<T>(fn: (tx: SqlRunner) => Promise<T>) {
+      return (await engine).transaction(async (t) => {
+        const tx: SqlRunner = { ...on(async () => t as unknown as Queryable), transaction: (inner) => inner(tx) };
+        return fn(tx);
+      });
     },
   };
 }

@@ -1,9 +1,12 @@
-// Flow feedback requests: intake (verified, recorded durably, answered fast), posting (once, under a
-// claim a successor can retake), decisions (answered to the platform exactly once, via an atomic
-// pending → deciding claim) and reminders. Slack effects go through FlowSlackEffects.
+// Flow feedback requests: intake (verified, recorded durably with its post enqueued in the outbox,
+// answered fast), decisions (answered to the platform exactly once, via an atomic pending → deciding
+// claim) and reminders. Every Slack effect is an outbox effect (flow.post, flow.file, flow.show,
+// flow.reminder), performed by the outbox worker through FlowNotifier (slack-effects.ts).
 
+import crypto from "node:crypto";
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
 import type { Audit } from "../lifecycle/audit.js";
@@ -11,13 +14,13 @@ import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
 import { isUuid } from "../lifecycle/rows.js";
 import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
 import { reminderDue } from "../review/reminders.js";
 import { describeReviewers } from "../review/rules.js";
 import { escapeMrkdwn, formatDuration, truncatePlain } from "../slack/blocks/index.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
-import type { FlowSlackEffects } from "./slack-effects.js";
 
 export type { FlowRequest };
 
@@ -30,13 +33,14 @@ export interface FlowRules {
 export interface FlowServiceDeps {
   db: Db;
   flows: FlowConfig[];
-  effects: FlowSlackEffects;
+  /** Where its Slack effects are enqueued. */
+  outbox: Outbox;
   rules: FlowRules;
   audit?: Audit;
   log: Logger;
   clock?: Clock;
-  /** A post claim older than this may be retaken (a replica died mid-post). */
-  claimStaleMs?: number;
+  /** A decision left "deciding" this long (its process died mid-call) opens again (default 60 s, at least twice the callback time-out). */
+  abandonedAfterMs?: number;
   /** The platform's callback is given this long to answer. */
   callbackTimeoutMs?: number;
   reminders?: { afterMs: number; max: number };
@@ -143,70 +147,38 @@ export class FlowRequests {
     }
     const r = parsed.request;
     const now = this.clock.now();
-    const { count } = await this.deps.db.flowRequest.createMany({
-      data: [
-        {
-          flowName: flow.name,
-          requestId: r.requestId,
-          channelId: flow.channel,
-          methodName: r.methodName,
-          message: r.message,
-          output: r.output,
-          emit: r.emit,
-          deploymentName: r.deploymentName,
-          flowId: r.flowId,
-          assignedEmail: r.assignedEmail,
-          callbackUrl: r.callbackUrl,
-          // Whoever records the request posts it; a successor retakes the claim if this process dies.
-          postClaimedAt: now,
-        },
-      ],
-      skipDuplicates: true,
+    const stored = await this.deps.outbox.sql.transaction(async (tx) => {
+      const [row] = await tx.query<{ id: string }>(
+        `INSERT INTO "FlowRequest" (id, "flowName", "requestId", "channelId", "methodName", message, output, emit, "deploymentName", "flowId", "assignedEmail", "callbackUrl", "createdAt", "updatedAt")
+         VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13)
+         ON CONFLICT ("flowName", "requestId") DO NOTHING RETURNING id`,
+        [
+          crypto.randomUUID(),
+          flow.name,
+          r.requestId,
+          flow.channel,
+          r.methodName ?? null,
+          r.message ?? null,
+          r.output,
+          JSON.stringify(r.emit),
+          r.deploymentName ?? null,
+          r.flowId ?? null,
+          r.assignedEmail ?? null,
+          r.callbackUrl,
+          now,
+        ],
+      );
+      if (row) await this.deps.outbox.add(tx, { kind: "flow.post", subjectId: row.id });
+      return row;
     });
-    if (count === 0) return { status: 200, body: { ok: true, duplicate: true } };
-    const stored = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { flowName_requestId: { flowName: flow.name, requestId: r.requestId } } });
+    if (!stored) return { status: 200, body: { ok: true, duplicate: true } };
     this.deps.log.info("flow feedback request recorded", { flow: flow.name, id: stored.id });
-    return { status: 202, body: { ok: true }, after: () => this.track(this.post(stored)) };
+    return { status: 202, body: { ok: true }, after: () => this.deps.outbox.nudge() };
   }
 
-  /** Posts a recorded request once; `claimed` when this process holds the post claim already. */
-  async publish(id: string): Promise<void> {
-    const now = this.clock.now();
-    const { count } = await this.deps.db.flowRequest.updateMany({
-      where: { id, messageTs: null, OR: [{ postClaimedAt: null }, { postClaimedAt: { lt: new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000)) } }] },
-      data: { postClaimedAt: now },
-    });
-    if (count === 0) return;
-    await this.post(await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id } }));
-  }
-
-  private async post(request: FlowRequest): Promise<void> {
-    try {
-      let current = request;
-      if (current.assignedEmail && !current.assigneeUserId) {
-        const userId = await this.deps.effects.lookupByEmail(current.assignedEmail);
-        if (userId) current = await this.deps.db.flowRequest.update({ where: { id: current.id }, data: { assigneeUserId: userId } });
-      }
-      const { ts, fileAttached } = await this.deps.effects.postRequest(current);
-      await this.deps.db.flowRequest.update({ where: { id: current.id }, data: { messageTs: ts, fileAttached } });
-    } catch (err) {
-      // The claim stays: the recovery sweep retakes it once stale.
-      this.deps.log.warn("could not post flow feedback request", { id: request.id, flow: request.flowName, err: errText(err) });
-    }
-  }
-
-  /** Requests recorded but never posted (a crash, a Slack outage): posted now, once. */
-  async recover(): Promise<number> {
-    const stale = new Date(this.clock.now().getTime() - (this.deps.claimStaleMs ?? 60_000));
-    const unposted = await this.deps.db.flowRequest.findMany({
-      where: { messageTs: null, state: "pending", OR: [{ postClaimedAt: null }, { postClaimedAt: { lt: stale } }] },
-      select: { id: true },
-      orderBy: { createdAt: "asc" },
-      take: 100,
-    });
-    for (const { id } of unposted) await this.publish(id);
+  /** Decisions abandoned mid-call (their process died) open again; posting needs no sweep (the outbox). */
+  async recover(): Promise<void> {
     await this.reopenAbandoned();
-    return unposted.length;
   }
 
   /**
@@ -215,7 +187,7 @@ export class FlowRequests {
    * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
    */
   private async reopenAbandoned(): Promise<void> {
-    const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.claimStaleMs ?? 60_000);
+    const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.abandonedAfterMs ?? 60_000);
     const before = new Date(this.clock.now().getTime() - limit);
     const abandoned = await this.deps.db.flowRequest.findMany({ where: { state: "deciding", decidedAt: { lt: before } }, take: 100 });
     for (const request of abandoned) {
@@ -261,30 +233,37 @@ export class FlowRequests {
     if (count !== 1) return { kind: "already_decided", request: await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } }) };
 
     const answer = await this.answer(request.callbackUrl, feedbackText(outcome, comment));
-    const audit = (result: string, extra: Record<string, unknown> = {}) =>
-      this.deps.audit?.record({
-        executionId: null,
-        flowRequestId: request.id,
-        kind: "flow_decision",
-        taskKey: request.methodName,
-        actor: d.userId,
-        decision: outcome ?? "feedback",
-        feedback: comment || null,
-        outputHash: hashOutput(request.output),
-        msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
-        resumeStatus: answer.status ? String(answer.status) : null,
-        resumeMessage: answer.message,
-        detail: { outcome: result, flow: request.flowName, requestId: request.requestId, ...extra },
-      });
+    const audit = (result: string, tx?: SqlRunner) =>
+      this.deps.audit?.record(
+        {
+          executionId: null,
+          flowRequestId: request.id,
+          kind: "flow_decision",
+          taskKey: request.methodName,
+          actor: d.userId,
+          decision: outcome ?? "feedback",
+          feedback: comment || null,
+          outputHash: hashOutput(request.output),
+          msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
+          resumeStatus: answer.status ? String(answer.status) : null,
+          resumeMessage: answer.message,
+          detail: { outcome: result, flow: request.flowName, requestId: request.requestId },
+        },
+        tx,
+      );
 
     if (answer.kind === "ok" || answer.kind === "refused") {
       const state = answer.kind === "ok" ? "answered" : "closed";
-      const settled = await this.deps.db.flowRequest.update({
-        where: { id: request.id },
-        data: { state, answerStatus: answer.status, answerMessage: answer.message, nextReminderAt: null },
+      const settled = await this.deps.outbox.sql.transaction(async (tx) => {
+        const [row] = await tx.query<FlowRequest>(
+          `UPDATE "FlowRequest" SET state = $1, "answerStatus" = $2, "answerMessage" = $3, "nextReminderAt" = NULL, "updatedAt" = $4 WHERE id = $5::uuid RETURNING *`,
+          [state, answer.status, answer.message, this.clock.now(), request.id],
+        );
+        await audit(state, tx);
+        await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
+        return row!;
       });
-      await audit(state);
-      await this.deps.effects.updateRequest(settled).catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
+      this.deps.outbox.nudge();
       return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
     }
     // 5xx, time-out or unreachable: open again, so someone can decide again.
@@ -347,20 +326,23 @@ export class FlowRequests {
     let sent = 0;
     for (const request of due) {
       const count = request.remindersSent + 1;
-      const { count: claimed } = await this.deps.db.flowRequest.updateMany({
-        where: { id: request.id, state: "pending", remindersSent: request.remindersSent },
-        data: { remindersSent: count, nextReminderAt: count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null },
-      });
-      if (claimed !== 1) continue;
       const who = this.who(request) ?? (request.assigneeUserId ? `<@${request.assigneeUserId}>` : "Reviewers");
       const text = `⏰ ${who}: flow *${escapeMrkdwn(request.flowName)}* has been waiting for feedback${request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : ""} for ${formatDuration(now.getTime() - request.createdAt.getTime())}. Answer the request above so the flow can go on.`;
-      try {
-        await this.deps.effects.remind(request, text);
-        sent++;
-      } catch (err) {
-        this.deps.log.warn("could not post flow reminder", { id: request.id, err: errText(err) });
-      }
+      // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
+      const claimed = await this.deps.outbox.sql.transaction(async (tx) => {
+        const moved = await tx.execute(`UPDATE "FlowRequest" SET "remindersSent" = $1, "nextReminderAt" = $2 WHERE id = $3::uuid AND state = 'pending' AND "remindersSent" = $4`, [
+          count,
+          count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null,
+          request.id,
+          request.remindersSent,
+        ]);
+        if (moved !== 1) return false;
+        await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: count, payload: { text } });
+        return true;
+      });
+      if (claimed) sent++;
     }
+    if (sent) this.deps.outbox.nudge();
     return sent;
   }
 

@@ -1,23 +1,11 @@
-// Every Slack effect of flow feedback requests, behind one small interface, so that they can move onto
-// a durable outbox later without touching the use cases. Restart safety for now: the request row's
-// postClaimedAt claim (like reviews), retaken by the recovery sweep when stale.
+// The Slack side of flow feedback requests: one Web API call per outbox effect (FlowNotifier, see
+// src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
+import type { FlowNotifier } from "../outbox/perform.js";
 import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
-
-export interface FlowSlackEffects {
-  /** Posts the request message in the flow's channel (and the full output as a file when long). */
-  postRequest(request: FlowRequest, flowLabel?: string): Promise<{ ts: string; fileAttached: boolean }>;
-  /** Rewrites the request message in place (decision, platform answer, closing reason). */
-  updateRequest(request: FlowRequest, note?: string): Promise<void>;
-  /** A reminder as a reply under the request message. */
-  remind(request: FlowRequest, text: string): Promise<void>;
-  /** A private note to the clicker. */
-  tellUser(channel: string, user: string, text: string): Promise<void>;
-  /** The Slack user id with this e-mail, or undefined when there is none. */
-  lookupByEmail(email: string): Promise<string | undefined>;
-}
+import { EFFECT_EVENT_TYPE, findPostedMessage } from "../slack/notifier.js";
 
 export function flowMessageFor(request: FlowRequest, note?: string): SlackMessage {
   return flowRequestMessage({
@@ -45,38 +33,47 @@ const safeFilename = (name: string) =>
     .replace(/^-+|-+$/g, "")
     .slice(0, 60) || "output";
 
-export class SlackFlowEffects implements FlowSlackEffects {
+export class SlackFlowEffects implements FlowNotifier {
   constructor(
     private readonly client: WebClient,
     private readonly log: Logger,
   ) {}
 
-  async postRequest(request: FlowRequest): Promise<{ ts: string; fileAttached: boolean }> {
-    const posted = await this.client.chat.postMessage({ channel: request.channelId, ...flowMessageFor(request) });
-    const fileAttached = outputNeedsFile(request.output);
-    if (fileAttached) {
-      await this.client.filesUploadV2({
-        channel_id: request.channelId,
-        thread_ts: posted.ts!,
-        content: request.output,
-        filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}.md`,
-        title: `${request.flowName}: full output`,
-      });
-    }
-    return { ts: posted.ts!, fileAttached };
+  async postRequest(request: FlowRequest, effectId: string): Promise<{ ts: string }> {
+    const posted = await this.client.chat.postMessage({
+      channel: request.channelId,
+      ...flowMessageFor(request),
+      metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+    });
+    return { ts: posted.ts! };
   }
 
-  async updateRequest(request: FlowRequest, note?: string): Promise<void> {
+  async attachRequestFile(request: FlowRequest): Promise<void> {
+    await this.client.filesUploadV2({
+      channel_id: request.channelId,
+      thread_ts: request.messageTs!,
+      content: request.output,
+      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}.md`,
+      title: `${request.flowName}: full output`,
+    });
+  }
+
+  async updateRequest(request: FlowRequest): Promise<void> {
     if (!request.messageTs) return;
-    await this.client.chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, note) });
+    await this.client.chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request) });
   }
 
-  async remind(request: FlowRequest, text: string): Promise<void> {
-    await this.client.chat.postMessage({ channel: request.channelId, thread_ts: request.messageTs ?? undefined, text });
+  async postReminder(request: FlowRequest, text: string, effectId: string): Promise<void> {
+    await this.client.chat.postMessage({
+      channel: request.channelId,
+      thread_ts: request.messageTs ?? undefined,
+      text,
+      metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+    });
   }
 
-  async tellUser(channel: string, user: string, text: string): Promise<void> {
-    await this.client.chat.postEphemeral({ channel, user, text });
+  findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
+    return findPostedMessage(this.client, this.log, channel, threadTs, effectId);
   }
 
   async lookupByEmail(email: string): Promise<string | undefined> {

@@ -2,9 +2,10 @@
 // Rows are only ever created, never updated or deleted by the app.
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
 import type { AuditRecord } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
-import { insertAuditRow } from "./rows.js";
+import { insertAuditRow, type NewAuditRow } from "./rows.js";
 
 export type { AuditRecord };
 export type AuditKind = "kickoff" | "decision" | "completion" | "flow_decision";
@@ -37,24 +38,14 @@ export class Audit {
     private readonly log: Logger,
   ) {}
 
-  /** Appends a row; a failure is logged, never thrown into the flow it records. */
-  async record(row: NewAuditRecord): Promise<AuditRecord | undefined> {
+  /**
+   * Appends a row. Given the transaction of the state change it records, it commits (or fails) with
+   * it; on its own, a failure is logged, never thrown into the flow it records.
+   */
+  async record(row: NewAuditRecord, tx?: SqlRunner): Promise<AuditRecord | undefined> {
+    if (tx) return insertAuditRow(tx, auditRow(row));
     try {
-      return await insertAuditRow(this.db, {
-        executionId: row.executionId,
-        flowRequestId: row.flowRequestId ?? null,
-        kind: row.kind,
-        taskKey: row.taskKey ?? null,
-        round: row.round ?? null,
-        actor: row.actor ?? null,
-        decision: row.decision ?? null,
-        feedback: row.feedback ?? null,
-        outputHash: row.outputHash ?? null,
-        msToDecision: row.msToDecision ?? null,
-        resumeStatus: row.resumeStatus ?? null,
-        resumeMessage: row.resumeMessage ?? null,
-        detail: row.detail ?? null,
-      });
+      return await insertAuditRow(this.db, auditRow(row));
     } catch (err) {
       this.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
       return undefined;
@@ -111,4 +102,22 @@ export function auditJson(rows: readonly AuditRecord[]): string {
       2,
     ) + "\n"
   );
+}
+
+function auditRow(row: NewAuditRecord): NewAuditRow {
+  return {
+    executionId: row.executionId,
+    flowRequestId: row.flowRequestId ?? null,
+    kind: row.kind,
+    taskKey: row.taskKey ?? null,
+    round: row.round ?? null,
+    actor: row.actor ?? null,
+    decision: row.decision ?? null,
+    feedback: row.feedback ?? null,
+    outputHash: row.outputHash ?? null,
+    msToDecision: row.msToDecision ?? null,
+    resumeStatus: row.resumeStatus ?? null,
+    resumeMessage: row.resumeMessage ?? null,
+    detail: row.detail ?? null,
+  };
 }

@@ -1,10 +1,11 @@
-// The execution and review lifecycle, assembled. No Slack and no HTTP in here: those arrive through
-// the RunNotifier and CrewDirectory ports.
+// The execution and review lifecycle, assembled. No Slack and no HTTP in here: Slack effects are
+// enqueued in the outbox (performed by its worker), the crew is reached through CrewDirectory.
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
-import { type Clock, type CrewDirectory, type Execution, type RunNotifier, systemClock, type WebhookUrls } from "./ports.js";
+import { type Clock, type CrewDirectory, type Execution, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
 import { anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
@@ -12,15 +13,14 @@ import { Runs } from "./runs.js";
 export interface LifecycleDeps {
   db: Db;
   crews: CrewDirectory;
-  notifier: RunNotifier;
+  /** Where Slack effects are enqueued (src/outbox/). */
+  outbox: Outbox;
   /** Webhook URLs for an execution, or undefined when the bot has no public URL. */
   webhookUrls: (execution: Execution) => WebhookUrls | undefined;
   log: Logger;
   clock?: Clock;
   gate?: ReviewerGate;
   progressIntervalMs?: number;
-  /** How long a claim on a Slack post holds before another replica may retake it. */
-  claimStaleMs?: number;
   /** Recorded callbacks processed at once (default 2; see Callbacks). */
   processingConcurrency?: number;
 }
@@ -35,9 +35,9 @@ export class Lifecycle {
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
     this.audit = new Audit(deps.db, deps.log);
-    this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
-    this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.progress, this.audit, deps.claimStaleMs);
-    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
+    this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
+    this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.outbox, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);
   }
 }

@@ -14,17 +14,30 @@ export interface ProgressSnapshot {
   updatedAt: Date;
 }
 
+/**
+ * The run's Slack effects, one Web API call each, performed by the outbox worker (src/outbox/) and
+ * never by the lifecycle itself, which only enqueues them. `effectId` goes into the message's
+ * metadata, so a post interrupted by a crash can be found again (findPosted).
+ */
 export interface RunNotifier {
-  /** Posts a review message into the run's thread (with a file when the output is long). */
-  postReview(execution: Execution, review: Review): Promise<{ ts: string; fileAttached: boolean }>;
-  /** Rewrites a review message in place after a decision or when the run ends. */
+  /** Posts a task message or review into the run's thread. */
+  postReview(execution: Execution, review: Review, effectId: string): Promise<{ ts: string }>;
+  /** The whole output of a long task message, as a file in the thread. */
+  attachReviewFile(execution: Execution, review: Review): Promise<void>;
+  /** Rewrites a review message in place (decision, closing, gaining its controls). */
   updateReview(execution: Execution, review: Review, note?: string): Promise<void>;
-  /** Posts the completion (or failure) notice in the channel and refreshes the announcement. */
-  postCompletion(execution: Execution): Promise<{ ts: string }>;
-  /** Posts or updates the run's single progress message; returns its ts. */
-  showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null): Promise<{ ts: string }>;
-  /** A plain notice in the run's thread (e.g. a crew error). */
-  postThreadNotice(execution: Execution, text: string): Promise<void>;
+  /** Posts the completion (or failure) notice in the channel. */
+  postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }>;
+  /** The final output as a file, when it is too long for the notice. */
+  attachCompletionFile(execution: Execution): Promise<void>;
+  /** Shows the run's final state on its announcement (the thread's parent). */
+  updateAnnouncement(execution: Execution): Promise<void>;
+  /** Posts (ts null) or updates the run's single progress message; returns its ts. */
+  showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }>;
+  /** A reminder under a review nobody has decided. */
+  postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
+  /** The ts of a message an interrupted post of this effect left, if it can be found. */
+  findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined>;
 }
 
 export interface CrewDirectory {

@@ -1,20 +1,23 @@
-// Coalesces step callbacks into at most one progress update per run per interval, always ending on
-// the latest step. Steps are ephemeral: they cost no database write (only the message ts is stored).
+// Coalesces step callbacks into at most one progress effect per run per interval, always ending on
+// the latest step. Steps are ephemeral: they cost no database write of their own. Each flush adds
+// this replica's new steps to the run's one run.progress effect in the outbox, which posts the
+// progress message once and then updates it, spaced about a second apart, whichever replicas the
+// steps arrived at: one run has one progress message.
 
 import type { StepEvent } from "../crew/types.js";
-import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
-import type { Clock, Execution, ProgressSnapshot, RunNotifier } from "./ports.js";
+import type { Outbox } from "../outbox/index.js";
+import type { Clock, Execution } from "./ports.js";
 
 interface RunProgress {
-  execution: Execution;
-  steps: number;
+  executionId: string;
+  /** Steps received here and not yet handed to the outbox. */
+  unsent: number;
   latest: string;
   dirty: boolean;
   lastFlushAt: number;
   timer?: NodeJS.Timeout;
   flushing?: Promise<void>;
-  ts: string | null;
   done: boolean;
 }
 
@@ -22,34 +25,33 @@ export class ProgressCoalescer {
   private readonly runs = new Map<string, RunProgress>();
 
   constructor(
-    private readonly db: Db,
-    private readonly notifier: RunNotifier,
+    private readonly outbox: Outbox,
     private readonly log: Logger,
     private readonly clock: Clock,
     private readonly intervalMs = 1000,
   ) {}
 
   step(execution: Execution, step: StepEvent): void {
-    const run = this.runs.get(execution.id) ?? this.track(execution);
+    const run = this.runs.get(execution.id) ?? this.track(execution.id);
     if (run.done) return;
-    run.steps += 1;
+    run.unsent += 1;
     run.latest = step.summary;
     run.dirty = true;
     this.schedule(run);
   }
 
-  /** The run ended: show the final count once and forget it. */
+  /** The run ended: hand over the final count (marked done) once and forget it. */
   async finish(executionId: string): Promise<void> {
     const run = this.runs.get(executionId);
     if (!run) return;
     run.done = true;
     clearTimeout(run.timer);
     await run.flushing;
-    if (run.ts) await this.flush(run, true).catch(() => {});
+    await this.flush(run, true).catch((err) => this.log.warn("progress update failed", { executionId, err }));
     this.runs.delete(executionId);
   }
 
-  /** Flushes everything pending (shutdown, tests). */
+  /** Hands over everything pending (shutdown, tests). */
   async drain(): Promise<void> {
     for (const run of this.runs.values()) {
       clearTimeout(run.timer);
@@ -63,9 +65,9 @@ export class ProgressCoalescer {
     this.runs.clear();
   }
 
-  private track(execution: Execution): RunProgress {
-    const run: RunProgress = { execution, steps: 0, latest: "", dirty: false, lastFlushAt: 0, ts: execution.progressTs, done: false };
-    this.runs.set(execution.id, run);
+  private track(executionId: string): RunProgress {
+    const run: RunProgress = { executionId, unsent: 0, latest: "", dirty: false, lastFlushAt: 0, done: false };
+    this.runs.set(executionId, run);
     return run;
   }
 
@@ -75,10 +77,10 @@ export class ProgressCoalescer {
     run.timer = setTimeout(() => {
       run.timer = undefined;
       run.flushing = this.flush(run, false)
-        .catch((err) => this.log.warn("progress update failed", { executionId: run.execution.id, err }))
+        .catch((err) => this.log.warn("progress update failed", { executionId: run.executionId, err }))
         .finally(() => {
           run.flushing = undefined;
-          // Steps that arrived during the call go out in the next slot.
+          // Steps that arrived during the write go out in the next slot.
           if (run.dirty && !run.done) this.schedule(run);
         });
     }, wait);
@@ -86,12 +88,18 @@ export class ProgressCoalescer {
   }
 
   private async flush(run: RunProgress, done: boolean): Promise<void> {
+    if (!run.dirty && !done) return;
+    const steps = run.unsent;
     run.dirty = false;
+    run.unsent = 0;
     run.lastFlushAt = this.clock.now().getTime();
-    const snapshot: ProgressSnapshot = { steps: run.steps, latest: run.latest, done, updatedAt: this.clock.now() };
-    const hadTs = run.ts;
-    const { ts } = await this.notifier.showProgress(run.execution, snapshot, run.ts);
-    run.ts = ts;
-    if (!hadTs) await this.db.execution.update({ where: { id: run.execution.id }, data: { progressTs: ts } });
+    try {
+      await this.outbox.request({ kind: "run.progress", subjectId: run.executionId, payload: { steps, latest: run.latest, done } });
+    } catch (err) {
+      // Not handed over: counted again with the next flush.
+      run.unsent += steps;
+      run.dirty = true;
+      throw err;
+    }
   }
 }

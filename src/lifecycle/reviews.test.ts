@@ -3,9 +3,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { CrewError } from "../crew/errors.js";
 import type { CrewApi, ExecutionStatus, ResumeRequest } from "../crew/types.js";
+import { sqlRunnerFor } from "../db/sql.js";
 import { silentLogger } from "../log.js";
+import { Outbox } from "../outbox/index.js";
+import { slackEffectPerformer } from "../outbox/perform.js";
+import { OutboxWorker } from "../outbox/worker.js";
 import { Lifecycle } from "./index.js";
-import type { Execution, Review, RunNotifier } from "./ports.js";
+import { type CrewDirectory, type Execution, type Review, type RunNotifier, systemClock } from "./ports.js";
 
 const OUTPUT = "## Findings\n\nThe tide rises.";
 
@@ -28,12 +32,30 @@ const crew: CrewApi = {
   },
 };
 const notifier: RunNotifier = {
-  postReview: async () => ({ ts: "100.1", fileAttached: false }),
+  postReview: async () => ({ ts: "100.1" }),
+  attachReviewFile: async () => {},
   updateReview: async (_e, review, note) => void updates.push({ review, note }),
   postCompletion: async () => ({ ts: "100.9" }),
+  attachCompletionFile: async () => {},
+  updateAnnouncement: async () => {},
   showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
-  postThreadNotice: async () => {},
+  postReminder: async () => {},
+  findPosted: async () => undefined,
 };
+
+/** The lifecycle with its outbox; `effects()` performs every Slack effect due (through the in-memory notifier). */
+function lifecycleWith(crews: CrewDirectory): { lifecycle: Lifecycle; effects: () => Promise<void> } {
+  const sql = sqlRunnerFor(db.database.prisma);
+  const outbox = new Outbox(sql, systemClock);
+  const worker = new OutboxWorker(sql, slackEffectPerformer({ sql, notifier }), silentLogger, systemClock, { replicaId: "test" });
+  const lifecycle = new Lifecycle({ db: db.database.prisma, crews, outbox, webhookUrls: () => undefined, log: silentLogger });
+  return {
+    lifecycle,
+    effects: async () => {
+      while ((await worker.runDue()) > 0);
+    },
+  };
+}
 
 async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Execution; review: Review }> {
   const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: { topic: "tides" }, webhooks: false });
@@ -45,18 +67,21 @@ async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Executi
 
 describe("a decision whose /resume answer timed out", () => {
   let lifecycle: Lifecycle;
+  let effects: () => Promise<void>;
   beforeEach(async () => {
     db = await createTestDatabase();
     resumes = [];
     updates = [];
-    lifecycle = new Lifecycle({ db: db.database.prisma, crews: { get: () => crew }, notifier, webhookUrls: () => undefined, log: silentLogger });
+    ({ lifecycle, effects } = lifecycleWith({ get: () => crew }));
   });
   afterEach(async () => db.drop());
 
   it("counts as decided when the crew's status shows it moved on, and is not sent again", async () => {
     const { review } = await pendingReview(lifecycle);
+    await effects();
     status = { rawState: "RUNNING", phase: "running" };
     const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "" });
+    await effects();
     expect(outcome.kind).toBe("decided");
     expect(resumes).toHaveLength(1);
     const stored = await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } });
@@ -80,6 +105,7 @@ describe("a decision whose /resume answer timed out", () => {
 
 describe("confirming a pause from the status after a task webhook", () => {
   let lifecycle: Lifecycle;
+  let effects: () => Promise<void>;
   let statusCalls: number;
   beforeEach(async () => {
     db = await createTestDatabase();
@@ -92,7 +118,7 @@ describe("confirming a pause from the status after a task webhook", () => {
         return status;
       },
     };
-    lifecycle = new Lifecycle({ db: db.database.prisma, crews: { get: () => counting }, notifier, webhookUrls: () => undefined, log: silentLogger });
+    ({ lifecycle, effects } = lifecycleWith({ get: () => counting }));
   });
   afterEach(async () => db.drop());
 
@@ -106,9 +132,13 @@ describe("confirming a pause from the status after a task webhook", () => {
 
   it("turns the task message into the review when the status says the run waits on it", async () => {
     const { execution, review } = await taskMessage();
+    await effects(); // the task message is in Slack
     status = { rawState: "PENDING_HUMAN_INPUT", phase: "paused", lastTask: { output: review.output, taskId: "t-9" } };
     await lifecycle.reviews.confirmWaiting(execution, review, [0]);
     expect(await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending", resumeTaskId: "t-9" });
+    // The task message gets its decision controls in place.
+    await effects();
+    expect(updates.at(-1)!.review).toMatchObject({ id: review.id, state: "pending" });
     expect(statusCalls).toBe(1);
   });
 

@@ -4,9 +4,10 @@ import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
 import type { Audit } from "./audit.js";
-import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
-import { isUuid, ReviewRows } from "./rows.js";
+import type { Clock, CrewDirectory, Execution, Review, WebhookUrls } from "./ports.js";
+import { isUuid, type ReviewDecisionPatch, ReviewRows } from "./rows.js";
 import type { Runs } from "./runs.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "./states.js";
 
@@ -94,7 +95,7 @@ export class Reviews {
     private readonly db: Db,
     private readonly runs: Runs,
     private readonly crews: CrewDirectory,
-    private readonly notifier: RunNotifier,
+    private readonly outbox: Outbox,
     private readonly webhookUrls: (execution: Execution) => WebhookUrls | undefined,
     private readonly log: Logger,
     private readonly clock: Clock,
@@ -164,14 +165,18 @@ export class Reviews {
     }
   }
 
-  /** posted → pending, once; the task message gets its decision controls in place. */
+  /** posted → pending, once; the task message gets its decision controls in place (an update in the outbox). */
   private async promote(execution: Execution, review: Review, resumeTaskId?: string): Promise<Review | undefined> {
-    const promoted = await this.rows.transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
-    if (!promoted) return undefined;
-    await this.runs.transition(execution.id, "review_opened");
-    // No ts yet: the post under way sees the new state when it stores its ts, and updates then.
-    if (promoted.messageTs) await this.showDecision(execution, promoted);
-    return promoted;
+    const promoted = await this.outbox.sql.transaction(async (tx) => {
+      const moved = await new ReviewRows(tx).transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
+      if (!moved) return null;
+      await this.runs.transition(execution.id, "review_opened", {}, tx);
+      // Not posted yet: the post under way shows the new state when it records its ts.
+      await this.outbox.add(tx, { kind: "review.show", subjectId: moved.id });
+      return moved;
+    });
+    if (promoted) this.outbox.nudge();
+    return promoted ?? undefined;
   }
 
   /** Stores a round for a task output (idempotent) in the given state, then posts it. */
@@ -192,65 +197,30 @@ export class Reviews {
     if (origin.source === "poll" && seen?.state === "rejected" && latest && latest.id !== seen.id) return undefined;
     const round = nextRound(latest ?? undefined, outputHash);
     if (round === undefined) return undefined;
-    const review = await this.rows.insert({
-      executionId: execution.id,
-      taskKey,
-      taskName: task.name ?? task.taskKey,
-      agent: task.agent ?? null,
-      round,
-      state,
-      resumeTaskId: task.resumeTaskId ?? null,
-      output: task.output,
-      outputHash,
-      // Whoever stores the round posts it; the claim lets a successor retake it if this replica dies.
-      postClaimedAt: this.clock.now(),
+    const review = await this.outbox.sql.transaction(async (tx) => {
+      const stored = await new ReviewRows(tx).insert({
+        executionId: execution.id,
+        taskKey,
+        taskName: task.name ?? task.taskKey,
+        agent: task.agent ?? null,
+        round,
+        state,
+        resumeTaskId: task.resumeTaskId ?? null,
+        output: task.output,
+        outputHash,
+      });
+      // Another delivery (or replica) stored this round first.
+      if (!stored) return undefined;
+      if (state === "pending") await this.runs.transition(execution.id, "review_opened", {}, tx);
+      await this.outbox.add(tx, { kind: "review.post", subjectId: stored.id });
+      return stored;
     });
-    // Another delivery (or replica) stored this round first.
-    if (!review) return undefined;
-    if (state === "pending") await this.runs.transition(execution.id, "review_opened");
-    return this.post(execution, review);
-  }
-
-  /** Posts a stored review's message once, under a claim that a dead replica's successor can retake. */
-  async publish(reviewId: string): Promise<void> {
-    const now = this.clock.now();
-    const { count } = await this.db.review.updateMany({
-      where: {
-        id: reviewId,
-        messageTs: null,
-        OR: [{ postClaimedAt: null }, { postClaimedAt: { lt: new Date(now.getTime() - this.runs.claimStaleMs) } }],
-      },
-      data: { postClaimedAt: now },
-    });
-    if (count === 0) return;
-    const { execution, ...review } = await this.db.review.findUniqueOrThrow({ where: { id: reviewId }, include: { execution: true } });
-    await this.post(execution, review);
-  }
-
-  private async post(execution: Execution, review: Review): Promise<Review> {
-    const { ts, fileAttached } = await this.notifier.postReview(execution, review);
-    const stored = await this.rows.setMessage(review.id, ts, fileAttached, review.state);
-    // It became a review (or was decided) while being posted: show what it is now.
-    if (stored.state !== review.state) await this.showDecision(execution, stored);
-    return stored;
+    if (review) this.outbox.nudge();
+    return review;
   }
 
   get(reviewId: string) {
     return this.db.review.findUnique({ where: { id: reviewId }, include: { execution: true } });
-  }
-
-  /**
-   * Messages whose last update was lost (a crash or a Slack error between the state change and the
-   * update): shown again from the row, so a review never keeps controls it no longer has, nor lacks
-   * controls it now has. Updates are idempotent, so two replicas doing this at once is harmless.
-   */
-  async refreshStale(quietMs = 2000): Promise<number> {
-    const stale = await this.rows.stale(quietMs);
-    for (const review of stale) {
-      const execution = await this.runs.get(review.executionId);
-      if (execution) await this.showDecision(execution, review, reviewNote(review));
-    }
-    return stale.length;
   }
 
   /** The first decision wins atomically; the crew hears it exactly once. */
@@ -264,13 +234,13 @@ export class Reviews {
     const gate = await this.gate(execution, decision.userId);
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
 
-    const claimed = await this.move(review.id, "claimed", {
+    const claimed = await this.rows.move(review.id, reviewTransition("claimed"), {
       decidedBy: decision.userId,
       decision: decision.approve ? "approve" : "reject",
       feedback: feedback || null,
       decidedAt: this.clock.now(),
     });
-    if (!claimed) return { kind: "already_decided", review: await this.db.review.findUniqueOrThrow({ where: { id: review.id } }) };
+    if (!claimed) return { kind: "already_decided", review: (await this.rows.find(review.id)) ?? review };
 
     const crew = this.crews.get(execution.crewName);
     try {
@@ -282,60 +252,73 @@ export class Reviews {
         isApprove: decision.approve,
         ...this.webhookUrls(execution),
       });
-      const decided = await this.settle(review.id, decision.approve ? "resume_ok_approve" : "resume_ok_reject", {
+      const decided = await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", {
         resumeStatus: resume.status ?? null,
         resumeMessage: resume.message ?? null,
       });
-      // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
-      await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
-      await this.recordDecision(decided, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null });
-      await this.showDecision(execution, decided, resumeNote(resume));
       return { kind: "decided", review: decided, resume };
     } catch (err) {
       return this.resumeFailed(execution, review, err, decision);
     }
   }
 
-  /** One audit row per decision outcome (decided, not_waiting, resume_failed). */
-  private async recordDecision(review: Review, decision: Decision, outcome: string, extra: { resumeStatus?: string | null; resumeMessage?: string | null; message?: string }) {
-    await this.audit?.record({
-      executionId: review.executionId,
-      kind: "decision",
-      taskKey: review.taskKey,
-      round: review.round,
-      actor: decision.userId,
-      decision: decision.approve ? "approve" : "reject",
-      feedback: decision.feedback.trim() || null,
-      outputHash: review.outputHash,
-      msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
-      resumeStatus: extra.resumeStatus ?? null,
-      resumeMessage: extra.resumeMessage ?? null,
-      detail: { outcome, reviewId: review.id, ...(extra.message ? { message: extra.message } : {}) },
+  /**
+   * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
+   * it), the audit record, and the update of the message (rendered from the row, note included).
+   */
+  private async conclude(
+    review: Review,
+    decision: Decision,
+    event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
+    outcome: "decided" | "not_waiting" | "resume_failed",
+    patch: ReviewDecisionPatch,
+    message?: string,
+  ): Promise<Review> {
+    const settled = await this.outbox.sql.transaction(async (tx) => {
+      const moved = (await new ReviewRows(tx).move(review.id, reviewTransition(event), patch)) ?? (await new ReviewRows(tx).find(review.id)) ?? review;
+      // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
+      if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+      await this.audit?.record(
+        {
+          executionId: review.executionId,
+          kind: "decision",
+          taskKey: review.taskKey,
+          round: review.round,
+          actor: decision.userId,
+          decision: decision.approve ? "approve" : "reject",
+          feedback: decision.feedback.trim() || null,
+          outputHash: review.outputHash,
+          msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
+          resumeStatus: patch.resumeStatus ?? null,
+          resumeMessage: patch.resumeMessage ?? null,
+          detail: { outcome, reviewId: review.id, ...(message ? { message } : {}) },
+        },
+        tx,
+      );
+      // Reopened (resume failed): it looks as it did, pending; nothing to show.
+      if (outcome !== "resume_failed") await this.outbox.add(tx, { kind: "review.show", subjectId: review.id });
+      return moved;
     });
+    this.outbox.nudge();
+    return settled;
   }
 
   private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
-      const closed = await this.settle(review.id, "not_waiting", { resumeMessage: err.serviceMessage ?? null });
-      await this.recordDecision(closed, decision, "not_waiting", { resumeMessage: err.serviceMessage ?? null, message });
-      await this.showDecision(execution, closed, `The crew was not waiting for this decision: ${err.serviceMessage ?? "no reason given"}`);
+      const closed = await this.conclude(review, decision, "not_waiting", "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, message);
       return { kind: "not_waiting", review: closed, message };
     }
     if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(execution, review))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
-      const decided = await this.settle(review.id, decision.approve ? "resume_ok_approve" : "resume_ok_reject", {
-        resumeMessage: "confirmed from the crew's status after the answer timed out",
+      const decided = await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", {
+        resumeMessage: "the answer timed out, but its status shows it took the decision",
       });
-      await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
-      await this.recordDecision(decided, decision, "decided", { resumeMessage: decided.resumeMessage });
-      await this.showDecision(execution, decided, "Crew: the answer timed out, but its status shows it took the decision.");
       return { kind: "decided", review: decided, resume: {} };
     }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
-    const reopened = await this.settle(review.id, "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null });
-    await this.recordDecision(reopened, decision, "resume_failed", { message });
+    const reopened = await this.conclude(review, decision, "resume_failed", "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null }, message);
     return { kind: "resume_failed", review: reopened, message };
   }
 
@@ -353,28 +336,6 @@ export class Reviews {
       this.log.warn("could not read status after a resume time-out", { reviewId: review.id, err });
       return false;
     }
-  }
-
-  private async showDecision(execution: Execution, review: Review, note?: string): Promise<void> {
-    if (!review.messageTs) return;
-    try {
-      await this.notifier.updateReview(execution, review, note);
-      await this.rows.markShown(review.id, review.state);
-    } catch (err) {
-      // Left for the recovery sweep (refreshStale), which re-renders it from the row.
-      this.log.warn("could not update review message", { reviewId: review.id, err });
-    }
-  }
-
-  private async move(id: string, event: ReviewEvent, data: Partial<Review>): Promise<boolean> {
-    const { from, to } = reviewTransition(event);
-    const { count } = await this.db.review.updateMany({ where: { id, state: { in: [...from] } }, data: { ...data, state: to } as never });
-    return count === 1;
-  }
-
-  private async settle(id: string, event: ReviewEvent, data: Partial<Review>): Promise<Review> {
-    await this.move(id, event, data);
-    return this.db.review.findUniqueOrThrow({ where: { id } });
   }
 }
 

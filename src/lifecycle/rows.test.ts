@@ -51,22 +51,6 @@ describe("per-run rows", () => {
     expect(() => rows.update(run.id, { webhookSecret: "x" } as never)).toThrow(/cannot be patched/);
   });
 
-  it("claims a finished run's notice once, and again only after the claim went stale", async () => {
-    const rows = new ExecutionRows(db.database.prisma);
-    const run = await rows.insert(newRun);
-    const t0 = new Date("2026-11-22T10:00:00.000Z");
-    expect(await rows.claimNotice(run.id, ["completed"], t0, new Date(t0.getTime() - 60_000))).toBeNull(); // not finished
-    await rows.update(run.id, { state: "completed" });
-    expect(await rows.claimNotice(run.id, ["completed"], t0, new Date(t0.getTime() - 60_000))).toMatchObject({ noticeClaimedAt: t0 });
-    const t1 = new Date(t0.getTime() + 30_000);
-    expect(await rows.claimNotice(run.id, ["completed"], t1, new Date(t1.getTime() - 60_000))).toBeNull();
-    const t2 = new Date(t0.getTime() + 61_000);
-    expect(await rows.claimNotice(run.id, ["completed"], t2, new Date(t2.getTime() - 60_000))).toMatchObject({ noticeClaimedAt: t2 });
-    await rows.update(run.id, { completionTs: "100.9" });
-    const t3 = new Date(t0.getTime() + 600_000);
-    expect(await rows.claimNotice(run.id, ["completed"], t3, new Date(t3.getTime() - 60_000))).toBeNull();
-  });
-
   it("stores a callback once per delivery and counts its attempts", async () => {
     const run = await new ExecutionRows(db.database.prisma).insert(newRun);
     const events = new EventRows(db.database.prisma);
@@ -115,7 +99,6 @@ describe("per-run rows", () => {
   it("stores a review round once, finds the latest by output and by task, and records its message", async () => {
     const run = await new ExecutionRows(db.database.prisma).insert(newRun);
     const reviews = new ReviewRows(db.database.prisma);
-    const claimedAt = new Date("2026-11-22T10:00:00.000Z");
     const round = (n: number, outputHash: string) => ({
       executionId: run.id,
       taskKey: "t1",
@@ -124,24 +107,25 @@ describe("per-run rows", () => {
       round: n,
       output: `output ${n}`,
       outputHash,
-      postClaimedAt: claimedAt,
       state: "pending",
       resumeTaskId: null,
     });
     const first = await reviews.insert(round(1, "h1"));
     expect(first).toEqual(await db.database.prisma.review.findUniqueOrThrow({ where: { id: first!.id } }));
-    expect(first).toMatchObject({ state: "pending", messageTs: null, fileAttached: false, remindersSent: 0, postClaimedAt: claimedAt });
+    expect(first).toMatchObject({ state: "pending", messageTs: null, fileAttached: false, remindersSent: 0 });
     expect(await reviews.insert(round(1, "h1-again"))).toBeUndefined(); // same round stored by someone else
     const second = await reviews.insert(round(2, "h2"));
     expect(await reviews.latestForTask(run.id, "t1")).toMatchObject({ id: second!.id, round: 2 });
     expect(await reviews.latestForTask(run.id, "t9")).toBeNull();
     expect(await reviews.latestWithOutput(run.id, "h1")).toMatchObject({ id: first!.id });
     expect(await reviews.latestWithOutput(run.id, "h3")).toBeNull();
-    expect(await reviews.setMessage(first!.id, "100.2", true, "pending")).toMatchObject({ id: first!.id, messageTs: "100.2", fileAttached: true, shownState: "pending" });
-    // A state change whose update was lost is stale until the message shows it.
-    await reviews.transition(first!.id, { from: ["pending"], to: "closed" });
-    expect((await reviews.stale(-1000)).map((r) => r.id)).toEqual([first!.id]);
-    await reviews.markShown(first!.id, "closed");
-    expect(await reviews.stale(-1000)).toEqual([]);
+    // Decision columns move with the state, only from the states given.
+    expect(await reviews.move(first!.id, { from: ["deciding"], to: "approved" }, { decidedBy: "U1" })).toBeNull();
+    expect(await reviews.move(first!.id, { from: ["pending"], to: "deciding" }, { decidedBy: "U1", decision: "approve" })).toMatchObject({
+      state: "deciding",
+      decidedBy: "U1",
+      decision: "approve",
+    });
+    await expect(reviews.move(first!.id, { from: ["deciding"], to: "approved" }, { output: "x" } as never)).rejects.toThrow(/cannot be patched/);
   });
 });

@@ -17,7 +17,6 @@ const EXECUTION_PATCHABLE = [
   "output",
   "error",
   "completionTs",
-  "noticeClaimedAt",
   "startedAt",
   "finishedAt",
   "nextPollAt",
@@ -30,6 +29,11 @@ const EXECUTION_PATCHABLE = [
 export type ExecutionPatch = Partial<Pick<Execution, (typeof EXECUTION_PATCHABLE)[number]>>;
 
 const PATCHABLE = new Set<string>(EXECUTION_PATCHABLE);
+
+/** The SQL connection of a Prisma client, or a runner as given (a transaction's). */
+export function runnerOf(db: Db | SqlRunner): SqlRunner {
+  return typeof (db as SqlRunner).transaction === "function" && typeof (db as SqlRunner).query === "function" ? (db as SqlRunner) : sqlRunnerFor(db as Db);
+}
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isUuid(id: string): boolean {
@@ -88,8 +92,8 @@ export interface NewExecutionRow extends NewExecution {
 export class ExecutionRows {
   private readonly sql: SqlRunner;
 
-  constructor(db: Db) {
-    this.sql = sqlRunnerFor(db);
+  constructor(db: Db | SqlRunner) {
+    this.sql = runnerOf(db);
   }
 
   async insert(row: NewExecutionRow): Promise<Execution> {
@@ -136,26 +140,13 @@ export class ExecutionRows {
     const text = `UPDATE "Execution" SET ${setClause(st, patch)} WHERE ${whereClause(st, id, cond)} RETURNING *`;
     return (await this.sql.query<Execution>(text, st.values))[0] ?? null;
   }
-
-  /**
-   * Takes the right to post a finished run's completion notice: the run is finished, no notice is
-   * posted, and nobody holds a claim newer than `staleBefore`. Returns the run when taken.
-   */
-  async claimNotice(id: string, finishedStates: readonly string[], now: Date, staleBefore: Date): Promise<Execution | null> {
-    const st = new Statement();
-    const text = `UPDATE "Execution" SET "noticeClaimedAt" = ${st.param(now)}, "updatedAt" = ${st.param(new Date())}
-      WHERE id = ${st.param(id)}::uuid AND state IN (${st.list(finishedStates)}) AND "completionTs" IS NULL
-        AND ("noticeClaimedAt" IS NULL OR "noticeClaimedAt" < ${st.param(staleBefore)})
-      RETURNING *`;
-    return (await this.sql.query<Execution>(text, st.values))[0] ?? null;
-  }
 }
 
 export class EventRows {
   private readonly sql: SqlRunner;
 
-  constructor(db: Db) {
-    this.sql = sqlRunnerFor(db);
+  constructor(db: Db | SqlRunner) {
+    this.sql = runnerOf(db);
   }
 
   /** Stores a callback unless the same delivery was stored before; returns its id when new. */
@@ -187,8 +178,8 @@ export class EventRows {
 
 export type NewAuditRow = Omit<AuditRecord, "id" | "createdAt" | "detail" | "flowRequestId"> & { detail: Record<string, unknown> | null; flowRequestId?: string | null };
 
-export async function insertAuditRow(db: Db, row: NewAuditRow): Promise<AuditRecord> {
-  const rows = await sqlRunnerFor(db).query<AuditRecord>(
+export async function insertAuditRow(db: Db | SqlRunner, row: NewAuditRow): Promise<AuditRecord> {
+  const rows = await runnerOf(db).query<AuditRecord>(
     `INSERT INTO "AuditRecord" (id, "executionId", kind, "taskKey", round, actor, decision, feedback, "outputHash", "msToDecision", "resumeStatus", "resumeMessage", detail, "createdAt", "flowRequestId")
      VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15::uuid)
      RETURNING *`,
@@ -224,7 +215,6 @@ export interface NewReviewRow {
   resumeTaskId: string | null;
   output: string;
   outputHash: string;
-  postClaimedAt: Date;
 }
 
 /** What a review's message shows for a state: "deciding" looks like "pending". */
@@ -232,11 +222,14 @@ export function shownAs(state: string): string {
   return state === "deciding" ? "pending" : state;
 }
 
+const REVIEW_DECISION_COLUMNS = new Set(["decidedBy", "decision", "feedback", "decidedAt", "resumeStatus", "resumeMessage"]);
+export type ReviewDecisionPatch = Partial<Pick<Review, "decidedBy" | "decision" | "feedback" | "decidedAt" | "resumeStatus" | "resumeMessage">>;
+
 export class ReviewRows {
   private readonly sql: SqlRunner;
 
-  constructor(db: Db) {
-    this.sql = sqlRunnerFor(db);
+  constructor(db: Db | SqlRunner) {
+    this.sql = runnerOf(db);
   }
 
   async find(id: string): Promise<Review | null> {
@@ -260,20 +253,17 @@ export class ReviewRows {
     return rows[0] ?? null;
   }
 
-  /** The message now shows `state` (no write when the row has moved on since: the sweep catches up). */
-  async markShown(id: string, state: string): Promise<void> {
-    await this.sql.execute(`UPDATE "Review" SET "shownState" = $1 WHERE id = $2::uuid AND state = $3`, [shownAs(state), id, state]);
-  }
-
-  /** Posted reviews whose message shows another state than theirs (a lost update), quiet for `quietMs`. */
-  stale(quietMs: number, limit = 100): Promise<Review[]> {
-    return this.sql.query<Review>(
-      `SELECT * FROM "Review"
-       WHERE "messageTs" IS NOT NULL AND "shownState" IS DISTINCT FROM (CASE WHEN state = 'deciding' THEN 'pending' ELSE state END)
-         AND "updatedAt" < $1
-       ORDER BY "updatedAt" LIMIT $2`,
-      [new Date(Date.now() - quietMs), limit],
-    );
+  /** Moves a row between states with the decision columns given (conditional on the current state); the moved row, or null. */
+  async move(id: string, t: { from: readonly string[]; to: string }, patch: ReviewDecisionPatch = {}): Promise<Review | null> {
+    const st = new Statement();
+    const sets = [`state = ${st.param(t.to)}`, `"updatedAt" = ${st.param(new Date())}`];
+    for (const [column, value] of Object.entries(patch) as [string, SqlValue | undefined][]) {
+      if (value === undefined) continue;
+      if (!REVIEW_DECISION_COLUMNS.has(column)) throw new Error(`Review.${column} cannot be patched`);
+      sets.push(`"${column}" = ${st.param(value)}`);
+    }
+    const text = `UPDATE "Review" SET ${sets.join(", ")} WHERE id = ${st.param(id)}::uuid AND state IN (${st.list(t.from)}) RETURNING *`;
+    return (await this.sql.query<Review>(text, st.values))[0] ?? null;
   }
 
   async setResumeTaskId(id: string, resumeTaskId: string): Promise<void> {
@@ -303,38 +293,12 @@ export class ReviewRows {
   /** Stores a round; undefined when another delivery (or replica) stored the same round first. */
   async insert(row: NewReviewRow): Promise<Review | undefined> {
     const rows = await this.sql.query<Review>(
-      `INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "postClaimedAt", "createdAt", "updatedAt", state, "resumeTaskId")
-       VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12)
+      `INSERT INTO "Review" (id, "executionId", "taskKey", "taskName", agent, round, output, "outputHash", "createdAt", "updatedAt", state, "resumeTaskId")
+       VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)
        ON CONFLICT ("executionId", "taskKey", round) DO NOTHING
        RETURNING *`,
-      [
-        crypto.randomUUID(),
-        row.executionId,
-        row.taskKey,
-        row.taskName,
-        row.agent,
-        row.round,
-        row.output,
-        row.outputHash,
-        row.postClaimedAt,
-        new Date(),
-        row.state,
-        row.resumeTaskId,
-      ],
+      [crypto.randomUUID(), row.executionId, row.taskKey, row.taskName, row.agent, row.round, row.output, row.outputHash, new Date(), row.state, row.resumeTaskId],
     );
-    return rows[0];
-  }
-
-  /** Records the posted message of a review, and the state it shows. */
-  async setMessage(id: string, messageTs: string, fileAttached: boolean, shownState: string): Promise<Review> {
-    const rows = await this.sql.query<Review>(`UPDATE "Review" SET "messageTs" = $1, "fileAttached" = $2, "shownState" = $5, "updatedAt" = $3 WHERE id = $4::uuid RETURNING *`, [
-      messageTs,
-      fileAttached,
-      new Date(),
-      id,
-      shownAs(shownState),
-    ]);
-    if (!rows[0]) throw new Error(`review ${id} does not exist`);
     return rows[0];
   }
 }

@@ -1,12 +1,13 @@
 // Execution records: creation before kickoff, the kickoff outcome, and the one-time finish.
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
-import type { Logger } from "../log.js";
+import type { SqlRunner } from "../db/sql.js";
+import type { Outbox } from "../outbox/index.js";
 import { type Audit, sha256 } from "./audit.js";
-import type { Clock, Execution, RunNotifier } from "./ports.js";
+import type { Clock, Execution } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
-import { type ExecutionPatch, ExecutionRows, ReviewRows } from "./rows.js";
-import { type ExecutionEvent, executionTransition, FINISHED_STATES } from "./states.js";
+import { type ExecutionPatch, ExecutionRows } from "./rows.js";
+import { type ExecutionEvent, executionTransition, reviewTransition } from "./states.js";
 
 export interface NewExecution {
   crewName: string;
@@ -25,25 +26,17 @@ export interface FinishOutcome {
   error?: string;
 }
 
-// A claim older than this is treated as abandoned (its replica died mid-post) and may be retaken.
-// Keep it well above the time one Slack post can take, retries included.
-export const DEFAULT_CLAIM_STALE_MS = 60_000;
-
 export class Runs {
   private readonly rows: ExecutionRows;
-  private readonly reviewRows: ReviewRows;
 
   constructor(
     private readonly db: Db,
-    private readonly notifier: RunNotifier,
-    private readonly log: Logger,
+    private readonly outbox: Outbox,
     private readonly clock: Clock,
     private readonly progress: ProgressCoalescer,
     private readonly audit?: Audit,
-    readonly claimStaleMs = DEFAULT_CLAIM_STALE_MS,
   ) {
     this.rows = new ExecutionRows(db);
-    this.reviewRows = new ReviewRows(db);
   }
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
@@ -87,56 +80,46 @@ export class Runs {
   }
 
   /** Applies a state event if the current state allows it; returns whether it applied. */
-  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}): Promise<boolean> {
+  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}, tx?: SqlRunner): Promise<boolean> {
     const { from, to } = executionTransition(event);
-    return (await this.rows.update(id, { ...data, state: to }, { states: from })) === 1;
+    return (await (tx ? new ExecutionRows(tx) : this.rows).update(id, { ...data, state: to }, { states: from })) === 1;
   }
 
   /**
-   * Ends a run once, whichever of webhook, poll or replica gets here first; then closes reviews left
-   * pending and posts the completion notice (once, under a claim).
+   * Ends a run once, whichever of webhook, poll or replica gets here first. In the same transaction:
+   * the audit record, reviews left pending are closed, and the completion notice is enqueued.
    */
   async finish(id: string, outcome: FinishOutcome): Promise<boolean> {
     // Steps still coalescing show their final count before the run is announced as over.
     await this.progress.finish(id);
-    const won = await this.transition(id, outcome.event, {
-      output: outcome.output ?? null,
-      error: outcome.error ?? null,
-      finishedAt: this.clock.now(),
-    });
-    if (won) {
-      await this.audit?.record({
-        executionId: id,
-        kind: "completion",
-        outputHash: outcome.output ? sha256(outcome.output) : null,
-        detail: { event: outcome.event, ...(outcome.error ? { error: outcome.error } : {}) },
-      });
-      await this.announceFinish(id);
-    }
-    return won;
-  }
-
-  /** Posts the completion notice unless it was posted (or is being posted) already. */
-  async announceFinish(id: string): Promise<void> {
+    const { from, to } = executionTransition(outcome.event);
     const now = this.clock.now();
-    const execution = await this.rows.claimNotice(id, FINISHED_STATES, now, new Date(now.getTime() - this.claimStaleMs));
-    if (!execution) return;
-    await this.closePendingReviews(execution);
-    const { ts } = await this.notifier.postCompletion(execution);
-    await this.rows.update(id, { completionTs: ts });
-  }
-
-  private async closePendingReviews(execution: Execution): Promise<void> {
-    const pending = await this.reviewRows.pendingOf(execution.id);
-    for (const review of pending) {
-      const { count } = await this.db.review.updateMany({ where: { id: review.id, state: "pending" }, data: { state: "closed" } });
-      if (count === 1 && review.messageTs) {
-        await this.notifier
-          .updateReview(execution, { ...review, state: "closed" }, "The run finished without needing this decision.")
-          .then(() => this.reviewRows.markShown(review.id, "closed"))
-          .catch((err) => this.log.warn("could not close review message", { reviewId: review.id, err }));
-      }
-    }
+    const won = await this.outbox.sql.transaction(async (tx) => {
+      const changed = await new ExecutionRows(tx).update(id, { state: to, output: outcome.output ?? null, error: outcome.error ?? null, finishedAt: now }, { states: from });
+      if (changed !== 1) return false;
+      await this.audit?.record(
+        {
+          executionId: id,
+          kind: "completion",
+          outputHash: outcome.output ? sha256(outcome.output) : null,
+          detail: { event: outcome.event, ...(outcome.error ? { error: outcome.error } : {}) },
+        },
+        tx,
+      );
+      // Reviews still waiting were not needed after all: their messages lose their controls.
+      const closing = reviewTransition("run_finished");
+      const closed = await tx.query<{ id: string }>(`UPDATE "Review" SET state = $1, "updatedAt" = $2 WHERE "executionId" = $3::uuid AND state = ANY($4::text[]) RETURNING id`, [
+        closing.to,
+        now,
+        id,
+        `{${closing.from.join(",")}}`,
+      ]);
+      for (const review of closed) await this.outbox.add(tx, { kind: "review.show", subjectId: review.id });
+      await this.outbox.add(tx, { kind: "run.completion", subjectId: id });
+      return true;
+    });
+    if (won) this.outbox.nudge();
+    return won;
   }
 
   recentInChannel(channelId: string, take = 10): Promise<Execution[]> {

@@ -28,7 +28,7 @@ export interface WatcherOptions {
   lostGraceMs: number;
   /** Rows taken per tick (default 20). */
   batchSize: number;
-  /** How often the recovery sweep re-posts unposted reviews and notices (default 30 000 ms; 0 = only at start). */
+  /** How often callbacks recorded but not processed are looked for (default 30 000 ms; 0 = only at start). */
   sweepMs: number;
   /** This process's identity in lease columns (default: a random uuid). */
   replicaId: string;
@@ -175,31 +175,11 @@ export class RunWatcher {
   }
 
   /**
-   * Re-does Slack effects a crash may have left undone: unprocessed webhooks, pending reviews
-   * without a message, finished runs without a completion notice. Claims keep each effect single.
+   * Processes crew callbacks recorded but not processed (a crash between the answer and the work).
+   * Slack effects need no such sweep: they are outbox rows, which the outbox worker picks up.
    */
   async recover(webhookOlderThanMs = 0): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
-    const unposted = await this.db.review.findMany({
-      where: { messageTs: null, state: { in: ["posted", "pending"] } },
-      select: { id: true },
-      orderBy: { createdAt: "asc" },
-      take: 100,
-    });
-    for (const { id } of unposted) {
-      await this.lifecycle.reviews.publish(id).catch((err) => this.log.warn("could not re-publish review", { reviewId: id, err }));
-    }
-    await this.lifecycle.reviews.refreshStale().catch((err) => this.log.warn("could not refresh review messages", { err }));
-    // kickoff_failed is left out: such a run was never announced (its message is deleted).
-    const unannounced = await this.db.execution.findMany({
-      where: { state: { in: ["completed", "failed", "lost"] }, completionTs: null },
-      select: { id: true },
-      orderBy: { finishedAt: "asc" },
-      take: 100,
-    });
-    for (const { id } of unannounced) {
-      await this.lifecycle.runs.announceFinish(id).catch((err) => this.log.warn("could not re-announce run", { executionId: id, err }));
-    }
   }
 
   /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */

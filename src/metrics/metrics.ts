@@ -8,12 +8,14 @@
 // query. Figures about the shared database (reviews waiting, pending Slack effects, poll leases) are
 // read from it when scraped, so every replica reports the same truth; counters and histograms are
 // this process's own.
+
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { isCrewError } from "../crew/errors.js";
 import type { CrewApi } from "../crew/types.js";
 import type { Decision, DecisionOutcome } from "../lifecycle/index.js";
-import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Execution, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { OutboxEvents } from "../outbox/worker.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts). */
 export interface SharedFigures {
@@ -43,7 +45,7 @@ export interface MetricsOptions {
   slackApiUrl?: string;
   /** Reads the shared figures from the database; unset: they are not reported. */
   shared?: () => Promise<SharedFigures>;
-  /** Pending Slack effects (today: unposted rows; later: the outbox table). */
+  /** Slack effects due in the outbox (all replicas). */
   pendingEffects?: () => Promise<PendingEffects>;
   /** Node.js process figures (memory, CPU, event loop); default true. */
   processMetrics?: boolean;
@@ -124,6 +126,7 @@ export class Metrics {
   private readonly reviewVisible: Histogram<"source">;
   private readonly decisionTime: Histogram<"decision">;
   private readonly sharedUp: Gauge;
+  private readonly effectsGivenUp: Counter<"effect">;
 
   constructor(opts: MetricsOptions) {
     this.crewNames = new Map(opts.crews.map((name) => [name.toLowerCase(), name]));
@@ -181,6 +184,12 @@ export class Metrics {
       help: "Crew API call latency (retries included), by crew and operation.",
       labelNames: ["crew", "operation"],
       buckets: CALL_BUCKETS,
+      registers,
+    });
+    this.effectsGivenUp = new Counter({
+      name: "crewline_slack_effects_given_up_total",
+      help: "Slack effects the outbox gave up (a permanent Slack error, or too many failed attempts), by kind of effect.",
+      labelNames: ["effect"],
       registers,
     });
     this.runsStarted = new Counter({
@@ -349,9 +358,10 @@ export class Metrics {
   /** The run notifier, observed: when reviews become visible, and runs announced as ended. */
   instrumentNotifier(inner: RunNotifier): RunNotifier {
     return {
-      postReview: async (execution: Execution, review: Review) => {
+      ...bindAll(inner),
+      postReview: async (execution: Execution, review: Review, effectId: string) => {
         const started = Date.now();
-        const posted = await inner.postReview(execution, review);
+        const posted = await inner.postReview(execution, review, effectId);
         this.reviewShown(execution.id, "task", started);
         if (review.state === "pending") this.reviewShown(execution.id, "input", started);
         return posted;
@@ -362,16 +372,19 @@ export class Metrics {
         // A task message getting its decision controls in place (posted → pending).
         if (review.state === "pending") this.reviewShown(execution.id, "input", started);
       },
-      postCompletion: async (execution: Execution) => {
-        const posted = await inner.postCompletion(execution);
+      postCompletion: async (execution: Execution, effectId: string) => {
+        const posted = await inner.postCompletion(execution, effectId);
         this.runsFinished.inc({ crew: this.crewLabel(execution.crewName), outcome: outcomeLabel(execution.state) });
         this.arrivals.delete(`${execution.id}:task`);
         this.arrivals.delete(`${execution.id}:input`);
         return posted;
       },
-      showProgress: (execution: Execution, progress: ProgressSnapshot, ts: string | null) => inner.showProgress(execution, progress, ts),
-      postThreadNotice: (execution: Execution, text: string) => inner.postThreadNotice(execution, text),
     };
+  }
+
+  /** What the outbox worker reports: effects given up (kinds are a fixed set). */
+  outboxEvents(): OutboxEvents {
+    return { gaveUp: (kind) => this.effectsGivenUp.inc({ effect: kind }) };
   }
 
   /** Observes human decisions that reached the crew (decided, or the crew was not waiting). */
@@ -449,7 +462,7 @@ export class Metrics {
     if (this.readShared || this.pendingEffectsSource) {
       new Gauge({
         name: "crewline_slack_effects_pending",
-        help: "Slack effects stored but not done yet (reviews not posted, completion notices not posted, flow requests not posted), all replicas.",
+        help: "Slack effects due in the outbox and not done yet (posts, files, message updates, reminders, progress), all replicas.",
         registers,
         async collect() {
           this.set((await read()).count);
@@ -477,4 +490,16 @@ function answerLabel(status: number): string {
 
 function outcomeLabel(state: string): string {
   return state === "completed" || state === "failed" || state === "lost" ? state : "other";
+}
+
+/** The object's methods bound to it, as a plain object (to override some and keep the rest). */
+function bindAll<T extends object>(inner: T): T {
+  const proto = Object.getPrototypeOf(inner) as object;
+  const names = new Set([...Object.getOwnPropertyNames(proto), ...Object.keys(inner)].filter((k) => k !== "constructor"));
+  const out: Record<string, unknown> = {};
+  for (const name of names) {
+    const value = (inner as Record<string, unknown>)[name];
+    if (typeof value === "function") out[name] = value.bind(inner);
+  }
+  return out as T;
 }

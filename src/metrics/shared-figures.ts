@@ -26,24 +26,10 @@ export function sharedFiguresReader(sql: SqlRunner): () => Promise<SharedFigures
   };
 }
 
-/**
- * Pending Slack effects until the outbox (issue #12) exists: what the recovery sweep would re-post
- * (lifecycle/watcher.ts recover, flows' recover): reviews and task messages stored but not posted,
- * finished runs without their completion notice, and flow requests not posted. Replace this
- * function's body with a count over the outbox table once it lands (Metrics.setPendingEffectsSource).
- */
+/** Slack effects due in the outbox (not done, not given up), and the age of the oldest, all replicas. */
 export function pendingEffectsReader(sql: SqlRunner, now: () => Date = () => new Date()): () => Promise<PendingEffects> {
   return async () => {
-    const [row] = await sql.query<{ count: number; oldest: Date | null }>(
-      `SELECT count(*)::int AS count, min(since) AS oldest FROM (
-        SELECT "createdAt" AS since FROM "Review" WHERE "messageTs" IS NULL AND state IN ('posted', 'pending')
-        UNION ALL
-        SELECT COALESCE("finishedAt", "updatedAt") FROM "Execution" WHERE state IN ('completed', 'failed', 'lost') AND "completionTs" IS NULL
-        UNION ALL
-        SELECT "createdAt" FROM "FlowRequest" WHERE "messageTs" IS NULL AND state = 'pending'
-      ) AS pending`,
-      [],
-    );
+    const [row] = await sql.query<{ count: number; oldest: Date | null }>(`SELECT count(*)::int AS count, min("createdAt") AS oldest FROM "SlackEffect" WHERE state = 'due'`, []);
     const count = Number(row?.count ?? 0);
     const oldest = row?.oldest ? new Date(row.oldest) : undefined;
     return { count, oldestAgeSeconds: count && oldest ? Math.max(0, (now().getTime() - oldest.getTime()) / 1000) : 0 };

@@ -56,6 +56,8 @@ export interface FakeMessage {
   blocks?: any[];
   user: string;
   updated?: number;
+  /** Message metadata (event_type, event_payload), as Slack keeps it. */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
 }
 
 export interface FakeEphemeral {
@@ -115,6 +117,10 @@ export interface FakeSlack {
   failNext(method: string, error: string, times?: number): void;
   rateLimitNext(method: string, times?: number, retryAfterSeconds?: number): void;
   delayNext(method: string, ms: number, times?: number): void;
+  /** Performs the next call(s) of this method, then answers only after `ms` (Slack did it; the caller did not hear back in time). */
+  answerLateNext(method: string, ms: number, times?: number): void;
+  /** Every Web API call answers HTTP 503 for this long, from now (an outage). */
+  outage(ms: number): void;
   /** Posts to this channel (and conversations.info/join) answer `error`; join clears a not_in_channel denial. */
   denyChannel(channel: string, error?: string): void;
   setUsergroup(id: string, userIds: string[]): void;
@@ -181,7 +187,7 @@ const pad = (n: number) => String(n).padStart(10, "0");
 
 class Fault {
   constructor(
-    readonly kind: "fail" | "ratelimit",
+    readonly kind: "fail" | "ratelimit" | "outage",
     readonly value: string | number,
   ) {}
 }
@@ -209,6 +215,8 @@ class FakeSlackServer implements FakeSlack {
   private updatesByChannel = new Map<string, number[]>();
   private faults = new Map<string, Fault[]>();
   private delays = new Map<string, number[]>();
+  private lateAnswers = new Map<string, number[]>();
+  private outageUntil = 0;
   private waiters = new Set<() => void>();
   private triggerUsers = new Map<string, string>();
   /** When each ts was handed out (ts values count up from a fixed base, not from the clock). */
@@ -273,6 +281,14 @@ class FakeSlackServer implements FakeSlack {
 
   delayNext(method: string, ms: number, times = 1): void {
     this.queue(this.delays, method, times, ms);
+  }
+
+  answerLateNext(method: string, ms: number, times = 1): void {
+    this.queue(this.lateAnswers, method, times, ms);
+  }
+
+  outage(ms: number): void {
+    this.outageUntil = Date.now() + ms;
   }
 
   denyChannel(channel: string, error = "not_in_channel"): void {
@@ -400,18 +416,23 @@ class FakeSlackServer implements FakeSlack {
       call.method = path.replace(/^\/api\//, "").replace(/^\//, "");
       const delay = this.delays.get(call.method)?.shift();
       if (delay) await sleep(delay);
-      const fault = this.faults.get(call.method)?.shift();
+      const fault = Date.now() < this.outageUntil ? new Fault("outage", "") : this.faults.get(call.method)?.shift();
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
       if (fault?.kind === "ratelimit" || tier3 !== undefined) {
         status = 429;
         headers["retry-after"] = String(fault?.kind === "ratelimit" ? fault.value : tier3);
         body = { ok: false, error: "ratelimited" };
         this.rateLimited++;
+      } else if (fault?.kind === "outage") {
+        status = 503;
+        body = { ok: false, error: "service_unavailable" };
       } else if (fault) {
         body = { ok: false, error: fault.value };
       } else {
         this.currentMethod = call.method;
         body = this.dispatch(call);
+        const late = this.lateAnswers.get(call.method)?.shift();
+        if (late) await sleep(late);
       }
     }
     if (body.ok === false) call.error = String(body.error);
@@ -482,6 +503,7 @@ class FakeSlackServer implements FakeSlack {
     if (args.thread_ts) msg.thread_ts = String(args.thread_ts);
     if (args.text !== undefined) msg.text = String(args.text).slice(0, 40_000);
     if (args.blocks !== undefined) msg.blocks = args.blocks;
+    if (args.metadata && typeof args.metadata === "object" && typeof args.metadata.event_type === "string") msg.metadata = args.metadata;
     this.msgs.set(this.key(channel, msg.ts), msg);
     return msg;
   }
@@ -491,6 +513,12 @@ class FakeSlackServer implements FakeSlack {
     if (args.text !== undefined) msg.text = String(args.text).slice(0, 40_000);
     if (args.blocks !== undefined) msg.blocks = args.blocks;
     msg.updated = Date.now();
+  }
+
+  /** A message as conversations.history/replies list it: metadata only when asked for. */
+  private historyJson(m: FakeMessage, includeMetadata: unknown): Result {
+    const { metadata, ...rest } = this.messageJson(m) as Result & { metadata?: unknown };
+    return includeMetadata === true || includeMetadata === "true" ? { ...rest, metadata } : rest;
   }
 
   private messageJson(m: FakeMessage): Result {
@@ -696,6 +724,23 @@ class FakeSlackServer implements FakeSlack {
       return { channel, permalink: `https://example.slack.com/archives/${channel}/p${ts.replace(".", "")}${thread}` };
     },
 
+    "conversations.replies": (args) => {
+      const channel = String(required(args, "channel", "channel_not_found"));
+      const ts = String(required(args, "ts", "thread_not_found"));
+      this.checkChannel(channel);
+      const thread = this.messages(channel).filter((m) => m.ts === ts || m.thread_ts === ts);
+      if (!thread.length) fail("thread_not_found");
+      return { messages: thread.map((m) => this.historyJson(m, args.include_all_metadata)), has_more: false };
+    },
+    "conversations.history": (args) => {
+      const channel = String(required(args, "channel", "channel_not_found"));
+      this.checkChannel(channel);
+      const top = this.messages(channel)
+        .filter((m) => !m.thread_ts || m.thread_ts === m.ts)
+        .reverse()
+        .slice(0, Number(args.limit ?? 100));
+      return { messages: top.map((m) => this.historyJson(m, args.include_all_metadata)), has_more: false };
+    },
     "conversations.info": (args) => {
       const id = String(required(args, "channel", "channel_not_found"));
       const denied = this.denied.get(id);

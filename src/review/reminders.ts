@@ -2,11 +2,12 @@
 // reply mentioning who may decide (or the run's starter when the crew has no reviewer rules), then
 // again after twice as long, and so on up to REVIEW_REMINDER_MAX. The schedule lives on the Review
 // row (remindersSent, nextReminderAt), so it survives restarts; each reminder is claimed with a
-// conditional update on remindersSent, so with several replicas it is posted once.
-import type { WebClient } from "@slack/web-api";
+// conditional update on remindersSent that enqueues the reminder in the outbox in the same
+// transaction, so with several replicas it is posted once.
 import type { Db } from "../db/database.js";
 import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
 import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
 
 export interface ReminderSettings {
@@ -18,7 +19,7 @@ export interface ReminderSettings {
 
 export interface ReminderDeps {
   db: Db;
-  client: Pick<WebClient, "chat">;
+  outbox: Outbox;
   /** Who may decide a crew's reviews, as mentions; undefined when anyone may. */
   reviewersOf: (crewName: string) => string | undefined;
   log: Logger;
@@ -86,32 +87,23 @@ export class ReviewReminders {
     let sent = 0;
     for (const { execution, ...review } of candidates) {
       const count = review.remindersSent + 1;
-      // The claim: only the replica that moves remindersSent from its value posts this reminder.
-      const { count: claimed } = await db.review.updateMany({
-        where: { id: review.id, state: "pending", remindersSent: review.remindersSent },
-        data: { remindersSent: count, nextReminderAt: count < max ? reminderDue(review.createdAt, count, afterMs) : null },
+      const who = this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
+      const { outbox } = this.deps;
+      // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
+      const claimed = await outbox.sql.transaction(async (tx) => {
+        const moved = await tx.execute(`UPDATE "Review" SET "remindersSent" = $1, "nextReminderAt" = $2 WHERE id = $3::uuid AND state = 'pending' AND "remindersSent" = $4`, [
+          count,
+          count < max ? reminderDue(review.createdAt, count, afterMs) : null,
+          review.id,
+          review.remindersSent,
+        ]);
+        if (moved !== 1) return false;
+        await outbox.add(tx, { kind: "review.reminder", subjectId: review.id, part: count, payload: { who, waitedMs: now.getTime() - review.createdAt.getTime() } });
+        return true;
       });
-      if (claimed !== 1) continue;
-      try {
-        await this.post(execution, review, now);
-        sent++;
-      } catch (err) {
-        this.deps.log.warn("could not post review reminder", { reviewId: review.id, err });
-      }
+      if (claimed) sent++;
     }
+    if (sent) this.deps.outbox.nudge();
     return sent;
-  }
-
-  private async post(execution: Execution, review: Review, now: Date): Promise<void> {
-    const { client } = this.deps;
-    const who = this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
-    const link = review.messageTs
-      ? await client.chat
-          .getPermalink({ channel: execution.channelId, message_ts: review.messageTs })
-          .then((r) => r.permalink)
-          .catch(() => undefined)
-      : undefined;
-    const text = reminderText(execution, review, who, now.getTime() - review.createdAt.getTime(), link);
-    await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs!, text });
   }
 }

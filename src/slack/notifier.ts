@@ -2,7 +2,8 @@
 import type { WebClient } from "@slack/web-api";
 import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-import { announcementMessage, completionMessage, errorNotice, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
+import { reminderText } from "../review/reminders.js";
+import { announcementMessage, completionMessage, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
 
 const RUN_STATE: Record<string, RunState> = {
   starting: "starting",
@@ -52,20 +53,35 @@ function safeFilename(name: string): string {
   );
 }
 
+/** Message metadata naming the outbox effect that posted it, so an interrupted post can be found again. */
+export const EFFECT_EVENT_TYPE = "crewline_effect";
+
+function effectMetadata(effectId: string) {
+  return { metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } } };
+}
+
+/**
+ * The lifecycle's Slack effects, one Web API call each (a file upload is its own effect), performed
+ * by the outbox worker. The client given here must not retry by itself: the outbox retries.
+ */
 export class SlackRunNotifier implements RunNotifier {
   constructor(
     private readonly client: WebClient,
     private readonly log: Logger,
   ) {}
 
-  async postReview(execution: Execution, review: Review): Promise<{ ts: string; fileAttached: boolean }> {
-    const message = reviewFor(review);
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
-    const fileAttached = outputNeedsFile(review.output);
-    if (fileAttached) {
-      await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
-    }
-    return { ts: posted.ts!, fileAttached };
+  async postReview(execution: Execution, review: Review, effectId: string): Promise<{ ts: string }> {
+    const posted = await this.client.chat.postMessage({
+      channel: execution.channelId,
+      thread_ts: execution.threadTs ?? undefined,
+      ...reviewFor(review),
+      ...effectMetadata(effectId),
+    });
+    return { ts: posted.ts! };
+  }
+
+  async attachReviewFile(execution: Execution, review: Review): Promise<void> {
+    await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
   }
 
   async updateReview(execution: Execution, review: Review, note?: string): Promise<void> {
@@ -73,7 +89,7 @@ export class SlackRunNotifier implements RunNotifier {
     await this.client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
   }
 
-  async postCompletion(execution: Execution): Promise<{ ts: string }> {
+  async postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }> {
     const permalink = execution.threadTs
       ? await this.client.chat
           .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
@@ -93,35 +109,71 @@ export class SlackRunNotifier implements RunNotifier {
       threadPermalink: permalink,
       outputTruncated: output ? outputNeedsFile(output) : false,
     });
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, ...message });
-    if (output && outputNeedsFile(output)) {
-      await this.attach(execution, output, `${safeFilename(execution.crewName)}-final-output.md`, `${execution.crewName}: final output`);
-    }
-    if (execution.threadTs) {
-      await this.client.chat
-        .update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) })
-        .catch((err) => this.log.warn("could not update the run's announcement", { executionId: execution.id, err }));
-    }
+    const posted = await this.client.chat.postMessage({ channel: execution.channelId, ...message, ...effectMetadata(effectId) });
     return { ts: posted.ts! };
   }
 
-  async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null): Promise<{ ts: string }> {
+  async attachCompletionFile(execution: Execution): Promise<void> {
+    if (!execution.output) return;
+    await this.attach(execution, execution.output, `${safeFilename(execution.crewName)}-final-output.md`, `${execution.crewName}: final output`);
+  }
+
+  async updateAnnouncement(execution: Execution): Promise<void> {
+    if (!execution.threadTs) return;
+    await this.client.chat.update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) });
+  }
+
+  async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }> {
     const message = progressMessage(progress);
     if (ts) {
       await this.client.chat.update({ channel: execution.channelId, ts, ...message });
       return { ts };
     }
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
+    const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
     return { ts: posted.ts! };
   }
 
-  async postThreadNotice(execution: Execution, text: string): Promise<void> {
-    await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...errorNotice(text) });
+  async postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void> {
+    const link = review.messageTs
+      ? await this.client.chat
+          .getPermalink({ channel: execution.channelId, message_ts: review.messageTs })
+          .then((r) => r.permalink)
+          .catch(() => undefined)
+      : undefined;
+    const text = reminderText(execution, review, reminder.who, reminder.waitedMs, link);
+    await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, text, ...effectMetadata(effectId) });
+  }
+
+  async findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
+    return findPostedMessage(this.client, this.log, channel, threadTs, effectId);
   }
 
   /** The whole text as a file in the run's thread: nothing is cut off silently. */
   private async attach(execution: Execution, content: string, filename: string, title: string): Promise<void> {
     const thread = execution.threadTs ? { thread_ts: execution.threadTs } : {};
     await this.client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
+  }
+}
+
+/**
+ * After an interrupted post (the process died, or its lease ran out, between Slack's answer and
+ * storing the ts), looks for the message that post may have left: the recent messages of the thread
+ * (or channel) carrying this effect's id in their metadata. Reading them needs the history scopes
+ * (channels:history, groups:history); without them this answers undefined and the effect posts again,
+ * so at worst a rare crash shows a message twice (README, "Outbox").
+ */
+export async function findPostedMessage(client: WebClient, log: Logger, channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
+  try {
+    const page = threadTs
+      ? await client.conversations.replies({ channel, ts: threadTs, limit: 200, include_all_metadata: true })
+      : await client.conversations.history({ channel, limit: 100, include_all_metadata: true });
+    const found = (page.messages ?? []).find((m) => {
+      const meta = (m as { metadata?: { event_type?: string; event_payload?: { effect?: unknown } } }).metadata;
+      return meta?.event_type === EFFECT_EVENT_TYPE && meta.event_payload?.effect === effectId;
+    });
+    return found?.ts;
+  } catch (err) {
+    log.warn("could not look for an interrupted post; posting again", { error: (err as { data?: { error?: string } }).data?.error ?? (err as Error).message });
+    return undefined;
   }
 }

@@ -274,8 +274,8 @@ describe("flow feedback requests", () => {
     clock.offsetMs = 61_000;
     const sent = await Promise.all([f.h.bot.flows.remindDue(), f.h.bot.flows.remindDue()]);
     expect(sent[0]! + sent[1]!).toBe(1);
-    const reminder = f.h.slack.messages(FLOW_CHANNEL).find((m) => m.thread_ts === req.msg.ts && /⏰/.test(m.text ?? ""));
-    expect(reminder?.text).toContain(`<@${BOB}>`);
+    const reminder = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.thread_ts === req.msg.ts && /⏰/.test(m.text ?? "")), { what: "the reminder" });
+    expect(reminder.text).toContain(`<@${BOB}>`);
   });
 
   it("logs the webhook URL at start-up and never the secret, the callback URL or its token", async () => {

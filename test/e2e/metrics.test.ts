@@ -123,7 +123,7 @@ describe("GET /metrics", () => {
     for (const sample of m.samples.filter((x) => x.name.startsWith("crewline_")))
       for (const name of Object.keys(sample.labels)) expect(LABEL_NAMES.has(name), `label ${name} of ${sample.name}`).toBe(true);
     expect(m.text).not.toContain(run.webhookSecret);
-  });
+  }, 60_000);
 
   it("counts refused callbacks by kind and answer, Slack errors by code, crew errors by kind, and pending Slack effects", async () => {
     h = await startHarness();
@@ -141,25 +141,26 @@ describe("GET /metrics", () => {
     await clickReview(h, review, true, "");
     await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
 
-    // Slack refuses the next review's post: the review is stored but not posted, a pending Slack effect.
-    h.slack.failNext("chat.postMessage", "is_archived", 5);
+    // Slack fails the next review's post for a while: the review is stored, its post a pending Slack effect (retried).
+    h.slack.failNext("chat.postMessage", "internal_error", 5);
     await clickReview(h, review, true, "");
     await eventually(() => h.bot.database.prisma.review.findFirst({ where: { taskName: "writing_task", messageTs: null } }), { what: "an unposted review" });
     await new Promise((r) => setTimeout(r, 50));
 
     const m = await eventually(async () => {
       const s = await scrape(h.botUrl);
-      return (s.value("crewline_slack_effects_pending") ?? 0) >= 1 ? s : undefined;
+      const failedOnce = (s.value("crewline_slack_api_errors_total", { method: "chat.postMessage", error: "internal_error" }) ?? 0) >= 1;
+      return failedOnce && (s.value("crewline_slack_effects_pending") ?? 0) >= 1 ? s : undefined;
     });
     expect(m.value("crewline_callbacks_received_total", { kind: "task", answer: "401" })).toBe(2);
     expect(m.value("crewline_callbacks_received_total", { kind: "other", answer: "404" })).toBe(1);
     expect(m.value("crewline_callbacks_received_total", { kind: "crew", answer: "400" })).toBe(1);
     expect(m.value("crewline_crew_api_errors_total", { crew: "research", operation: "resume", error: "server" })).toBe(1);
     expect(m.value("crewline_crew_api_calls_total", { crew: "research", operation: "resume" })).toBe(2);
-    const refused = h.slack.callsTo("chat.postMessage").filter((c) => c.error === "is_archived").length;
+    const refused = h.slack.callsTo("chat.postMessage").filter((c) => c.error === "internal_error").length;
     expect(refused).toBeGreaterThanOrEqual(1);
-    expect(m.value("crewline_slack_api_errors_total", { method: "chat.postMessage", error: "is_archived" })).toBe(refused);
-    expect(m.value("crewline_slack_effects_pending")).toBe(1);
+    expect(m.value("crewline_slack_api_errors_total", { method: "chat.postMessage", error: "internal_error" })).toBeGreaterThanOrEqual(1);
+    expect(m.value("crewline_slack_effects_pending")).toBeGreaterThanOrEqual(1);
     expect(m.value("crewline_slack_effects_oldest_age_seconds")).toBeGreaterThan(0);
     // The unposted round is also no review anyone can see yet: the one that waits is counted from the database.
     const waiting = await h.bot.database.prisma.review.count({ where: { state: "pending" } });

@@ -209,7 +209,7 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       if (Date.now() > deadline) {
         const stuck = await query(
           db.url,
-          `SELECT r.state, r."messageTs", r."postClaimedAt", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`,
+          `SELECT r.state, r."messageTs", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`,
         );
         const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
         throw new Error(`only ${clicked.size}/${TOTAL} reviews appeared: ${JSON.stringify({ stuck, events, now: new Date() })}`);

@@ -179,12 +179,12 @@ describe("review reminders", () => {
     clock.offsetMs = 61_000;
     // Two replicas (same configuration) tick at the same time: one reminder, whichever sends it.
     const other = new ReviewReminders(
-      { db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
+      { db: h.bot.database.prisma, outbox: h.bot.outbox, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
       { afterMs: 60_000, max: 2 },
     );
     const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
     expect(sent[0]! + sent[1]!).toBe(1);
-    expect(reminders()).toHaveLength(1);
+    await eventually(() => reminders().length === 1, { what: "the first reminder" });
     expect(reminders()[0]!.text).toContain(`<@${BOB}>, <!subteam^${GROUP}>`);
     expect(await h.bot.reminders.tick()).toBe(0);
 
@@ -195,7 +195,7 @@ describe("review reminders", () => {
     expect(await h.bot.reminders.tick()).toBe(1);
     clock.offsetMs = 60 * 60_000;
     expect(await h.bot.reminders.tick()).toBe(0);
-    expect(reminders()).toHaveLength(2);
+    await eventually(() => reminders().length === 2, { what: "the second reminder" });
     const stored = await h.bot.database.prisma.review.findFirstOrThrow();
     expect(stored).toMatchObject({ remindersSent: 2, nextReminderAt: null });
   });
@@ -208,7 +208,7 @@ describe("review reminders", () => {
     const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
     clock.offsetMs = 61_000;
     expect(await h.bot.reminders.tick()).toBe(1);
-    expect(reminders()[0]!.text).toContain(`<@${USER}>`);
+    expect((await eventually(() => reminders()[0])).text).toContain(`<@${USER}>`);
 
     await clickReview(h, review, true, "", USER);
     await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");

@@ -1,0 +1,157 @@
+// The outbox's vocabulary: which Slack effects exist, how each is keyed, and how it is enqueued.
+// Enqueuing is a plain INSERT on whatever connection the caller holds, so the state change that calls
+// for an effect and the effect itself commit together (pass the transaction's runner).
+import crypto from "node:crypto";
+import type { SqlRunner } from "../db/sql.js";
+
+/**
+ * Every Slack effect Crewline performs outside a Slack request's own answer. A one-time effect (a
+ * post) is enqueued once per key, whoever asks again; a repeatable one (a message update) is re-armed,
+ * and the worker renders it from the row as it is when it runs, so any number of state changes in a
+ * row end in one update showing the last.
+ */
+export const EFFECT_KINDS = {
+  /** A task message or review into the run's thread; chains review.file (long output) and review.show (changed meanwhile). */
+  "review.post": { repeatable: false },
+  /** The whole output of a long task message as a file in the thread. */
+  "review.file": { repeatable: false },
+  /** The review message re-rendered from its row (decision, closing, gaining its controls). */
+  "review.show": { repeatable: true },
+  /** A reminder under a review nobody has decided (keyed per reminder number). */
+  "review.reminder": { repeatable: false },
+  /** The completion (or failure) notice in the channel; chains run.file and run.announcement. */
+  "run.completion": { repeatable: false },
+  /** The final output as a file when it is long. */
+  "run.file": { repeatable: false },
+  /** The run's announcement (thread parent) re-rendered with its final state. */
+  "run.announcement": { repeatable: true },
+  /** The run's one progress message: posted once, then updated (at most about once a second). */
+  "run.progress": { repeatable: true },
+  /** A flow feedback request's message in its channel; chains flow.file and flow.show. */
+  "flow.post": { repeatable: false },
+  "flow.file": { repeatable: false },
+  "flow.show": { repeatable: true },
+  "flow.reminder": { repeatable: false },
+} as const satisfies Record<string, { repeatable: boolean }>;
+
+export type EffectKind = keyof typeof EFFECT_KINDS;
+
+export interface NewEffect {
+  kind: EffectKind;
+  /** The Review, Execution or FlowRequest the effect is about. */
+  subjectId: string;
+  /** Distinguishes several one-time effects of one kind on one subject (reminder 1, 2…). */
+  part?: string | number;
+  payload?: Record<string, unknown>;
+  /** Not before this time (default now). */
+  runAt?: Date;
+}
+
+export function effectKey(effect: Pick<NewEffect, "kind" | "subjectId" | "part">): string {
+  return `${effect.kind}:${effect.subjectId}${effect.part !== undefined ? `:${effect.part}` : ""}`;
+}
+
+/** How far apart two progress updates of one run are kept, whichever replica received the steps. */
+export const PROGRESS_SPACING_MS = 1000;
+
+/**
+ * Enqueues an effect on the given connection (a transaction's, to commit with the state change).
+ * One-time: a second enqueue of the same key does nothing. Repeatable: a due row stays due; a done
+ * row is due again; the generation is bumped so that a run already under way leaves it due.
+ * run.progress accumulates its step count and keeps the latest text, and is spaced from its last update.
+ */
+export async function enqueue(sql: Pick<SqlRunner, "execute">, effect: NewEffect, now: Date = new Date()): Promise<boolean> {
+  const repeatable = EFFECT_KINDS[effect.kind].repeatable;
+  const runAt = effect.runAt ?? now;
+  const payload = effect.payload ? JSON.stringify(effect.payload) : null;
+  const onConflict = !repeatable
+    ? "DO NOTHING"
+    : effect.kind === "run.progress"
+      ? `DO UPDATE SET state = 'due', generation = "SlackEffect".generation + 1, "updatedAt" = $7,
+           payload = jsonb_build_object(
+             'steps', COALESCE(("SlackEffect".payload->>'steps')::int, 0) + COALESCE((EXCLUDED.payload->>'steps')::int, 0),
+             'latest', COALESCE(NULLIF(EXCLUDED.payload->>'latest', ''), "SlackEffect".payload->>'latest', ''),
+             'done', COALESCE((EXCLUDED.payload->>'done')::boolean, false) OR COALESCE(("SlackEffect".payload->>'done')::boolean, false)),
+           attempts = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect".attempts ELSE 0 END,
+           "runAt" = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect"."runAt"
+                          ELSE GREATEST($6, COALESCE("SlackEffect"."doneAt", $6) + interval '${PROGRESS_SPACING_MS} milliseconds') END`
+      : `DO UPDATE SET state = 'due', generation = "SlackEffect".generation + 1, "updatedAt" = $7,
+           payload = COALESCE(EXCLUDED.payload, "SlackEffect".payload),
+           attempts = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect".attempts ELSE 0 END,
+           "runAt" = CASE WHEN "SlackEffect".state = 'due' THEN LEAST("SlackEffect"."runAt", $6) ELSE $6 END`;
+  const changed = await sql.execute(
+    `INSERT INTO "SlackEffect" (id, kind, "subjectId", key, payload, state, "runAt", attempts, generation, "createdAt", "updatedAt")
+     VALUES ($1::uuid, $2, $3::uuid, $4, $5::jsonb, 'due', $6, 0, 0, $7, $7)
+     ON CONFLICT (key) ${onConflict}`,
+    [crypto.randomUUID(), effect.kind, effect.subjectId, effectKey(effect), payload, runAt, now],
+  );
+  return changed > 0;
+}
+
+/** A claimed effect, as the worker hands it to its performer. */
+export interface EffectJob {
+  id: string;
+  kind: EffectKind;
+  subjectId: string;
+  key: string;
+  payload: Record<string, unknown> | null;
+  attempts: number;
+  generation: number;
+  /**
+   * The previous attempt may have reached Slack without our hearing its answer (its replica died or
+   * its lease ran out mid-call, or the call failed with a time-out, a network error or a 5xx): a post
+   * looks for the message it may have left before posting again.
+   */
+  interrupted: boolean;
+}
+
+/** Waits before the next attempt after `attempts` failures: doubling from min to max, with up to 20% jitter. */
+export function retryDelay(attempts: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  const base = Math.min(maxMs, minMs * 2 ** Math.max(0, attempts - 1));
+  return Math.round(base * (1 + 0.2 * random()));
+}
+
+/**
+ * Slack errors no retry can mend: the effect is given up at once (and logged). Everything else
+ * (5xx, network, time-outs, rate limits, message_not_found right after a post) is retried.
+ */
+const PERMANENT_SLACK_ERRORS = new Set([
+  "account_inactive",
+  "channel_not_found",
+  "invalid_auth",
+  "invalid_blocks",
+  "invalid_blocks_format",
+  "is_archived",
+  "msg_blocks_too_long",
+  "msg_too_long",
+  "no_text",
+  "not_authed",
+  "not_in_channel",
+  "restricted_action",
+  "token_revoked",
+  "cant_update_message",
+  "edit_window_closed",
+  "invalid_arguments",
+  "missing_scope",
+  "team_access_not_granted",
+]);
+
+/** `ambiguous`: Slack may have done it anyway (no answer, or a 5xx), unlike an error answer or a rate limit. */
+export type FailureVerdict = { kind: "retry"; afterMs?: number; reason: string; ambiguous: boolean } | { kind: "give_up"; reason: string };
+
+/** What to do about an error thrown while performing an effect (a Web API error, or anything else). */
+export function judgeFailure(err: unknown): FailureVerdict {
+  const e = err as { code?: string; data?: { error?: string }; retryAfter?: number; message?: string; statusCode?: number };
+  if (e?.code === "slack_webapi_rate_limited_error") return { kind: "retry", afterMs: Math.max(1, e.retryAfter ?? 1) * 1000, reason: "rate limited", ambiguous: false };
+  if (e?.code === "slack_webapi_platform_error") {
+    const code = String(e.data?.error ?? "unknown_error");
+    return PERMANENT_SLACK_ERRORS.has(code) ? { kind: "give_up", reason: code } : { kind: "retry", reason: code, ambiguous: false };
+  }
+  if (e?.code === "slack_webapi_http_error") return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true };
+  if (e?.code === "slack_webapi_request_error") return { kind: "retry", reason: "request failed", ambiguous: true };
+  if (err instanceof GiveUp) return { kind: "give_up", reason: err.message };
+  return { kind: "retry", reason: String(e?.message ?? err).slice(0, 200), ambiguous: true };
+}
+
+/** Thrown by a performer for an effect that can never be done (its subject is gone, say). */
+export class GiveUp extends Error {}

@@ -1,0 +1,37 @@
+// The outbox as the rest of the bot sees it: ask for a Slack effect (inside the transaction that
+// changes the state, or on its own), and let the worker of this process know there is work.
+import type { SqlRunner } from "../db/sql.js";
+import type { Clock } from "../lifecycle/ports.js";
+import { enqueue, type NewEffect } from "./effects.js";
+import type { OutboxWorker } from "./worker.js";
+
+export type { EffectKind, NewEffect } from "./effects.js";
+
+export class Outbox {
+  private worker?: OutboxWorker;
+
+  constructor(
+    readonly sql: SqlRunner,
+    private readonly clock: Clock,
+  ) {}
+
+  attach(worker: OutboxWorker): void {
+    this.worker = worker;
+  }
+
+  /** Enqueues on the caller's transaction; call nudge() once it has committed. */
+  add(tx: Pick<SqlRunner, "execute">, effect: NewEffect): Promise<boolean> {
+    return enqueue(tx, effect, this.clock.now());
+  }
+
+  /** Enqueues on its own and wakes the worker. */
+  async request(effect: NewEffect): Promise<void> {
+    await enqueue(this.sql, effect, this.clock.now());
+    this.nudge();
+  }
+
+  /** Wakes this process's worker (other replicas find the work at their next tick). */
+  nudge(): void {
+    this.worker?.nudge();
+  }
+}

@@ -1,0 +1,184 @@
+// What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
+// say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
+import type { SqlRunner } from "../db/sql.js";
+import type { FlowRequest } from "../generated/prisma/client.js";
+import type { Execution, Review, RunNotifier } from "../lifecycle/ports.js";
+import { reviewNote } from "../lifecycle/reviews.js";
+import { shownAs } from "../lifecycle/rows.js";
+import { outputNeedsFile } from "../slack/blocks/index.js";
+import { type EffectJob, enqueue, GiveUp, type NewEffect } from "./effects.js";
+import type { EffectOutcome, Performer } from "./worker.js";
+
+/** The flow side of the outbox: one Slack call per effect, like RunNotifier. */
+export interface FlowNotifier {
+  postRequest(request: FlowRequest, effectId: string): Promise<{ ts: string }>;
+  attachRequestFile(request: FlowRequest): Promise<void>;
+  updateRequest(request: FlowRequest): Promise<void>;
+  postReminder(request: FlowRequest, text: string, effectId: string): Promise<void>;
+  /** The Slack user with this e-mail (the request's assignee), or undefined. */
+  lookupByEmail(email: string): Promise<string | undefined>;
+  findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined>;
+}
+
+export interface PerformerDeps {
+  sql: SqlRunner;
+  notifier: RunNotifier;
+  flows?: FlowNotifier;
+}
+
+const one = async <T>(sql: SqlRunner, text: string, id: string): Promise<T | undefined> => (await sql.query<T>(text, [id]))[0];
+
+export function slackEffectPerformer(deps: PerformerDeps): Performer {
+  const { sql, notifier } = deps;
+  const review = (id: string) => one<Review>(sql, `SELECT * FROM "Review" WHERE id = $1::uuid`, id);
+  const execution = (id: string) => one<Execution>(sql, `SELECT * FROM "Execution" WHERE id = $1::uuid`, id);
+  const flowRequest = (id: string) => one<FlowRequest>(sql, `SELECT * FROM "FlowRequest" WHERE id = $1::uuid`, id);
+
+  async function reviewWithRun(id: string): Promise<{ review: Review; execution: Execution }> {
+    const r = await review(id);
+    const e = r && (await execution(r.executionId));
+    if (!r || !e) throw new GiveUp("its review no longer exists");
+    return { review: r, execution: e };
+  }
+
+  /** A post that may have reached Slack before its attempt was cut short is looked for first. */
+  async function postOnce(job: EffectJob, channel: string, threadTs: string | null, post: () => Promise<string>): Promise<string> {
+    const found = job.interrupted
+      ? await (job.kind.startsWith("flow.") ? deps.flows!.findPosted(channel, threadTs, job.id) : notifier.findPosted(channel, threadTs, job.id))
+      : undefined;
+    return found ?? (await post());
+  }
+
+  const performers: Record<EffectJob["kind"], (job: EffectJob) => Promise<EffectOutcome | undefined>> = {
+    async "review.post"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      if (r.messageTs) return undefined;
+      const ts = await postOnce(job, e.channelId, e.threadTs, async () => (await notifier.postReview(e, r, job.id)).ts);
+      return {
+        record: async (tx) => {
+          const [now] = await tx.query<{ state: string }>(`UPDATE "Review" SET "messageTs" = $1, "shownState" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING state`, [
+            ts,
+            shownAs(r.state),
+            new Date(),
+            r.id,
+          ]);
+          // It became a review, or was decided, while being posted: show what it is now.
+          if (now && shownAs(now.state) !== shownAs(r.state)) await enqueue(tx, { kind: "review.show", subjectId: r.id });
+        },
+        next: outputNeedsFile(r.output) ? [{ kind: "review.file", subjectId: r.id }] : [],
+      };
+    },
+    async "review.file"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      if (r.fileAttached) return undefined;
+      await notifier.attachReviewFile(e, r);
+      return { record: (tx) => tx.execute(`UPDATE "Review" SET "fileAttached" = true WHERE id = $1::uuid`, [r.id]).then(() => {}) };
+    },
+    async "review.show"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      // Not posted yet: the post shows the state it finds, and asks for an update if that changes.
+      if (!r.messageTs) return undefined;
+      await notifier.updateReview(e, r, reviewNote(r));
+      return { record: (tx) => tx.execute(`UPDATE "Review" SET "shownState" = $1 WHERE id = $2::uuid`, [shownAs(r.state), r.id]).then(() => {}) };
+    },
+    async "review.reminder"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      // Decided (or the run ended) since it was due: nobody needs reminding any more.
+      if (r.state !== "pending" || !e.threadTs) return undefined;
+      const reminder = job.payload as { who: string; waitedMs: number };
+      await postOnce(job, e.channelId, e.threadTs, async () => {
+        await notifier.postReminder(e, r, reminder, job.id);
+        return "";
+      });
+      return undefined;
+    },
+    async "run.completion"(job) {
+      const e = await execution(job.subjectId);
+      if (!e) throw new GiveUp("its run no longer exists");
+      if (e.completionTs) return undefined;
+      const ts = await postOnce(job, e.channelId, null, async () => (await notifier.postCompletion(e, job.id)).ts);
+      const next: NewEffect[] = [{ kind: "run.announcement", subjectId: e.id }];
+      if (e.output && outputNeedsFile(e.output)) next.push({ kind: "run.file", subjectId: e.id });
+      return { record: (tx) => tx.execute(`UPDATE "Execution" SET "completionTs" = $1, "updatedAt" = $2 WHERE id = $3::uuid`, [ts, new Date(), e.id]).then(() => {}), next };
+    },
+    async "run.file"(job) {
+      const e = await execution(job.subjectId);
+      if (!e) throw new GiveUp("its run no longer exists");
+      await notifier.attachCompletionFile(e);
+      return undefined;
+    },
+    async "run.announcement"(job) {
+      const e = await execution(job.subjectId);
+      if (!e) throw new GiveUp("its run no longer exists");
+      await notifier.updateAnnouncement(e);
+      return undefined;
+    },
+    async "run.progress"(job) {
+      const e = await execution(job.subjectId);
+      if (!e) throw new GiveUp("its run no longer exists");
+      const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
+      const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: new Date() };
+      const existing = e.progressTs;
+      const ts = existing ?? (await postOnce(job, e.channelId, e.threadTs, async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts));
+      if (existing) await notifier.showProgress(e, snapshot, existing, job.id);
+      // Found again after an interruption: it shows the figures of then; the next step updates it.
+      return existing ? undefined : { record: (tx) => tx.execute(`UPDATE "Execution" SET "progressTs" = $1 WHERE id = $2::uuid`, [ts, e.id]).then(() => {}) };
+    },
+    async "flow.post"(job) {
+      const flows = deps.flows!;
+      let request = await flowRequest(job.subjectId);
+      if (!request) throw new GiveUp("its flow request no longer exists");
+      if (request.messageTs) return undefined;
+      const assignee = request.assignedEmail && !request.assigneeUserId ? await flows.lookupByEmail(request.assignedEmail) : undefined;
+      if (assignee) {
+        await sql.execute(`UPDATE "FlowRequest" SET "assigneeUserId" = $1 WHERE id = $2::uuid`, [assignee, request.id]);
+        request = { ...request, assigneeUserId: assignee };
+      }
+      const current = request;
+      const ts = await postOnce(job, current.channelId, null, async () => (await flows.postRequest(current, job.id)).ts);
+      return {
+        record: async (tx) => {
+          const [now] = await tx.query<{ state: string }>(`UPDATE "FlowRequest" SET "messageTs" = $1, "updatedAt" = $2 WHERE id = $3::uuid RETURNING state`, [
+            ts,
+            new Date(),
+            current.id,
+          ]);
+          if (now && now.state !== current.state) await enqueue(tx, { kind: "flow.show", subjectId: current.id });
+        },
+        next: outputNeedsFile(current.output) ? [{ kind: "flow.file", subjectId: current.id }] : [],
+      };
+    },
+    async "flow.file"(job) {
+      const request = await flowRequest(job.subjectId);
+      if (!request?.messageTs) throw new GiveUp("its flow request has no message");
+      if (request.fileAttached) return undefined;
+      await deps.flows!.attachRequestFile(request);
+      return { record: (tx) => tx.execute(`UPDATE "FlowRequest" SET "fileAttached" = true WHERE id = $1::uuid`, [request.id]).then(() => {}) };
+    },
+    async "flow.show"(job) {
+      const request = await flowRequest(job.subjectId);
+      if (!request) throw new GiveUp("its flow request no longer exists");
+      if (!request.messageTs) return undefined;
+      await deps.flows!.updateRequest(request);
+      return undefined;
+    },
+    async "flow.reminder"(job) {
+      const request = await flowRequest(job.subjectId);
+      if (!request) throw new GiveUp("its flow request no longer exists");
+      if (request.state !== "pending" || !request.messageTs) return undefined;
+      const text = String((job.payload as { text?: string } | null)?.text ?? "");
+      await postOnce(job, request.channelId, request.messageTs, async () => {
+        await deps.flows!.postReminder(request, text, job.id);
+        return "";
+      });
+      return undefined;
+    },
+  };
+
+  return async (job) => {
+    const perform = performers[job.kind];
+    if (!perform) throw new GiveUp(`unknown effect kind ${job.kind}`);
+    if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
+    return perform(job);
+  };
+}

@@ -1,0 +1,237 @@
+// The one worker loop that performs Slack effects: it claims due rows of the outbox under a lease
+// (FOR UPDATE SKIP LOCKED, so replicas take disjoint rows), performs each, and in one transaction
+// records the result (the Slack ts), enqueues what the chain does next and marks the row done. A
+// failure is retried with backoff (a rate limit after Slack's Retry-After); a permanent Slack error
+// gives the effect up. Recovery after a crash is nothing more than this loop finding what is due: a
+// lease that ran out is taken over, and the next attempt is told it was interrupted.
+//
+// The Web API client the performers use must not retry by itself (retries: 0): two retry mechanisms
+// racing each other is how one review once appeared twice.
+import type { SqlRunner } from "../db/sql.js";
+import type { Clock } from "../lifecycle/ports.js";
+import type { Logger } from "../log.js";
+import { type EffectJob, type EffectKind, enqueue, judgeFailure, type NewEffect, retryDelay } from "./effects.js";
+
+export interface EffectOutcome {
+  /** Writes that record what Slack answered (the ts), committed together with the effect's completion. */
+  record?: (tx: SqlRunner) => Promise<void>;
+  /** What the chain does next (a file after its post, an update of a message changed meanwhile). */
+  next?: NewEffect[];
+}
+
+export type Performer = (job: EffectJob) => Promise<EffectOutcome | undefined>;
+
+export interface OutboxOptions {
+  /** This process's name in lease columns. */
+  replicaId: string;
+  /** How long a claim holds; a dead replica's effects are taken over after it (default 60 s, well above the Web API time-out). */
+  leaseMs: number;
+  /** How often due effects are looked for when nothing nudged the loop (default 500 ms). */
+  tickMs: number;
+  /** Effects performed at once by this process (default 4). */
+  concurrency: number;
+  /** Backoff after the first failure, doubling to the maximum (defaults 1 s and 5 min). */
+  minBackoffMs: number;
+  maxBackoffMs: number;
+  /** Failed attempts (rate limits not counted) before an effect is given up (default 15: about an hour with the default backoff). */
+  maxAttempts: number;
+}
+
+export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
+  leaseMs: 60_000,
+  tickMs: 500,
+  concurrency: 4,
+  minBackoffMs: 1000,
+  maxBackoffMs: 300_000,
+  maxAttempts: 15,
+};
+
+/** Marks an attempt under way: a claim that finds it still there knows the attempt before it was cut short. */
+const IN_FLIGHT = "(attempt in flight)";
+/** Prefixes the error of a failure after which Slack may have done it anyway. */
+const AMBIGUOUS = "(may have reached Slack) ";
+
+type ClaimedRow = Omit<EffectJob, "interrupted"> & { previousError: string | null };
+
+export interface OutboxEvents {
+  /** An effect was performed (for metrics: how long it waited since it was enqueued). */
+  performed?(kind: EffectKind): void;
+  /** An effect was given up. */
+  gaveUp?(kind: EffectKind, reason: string): void;
+}
+
+export class OutboxWorker {
+  readonly options: OutboxOptions;
+  private running = false;
+  private timer?: NodeJS.Timeout;
+  private inFlight = 0;
+  private claiming?: Promise<void>;
+  private again = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly sql: SqlRunner,
+    private readonly perform: Performer,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+    options: Partial<OutboxOptions> & { replicaId: string },
+    private readonly events: OutboxEvents = {},
+  ) {
+    const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<OutboxOptions>;
+    this.options = { ...DEFAULT_OUTBOX_OPTIONS, replicaId: options.replicaId, ...defined };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.nudge();
+  }
+
+  /** Stops claiming; effects under way finish (briefly waited for by the caller through idle()). */
+  stop(): void {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Something was enqueued here: look now rather than at the next tick. */
+  nudge(): void {
+    if (!this.running) return;
+    if (this.claiming) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.claiming = this.claimAndRun().finally(() => {
+      this.claiming = undefined;
+      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+      if (this.again) {
+        this.again = false;
+        this.nudge();
+      } else this.schedule();
+    });
+  }
+
+  /** Resolves when no effect is being performed by this process. */
+  idle(): Promise<void> {
+    if (this.inFlight === 0 && !this.claiming) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** One pass (tests): claims what is due and waits for it to be performed. Returns how many were claimed. */
+  async runDue(): Promise<number> {
+    const jobs = await this.claim(this.options.concurrency);
+    await Promise.all(jobs.map((job) => this.runOne(job)));
+    return jobs.length;
+  }
+
+  private schedule(): void {
+    if (!this.running) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.nudge(), this.options.tickMs);
+    this.timer.unref?.();
+  }
+
+  private async claimAndRun(): Promise<void> {
+    const free = this.options.concurrency - this.inFlight;
+    if (free <= 0) return;
+    let jobs: EffectJob[] = [];
+    try {
+      jobs = await this.claim(free);
+    } catch (err) {
+      if (this.running) this.log.warn("outbox: could not claim effects", { err });
+      return;
+    }
+    for (const job of jobs) {
+      this.inFlight++;
+      void this.runOne(job).finally(() => {
+        this.inFlight--;
+        if (this.inFlight === 0 && !this.claiming) for (const w of this.idleWaiters.splice(0)) w();
+        // A slot came free: more may be due already.
+        this.nudge();
+      });
+    }
+    // A full batch means more may be due at once.
+    if (jobs.length === free) this.again = true;
+  }
+
+  private async claim(limit: number): Promise<EffectJob[]> {
+    const now = this.clock.now();
+    const rows = await this.sql.query<ClaimedRow>(
+      `WITH picked AS (
+         SELECT id, "lastError" AS previous FROM "SlackEffect"
+         WHERE state = 'due' AND "runAt" <= $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < $1)
+         ORDER BY "runAt" LIMIT $2
+         FOR UPDATE SKIP LOCKED)
+       UPDATE "SlackEffect" e
+       SET "leaseOwner" = $3, "leaseExpiresAt" = $4, attempts = e.attempts + 1, "lastError" = $5, "updatedAt" = $1
+       FROM picked WHERE e.id = picked.id
+       RETURNING e.id, e.kind, e."subjectId", e.key, e.payload, e.attempts, e.generation, picked.previous AS "previousError"`,
+      [now, limit, this.options.replicaId, new Date(now.getTime() + this.options.leaseMs), IN_FLIGHT],
+    );
+    return rows.map(({ previousError, ...job }) => ({ ...job, interrupted: previousError === IN_FLIGHT || !!previousError?.startsWith(AMBIGUOUS) }));
+  }
+
+  private async runOne(job: EffectJob): Promise<void> {
+    let outcome: EffectOutcome | undefined;
+    try {
+      outcome = await this.perform(job);
+    } catch (err) {
+      await this.failed(job, err).catch((e) => this.log.warn("outbox: could not record a failure", { effect: job.kind, err: e }));
+      return;
+    }
+    try {
+      await this.complete(job, outcome ?? {});
+      this.events.performed?.(job.kind);
+    } catch (err) {
+      // Slack has it, the database does not know: the lease runs out and the next attempt is told it was interrupted.
+      this.log.warn("outbox: could not record a performed effect", { effect: job.kind, subjectId: job.subjectId, err });
+    }
+  }
+
+  private async complete(job: EffectJob, outcome: EffectOutcome): Promise<void> {
+    const now = this.clock.now();
+    await this.sql.transaction(async (tx) => {
+      await outcome.record?.(tx);
+      for (const effect of outcome.next ?? []) await enqueue(tx, effect, now);
+      // Re-armed while it ran (a newer state to show): it stays due, to run again from the row.
+      await tx.execute(
+        `UPDATE "SlackEffect" SET
+           state = CASE WHEN generation = $3 THEN 'done' ELSE 'due' END,
+           attempts = CASE WHEN generation = $3 THEN attempts ELSE 0 END,
+           "doneAt" = $1, "updatedAt" = $1, "leaseOwner" = NULL, "leaseExpiresAt" = NULL, "lastError" = NULL
+         WHERE id = $2::uuid AND "leaseOwner" = $4`,
+        [now, job.id, job.generation, this.options.replicaId],
+      );
+    });
+  }
+
+  private async failed(job: EffectJob, err: unknown): Promise<void> {
+    const verdict = judgeFailure(err);
+    const now = this.clock.now();
+    const rateLimited = verdict.kind === "retry" && verdict.afterMs !== undefined;
+    const attempts = rateLimited ? job.attempts - 1 : job.attempts;
+    const giveUp = verdict.kind === "give_up" || attempts >= this.options.maxAttempts;
+    const wait = verdict.kind === "retry" && verdict.afterMs !== undefined ? verdict.afterMs : retryDelay(attempts, this.options.minBackoffMs, this.options.maxBackoffMs);
+    await this.sql.execute(
+      `UPDATE "SlackEffect" SET state = $1, attempts = $2, "runAt" = $3, "lastError" = $4, "leaseOwner" = NULL, "leaseExpiresAt" = NULL, "updatedAt" = $5
+       WHERE id = $6::uuid AND "leaseOwner" = $7`,
+      [
+        giveUp ? "dead" : "due",
+        attempts,
+        new Date(now.getTime() + wait),
+        `${verdict.kind === "retry" && verdict.ambiguous ? AMBIGUOUS : ""}${verdict.reason}`.slice(0, 300),
+        now,
+        job.id,
+        this.options.replicaId,
+      ],
+    );
+    if (giveUp) {
+      this.log.error("outbox: Slack effect given up", { effect: job.kind, subjectId: job.subjectId, reason: verdict.reason, attempts });
+      this.events.gaveUp?.(job.kind, verdict.reason);
+    } else {
+      this.log.warn("outbox: Slack effect failed; will retry", { effect: job.kind, subjectId: job.subjectId, reason: verdict.reason, attempts, retryInMs: wait });
+    }
+  }
+}

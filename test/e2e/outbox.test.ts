@@ -1,0 +1,185 @@
+// The outbox under Slack failures: every review, file and notice reaches Slack exactly once, a failed
+// step retries that step only, a lost update is retried until the message shows the final state, and
+// neither a crash nor an interrupted post shows anything twice.
+import { afterEach, describe, expect, it } from "vitest";
+import { type Crewline, createCrewline } from "../../src/app.js";
+import { silentLogger } from "../../src/log.js";
+import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import type { FakeMessage } from "../support/fake-slack.js";
+import { CHANNEL, eventually, freePort, type Harness, startHarness } from "../support/harness.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { usePostgres } from "../support/test-database.js";
+
+let h: Harness;
+const extra: Crewline[] = [];
+afterEach(async () => {
+  for (const bot of extra.splice(0)) await bot.stop().catch(() => {});
+  await h?.close();
+});
+
+/** Fast backoff, so a test sees several retries in a few seconds. */
+const FAST = { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100 };
+
+const LONG = Array.from({ length: 300 }, (_, i) => `Paragraph ${i}: ${"the tide rises and falls ".repeat(8)}`).join("\n\n");
+
+/** Messages in the run's thread that show this task (a task message or a review), whatever their state. */
+const taskMessages = (h: Harness, task: string): FakeMessage[] =>
+  h.slack
+    .messages(CHANNEL)
+    .filter((m) => m.thread_ts && /^(✔️ Task finished|📝 Review needed|No decision needed|Approved|Rejected): /.test(m.text ?? "") && (m.text ?? "").includes(task));
+const notices = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /Crew .* (finished|failed)/.test(m.text ?? ""));
+const effectsDue = (h: Harness) => h.bot.database.prisma.slackEffect.count({ where: { state: { not: "done" } } });
+
+describe("outbox", () => {
+  it("retries a failed file upload alone: one review message, its file attached on the retry", async () => {
+    h = await startHarness({
+      crew: { tasks: [{ id: "t1", name: "long_report", agent: "A", humanInput: true, delayMs: 10, output: LONG }] },
+      crewline: { outbox: FAST },
+    });
+    h.slack.failNext("files.completeUploadExternal", "internal_error");
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    const file = await eventually(() => h.slack.files.find((f) => f.content === LONG), { what: "the file, on the second try" });
+    expect(file.content).toBe(LONG);
+    expect(h.slack.callsTo("files.completeUploadExternal").filter((c) => c.error)).toHaveLength(1);
+    expect(taskMessages(h, "long_report")).toHaveLength(1);
+    expect(h.slack.files.filter((f) => f.content === LONG)).toHaveLength(1);
+    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { id: review.reviewId, fileAttached: true, messageTs: review.msg.ts } }), {
+      what: "the attachment recorded",
+    });
+  });
+
+  it("retries a failed update until the decided review shows its final state (no live buttons left)", async () => {
+    h = await startHarness({ crewline: { outbox: FAST } });
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    h.slack.failNext("chat.update", "message_not_found", 2);
+    await clickReview(h, review, false, "Cite primary sources");
+    await eventually(() => resumeCalls(h).length === 1);
+    const shown = await eventually(
+      () => {
+        const msg = h.slack.messages(CHANNEL).find((m) => m.ts === review.msg.ts)!;
+        const text = JSON.stringify(msg.blocks);
+        return !text.includes(APPROVE_ACTION) && /Rejected/.test(text) ? text : undefined;
+      },
+      { what: "the rejected review, after two failed updates" },
+    );
+    expect(shown).toContain("Cite primary sources");
+    // (The failures may also have hit another message's update, such as the progress message: each is retried alike.)
+    expect(h.slack.callsTo("chat.update").filter((c) => c.error === "message_not_found")).toHaveLength(2);
+    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { id: review.reviewId, state: "rejected", shownState: "rejected" } }), {
+      what: "the shown state recorded",
+    });
+  });
+
+  it("posts a review stored just before a crash once, after the restart", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 10 }] }, crewline: { outbox: FAST } });
+    // The bot dies between storing the review and posting it: its outbox worker never gets there.
+    h.bot.outboxWorker.stop();
+    const execution = await startRunViaSlack(h);
+    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: execution.id, state: "pending" } }), { what: "the stored review" });
+    expect(taskMessages(h, "draft")).toHaveLength(0);
+
+    // The restarted bot (same database, same Slack) finds the post due.
+    const port = await freePort();
+    const restarted = createCrewline(
+      { ...h.config, port, publicUrl: `http://127.0.0.1:${port}` },
+      { log: silentLogger, database: h.db.database, outbox: FAST, slackRetries: { retries: 0 } },
+    );
+    extra.push(restarted);
+    await restarted.start();
+    await eventually(() => taskMessages(h, "draft").length === 1, { what: "the review, posted after the restart" });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(taskMessages(h, "draft")).toHaveLength(1);
+  });
+
+  it("finds a post whose answer was lost (the replica stalled past its lease) instead of posting it again", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 10 }] }, crewline: { outbox: { ...FAST, leaseMs: 800 } } });
+    const execution = await startRunViaSlack(h);
+    // Slack takes the review post but answers only after the lease ran out: another worker retakes the effect.
+    h.slack.answerLateNext("chat.postMessage", 2500);
+    const second = createCrewline(
+      { ...h.config, port: await freePort() },
+      { log: silentLogger, database: h.db.database, outbox: { ...FAST, leaseMs: 800 }, slackRetries: { retries: 0 } },
+    );
+    extra.push(second);
+    await second.start();
+    const review = await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: execution.id, messageTs: { not: null } } }), {
+      what: "the review's ts, recorded by whichever worker",
+    });
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(taskMessages(h, "draft")).toHaveLength(1);
+    expect(review.messageTs).toBe(taskMessages(h, "draft")[0]!.ts);
+    // The retaking worker looked for the message by its effect id before posting.
+    expect(h.slack.callsTo("conversations.replies").length).toBeGreaterThan(0);
+  });
+
+  it("after a 60-second Slack outage, every review and notice is in Slack once", async () => {
+    h = await startHarness({
+      crew: {
+        tasks: [
+          { id: "t1", name: "research", agent: "A", humanInput: true, delayMs: 10 },
+          { id: "t2", name: "write", agent: "B", humanInput: true, delayMs: 10 },
+        ],
+      },
+      crewline: { outbox: { minBackoffMs: 500, maxBackoffMs: 5000, tickMs: 200 } },
+    });
+    await startRunViaSlack(h);
+    const first = await pendingReview(h, { containing: "research" });
+    h.slack.outage(60_000);
+    const outageEnds = Date.now() + 60_000;
+    // Decided during the outage: the crew hears it; Slack hears nothing until it is back.
+    await clickReview(h, first, true, "");
+    await eventually(() => resumeCalls(h).length === 1);
+    await eventually(async () => (await h.bot.database.prisma.review.count({ where: { taskName: "write", state: "pending" } })) === 1, { what: "the second review, stored" });
+    expect(taskMessages(h, "write")).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, Math.max(0, outageEnds - Date.now())));
+
+    const second = await pendingReview(h, { containing: "write", timeoutMs: 20_000 });
+    await clickReview(h, second, true, "");
+    await eventually(() => notices(h).length === 1, { what: "the completion notice", timeoutMs: 20_000 });
+    await eventually(async () => (await effectsDue(h)) === 0, { what: "every effect done", timeoutMs: 20_000 });
+    expect(taskMessages(h, "research")).toHaveLength(1);
+    expect(taskMessages(h, "write")).toHaveLength(1);
+    expect(notices(h)).toHaveLength(1);
+    // The first review shows its decision although its update was due during the outage.
+    expect(JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === first.msg.ts)!.blocks)).toMatch(/Approved/);
+  }, 150_000);
+});
+
+describe.runIf(usePostgres)("outbox with three replicas", () => {
+  it("gives one run one progress message whichever replicas receive its steps", async () => {
+    h = await startHarness({
+      crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 10, steps: 0 }] },
+      crewline: { outbox: FAST, progressIntervalMs: 200 },
+    });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    const replicas: string[] = [h.botUrl];
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      const bot = createCrewline({ ...h.config, port }, { log: silentLogger, database: h.db.database, outbox: FAST, progressIntervalMs: 200, slackRetries: { retries: 0 } });
+      extra.push(bot);
+      await bot.start();
+      replicas.push(`http://127.0.0.1:${port}`);
+    }
+    const stepUrl = (base: string) => `${base}/hooks/${execution.id}/step/${execution.webhookSecret}`;
+    const started = Date.now();
+    for (let i = 1; i <= 60; i++) {
+      const answer = await fetch(stepUrl(replicas[i % 3]!), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ execution_id: execution.kickoffId, agent: "A", thought: `step ${i} of 60`, output: "" }),
+      });
+      expect(answer.status).toBe(202);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const progress = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts && /step \d+ of 60/.test(JSON.stringify(m.blocks ?? []) + (m.text ?? "")));
+    await eventually(() => /step 60 of 60/.test(JSON.stringify(progress()[0]?.blocks ?? [])), { what: "the progress message showing the last step", timeoutMs: 15_000 });
+    expect(progress()).toHaveLength(1);
+    const updates = h.slack.callsTo("chat.update").filter((c) => c.args.ts === progress()[0]!.ts);
+    // About one update a second across all replicas (the outbox spaces them), not one per replica per second.
+    const seconds = (Date.now() - started) / 1000;
+    expect(updates.length).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
+  });
+});
