@@ -26,7 +26,7 @@ import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
 import { Outbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
-import { type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
+import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import { registerReviewActions } from "./review/actions.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
@@ -198,11 +198,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const sql = sqlRunnerFor(database.prisma);
   // The outbox's own Web API client never retries by itself (the outbox does, with its backoff and
   // lease), answers rate limits as errors with Retry-After, and gives up a call well within the lease.
+  // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
+  const leaseMs = opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs;
   const effectsClient = new webApi.WebClient(config.slack.botToken, {
     ...clientOptions,
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
-    timeout: 20_000,
+    // A call gives up well within its claim, so no other replica takes the effect over while it runs.
+    timeout: Math.min(20_000, Math.max(1000, Math.floor(leaseMs / 2))),
     logger,
   });
   const outbox = new Outbox(sql, clock);
@@ -211,7 +214,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     slackEffectPerformer({ sql, notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectsClient, log)), flows: new SlackFlowEffects(effectsClient, log) }),
     log,
     clock,
-    { replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(), ...opts.outbox },
+    { replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(), ...opts.outbox, leaseMs },
     metrics.outboxEvents(),
   );
   outbox.attach(outboxWorker);

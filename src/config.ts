@@ -95,7 +95,7 @@ const VARIABLES: Record<string, string> = {
   POLL_LEASE_MS: "how long (ms) a replica holds a run while polling it; a dead replica's runs move on after this (default 30000)",
   POLL_LOST_GRACE_MS: "how long (ms) the crew may answer 404 for a run before it is declared lost (default 120000)",
   POLL_SWEEP_MS: "how often (ms) unposted reviews and completion notices are re-posted after a crash (default 30000)",
-  CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack post holds before another may retake it (default 60000)",
+  CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack effect holds before another replica takes it over (default 60000)",
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
   METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",

@@ -42,7 +42,7 @@ export function registerReviewActions(app: App, deps: FeatureDeps): void {
       let outcome: DecisionOutcome;
       try {
         // The review must be the one this message shows, in a run the clicker may see.
-        const found = isUuidLike(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
+        const found = isUuidLike(reviewId) ? await postedReview(deps, reviewId) : null;
         if (found && !(await clickMayDecide(client, deps, found, { userId: user.id, channelId: channel, messageTs }))) {
           deps.log.warn("review click from another message refused", { userId: user.id });
           return void (await tell(NOT_THIS_MESSAGE));
@@ -89,4 +89,18 @@ function isUuidLike(id: string): boolean {
 
 async function tellUser(client: WebClient, channel: string, user: string, threadTs: string | undefined, text: string) {
   await client.chat.postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}) });
+}
+
+/**
+ * The review, once the ts of its message is recorded: Slack shows a message a moment before the
+ * outbox records its ts, and a click in that moment would otherwise be refused as coming from
+ * another message. Waits up to about 2 s (the click was acknowledged already).
+ */
+async function postedReview(deps: FeatureDeps, reviewId: string) {
+  let found = await deps.lifecycle.reviews.get(reviewId);
+  for (let i = 0; found && !found.messageTs && i < 10; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    found = await deps.lifecycle.reviews.get(reviewId);
+  }
+  return found;
 }

@@ -37,7 +37,7 @@ afterAll(async () => {
 });
 
 // Short timings: leases of a killed replica expire after 1.5 s, and a Slack post it had claimed but
-// not made is retaken after 3 s (CLAIM_STALE_MS) by the next recovery sweep (POLL_SWEEP_MS).
+// not made is taken over after 3 s (CLAIM_STALE_MS, the outbox lease) by another replica's outbox worker.
 const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "3000" };
 
 async function startReplica(name: string, env: { databaseUrl: string; slack: FakeSlack; crew: SimCrewService; webhooks: boolean; port?: number }): Promise<Replica> {
