@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel } from "@slack/bolt";
 import type { AppConfig, CrewConfig } from "./config.js";
+import { TokenCipher } from "./crypto/token-cipher.js";
 import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
 import { type Database, openDatabase } from "./db/database.js";
@@ -25,9 +26,13 @@ import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figu
 import { registerReviewActions } from "./review/actions.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
+import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./slack/clients.js";
 import type { FeatureDeps } from "./slack/deps.js";
 import { answerHandlerError, guardSlackEvents } from "./slack/guard.js";
+import { DbInstallationStore } from "./slack/installations.js";
 import { SlackRunNotifier } from "./slack/notifier.js";
+import { installerReceiverOptions } from "./slack/oauth.js";
+import { registerUninstall } from "./slack/uninstall.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -55,6 +60,10 @@ export interface Crewline {
   flows: FlowRequests;
   /** The figures GET /metrics serves. */
   metrics: Metrics;
+  /** The Slack client of each workspace, for work outside a Slack request (one client unless installed by OAuth). */
+  slackClients: SlackClients;
+  /** Each workspace's installation (OAuth distribution only). */
+  installations?: DbInstallationStore;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -158,6 +167,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     ...(opts.slackRetries ? { retryConfig: opts.slackRetries } : {}),
   };
   const logger = boltLogger(log);
+  // Distribution: tokens come from the installation store (sealed with ENCRYPTION_KEY), per workspace.
+  const oauth = config.slack.oauth;
+  if (oauth && !config.encryption) throw new Error("OAuth distribution needs ENCRYPTION_KEY (config.encryption)");
+  const installations = oauth && config.encryption ? new DbInstallationStore(database.prisma, new TokenCipher(config.encryption.key, config.encryption.previous), log) : undefined;
   const app = config.slack.appToken
     ? new App({
         token: config.slack.botToken,
@@ -173,7 +186,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         token: config.slack.botToken,
         receiver: guardSlackEvents(
           withCallbackFastPath(
-            new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger, processEventErrorHandler: answerHandlerError }),
+            new HTTPReceiver({
+              signingSecret: config.slack.signingSecret!,
+              endpoints: "/slack/events",
+              customRoutes,
+              logger,
+              processEventErrorHandler: answerHandlerError,
+              ...(oauth && installations ? installerReceiverOptions(oauth, installations, clientOptions, config.publicUrl) : {}),
+            }),
             (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
           ),
           log,
@@ -182,11 +202,19 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         logger,
       });
 
-  const reviewers = new ReviewerRules(crews, async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [], log, opts.clock);
+  const installedClients = installations ? new InstalledClients(installations, clientOptions) : undefined;
+  const slackClients: SlackClients = installedClients ?? singleTokenClients(app.client);
+  // User groups belong to a workspace: looked up with its token (single-workspace mode: the one client).
+  const usergroupMembers = async (usergroup: string, team: TeamRef | undefined) => {
+    if (oauth && !team) throw new Error("no workspace known for this user group lookup");
+    const client = await slackClients.forTeam(team?.teamId ?? "", team?.enterpriseId);
+    return (await client.usergroups.users.list({ usergroup })).users ?? [];
+  };
+  const reviewers = new ReviewerRules(crews, usergroupMembers, log, opts.clock);
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
-    notifier: metrics.instrumentNotifier(new SlackRunNotifier(app.client, log)),
+    notifier: metrics.instrumentNotifier(new SlackRunNotifier(slackClients, log)),
     webhookUrls,
     log,
     clock: opts.clock,
@@ -198,7 +226,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   });
   const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
   const reminders = new ReviewReminders(
-    { db: database.prisma, client: app.client, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
+    { db: database.prisma, clients: slackClients, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
@@ -207,14 +235,18 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const flowConfigs = config.flows ?? [];
   const flowRules = new ReviewerRules(
     { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
-    async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [],
+    // A flow's groups are looked up in the flow's workspace (team: in CREWS_FILE, FLOW_TEAM).
+    async (usergroup, team) => {
+      const flowTeam = flowConfigs.find((f) => f.team && f.reviewers?.usergroups.includes(usergroup))?.team;
+      return usergroupMembers(usergroup, team ?? (flowTeam ? { teamId: flowTeam } : undefined));
+    },
     log,
     opts.clock,
   );
   const flows = new FlowRequests({
     db: database.prisma,
     flows: flowConfigs,
-    effects: new SlackFlowEffects(app.client, log),
+    effects: new SlackFlowEffects(slackClients, log),
     rules: flowRules,
     audit: lifecycle.audit,
     log,
@@ -237,6 +269,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewActions(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
+  if (installations && installedClients) registerUninstall(app, { db: database.prisma, installations, clients: installedClients, log, clock: opts.clock });
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
   let server: Server | undefined;
@@ -250,14 +283,19 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reminders,
     flows,
     metrics,
+    slackClients,
+    ...(installations ? { installations } : {}),
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
+      // Tokens sealed with an earlier key (ENCRYPTION_KEY_PREVIOUS) are re-sealed with the current one.
+      if (installations) await installations.resealStale();
       // Slack effects a crash left undone (unposted reviews, unannounced finishes), then status polling.
       await watcher.recover();
       // Flow requests recorded but never posted (a crash between intake and post): posted now, once.
       await flows.recover();
-      reviewers.prefetch();
+      // Installed in many workspaces, a crew's groups are read on first use, in the run's workspace.
+      if (!oauth) reviewers.prefetch();
       flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
       flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs });
@@ -265,7 +303,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
       watcher.start();
-      log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
+      log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : oauth ? "http, installable (GET /slack/install)" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });

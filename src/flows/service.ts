@@ -149,6 +149,7 @@ export class FlowRequests {
           flowName: flow.name,
           requestId: r.requestId,
           channelId: flow.channel,
+          teamId: flow.team ?? null,
           methodName: r.methodName,
           message: r.message,
           output: r.output,
@@ -184,7 +185,7 @@ export class FlowRequests {
     try {
       let current = request;
       if (current.assignedEmail && !current.assigneeUserId) {
-        const userId = await this.deps.effects.lookupByEmail(current.assignedEmail);
+        const userId = await this.deps.effects.lookupByEmail(current.assignedEmail, current.teamId);
         if (userId) current = await this.deps.db.flowRequest.update({ where: { id: current.id }, data: { assigneeUserId: userId } });
       }
       const { ts, fileAttached } = await this.deps.effects.postRequest(current);

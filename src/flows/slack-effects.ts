@@ -1,9 +1,9 @@
 // Every Slack effect of flow feedback requests, behind one small interface, so that they can move onto
 // a durable outbox later without touching the use cases. Restart safety for now: the request row's
 // postClaimedAt claim (like reviews), retaken by the recovery sweep when stale.
-import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
+import type { SlackClients } from "../slack/clients.js";
 import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
 
 export interface FlowSlackEffects {
@@ -13,10 +13,10 @@ export interface FlowSlackEffects {
   updateRequest(request: FlowRequest, note?: string): Promise<void>;
   /** A reminder as a reply under the request message. */
   remind(request: FlowRequest, text: string): Promise<void>;
-  /** A private note to the clicker. */
-  tellUser(channel: string, user: string, text: string): Promise<void>;
-  /** The Slack user id with this e-mail, or undefined when there is none. */
-  lookupByEmail(email: string): Promise<string | undefined>;
+  /** A private note to the clicker (in the flow's workspace, `teamId`, when the app is installed in many). */
+  tellUser(channel: string, user: string, text: string, teamId?: string | null): Promise<void>;
+  /** The Slack user id with this e-mail (in workspace `teamId` when given), or undefined when there is none. */
+  lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
 }
 
 export function flowMessageFor(request: FlowRequest, note?: string): SlackMessage {
@@ -47,15 +47,21 @@ const safeFilename = (name: string) =>
 
 export class SlackFlowEffects implements FlowSlackEffects {
   constructor(
-    private readonly client: WebClient,
+    private readonly clients: SlackClients,
     private readonly log: Logger,
   ) {}
 
+  /** The client of the flow's workspace (the request row's team; single-workspace mode has one client). */
+  private client(teamId: string | null | undefined) {
+    return this.clients.forTeam(teamId ?? "");
+  }
+
   async postRequest(request: FlowRequest): Promise<{ ts: string; fileAttached: boolean }> {
-    const posted = await this.client.chat.postMessage({ channel: request.channelId, ...flowMessageFor(request) });
+    const client = await this.client(request.teamId);
+    const posted = await client.chat.postMessage({ channel: request.channelId, ...flowMessageFor(request) });
     const fileAttached = outputNeedsFile(request.output);
     if (fileAttached) {
-      await this.client.filesUploadV2({
+      await client.filesUploadV2({
         channel_id: request.channelId,
         thread_ts: posted.ts!,
         content: request.output,
@@ -68,20 +74,20 @@ export class SlackFlowEffects implements FlowSlackEffects {
 
   async updateRequest(request: FlowRequest, note?: string): Promise<void> {
     if (!request.messageTs) return;
-    await this.client.chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, note) });
+    await (await this.client(request.teamId)).chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, note) });
   }
 
   async remind(request: FlowRequest, text: string): Promise<void> {
-    await this.client.chat.postMessage({ channel: request.channelId, thread_ts: request.messageTs ?? undefined, text });
+    await (await this.client(request.teamId)).chat.postMessage({ channel: request.channelId, thread_ts: request.messageTs ?? undefined, text });
   }
 
-  async tellUser(channel: string, user: string, text: string): Promise<void> {
-    await this.client.chat.postEphemeral({ channel, user, text });
+  async tellUser(channel: string, user: string, text: string, teamId?: string | null): Promise<void> {
+    await (await this.client(teamId)).chat.postEphemeral({ channel, user, text });
   }
 
-  async lookupByEmail(email: string): Promise<string | undefined> {
+  async lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined> {
     try {
-      const found = await this.client.users.lookupByEmail({ email });
+      const found = await (await this.client(teamId)).users.lookupByEmail({ email });
       return found.user?.id ?? undefined;
     } catch (err) {
       const code = (err as { data?: { error?: string } }).data?.error;

@@ -3,11 +3,11 @@
 // again after twice as long, and so on up to REVIEW_REMINDER_MAX. The schedule lives on the Review
 // row (remindersSent, nextReminderAt), so it survives restarts; each reminder is claimed with a
 // conditional update on remindersSent, so with several replicas it is posted once.
-import type { WebClient } from "@slack/web-api";
 import type { Db } from "../db/database.js";
 import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
+import type { SlackClients } from "../slack/clients.js";
 
 export interface ReminderSettings {
   /** Wait before the first reminder. */
@@ -18,7 +18,8 @@ export interface ReminderSettings {
 
 export interface ReminderDeps {
   db: Db;
-  client: Pick<WebClient, "chat">;
+  /** Each reminder is posted with the client of its run's workspace. */
+  clients: SlackClients;
   /** Who may decide a crew's reviews, as mentions; undefined when anyone may. */
   reviewersOf: (crewName: string) => string | undefined;
   log: Logger;
@@ -103,7 +104,7 @@ export class ReviewReminders {
   }
 
   private async post(execution: Execution, review: Review, now: Date): Promise<void> {
-    const { client } = this.deps;
+    const client = await this.deps.clients.forTeam(execution.teamId, execution.enterpriseId);
     const who = this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
     const link = review.messageTs
       ? await client.chat

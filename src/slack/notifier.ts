@@ -1,7 +1,7 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
-import type { WebClient } from "@slack/web-api";
 import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
+import type { SlackClients } from "./clients.js";
 import { announcementMessage, completionMessage, errorNotice, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
 
 const RUN_STATE: Record<string, RunState> = {
@@ -54,13 +54,19 @@ function safeFilename(name: string): string {
 
 export class SlackRunNotifier implements RunNotifier {
   constructor(
-    private readonly client: WebClient,
+    private readonly clients: SlackClients,
     private readonly log: Logger,
   ) {}
 
+  /** The client of the run's own workspace. */
+  private clientFor(execution: Execution) {
+    return this.clients.forTeam(execution.teamId, execution.enterpriseId);
+  }
+
   async postReview(execution: Execution, review: Review): Promise<{ ts: string; fileAttached: boolean }> {
+    const client = await this.clientFor(execution);
     const message = reviewFor(review);
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
+    const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
     const fileAttached = outputNeedsFile(review.output);
     if (fileAttached) {
       await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
@@ -70,12 +76,14 @@ export class SlackRunNotifier implements RunNotifier {
 
   async updateReview(execution: Execution, review: Review, note?: string): Promise<void> {
     if (!review.messageTs) return;
-    await this.client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
+    const client = await this.clientFor(execution);
+    await client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
   }
 
   async postCompletion(execution: Execution): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
     const permalink = execution.threadTs
-      ? await this.client.chat
+      ? await client.chat
           .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
           .then((r) => r.permalink)
           .catch(() => undefined)
@@ -93,12 +101,12 @@ export class SlackRunNotifier implements RunNotifier {
       threadPermalink: permalink,
       outputTruncated: output ? outputNeedsFile(output) : false,
     });
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, ...message });
+    const posted = await client.chat.postMessage({ channel: execution.channelId, ...message });
     if (output && outputNeedsFile(output)) {
       await this.attach(execution, output, `${safeFilename(execution.crewName)}-final-output.md`, `${execution.crewName}: final output`);
     }
     if (execution.threadTs) {
-      await this.client.chat
+      await client.chat
         .update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) })
         .catch((err) => this.log.warn("could not update the run's announcement", { executionId: execution.id, err }));
     }
@@ -106,22 +114,25 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
     const message = progressMessage(progress);
     if (ts) {
-      await this.client.chat.update({ channel: execution.channelId, ts, ...message });
+      await client.chat.update({ channel: execution.channelId, ts, ...message });
       return { ts };
     }
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
+    const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
     return { ts: posted.ts! };
   }
 
   async postThreadNotice(execution: Execution, text: string): Promise<void> {
-    await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...errorNotice(text) });
+    const client = await this.clientFor(execution);
+    await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...errorNotice(text) });
   }
 
   /** The whole text as a file in the run's thread: nothing is cut off silently. */
   private async attach(execution: Execution, content: string, filename: string, title: string): Promise<void> {
+    const client = await this.clientFor(execution);
     const thread = execution.threadTs ? { thread_ts: execution.threadTs } : {};
-    await this.client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
+    await client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
   }
 }

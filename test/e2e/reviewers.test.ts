@@ -179,7 +179,7 @@ describe("review reminders", () => {
     clock.offsetMs = 61_000;
     // Two replicas (same configuration) tick at the same time: one reminder, whichever sends it.
     const other = new ReviewReminders(
-      { db: h.bot.database.prisma, client: h.bot.app.client, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
+      { db: h.bot.database.prisma, clients: h.bot.slackClients, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
       { afterMs: 60_000, max: 2 },
     );
     const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
