@@ -3,9 +3,9 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel } from "@slack/bolt";
 import type { AppConfig, CrewConfig } from "./config.js";
-import { TokenCipher } from "./crypto/token-cipher.js";
 import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
+import { TokenCipher } from "./crypto/token-cipher.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { sqlRunnerFor } from "./db/sql.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
@@ -303,7 +303,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
       watcher.start();
-      log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : oauth ? "http, installable (GET /slack/install)" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
+      log.info("crewline is serving", {
+        port,
+        mode: config.slack.appToken ? "socket" : oauth ? "http, installable (GET /slack/install)" : "http",
+        database: database.kind,
+        crews: crews.all().map((c) => c.name),
+      });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });

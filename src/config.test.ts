@@ -136,7 +136,10 @@ describe("loadConfig: distribution (OAuth) mode", () => {
   const oauth = { ...noBot, SLACK_CLIENT_ID: "1111.2222", SLACK_CLIENT_SECRET: "client-secret-value", SLACK_STATE_SECRET: "state-secret-0123456789", ENCRYPTION_KEY: key };
 
   it("reads the client id, secrets and keys instead of a bot token", () => {
-    const config = loadConfig({ ...oauth, ENCRYPTION_KEY_PREVIOUS: `9f3a7c01d4e2b6f85a0c3e7d1b9f4a62c8e5d0b7a3f6c2e9d1b4a8f0c7e3d5b2, ${Buffer.from("0123456789abcdefghijklmnopqrstuv").toString("base64")}` });
+    const config = loadConfig({
+      ...oauth,
+      ENCRYPTION_KEY_PREVIOUS: `9f3a7c01d4e2b6f85a0c3e7d1b9f4a62c8e5d0b7a3f6c2e9d1b4a8f0c7e3d5b2, ${Buffer.from("0123456789abcdefghijklmnopqrstuv").toString("base64")}`,
+    });
     expect(config.slack.botToken).toBeUndefined();
     expect(config.slack.oauth).toEqual({ clientId: "1111.2222", clientSecret: "client-secret-value", stateSecret: "state-secret-0123456789" });
     expect(config.encryption?.key.equals(Buffer.from(key, "base64"))).toBe(true);
@@ -174,7 +177,10 @@ describe("loadConfig: distribution (OAuth) mode", () => {
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-teams-"));
     const file = path.join(dir, "crews.yaml");
-    fs.writeFileSync(file, "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    team: T0ONE\n");
+    fs.writeFileSync(
+      file,
+      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    team: T0ONE\n",
+    );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = oauth;
     const config = loadConfig({ ...rest, CREWS_FILE: file });
     expect(config.crews[0]!.teams).toEqual(["T0ONE", "T0TWO"]);

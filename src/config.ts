@@ -87,7 +87,8 @@ export class ConfigError extends Error {
 
 const VARIABLES: Record<string, string> = {
   SLACK_BOT_TOKEN: "the bot token (xoxb-…) Crewline posts with in one workspace; Slack app settings → OAuth & Permissions",
-  SLACK_CLIENT_ID: "the app's client id (Slack app settings → Basic Information); with SLACK_CLIENT_SECRET and SLACK_STATE_SECRET it makes Crewline installable in many workspaces (GET /slack/install)",
+  SLACK_CLIENT_ID:
+    "the app's client id (Slack app settings → Basic Information); with SLACK_CLIENT_SECRET and SLACK_STATE_SECRET it makes Crewline installable in many workspaces (GET /slack/install)",
   SLACK_CLIENT_SECRET: "the app's client secret (Slack app settings → Basic Information), used to exchange an install's code for its tokens",
   SLACK_STATE_SECRET: "a random secret of at least 16 characters that signs the OAuth state of each install (CSRF protection)",
   ENCRYPTION_KEY: "32 random bytes (64 hex digits or base64; openssl rand -base64 32) that encrypt each workspace's Slack tokens in the database",
@@ -343,7 +344,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const appToken = optional(env, "SLACK_APP_TOKEN");
   if (appToken && !appToken.startsWith("xapp-")) problems.push(`${describe("SLACK_APP_TOKEN")} is invalid: an app-level token starts with xapp-`);
   if (appToken && oauthWanted)
-    problems.push(`SLACK_APP_TOKEN is set together with SLACK_CLIENT_ID: Crewline serves installs (/slack/install, /slack/oauth_redirect) in HTTP mode only; unset SLACK_APP_TOKEN`);
+    problems.push(
+      `SLACK_APP_TOKEN is set together with SLACK_CLIENT_ID: Crewline serves installs (/slack/install, /slack/oauth_redirect) in HTTP mode only; unset SLACK_APP_TOKEN`,
+    );
   const encryption = readEncryptionKeys(env, problems, oauthWanted);
   // Socket Mode does not sign requests; HTTP mode cannot work without the secret.
   const signingSecret = appToken ? optional(env, "SLACK_SIGNING_SECRET") : need("SLACK_SIGNING_SECRET");

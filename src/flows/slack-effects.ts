@@ -3,8 +3,8 @@
 // postClaimedAt claim (like reviews), retaken by the recovery sweep when stale.
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
-import type { SlackClients } from "../slack/clients.js";
 import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
+import type { SlackClients } from "../slack/clients.js";
 
 export interface FlowSlackEffects {
   /** Posts the request message in the flow's channel (and the full output as a file when long). */

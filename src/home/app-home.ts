@@ -44,7 +44,9 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
   for (const review of pending) {
     const { execution } = review;
     const rules = deps.reviewers?.rulesFor(execution.crewName);
-    const may = rules ? await deps.reviewers!.mayDecide(execution.crewName, userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId }) : execution.userId === userId;
+    const may = rules
+      ? await deps.reviewers!.mayDecide(execution.crewName, userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId })
+      : execution.userId === userId;
     if (may) mine.push(review);
   }
   const reviews = await Promise.all(
@@ -92,8 +94,8 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
     if (event.tab && event.tab !== "home") return;
     const teamId = context.teamId ?? undefined;
     const key = `${context.enterpriseId ?? ""}/${teamId ?? ""}`;
-    let permalink = permalinks.get(key);
-    if (!permalink) permalinks.set(key, (permalink = permalinkBuilder(client)));
+    const permalink = permalinks.get(key) ?? permalinkBuilder(client);
+    permalinks.set(key, permalink);
     try {
       const params = await homeFor(deps, home, permalink, event.user, teamId);
       await client.views.publish({ user_id: event.user, view: homeView(params) });

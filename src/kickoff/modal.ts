@@ -64,9 +64,7 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   // A crew this workspace may not use is not named at all (as if it did not exist).
   const usable = deps.crews.usableBy(req.teamId);
   const elsewhere =
-    req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase())
-      ? usable.find((c) => c.name.toLowerCase() === req.crewName!.toLowerCase())
-      : undefined;
+    req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) ? usable.find((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) : undefined;
   if (elsewhere?.channels) {
     const message = `The crew “${elsewhere.name}” may not be started in this channel: it is limited to ${elsewhere.channels.length === 1 ? "one other channel" : `${elsewhere.channels.length} other channels`}. Ask whoever set up Crewline where to use it.`;
     return void (await show(kickoffErrorView({ crewName: elsewhere.name, message })));

@@ -12,8 +12,7 @@ export const UNINSTALLED_NOTE = "Crewline was removed from this workspace";
 export type WorkspaceMatch = { teamId: string } | { enterpriseId: string; exceptTeams: string[] };
 
 export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
-  const executionWhere: Prisma.ExecutionWhereInput =
-    "teamId" in match ? { teamId: match.teamId } : { enterpriseId: match.enterpriseId, teamId: { notIn: match.exceptTeams } };
+  const executionWhere: Prisma.ExecutionWhereInput = "teamId" in match ? { teamId: match.teamId } : { enterpriseId: match.enterpriseId, teamId: { notIn: match.exceptTeams } };
   const reviews = await db.review.updateMany({
     where: { state: { in: ["posted", "pending"] }, execution: executionWhere },
     // shownState too: the message cannot be updated any more, so the recovery sweep must not try.

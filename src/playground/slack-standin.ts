@@ -717,7 +717,19 @@ class FakeSlackServer implements FakeSlack {
     const botUserId = `U0BOT${grant.teamId.slice(1)}`;
     const entry = { kind: "bot" as const, grant, botUserId, botId: `B0${grant.teamId.slice(1)}` };
     this.issued.set(botToken, entry);
-    const scopes = grant.scopes ?? ["commands", "chat:write", "channels:read", "groups:read", "im:read", "mpim:read", "channels:join", "files:write", "usergroups:read", "users:read", "users:read.email"];
+    const scopes = grant.scopes ?? [
+      "commands",
+      "chat:write",
+      "channels:read",
+      "groups:read",
+      "im:read",
+      "mpim:read",
+      "channels:join",
+      "files:write",
+      "usergroups:read",
+      "users:read",
+      "users:read.email",
+    ];
     const userId = grant.userId ?? "U0INSTALLER";
     const authedUser: Result = { id: userId };
     if (grant.userScopes?.length) {

@@ -46,7 +46,8 @@ describe("DbInstallationStore", () => {
     await store.storeInstallation(installation);
 
     const raw = JSON.stringify(await db.database.prisma.$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
-    for (const secret of ["xoxb-one-secret", "xoxp-user-T0ONE", "xoxe-user-refresh-T0ONE", "xoxe-bot-refresh-T0ONE", "hooks.slack.com/services/secret"]) expect(raw).not.toContain(secret);
+    for (const secret of ["xoxb-one-secret", "xoxp-user-T0ONE", "xoxe-user-refresh-T0ONE", "xoxe-bot-refresh-T0ONE", "hooks.slack.com/services/secret"])
+      expect(raw).not.toContain(secret);
 
     const fetched = await store.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
     const { incomingWebhook: _dropped, ...rest } = installation;

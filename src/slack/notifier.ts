@@ -1,8 +1,8 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-import type { SlackClients } from "./clients.js";
 import { announcementMessage, completionMessage, errorNotice, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
+import type { SlackClients } from "./clients.js";
 
 const RUN_STATE: Record<string, RunState> = {
   starting: "starting",

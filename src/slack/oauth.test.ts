@@ -1,6 +1,6 @@
 import fs from "node:fs";
-import YAML from "yaml";
 import { describe, expect, it } from "vitest";
+import YAML from "yaml";
 import { BOT_SCOPES, REDIRECT_PATH } from "./oauth.js";
 
 describe("OAuth install settings", () => {

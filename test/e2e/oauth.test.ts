@@ -39,7 +39,11 @@ async function startRunIn(h: Harness, ws: typeof ONE) {
   expect(answer.status).toBe(200);
   return eventually(
     async () => {
-      const e = await h.bot.database.prisma.execution.findFirst({ where: { teamId: ws.team, state: "waiting", id: { notIn: earlier } }, include: { reviews: true }, orderBy: { createdAt: "desc" } });
+      const e = await h.bot.database.prisma.execution.findFirst({
+        where: { teamId: ws.team, state: "waiting", id: { notIn: earlier } },
+        include: { reviews: true },
+        orderBy: { createdAt: "desc" },
+      });
       return e?.reviews.some((r) => r.messageTs) ? e : undefined;
     },
     { what: `a run in ${ws.team} waiting with its review posted`, timeoutMs: 15_000 },
@@ -122,7 +126,12 @@ describe("OAuth distribution", () => {
     // Crews per workspace: "legal" is T0ONE's only; T0THREE may use none.
     const before = h.slack.callsTo("views.update").length;
     await h.requests.command({ text: "legal", user_id: TWO.user, channel_id: TWO.channel, team_id: TWO.team });
-    const refused = await eventually(() => h.slack.callsTo("views.update").slice(before).find((c) => /no crew called/i.test(JSON.stringify(c.args.view))));
+    const refused = await eventually(() =>
+      h.slack
+        .callsTo("views.update")
+        .slice(before)
+        .find((c) => /no crew called/i.test(JSON.stringify(c.args.view))),
+    );
     expect(refused.token).toBe(tokenTwo);
     expect(JSON.stringify(refused.args.view)).not.toMatch(/may not be started/);
     const none = await h.requests.command({ text: "", user_id: THREE.user, channel_id: THREE.channel, team_id: THREE.team });
