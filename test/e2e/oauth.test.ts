@@ -3,6 +3,8 @@
 // never in the database in plain text, crews are limited per workspace, and an uninstall stops only
 // its own workspace.
 import { afterEach, describe, expect, it } from "vitest";
+import type { InstallGrant } from "../../src/playground/slack-standin.js";
+import { startFlowService } from "../../src/sim/flow-service.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 
 let h: Harness;
@@ -13,7 +15,7 @@ const TWO = { team: "T0TWO", channel: "C0TWO", user: "U0TWOUSER" };
 const THREE = { team: "T0THREE", channel: "C0THREE", user: "U0THREEUSER" };
 
 /** What a browser does: open the install page, follow its link to Slack, come back with code and state. */
-async function installViaBrowser(h: Harness, teamId: string): Promise<Response> {
+async function installViaBrowser(h: Harness, teamId: string, grant: Partial<InstallGrant> = {}): Promise<Response> {
   const page = await fetch(`${h.botUrl}/slack/install`, { redirect: "manual" });
   expect(page.status).toBe(200);
   const cookie = page.headers.get("set-cookie")?.split(";")[0];
@@ -26,16 +28,16 @@ async function installViaBrowser(h: Harness, teamId: string): Promise<Response> 
   expect(authorize.searchParams.get("scope")).toContain("chat:write");
   const state = authorize.searchParams.get("state")!;
   // The user approves in Slack; Slack sends the browser back with a one-time code.
-  const code = h.slack.issueInstallCode({ teamId, teamName: `Team ${teamId}` });
+  const code = h.slack.issueInstallCode({ teamId, teamName: `Team ${teamId}`, ...grant });
   return fetch(`${h.botUrl}/slack/oauth_redirect?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`, {
     redirect: "manual",
     headers: { cookie: cookie! },
   });
 }
 
-async function startRunIn(h: Harness, ws: typeof ONE) {
+async function startRunIn(h: Harness, ws: { team: string; channel: string; user: string; enterprise?: string }) {
   const earlier = (await h.bot.database.prisma.execution.findMany({ select: { id: true } })).map((e) => e.id);
-  const answer = await kickoffViaSlack(h, { topic: `news of ${ws.team}` }, ws.user, ws.channel, { team: ws.team, crew: "research" });
+  const answer = await kickoffViaSlack(h, { topic: `news of ${ws.team}` }, ws.user, ws.channel, { team: ws.team, enterprise: ws.enterprise, crew: "research" });
   expect(answer.status).toBe(200);
   return eventually(
     async () => {
@@ -162,5 +164,47 @@ describe("OAuth distribution", () => {
     expect(new Set(posts(ONE.channel).map((c) => c.token))).toEqual(new Set([tokenOne]));
     await h.bot.watcher.tick();
     expect(h.slack.calls.filter((c) => c.token === tokenTwo).length).toBe(twoCallsBefore);
+  });
+
+  it("serves a Grid org-wide install in its workspaces, posts flow requests in the flow's workspace, and handles tokens_revoked", async () => {
+    const FLOW_SECRET = "flow-webhook-secret";
+    h = await startHarness({ oauth: {}, crew: { inputs: ["topic"] }, config: { flows: [{ name: "content", secret: FLOW_SECRET, channel: "C0FLOWS", team: ONE.team }] } });
+    const flow = await startFlowService({ secret: FLOW_SECRET, targetUrl: `${h.botUrl}/hooks/flows/content` });
+    try {
+      expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+      expect((await installViaBrowser(h, "E0GRID", { enterpriseId: "E0GRID", isEnterpriseInstall: true })).status).toBe(200);
+      const tokenOne = h.slack.botTokenOf(ONE.team)!;
+      const tokenOrg = h.slack.botTokenOf("E0GRID")!;
+      const org = await h.bot.database.prisma.slackInstallation.findUniqueOrThrow({ where: { installKey: "E:E0GRID" } });
+      expect(org).toMatchObject({ teamId: null, enterpriseId: "E0GRID", isEnterpriseInstall: true });
+
+      // A workspace of the org, with no install of its own, runs on the org's token.
+      const grid = { team: "T0GRIDA", channel: "C0GRID", user: "U0GRIDUSER", enterprise: "E0GRID" };
+      const run = await startRunIn(h, grid);
+      expect(run.enterpriseId).toBe("E0GRID");
+      const touching = h.slack.calls.filter((c) => c.args.channel === grid.channel || c.args.channel_id === grid.channel);
+      expect(touching.length).toBeGreaterThan(1);
+      expect(new Set(touching.map((c) => c.token))).toEqual(new Set([tokenOrg]));
+
+      // A flow's feedback request is posted in its own workspace (team: T0ONE), with that token.
+      expect((await flow.send({ message: "Please review" })).status).toBe(202);
+      const request = await eventually(() => h.bot.database.prisma.flowRequest.findFirst({ where: { messageTs: { not: null } } }), { what: "the flow request posted" });
+      expect(request.teamId).toBe(ONE.team);
+      expect(h.slack.callsTo("chat.postMessage").find((c) => c.args.channel === "C0FLOWS")?.token).toBe(tokenOne);
+
+      // T0ONE's bot token is revoked: its installation goes and its open flow request closes; the org is untouched.
+      h.slack.revokeTeam(ONE.team);
+      expect((await h.requests.event({ type: "tokens_revoked", tokens: { bot: ["U0BOT0ONE"] } }, { team_id: ONE.team })).status).toBe(200);
+      await eventually(async () => (await h.bot.database.prisma.slackInstallation.count({ where: { teamId: ONE.team } })) === 0, { what: "T0ONE's installation deleted" });
+      expect((await h.bot.database.prisma.flowRequest.findUniqueOrThrow({ where: { id: request.id } })).state).toBe("closed");
+      expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("waiting");
+
+      // The org uninstalls: its install goes and its workspaces' runs stop.
+      expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: grid.team, enterprise_id: "E0GRID" })).status).toBe(200);
+      await eventually(async () => (await h.bot.database.prisma.slackInstallation.count()) === 0, { what: "the org's installation deleted" });
+      await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state === "uninstalled", { what: "the Grid run stopped" });
+    } finally {
+      await flow.close();
+    }
   });
 });

@@ -108,10 +108,17 @@ export async function eventually<T>(probe: () => T | Promise<T>, opts: { timeout
 }
 
 /** Opens the kickoff modal with `/crew` and submits it with the given inputs; returns the view submission answer. */
-export async function kickoffViaSlack(h: Harness, inputs: Record<string, string>, user = USER, channel = CHANNEL, opts: { team?: string; crew?: string } = {}) {
+export async function kickoffViaSlack(
+  h: Harness,
+  inputs: Record<string, string>,
+  user = USER,
+  channel = CHANNEL,
+  opts: { team?: string; enterprise?: string; crew?: string } = {},
+) {
   const { team } = opts;
+  const where = { ...(team ? { team_id: team } : {}), ...(opts.enterprise ? { enterprise_id: opts.enterprise } : {}) };
   const before = h.slack.callsTo("views.update").length;
-  const command = await h.requests.command({ text: opts.crew ?? "", user_id: user, channel_id: channel, ...(team ? { team_id: team } : {}) });
+  const command = await h.requests.command({ text: opts.crew ?? "", user_id: user, channel_id: channel, ...where });
   if (command.status !== 200) throw new Error(`/crew answered ${command.status}`);
   const form = await eventually(
     () =>
@@ -131,7 +138,7 @@ export async function kickoffViaSlack(h: Harness, inputs: Record<string, string>
   const viewId = (h.slack.views.size ? [...h.slack.views.values()].at(-1)!.id : undefined) ?? (opened.args as any).view?.id;
   return h.requests.viewSubmission({
     user_id: user,
-    ...(team ? { team_id: team } : {}),
+    ...where,
     view: { id: viewId, callback_id: form.callback_id, private_metadata: form.private_metadata, state: { values } },
   });
 }
