@@ -27,16 +27,17 @@ export function registerUninstall(app: App, deps: UninstallDeps): void {
   const removed = async (where: Where, why: string) => {
     const now = (deps.clock ?? systemClock).now();
     if (where.isEnterpriseInstall && where.enterpriseId) {
-      await deps.installations.deleteEnterprise(where.enterpriseId);
       // Workspaces of the org that have their own install keep working.
       const own = await deps.db.slackInstallation.findMany({ where: { enterpriseId: where.enterpriseId, isEnterpriseInstall: false }, select: { teamId: true } });
-      deps.clients.forget({ enterpriseId: where.enterpriseId });
+      // The work stops first, then the install goes: nothing is left running without a token.
       const stopped = await stopWorkspace(deps.db, { enterpriseId: where.enterpriseId, exceptTeams: own.map((r) => r.teamId!).filter(Boolean) }, now);
+      await deps.installations.deleteEnterprise(where.enterpriseId);
+      deps.clients.forget({ enterpriseId: where.enterpriseId });
       deps.log.info("crewline removed from an org", { enterpriseId: where.enterpriseId, why, ...stopped });
     } else if (where.teamId) {
+      const stopped = await stopWorkspace(deps.db, { teamId: where.teamId }, now);
       await deps.installations.deleteTeam(where.teamId);
       deps.clients.forget({ teamId: where.teamId });
-      const stopped = await stopWorkspace(deps.db, { teamId: where.teamId }, now);
       deps.log.info("crewline removed from a workspace", { teamId: where.teamId, why, ...stopped });
     }
   };
