@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { InstallGrant } from "../../src/playground/slack-standin.js";
 import { startFlowService } from "../../src/sim/flow-service.js";
+import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 
 let h: Harness;
@@ -54,12 +55,16 @@ async function startRunIn(h: Harness, ws: { team: string; channel: string; user:
 
 describe("OAuth distribution", () => {
   it("installs in two workspaces; each run posts with its own token; tokens are sealed; uninstall stops only its workspace", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
     h = await startHarness({
       oauth: {},
-      research: { teams: [ONE.team, TWO.team] },
+      research: { teams: [ONE.team, TWO.team], reviewers: { users: [], usergroups: ["S0EDITORS"] } },
       crews: [{ name: "legal", teams: [ONE.team] }],
       crew: { inputs: ["topic"] },
+      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+      crewline: { clock },
     });
+    h.slack.setUsergroup("S0EDITORS", [ONE.user, TWO.user]);
 
     // A redirect without the browser's state cookie is refused, and stores nothing.
     const code = h.slack.issueInstallCode({ teamId: ONE.team });
@@ -114,6 +119,34 @@ describe("OAuth distribution", () => {
       expect(new Set(touching.map((c) => c.token))).toEqual(new Set([token]));
     }
 
+    // Reminders (background work) go out with each run's own token.
+    clock.offsetMs = 61_000;
+    expect(await h.bot.reminders.tick()).toBe(2);
+    for (const [run, token] of [
+      [runOne, tokenOne],
+      [runTwo, tokenTwo],
+    ] as const) {
+      const reminder = h.slack.callsTo("chat.postMessage").find((c) => c.args.thread_ts === run.threadTs && /⏰/.test(String(c.args.text)));
+      expect(reminder?.token).toBe(token);
+    }
+
+    // A decision by a member of the reviewers' user group: the group is read with the run's workspace token.
+    const reviewMsg = h.slack.messages(ONE.channel).find((m) => m.ts === reviewTs(runOne))!;
+    const actions = reviewMsg.blocks!.find((b: any) => b.type === "actions" && b.elements.some((e: any) => e.action_id === APPROVE_ACTION));
+    const click = await h.requests.blockAction({
+      user_id: ONE.user,
+      team_id: ONE.team,
+      channel_id: ONE.channel,
+      message_ts: reviewMsg.ts,
+      thread_ts: reviewMsg.thread_ts,
+      action: { action_id: APPROVE_ACTION, block_id: actions.block_id, value: runOne.reviews.find((r) => r.messageTs)!.id },
+    });
+    expect(click.status).toBe(200);
+    await eventually(() => h.crew.requests.find((r) => r.path === "/resume"), { what: "the approval sent to the crew" });
+    const groupReads = h.slack.callsTo("usergroups.users.list");
+    expect(groupReads.length).toBeGreaterThan(0);
+    expect(new Set(groupReads.map((c) => c.token))).toEqual(new Set([tokenOne]));
+
     // The Home tab of a workspace is published with its own token.
     await h.requests.event({ type: "app_home_opened", user: ONE.user, channel: "D0ONE", tab: "home" }, { team_id: ONE.team });
     await h.requests.event({ type: "app_home_opened", user: TWO.user, channel: "D0TWO", tab: "home" }, { team_id: TWO.team });
@@ -154,8 +187,9 @@ describe("OAuth distribution", () => {
     expect(stoppedTwo.reviews.every((r) => r.state === "closed")).toBe(true);
     // The other workspace's run is untouched, its review still waiting.
     const stillOne = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: runOne.id }, include: { reviews: true } });
-    expect(stillOne.state).toBe("waiting");
-    expect(stillOne.reviews.some((r) => r.state === "pending")).toBe(true);
+    expect(["running", "waiting"]).toContain(stillOne.state);
+    expect(stillOne.reviews.some((r) => r.state === "approved")).toBe(true);
+    expect(stillOne.reviews.every((r) => r.state !== "closed")).toBe(true);
 
     // T0ONE keeps working: a new run posts with its token; nothing more is sent with T0TWO's.
     const twoCallsBefore = h.slack.calls.filter((c) => c.token === tokenTwo).length;

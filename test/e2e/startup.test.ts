@@ -47,7 +47,9 @@ describe("start-up", () => {
       const bot = runBot({ ...oauth, ...crew, ...(key ? { ENCRYPTION_KEY: key } : {}) });
       child = bot.proc;
       expect(await bot.exited).toBe(1);
-      expect(bot.output()).toMatch(key ? /ENCRYPTION_KEY \(32 random bytes.*encrypt each workspace's Slack tokens.*\) is invalid: it looks like a weak key/ : /ENCRYPTION_KEY is missing: 32 random bytes/);
+      expect(bot.output()).toMatch(
+        key ? /ENCRYPTION_KEY \(32 random bytes.*encrypt each workspace's Slack tokens.*\) is invalid: it looks like a weak key/ : /ENCRYPTION_KEY is missing: 32 random bytes/,
+      );
       expect(bot.output()).not.toContain("client-secret-value");
       if (key) expect(bot.output()).not.toContain(key);
     }
