@@ -12,6 +12,8 @@ const RUN_STATE: Record<string, RunState> = {
   failed: "failed",
   kickoff_failed: "failed",
   lost: "lost",
+  // The app was removed from the workspace mid-run: Crewline lost track of it (the reason says why).
+  uninstalled: "lost",
 };
 
 export function announcementFor(execution: Execution): SlackMessage {
@@ -23,7 +25,7 @@ export function announcementFor(execution: Execution): SlackMessage {
     state: RUN_STATE[execution.state] ?? "running",
     startedAt: execution.startedAt ?? execution.createdAt,
     finishedAt: execution.finishedAt ?? undefined,
-    summary: execution.state === "failed" || execution.state === "lost" ? (execution.error ?? undefined) : undefined,
+    summary: ["failed", "lost", "uninstalled"].includes(execution.state) ? (execution.error ?? undefined) : undefined,
   });
 }
 
