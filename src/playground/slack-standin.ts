@@ -715,7 +715,7 @@ class FakeSlackServer implements FakeSlack {
     // A reinstall keeps the workspace's bot token, as Slack does; a new workspace gets its own.
     const botToken = this.botTokenOf(grant.teamId) ?? `xoxb-${grant.teamId}-${nextSeq()}-${Math.random().toString(36).slice(2, 12)}`;
     const botUserId = `U0BOT${grant.teamId.slice(1)}`;
-    const entry = { kind: "bot" as const, grant, botUserId, botId: `B0${grant.teamId.slice(1)}` };
+    const entry = { kind: "bot" as const, grant, botUserId, botId: `B${grant.teamId.slice(1)}` };
     this.issued.set(botToken, entry);
     const scopes = grant.scopes ?? [
       "commands",
