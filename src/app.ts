@@ -261,7 +261,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   // Seals kickoff forms to their user and channel (kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey };
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey, multiWorkspace: !!oauth };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);

@@ -34,8 +34,10 @@ export function permalinkBuilder(client: WebClient) {
 
 export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: ReturnType<typeof permalinkBuilder>, userId: string, teamId?: string): Promise<HomeParams> {
   const now = (home.clock ?? systemClock).now();
+  // Installed in many workspaces, a Home shows its own workspace's runs only.
+  const sameTeam = deps.multiWorkspace && teamId ? { teamId } : {};
   const pending = await home.db.review.findMany({
-    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...ACTIVE_STATES] } } },
+    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...ACTIVE_STATES] }, ...sameTeam } },
     include: { execution: true },
     orderBy: { createdAt: "asc" },
     take: 500,
@@ -60,7 +62,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     })),
   );
   // Flow feedback requests this user may answer (by the flow's reviewer rules, or as the assignee).
-  const flowWaiting = deps.flows ? await deps.flows.waitingFor(userId) : [];
+  const flowWaiting = (deps.flows ? await deps.flows.waitingFor(userId) : []).filter((r) => !sameTeam.teamId || r.teamId === sameTeam.teamId);
   const flowReviews = await Promise.all(
     flowWaiting.map(async (r, i) => ({
       crewName: `flow ${r.flowName}`,
@@ -72,7 +74,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     })),
   );
   reviews.push(...flowReviews);
-  const executions = await home.db.execution.findMany({ where: { userId }, orderBy: { createdAt: "desc" }, take: HOME_MAX_RUNS + 1 });
+  const executions = await home.db.execution.findMany({ where: { userId, ...sameTeam }, orderBy: { createdAt: "desc" }, take: HOME_MAX_RUNS + 1 });
   const runs = await Promise.all(
     executions.map(async (e) => ({
       crewName: e.crewName,

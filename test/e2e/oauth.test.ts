@@ -147,6 +147,12 @@ describe("OAuth distribution", () => {
     expect(groupReads.length).toBeGreaterThan(0);
     expect(new Set(groupReads.map((c) => c.token))).toEqual(new Set([tokenOne]));
 
+    // T0ONE's run goes on to its next review, which S0EDITORS (T0TWO's user among them) may decide.
+    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }), {
+      what: "the next review of T0ONE's run",
+      timeoutMs: 15_000,
+    });
+
     // The Home tab of a workspace is published with its own token.
     await h.requests.event({ type: "app_home_opened", user: ONE.user, channel: "D0ONE", tab: "home" }, { team_id: ONE.team });
     await h.requests.event({ type: "app_home_opened", user: TWO.user, channel: "D0TWO", tab: "home" }, { team_id: TWO.team });
@@ -157,6 +163,9 @@ describe("OAuth distribution", () => {
     // Its links point at its own workspace, and it lists only the crews it may use.
     expect(JSON.stringify(homeTwo.args.view)).toContain("t0two.example.slack.com");
     expect(JSON.stringify(homeTwo.args.view)).not.toContain("legal");
+    // Nothing from the other workspace: T0ONE's review is not offered in T0TWO's Home.
+    expect(JSON.stringify(homeTwo.args.view)).toContain(TWO.channel);
+    expect(JSON.stringify(homeTwo.args.view)).not.toContain(ONE.channel);
 
     // Crews per workspace: "legal" is T0ONE's only; T0THREE may use none.
     const before = h.slack.callsTo("views.update").length;
