@@ -49,7 +49,7 @@ async function startRunIn(h: Harness, ws: { team: string; channel: string; user:
       });
       return e?.reviews.some((r) => r.messageTs) ? e : undefined;
     },
-    { what: `a run in ${ws.team} waiting with its review posted`, timeoutMs: 15_000 },
+    { what: `a run in ${ws.team} waiting with its review posted`, timeoutMs: 30_000 },
   );
 }
 
@@ -150,7 +150,7 @@ describe("OAuth distribution", () => {
     // T0ONE's run goes on to its next review, which S0EDITORS (T0TWO's user among them) may decide.
     await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }), {
       what: "the next review of T0ONE's run",
-      timeoutMs: 15_000,
+      timeoutMs: 30_000,
     });
 
     // The Home tab of a workspace is published with its own token.
@@ -207,7 +207,7 @@ describe("OAuth distribution", () => {
     expect(new Set(posts(ONE.channel).map((c) => c.token))).toEqual(new Set([tokenOne]));
     await h.bot.watcher.tick();
     expect(h.slack.calls.filter((c) => c.token === tokenTwo).length).toBe(twoCallsBefore);
-  });
+  }, 90_000);
 
   it("serves a Grid org-wide install in its workspaces, posts flow requests in the flow's workspace, and handles tokens_revoked", async () => {
     const FLOW_SECRET = "flow-webhook-secret";
@@ -249,5 +249,5 @@ describe("OAuth distribution", () => {
     } finally {
       await flow.close();
     }
-  });
+  }, 90_000);
 });
