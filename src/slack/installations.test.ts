@@ -56,6 +56,17 @@ describe("DbInstallationStore", () => {
     await expect(store.fetchInstallation({ teamId: "T0TWO", enterpriseId: undefined, isEnterpriseInstall: false })).rejects.toThrow(InstallationNotFound);
   });
 
+  it("keeps the bot of a workspace when a later install brings only a user token", async () => {
+    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    const { bot: _bot, ...userOnly } = workspace("T0ONE", "unused");
+    await store.storeInstallation({ ...userOnly, user: { id: "U0OTHER", token: "xoxp-other", scopes: ["search:read"] } });
+    expect((await store.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
+    const fetched = await store.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
+    expect(fetched.bot).toMatchObject({ token: "xoxb-one-secret", userId: "U0BOT" });
+    expect(fetched.user).toMatchObject({ id: "U0OTHER", token: "xoxp-other" });
+  });
+
   it("finds an org-wide install for any workspace of its Grid org, a workspace's own install first", async () => {
     const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
     await store.storeInstallation(orgWide("E0GRID", "xoxb-org-token"));

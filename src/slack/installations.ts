@@ -45,6 +45,13 @@ export class DbInstallationStore implements InstallationStore {
     const installKey = installKeyOf(isEnterpriseInstall, teamId, enterpriseId);
     if (!installKey) throw new Error("an installation without a team or enterprise id cannot be stored");
     const seal = (field: SealedField, value: string | undefined) => (value ? this.cipher.seal(value, `${installKey}:${field}`) : null);
+    let data = withoutSecrets(installation);
+    if (!installation.bot) {
+      // A user-only install (no bot in it) keeps the workspace's bot as it was.
+      const existing = await this.db.slackInstallation.findUnique({ where: { installKey }, select: { data: true } });
+      const bot = (existing?.data as { bot?: object } | null | undefined)?.bot;
+      if (bot) data = { ...data, bot };
+    }
     const row = {
       teamId: teamId ?? null,
       enterpriseId: enterpriseId ?? null,
@@ -57,9 +64,10 @@ export class DbInstallationStore implements InstallationStore {
       botRefreshToken: seal("botRefreshToken", installation.bot?.refreshToken),
       userToken: seal("userToken", installation.user.token),
       userRefreshToken: seal("userRefreshToken", installation.user.refreshToken),
-      data: withoutSecrets(installation),
+      data,
     };
-    await this.db.slackInstallation.upsert({ where: { installKey }, create: { installKey, ...row }, update: row });
+    const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, ...rest }) => rest)(row);
+    await this.db.slackInstallation.upsert({ where: { installKey }, create: { installKey, ...row }, update });
     this.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
   }
 
