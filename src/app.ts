@@ -7,6 +7,7 @@ import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "
 import type { AppConfig, CrewConfig } from "./config.js";
 import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
+import { TokenCipher } from "./crypto/token-cipher.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { sqlRunnerFor } from "./db/sql.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
@@ -30,9 +31,13 @@ import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outb
 import { registerReviewActions } from "./review/actions.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
+import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./slack/clients.js";
 import type { FeatureDeps } from "./slack/deps.js";
 import { answerHandlerError, guardSlackEvents } from "./slack/guard.js";
+import { DbInstallationStore } from "./slack/installations.js";
 import { SlackRunNotifier } from "./slack/notifier.js";
+import { installerReceiverOptions } from "./slack/oauth.js";
+import { registerUninstall } from "./slack/uninstall.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -65,6 +70,10 @@ export interface Crewline {
   /** Every Slack effect outside a request's own answer, and the worker of this process that performs them. */
   outbox: Outbox;
   outboxWorker: OutboxWorker;
+  /** The Slack client of each workspace, for work outside a Slack request (one client unless installed by OAuth). */
+  slackClients: SlackClients;
+  /** Each workspace's installation (OAuth distribution only). */
+  installations?: DbInstallationStore;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -170,6 +179,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     ...(opts.slackRetries ? { retryConfig: opts.slackRetries } : {}),
   };
   const logger = boltLogger(log);
+  // Distribution: tokens come from the installation store (sealed with ENCRYPTION_KEY), per workspace.
+  const oauth = config.slack.oauth;
+  if (oauth && !config.encryption) throw new Error("OAuth distribution needs ENCRYPTION_KEY (config.encryption)");
+  const installations = oauth && config.encryption ? new DbInstallationStore(database.prisma, new TokenCipher(config.encryption.key, config.encryption.previous), log) : undefined;
   const app = config.slack.appToken
     ? new App({
         token: config.slack.botToken,
@@ -185,7 +198,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         token: config.slack.botToken,
         receiver: guardSlackEvents(
           withCallbackFastPath(
-            new HTTPReceiver({ signingSecret: config.slack.signingSecret!, endpoints: "/slack/events", customRoutes, logger, processEventErrorHandler: answerHandlerError }),
+            new HTTPReceiver({
+              signingSecret: config.slack.signingSecret!,
+              endpoints: "/slack/events",
+              customRoutes,
+              logger,
+              processEventErrorHandler: answerHandlerError,
+              ...(oauth && installations ? installerReceiverOptions(oauth, installations, clientOptions, config.publicUrl) : {}),
+            }),
             (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
           ),
           log,
@@ -196,22 +216,26 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   const clock = opts.clock ?? systemClock;
   const sql = sqlRunnerFor(database.prisma);
-  // The outbox's own Web API client never retries by itself (the outbox does, with its backoff and
-  // lease), answers rate limits as errors with Retry-After, and gives up a call well within the lease.
+  const installedClients = installations ? new InstalledClients(installations, clientOptions) : undefined;
+  const slackClients: SlackClients = installedClients ?? singleTokenClients(app.client);
+  // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
+  // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
   const leaseMs = opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs;
-  const effectsClient = new webApi.WebClient(config.slack.botToken, {
+  const effectsClientOptions = {
     ...clientOptions,
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
     // A call gives up well within its claim, so no other replica takes the effect over while it runs.
     timeout: Math.min(20_000, Math.max(1000, Math.floor(leaseMs / 2))),
     logger,
-  });
+  };
+  const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;
+  const effectClients: SlackClients = installedEffectClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, effectsClientOptions));
   const outbox = new Outbox(sql, clock);
   const outboxWorker = new OutboxWorker(
     sql,
-    slackEffectPerformer({ sql, notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectsClient, log)), flows: new SlackFlowEffects(effectsClient, log) }),
+    slackEffectPerformer({ sql, notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectClients, log)), flows: new SlackFlowEffects(effectClients, log) }),
     log,
     clock,
     { replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(), ...opts.outbox, leaseMs },
@@ -219,7 +243,13 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   );
   outbox.attach(outboxWorker);
 
-  const reviewers = new ReviewerRules(crews, async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [], log, opts.clock);
+  // User groups belong to a workspace: looked up with its token (single-workspace mode: the one client).
+  const usergroupMembers = async (usergroup: string, team: TeamRef | undefined) => {
+    if (oauth && !team) throw new Error("no workspace known for this user group lookup");
+    const client = await slackClients.forTeam(team?.teamId ?? "", team?.enterpriseId);
+    return (await client.usergroups.users.list({ usergroup })).users ?? [];
+  };
+  const reviewers = new ReviewerRules(crews, usergroupMembers, log, opts.clock);
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
@@ -243,7 +273,11 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const flowConfigs = config.flows ?? [];
   const flowRules = new ReviewerRules(
     { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
-    async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [],
+    // A flow's groups are looked up in the flow's workspace (team: in CREWS_FILE, FLOW_TEAM).
+    async (usergroup, team) => {
+      const flowTeam = flowConfigs.find((f) => f.team && f.reviewers?.usergroups.includes(usergroup))?.team;
+      return usergroupMembers(usergroup, team ?? (flowTeam ? { teamId: flowTeam } : undefined));
+    },
     log,
     opts.clock,
   );
@@ -265,7 +299,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   // Seals kickoff forms to their user and channel (kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey };
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey, multiWorkspace: !!oauth };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
@@ -273,6 +307,15 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewActions(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
+  if (installations && installedClients)
+    registerUninstall(app, {
+      db: database.prisma,
+      installations,
+      // Both client caches (request path and outbox) drop an uninstalled workspace at once.
+      clients: { forget: (match) => [installedClients, installedEffectClients].forEach((c) => c?.forget(match)) },
+      log,
+      clock: opts.clock,
+    });
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
   let server: Server | undefined;
@@ -288,15 +331,20 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     metrics,
     outbox,
     outboxWorker,
+    slackClients,
+    ...(installations ? { installations } : {}),
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
+      // Tokens sealed with an earlier key (ENCRYPTION_KEY_PREVIOUS) are re-sealed with the current one.
+      if (installations) await installations.resealStale();
       // Callbacks recorded but not processed (a crash between answer and work); Slack effects left
       // undone are simply due in the outbox, which the worker picks up.
       await watcher.recover();
       await flows.recover();
       outboxWorker.start();
-      reviewers.prefetch();
+      // Installed in many workspaces, a crew's groups are read on first use, in the run's workspace.
+      if (!oauth) reviewers.prefetch();
       flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
       flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs });
@@ -304,7 +352,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
       watcher.start();
-      log.info("crewline is serving", { port, mode: config.slack.appToken ? "socket" : "http", database: database.kind, crews: crews.all().map((c) => c.name) });
+      log.info("crewline is serving", {
+        port,
+        mode: config.slack.appToken ? "socket" : oauth ? "http, installable (GET /slack/install)" : "http",
+        database: database.kind,
+        crews: crews.all().map((c) => c.name),
+      });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });

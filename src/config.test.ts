@@ -129,3 +129,61 @@ describe("loadConfig: flows", () => {
     expect(problems({ ...slackOnly, CREWS_FILE: file }).join("\n")).toMatch(/CREWS_FILE .*flow "content" has no secret/);
   });
 });
+
+describe("loadConfig: distribution (OAuth) mode", () => {
+  const { SLACK_BOT_TOKEN: _bot, ...noBot } = base;
+  const key = "q7Vw3bXz0pLk9sRt2YhN8uJc5FgD1aEi4oMx6nBv7Cs=";
+  const oauth = { ...noBot, SLACK_CLIENT_ID: "1111.2222", SLACK_CLIENT_SECRET: "client-secret-value", SLACK_STATE_SECRET: "state-secret-0123456789", ENCRYPTION_KEY: key };
+
+  it("reads the client id, secrets and keys instead of a bot token", () => {
+    const config = loadConfig({
+      ...oauth,
+      ENCRYPTION_KEY_PREVIOUS: `9f3a7c01d4e2b6f85a0c3e7d1b9f4a62c8e5d0b7a3f6c2e9d1b4a8f0c7e3d5b2, ${Buffer.from("0123456789abcdefghijklmnopqrstuv").toString("base64")}`,
+    });
+    expect(config.slack.botToken).toBeUndefined();
+    expect(config.slack.oauth).toEqual({ clientId: "1111.2222", clientSecret: "client-secret-value", stateSecret: "state-secret-0123456789" });
+    expect(config.encryption?.key.equals(Buffer.from(key, "base64"))).toBe(true);
+    expect(config.encryption?.previous).toHaveLength(2);
+  });
+
+  it("refuses to start without a key, or with a weak or malformed one, naming ENCRYPTION_KEY and what it is for", () => {
+    const { ENCRYPTION_KEY: _k, ...noKey } = oauth;
+    expect(problems(noKey)).toEqual([expect.stringMatching(/^ENCRYPTION_KEY is missing: 32 random bytes .* encrypt each workspace's Slack tokens in the database/)]);
+    for (const weak of ["0".repeat(64), Buffer.alloc(32, 7).toString("base64"), "a-passphrase-nobody-can-guess", key.slice(0, 20)]) {
+      const found = problems({ ...oauth, ENCRYPTION_KEY: weak }).join("\n");
+      expect(found).toMatch(/^ENCRYPTION_KEY \(32 random bytes.*\) is invalid: it (looks like a weak key|must be 32 random bytes)/m);
+      expect(found).not.toContain(weak);
+    }
+    expect(problems({ ...oauth, ENCRYPTION_KEY_PREVIOUS: `${key},short` }).join("\n")).toMatch(/^ENCRYPTION_KEY_PREVIOUS .* key 2 must be 32 random bytes/m);
+    // A key is checked even in single-workspace mode, where nothing needs it.
+    expect(problems({ ...base, ENCRYPTION_KEY: "1".repeat(64) }).join("\n")).toMatch(/^ENCRYPTION_KEY .*weak key/m);
+  });
+
+  it("refuses OAuth variables that are only partly set, or set beside SLACK_BOT_TOKEN or SLACK_APP_TOKEN", () => {
+    const { SLACK_STATE_SECRET: _s, ...partial } = oauth;
+    const found = problems(partial).join("\n");
+    expect(found).toMatch(/^SLACK_STATE_SECRET is missing: .*signs the OAuth state.*needed because SLACK_CLIENT_ID and SLACK_CLIENT_SECRET are set/m);
+    expect(found).not.toMatch(/SLACK_BOT_TOKEN is missing/);
+    expect(found).not.toContain("client-secret-value");
+    expect(problems({ ...oauth, SLACK_BOT_TOKEN: "xoxb-1-two" }).join("\n")).toMatch(/SLACK_BOT_TOKEN and SLACK_CLIENT_ID .* are both set: choose one/);
+    expect(problems({ ...oauth, SLACK_APP_TOKEN: "xapp-1" }).join("\n")).toMatch(/SLACK_APP_TOKEN is set together with SLACK_CLIENT_ID/);
+    expect(problems({ ...oauth, SLACK_STATE_SECRET: "short" }).join("\n")).toMatch(/^SLACK_STATE_SECRET .* at least 16/m);
+  });
+
+  it("needs each flow's workspace in OAuth mode; reads crews' teams allow-lists", () => {
+    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" }).join("\n")).toMatch(/flow "flow" has no workspace: .*FLOW_TEAM/);
+    expect(loadConfig({ ...oauth, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE" }).flows?.[0]?.team).toBe("T0ONE");
+    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "general" }).join("\n")).toMatch(/^FLOW_TEAM .* is invalid/m);
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-teams-"));
+    const file = path.join(dir, "crews.yaml");
+    fs.writeFileSync(
+      file,
+      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    team: T0ONE\n",
+    );
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = oauth;
+    const config = loadConfig({ ...rest, CREWS_FILE: file });
+    expect(config.crews[0]!.teams).toEqual(["T0ONE", "T0TWO"]);
+    expect(config.flows?.[0]?.team).toBe("T0ONE");
+  });
+});

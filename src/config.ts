@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
+import { parseEncryptionKey } from "./crypto/token-cipher.js";
 
 export interface ReviewerRules {
   users: string[];
@@ -21,6 +22,8 @@ export interface CrewConfig {
   reviewers?: ReviewerRules;
   /** Ask the crew for its event stream (webhooks: {events, url, …}) on kickoff and resume. */
   eventStream?: boolean;
+  /** Workspace (team) ids that may use the crew; unset: every workspace the app is installed in. */
+  teams?: string[];
 }
 
 /** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
@@ -33,15 +36,29 @@ export interface FlowConfig {
   channel: string;
   /** Who may decide (besides the request's assignee); unset: anyone in the channel. */
   reviewers?: ReviewerRules;
+  /** The workspace (team id T…) its channel belongs to; required when the app is installed by OAuth. */
+  team?: string;
+}
+
+/** Distribution: every workspace installs the app (GET /slack/install); tokens come from the database. */
+export interface OAuthConfig {
+  clientId: string;
+  clientSecret: string;
+  stateSecret: string;
 }
 
 export interface AppConfig {
   slack: {
-    botToken: string;
+    /** Single-workspace mode; unset when `oauth` is set. */
+    botToken?: string;
     signingSecret?: string;
     appToken?: string;
     apiUrl?: string;
+    /** Distribution mode (SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_STATE_SECRET). */
+    oauth?: OAuthConfig;
   };
+  /** Keys sealing Slack tokens in the database (ENCRYPTION_KEY, ENCRYPTION_KEY_PREVIOUS); required with `slack.oauth`. */
+  encryption?: { key: Buffer; previous: Buffer[] };
   port: number;
   publicUrl?: string;
   databaseUrl?: string;
@@ -69,7 +86,14 @@ export class ConfigError extends Error {
 }
 
 const VARIABLES: Record<string, string> = {
-  SLACK_BOT_TOKEN: "the bot token (xoxb-…) Crewline posts with; Slack app settings → OAuth & Permissions",
+  SLACK_BOT_TOKEN: "the bot token (xoxb-…) Crewline posts with in one workspace; Slack app settings → OAuth & Permissions",
+  SLACK_CLIENT_ID:
+    "the app's client id (Slack app settings → Basic Information); with SLACK_CLIENT_SECRET and SLACK_STATE_SECRET it makes Crewline installable in many workspaces (GET /slack/install)",
+  SLACK_CLIENT_SECRET: "the app's client secret (Slack app settings → Basic Information), used to exchange an install's code for its tokens",
+  SLACK_STATE_SECRET: "a random secret of at least 16 characters that signs the OAuth state of each install (CSRF protection)",
+  ENCRYPTION_KEY: "32 random bytes (64 hex digits or base64; openssl rand -base64 32) that encrypt each workspace's Slack tokens in the database",
+  ENCRYPTION_KEY_PREVIOUS: "comma-separated earlier ENCRYPTION_KEY values, only for reading tokens sealed before a key rotation",
+  FLOW_TEAM: "the workspace (team id T…) of FLOW_CHANNEL; required when Crewline is installed by OAuth",
   SLACK_SIGNING_SECRET: "verifies that requests to /slack/events come from Slack; Slack app settings → Basic Information",
   SLACK_APP_TOKEN: "an app-level token (xapp-…, scope connections:write) that switches the bot to Socket Mode",
   SLACK_API_URL: "the Slack Web API base URL (default https://slack.com/api/)",
@@ -122,6 +146,7 @@ const crewFileEntry = z
     channels: idList.optional(),
     reviewers: idList.optional(),
     eventStream: z.boolean().optional(),
+    teams: idList.optional(),
   })
   .strict();
 
@@ -134,9 +159,15 @@ const channelId = z
   .trim()
   .regex(/^[CGD][A-Z0-9]{2,}$/, "must be a channel id such as C0123ABCD");
 
+const teamId = z
+  .string()
+  .trim()
+  .regex(/^T[A-Z0-9]{2,}$/, "must be a workspace (team) id such as T0123ABCD");
+
 const flowFileEntry = z
   .object({
     name: flowName,
+    team: teamId.optional(),
     secret: z.string().min(1).optional(),
     secretEnv: z.string().min(1).optional(),
     channel: channelId,
@@ -180,7 +211,16 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
     if (baseUrl && token)
-      crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers), eventStream: entry.eventStream });
+      crews.push({
+        name: entry.name,
+        baseUrl,
+        token,
+        userToken,
+        channels: entry.channels,
+        reviewers: parseReviewers(entry.reviewers),
+        eventStream: entry.eventStream,
+        ...(entry.teams ? { teams: entry.teams } : {}),
+      });
   }
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -201,7 +241,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   for (const entry of parsed.data) {
     const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
-    else flows.push({ name: entry.name, secret, channel: entry.channel, reviewers: parseReviewers(entry.reviewers) });
+    else flows.push({ name: entry.name, secret, channel: entry.channel, reviewers: parseReviewers(entry.reviewers), ...(entry.team ? { team: entry.team } : {}) });
   }
   const names = flows.map((f) => f.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -215,15 +255,62 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   const channel = optional(env, "FLOW_CHANNEL");
   const name = optional(env, "FLOW_NAME");
   const reviewers = optional(env, "FLOW_REVIEWERS");
-  if (!secret && !channel && !name && !reviewers) return [];
+  const team = optional(env, "FLOW_TEAM");
+  if (!secret && !channel && !name && !reviewers && !team) return [];
   if (!secret) problems.push(`FLOW_WEBHOOK_SECRET is missing: ${VARIABLES.FLOW_WEBHOOK_SECRET} (needed because another FLOW_* variable is set)`);
   if (!channel) problems.push(`FLOW_CHANNEL is missing: ${VARIABLES.FLOW_CHANNEL}`);
   const checkedName = flowName.safeParse(name ?? "flow");
   if (!checkedName.success) problems.push(`${describe("FLOW_NAME")} is invalid: ${checkedName.error.issues[0]?.message}`);
   const checkedChannel = channel ? channelId.safeParse(channel) : undefined;
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
-  if (!secret || !checkedName.success || !checkedChannel?.success) return [];
-  return [{ name: checkedName.data, secret, channel: checkedChannel.data, reviewers: parseReviewers(idList.parse(reviewers ?? "")) }];
+  const checkedTeam = team ? teamId.safeParse(team) : undefined;
+  if (checkedTeam && !checkedTeam.success) problems.push(`${describe("FLOW_TEAM")} is invalid: ${checkedTeam.error.issues[0]?.message}`);
+  if (!secret || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
+  return [
+    {
+      name: checkedName.data,
+      secret,
+      channel: checkedChannel.data,
+      reviewers: parseReviewers(idList.parse(reviewers ?? "")),
+      ...(checkedTeam?.success ? { team: checkedTeam.data } : {}),
+    },
+  ];
+}
+
+/** SLACK_CLIENT_ID / SLACK_CLIENT_SECRET / SLACK_STATE_SECRET: all three, or none (single workspace). */
+function readOAuth(env: NodeJS.ProcessEnv, problems: string[]): OAuthConfig | undefined {
+  const names = ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_STATE_SECRET"] as const;
+  const [clientId, clientSecret, stateSecret] = names.map((n) => optional(env, n));
+  const set = names.filter((n) => optional(env, n));
+  if (set.length === 0) return undefined;
+  if (set.length < names.length) {
+    for (const name of names.filter((n) => !set.includes(n)))
+      problems.push(`${name} is missing: ${VARIABLES[name]} (needed because ${set.join(" and ")} ${set.length === 1 ? "is" : "are"} set: the three go together)`);
+    return undefined;
+  }
+  if (!/^\d+\.\d+$/.test(clientId!)) problems.push(`${describe("SLACK_CLIENT_ID")} is invalid: a client id looks like 1234567890.1234567890`);
+  if (stateSecret!.length < 16) problems.push(`${describe("SLACK_STATE_SECRET")} is invalid: use at least 16 random characters`);
+  return { clientId: clientId!, clientSecret: clientSecret!, stateSecret: stateSecret! };
+}
+
+/** ENCRYPTION_KEY (required with OAuth; checked whenever set) and ENCRYPTION_KEY_PREVIOUS (comma-separated). */
+function readEncryptionKeys(env: NodeJS.ProcessEnv, problems: string[], required: boolean): { key: Buffer; previous: Buffer[] } | undefined {
+  const text = optional(env, "ENCRYPTION_KEY");
+  const previousText = optional(env, "ENCRYPTION_KEY_PREVIOUS");
+  if (!text) {
+    if (required) problems.push(`ENCRYPTION_KEY is missing: ${VARIABLES.ENCRYPTION_KEY} (needed because SLACK_CLIENT_ID is set)`);
+    else if (previousText) problems.push(`ENCRYPTION_KEY is missing: ${VARIABLES.ENCRYPTION_KEY} (needed because ENCRYPTION_KEY_PREVIOUS is set)`);
+    return undefined;
+  }
+  const current = parseEncryptionKey(text);
+  if ("problem" in current) problems.push(`${describe("ENCRYPTION_KEY")} is invalid: it ${current.problem}`);
+  const previous: Buffer[] = [];
+  for (const [i, item] of idList.parse(previousText ?? "").entries()) {
+    const parsed = parseEncryptionKey(item);
+    if ("problem" in parsed) problems.push(`${describe("ENCRYPTION_KEY_PREVIOUS")} is invalid: key ${i + 1} ${parsed.problem}`);
+    else previous.push(parsed.key);
+  }
+  return "key" in current ? { key: current.key, previous } : undefined;
 }
 
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
@@ -245,10 +332,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     return parsed.success ? parsed.data : undefined;
   };
 
-  const botToken = need("SLACK_BOT_TOKEN");
+  const oauth = readOAuth(env, problems);
+  const oauthWanted = ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_STATE_SECRET"].some((n) => optional(env, n));
+  // Distribution (OAuth) or one workspace (SLACK_BOT_TOKEN): never both, so no token is silently ignored.
+  if (oauthWanted && optional(env, "SLACK_BOT_TOKEN"))
+    problems.push(
+      "SLACK_BOT_TOKEN and SLACK_CLIENT_ID / SLACK_CLIENT_SECRET / SLACK_STATE_SECRET are both set: choose one. The bot token runs Crewline in one workspace; the OAuth variables make it installable in many (GET /slack/install), each workspace with its own token. Unset SLACK_BOT_TOKEN to distribute the app.",
+    );
+  const botToken = oauthWanted ? undefined : need("SLACK_BOT_TOKEN");
   if (botToken && !botToken.startsWith("xoxb-")) problems.push(`${describe("SLACK_BOT_TOKEN")} is invalid: a bot token starts with xoxb-`);
   const appToken = optional(env, "SLACK_APP_TOKEN");
   if (appToken && !appToken.startsWith("xapp-")) problems.push(`${describe("SLACK_APP_TOKEN")} is invalid: an app-level token starts with xapp-`);
+  if (appToken && oauthWanted)
+    problems.push(
+      `SLACK_APP_TOKEN is set together with SLACK_CLIENT_ID: Crewline serves installs (/slack/install, /slack/oauth_redirect) in HTTP mode only; unset SLACK_APP_TOKEN`,
+    );
+  const encryption = readEncryptionKeys(env, problems, oauthWanted);
   // Socket Mode does not sign requests; HTTP mode cannot work without the secret.
   const signingSecret = appToken ? optional(env, "SLACK_SIGNING_SECRET") : need("SLACK_SIGNING_SECRET");
   const apiUrl = check("SLACK_API_URL", httpUrl, optional(env, "SLACK_API_URL"));
@@ -311,9 +410,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     }
   }
 
+  if (oauthWanted) {
+    for (const flow of flows)
+      if (!flow.team)
+        problems.push(
+          `flow "${flow.name}" has no workspace: with SLACK_CLIENT_ID (installs in many workspaces) each flow needs team: T… in CREWS_FILE, or ${describe("FLOW_TEAM")}`,
+        );
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
-    slack: { botToken, signingSecret, appToken, apiUrl },
+    slack: { ...(botToken ? { botToken } : {}), signingSecret, appToken, apiUrl, ...(oauth ? { oauth } : {}) },
+    ...(encryption ? { encryption } : {}),
     port,
     publicUrl,
     databaseUrl,

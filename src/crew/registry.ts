@@ -23,9 +23,14 @@ export class CrewRegistry implements CrewDirectory {
     return this.clients.get(name.toLowerCase())?.config;
   }
 
-  /** Crews that may be started in a channel (no allow-list: everywhere). */
-  availableIn(channelId: string): CrewConfig[] {
-    return this.all().filter((crew) => !crew.channels || crew.channels.includes(channelId));
+  /** Crews that may be started in a channel (no allow-list: everywhere), of those the workspace may use. */
+  availableIn(channelId: string, teamId?: string): CrewConfig[] {
+    return this.usableBy(teamId).filter((crew) => !crew.channels || crew.channels.includes(channelId));
+  }
+
+  /** Crews a workspace may use (`teams:` in CREWS_FILE; none listed: every workspace). No team given: all. */
+  usableBy(teamId: string | undefined): CrewConfig[] {
+    return this.all().filter((crew) => !crew.teams || teamId === undefined || crew.teams.includes(teamId));
   }
 
   all(): CrewConfig[] {

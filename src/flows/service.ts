@@ -149,8 +149,8 @@ export class FlowRequests {
     const now = this.clock.now();
     const stored = await this.deps.outbox.sql.transaction(async (tx) => {
       const [row] = await tx.query<{ id: string }>(
-        `INSERT INTO "FlowRequest" (id, "flowName", "requestId", "channelId", "methodName", message, output, emit, "deploymentName", "flowId", "assignedEmail", "callbackUrl", "createdAt", "updatedAt")
-         VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13)
+        `INSERT INTO "FlowRequest" (id, "flowName", "requestId", "channelId", "methodName", message, output, emit, "deploymentName", "flowId", "assignedEmail", "callbackUrl", "createdAt", "updatedAt", "teamId")
+         VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13, $14)
          ON CONFLICT ("flowName", "requestId") DO NOTHING RETURNING id`,
         [
           crypto.randomUUID(),
@@ -166,6 +166,7 @@ export class FlowRequests {
           r.assignedEmail ?? null,
           r.callbackUrl,
           now,
+          flow.team ?? null,
         ],
       );
       if (row) await this.deps.outbox.add(tx, { kind: "flow.post", subjectId: row.id });

@@ -5,6 +5,7 @@ import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
 import type { FlowNotifier } from "../outbox/perform.js";
 import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
+import type { SlackClients } from "../slack/clients.js";
 import { EFFECT_EVENT_TYPE, findPostedMessage } from "../slack/notifier.js";
 
 export function flowMessageFor(request: FlowRequest, note?: string): SlackMessage {
@@ -35,12 +36,17 @@ const safeFilename = (name: string) =>
 
 export class SlackFlowEffects implements FlowNotifier {
   constructor(
-    private readonly client: WebClient,
+    private readonly clients: SlackClients,
     private readonly log: Logger,
   ) {}
 
+  /** The client of the flow's workspace (the request row's team; single-workspace mode has one client). */
+  private client(request: Pick<FlowRequest, "teamId">): Promise<WebClient> {
+    return this.clients.forTeam(request.teamId ?? "");
+  }
+
   async postRequest(request: FlowRequest, effectId: string): Promise<{ ts: string }> {
-    const posted = await this.client.chat.postMessage({
+    const posted = await (await this.client(request)).chat.postMessage({
       channel: request.channelId,
       ...flowMessageFor(request),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
@@ -49,7 +55,7 @@ export class SlackFlowEffects implements FlowNotifier {
   }
 
   async attachRequestFile(request: FlowRequest): Promise<void> {
-    await this.client.filesUploadV2({
+    await (await this.client(request)).filesUploadV2({
       channel_id: request.channelId,
       thread_ts: request.messageTs!,
       content: request.output,
@@ -60,11 +66,11 @@ export class SlackFlowEffects implements FlowNotifier {
 
   async updateRequest(request: FlowRequest): Promise<void> {
     if (!request.messageTs) return;
-    await this.client.chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request) });
+    await (await this.client(request)).chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request) });
   }
 
   async postReminder(request: FlowRequest, text: string, effectId: string): Promise<void> {
-    await this.client.chat.postMessage({
+    await (await this.client(request)).chat.postMessage({
       channel: request.channelId,
       thread_ts: request.messageTs ?? undefined,
       text,
@@ -72,13 +78,13 @@ export class SlackFlowEffects implements FlowNotifier {
     });
   }
 
-  findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
-    return findPostedMessage(this.client, this.log, channel, threadTs, effectId);
+  async findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined> {
+    return findPostedMessage(await this.client(request), this.log, request.channelId, threadTs, effectId);
   }
 
-  async lookupByEmail(email: string): Promise<string | undefined> {
+  async lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined> {
     try {
-      const found = await this.client.users.lookupByEmail({ email });
+      const found = await (await this.client({ teamId: teamId ?? null })).users.lookupByEmail({ email });
       return found.user?.id ?? undefined;
     } catch (err) {
       const code = (err as { data?: { error?: string } }).data?.error;

@@ -32,10 +32,12 @@ export function permalinkBuilder(client: WebClient) {
   };
 }
 
-export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: ReturnType<typeof permalinkBuilder>, userId: string): Promise<HomeParams> {
+export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: ReturnType<typeof permalinkBuilder>, userId: string, teamId?: string): Promise<HomeParams> {
   const now = (home.clock ?? systemClock).now();
+  // Installed in many workspaces, a Home shows its own workspace's runs only.
+  const sameTeam = deps.multiWorkspace && teamId ? { teamId } : {};
   const pending = await home.db.review.findMany({
-    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...ACTIVE_STATES] } } },
+    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...ACTIVE_STATES] }, ...sameTeam } },
     include: { execution: true },
     orderBy: { createdAt: "asc" },
     take: 500,
@@ -44,7 +46,9 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
   for (const review of pending) {
     const { execution } = review;
     const rules = deps.reviewers?.rulesFor(execution.crewName);
-    const may = rules ? await deps.reviewers!.mayDecide(execution.crewName, userId) : execution.userId === userId;
+    const may = rules
+      ? await deps.reviewers!.mayDecide(execution.crewName, userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId })
+      : execution.userId === userId;
     if (may) mine.push(review);
   }
   const reviews = await Promise.all(
@@ -58,7 +62,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     })),
   );
   // Flow feedback requests this user may answer (by the flow's reviewer rules, or as the assignee).
-  const flowWaiting = deps.flows ? await deps.flows.waitingFor(userId) : [];
+  const flowWaiting = (deps.flows ? await deps.flows.waitingFor(userId) : []).filter((r) => !sameTeam.teamId || r.teamId === sameTeam.teamId);
   const flowReviews = await Promise.all(
     flowWaiting.map(async (r, i) => ({
       crewName: `flow ${r.flowName}`,
@@ -70,7 +74,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     })),
   );
   reviews.push(...flowReviews);
-  const executions = await home.db.execution.findMany({ where: { userId }, orderBy: { createdAt: "desc" }, take: HOME_MAX_RUNS + 1 });
+  const executions = await home.db.execution.findMany({ where: { userId, ...sameTeam }, orderBy: { createdAt: "desc" }, take: HOME_MAX_RUNS + 1 });
   const runs = await Promise.all(
     executions.map(async (e) => ({
       crewName: e.crewName,
@@ -81,17 +85,21 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       permalink: e.threadTs ? await permalink(e.channelId, e.threadTs) : undefined,
     })),
   );
-  const crews = deps.crews.all().map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
+  const crews = deps.crews.usableBy(teamId).map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
   return { userId, reviews, runs, crews, now, flows: deps.flowHooks };
 }
 
 export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
-  let permalink: ReturnType<typeof permalinkBuilder> | undefined;
-  app.event("app_home_opened", async ({ event, client }) => {
+  // One per workspace: each has its own URL (and, when installed in many, its own token).
+  const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
+  app.event("app_home_opened", async ({ event, client, context }) => {
     if (event.tab && event.tab !== "home") return;
-    permalink ??= permalinkBuilder(client);
+    const teamId = context.teamId ?? undefined;
+    const key = `${context.enterpriseId ?? ""}/${teamId ?? ""}`;
+    const permalink = permalinks.get(key) ?? permalinkBuilder(client);
+    permalinks.set(key, permalink);
     try {
-      const params = await homeFor(deps, home, permalink, event.user);
+      const params = await homeFor(deps, home, permalink, event.user, teamId);
       await client.views.publish({ user_id: event.user, view: homeView(params) });
     } catch (err) {
       deps.log.warn("could not publish the home tab", { user: event.user, err });

@@ -61,7 +61,7 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         response_type: "ephemeral",
         text: helpText(
           commandName,
-          deps.crews.all().map((c) => c.name),
+          deps.crews.usableBy(payload.team_id || undefined).map((c) => c.name),
           deps.flowHooks,
         ),
       });
@@ -72,6 +72,14 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       await ack({
         response_type: "ephemeral",
         text: `No crew is configured in Crewline, so there is nothing to start here. ${deps.flowHooks?.length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.`,
+      });
+      return;
+    }
+    if (parsed.kind === "open" && deps.crews.usableBy(payload.team_id || undefined).length === 0) {
+      // Crews are limited to other workspaces (teams: in CREWS_FILE).
+      await ack({
+        response_type: "ephemeral",
+        text: "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
       });
       return;
     }

@@ -60,8 +60,11 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   const problem = await channelProblem(client, req.channelId);
   if (problem) return void (await show(kickoffErrorView({ message: problem })));
 
-  const crews = deps.crews.availableIn(req.channelId);
-  const elsewhere = req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) ? deps.crews.config(req.crewName) : undefined;
+  const crews = deps.crews.availableIn(req.channelId, req.teamId);
+  // A crew this workspace may not use is not named at all (as if it did not exist).
+  const usable = deps.crews.usableBy(req.teamId);
+  const elsewhere =
+    req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) ? usable.find((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) : undefined;
   if (elsewhere?.channels) {
     const message = `The crew “${elsewhere.name}” may not be started in this channel: it is limited to ${elsewhere.channels.length === 1 ? "one other channel" : `${elsewhere.channels.length} other channels`}. Ask whoever set up Crewline where to use it.`;
     return void (await show(kickoffErrorView({ crewName: elsewhere.name, message })));
@@ -143,7 +146,7 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     const meta = kickoffMetadata.safeParse(safeJson(metadataText));
     // A picker opened for someone else (or metadata we did not seal) shows nothing.
     if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
-    const names = deps.crews.availableIn(meta.data.channel).map((c) => c.name);
+    const names = deps.crews.availableIn(meta.data.channel, meta.data.team || undefined).map((c) => c.name);
     const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
     if (!crewName) return;
     await client.views.update({ view_id: viewId, view: loadingView() });

@@ -36,7 +36,7 @@ export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
     }
     // Answer Slack now; the crew call happens after, and the modal shows how it went.
     await ack({ response_action: "update", view: startingView(meta.data.crew) });
-    await startRun(client, deps, { viewId: view.id, userId: body.user.id, meta: meta.data, inputs });
+    await startRun(client, deps, { viewId: view.id, userId: body.user.id, meta: meta.data, inputs, enterpriseId: enterpriseOf(body) });
   });
 }
 
@@ -45,6 +45,15 @@ interface StartRequest {
   userId: string;
   meta: KickoffMetadata;
   inputs: Record<string, string>;
+  /** The Enterprise Grid org the form was submitted in, if any (finds an org-wide install's token). */
+  enterpriseId?: string | null;
+}
+
+/** The Grid org of an interaction payload (enterprise.id, or team.enterprise_id), or null. */
+function enterpriseOf(body: unknown): string | null {
+  const b = body as { enterprise?: { id?: unknown } | null; team?: { enterprise_id?: unknown } | null };
+  const id = b.enterprise?.id ?? b.team?.enterprise_id;
+  return typeof id === "string" && id ? id : null;
 }
 
 export async function startRun(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
@@ -52,7 +61,8 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
   const crewConfig = deps.crews.config(crewName);
   const crew = deps.crews.get(crewName);
   const showView = (view: types.ModalView) => client.views.update({ view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
-  if (!crew || !crewConfig || (crewConfig.channels && !crewConfig.channels.includes(req.meta.channel))) {
+  const teamRefused = !!crewConfig?.teams && !crewConfig.teams.includes(req.meta.team);
+  if (!crew || !crewConfig || teamRefused || (crewConfig.channels && !crewConfig.channels.includes(req.meta.channel))) {
     await showView(kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` }));
     return;
   }
@@ -68,6 +78,7 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
     execution = await runs.create({
       crewName: crewConfig.name,
       teamId: req.meta.team,
+      enterpriseId: req.enterpriseId ?? null,
       channelId: req.meta.channel,
       userId: req.userId,
       inputs: req.inputs,

@@ -36,8 +36,8 @@ export interface RunNotifier {
   showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }>;
   /** A reminder under a review nobody has decided. */
   postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
-  /** The ts of a message an interrupted post of this effect left, if it can be found. */
-  findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined>;
+  /** The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it can be found. */
+  findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined>;
 }
 
 export interface CrewDirectory {

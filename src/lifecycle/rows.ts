@@ -99,8 +99,8 @@ export class ExecutionRows {
   async insert(row: NewExecutionRow): Promise<Execution> {
     const now = new Date();
     const rows = await this.sql.query<Execution>(
-      `INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt", "humanInputToken")
-       VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $11, $11, $12)
+      `INSERT INTO "Execution" (id, "crewName", "teamId", "channelId", "userId", inputs, state, "requestId", "webhookSecret", webhooks, "createdAt", "updatedAt", "nextPollAt", "humanInputToken", "enterpriseId")
+       VALUES ($1::uuid, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $11, $11, $12, $13)
        RETURNING *`,
       [
         crypto.randomUUID(),
@@ -115,6 +115,7 @@ export class ExecutionRows {
         row.webhooks,
         now,
         row.humanInputToken,
+        row.enterpriseId ?? null,
       ],
     );
     return rows[0]!;

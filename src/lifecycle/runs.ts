@@ -12,6 +12,8 @@ import { type ExecutionEvent, executionTransition, reviewTransition } from "./st
 export interface NewExecution {
   crewName: string;
   teamId: string;
+  /** Enterprise Grid org of the workspace, when there is one (finds an org-wide installation's token). */
+  enterpriseId?: string | null;
   channelId: string;
   userId: string;
   inputs: Record<string, string>;

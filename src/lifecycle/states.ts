@@ -2,10 +2,12 @@
 // conditional update "from one of these states", so races between replicas, webhooks and polls
 // resolve in the database, and this table is the single place that says what may follow what.
 
-export const EXECUTION_STATES = ["starting", "running", "waiting", "completed", "failed", "lost", "kickoff_failed"] as const;
+// "uninstalled": the app was removed from the run's workspace (src/slack/uninstall.ts); nothing more is
+// posted or polled for it.
+export const EXECUTION_STATES = ["starting", "running", "waiting", "completed", "failed", "lost", "kickoff_failed", "uninstalled"] as const;
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
 
-export const FINISHED_STATES: readonly ExecutionState[] = ["completed", "failed", "lost", "kickoff_failed"];
+export const FINISHED_STATES: readonly ExecutionState[] = ["completed", "failed", "lost", "kickoff_failed", "uninstalled"];
 export const ACTIVE_STATES: readonly ExecutionState[] = ["running", "waiting"];
 
 export type ExecutionEvent = "kicked_off" | "kickoff_failed" | "review_opened" | "review_decided" | "succeeded" | "failed" | "lost";

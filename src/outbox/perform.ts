@@ -16,8 +16,8 @@ export interface FlowNotifier {
   updateRequest(request: FlowRequest): Promise<void>;
   postReminder(request: FlowRequest, text: string, effectId: string): Promise<void>;
   /** The Slack user with this e-mail (the request's assignee), or undefined. */
-  lookupByEmail(email: string): Promise<string | undefined>;
-  findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined>;
+  lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
+  findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined>;
 }
 
 export interface PerformerDeps {
@@ -42,10 +42,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   }
 
   /** A post that may have reached Slack before its attempt was cut short is looked for first. */
-  async function postOnce(job: EffectJob, channel: string, threadTs: string | null, post: () => Promise<string>): Promise<string> {
-    const found = job.interrupted
-      ? await (job.kind.startsWith("flow.") ? deps.flows!.findPosted(channel, threadTs, job.id) : notifier.findPosted(channel, threadTs, job.id))
-      : undefined;
+  async function postOnce(job: EffectJob, find: () => Promise<string | undefined>, post: () => Promise<string>): Promise<string> {
+    const found = job.interrupted ? await find() : undefined;
     return found ?? (await post());
   }
 
@@ -53,7 +51,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "review.post"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.messageTs) return undefined;
-      const ts = await postOnce(job, e.channelId, e.threadTs, async () => (await notifier.postReview(e, r, job.id)).ts);
+      const ts = await postOnce(
+        job,
+        () => notifier.findPosted(e, e.threadTs, job.id),
+        async () => (await notifier.postReview(e, r, job.id)).ts,
+      );
       return {
         record: async (tx) => {
           const [now] = await tx.query<{ state: string }>(`UPDATE "Review" SET "messageTs" = $1, "shownState" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING state`, [
@@ -86,17 +88,25 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       // Decided (or the run ended) since it was due: nobody needs reminding any more.
       if (r.state !== "pending" || !e.threadTs) return undefined;
       const reminder = job.payload as { who: string; waitedMs: number };
-      await postOnce(job, e.channelId, e.threadTs, async () => {
-        await notifier.postReminder(e, r, reminder, job.id);
-        return "";
-      });
+      await postOnce(
+        job,
+        () => notifier.findPosted(e, e.threadTs, job.id),
+        async () => {
+          await notifier.postReminder(e, r, reminder, job.id);
+          return "";
+        },
+      );
       return undefined;
     },
     async "run.completion"(job) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
       if (e.completionTs) return undefined;
-      const ts = await postOnce(job, e.channelId, null, async () => (await notifier.postCompletion(e, job.id)).ts);
+      const ts = await postOnce(
+        job,
+        () => notifier.findPosted(e, null, job.id),
+        async () => (await notifier.postCompletion(e, job.id)).ts,
+      );
       const next: NewEffect[] = [{ kind: "run.announcement", subjectId: e.id }];
       if (e.output && outputNeedsFile(e.output)) next.push({ kind: "run.file", subjectId: e.id });
       return { record: (tx) => tx.execute(`UPDATE "Execution" SET "completionTs" = $1, "updatedAt" = $2 WHERE id = $3::uuid`, [ts, new Date(), e.id]).then(() => {}), next };
@@ -119,7 +129,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
       const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: new Date() };
       const existing = e.progressTs;
-      const ts = existing ?? (await postOnce(job, e.channelId, e.threadTs, async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts));
+      const ts =
+        existing ??
+        (await postOnce(
+          job,
+          () => notifier.findPosted(e, e.threadTs, job.id),
+          async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
+        ));
       if (existing) await notifier.showProgress(e, snapshot, existing, job.id);
       // Found again after an interruption: it shows the figures of then; the next step updates it.
       return existing ? undefined : { record: (tx) => tx.execute(`UPDATE "Execution" SET "progressTs" = $1 WHERE id = $2::uuid`, [ts, e.id]).then(() => {}) };
@@ -129,13 +145,17 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       let request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.messageTs) return undefined;
-      const assignee = request.assignedEmail && !request.assigneeUserId ? await flows.lookupByEmail(request.assignedEmail) : undefined;
+      const assignee = request.assignedEmail && !request.assigneeUserId ? await flows.lookupByEmail(request.assignedEmail, request.teamId) : undefined;
       if (assignee) {
         await sql.execute(`UPDATE "FlowRequest" SET "assigneeUserId" = $1 WHERE id = $2::uuid`, [assignee, request.id]);
         request = { ...request, assigneeUserId: assignee };
       }
       const current = request;
-      const ts = await postOnce(job, current.channelId, null, async () => (await flows.postRequest(current, job.id)).ts);
+      const ts = await postOnce(
+        job,
+        () => flows.findPosted(current, null, job.id),
+        async () => (await flows.postRequest(current, job.id)).ts,
+      );
       return {
         record: async (tx) => {
           const [now] = await tx.query<{ state: string }>(`UPDATE "FlowRequest" SET "messageTs" = $1, "updatedAt" = $2 WHERE id = $3::uuid RETURNING state`, [
@@ -167,10 +187,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.state !== "pending" || !request.messageTs) return undefined;
       const text = String((job.payload as { text?: string } | null)?.text ?? "");
-      await postOnce(job, request.channelId, request.messageTs, async () => {
-        await deps.flows!.postReminder(request, text, job.id);
-        return "";
-      });
+      await postOnce(
+        job,
+        () => deps.flows!.findPosted(request, request.messageTs, job.id),
+        async () => {
+          await deps.flows!.postReminder(request, text, job.id);
+          return "";
+        },
+      );
       return undefined;
     },
   };

@@ -16,6 +16,8 @@ export interface CommandParams {
   user_id?: string;
   channel_id?: string;
   team_id?: string;
+  /** An Enterprise Grid org (sent with is_enterprise_install when the app is installed org-wide). */
+  enterprise_id?: string;
   trigger_id?: string;
   response_url?: string;
 }
@@ -49,6 +51,8 @@ export interface ViewParams {
   };
   trigger_id?: string;
   team_id?: string;
+  /** An Enterprise Grid org whose org-wide install handles the view. */
+  enterprise_id?: string;
 }
 
 export interface ViewSubmissionParams extends ViewParams {
@@ -57,6 +61,8 @@ export interface ViewSubmissionParams extends ViewParams {
 
 export interface EventOptions {
   team_id?: string;
+  /** An Enterprise Grid org; with it the event comes for an org-wide install. */
+  enterprise_id?: string;
   /** Adds X-Slack-Retry-Num / X-Slack-Retry-Reason, as Slack's redeliveries carry. */
   retryNum?: number;
   retryReason?: string;
@@ -130,8 +136,8 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
       user: user(p.user_id, teamId),
       api_app_id: apiAppId,
       token: "legacy",
-      is_enterprise_install: false,
-      enterprise: null,
+      is_enterprise_install: !!p.enterprise_id,
+      enterprise: p.enterprise_id ? { id: p.enterprise_id, name: p.enterprise_id } : null,
       view: {
         id: id ?? `V${next()}`,
         team_id: teamId,
@@ -161,7 +167,16 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
       type: "event_callback",
       event_id: eo.event_id ?? `Ev${String(next()).padStart(8, "0")}`,
       event_time: Math.floor(Date.now() / 1000),
-      authorizations: [{ enterprise_id: null, team_id: teamId, user_id: opts.botUserId ?? "U0BOT", is_bot: true, is_enterprise_install: false }],
+      ...(eo.enterprise_id ? { enterprise_id: eo.enterprise_id } : {}),
+      authorizations: [
+        {
+          enterprise_id: eo.enterprise_id ?? null,
+          team_id: eo.enterprise_id ? null : teamId,
+          user_id: opts.botUserId ?? "U0BOT",
+          is_bot: true,
+          is_enterprise_install: !!eo.enterprise_id,
+        },
+      ],
       is_ext_shared_channel: false,
     });
     const extra: Record<string, string> = {};
@@ -189,7 +204,8 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
         command: p.command ?? "/crew",
         text: p.text ?? "",
         api_app_id: apiAppId,
-        is_enterprise_install: "false",
+        ...(p.enterprise_id ? { enterprise_id: p.enterprise_id, enterprise_name: p.enterprise_id } : {}),
+        is_enterprise_install: p.enterprise_id ? "true" : "false",
         response_url: p.response_url ?? responseUrl(channel),
         trigger_id: p.trigger_id ?? `trig-${next()}`,
       });

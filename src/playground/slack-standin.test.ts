@@ -81,3 +81,44 @@ describe("playground page API", () => {
     expect(slack.calls).toHaveLength(0);
   });
 });
+
+describe("Slack stand-in: OAuth installs", () => {
+  it("exchanges a code once for the workspace's own bot token, and records which token (and workspace) each call carried", async () => {
+    const oauthSlack = await startFakeSlack({ oauthClient: { clientId: "1.2", clientSecret: "shh" } });
+    try {
+      const anon = new WebClient(undefined, { slackApiUrl: oauthSlack.url, retryConfig: { retries: 0 } });
+      const exchange = (code: string, secret = "shh") => anon.oauth.v2.access({ code, client_id: "1.2", client_secret: secret }).catch((e) => e.data);
+
+      const codeOne = oauthSlack.issueInstallCode({ teamId: "T0ONE", userScopes: ["search:read"] });
+      expect(await exchange(codeOne, "wrong")).toMatchObject({ ok: false, error: "bad_client_secret" });
+      const one = await exchange(codeOne);
+      expect(one).toMatchObject({
+        ok: true,
+        token_type: "bot",
+        bot_user_id: "U0BOT0ONE",
+        team: { id: "T0ONE" },
+        is_enterprise_install: false,
+        authed_user: { id: "U0INSTALLER", token_type: "user" },
+      });
+      expect(one.access_token).toBe(oauthSlack.botTokenOf("T0ONE"));
+      expect(await exchange(codeOne)).toMatchObject({ ok: false, error: "invalid_code" });
+
+      const two = await exchange(oauthSlack.issueInstallCode({ teamId: "T0TWO" }));
+      expect(two.access_token).not.toBe(one.access_token);
+      expect(two.authed_user.access_token).toBeUndefined();
+      // A reinstall keeps the workspace's token, as Slack does.
+      expect((await exchange(oauthSlack.issueInstallCode({ teamId: "T0ONE" }))).access_token).toBe(one.access_token);
+
+      const clientTwo = new WebClient(two.access_token, { slackApiUrl: oauthSlack.url, retryConfig: { retries: 0 } });
+      expect(await clientTwo.auth.test()).toMatchObject({ team_id: "T0TWO", user_id: "U0BOT0TWO", bot_id: "B0TWO" });
+      await clientTwo.chat.postMessage({ channel: "C2", text: "hi" });
+      expect(oauthSlack.callsTo("chat.postMessage")[0]).toMatchObject({ token: two.access_token, team: "T0TWO" });
+
+      oauthSlack.revokeTeam("T0TWO");
+      await expect(clientTwo.chat.postMessage({ channel: "C2", text: "again" })).rejects.toMatchObject({ data: { error: "token_revoked" } });
+      expect(oauthSlack.botTokenOf("T0TWO")).toBeUndefined();
+    } finally {
+      await oauthSlack.close();
+    }
+  });
+});

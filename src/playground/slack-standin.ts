@@ -11,6 +11,11 @@
  *   POST /api/<method>         Web API methods (form-urlencoded, JSON or multipart body)
  *   POST /upload/<file_id>     target of files.getUploadURLExternal's upload_url
  *   POST /response/<...>       response_url target (method "response_url"); see responseUrl()
+ *
+ * OAuth distribution: issueInstallCode() stands for a user approving the install in a workspace;
+ * oauth.v2.access exchanges that code (once) for the workspace's own bot token, as Slack does, and
+ * every later call is recorded with the token it carried (`token`) and the workspace it belongs to
+ * (`team`). revokeTeam() makes a workspace's tokens answer token_revoked.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -28,6 +33,22 @@ export interface SlackCall {
   error?: string;
   /** Request path, useful for response_url calls. */
   path?: string;
+  /** The workspace the token belongs to (tokens issued by oauth.v2.access; else the default team). */
+  team?: string;
+}
+
+/** A user approving the app's install in a workspace (or, with isEnterpriseInstall, a whole Grid org). */
+export interface InstallGrant {
+  teamId: string;
+  teamName?: string;
+  enterpriseId?: string;
+  isEnterpriseInstall?: boolean;
+  /** Who installed it (default U0INSTALLER). */
+  userId?: string;
+  /** User scopes granted: a user token is issued too (default none). */
+  userScopes?: string[];
+  /** Bot scopes granted (default the usual Crewline ones). */
+  scopes?: string[];
 }
 
 export interface FakeSlackOptions {
@@ -46,6 +67,8 @@ export interface FakeSlackOptions {
    * 3,000). Default true.
    */
   validateBlocks?: boolean;
+  /** When set, oauth.v2.access checks client_id and client_secret against these. */
+  oauthClient?: { clientId: string; clientSecret: string };
 }
 
 export interface FakeMessage {
@@ -148,6 +171,12 @@ export interface FakeSlack {
   closeView(viewId: string): void;
   /** Tells onChange listeners that state changed outside a Web API call. */
   changed(): void;
+  /** A one-time code, as Slack hands to the app's redirect URL once a user approves the install. */
+  issueInstallCode(grant: InstallGrant): string;
+  /** The bot token oauth.v2.access issued for a workspace (undefined before its install). */
+  botTokenOf(teamId: string): string | undefined;
+  /** Tokens of this workspace (or org) now answer token_revoked, as after an uninstall. */
+  revokeTeam(teamOrEnterpriseId: string): void;
   /** Called after every request the stand-in answered (state may have changed). */
   onChange(listener: () => void): () => void;
   /** Serves other paths (the playground page): return true when handled. Web API paths stay first. */
@@ -226,6 +255,10 @@ class FakeSlackServer implements FakeSlack {
   /** The Web API method being answered (for violation records). */
   private currentMethod = "";
   private mounted: ((req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>)[] = [];
+  /** Install codes not yet exchanged. */
+  private installCodes = new Map<string, InstallGrant>();
+  /** Tokens issued by oauth.v2.access: who they belong to. */
+  private issued = new Map<string, { kind: "bot" | "user"; grant: InstallGrant; botUserId: string; botId: string; revoked?: boolean }>();
   private readonly server = createServer((req, res) => void this.serve(req, res));
 
   constructor(private readonly opts: FakeSlackOptions) {
@@ -348,6 +381,21 @@ class FakeSlackServer implements FakeSlack {
     }
   }
 
+  issueInstallCode(grant: InstallGrant): string {
+    const code = `code-${nextSeq()}-${grant.teamId}`;
+    this.installCodes.set(code, grant);
+    return code;
+  }
+
+  botTokenOf(teamId: string): string | undefined {
+    for (const [token, t] of this.issued) if (t.kind === "bot" && !t.revoked && t.grant.teamId === teamId) return token;
+    return undefined;
+  }
+
+  revokeTeam(teamOrEnterpriseId: string): void {
+    for (const t of this.issued.values()) if (t.grant.teamId === teamOrEnterpriseId || t.grant.enterpriseId === teamOrEnterpriseId) t.revoked = true;
+  }
+
   messages(channel: string): FakeMessage[] {
     return [...this.msgs.values()].filter((m) => m.channel === channel).sort((a, b) => a.ts.localeCompare(b.ts));
   }
@@ -363,6 +411,8 @@ class FakeSlackServer implements FakeSlack {
     this.usedTriggers.clear();
     this.triggerUsers.clear();
     this.responseTargets.clear();
+    this.installCodes.clear();
+    this.issued.clear();
   }
 
   async close(): Promise<void> {
@@ -399,7 +449,10 @@ class FakeSlackServer implements FakeSlack {
     }
     const auth = req.headers.authorization;
     const token = auth?.startsWith("Bearer ") ? auth.slice(7) : typeof call.args.token === "string" ? call.args.token : undefined;
-    if (token !== undefined) call.token = token;
+    if (token !== undefined) {
+      call.token = token;
+      call.team = this.issued.get(token)?.grant.teamId ?? this.teamId;
+    }
 
     let status = 200;
     let body: Result;
@@ -445,7 +498,17 @@ class FakeSlackServer implements FakeSlack {
   private dispatch(call: SlackCall): Result {
     const handler = this.handlers[call.method];
     if (!handler) return { ok: false, error: "unknown_method" };
+    // oauth.v2.access authenticates with the client id and secret, not a token.
+    if (call.method === "oauth.v2.access") {
+      try {
+        return { ok: true, ...this.exchangeInstallCode(call.args as Record<string, any>) };
+      } catch (e) {
+        if (e instanceof SlackError) return { ok: false, error: e.code };
+        throw e;
+      }
+    }
     if (!call.token) return { ok: false, error: "not_authed" };
+    if (this.issued.get(call.token)?.revoked) return { ok: false, error: "token_revoked" };
     try {
       return { ok: true, ...handler(call.args as Record<string, any>, call) };
     } catch (e) {
@@ -669,6 +732,52 @@ class FakeSlackServer implements FakeSlack {
     return { status: 200, body: { ok: true } };
   }
 
+  /** oauth.v2.access: the answer Slack gives for a bot install (and a user token when user scopes were granted). */
+  private exchangeInstallCode(args: Record<string, any>): Result {
+    const client = this.opts.oauthClient;
+    if (client && args.client_id !== client.clientId) fail("invalid_client_id");
+    if (client && args.client_secret !== client.clientSecret) fail("bad_client_secret");
+    const code = String(args.code ?? "");
+    const grant = this.installCodes.get(code) ?? fail("invalid_code");
+    this.installCodes.delete(code);
+    // A reinstall keeps the workspace's bot token, as Slack does; a new workspace gets its own.
+    const botToken = this.botTokenOf(grant.teamId) ?? `xoxb-${grant.teamId}-${nextSeq()}-${Math.random().toString(36).slice(2, 12)}`;
+    const botUserId = `U0BOT${grant.teamId.slice(1)}`;
+    const entry = { kind: "bot" as const, grant, botUserId, botId: `B${grant.teamId.slice(1)}` };
+    this.issued.set(botToken, entry);
+    const scopes = grant.scopes ?? [
+      "commands",
+      "chat:write",
+      "channels:read",
+      "groups:read",
+      "im:read",
+      "mpim:read",
+      "channels:join",
+      "files:write",
+      "usergroups:read",
+      "users:read",
+      "users:read.email",
+    ];
+    const userId = grant.userId ?? "U0INSTALLER";
+    const authedUser: Result = { id: userId };
+    if (grant.userScopes?.length) {
+      const userToken = `xoxp-${grant.teamId}-${nextSeq()}-${Math.random().toString(36).slice(2, 12)}`;
+      this.issued.set(userToken, { ...entry, kind: "user" });
+      Object.assign(authedUser, { scope: grant.userScopes.join(","), access_token: userToken, token_type: "user" });
+    }
+    return {
+      app_id: "A0APP",
+      authed_user: authedUser,
+      scope: scopes.join(","),
+      token_type: "bot",
+      access_token: botToken,
+      bot_user_id: botUserId,
+      team: grant.isEnterpriseInstall ? null : { id: grant.teamId, name: grant.teamName ?? grant.teamId },
+      enterprise: grant.enterpriseId ? { id: grant.enterpriseId, name: grant.enterpriseId } : null,
+      is_enterprise_install: !!grant.isEnterpriseInstall,
+    };
+  }
+
   // ---------------------------------------------------------------- Web API methods
 
   socketModeUrl?: string;
@@ -677,15 +786,34 @@ class FakeSlackServer implements FakeSlack {
     // Socket Mode: called with the app-level token; answers the URL of a test WebSocket server.
     "apps.connections.open": () => (this.socketModeUrl ? { url: this.socketModeUrl } : fail("invalid_auth")),
     "api.test": (args) => ({ args }),
-    "auth.test": () => ({
-      url: "https://example.slack.com/",
-      team: "Crewline Test",
-      user: "crewline",
-      team_id: this.teamId,
-      user_id: this.botUserId,
-      bot_id: "B0BOT",
-      is_enterprise_install: false,
-    }),
+    "auth.test": (_args, call) => {
+      // A token oauth.v2.access issued answers for its own workspace.
+      const issued = call.token ? this.issued.get(call.token) : undefined;
+      if (issued) {
+        const { grant } = issued;
+        return {
+          url: `https://${grant.teamId.toLowerCase()}.example.slack.com/`,
+          team: grant.teamName ?? grant.teamId,
+          user: "crewline",
+          team_id: grant.isEnterpriseInstall ? undefined : grant.teamId,
+          ...(grant.enterpriseId ? { enterprise_id: grant.enterpriseId } : {}),
+          user_id: issued.kind === "bot" ? issued.botUserId : (grant.userId ?? "U0INSTALLER"),
+          ...(issued.kind === "bot" ? { bot_id: issued.botId } : {}),
+          is_enterprise_install: !!grant.isEnterpriseInstall,
+        };
+      }
+      return {
+        url: "https://example.slack.com/",
+        team: "Crewline Test",
+        user: "crewline",
+        team_id: this.teamId,
+        user_id: this.botUserId,
+        bot_id: "B0BOT",
+        is_enterprise_install: false,
+      };
+    },
+    // Answered in dispatch (it takes the client id and secret instead of a token).
+    "oauth.v2.access": () => fail("invalid_code"),
 
     "chat.postMessage": (args) => {
       const channel = String(required(args, "channel", "channel_not_found"));

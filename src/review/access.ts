@@ -27,7 +27,11 @@ async function isChannelMember(client: WebClient, channelId: string, userId: str
 /** Whether the asker may see the run. Unknown (Slack unreachable) counts as no. */
 export async function maySeeRun(client: WebClient, deps: FeatureDeps, execution: Execution, asker: Asker): Promise<boolean> {
   if (asker.userId === execution.userId || asker.channelId === execution.channelId) return true;
-  if (deps.reviewers?.rulesFor(execution.crewName) !== undefined && (await deps.reviewers.mayDecide(execution.crewName, asker.userId).catch(() => false))) return true;
+  if (
+    deps.reviewers?.rulesFor(execution.crewName) !== undefined &&
+    (await deps.reviewers.mayDecide(execution.crewName, asker.userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId }).catch(() => false))
+  )
+    return true;
   try {
     return await isChannelMember(client, execution.channelId, asker.userId);
   } catch (err) {

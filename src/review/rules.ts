@@ -6,11 +6,12 @@ import type { ReviewerRules as RulesConfig } from "../config.js";
 import { type Clock, type Execution, systemClock } from "../lifecycle/ports.js";
 import type { ReviewerGate } from "../lifecycle/reviews.js";
 import type { Logger } from "../log.js";
+import type { TeamRef } from "../slack/clients.js";
 
 export const USERGROUP_TTL_MS = 5 * 60_000;
 
-/** Fetches the user ids of a Slack user group (usergroups.users.list). */
-export type UsergroupLookup = (usergroupId: string) => Promise<string[]>;
+/** Fetches the user ids of a Slack user group (usergroups.users.list), in the workspace given when known. */
+export type UsergroupLookup = (usergroupId: string, team?: TeamRef) => Promise<string[]>;
 
 export interface RulesSource {
   config(crewName: string): { reviewers?: RulesConfig } | undefined;
@@ -54,14 +55,14 @@ export class ReviewerRules {
   /** The lifecycle's ReviewerGate. */
   readonly gate: ReviewerGate = async (execution: Execution, userId: string) => {
     const rules = this.rulesFor(execution.crewName);
-    if (!rules || (await this.allows(rules, userId))) return { allowed: true };
+    if (!rules || (await this.allows(rules, userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId }))) return { allowed: true };
     return { allowed: false, who: describeReviewers(rules) };
   };
 
-  /** Whether the user may decide this crew's reviews (true when the crew has no rules). */
-  async mayDecide(crewName: string, userId: string): Promise<boolean> {
+  /** Whether the user may decide this crew's reviews (true when the crew has no rules); `team`: the run's workspace. */
+  async mayDecide(crewName: string, userId: string, team?: TeamRef): Promise<boolean> {
     const rules = this.rulesFor(crewName);
-    return !rules || this.allows(rules, userId);
+    return !rules || this.allows(rules, userId, team);
   }
 
   /** Loads every configured group in the background (at start-up), so first clicks do not wait. */
@@ -70,7 +71,7 @@ export class ReviewerRules {
     for (const group of groups) void this.refresh(group);
   }
 
-  private async allows(rules: RulesConfig, userId: string): Promise<boolean> {
+  private async allows(rules: RulesConfig, userId: string, team?: TeamRef): Promise<boolean> {
     if (rules.users.includes(userId)) return true;
     if (rules.usergroups.length === 0) return false;
     const now = this.clock.now().getTime();
@@ -80,21 +81,21 @@ export class ReviewerRules {
       const entry = this.cache.get(group);
       const fresh = entry && now - entry.fetchedAt < this.ttlMs;
       if (entry?.users.has(userId)) {
-        if (!fresh) void this.refresh(group);
+        if (!fresh) void this.refresh(group, team);
         return true;
       }
       if (!fresh) toCheck.push(group);
     }
     // A no is only given on fresh data: look up the groups that are missing or stale.
-    const results = await Promise.all(toCheck.map((group) => this.refresh(group)));
+    const results = await Promise.all(toCheck.map((group) => this.refresh(group, team)));
     return results.some((users) => users?.has(userId));
   }
 
   /** One lookup per group at a time; a failed lookup keeps the old entry (if any). */
-  private refresh(group: string): Promise<Set<string> | undefined> {
+  private refresh(group: string, team?: TeamRef): Promise<Set<string> | undefined> {
     const running = this.inflight.get(group);
     if (running) return running;
-    const promise = this.lookup(group)
+    const promise = this.lookup(group, team)
       .then((ids) => {
         const users = new Set(ids);
         this.cache.set(group, { users, fetchedAt: this.clock.now().getTime() });

@@ -23,4 +23,6 @@ export interface FeatureDeps {
   flows?: FlowRequests;
   /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */
   flowHooks?: { name: string; webhookUrl: string }[];
+  /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */
+  multiWorkspace?: boolean;
 }

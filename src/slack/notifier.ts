@@ -4,6 +4,7 @@ import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecy
 import type { Logger } from "../log.js";
 import { reminderText } from "../review/reminders.js";
 import { announcementMessage, completionMessage, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
+import type { SlackClients } from "./clients.js";
 
 const RUN_STATE: Record<string, RunState> = {
   starting: "starting",
@@ -66,12 +67,18 @@ function effectMetadata(effectId: string) {
  */
 export class SlackRunNotifier implements RunNotifier {
   constructor(
-    private readonly client: WebClient,
+    private readonly clients: SlackClients,
     private readonly log: Logger,
   ) {}
 
+  /** The client of the run's own workspace. */
+  private clientFor(execution: Execution): Promise<WebClient> {
+    return this.clients.forTeam(execution.teamId, execution.enterpriseId);
+  }
+
   async postReview(execution: Execution, review: Review, effectId: string): Promise<{ ts: string }> {
-    const posted = await this.client.chat.postMessage({
+    const client = await this.clientFor(execution);
+    const posted = await client.chat.postMessage({
       channel: execution.channelId,
       thread_ts: execution.threadTs ?? undefined,
       ...reviewFor(review),
@@ -85,13 +92,15 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   async updateReview(execution: Execution, review: Review, note?: string): Promise<void> {
+    const client = await this.clientFor(execution);
     if (!review.messageTs) return;
-    await this.client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
+    await client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
   }
 
   async postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
     const permalink = execution.threadTs
-      ? await this.client.chat
+      ? await client.chat
           .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
           .then((r) => r.permalink)
           .catch(() => undefined)
@@ -109,7 +118,7 @@ export class SlackRunNotifier implements RunNotifier {
       threadPermalink: permalink,
       outputTruncated: output ? outputNeedsFile(output) : false,
     });
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, ...message, ...effectMetadata(effectId) });
+    const posted = await client.chat.postMessage({ channel: execution.channelId, ...message, ...effectMetadata(effectId) });
     return { ts: posted.ts! };
   }
 
@@ -119,39 +128,43 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   async updateAnnouncement(execution: Execution): Promise<void> {
+    const client = await this.clientFor(execution);
     if (!execution.threadTs) return;
-    await this.client.chat.update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) });
+    await client.chat.update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) });
   }
 
   async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
     const message = progressMessage(progress);
     if (ts) {
-      await this.client.chat.update({ channel: execution.channelId, ts, ...message });
+      await client.chat.update({ channel: execution.channelId, ts, ...message });
       return { ts };
     }
-    const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
+    const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
     return { ts: posted.ts! };
   }
 
   async postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void> {
+    const client = await this.clientFor(execution);
     const link = review.messageTs
-      ? await this.client.chat
+      ? await client.chat
           .getPermalink({ channel: execution.channelId, message_ts: review.messageTs })
           .then((r) => r.permalink)
           .catch(() => undefined)
       : undefined;
     const text = reminderText(execution, review, reminder.who, reminder.waitedMs, link);
-    await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, text, ...effectMetadata(effectId) });
+    await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, text, ...effectMetadata(effectId) });
   }
 
-  async findPosted(channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
-    return findPostedMessage(this.client, this.log, channel, threadTs, effectId);
+  async findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined> {
+    return findPostedMessage(await this.clientFor(execution), this.log, execution.channelId, threadTs, effectId);
   }
 
   /** The whole text as a file in the run's thread: nothing is cut off silently. */
   private async attach(execution: Execution, content: string, filename: string, title: string): Promise<void> {
     const thread = execution.threadTs ? { thread_ts: execution.threadTs } : {};
-    await this.client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
+    const client = await this.clientFor(execution);
+    await client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
   }
 }
 

@@ -40,6 +40,21 @@ describe("start-up", () => {
     expect(bot.output()).not.toContain("crew-secret");
   });
 
+  it("stops when installable by OAuth without a usable ENCRYPTION_KEY, saying what the key is for", async () => {
+    const oauth = { SLACK_CLIENT_ID: "1111.2222", SLACK_CLIENT_SECRET: "client-secret-value", SLACK_STATE_SECRET: "state-secret-0123456789", SLACK_SIGNING_SECRET: "s" };
+    const crew = { CREW_BASE_URL: "http://127.0.0.1:9", CREW_TOKEN: "t" };
+    for (const key of [undefined, "00".repeat(32)]) {
+      const bot = runBot({ ...oauth, ...crew, ...(key ? { ENCRYPTION_KEY: key } : {}) });
+      child = bot.proc;
+      expect(await bot.exited).toBe(1);
+      expect(bot.output()).toMatch(
+        key ? /ENCRYPTION_KEY \(32 random bytes.*encrypt each workspace's Slack tokens.*\) is invalid: it looks like a weak key/ : /ENCRYPTION_KEY is missing: 32 random bytes/,
+      );
+      expect(bot.output()).not.toContain("client-secret-value");
+      if (key) expect(bot.output()).not.toContain(key);
+    }
+  });
+
   it("applies migrations to the configured database and serves /healthz", async () => {
     slack = await startFakeSlack();
     const port = await freePort();

@@ -1,5 +1,6 @@
 // The whole bot over real boundaries: signed Slack requests to /slack/events, a fake Slack Web API,
 // the local crew service over HTTP (sending real webhooks), and a fresh database.
+import { randomBytes } from "node:crypto";
 import { freePort } from "../../src/playground/free-port.js";
 
 export { freePort };
@@ -18,6 +19,8 @@ export const BOT_TOKEN = "xoxb-test-bot-token";
 export const CREW_TOKEN = "crew-org-token";
 export const CHANNEL = "C0RUNS";
 export const USER = "U0ALICE";
+/** The app's OAuth client (distribution mode, `oauth: true`). */
+export const OAUTH_CLIENT = { clientId: "1111.2222", clientSecret: "test-client-secret", stateSecret: "test-state-secret-0123456789" };
 
 export interface HarnessOptions {
   crew?: Partial<SimCrewOptions>;
@@ -29,6 +32,8 @@ export interface HarnessOptions {
   webhooks?: boolean;
   config?: Partial<AppConfig>;
   crewline?: CrewlineOptions;
+  /** Distribution mode: no SLACK_BOT_TOKEN; workspaces install the app by OAuth (tokens sealed with `encryptionKey`). */
+  oauth?: { encryptionKey?: Buffer };
 }
 
 export interface Harness {
@@ -43,13 +48,14 @@ export interface Harness {
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
-  const slack = await startFakeSlack(opts.slack);
+  const slack = await startFakeSlack({ ...(opts.oauth ? { oauthClient: OAUTH_CLIENT } : {}), ...opts.slack });
   const crew = await startCrewService({ token: CREW_TOKEN, ...opts.crew });
   const db = await createTestDatabase();
   const port = await freePort();
   const botUrl = `http://127.0.0.1:${port}`;
   const config: AppConfig = {
-    slack: { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, apiUrl: slack.url },
+    slack: opts.oauth ? { signingSecret: SIGNING_SECRET, apiUrl: slack.url, oauth: OAUTH_CLIENT } : { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, apiUrl: slack.url },
+    ...(opts.oauth ? { encryption: { key: opts.oauth.encryptionKey ?? randomBytes(32), previous: [] } } : {}),
     port,
     publicUrl: opts.webhooks === false ? undefined : botUrl,
     dataDir: "unused",
@@ -102,9 +108,17 @@ export async function eventually<T>(probe: () => T | Promise<T>, opts: { timeout
 }
 
 /** Opens the kickoff modal with `/crew` and submits it with the given inputs; returns the view submission answer. */
-export async function kickoffViaSlack(h: Harness, inputs: Record<string, string>, user = USER, channel = CHANNEL) {
+export async function kickoffViaSlack(
+  h: Harness,
+  inputs: Record<string, string>,
+  user = USER,
+  channel = CHANNEL,
+  opts: { team?: string; enterprise?: string; crew?: string } = {},
+) {
+  const { team } = opts;
+  const where = { ...(team ? { team_id: team } : {}), ...(opts.enterprise ? { enterprise_id: opts.enterprise } : {}) };
   const before = h.slack.callsTo("views.update").length;
-  const command = await h.requests.command({ text: "", user_id: user, channel_id: channel });
+  const command = await h.requests.command({ text: opts.crew ?? "", user_id: user, channel_id: channel, ...where });
   if (command.status !== 200) throw new Error(`/crew answered ${command.status}`);
   const form = await eventually(
     () =>
@@ -124,6 +138,7 @@ export async function kickoffViaSlack(h: Harness, inputs: Record<string, string>
   const viewId = (h.slack.views.size ? [...h.slack.views.values()].at(-1)!.id : undefined) ?? (opened.args as any).view?.id;
   return h.requests.viewSubmission({
     user_id: user,
+    ...where,
     view: { id: viewId, callback_id: form.callback_id, private_metadata: form.private_metadata, state: { values } },
   });
 }

@@ -51,6 +51,7 @@ const STATE_LABEL: Record<string, string> = {
   failed: "❌ failed",
   kickoff_failed: "❌ did not start",
   lost: "❔ lost",
+  uninstalled: "⏹ stopped (app removed)",
 };
 
 const name = (text: string) => escapeMrkdwn(truncatePlain(text, 80));

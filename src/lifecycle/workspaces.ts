@@ -1,0 +1,33 @@
+// A workspace that removed the app (app_uninstalled, tokens_revoked): its unfinished runs end as
+// "uninstalled" (the watcher polls only unfinished runs, reminders only live ones, callbacks skip
+// finished ones), its open reviews and flow requests close, so nothing more is posted or polled for
+// it. Other workspaces' rows are not touched. Database only; the Slack side is src/slack/uninstall.ts.
+import type { Db } from "../db/database.js";
+import type { Prisma } from "../generated/prisma/client.js";
+import { WATCHED_STATES } from "./watcher.js";
+
+export const UNINSTALLED_NOTE = "Crewline was removed from this workspace";
+
+/** Which workspace: one team, or every team of a Grid org that has no install of its own. */
+export type WorkspaceMatch = { teamId: string } | { enterpriseId: string; exceptTeams: string[] };
+
+export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
+  const executionWhere: Prisma.ExecutionWhereInput = "teamId" in match ? { teamId: match.teamId } : { enterpriseId: match.enterpriseId, teamId: { notIn: match.exceptTeams } };
+  const reviews = await db.review.updateMany({
+    where: { state: { in: ["posted", "pending"] }, execution: executionWhere },
+    // shownState too: the message cannot be updated any more, so the recovery sweep must not try.
+    data: { state: "closed", shownState: "closed", nextReminderAt: null },
+  });
+  const runs = await db.execution.updateMany({
+    where: { ...executionWhere, state: { in: [...WATCHED_STATES] } },
+    data: { state: "uninstalled", finishedAt: now, error: UNINSTALLED_NOTE, leaseOwner: null, leaseExpiresAt: null },
+  });
+  const flowRequests =
+    "teamId" in match
+      ? await db.flowRequest.updateMany({
+          where: { teamId: match.teamId, state: "pending" },
+          data: { state: "closed", answerMessage: UNINSTALLED_NOTE, nextReminderAt: null },
+        })
+      : { count: 0 };
+  return { runs: runs.count, reviews: reviews.count, flowRequests: flowRequests.count };
+}

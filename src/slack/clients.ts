@@ -1,0 +1,73 @@
+// The one seam through which background work (the lifecycle notifier, reminders, flow effects, user
+// group lookups) gets a Slack client for the workspace it acts for. Bolt handlers already get the
+// right `client` through authorize; code that runs outside a Slack request asks here, per call, with
+// the team (and Grid org) stored on the row it acts on.
+import { WebClient, type WebClientOptions } from "@slack/web-api";
+import type { BotInstallation } from "./installations.js";
+
+export interface SlackClients {
+  forTeam(teamId: string, enterpriseId?: string | null): Promise<WebClient>;
+}
+
+/** A workspace and, in Enterprise Grid, its org: what the clients need to find a token. */
+export interface TeamRef {
+  teamId: string;
+  enterpriseId?: string | null;
+}
+
+/** Single-workspace mode (SLACK_BOT_TOKEN): always the app's own client. */
+export function singleTokenClients(client: WebClient): SlackClients {
+  return { forTeam: async () => client };
+}
+
+export interface BotTokenSource {
+  botFor(teamId: string, enterpriseId?: string | null): Promise<BotInstallation>;
+}
+
+/**
+ * Distribution mode: each workspace's bot token from the installation store, with one WebClient per
+ * workspace (same options as the app's: API URL, counted fetch, retry policy). A cached client is
+ * re-checked against the store after `ttlMs`, so a reinstall or an uninstall on another replica is
+ * seen within that time; `forget` drops it at once (this replica's uninstall).
+ */
+export class InstalledClients implements SlackClients {
+  private readonly cache = new Map<string, { token: string; client: WebClient; checkedAt: number }>();
+  private readonly inflight = new Map<string, Promise<WebClient>>();
+
+  constructor(
+    private readonly tokens: BotTokenSource,
+    private readonly clientOptions: WebClientOptions,
+    private readonly ttlMs = 60_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  forTeam(teamId: string, enterpriseId?: string | null): Promise<WebClient> {
+    const key = `${enterpriseId ?? ""}/${teamId}`;
+    const cached = this.cache.get(key);
+    if (cached && this.now() - cached.checkedAt < this.ttlMs) return Promise.resolve(cached.client);
+    const running = this.inflight.get(key);
+    if (running) return running;
+    const lookup = this.tokens
+      .botFor(teamId, enterpriseId)
+      .then(({ botToken }) => {
+        const client = cached?.token === botToken ? cached.client : new WebClient(botToken, { ...this.clientOptions, teamId });
+        this.cache.set(key, { token: botToken, client, checkedAt: this.now() });
+        return client;
+      })
+      .catch((err) => {
+        this.cache.delete(key);
+        throw err;
+      })
+      .finally(() => this.inflight.delete(key));
+    this.inflight.set(key, lookup);
+    return lookup;
+  }
+
+  /** Drops the cached clients of a workspace (or of every workspace of a Grid org). */
+  forget(match: { teamId?: string; enterpriseId?: string }): void {
+    for (const key of [...this.cache.keys()]) {
+      const [enterprise, team] = key.split("/");
+      if ((match.teamId && team === match.teamId) || (match.enterpriseId && enterprise === match.enterpriseId)) this.cache.delete(key);
+    }
+  }
+}

@@ -1,0 +1,253 @@
+// Distribution (OAuth): two workspaces install the app the way a browser does (GET /slack/install,
+// then the redirect with the state cookie), each run posts with its own workspace's token, tokens are
+// never in the database in plain text, crews are limited per workspace, and an uninstall stops only
+// its own workspace.
+import { afterEach, describe, expect, it } from "vitest";
+import type { InstallGrant } from "../../src/playground/slack-standin.js";
+import { startFlowService } from "../../src/sim/flow-service.js";
+import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const ONE = { team: "T0ONE", channel: "C0ONE", user: "U0ONEUSER" };
+const TWO = { team: "T0TWO", channel: "C0TWO", user: "U0TWOUSER" };
+const THREE = { team: "T0THREE", channel: "C0THREE", user: "U0THREEUSER" };
+
+/** What a browser does: open the install page, follow its link to Slack, come back with code and state. */
+async function installViaBrowser(h: Harness, teamId: string, grant: Partial<InstallGrant> = {}): Promise<Response> {
+  const page = await fetch(`${h.botUrl}/slack/install`, { redirect: "manual" });
+  expect(page.status).toBe(200);
+  const cookie = page.headers.get("set-cookie")?.split(";")[0];
+  expect(cookie).toMatch(/^slack-app-oauth-state=/);
+  const link = /href="(https:[^"]+)"/.exec(await page.text())?.[1]?.replace(/&amp;/g, "&");
+  expect(link).toBeDefined();
+  const authorize = new URL(link!);
+  expect(authorize.pathname).toBe("/oauth/v2/authorize");
+  expect(authorize.searchParams.get("client_id")).toBe("1111.2222");
+  expect(authorize.searchParams.get("scope")).toContain("chat:write");
+  const state = authorize.searchParams.get("state")!;
+  // The user approves in Slack; Slack sends the browser back with a one-time code.
+  const code = h.slack.issueInstallCode({ teamId, teamName: `Team ${teamId}`, ...grant });
+  return fetch(`${h.botUrl}/slack/oauth_redirect?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`, {
+    redirect: "manual",
+    headers: { cookie: cookie! },
+  });
+}
+
+async function startRunIn(h: Harness, ws: { team: string; channel: string; user: string; enterprise?: string }) {
+  const earlier = (await h.bot.database.prisma.execution.findMany({ select: { id: true } })).map((e) => e.id);
+  const answer = await kickoffViaSlack(h, { topic: `news of ${ws.team}` }, ws.user, ws.channel, { team: ws.team, enterprise: ws.enterprise, crew: "research" });
+  expect(answer.status).toBe(200);
+  return eventually(
+    async () => {
+      const e = await h.bot.database.prisma.execution.findFirst({
+        where: { teamId: ws.team, state: "waiting", id: { notIn: earlier } },
+        include: { reviews: true },
+        orderBy: { createdAt: "desc" },
+      });
+      return e?.reviews.some((r) => r.messageTs) ? e : undefined;
+    },
+    { what: `a run in ${ws.team} waiting with its review posted`, timeoutMs: 30_000 },
+  );
+}
+
+describe("OAuth distribution", () => {
+  it("installs in two workspaces; each run posts with its own token; tokens are sealed; uninstall stops only its workspace", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    h = await startHarness({
+      oauth: {},
+      research: { teams: [ONE.team, TWO.team], reviewers: { users: [], usergroups: ["S0EDITORS"] } },
+      crews: [{ name: "legal", teams: [ONE.team] }],
+      crew: { inputs: ["topic"] },
+      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+      crewline: { clock },
+    });
+    h.slack.setUsergroup("S0EDITORS", [ONE.user, TWO.user]);
+
+    // A redirect without the browser's state cookie is refused, and stores nothing.
+    const code = h.slack.issueInstallCode({ teamId: ONE.team });
+    const forged = await fetch(`${h.botUrl}/slack/oauth_redirect?code=${code}&state=forged`, { redirect: "manual" });
+    expect(forged.status).toBeGreaterThanOrEqual(400);
+    expect(await h.bot.database.prisma.slackInstallation.count()).toBe(0);
+
+    for (const ws of [ONE, TWO, THREE]) {
+      const done = await installViaBrowser(h, ws.team);
+      expect(done.status).toBe(200);
+      expect(await done.text()).toMatch(/Thank you/i);
+    }
+    const tokenOne = h.slack.botTokenOf(ONE.team)!;
+    const tokenTwo = h.slack.botTokenOf(TWO.team)!;
+    expect(tokenOne).toMatch(/^xoxb-/);
+    expect(tokenOne).not.toBe(tokenTwo);
+    expect(h.slack.callsTo("oauth.v2.access").filter((c) => !c.error)).toHaveLength(3);
+
+    // The raw table holds no token in plain text (nor any part that looks like one).
+    const raw = JSON.stringify(await h.bot.database.prisma.$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
+    for (const token of [tokenOne, tokenTwo, h.slack.botTokenOf(THREE.team)!]) expect(raw).not.toContain(token);
+    expect(raw).not.toContain("xoxb-");
+    const rows = await h.bot.database.prisma.slackInstallation.findMany({ orderBy: { teamId: "asc" } });
+    expect(rows.map((r) => [r.installKey, r.isEnterpriseInstall, r.botUserId])).toEqual([
+      ["T:T0ONE", false, "U0BOT0ONE"],
+      ["T:T0THREE", false, "U0BOT0THREE"],
+      ["T:T0TWO", false, "U0BOT0TWO"],
+    ]);
+    expect(rows[0]!.botToken).toMatch(/^v1\.[0-9a-f]{8}\./);
+
+    // One run per workspace: every Web API call for it carries that workspace's token.
+    const runOne = await startRunIn(h, ONE);
+    const runTwo = await startRunIn(h, TWO);
+    const posts = (channel: string) => h.slack.callsTo("chat.postMessage").filter((c) => c.args.channel === channel);
+    // Announcement (Bolt's handler) and the review (the background notifier) in each thread.
+    expect(posts(ONE.channel).length).toBeGreaterThanOrEqual(2);
+    expect(posts(TWO.channel).length).toBeGreaterThanOrEqual(2);
+    expect(new Set(posts(ONE.channel).map((c) => c.token))).toEqual(new Set([tokenOne]));
+    expect(new Set(posts(TWO.channel).map((c) => c.token))).toEqual(new Set([tokenTwo]));
+    const reviewTs = (run: typeof runOne) => run.reviews.find((r) => r.messageTs)!.messageTs;
+    // The task output in each thread and its turn into a review (chat.update) come from background work.
+    for (const [run, token] of [
+      [runOne, tokenOne],
+      [runTwo, tokenTwo],
+    ] as const) {
+      const inThread = h.slack.callsTo("chat.postMessage").filter((c) => c.args.thread_ts === run.threadTs);
+      expect(inThread.length).toBeGreaterThan(0);
+      expect(inThread.every((c) => c.token === token)).toBe(true);
+      expect(h.slack.messages(run.channelId).some((m) => m.ts === reviewTs(run) && m.thread_ts === run.threadTs)).toBe(true);
+      // Every call about the run's channel (posts, updates, progress, files) carried its workspace's token.
+      const touching = h.slack.calls.filter((c) => c.args.channel === run.channelId || c.args.channel_id === run.channelId);
+      expect(new Set(touching.map((c) => c.token))).toEqual(new Set([token]));
+    }
+
+    // Reminders (background work) go out with each run's own token.
+    clock.offsetMs = 61_000;
+    expect(await h.bot.reminders.tick()).toBe(2);
+    for (const [run, token] of [
+      [runOne, tokenOne],
+      [runTwo, tokenTwo],
+    ] as const) {
+      const reminder = h.slack.callsTo("chat.postMessage").find((c) => c.args.thread_ts === run.threadTs && /⏰/.test(String(c.args.text)));
+      expect(reminder?.token).toBe(token);
+    }
+
+    // A decision by a member of the reviewers' user group: the group is read with the run's workspace token.
+    const reviewMsg = h.slack.messages(ONE.channel).find((m) => m.ts === reviewTs(runOne))!;
+    const actions = reviewMsg.blocks!.find((b: any) => b.type === "actions" && b.elements.some((e: any) => e.action_id === APPROVE_ACTION));
+    const click = await h.requests.blockAction({
+      user_id: ONE.user,
+      team_id: ONE.team,
+      channel_id: ONE.channel,
+      message_ts: reviewMsg.ts,
+      thread_ts: reviewMsg.thread_ts,
+      action: { action_id: APPROVE_ACTION, block_id: actions.block_id, value: runOne.reviews.find((r) => r.messageTs)!.id },
+    });
+    expect(click.status).toBe(200);
+    await eventually(() => h.crew.requests.find((r) => r.path === "/resume"), { what: "the approval sent to the crew" });
+    const groupReads = h.slack.callsTo("usergroups.users.list");
+    expect(groupReads.length).toBeGreaterThan(0);
+    expect(new Set(groupReads.map((c) => c.token))).toEqual(new Set([tokenOne]));
+
+    // T0ONE's run goes on to its next review, which S0EDITORS (T0TWO's user among them) may decide.
+    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }), {
+      what: "the next review of T0ONE's run",
+      timeoutMs: 30_000,
+    });
+
+    // The Home tab of a workspace is published with its own token.
+    await h.requests.event({ type: "app_home_opened", user: ONE.user, channel: "D0ONE", tab: "home" }, { team_id: ONE.team });
+    await h.requests.event({ type: "app_home_opened", user: TWO.user, channel: "D0TWO", tab: "home" }, { team_id: TWO.team });
+    const publishes = await h.slack.waitForCalls("views.publish", 2);
+    expect(publishes.find((c) => c.args.user_id === ONE.user)?.token).toBe(tokenOne);
+    const homeTwo = publishes.find((c) => c.args.user_id === TWO.user)!;
+    expect(homeTwo.token).toBe(tokenTwo);
+    // Its links point at its own workspace, and it lists only the crews it may use.
+    expect(JSON.stringify(homeTwo.args.view)).toContain("t0two.example.slack.com");
+    expect(JSON.stringify(homeTwo.args.view)).not.toContain("legal");
+    // Nothing from the other workspace: T0ONE's review is not offered in T0TWO's Home.
+    expect(JSON.stringify(homeTwo.args.view)).toContain(TWO.channel);
+    expect(JSON.stringify(homeTwo.args.view)).not.toContain(ONE.channel);
+
+    // Crews per workspace: "legal" is T0ONE's only; T0THREE may use none.
+    const before = h.slack.callsTo("views.update").length;
+    await h.requests.command({ text: "legal", user_id: TWO.user, channel_id: TWO.channel, team_id: TWO.team });
+    const refused = await eventually(() =>
+      h.slack
+        .callsTo("views.update")
+        .slice(before)
+        .find((c) => /no crew called/i.test(JSON.stringify(c.args.view))),
+    );
+    expect(refused.token).toBe(tokenTwo);
+    expect(JSON.stringify(refused.args.view)).not.toMatch(/may not be started/);
+    const none = await h.requests.command({ text: "", user_id: THREE.user, channel_id: THREE.channel, team_id: THREE.team });
+    expect(none.status).toBe(200);
+    expect(JSON.parse(none.body)).toMatchObject({ response_type: "ephemeral", text: expect.stringMatching(/No crew may be used in this workspace/) });
+    const help = await h.requests.command({ text: "help", user_id: TWO.user, channel_id: TWO.channel, team_id: TWO.team });
+    expect(JSON.parse(help.body).text).toContain("research");
+    expect(JSON.parse(help.body).text).not.toContain("legal");
+
+    // T0TWO uninstalls (Slack revokes its tokens and sends a signed app_uninstalled).
+    h.slack.revokeTeam(TWO.team);
+    const uninstalled = await h.requests.event({ type: "app_uninstalled" }, { team_id: TWO.team });
+    expect(uninstalled.status).toBe(200);
+    await eventually(async () => (await h.bot.database.prisma.slackInstallation.count({ where: { teamId: TWO.team } })) === 0, { what: "T0TWO's installation deleted" });
+    expect((await h.bot.database.prisma.slackInstallation.findMany()).map((r) => r.teamId).sort()).toEqual([ONE.team, THREE.team]);
+    const stoppedTwo = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: runTwo.id }, include: { reviews: true } });
+    expect(stoppedTwo.state).toBe("uninstalled");
+    expect(stoppedTwo.reviews.every((r) => r.state === "closed")).toBe(true);
+    // The other workspace's run is untouched, its review still waiting.
+    const stillOne = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: runOne.id }, include: { reviews: true } });
+    expect(["running", "waiting"]).toContain(stillOne.state);
+    expect(stillOne.reviews.some((r) => r.state === "approved")).toBe(true);
+    expect(stillOne.reviews.every((r) => r.state !== "closed")).toBe(true);
+
+    // T0ONE keeps working: a new run posts with its token; nothing more is sent with T0TWO's.
+    const twoCallsBefore = h.slack.calls.filter((c) => c.token === tokenTwo).length;
+    const again = await startRunIn(h, ONE);
+    expect(again.id).not.toBe(runOne.id);
+    expect(new Set(posts(ONE.channel).map((c) => c.token))).toEqual(new Set([tokenOne]));
+    await h.bot.watcher.tick();
+    expect(h.slack.calls.filter((c) => c.token === tokenTwo).length).toBe(twoCallsBefore);
+  }, 90_000);
+
+  it("serves a Grid org-wide install in its workspaces, posts flow requests in the flow's workspace, and handles tokens_revoked", async () => {
+    const FLOW_SECRET = "flow-webhook-secret";
+    h = await startHarness({ oauth: {}, crew: { inputs: ["topic"] }, config: { flows: [{ name: "content", secret: FLOW_SECRET, channel: "C0FLOWS", team: ONE.team }] } });
+    const flow = await startFlowService({ secret: FLOW_SECRET, targetUrl: `${h.botUrl}/hooks/flows/content` });
+    try {
+      expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+      expect((await installViaBrowser(h, "E0GRID", { enterpriseId: "E0GRID", isEnterpriseInstall: true })).status).toBe(200);
+      const tokenOne = h.slack.botTokenOf(ONE.team)!;
+      const tokenOrg = h.slack.botTokenOf("E0GRID")!;
+      const org = await h.bot.database.prisma.slackInstallation.findUniqueOrThrow({ where: { installKey: "E:E0GRID" } });
+      expect(org).toMatchObject({ teamId: null, enterpriseId: "E0GRID", isEnterpriseInstall: true });
+
+      // A workspace of the org, with no install of its own, runs on the org's token.
+      const grid = { team: "T0GRIDA", channel: "C0GRID", user: "U0GRIDUSER", enterprise: "E0GRID" };
+      const run = await startRunIn(h, grid);
+      expect(run.enterpriseId).toBe("E0GRID");
+      const touching = h.slack.calls.filter((c) => c.args.channel === grid.channel || c.args.channel_id === grid.channel);
+      expect(touching.length).toBeGreaterThan(1);
+      expect(new Set(touching.map((c) => c.token))).toEqual(new Set([tokenOrg]));
+
+      // A flow's feedback request is posted in its own workspace (team: T0ONE), with that token.
+      expect((await flow.send({ message: "Please review" })).status).toBe(202);
+      const request = await eventually(() => h.bot.database.prisma.flowRequest.findFirst({ where: { messageTs: { not: null } } }), { what: "the flow request posted" });
+      expect(request.teamId).toBe(ONE.team);
+      expect(h.slack.callsTo("chat.postMessage").find((c) => c.args.channel === "C0FLOWS")?.token).toBe(tokenOne);
+
+      // T0ONE's bot token is revoked: its installation goes and its open flow request closes; the org is untouched.
+      h.slack.revokeTeam(ONE.team);
+      expect((await h.requests.event({ type: "tokens_revoked", tokens: { bot: ["U0BOT0ONE"] } }, { team_id: ONE.team })).status).toBe(200);
+      await eventually(async () => (await h.bot.database.prisma.slackInstallation.count({ where: { teamId: ONE.team } })) === 0, { what: "T0ONE's installation deleted" });
+      expect((await h.bot.database.prisma.flowRequest.findUniqueOrThrow({ where: { id: request.id } })).state).toBe("closed");
+      expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("waiting");
+
+      // The org uninstalls: its install goes and its workspaces' runs stop.
+      expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: grid.team, enterprise_id: "E0GRID" })).status).toBe(200);
+      await eventually(async () => (await h.bot.database.prisma.slackInstallation.count()) === 0, { what: "the org's installation deleted" });
+      await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state === "uninstalled", { what: "the Grid run stopped" });
+    } finally {
+      await flow.close();
+    }
+  }, 90_000);
+});
