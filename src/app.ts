@@ -22,7 +22,9 @@ import { createLogger, type Logger } from "./log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
+import { approvalPolicy } from "./lifecycle/approvals.js";
 import { registerReviewActions } from "./review/actions.js";
+import { registerReviewEdit } from "./review/edit.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
 import type { FeatureDeps } from "./slack/deps.js";
@@ -191,6 +193,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     log,
     clock: opts.clock,
     gate: reviewers.gate,
+    approvalPolicy: (crewName) => approvalPolicy(crews.config(crewName)),
     progressIntervalMs: opts.progressIntervalMs,
     claimStaleMs: config.polling?.claimStaleMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
@@ -235,6 +238,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerReviewActions(app, deps);
+  registerReviewEdit(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
   app.error(async (error) => log.error("slack handler failed", { err: error }));

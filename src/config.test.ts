@@ -28,8 +28,11 @@ describe("loadConfig", () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.dataDir).toBe(path.resolve("./data"));
     expect(config.crews).toEqual([
-      { name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined, eventStream: false },
+      { name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined, eventStream: false, approvals: 1, selfApproval: true },
     ]);
+    expect(loadConfig({ ...base, CREW_APPROVALS: "2", CREW_SELF_APPROVAL: "false" }).crews[0]).toMatchObject({ approvals: 2, selfApproval: false });
+    expect(problems({ ...base, CREW_APPROVALS: "0" }).join("\n")).toMatch(/^CREW_APPROVALS.*distinct people must approve/m);
+    expect(problems({ ...base, CREW_SELF_APPROVAL: "no" }).join("\n")).toMatch(/^CREW_SELF_APPROVAL.*started a run/m);
     expect(loadConfig({ ...base, CREW_EVENT_STREAM: "true" }).crews[0]!.eventStream).toBe(true);
     expect(problems({ ...base, CREW_EVENT_STREAM: "yes" }).join("\n")).toMatch(/^CREW_EVENT_STREAM.*event stream/m);
   });
@@ -71,7 +74,7 @@ describe("loadConfig", () => {
     const file = path.join(dir, "crews.yml");
     fs.writeFileSync(
       file,
-      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
+      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n    approvals: 2\n    selfApproval: false\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
     );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
     const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env" });
@@ -80,6 +83,10 @@ describe("loadConfig", () => {
       ["writer", "inline", undefined],
     ]);
     expect(config.crews[0]!.reviewers).toEqual({ users: ["U1"], usergroups: ["S9"] });
+    expect(config.crews.map((c) => [c.approvals, c.selfApproval])).toEqual([
+      [2, false],
+      [undefined, undefined],
+    ]);
     expect(problems({ ...rest, CREWS_FILE: file })).toEqual([expect.stringMatching(/crew "research" has no token/)]);
     expect(problems({ ...rest, CREWS_FILE: path.join(dir, "missing.yml") })[0]).toMatch(/CREWS_FILE .* cannot read/);
   });

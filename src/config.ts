@@ -21,6 +21,10 @@ export interface CrewConfig {
   reviewers?: ReviewerRules;
   /** Ask the crew for its event stream (webhooks: {events, url, …}) on kickoff and resume. */
   eventStream?: boolean;
+  /** Distinct people who must approve a review before the crew is resumed (default 1). */
+  approvals?: number;
+  /** Whether the person who started a run may approve its reviews (default true; they may always reject). */
+  selfApproval?: boolean;
 }
 
 /** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
@@ -84,6 +88,8 @@ const VARIABLES: Record<string, string> = {
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
   CREW_EVENT_STREAM: "true to have the crew also send its event stream (task, tool and LLM events) to the bot (default false)",
+  CREW_APPROVALS: "how many distinct people must approve a review before the crew goes on (a whole number from 1 to 10, default 1)",
+  CREW_SELF_APPROVAL: "false to stop whoever started a run from approving its reviews (they may still reject; default true)",
   CREWS_FILE: "a YAML or JSON file listing several crews (crews:) and flows (flows:)",
   FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
   FLOW_WEBHOOK_SECRET: "the flow's webhook signing secret (flow dashboard → Settings → Human in the Loop)",
@@ -122,6 +128,8 @@ const crewFileEntry = z
     channels: idList.optional(),
     reviewers: idList.optional(),
     eventStream: z.boolean().optional(),
+    approvals: z.number().int().min(1).max(10).optional(),
+    selfApproval: z.boolean().optional(),
   })
   .strict();
 
@@ -180,7 +188,11 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
     if (baseUrl && token)
-      crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers), eventStream: entry.eventStream });
+      crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers),
+        eventStream: entry.eventStream,
+        ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
+        ...(entry.selfApproval !== undefined ? { selfApproval: entry.selfApproval } : {}),
+      });
   }
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -306,6 +318,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           channels: channels ? idList.parse(channels) : undefined,
           reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
           eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
+          approvals: check("CREW_APPROVALS", z.coerce.number().int().min(1).max(10), optional(env, "CREW_APPROVALS") ?? "1") ?? 1,
+          selfApproval: check("CREW_SELF_APPROVAL", z.enum(["true", "false"]), optional(env, "CREW_SELF_APPROVAL") ?? "true") !== "false",
         },
       ];
     }

@@ -6,7 +6,7 @@ import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
 import { type Clock, type CrewDirectory, type Execution, type RunNotifier, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
-import { anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
+import { type ApprovalPolicyOf, anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
 
 export interface LifecycleDeps {
@@ -18,6 +18,8 @@ export interface LifecycleDeps {
   log: Logger;
   clock?: Clock;
   gate?: ReviewerGate;
+  /** Each crew's approval rules (approvals:, selfApproval:); default one approval, starters may approve. */
+  approvalPolicy?: ApprovalPolicyOf;
   progressIntervalMs?: number;
   /** How long a claim on a Slack post holds before another replica may retake it. */
   claimStaleMs?: number;
@@ -37,10 +39,10 @@ export class Lifecycle {
     this.audit = new Audit(deps.db, deps.log);
     this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.progress, this.audit, deps.claimStaleMs);
-    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit, deps.approvalPolicy);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);
   }
 }
 
-export type { CrewDirectory, Execution, ProgressSnapshot, Review, RunNotifier, WebhookUrls } from "./ports.js";
+export type { CrewDirectory, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier, WebhookUrls } from "./ports.js";
 export type { Decision, DecisionOutcome } from "./reviews.js";

@@ -30,6 +30,7 @@ const crew: CrewApi = {
 const notifier: RunNotifier = {
   postReview: async () => ({ ts: "100.1", fileAttached: false }),
   updateReview: async (_e, review, note) => void updates.push({ review, note }),
+  attachEditedOutput: async () => {},
   postCompletion: async () => ({ ts: "100.9" }),
   showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
   postThreadNotice: async () => {},

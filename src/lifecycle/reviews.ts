@@ -4,8 +4,10 @@ import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import { ApprovalRows } from "./approval-rows.js";
+import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "./approvals.js";
 import type { Audit } from "./audit.js";
-import type { Clock, CrewDirectory, Execution, Review, RunNotifier, WebhookUrls } from "./ports.js";
+import type { Clock, CrewDirectory, Execution, Review, ReviewContext, RunNotifier, WebhookUrls } from "./ports.js";
 import { isUuid, ReviewRows } from "./rows.js";
 import type { Runs } from "./runs.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "./states.js";
@@ -14,6 +16,12 @@ export type DecisionOutcome =
   | { kind: "unknown_review" }
   | { kind: "feedback_required" }
   | { kind: "not_allowed"; who: string }
+  /** The run's starter may not approve its reviews (selfApproval: false). */
+  | { kind: "self_approval_refused" }
+  /** An approval was stored; more distinct approvers are needed before the crew hears it. */
+  | { kind: "approval_recorded"; review: Review; approvals: number; required: number }
+  /** This person had approved this round already; still waiting for others. */
+  | { kind: "already_approved"; review: Review; approvals: number; required: number }
   | { kind: "already_decided"; review: Review }
   | { kind: "decided"; review: Review; resume: ResumeResult }
   | { kind: "not_waiting"; review: Review; message: string }
@@ -24,7 +32,12 @@ export interface Decision {
   userId: string;
   approve: boolean;
   feedback: string;
+  /** Edit and approve: the whole output as the reviewer edited it. */
+  editedOutput?: string;
 }
+
+/** Each crew's approval rules (approvals:, selfApproval:). */
+export type ApprovalPolicyOf = (crewName: string) => ApprovalPolicy;
 
 /** Decides whether a user may decide a review; issue-level rules plug in here. */
 export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ allowed: true } | { allowed: false; who: string }>;
@@ -89,6 +102,7 @@ export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
   private readonly rows: ReviewRows;
+  private readonly approvals: ApprovalRows;
 
   constructor(
     private readonly db: Db,
@@ -100,8 +114,10 @@ export class Reviews {
     private readonly clock: Clock,
     private readonly gate: ReviewerGate = anyoneMayDecide,
     private readonly audit?: Audit,
+    private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
   ) {
     this.rows = new ReviewRows(db);
+    this.approvals = new ApprovalRows(db);
   }
 
   /**
@@ -228,7 +244,7 @@ export class Reviews {
   }
 
   private async post(execution: Execution, review: Review): Promise<Review> {
-    const { ts, fileAttached } = await this.notifier.postReview(execution, review);
+    const { ts, fileAttached } = await this.notifier.postReview(execution, review, await this.contextFor(execution, review));
     const stored = await this.rows.setMessage(review.id, ts, fileAttached, review.state);
     // It became a review (or was decided) while being posted: show what it is now.
     if (stored.state !== review.state) await this.showDecision(execution, stored);
@@ -263,6 +279,14 @@ export class Reviews {
     if (review.state !== "pending") return { kind: "already_decided", review };
     const gate = await this.gate(execution, decision.userId);
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
+    let humanFeedback = feedback || (decision.approve ? "Approved" : "");
+    let approvals: StoredApproval[] = [];
+    if (decision.approve) {
+      const step = await this.approve(execution, review, decision);
+      if (step.kind === "wait") return step.outcome;
+      approvals = step.approvals;
+      humanFeedback = approvalFeedback(approvals);
+    }
 
     const claimed = await this.move(review.id, "claimed", {
       decidedBy: decision.userId,
@@ -278,7 +302,7 @@ export class Reviews {
       const resume = await crew.resume({
         executionId: execution.kickoffId!,
         taskId: review.resumeTaskId ?? review.taskKey,
-        humanFeedback: feedback || (decision.approve ? "Approved" : ""),
+        humanFeedback,
         isApprove: decision.approve,
         ...this.webhookUrls(execution),
       });
@@ -288,16 +312,73 @@ export class Reviews {
       });
       // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
       await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
-      await this.recordDecision(decided, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null });
+      await this.recordDecision(decided, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null, approvals, humanFeedback });
+      const edit = latestEdit(approvals);
+      if (edit) {
+        await this.notifier
+          .attachEditedOutput(execution, decided, { by: edit.userId, text: edit.editedOutput })
+          .catch((err) => this.log.warn("could not attach the edited output", { reviewId: review.id, err }));
+      }
       await this.showDecision(execution, decided, resumeNote(resume));
       return { kind: "decided", review: decided, resume };
     } catch (err) {
-      return this.resumeFailed(execution, review, err, decision);
+      return this.resumeFailed(execution, review, err, decision, approvals, humanFeedback);
     }
   }
 
+  /**
+   * An approval: stored once per person (concurrency-safe, see approval-rows.ts). "enough" when the
+   * crew's required number of distinct people have now approved; otherwise the outcome to report.
+   */
+  private async approve(
+    execution: Execution,
+    review: Review,
+    decision: Decision,
+  ): Promise<{ kind: "wait"; outcome: DecisionOutcome } | { kind: "enough"; approvals: StoredApproval[] }> {
+    const policy = this.policyOf(execution.crewName);
+    if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "wait", outcome: { kind: "self_approval_refused" } };
+    const note = decision.feedback.trim() || null;
+    const added = await this.approvals.add(review.id, decision.userId, note, decision.editedOutput ?? null);
+    const approvals = await this.approvals.list(review.id);
+    const tally = approvalTally(approvals, policy.required);
+    if (tally.done) return { kind: "enough", approvals };
+    if (added || decision.editedOutput !== undefined) {
+      await this.audit?.record({
+        executionId: review.executionId,
+        kind: "approval",
+        taskKey: review.taskKey,
+        round: review.round,
+        actor: decision.userId,
+        decision: "approve",
+        feedback: note,
+        outputHash: review.outputHash,
+        msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
+        detail: {
+          reviewId: review.id,
+          approvals: tally.approvers.length,
+          required: tally.required,
+          ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
+        },
+      });
+      await this.showDecision(execution, review);
+    }
+    return { kind: "wait", outcome: { kind: added ? "approval_recorded" : "already_approved", review, approvals: tally.approvers.length, required: tally.required } };
+  }
+
+  /** What the review's message shows besides its row (approvals, edit, previous round). */
+  private contextFor(execution: Execution, review: Review): Promise<ReviewContext> {
+    return this.approvals.context(review, this.policyOf(execution.crewName));
+  }
+
   /** One audit row per decision outcome (decided, not_waiting, resume_failed). */
-  private async recordDecision(review: Review, decision: Decision, outcome: string, extra: { resumeStatus?: string | null; resumeMessage?: string | null; message?: string }) {
+  private async recordDecision(
+    review: Review,
+    decision: Decision,
+    outcome: string,
+    extra: { resumeStatus?: string | null; resumeMessage?: string | null; message?: string; approvals?: StoredApproval[]; humanFeedback?: string },
+  ) {
+    const edit = extra.approvals ? latestEdit(extra.approvals) : undefined;
+    const approvers = extra.approvals && extra.approvals.length > 1 ? { approvers: extra.approvals.map((a) => a.userId) } : {};
     await this.audit?.record({
       executionId: review.executionId,
       kind: "decision",
@@ -310,16 +391,31 @@ export class Reviews {
       msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
       resumeStatus: extra.resumeStatus ?? null,
       resumeMessage: extra.resumeMessage ?? null,
-      detail: { outcome, reviewId: review.id, ...(extra.message ? { message: extra.message } : {}) },
+      detail: {
+        outcome,
+        reviewId: review.id,
+        ...(extra.message ? { message: extra.message } : {}),
+        ...approvers,
+        ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+        // What the crew was sent, when it is more than the note (several approvers, an edit).
+        ...(extra.humanFeedback !== undefined && extra.humanFeedback !== (decision.feedback.trim() || "Approved") ? { humanFeedback: extra.humanFeedback } : {}),
+      },
     });
   }
 
-  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision): Promise<DecisionOutcome> {
+  private async resumeFailed(
+    execution: Execution,
+    review: Review,
+    err: unknown,
+    decision: Decision,
+    approvals: StoredApproval[],
+    humanFeedback: string,
+  ): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
       const closed = await this.settle(review.id, "not_waiting", { resumeMessage: err.serviceMessage ?? null });
-      await this.recordDecision(closed, decision, "not_waiting", { resumeMessage: err.serviceMessage ?? null, message });
+      await this.recordDecision(closed, decision, "not_waiting", { resumeMessage: err.serviceMessage ?? null, message, approvals, humanFeedback });
       await this.showDecision(execution, closed, `The crew was not waiting for this decision: ${err.serviceMessage ?? "no reason given"}`);
       return { kind: "not_waiting", review: closed, message };
     }
@@ -329,13 +425,13 @@ export class Reviews {
         resumeMessage: "confirmed from the crew's status after the answer timed out",
       });
       await this.runs.transition(execution.id, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
-      await this.recordDecision(decided, decision, "decided", { resumeMessage: decided.resumeMessage });
+      await this.recordDecision(decided, decision, "decided", { resumeMessage: decided.resumeMessage, approvals, humanFeedback });
       await this.showDecision(execution, decided, "Crew: the answer timed out, but its status shows it took the decision.");
       return { kind: "decided", review: decided, resume: {} };
     }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
     const reopened = await this.settle(review.id, "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null });
-    await this.recordDecision(reopened, decision, "resume_failed", { message });
+    await this.recordDecision(reopened, decision, "resume_failed", { message, approvals, humanFeedback });
     return { kind: "resume_failed", review: reopened, message };
   }
 
@@ -358,7 +454,7 @@ export class Reviews {
   private async showDecision(execution: Execution, review: Review, note?: string): Promise<void> {
     if (!review.messageTs) return;
     try {
-      await this.notifier.updateReview(execution, review, note);
+      await this.notifier.updateReview(execution, review, note, await this.contextFor(execution, review));
       await this.rows.markShown(review.id, review.state);
     } catch (err) {
       // Left for the recovery sweep (refreshStale), which re-renders it from the row.

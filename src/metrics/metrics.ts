@@ -13,7 +13,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { isCrewError } from "../crew/errors.js";
 import type { CrewApi } from "../crew/types.js";
 import type { Decision, DecisionOutcome } from "../lifecycle/index.js";
-import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts). */
 export interface SharedFigures {
@@ -349,16 +349,16 @@ export class Metrics {
   /** The run notifier, observed: when reviews become visible, and runs announced as ended. */
   instrumentNotifier(inner: RunNotifier): RunNotifier {
     return {
-      postReview: async (execution: Execution, review: Review) => {
+      postReview: async (execution: Execution, review: Review, context?: ReviewContext) => {
         const started = Date.now();
-        const posted = await inner.postReview(execution, review);
+        const posted = await inner.postReview(execution, review, context);
         this.reviewShown(execution.id, "task", started);
         if (review.state === "pending") this.reviewShown(execution.id, "input", started);
         return posted;
       },
-      updateReview: async (execution: Execution, review: Review, note?: string) => {
+      updateReview: async (execution: Execution, review: Review, note?: string, context?: ReviewContext) => {
         const started = Date.now();
-        await inner.updateReview(execution, review, note);
+        await inner.updateReview(execution, review, note, context);
         // A task message getting its decision controls in place (posted → pending).
         if (review.state === "pending") this.reviewShown(execution.id, "input", started);
       },
@@ -371,6 +371,7 @@ export class Metrics {
       },
       showProgress: (execution: Execution, progress: ProgressSnapshot, ts: string | null) => inner.showProgress(execution, progress, ts),
       postThreadNotice: (execution: Execution, text: string) => inner.postThreadNotice(execution, text),
+      attachEditedOutput: (execution: Execution, review: Review, edit: { by: string; text: string }) => inner.attachEditedOutput(execution, review, edit),
     };
   }
 

@@ -28,7 +28,15 @@ export function auditLine(row: AuditRecord): string {
       const after = row.msToDecision != null ? ` after ${formatDuration(row.msToDecision)}` : "";
       const outcome = detail.outcome === "decided" ? "" : detail.outcome === "not_waiting" ? " — the crew was not waiting" : " — did not reach the crew";
       const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
-      return `• ${at} — <@${row.actor}> ${verb} ${task}${after}${feedback}${outcome}`;
+      const edited = detail.edited ? " with edits" : "";
+      return `• ${at} — <@${row.actor}> ${verb}${edited} ${task}${after}${feedback}${outcome}`;
+    }
+    case "approval": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const edited = detail.edited ? " with edits" : "";
+      const count = typeof detail.approvals === "number" && typeof detail.required === "number" ? ` (${detail.approvals} of ${detail.required} approvals)` : "";
+      const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      return `• ${at} — <@${row.actor}> approved${edited} ${task}${count}${feedback}`;
     }
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;

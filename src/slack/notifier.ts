@@ -1,8 +1,21 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
-import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-import { announcementMessage, completionMessage, errorNotice, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
+import {
+  announcementMessage,
+  completionMessage,
+  editNeedsFile,
+  errorNotice,
+  outputNeedsFile,
+  progressMessage,
+  type RunState,
+  reviewMessage,
+  reviewReserve,
+  roundDiffNeedsFile,
+  type SlackMessage,
+  unifiedDiff,
+} from "./blocks/index.js";
 
 const RUN_STATE: Record<string, RunState> = {
   starting: "starting",
@@ -27,9 +40,17 @@ export function announcementFor(execution: Execution): SlackMessage {
   });
 }
 
-function reviewFor(review: Review, note?: string): SlackMessage {
+/** Whether a review's output goes in a file when first posted (its message keeps room for its diffs). */
+function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
+  return outputNeedsFile(review.output, reviewReserve(context));
+}
+
+function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
   return reviewMessage({
+    ...(context.approvals ? { approvals: context.approvals } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(review.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
+    ...(context.previous ? { previous: context.previous, diffFileAttached: roundDiffNeedsFile(context.previous, review.output) } : {}),
     reviewId: review.id,
     taskName: review.taskName,
     agent: review.agent ?? undefined,
@@ -39,7 +60,7 @@ function reviewFor(review: Review, note?: string): SlackMessage {
     decidedBy: review.decidedBy ?? undefined,
     feedback: review.feedback ?? undefined,
     note,
-    outputTruncated: outputNeedsFile(review.output),
+    outputTruncated: outputFile ?? (review.fileAttached || outputNeedsFile(review.output)),
   });
 }
 
@@ -58,19 +79,33 @@ export class SlackRunNotifier implements RunNotifier {
     private readonly log: Logger,
   ) {}
 
-  async postReview(execution: Execution, review: Review): Promise<{ ts: string; fileAttached: boolean }> {
-    const message = reviewFor(review);
+  async postReview(execution: Execution, review: Review, context: ReviewContext = {}): Promise<{ ts: string; fileAttached: boolean }> {
+    const fileAttached = reviewOutputNeedsFile(review, context);
+    const message = reviewFor(review, undefined, context, fileAttached);
     const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
-    const fileAttached = outputNeedsFile(review.output);
     if (fileAttached) {
       await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
+    }
+    const previous = context.previous;
+    if (previous && roundDiffNeedsFile(previous, review.output)) {
+      await this.attach(
+        execution,
+        unifiedDiff(previous.output, review.output, `round-${previous.round}`, `round-${review.round}`),
+        `${safeFilename(review.taskName)}-round-${previous.round}-to-${review.round}.diff`,
+        `${review.taskName}: changes from round ${previous.round} to round ${review.round}`,
+      );
     }
     return { ts: posted.ts!, fileAttached };
   }
 
-  async updateReview(execution: Execution, review: Review, note?: string): Promise<void> {
+  async updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void> {
     if (!review.messageTs) return;
-    await this.client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
+    await this.client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note, context) });
+  }
+
+  async attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void> {
+    if (!editNeedsFile(review.output, edit.text, (t) => outputNeedsFile(t))) return;
+    await this.attach(execution, edit.text, `${safeFilename(review.taskName)}-round-${review.round}-edited.md`, `${review.taskName} (round ${review.round}): edited version`);
   }
 
   async postCompletion(execution: Execution): Promise<{ ts: string }> {

@@ -10,6 +10,12 @@ export const INPUT_BLOCK_PREFIX = "in:";
 export const INPUT_ACTION = "value";
 export const APPROVE_ACTION = "review_approve";
 export const REJECT_ACTION = "review_reject";
+/** Edit and approve: the button on a review, and the modal it opens. */
+export const EDIT_ACTION = "review_edit";
+export const EDIT_VIEW_CALLBACK = "review_edit";
+export const EDIT_TEXT_BLOCK = "review_edit_text";
+export const EDIT_NOTE_BLOCK = "review_edit_note";
+export const EDIT_INPUT_ACTION = "value";
 export const REVIEW_ACTIONS_BLOCK = "review_actions";
 export const FEEDBACK_BLOCK = "review_feedback";
 export const FEEDBACK_ACTION = "feedback";
