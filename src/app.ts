@@ -7,6 +7,7 @@ import { CrewRegistry } from "./crew/registry.js";
 import type { CrewApi } from "./crew/types.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { sqlRunnerFor } from "./db/sql.js";
+import { registerFlowEdit } from "./flows/edit.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
 import { FlowRequests } from "./flows/service.js";
 import { SlackFlowEffects } from "./flows/slack-effects.js";
@@ -15,6 +16,7 @@ import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCal
 import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
+import { approvalPolicy } from "./lifecycle/approvals.js";
 import { Lifecycle } from "./lifecycle/index.js";
 import type { Clock, Execution, WebhookUrls } from "./lifecycle/ports.js";
 import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
@@ -22,7 +24,6 @@ import { createLogger, type Logger } from "./log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
-import { approvalPolicy } from "./lifecycle/approvals.js";
 import { registerReviewActions } from "./review/actions.js";
 import { registerReviewEdit } from "./review/edit.js";
 import { ReviewReminders } from "./review/reminders.js";
@@ -241,6 +242,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewEdit(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
+  registerFlowEdit(app, flows, log, formKey);
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
   let server: Server | undefined;

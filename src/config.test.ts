@@ -28,7 +28,17 @@ describe("loadConfig", () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.dataDir).toBe(path.resolve("./data"));
     expect(config.crews).toEqual([
-      { name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined, eventStream: false, approvals: 1, selfApproval: true },
+      {
+        name: "crew",
+        baseUrl: "https://crew.example.com",
+        token: "crew-secret-token",
+        userToken: undefined,
+        channels: undefined,
+        reviewers: undefined,
+        eventStream: false,
+        approvals: 1,
+        selfApproval: true,
+      },
     ]);
     expect(loadConfig({ ...base, CREW_APPROVALS: "2", CREW_SELF_APPROVAL: "false" }).crews[0]).toMatchObject({ approvals: 2, selfApproval: false });
     expect(problems({ ...base, CREW_APPROVALS: "0" }).join("\n")).toMatch(/^CREW_APPROVALS.*distinct people must approve/m);

@@ -37,6 +37,8 @@ export interface FlowConfig {
   channel: string;
   /** Who may decide (besides the request's assignee); unset: anyone in the channel. */
   reviewers?: ReviewerRules;
+  /** Distinct people who must choose an approve-like outcome before the flow gets the answer (default 1). */
+  approvals?: number;
 }
 
 export interface AppConfig {
@@ -103,6 +105,7 @@ const VARIABLES: Record<string, string> = {
   POLL_SWEEP_MS: "how often (ms) unposted reviews and completion notices are re-posted after a crash (default 30000)",
   CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack post holds before another may retake it (default 60000)",
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
+  FLOW_APPROVALS: "how many distinct people must choose an approve-like outcome on a flow's feedback request before the flow gets the answer (1 to 10, default 1)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
   METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",
 };
@@ -149,6 +152,7 @@ const flowFileEntry = z
     secretEnv: z.string().min(1).optional(),
     channel: channelId,
     reviewers: idList.optional(),
+    approvals: z.number().int().min(1).max(10).optional(),
   })
   .strict();
 
@@ -188,7 +192,13 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
     if (baseUrl && token)
-      crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers),
+      crews.push({
+        name: entry.name,
+        baseUrl,
+        token,
+        userToken,
+        channels: entry.channels,
+        reviewers: parseReviewers(entry.reviewers),
         eventStream: entry.eventStream,
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
         ...(entry.selfApproval !== undefined ? { selfApproval: entry.selfApproval } : {}),
@@ -213,7 +223,14 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   for (const entry of parsed.data) {
     const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
-    else flows.push({ name: entry.name, secret, channel: entry.channel, reviewers: parseReviewers(entry.reviewers) });
+    else
+      flows.push({
+        name: entry.name,
+        secret,
+        channel: entry.channel,
+        reviewers: parseReviewers(entry.reviewers),
+        ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
+      });
   }
   const names = flows.map((f) => f.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -227,7 +244,15 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   const channel = optional(env, "FLOW_CHANNEL");
   const name = optional(env, "FLOW_NAME");
   const reviewers = optional(env, "FLOW_REVIEWERS");
-  if (!secret && !channel && !name && !reviewers) return [];
+  const approvals = optional(env, "FLOW_APPROVALS");
+  if (!secret && !channel && !name && !reviewers && !approvals) return [];
+  const checkedApprovals = z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10)
+    .safeParse(approvals ?? "1");
+  if (!checkedApprovals.success) problems.push(`${describe("FLOW_APPROVALS")} is invalid: ${checkedApprovals.error.issues[0]?.message}`);
   if (!secret) problems.push(`FLOW_WEBHOOK_SECRET is missing: ${VARIABLES.FLOW_WEBHOOK_SECRET} (needed because another FLOW_* variable is set)`);
   if (!channel) problems.push(`FLOW_CHANNEL is missing: ${VARIABLES.FLOW_CHANNEL}`);
   const checkedName = flowName.safeParse(name ?? "flow");
@@ -235,7 +260,15 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   const checkedChannel = channel ? channelId.safeParse(channel) : undefined;
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
   if (!secret || !checkedName.success || !checkedChannel?.success) return [];
-  return [{ name: checkedName.data, secret, channel: checkedChannel.data, reviewers: parseReviewers(idList.parse(reviewers ?? "")) }];
+  return [
+    {
+      name: checkedName.data,
+      secret,
+      channel: checkedChannel.data,
+      reviewers: parseReviewers(idList.parse(reviewers ?? "")),
+      ...(approvals && checkedApprovals.success ? { approvals: checkedApprovals.data } : {}),
+    },
+  ];
 }
 
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {

@@ -6,6 +6,7 @@ import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
+import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../lifecycle/approvals.js";
 import type { Audit } from "../lifecycle/audit.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
@@ -13,11 +14,11 @@ import { isUuid } from "../lifecycle/rows.js";
 import type { Logger } from "../log.js";
 import { reminderDue } from "../review/reminders.js";
 import { describeReviewers } from "../review/rules.js";
-import { escapeMrkdwn, formatDuration, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, formatDuration, outcomeStyle, truncatePlain } from "../slack/blocks/index.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
-import type { FlowSlackEffects } from "./slack-effects.js";
+import type { FlowRequestContext, FlowSlackEffects } from "./slack-effects.js";
 
 export type { FlowRequest };
 
@@ -58,6 +59,8 @@ export interface FlowDecision {
   /** The clicked message: must be the request's own. */
   channelId?: string;
   messageTs?: string;
+  /** Edit and approve: the whole output as the reviewer edited it. */
+  editedOutput?: string;
 }
 
 export type FlowDecisionOutcome =
@@ -66,6 +69,8 @@ export type FlowDecisionOutcome =
   | { kind: "feedback_required" }
   | { kind: "unknown_outcome" }
   | { kind: "not_allowed"; who: string }
+  | { kind: "approval_recorded"; request: FlowRequest; approvals: number; required: number }
+  | { kind: "already_approved"; request: FlowRequest; approvals: number; required: number }
   | { kind: "already_decided"; request: FlowRequest }
   | { kind: "answered"; request: FlowRequest }
   | { kind: "closed"; request: FlowRequest; reason: string }
@@ -227,6 +232,11 @@ export class FlowRequests {
     }
   }
 
+  /** A request by its id (FlowRequest.id), or null. */
+  get(id: string): Promise<FlowRequest | null> {
+    return isUuid(id) ? this.deps.db.flowRequest.findUnique({ where: { id } }) : Promise.resolve(null);
+  }
+
   /** Who may decide: the flow's reviewers and the request's assignee; undefined: anyone. */
   who(request: Pick<FlowRequest, "flowName" | "assigneeUserId">): string | undefined {
     const rules = this.deps.rules.rulesFor(request.flowName);
@@ -253,6 +263,45 @@ export class FlowRequests {
     if (!outcome && !comment) return { kind: "feedback_required" };
     if (!(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
 
+    // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
+    // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
+    let answerComment = comment;
+    let approvals: StoredApproval[] = [];
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    const approving = outcome ? outcomeStyle(outcome) === "primary" : d.editedOutput !== undefined;
+    if (approving && (required > 1 || d.editedOutput !== undefined)) {
+      const added = await this.addApproval(request.id, d.userId, outcome ?? null, comment || null, d.editedOutput ?? null);
+      approvals = await this.approvals(request.id);
+      const tally = approvalTally(approvals, required);
+      if (!tally.done) {
+        if (added || d.editedOutput !== undefined) {
+          await this.deps.audit?.record({
+            executionId: null,
+            flowRequestId: request.id,
+            kind: "flow_approval",
+            taskKey: request.methodName,
+            actor: d.userId,
+            decision: outcome ?? "feedback",
+            feedback: comment || null,
+            outputHash: hashOutput(request.output),
+            msToDecision: Math.max(0, this.clock.now().getTime() - request.createdAt.getTime()),
+            detail: {
+              flow: request.flowName,
+              requestId: request.requestId,
+              approvals: tally.approvers.length,
+              required,
+              ...(d.editedOutput !== undefined ? { edited: true } : {}),
+            },
+          });
+          await this.deps.effects
+            .updateRequest(request, undefined, await this.context(request))
+            .catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
+        }
+        return { kind: added ? "approval_recorded" : "already_approved", request, approvals: tally.approvers.length, required };
+      }
+      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
+    }
+
     const decidedAt = this.clock.now();
     const { count } = await this.deps.db.flowRequest.updateMany({
       where: { id: request.id, state: "pending" },
@@ -260,7 +309,8 @@ export class FlowRequests {
     });
     if (count !== 1) return { kind: "already_decided", request: await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } }) };
 
-    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, comment));
+    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
+    const edit = latestEdit(approvals);
     const audit = (result: string, extra: Record<string, unknown> = {}) =>
       this.deps.audit?.record({
         executionId: null,
@@ -274,7 +324,14 @@ export class FlowRequests {
         msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
         resumeStatus: answer.status ? String(answer.status) : null,
         resumeMessage: answer.message,
-        detail: { outcome: result, flow: request.flowName, requestId: request.requestId, ...extra },
+        detail: {
+          outcome: result,
+          flow: request.flowName,
+          requestId: request.requestId,
+          ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
+          ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+          ...extra,
+        },
       });
 
     if (answer.kind === "ok" || answer.kind === "refused") {
@@ -284,7 +341,14 @@ export class FlowRequests {
         data: { state, answerStatus: answer.status, answerMessage: answer.message, nextReminderAt: null },
       });
       await audit(state);
-      await this.deps.effects.updateRequest(settled).catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
+      if (edit && state === "answered") {
+        await this.deps.effects
+          .attachEditedOutput(settled, { by: edit.userId, text: edit.editedOutput })
+          .catch((err) => this.deps.log.warn("could not attach the edited output", { id: request.id, err: errText(err) }));
+      }
+      await this.deps.effects
+        .updateRequest(settled, undefined, await this.context(settled))
+        .catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
       return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
     }
     // 5xx, time-out or unreachable: open again, so someone can decide again.
@@ -295,6 +359,41 @@ export class FlowRequests {
     });
     await audit("failed");
     return { kind: "failed", request: reopened, message: answer.message ?? "the flow could not be reached" };
+  }
+
+  /** One approval per person (INSERT … ON CONFLICT DO NOTHING); false when they had approved already. */
+  private async addApproval(flowRequestId: string, userId: string, outcome: string | null, note: string | null, editedOutput: string | null): Promise<boolean> {
+    const { count } = await this.deps.db.flowApproval.createMany({ data: [{ flowRequestId, userId, outcome, note, editedOutput }], skipDuplicates: true });
+    if (count === 1) return true;
+    if (note !== null || editedOutput !== null) {
+      await this.deps.db.flowApproval.updateMany({
+        where: { flowRequestId, userId },
+        data: { ...(note !== null ? { note } : {}), ...(editedOutput !== null ? { editedOutput, createdAt: this.clock.now() } : {}) },
+      });
+    }
+    return false;
+  }
+
+  private approvals(flowRequestId: string): Promise<StoredApproval[]> {
+    return this.deps.db.flowApproval.findMany({
+      where: { flowRequestId },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      select: { userId: true, note: true, editedOutput: true, createdAt: true },
+    });
+  }
+
+  /** What the request's message shows beside its row (approvals so far, the edit). */
+  async context(request: FlowRequest): Promise<FlowRequestContext> {
+    if (request.state === "closed") return {};
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    const approvals = await this.approvals(request.id);
+    const edit = latestEdit(approvals);
+    const context: FlowRequestContext = {};
+    if (approvals.length && (required > 1 || edit)) {
+      context.approvals = { required, by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })) };
+    }
+    if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
+    return context;
   }
 
   /** POST {feedback, source: "slack"} to the callback; the URL is never logged or shown. */

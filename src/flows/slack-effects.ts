@@ -4,13 +4,30 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
-import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
+import {
+  type ApprovalsShown,
+  type EditShown,
+  EXTRAS_RESERVE,
+  editNeedsFile,
+  type FlowRequestState,
+  flowRequestMessage,
+  outputNeedsFile,
+  type SlackMessage,
+} from "../slack/blocks/index.js";
+
+/** What a request message shows beside its row: approvals so far, and the edit. */
+export interface FlowRequestContext {
+  approvals?: ApprovalsShown;
+  edit?: EditShown;
+}
 
 export interface FlowSlackEffects {
   /** Posts the request message in the flow's channel (and the full output as a file when long). */
   postRequest(request: FlowRequest, flowLabel?: string): Promise<{ ts: string; fileAttached: boolean }>;
-  /** Rewrites the request message in place (decision, platform answer, closing reason). */
-  updateRequest(request: FlowRequest, note?: string): Promise<void>;
+  /** Rewrites the request message in place (decision, platform answer, closing reason, approvals so far). */
+  updateRequest(request: FlowRequest, note?: string, context?: FlowRequestContext): Promise<void>;
+  /** After an edit and approve: the edited version as a file under the request, when it is too long to read in the message. */
+  attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void>;
   /** A reminder as a reply under the request message. */
   remind(request: FlowRequest, text: string): Promise<void>;
   /** A private note to the clicker. */
@@ -19,8 +36,11 @@ export interface FlowSlackEffects {
   lookupByEmail(email: string): Promise<string | undefined>;
 }
 
-export function flowMessageFor(request: FlowRequest, note?: string): SlackMessage {
+export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
+  const reserve = context.approvals || context.edit ? EXTRAS_RESERVE : 0;
   return flowRequestMessage({
+    ...(context.approvals ? { approvals: context.approvals } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(request.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
     requestId: request.id,
     flowName: request.flowName,
     deploymentName: request.deploymentName ?? undefined,
@@ -35,7 +55,7 @@ export function flowMessageFor(request: FlowRequest, note?: string): SlackMessag
     outcome: request.outcome ?? undefined,
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
-    outputTruncated: outputNeedsFile(request.output),
+    outputTruncated: request.fileAttached || outputNeedsFile(request.output, reserve),
   });
 }
 
@@ -66,9 +86,20 @@ export class SlackFlowEffects implements FlowSlackEffects {
     return { ts: posted.ts!, fileAttached };
   }
 
-  async updateRequest(request: FlowRequest, note?: string): Promise<void> {
+  async updateRequest(request: FlowRequest, note?: string, context?: FlowRequestContext): Promise<void> {
     if (!request.messageTs) return;
-    await this.client.chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, note) });
+    await this.client.chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, note, context) });
+  }
+
+  async attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void> {
+    if (!request.messageTs || !editNeedsFile(request.output, edit.text, (t) => outputNeedsFile(t))) return;
+    await this.client.filesUploadV2({
+      channel_id: request.channelId,
+      thread_ts: request.messageTs,
+      content: edit.text,
+      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}-edited.md`,
+      title: `${request.flowName}: edited version`,
+    });
   }
 
   async remind(request: FlowRequest, text: string): Promise<void> {

@@ -60,7 +60,7 @@ export const EDITED_OUTPUT_END = "----- EDITED OUTPUT END -----";
  * before). Several approvers: who approved and each one's note. An edit: says plainly that the
  * reviewer replaced the output, and carries the edited version whole between markers.
  */
-export function approvalFeedback(approvals: readonly StoredApproval[]): string {
+export function approvalFeedback(approvals: readonly StoredApproval[], subject = "this task's output"): string {
   const ordered = byTime(approvals);
   const edit = latestEdit(ordered);
   const notes = ordered.filter((a) => a.note?.trim());
@@ -71,8 +71,8 @@ export function approvalFeedback(approvals: readonly StoredApproval[]): string {
   if (edit) {
     const others = ordered.filter((a) => a.editedOutput !== null && a !== edit).length;
     parts.push(
-      `The reviewer ${edit.userId} replaced this task's output with an edited version and approved it. ` +
-        "Treat the edited version below as the approved output of this task, in place of the original." +
+      `The reviewer ${edit.userId} replaced ${subject} with an edited version and approved it. ` +
+        "Treat the edited version below as the approved output, in place of the original." +
         (others ? ` (${others} earlier edit${others === 1 ? " was" : "s were"} replaced by this one.)` : ""),
     );
   }

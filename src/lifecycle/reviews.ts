@@ -403,14 +403,7 @@ export class Reviews {
     });
   }
 
-  private async resumeFailed(
-    execution: Execution,
-    review: Review,
-    err: unknown,
-    decision: Decision,
-    approvals: StoredApproval[],
-    humanFeedback: string,
-  ): Promise<DecisionOutcome> {
+  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).

@@ -4,11 +4,18 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/lifecycle/approvals.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { EDIT_TEXT_BLOCK } from "../../src/slack/blocks/index.js";
+import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, messageText, openEditModal, pendingReview, resumeCalls, startRunViaSlack, submitEdit } from "../support/reviews.js";
 
 let h: Harness;
-afterEach(async () => h?.close());
+let f: FlowHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  await f?.close();
+  h = undefined as unknown as Harness;
+  f = undefined;
+});
 
 const BOB = "U0BOB";
 const CAROL = "U0CAROL";
@@ -253,5 +260,56 @@ describe("round diffs", () => {
     expect(file.content).toContain(`+${words(2)}`);
     expect(messageText(h, second.msg.ts)).toContain("The whole diff is attached below as a file.");
     expect(h.slack.violations).toEqual([]);
+  });
+});
+
+describe("flow feedback requests", () => {
+  const flowText = (ts: string) => JSON.stringify(f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
+
+  it("edit and approve: the flow gets its approve outcome with the edited text; the message shows the diff", async () => {
+    f = await startFlowHarness();
+    await f.flow.send({ output: "The reef grew by five percent this year." });
+    const req = await pendingFlowRequest(f.h);
+    const modal = await openFlowEdit(f.h, req);
+    expect(modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK).element.initial_value).toBe("The reef grew by five percent this year.");
+
+    await submitEdit(f.h, modal, "The reef grew by seven percent this year.", "Checked the survey");
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    const feedback = String(f.flow.answers[0]!.feedback);
+    expect(feedback.startsWith("approved\n\nThe reviewer U0ALICE replaced the output with an edited version and approved it.")).toBe(true);
+    expect(feedback).toContain("Reviewer's note: Checked the survey");
+    expect(feedback).toContain(`${EDITED_OUTPUT_START}\nThe reef grew by seven percent this year.\n${EDITED_OUTPUT_END}`);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered");
+    const text = await eventually(() => (flowText(req.msg.ts).includes("Approved with edits") ? flowText(req.msg.ts) : undefined));
+    expect(text).toContain(`Approved with edits by <@${USER}>`);
+    expect(text).toContain("[-five-]{+seven+}");
+    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id, kind: "flow_decision" } });
+    expect(audit).toMatchObject({ actor: USER, decision: "approved", detail: { outcome: "answered", edited: true } });
+    expect(f.flow.calls).toHaveLength(1);
+  });
+
+  it("two required approvals: one approval (or the same person twice) sends nothing; the second person's sends once; a reject decides at once", async () => {
+    f = await startFlowHarness({ flow: { approvals: 2 } });
+    await f.flow.send({ output: "First draft" });
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "approved", "Good", USER);
+    await eventually(() => flowText(req.msg.ts).includes(`1 of 2 approvals: <@${USER}>`), { what: "1 of 2" });
+    await clickFlow(f.h, req, "approved", "", USER);
+    await eventually(() => f!.h.slack.ephemerals.find((e) => /already approved/.test(e.text ?? "")), { what: "already approved" });
+    await settle();
+    expect(f.flow.calls).toHaveLength(0);
+    await clickFlow(f.h, req, "approved", "Fine by me", BOB);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the answer" });
+    expect(f.flow.answers[0]!.feedback).toBe(`approved\n\nApproved by 2 reviewers: ${USER}, ${BOB}.\n\nReviewers' notes:\n- ${USER}: Good\n- ${BOB}: Fine by me`);
+    await eventually(() => flowText(req.msg.ts).includes(`2 of 2 approvals: <@${USER}>, <@${BOB}>`));
+
+    await f.flow.send({ output: "Second draft" });
+    const second = await pendingFlowRequest(f.h, "Second draft");
+    await clickFlow(f.h, second, "approved", "", USER);
+    await eventually(() => flowText(second.msg.ts).includes("1 of 2 approvals"));
+    await clickFlow(f.h, second, "rejected", "Not yet", CAROL);
+    await eventually(() => f!.flow.answers.length === 2, { what: "the reject" });
+    expect(f.flow.answers[1]!.feedback).toBe("rejected\n\nNot yet");
+    expect(f.flow.calls).toHaveLength(2);
   });
 });

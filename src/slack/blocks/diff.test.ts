@@ -36,9 +36,13 @@ describe("compactDiff", () => {
 
 describe("mergeChanges", () => {
   it("keeps shared leading and trailing whitespace outside the markers", () => {
-    expect(
-      mergeChanges([{ value: "a" }, { value: " x", removed: true }, { value: " y", added: true }, { value: " " }, { value: "z", removed: true }, { value: "b" }]),
-    ).toEqual([{ value: "a" }, { value: " " }, { value: "x z", removed: true }, { value: "y ", added: true }, { value: "b" }]);
+    expect(mergeChanges([{ value: "a" }, { value: " x", removed: true }, { value: " y", added: true }, { value: " " }, { value: "z", removed: true }, { value: "b" }])).toEqual([
+      { value: "a" },
+      { value: " " },
+      { value: "x z", removed: true },
+      { value: "y ", added: true },
+      { value: "b" },
+    ]);
   });
 });
 

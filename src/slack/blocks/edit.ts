@@ -7,7 +7,12 @@ import { escapeMrkdwn, truncatePlain } from "./text.js";
 
 export interface EditModalParams {
   taskName: string;
-  round: number;
+  /** Review round (crew tasks); flow requests have none. */
+  round?: number;
+  /** Default: a crew review's (EDIT_VIEW_CALLBACK). */
+  callbackId?: string;
+  /** Who receives the edit (default the crew). */
+  receiver?: "crew" | "flow";
   /** The part of the output offered for editing (at most LIMITS.plainTextInput characters). */
   head: string;
   /** Characters after `head` that are kept unchanged and appended to the edit. */
@@ -22,11 +27,15 @@ const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text })
 export function editModal(p: EditModalParams): types.ModalView {
   if (p.head.length > LIMITS.plainTextInput) throw new Error("the editable part is longer than a text input holds");
   if (p.metadata.length > LIMITS.privateMetadata) throw new Error("private_metadata is too long");
-  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150)) || "Task"}* · round ${p.round}`;
+  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150)) || "Task"}*${p.round !== undefined ? ` · round ${p.round}` : ""}`;
+  const effect =
+    p.receiver === "flow"
+      ? "Submitting approves with your edited version: the flow receives it with the answer, and the request shows the change."
+      : "Submitting approves the task with your edited version: the crew receives it as the task's output, and the thread shows the change.";
   const blocks: types.KnownBlock[] = [
     {
       type: "section",
-      text: mrkdwn(`${task}\nSubmitting approves the task with your edited version: the crew receives it as the task's output, and the thread shows the change.`),
+      text: mrkdwn(`${task}\n${effect}`),
     },
   ];
   if (p.restLength > 0) {
@@ -65,7 +74,7 @@ export function editModal(p: EditModalParams): types.ModalView {
   );
   return {
     type: "modal",
-    callback_id: EDIT_VIEW_CALLBACK,
+    callback_id: p.callbackId ?? EDIT_VIEW_CALLBACK,
     title: plain("Edit and approve", LIMITS.viewText),
     submit: plain("Approve edit", LIMITS.viewText),
     close: plain("Cancel", LIMITS.viewText),

@@ -54,6 +54,9 @@ export function crewNameFromOptionValue(value: string, crewNames: readonly strin
 /** Flow feedback requests: one button per `emit` outcome (`flow_outcome:<index>`), or Send feedback. */
 export const FLOW_OUTCOME_ACTION_PREFIX = "flow_outcome:";
 export const FLOW_SEND_ACTION = "flow_send_feedback";
+/** Edit and approve on a flow request: the button, and the modal it opens. */
+export const FLOW_EDIT_ACTION = "flow_edit";
+export const FLOW_EDIT_VIEW_CALLBACK = "flow_edit";
 export const FLOW_ACTIONS_BLOCK = "flow_actions";
 export const FLOW_FEEDBACK_BLOCK = "flow_feedback";
 export const FLOW_FEEDBACK_ACTION = "feedback";

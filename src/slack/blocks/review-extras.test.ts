@@ -54,9 +54,15 @@ describe("review message extras", () => {
   });
 
   it("several approvers: all are named with their notes", () => {
-    expect(approvalsLine({ required: 2, by: [{ userId: "U1", note: "a <b>", edited: false }, { userId: "U2", edited: true }] })).toBe(
-      "2 of 2 approvals: <@U1>, <@U2> (with edits)\n<@U1>: a &lt;b&gt;",
-    );
+    expect(
+      approvalsLine({
+        required: 2,
+        by: [
+          { userId: "U1", note: "a <b>", edited: false },
+          { userId: "U2", edited: true },
+        ],
+      }),
+    ).toBe("2 of 2 approvals: <@U1>, <@U2> (with edits)\n<@U1>: a &lt;b&gt;");
   });
 
   it("stays within Slack's limits with a long output, a long diff and many approvers", () => {

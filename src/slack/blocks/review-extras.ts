@@ -98,6 +98,8 @@ export function approvedBlocks(p: {
   edit?: EditShown;
   output: string;
   editFileAttached: boolean;
+  /** Who received the edit (default the crew). */
+  receiver?: "crew" | "flow";
 }): types.KnownBlock[] {
   const by = p.edit ? p.edit.by : p.decidedBy;
   const head = `✅ Approved${p.edit ? " with edits" : ""}${by ? ` by ${userMention(by)}` : ""}`;
@@ -108,7 +110,7 @@ export function approvedBlocks(p: {
     const diff = compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX);
     blocks.push(...diffBlocks("The edit", diff, p.editFileAttached ? "The edited version is attached below as a file." : undefined));
     if (p.editFileAttached && !diff.truncated) blocks.push(context("The edited version is attached below as a file."));
-    blocks.push(context("The crew received the edited version as the task's output."));
+    blocks.push(context(p.receiver === "flow" ? "The flow received the edited version with the answer." : "The crew received the edited version as the task's output."));
   }
   return blocks;
 }
