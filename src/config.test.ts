@@ -109,6 +109,9 @@ describe("loadConfig: flows", () => {
     const config = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_REVIEWERS: "U0BOB,S0TEAM" });
     expect(config.flows).toEqual([{ name: "flow", secret: "flow-sign", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: ["S0TEAM"] } }]);
     expect(config.crews).toHaveLength(1);
+    const two = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "2" });
+    expect(two.flows?.[0]?.approvals).toBe(2);
+    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "many" }).join("\n")).toMatch(/^FLOW_APPROVALS.*distinct people/m);
   });
 
   it("accepts a flow-only set-up (no crew) from the environment and from a file", () => {
@@ -120,13 +123,13 @@ describe("loadConfig: flows", () => {
     const file = path.join(dir, "crews.yaml");
     fs.writeFileSync(
       file,
-      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n",
+      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n    approvals: 2\n",
     );
     const fromFile = loadConfig({ ...slackOnly, CREWS_FILE: file, CONTENT_SECRET: "from-env" });
     expect(fromFile.crews).toEqual([]);
     expect(fromFile.flows).toEqual([
       { name: "content", secret: "from-env", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: [] } },
-      { name: "legal", secret: "inline", channel: "C0LEGAL", reviewers: undefined },
+      { name: "legal", secret: "inline", channel: "C0LEGAL", reviewers: undefined, approvals: 2 },
     ]);
   });
 

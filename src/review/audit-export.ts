@@ -3,7 +3,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../flows/service.js";
 import { type AuditRecord, auditCsv, auditJson } from "../lifecycle/audit.js";
-import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { visibleRun } from "./access.js";
 
@@ -40,6 +40,14 @@ export function auditLine(row: AuditRecord): string {
     }
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;
+    case "flow_approval": {
+      const step = row.taskKey ? ` on *${escapeMrkdwn(truncatePlain(row.taskKey, 80))}*` : "";
+      const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " approved";
+      const edited = detail.edited ? " with edits" : "";
+      const count = typeof detail.approvals === "number" && typeof detail.required === "number" ? ` (${detail.approvals} of ${detail.required} approvals)` : "";
+      const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      return `• ${at} — <@${row.actor}>${choice}${edited}${step}${count}${feedback}`;
+    }
     case "flow_decision": {
       const step = row.taskKey ? ` on *${escapeMrkdwn(truncatePlain(row.taskKey, 80))}*` : "";
       const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " sent feedback";
@@ -92,7 +100,7 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
       where = "\n_The export file could not be uploaded; try again in a moment._";
     }
   }
-  return `${head}\n${fitMrkdwn(body, 2600).text}${where}`;
+  return `${head}\n${excerpt(body, 2600).text}${where}`;
 }
 
 /** `/crew audit <flow request id>`: the same for a flow's feedback request (files under its message). */
@@ -123,5 +131,5 @@ async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: Flo
       where = "\n_The export file could not be uploaded; try again in a moment._";
     }
   }
-  return `${head}\n${fitMrkdwn(body, 2600).text}${where}`;
+  return `${head}\n${excerpt(body, 2600).text}${where}`;
 }

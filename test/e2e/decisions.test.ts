@@ -122,7 +122,7 @@ describe("required approvals", () => {
   it("resumes once two distinct people approved; the same person twice still waits; each note reaches the crew", async () => {
     h = await startHarness();
     h.bot.crews.config("research")!.approvals = 2;
-    await startRunViaSlack(h);
+    const execution = await startRunViaSlack(h);
     const pending = await pendingReview(h);
 
     await clickReview(h, pending, true, "Looks right to me", USER);
@@ -159,6 +159,11 @@ describe("required approvals", () => {
     ]);
     expect(rows[0]!.detail).toMatchObject({ approvals: 1, required: 2 });
     expect(rows[1]!.detail).toMatchObject({ outcome: "decided", approvers: [USER, BOB] });
+    await h.requests.command({ text: `audit ${execution.kickoffId}`, user_id: USER, channel_id: CHANNEL });
+    const answer = await eventually(() => h.slack.callsTo("response_url").at(-1), { what: "the audit answer" });
+    // Mentions are mentions (the lines are mrkdwn already, not escaped a second time).
+    expect(String(answer.args.text)).toContain(`<@${USER}> approved *research_task* round 1 (1 of 2 approvals): “Looks right to me”`);
+    expect(String(answer.args.text)).toMatch(/<@U0BOB> approved \*research_task\* round 1 after/);
     expect(h.slack.violations).toEqual([]);
   });
 
