@@ -260,7 +260,7 @@ export class FlowRequests {
     if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
     const comment = d.feedback.trim();
-    if (!outcome && !comment) return { kind: "feedback_required" };
+    if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
     if (!(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
 
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
@@ -297,7 +297,7 @@ export class FlowRequests {
             .updateRequest(request, undefined, await this.context(request))
             .catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
         }
-        return { kind: added ? "approval_recorded" : "already_approved", request, approvals: tally.approvers.length, required };
+        return { kind: added || d.editedOutput !== undefined ? "approval_recorded" : "already_approved", request, approvals: tally.approvers.length, required };
       }
       if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
     }

@@ -362,7 +362,8 @@ export class Reviews {
       });
       await this.showDecision(execution, review);
     }
-    return { kind: "wait", outcome: { kind: added ? "approval_recorded" : "already_approved", review, approvals: tally.approvers.length, required: tally.required } };
+    const kind = added || decision.editedOutput !== undefined ? "approval_recorded" : "already_approved";
+    return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required } };
   }
 
   /** What the review's message shows besides its row (approvals, edit, previous round). */

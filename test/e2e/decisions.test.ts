@@ -293,6 +293,18 @@ describe("flow feedback requests", () => {
     expect(f.flow.calls).toHaveLength(1);
   });
 
+  it("edit and approve on a free-feedback flow (no outcomes): the edit is the feedback", async () => {
+    f = await startFlowHarness();
+    await f.flow.send({ emit: null, output: "Draft one" });
+    const req = await pendingFlowRequest(f.h);
+    const modal = await openFlowEdit(f.h, req);
+    await submitEdit(f.h, modal, "Draft two");
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    const feedback = String(f.flow.answers[0]!.feedback);
+    expect(feedback.startsWith("The reviewer U0ALICE replaced the output with an edited version")).toBe(true);
+    expect(feedback).toContain(`${EDITED_OUTPUT_START}\nDraft two\n${EDITED_OUTPUT_END}`);
+  });
+
   it("two required approvals: one approval (or the same person twice) sends nothing; the second person's sends once; a reject decides at once", async () => {
     f = await startFlowHarness({ flow: { approvals: 2 } });
     await f.flow.send({ output: "First draft" });
