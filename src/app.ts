@@ -10,6 +10,7 @@ import type { CrewApi } from "./crew/types.js";
 import { TokenCipher } from "./crypto/token-cipher.js";
 import { type Database, openDatabase } from "./db/database.js";
 import { sqlRunnerFor } from "./db/sql.js";
+import { registerFlowEdit } from "./flows/edit.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
 import { FlowRequests } from "./flows/service.js";
 import { SlackFlowEffects } from "./flows/slack-effects.js";
@@ -18,6 +19,8 @@ import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCal
 import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
+import { ApprovalRows } from "./lifecycle/approval-rows.js";
+import { approvalPolicy } from "./lifecycle/approvals.js";
 import { Lifecycle } from "./lifecycle/index.js";
 import { type Clock, type Execution, systemClock, type WebhookUrls } from "./lifecycle/ports.js";
 import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
@@ -29,6 +32,7 @@ import { Outbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import { registerReviewActions } from "./review/actions.js";
+import { registerReviewEdit } from "./review/edit.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
 import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./slack/clients.js";
@@ -233,9 +237,17 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;
   const effectClients: SlackClients = installedEffectClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, effectsClientOptions));
   const outbox = new Outbox(sql, clock);
+  const approvalRows = new ApprovalRows(database.prisma);
   const outboxWorker = new OutboxWorker(
     sql,
-    slackEffectPerformer({ sql, notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectClients, log)), flows: new SlackFlowEffects(effectClients, log) }),
+    slackEffectPerformer({
+      sql,
+      notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectClients, log)),
+      flows: new SlackFlowEffects(effectClients, log),
+      // What messages show beside their rows: approvals so far, the edit, the previous round.
+      reviewContext: (execution, review) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName))),
+      flowContext: (request) => flows.context(request),
+    }),
     log,
     clock,
     { replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(), ...opts.outbox, leaseMs },
@@ -258,6 +270,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     log,
     clock: opts.clock,
     gate: reviewers.gate,
+    approvalPolicy: (crewName) => approvalPolicy(crews.config(crewName)),
     progressIntervalMs: opts.progressIntervalMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
@@ -305,6 +318,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerReviewActions(app, deps);
+  registerReviewEdit(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
   if (installations && installedClients)
@@ -316,6 +330,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       log,
       clock: opts.clock,
     });
+  registerFlowEdit(app, flows, log, formKey);
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
   let server: Server | undefined;

@@ -28,8 +28,21 @@ describe("loadConfig", () => {
     expect(config.databaseUrl).toBeUndefined();
     expect(config.dataDir).toBe(path.resolve("./data"));
     expect(config.crews).toEqual([
-      { name: "crew", baseUrl: "https://crew.example.com", token: "crew-secret-token", userToken: undefined, channels: undefined, reviewers: undefined, eventStream: false },
+      {
+        name: "crew",
+        baseUrl: "https://crew.example.com",
+        token: "crew-secret-token",
+        userToken: undefined,
+        channels: undefined,
+        reviewers: undefined,
+        eventStream: false,
+        approvals: 1,
+        selfApproval: true,
+      },
     ]);
+    expect(loadConfig({ ...base, CREW_APPROVALS: "2", CREW_SELF_APPROVAL: "false" }).crews[0]).toMatchObject({ approvals: 2, selfApproval: false });
+    expect(problems({ ...base, CREW_APPROVALS: "0" }).join("\n")).toMatch(/^CREW_APPROVALS.*distinct people must approve/m);
+    expect(problems({ ...base, CREW_SELF_APPROVAL: "no" }).join("\n")).toMatch(/^CREW_SELF_APPROVAL.*started a run/m);
     expect(loadConfig({ ...base, CREW_EVENT_STREAM: "true" }).crews[0]!.eventStream).toBe(true);
     expect(problems({ ...base, CREW_EVENT_STREAM: "yes" }).join("\n")).toMatch(/^CREW_EVENT_STREAM.*event stream/m);
   });
@@ -71,7 +84,7 @@ describe("loadConfig", () => {
     const file = path.join(dir, "crews.yml");
     fs.writeFileSync(
       file,
-      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
+      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n    approvals: 2\n    selfApproval: false\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
     );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
     const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env" });
@@ -80,6 +93,10 @@ describe("loadConfig", () => {
       ["writer", "inline", undefined],
     ]);
     expect(config.crews[0]!.reviewers).toEqual({ users: ["U1"], usergroups: ["S9"] });
+    expect(config.crews.map((c) => [c.approvals, c.selfApproval])).toEqual([
+      [2, false],
+      [undefined, undefined],
+    ]);
     expect(problems({ ...rest, CREWS_FILE: file })).toEqual([expect.stringMatching(/crew "research" has no token/)]);
     expect(problems({ ...rest, CREWS_FILE: path.join(dir, "missing.yml") })[0]).toMatch(/CREWS_FILE .* cannot read/);
   });
@@ -92,6 +109,9 @@ describe("loadConfig: flows", () => {
     const config = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_REVIEWERS: "U0BOB,S0TEAM" });
     expect(config.flows).toEqual([{ name: "flow", secret: "flow-sign", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: ["S0TEAM"] } }]);
     expect(config.crews).toHaveLength(1);
+    const two = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "2" });
+    expect(two.flows?.[0]?.approvals).toBe(2);
+    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "many" }).join("\n")).toMatch(/^FLOW_APPROVALS.*distinct people/m);
   });
 
   it("accepts a flow-only set-up (no crew) from the environment and from a file", () => {
@@ -103,13 +123,13 @@ describe("loadConfig: flows", () => {
     const file = path.join(dir, "crews.yaml");
     fs.writeFileSync(
       file,
-      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n",
+      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n    approvals: 2\n",
     );
     const fromFile = loadConfig({ ...slackOnly, CREWS_FILE: file, CONTENT_SECRET: "from-env" });
     expect(fromFile.crews).toEqual([]);
     expect(fromFile.flows).toEqual([
       { name: "content", secret: "from-env", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: [] } },
-      { name: "legal", secret: "inline", channel: "C0LEGAL", reviewers: undefined },
+      { name: "legal", secret: "inline", channel: "C0LEGAL", reviewers: undefined, approvals: 2 },
     ]);
   });
 

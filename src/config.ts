@@ -24,6 +24,10 @@ export interface CrewConfig {
   eventStream?: boolean;
   /** Workspace (team) ids that may use the crew; unset: every workspace the app is installed in. */
   teams?: string[];
+  /** Distinct people who must approve a review before the crew is resumed (default 1). */
+  approvals?: number;
+  /** Whether the person who started a run may approve its reviews (default true; they may always reject). */
+  selfApproval?: boolean;
 }
 
 /** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
@@ -38,6 +42,8 @@ export interface FlowConfig {
   reviewers?: ReviewerRules;
   /** The workspace (team id T…) its channel belongs to; required when the app is installed by OAuth. */
   team?: string;
+  /** Distinct people who must choose an approve-like outcome before the flow gets the answer (default 1). */
+  approvals?: number;
 }
 
 /** Distribution: every workspace installs the app (GET /slack/install); tokens come from the database. */
@@ -108,6 +114,8 @@ const VARIABLES: Record<string, string> = {
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
   CREW_EVENT_STREAM: "true to have the crew also send its event stream (task, tool and LLM events) to the bot (default false)",
+  CREW_APPROVALS: "how many distinct people must approve a review before the crew goes on (a whole number from 1 to 10, default 1)",
+  CREW_SELF_APPROVAL: "false to stop whoever started a run from approving its reviews (they may still reject; default true)",
   CREWS_FILE: "a YAML or JSON file listing several crews (crews:) and flows (flows:)",
   FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
   FLOW_WEBHOOK_SECRET: "the flow's webhook signing secret (flow dashboard → Settings → Human in the Loop)",
@@ -121,6 +129,7 @@ const VARIABLES: Record<string, string> = {
   POLL_SWEEP_MS: "how often (ms) unposted reviews and completion notices are re-posted after a crash (default 30000)",
   CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack effect holds before another replica takes it over (default 60000)",
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
+  FLOW_APPROVALS: "how many distinct people must choose an approve-like outcome on a flow's feedback request before the flow gets the answer (1 to 10, default 1)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
   METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",
 };
@@ -147,6 +156,8 @@ const crewFileEntry = z
     reviewers: idList.optional(),
     eventStream: z.boolean().optional(),
     teams: idList.optional(),
+    approvals: z.number().int().min(1).max(10).optional(),
+    selfApproval: z.boolean().optional(),
   })
   .strict();
 
@@ -172,6 +183,7 @@ const flowFileEntry = z
     secretEnv: z.string().min(1).optional(),
     channel: channelId,
     reviewers: idList.optional(),
+    approvals: z.number().int().min(1).max(10).optional(),
   })
   .strict();
 
@@ -220,6 +232,8 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
         reviewers: parseReviewers(entry.reviewers),
         eventStream: entry.eventStream,
         ...(entry.teams ? { teams: entry.teams } : {}),
+        ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
+        ...(entry.selfApproval !== undefined ? { selfApproval: entry.selfApproval } : {}),
       });
   }
   const names = crews.map((c) => c.name.toLowerCase());
@@ -241,7 +255,15 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   for (const entry of parsed.data) {
     const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
-    else flows.push({ name: entry.name, secret, channel: entry.channel, reviewers: parseReviewers(entry.reviewers), ...(entry.team ? { team: entry.team } : {}) });
+    else
+      flows.push({
+        name: entry.name,
+        secret,
+        channel: entry.channel,
+        reviewers: parseReviewers(entry.reviewers),
+        ...(entry.team ? { team: entry.team } : {}),
+        ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
+      });
   }
   const names = flows.map((f) => f.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -256,7 +278,15 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   const name = optional(env, "FLOW_NAME");
   const reviewers = optional(env, "FLOW_REVIEWERS");
   const team = optional(env, "FLOW_TEAM");
-  if (!secret && !channel && !name && !reviewers && !team) return [];
+  const approvals = optional(env, "FLOW_APPROVALS");
+  if (!secret && !channel && !name && !reviewers && !team && !approvals) return [];
+  const checkedApprovals = z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10)
+    .safeParse(approvals ?? "1");
+  if (!checkedApprovals.success) problems.push(`${describe("FLOW_APPROVALS")} is invalid: ${checkedApprovals.error.issues[0]?.message}`);
   if (!secret) problems.push(`FLOW_WEBHOOK_SECRET is missing: ${VARIABLES.FLOW_WEBHOOK_SECRET} (needed because another FLOW_* variable is set)`);
   if (!channel) problems.push(`FLOW_CHANNEL is missing: ${VARIABLES.FLOW_CHANNEL}`);
   const checkedName = flowName.safeParse(name ?? "flow");
@@ -273,6 +303,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
       channel: checkedChannel.data,
       reviewers: parseReviewers(idList.parse(reviewers ?? "")),
       ...(checkedTeam?.success ? { team: checkedTeam.data } : {}),
+      ...(approvals && checkedApprovals.success ? { approvals: checkedApprovals.data } : {}),
     },
   ];
 }
@@ -405,6 +436,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           channels: channels ? idList.parse(channels) : undefined,
           reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
           eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
+          approvals: check("CREW_APPROVALS", z.coerce.number().int().min(1).max(10), optional(env, "CREW_APPROVALS") ?? "1") ?? 1,
+          selfApproval: check("CREW_SELF_APPROVAL", z.enum(["true", "false"]), optional(env, "CREW_SELF_APPROVAL") ?? "true") !== "false",
         },
       ];
     }

@@ -112,6 +112,10 @@ export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
       return "Please write your feedback in the field first: it is what the flow receives.";
     case "not_allowed":
       return `Only ${outcome.who} may answer this request, so nothing was sent to the flow.`;
+    case "approval_recorded":
+      return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The flow gets the answer once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
+    case "already_approved":
+      return `You already approved this request (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
     case "already_decided": {
       const r = outcome.request;
       if (r.state === "closed") return "This request is closed: the flow no longer takes an answer to it.";

@@ -9,6 +9,7 @@ import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
+import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../lifecycle/approvals.js";
 import type { Audit } from "../lifecycle/audit.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
@@ -17,10 +18,11 @@ import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { reminderDue } from "../review/reminders.js";
 import { describeReviewers } from "../review/rules.js";
-import { escapeMrkdwn, formatDuration, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, formatDuration, outcomeStyle, truncatePlain } from "../slack/blocks/index.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
+import type { FlowRequestContext } from "./slack-effects.js";
 
 export type { FlowRequest };
 
@@ -62,6 +64,8 @@ export interface FlowDecision {
   /** The clicked message: must be the request's own. */
   channelId?: string;
   messageTs?: string;
+  /** Edit and approve: the whole output as the reviewer edited it. */
+  editedOutput?: string;
 }
 
 export type FlowDecisionOutcome =
@@ -70,6 +74,8 @@ export type FlowDecisionOutcome =
   | { kind: "feedback_required" }
   | { kind: "unknown_outcome" }
   | { kind: "not_allowed"; who: string }
+  | { kind: "approval_recorded"; request: FlowRequest; approvals: number; required: number }
+  | { kind: "already_approved"; request: FlowRequest; approvals: number; required: number }
   | { kind: "already_decided"; request: FlowRequest }
   | { kind: "answered"; request: FlowRequest }
   | { kind: "closed"; request: FlowRequest; reason: string }
@@ -200,6 +206,11 @@ export class FlowRequests {
     }
   }
 
+  /** A request by its id (FlowRequest.id), or null. */
+  get(id: string): Promise<FlowRequest | null> {
+    return isUuid(id) ? this.deps.db.flowRequest.findUnique({ where: { id } }) : Promise.resolve(null);
+  }
+
   /** Who may decide: the flow's reviewers and the request's assignee; undefined: anyone. */
   who(request: Pick<FlowRequest, "flowName" | "assigneeUserId">): string | undefined {
     const rules = this.deps.rules.rulesFor(request.flowName);
@@ -223,8 +234,46 @@ export class FlowRequests {
     if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
     const comment = d.feedback.trim();
-    if (!outcome && !comment) return { kind: "feedback_required" };
+    if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
     if (!(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
+
+    // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
+    // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
+    let answerComment = comment;
+    let approvals: StoredApproval[] = [];
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    const approving = outcome ? outcomeStyle(outcome) === "primary" : d.editedOutput !== undefined;
+    if (approving && (required > 1 || d.editedOutput !== undefined)) {
+      const added = await this.addApproval(request.id, d.userId, outcome ?? null, comment || null, d.editedOutput ?? null);
+      approvals = await this.approvals(request.id);
+      const tally = approvalTally(approvals, required);
+      if (!tally.done) {
+        if (added || d.editedOutput !== undefined) {
+          await this.deps.audit?.record({
+            executionId: null,
+            flowRequestId: request.id,
+            kind: "flow_approval",
+            taskKey: request.methodName,
+            actor: d.userId,
+            decision: outcome ?? "feedback",
+            feedback: comment || null,
+            outputHash: hashOutput(request.output),
+            msToDecision: Math.max(0, this.clock.now().getTime() - request.createdAt.getTime()),
+            detail: {
+              flow: request.flowName,
+              requestId: request.requestId,
+              approvals: tally.approvers.length,
+              required,
+              ...(d.editedOutput !== undefined ? { edited: true } : {}),
+            },
+          });
+          // The message shows who approved so far.
+          await this.deps.outbox.request({ kind: "flow.show", subjectId: request.id });
+        }
+        return { kind: added || d.editedOutput !== undefined ? "approval_recorded" : "already_approved", request, approvals: tally.approvers.length, required };
+      }
+      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
+    }
 
     const decidedAt = this.clock.now();
     const { count } = await this.deps.db.flowRequest.updateMany({
@@ -233,7 +282,8 @@ export class FlowRequests {
     });
     if (count !== 1) return { kind: "already_decided", request: await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } }) };
 
-    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, comment));
+    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
+    const edit = latestEdit(approvals);
     const audit = (result: string, tx?: SqlRunner) =>
       this.deps.audit?.record(
         {
@@ -248,7 +298,13 @@ export class FlowRequests {
           msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
           resumeStatus: answer.status ? String(answer.status) : null,
           resumeMessage: answer.message,
-          detail: { outcome: result, flow: request.flowName, requestId: request.requestId },
+          detail: {
+            outcome: result,
+            flow: request.flowName,
+            requestId: request.requestId,
+            ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
+            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+          },
         },
         tx,
       );
@@ -262,6 +318,7 @@ export class FlowRequests {
         );
         await audit(state, tx);
         await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
+        if (edit && state === "answered") await this.deps.outbox.add(tx, { kind: "flow.edited", subjectId: request.id });
         return row!;
       });
       this.deps.outbox.nudge();
@@ -275,6 +332,41 @@ export class FlowRequests {
     });
     await audit("failed");
     return { kind: "failed", request: reopened, message: answer.message ?? "the flow could not be reached" };
+  }
+
+  /** One approval per person (INSERT … ON CONFLICT DO NOTHING); false when they had approved already. */
+  private async addApproval(flowRequestId: string, userId: string, outcome: string | null, note: string | null, editedOutput: string | null): Promise<boolean> {
+    const { count } = await this.deps.db.flowApproval.createMany({ data: [{ flowRequestId, userId, outcome, note, editedOutput }], skipDuplicates: true });
+    if (count === 1) return true;
+    if (note !== null || editedOutput !== null) {
+      await this.deps.db.flowApproval.updateMany({
+        where: { flowRequestId, userId },
+        data: { ...(note !== null ? { note } : {}), ...(editedOutput !== null ? { editedOutput, createdAt: this.clock.now() } : {}) },
+      });
+    }
+    return false;
+  }
+
+  private approvals(flowRequestId: string): Promise<StoredApproval[]> {
+    return this.deps.db.flowApproval.findMany({
+      where: { flowRequestId },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      select: { userId: true, note: true, editedOutput: true, createdAt: true },
+    });
+  }
+
+  /** What the request's message shows beside its row (approvals so far, the edit). */
+  async context(request: FlowRequest): Promise<FlowRequestContext> {
+    if (request.state === "closed") return {};
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    const approvals = await this.approvals(request.id);
+    const edit = latestEdit(approvals);
+    const context: FlowRequestContext = {};
+    if (approvals.length && (required > 1 || edit)) {
+      context.approvals = { required, by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })) };
+    }
+    if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
+    return context;
   }
 
   /** POST {feedback, source: "slack"} to the callback; the URL is never logged or shown. */

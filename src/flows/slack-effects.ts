@@ -4,12 +4,35 @@ import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
 import type { FlowNotifier } from "../outbox/perform.js";
-import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
+import {
+  type ApprovalsShown,
+  type EditShown,
+  EXTRAS_RESERVE,
+  editNeedsFile,
+  type FlowRequestState,
+  flowRequestMessage,
+  outputNeedsFile,
+  type SlackMessage,
+} from "../slack/blocks/index.js";
 import type { SlackClients } from "../slack/clients.js";
 import { EFFECT_EVENT_TYPE, findPostedMessage } from "../slack/notifier.js";
 
-export function flowMessageFor(request: FlowRequest, note?: string): SlackMessage {
+/** What a request message shows beside its row: approvals so far, and the edit. */
+export interface FlowRequestContext {
+  approvals?: ApprovalsShown;
+  edit?: EditShown;
+}
+
+/** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
+export function editedRequestNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
+  return editNeedsFile(request.output, edit.text, (t) => outputNeedsFile(t));
+}
+
+export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
+  const reserve = context.approvals || context.edit ? EXTRAS_RESERVE : 0;
   return flowRequestMessage({
+    ...(context.approvals ? { approvals: context.approvals } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(request.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
     requestId: request.id,
     flowName: request.flowName,
     deploymentName: request.deploymentName ?? undefined,
@@ -24,7 +47,7 @@ export function flowMessageFor(request: FlowRequest, note?: string): SlackMessag
     outcome: request.outcome ?? undefined,
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
-    outputTruncated: outputNeedsFile(request.output),
+    outputTruncated: request.fileAttached || outputNeedsFile(request.output, reserve),
   });
 }
 
@@ -45,10 +68,10 @@ export class SlackFlowEffects implements FlowNotifier {
     return this.clients.forTeam(request.teamId ?? "");
   }
 
-  async postRequest(request: FlowRequest, effectId: string): Promise<{ ts: string }> {
+  async postRequest(request: FlowRequest, effectId: string, context: FlowRequestContext = {}): Promise<{ ts: string }> {
     const posted = await (await this.client(request)).chat.postMessage({
       channel: request.channelId,
-      ...flowMessageFor(request),
+      ...flowMessageFor(request, undefined, context),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
     });
     return { ts: posted.ts! };
@@ -64,9 +87,19 @@ export class SlackFlowEffects implements FlowNotifier {
     });
   }
 
-  async updateRequest(request: FlowRequest): Promise<void> {
+  async updateRequest(request: FlowRequest, context?: FlowRequestContext): Promise<void> {
     if (!request.messageTs) return;
-    await (await this.client(request)).chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request) });
+    await (await this.client(request)).chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, undefined, context) });
+  }
+
+  async attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void> {
+    await (await this.client(request)).filesUploadV2({
+      channel_id: request.channelId,
+      thread_ts: request.messageTs!,
+      content: edit.text,
+      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}-edited.md`,
+      title: `${request.flowName}: edited version`,
+    });
   }
 
   async postReminder(request: FlowRequest, text: string, effectId: string): Promise<void> {

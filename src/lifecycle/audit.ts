@@ -8,7 +8,8 @@ import type { Logger } from "../log.js";
 import { insertAuditRow, type NewAuditRow } from "./rows.js";
 
 export type { AuditRecord };
-export type AuditKind = "kickoff" | "decision" | "completion" | "flow_decision";
+/** approval: one person's approval while more are needed (the last one needed is a decision row). */
+export type AuditKind = "kickoff" | "decision" | "approval" | "completion" | "flow_decision" | "flow_approval";
 
 export interface NewAuditRecord {
   /** The crew run; null for a flow feedback request (then flowRequestId is set). */

@@ -7,7 +7,7 @@ import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
 import { type Clock, type CrewDirectory, type Execution, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
-import { anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
+import { type ApprovalPolicyOf, anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
 
 export interface LifecycleDeps {
@@ -20,6 +20,8 @@ export interface LifecycleDeps {
   log: Logger;
   clock?: Clock;
   gate?: ReviewerGate;
+  /** Each crew's approval rules (approvals:, selfApproval:); default one approval, starters may approve. */
+  approvalPolicy?: ApprovalPolicyOf;
   progressIntervalMs?: number;
   /** Recorded callbacks processed at once (default 2; see Callbacks). */
   processingConcurrency?: number;
@@ -37,10 +39,10 @@ export class Lifecycle {
     this.audit = new Audit(deps.db, deps.log);
     this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
-    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.outbox, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.outbox, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit, deps.approvalPolicy);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);
   }
 }
 
-export type { CrewDirectory, Execution, ProgressSnapshot, Review, RunNotifier, WebhookUrls } from "./ports.js";
+export type { CrewDirectory, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier, WebhookUrls } from "./ports.js";
 export type { Decision, DecisionOutcome } from "./reviews.js";

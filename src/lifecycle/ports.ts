@@ -15,17 +15,34 @@ export interface ProgressSnapshot {
 }
 
 /**
+ * What a review message shows beside its own row (src/lifecycle/approval-rows.ts reads it): the
+ * approvals so far, the edit that went to the crew, and for round 2 and later the previous round.
+ */
+export interface ReviewContext {
+  /** Approvals needed and given so far (oldest first); shown when more than one is needed or someone edited. */
+  approvals?: { required: number; by: { userId: string; note?: string; edited: boolean }[] };
+  /** Edit and approve: the edited output (the latest edit) and who made it. */
+  edit?: { by: string; text: string };
+  /** Round 2 and later: the previous round's output and the feedback that asked for this one. */
+  previous?: { round: number; output: string; feedback?: string; decidedBy?: string };
+}
+
+/**
  * The run's Slack effects, one Web API call each, performed by the outbox worker (src/outbox/) and
  * never by the lifecycle itself, which only enqueues them. `effectId` goes into the message's
  * metadata, so a post interrupted by a crash can be found again (findPosted).
  */
 export interface RunNotifier {
   /** Posts a task message or review into the run's thread. */
-  postReview(execution: Execution, review: Review, effectId: string): Promise<{ ts: string }>;
+  postReview(execution: Execution, review: Review, effectId: string, context?: ReviewContext): Promise<{ ts: string }>;
   /** The whole output of a long task message, as a file in the thread. */
   attachReviewFile(execution: Execution, review: Review): Promise<void>;
-  /** Rewrites a review message in place (decision, closing, gaining its controls). */
-  updateReview(execution: Execution, review: Review, note?: string): Promise<void>;
+  /** Round 2 and later: the whole diff from the previous round, as a file, when it is long. */
+  attachRoundDiff(execution: Execution, review: Review, previous: NonNullable<ReviewContext["previous"]>): Promise<void>;
+  /** Rewrites a review message in place (decision, closing, gaining its controls, approvals so far). */
+  updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void>;
+  /** After an edit and approve: the edited version as a file in the thread (when too long to read in the message). */
+  attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void>;
   /** Posts the completion (or failure) notice in the channel. */
   postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }>;
   /** The final output as a file, when it is too long for the notice. */

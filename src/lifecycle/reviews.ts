@@ -5,6 +5,8 @@ import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
+import { ApprovalRows } from "./approval-rows.js";
+import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "./approvals.js";
 import type { Audit } from "./audit.js";
 import type { Clock, CrewDirectory, Execution, Review, WebhookUrls } from "./ports.js";
 import { isUuid, type ReviewDecisionPatch, ReviewRows } from "./rows.js";
@@ -15,6 +17,12 @@ export type DecisionOutcome =
   | { kind: "unknown_review" }
   | { kind: "feedback_required" }
   | { kind: "not_allowed"; who: string }
+  /** The run's starter may not approve its reviews (selfApproval: false). */
+  | { kind: "self_approval_refused" }
+  /** An approval was stored; more distinct approvers are needed before the crew hears it. */
+  | { kind: "approval_recorded"; review: Review; approvals: number; required: number }
+  /** This person had approved this round already; still waiting for others. */
+  | { kind: "already_approved"; review: Review; approvals: number; required: number }
   | { kind: "already_decided"; review: Review }
   | { kind: "decided"; review: Review; resume: ResumeResult }
   | { kind: "not_waiting"; review: Review; message: string }
@@ -25,7 +33,12 @@ export interface Decision {
   userId: string;
   approve: boolean;
   feedback: string;
+  /** Edit and approve: the whole output as the reviewer edited it. */
+  editedOutput?: string;
 }
+
+/** Each crew's approval rules (approvals:, selfApproval:). */
+export type ApprovalPolicyOf = (crewName: string) => ApprovalPolicy;
 
 /** Decides whether a user may decide a review; issue-level rules plug in here. */
 export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ allowed: true } | { allowed: false; who: string }>;
@@ -90,6 +103,7 @@ export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
   private readonly rows: ReviewRows;
+  private readonly approvals: ApprovalRows;
 
   constructor(
     private readonly db: Db,
@@ -101,8 +115,10 @@ export class Reviews {
     private readonly clock: Clock,
     private readonly gate: ReviewerGate = anyoneMayDecide,
     private readonly audit?: Audit,
+    private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
   ) {
     this.rows = new ReviewRows(db);
+    this.approvals = new ApprovalRows(db);
   }
 
   /**
@@ -233,6 +249,14 @@ export class Reviews {
     if (review.state !== "pending") return { kind: "already_decided", review };
     const gate = await this.gate(execution, decision.userId);
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
+    let humanFeedback = feedback || (decision.approve ? "Approved" : "");
+    let approvals: StoredApproval[] = [];
+    if (decision.approve) {
+      const step = await this.approve(execution, review, decision);
+      if (step.kind === "wait") return step.outcome;
+      approvals = step.approvals;
+      humanFeedback = approvalFeedback(approvals);
+    }
 
     const claimed = await this.rows.move(review.id, reviewTransition("claimed"), {
       decidedBy: decision.userId,
@@ -248,23 +272,69 @@ export class Reviews {
       const resume = await crew.resume({
         executionId: execution.kickoffId!,
         taskId: review.resumeTaskId ?? review.taskKey,
-        humanFeedback: feedback || (decision.approve ? "Approved" : ""),
+        humanFeedback,
         isApprove: decision.approve,
         ...this.webhookUrls(execution),
       });
-      const decided = await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", {
-        resumeStatus: resume.status ?? null,
-        resumeMessage: resume.message ?? null,
-      });
+      const decided = await this.conclude(
+        review,
+        decision,
+        decision.approve ? "resume_ok_approve" : "resume_ok_reject",
+        "decided",
+        { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null },
+        { approvals, humanFeedback },
+      );
       return { kind: "decided", review: decided, resume };
     } catch (err) {
-      return this.resumeFailed(execution, review, err, decision);
+      return this.resumeFailed(execution, review, err, decision, approvals, humanFeedback);
     }
   }
 
   /**
+   * An approval: stored once per person (concurrency-safe, see approval-rows.ts). "enough" when the
+   * crew's required number of distinct people have now approved; otherwise the outcome to report.
+   */
+  private async approve(
+    execution: Execution,
+    review: Review,
+    decision: Decision,
+  ): Promise<{ kind: "wait"; outcome: DecisionOutcome } | { kind: "enough"; approvals: StoredApproval[] }> {
+    const policy = this.policyOf(execution.crewName);
+    if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "wait", outcome: { kind: "self_approval_refused" } };
+    const note = decision.feedback.trim() || null;
+    const added = await this.approvals.add(review.id, decision.userId, note, decision.editedOutput ?? null);
+    const approvals = await this.approvals.list(review.id);
+    const tally = approvalTally(approvals, policy.required);
+    if (tally.done) return { kind: "enough", approvals };
+    if (added || decision.editedOutput !== undefined) {
+      await this.audit?.record({
+        executionId: review.executionId,
+        kind: "approval",
+        taskKey: review.taskKey,
+        round: review.round,
+        actor: decision.userId,
+        decision: "approve",
+        feedback: note,
+        outputHash: review.outputHash,
+        msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
+        detail: {
+          reviewId: review.id,
+          approvals: tally.approvers.length,
+          required: tally.required,
+          ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
+        },
+      });
+      // The message shows who approved so far ("1 of 2 approvals").
+      await this.outbox.request({ kind: "review.show", subjectId: review.id });
+    }
+    const kind = added || decision.editedOutput !== undefined ? "approval_recorded" : "already_approved";
+    return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required } };
+  }
+
+  /**
    * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
-   * it), the audit record, and the update of the message (rendered from the row, note included).
+   * it), the audit record, and the Slack effects (the message rendered from the row, note included;
+   * the edited version as a file after an edit and approve).
    */
   private async conclude(
     review: Review,
@@ -272,8 +342,9 @@ export class Reviews {
     event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
-    message?: string,
+    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string },
   ): Promise<Review> {
+    const edit = latestEdit(sent.approvals);
     const settled = await this.outbox.sql.transaction(async (tx) => {
       const moved = (await new ReviewRows(tx).move(review.id, reviewTransition(event), patch)) ?? (await new ReviewRows(tx).find(review.id)) ?? review;
       // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
@@ -291,34 +362,62 @@ export class Reviews {
           msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
           resumeStatus: patch.resumeStatus ?? null,
           resumeMessage: patch.resumeMessage ?? null,
-          detail: { outcome, reviewId: review.id, ...(message ? { message } : {}) },
+          detail: {
+            outcome,
+            reviewId: review.id,
+            ...(sent.message ? { message: sent.message } : {}),
+            ...(sent.approvals.length > 1 ? { approvers: sent.approvals.map((a) => a.userId) } : {}),
+            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+            // What the crew was sent, when it is more than the note (several approvers, an edit).
+            ...(sent.humanFeedback !== (decision.feedback.trim() || "Approved") ? { humanFeedback: sent.humanFeedback } : {}),
+          },
         },
         tx,
       );
       // Reopened (resume failed): it looks as it did, pending; nothing to show.
       if (outcome !== "resume_failed") await this.outbox.add(tx, { kind: "review.show", subjectId: review.id });
+      if (edit && outcome === "decided") await this.outbox.add(tx, { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
       return moved;
     });
     this.outbox.nudge();
     return settled;
   }
 
-  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision): Promise<DecisionOutcome> {
+  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
-      const closed = await this.conclude(review, decision, "not_waiting", "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, message);
+      const closed = await this.conclude(
+        review,
+        decision,
+        "not_waiting",
+        "not_waiting",
+        { resumeMessage: err.serviceMessage ?? "no reason given" },
+        { approvals, humanFeedback, message },
+      );
       return { kind: "not_waiting", review: closed, message };
     }
     if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(execution, review))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
-      const decided = await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", {
-        resumeMessage: "the answer timed out, but its status shows it took the decision",
-      });
+      const decided = await this.conclude(
+        review,
+        decision,
+        decision.approve ? "resume_ok_approve" : "resume_ok_reject",
+        "decided",
+        { resumeMessage: "the answer timed out, but its status shows it took the decision" },
+        { approvals, humanFeedback },
+      );
       return { kind: "decided", review: decided, resume: {} };
     }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
-    const reopened = await this.conclude(review, decision, "resume_failed", "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null }, message);
+    const reopened = await this.conclude(
+      review,
+      decision,
+      "resume_failed",
+      "resume_failed",
+      { decidedBy: null, decision: null, feedback: null, decidedAt: null },
+      { approvals, humanFeedback, message },
+    );
     return { kind: "resume_failed", review: reopened, message };
   }
 

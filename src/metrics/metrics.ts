@@ -14,7 +14,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { isCrewError } from "../crew/errors.js";
 import type { CrewApi } from "../crew/types.js";
 import type { Decision, DecisionOutcome } from "../lifecycle/index.js";
-import type { Execution, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import type { OutboxEvents } from "../outbox/worker.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts). */
@@ -359,16 +359,16 @@ export class Metrics {
   instrumentNotifier(inner: RunNotifier): RunNotifier {
     return {
       ...bindAll(inner),
-      postReview: async (execution: Execution, review: Review, effectId: string) => {
+      postReview: async (execution: Execution, review: Review, effectId: string, context?: ReviewContext) => {
         const started = Date.now();
-        const posted = await inner.postReview(execution, review, effectId);
+        const posted = await inner.postReview(execution, review, effectId, context);
         this.reviewShown(execution.id, "task", started);
         if (review.state === "pending") this.reviewShown(execution.id, "input", started);
         return posted;
       },
-      updateReview: async (execution: Execution, review: Review, note?: string) => {
+      updateReview: async (execution: Execution, review: Review, note?: string, context?: ReviewContext) => {
         const started = Date.now();
-        await inner.updateReview(execution, review, note);
+        await inner.updateReview(execution, review, note, context);
         // A task message getting its decision controls in place (posted → pending).
         if (review.state === "pending") this.reviewShown(execution.id, "input", started);
       },

@@ -15,6 +15,10 @@ export const EFFECT_KINDS = {
   "review.post": { repeatable: false },
   /** The whole output of a long task message as a file in the thread. */
   "review.file": { repeatable: false },
+  /** Round 2 and later: the whole diff from the previous round as a file, when long. */
+  "review.diff": { repeatable: false },
+  /** After an edit and approve: the edited version as a file, when too long to read in the message. */
+  "review.edited": { repeatable: false },
   /** The review message re-rendered from its row (decision, closing, gaining its controls). */
   "review.show": { repeatable: true },
   /** A reminder under a review nobody has decided (keyed per reminder number). */
@@ -30,6 +34,8 @@ export const EFFECT_KINDS = {
   /** A flow feedback request's message in its channel; chains flow.file and flow.show. */
   "flow.post": { repeatable: false },
   "flow.file": { repeatable: false },
+  /** After an edit and approve of a flow request: the edited version as a file, when long. */
+  "flow.edited": { repeatable: false },
   "flow.show": { repeatable: true },
   "flow.reminder": { repeatable: false },
 } as const satisfies Record<string, { repeatable: boolean }>;

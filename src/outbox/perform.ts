@@ -1,19 +1,22 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 import type { SqlRunner } from "../db/sql.js";
+import { editedRequestNeedsFile, type FlowRequestContext } from "../flows/slack-effects.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
-import type { Execution, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import { reviewNote } from "../lifecycle/reviews.js";
 import { shownAs } from "../lifecycle/rows.js";
 import { outputNeedsFile } from "../slack/blocks/index.js";
+import { editedOutputNeedsFile, reviewFilesNeeded } from "../slack/notifier.js";
 import { type EffectJob, enqueue, GiveUp, type NewEffect } from "./effects.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
 /** The flow side of the outbox: one Slack call per effect, like RunNotifier. */
 export interface FlowNotifier {
-  postRequest(request: FlowRequest, effectId: string): Promise<{ ts: string }>;
+  postRequest(request: FlowRequest, effectId: string, context?: FlowRequestContext): Promise<{ ts: string }>;
   attachRequestFile(request: FlowRequest): Promise<void>;
-  updateRequest(request: FlowRequest): Promise<void>;
+  updateRequest(request: FlowRequest, context?: FlowRequestContext): Promise<void>;
+  attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void>;
   postReminder(request: FlowRequest, text: string, effectId: string): Promise<void>;
   /** The Slack user with this e-mail (the request's assignee), or undefined. */
   lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
@@ -24,12 +27,18 @@ export interface PerformerDeps {
   sql: SqlRunner;
   notifier: RunNotifier;
   flows?: FlowNotifier;
+  /** What a review message shows beside its row (approvals so far, the edit, the previous round). */
+  reviewContext?: (execution: Execution, review: Review) => Promise<ReviewContext>;
+  /** What a flow request's message shows beside its row (approvals so far, the edit). */
+  flowContext?: (request: FlowRequest) => Promise<FlowRequestContext>;
 }
 
 const one = async <T>(sql: SqlRunner, text: string, id: string): Promise<T | undefined> => (await sql.query<T>(text, [id]))[0];
 
 export function slackEffectPerformer(deps: PerformerDeps): Performer {
   const { sql, notifier } = deps;
+  const contextOf = (e: Execution, r: Review): Promise<ReviewContext> => deps.reviewContext?.(e, r) ?? Promise.resolve({});
+  const flowContextOf = (request: FlowRequest): Promise<FlowRequestContext> => deps.flowContext?.(request) ?? Promise.resolve({});
   const review = (id: string) => one<Review>(sql, `SELECT * FROM "Review" WHERE id = $1::uuid`, id);
   const execution = (id: string) => one<Execution>(sql, `SELECT * FROM "Execution" WHERE id = $1::uuid`, id);
   const flowRequest = (id: string) => one<FlowRequest>(sql, `SELECT * FROM "FlowRequest" WHERE id = $1::uuid`, id);
@@ -51,11 +60,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "review.post"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.messageTs) return undefined;
+      const context = await contextOf(e, r);
       const ts = await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),
-        async () => (await notifier.postReview(e, r, job.id)).ts,
+        async () => (await notifier.postReview(e, r, job.id, context)).ts,
       );
+      const files = reviewFilesNeeded(r, context);
       return {
         record: async (tx) => {
           const [now] = await tx.query<{ state: string }>(`UPDATE "Review" SET "messageTs" = $1, "shownState" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING state`, [
@@ -67,8 +78,20 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           // It became a review, or was decided, while being posted: show what it is now.
           if (now && shownAs(now.state) !== shownAs(r.state)) await enqueue(tx, { kind: "review.show", subjectId: r.id });
         },
-        next: outputNeedsFile(r.output) ? [{ kind: "review.file", subjectId: r.id }] : [],
+        next: [...(files.output ? [{ kind: "review.file" as const, subjectId: r.id }] : []), ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id }] : [])],
       };
+    },
+    async "review.diff"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      const { previous } = await contextOf(e, r);
+      if (previous) await notifier.attachRoundDiff(e, r, previous);
+      return undefined;
+    },
+    async "review.edited"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      const { edit } = await contextOf(e, r);
+      if (edit && editedOutputNeedsFile(r, edit)) await notifier.attachEditedOutput(e, r, edit);
+      return undefined;
     },
     async "review.file"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
@@ -80,7 +103,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Not posted yet: the post shows the state it finds, and asks for an update if that changes.
       if (!r.messageTs) return undefined;
-      await notifier.updateReview(e, r, reviewNote(r));
+      await notifier.updateReview(e, r, reviewNote(r), await contextOf(e, r));
       return { record: (tx) => tx.execute(`UPDATE "Review" SET "shownState" = $1 WHERE id = $2::uuid`, [shownAs(r.state), r.id]).then(() => {}) };
     },
     async "review.reminder"(job) {
@@ -179,7 +202,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (!request.messageTs) return undefined;
-      await deps.flows!.updateRequest(request);
+      await deps.flows!.updateRequest(request, await flowContextOf(request));
+      return undefined;
+    },
+    async "flow.edited"(job) {
+      const request = await flowRequest(job.subjectId);
+      if (!request?.messageTs) throw new GiveUp("its flow request has no message");
+      const { edit } = await flowContextOf(request);
+      if (edit && editedRequestNeedsFile(request, edit)) await deps.flows!.attachEditedOutput(request, edit);
       return undefined;
     },
     async "flow.reminder"(job) {

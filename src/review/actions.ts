@@ -9,6 +9,8 @@ import { sanitizeText } from "../text/sanitize.js";
 import { clickMayDecide } from "./access.js";
 
 export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
+export const SELF_APPROVAL_REFUSED =
+  "You started this run, and this crew needs its reviews approved by someone else, so your approval was not counted and nothing was sent to the crew. You may still reject with feedback.";
 export const NOT_RECORDED =
   "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
 
@@ -70,6 +72,12 @@ export function replyFor(outcome: DecisionOutcome): string | undefined {
       return "Please write what should change in the feedback field before rejecting: the crew re-runs the task with it.";
     case "not_allowed":
       return `Only ${outcome.who} may decide this review, so nothing was sent to the crew.`;
+    case "self_approval_refused":
+      return SELF_APPROVAL_REFUSED;
+    case "approval_recorded":
+      return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The crew goes on once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
+    case "already_approved":
+      return `You already approved this review (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
     case "already_decided": {
       const { review } = outcome;
       if (review.state === "closed") return "This review is closed: the run no longer needs a decision on it.";

@@ -3,7 +3,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../flows/service.js";
 import { type AuditRecord, auditCsv, auditJson } from "../lifecycle/audit.js";
-import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { visibleRun } from "./access.js";
 
@@ -28,10 +28,26 @@ export function auditLine(row: AuditRecord): string {
       const after = row.msToDecision != null ? ` after ${formatDuration(row.msToDecision)}` : "";
       const outcome = detail.outcome === "decided" ? "" : detail.outcome === "not_waiting" ? " — the crew was not waiting" : " — did not reach the crew";
       const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
-      return `• ${at} — <@${row.actor}> ${verb} ${task}${after}${feedback}${outcome}`;
+      const edited = detail.edited ? " with edits" : "";
+      return `• ${at} — <@${row.actor}> ${verb}${edited} ${task}${after}${feedback}${outcome}`;
+    }
+    case "approval": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const edited = detail.edited ? " with edits" : "";
+      const count = typeof detail.approvals === "number" && typeof detail.required === "number" ? ` (${detail.approvals} of ${detail.required} approvals)` : "";
+      const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      return `• ${at} — <@${row.actor}> approved${edited} ${task}${count}${feedback}`;
     }
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;
+    case "flow_approval": {
+      const step = row.taskKey ? ` on *${escapeMrkdwn(truncatePlain(row.taskKey, 80))}*` : "";
+      const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " approved";
+      const edited = detail.edited ? " with edits" : "";
+      const count = typeof detail.approvals === "number" && typeof detail.required === "number" ? ` (${detail.approvals} of ${detail.required} approvals)` : "";
+      const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      return `• ${at} — <@${row.actor}>${choice}${edited}${step}${count}${feedback}`;
+    }
     case "flow_decision": {
       const step = row.taskKey ? ` on *${escapeMrkdwn(truncatePlain(row.taskKey, 80))}*` : "";
       const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " sent feedback";
@@ -84,7 +100,7 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
       where = "\n_The export file could not be uploaded; try again in a moment._";
     }
   }
-  return `${head}\n${fitMrkdwn(body, 2600).text}${where}`;
+  return `${head}\n${excerpt(body, 2600).text}${where}`;
 }
 
 /** `/crew audit <flow request id>`: the same for a flow's feedback request (files under its message). */
@@ -115,5 +131,5 @@ async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: Flo
       where = "\n_The export file could not be uploaded; try again in a moment._";
     }
   }
-  return `${head}\n${fitMrkdwn(body, 2600).text}${where}`;
+  return `${head}\n${excerpt(body, 2600).text}${where}`;
 }

@@ -1,9 +1,21 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
-import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import { reminderText } from "../review/reminders.js";
-import { announcementMessage, completionMessage, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
+import {
+  announcementMessage,
+  completionMessage,
+  editNeedsFile,
+  outputNeedsFile,
+  progressMessage,
+  type RunState,
+  reviewMessage,
+  reviewReserve,
+  roundDiffNeedsFile,
+  type SlackMessage,
+  unifiedDiff,
+} from "./blocks/index.js";
 import type { SlackClients } from "./clients.js";
 
 const RUN_STATE: Record<string, RunState> = {
@@ -29,9 +41,27 @@ export function announcementFor(execution: Execution): SlackMessage {
   });
 }
 
-function reviewFor(review: Review, note?: string): SlackMessage {
+/** Whether a review's output goes in a file when first posted (its message keeps room for its diffs). */
+export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
+  return outputNeedsFile(review.output, reviewReserve(context));
+}
+
+/** Which files a review needs beside its message: the whole output, the diff from the previous round. */
+export function reviewFilesNeeded(review: Review, context: ReviewContext): { output: boolean; diff: boolean } {
+  return { output: reviewOutputNeedsFile(review, context), diff: !!context.previous && roundDiffNeedsFile(context.previous, review.output) };
+}
+
+/** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
+export function editedOutputNeedsFile(review: Review, edit: { text: string }): boolean {
+  return editNeedsFile(review.output, edit.text, (t) => outputNeedsFile(t));
+}
+
+function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
   return reviewMessage({
+    ...(context.approvals ? { approvals: context.approvals } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(review.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
+    ...(context.previous ? { previous: context.previous, diffFileAttached: roundDiffNeedsFile(context.previous, review.output) } : {}),
     reviewId: review.id,
     taskName: review.taskName,
     agent: review.agent ?? undefined,
@@ -41,7 +71,7 @@ function reviewFor(review: Review, note?: string): SlackMessage {
     decidedBy: review.decidedBy ?? undefined,
     feedback: review.feedback ?? undefined,
     note,
-    outputTruncated: outputNeedsFile(review.output),
+    outputTruncated: outputFile ?? (review.fileAttached || outputNeedsFile(review.output)),
   });
 }
 
@@ -76,12 +106,12 @@ export class SlackRunNotifier implements RunNotifier {
     return this.clients.forTeam(execution.teamId, execution.enterpriseId);
   }
 
-  async postReview(execution: Execution, review: Review, effectId: string): Promise<{ ts: string }> {
+  async postReview(execution: Execution, review: Review, effectId: string, context: ReviewContext = {}): Promise<{ ts: string }> {
     const client = await this.clientFor(execution);
     const posted = await client.chat.postMessage({
       channel: execution.channelId,
       thread_ts: execution.threadTs ?? undefined,
-      ...reviewFor(review),
+      ...reviewFor(review, undefined, context, reviewOutputNeedsFile(review, context)),
       ...effectMetadata(effectId),
     });
     return { ts: posted.ts! };
@@ -91,10 +121,23 @@ export class SlackRunNotifier implements RunNotifier {
     await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
   }
 
-  async updateReview(execution: Execution, review: Review, note?: string): Promise<void> {
-    const client = await this.clientFor(execution);
+  async attachRoundDiff(execution: Execution, review: Review, previous: NonNullable<ReviewContext["previous"]>): Promise<void> {
+    await this.attach(
+      execution,
+      unifiedDiff(previous.output, review.output, `round-${previous.round}`, `round-${review.round}`),
+      `${safeFilename(review.taskName)}-round-${previous.round}-to-${review.round}.diff`,
+      `${review.taskName}: changes from round ${previous.round} to round ${review.round}`,
+    );
+  }
+
+  async updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void> {
     if (!review.messageTs) return;
-    await client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note) });
+    const client = await this.clientFor(execution);
+    await client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note, context) });
+  }
+
+  async attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void> {
+    await this.attach(execution, edit.text, `${safeFilename(review.taskName)}-round-${review.round}-edited.md`, `${review.taskName} (round ${review.round}): edited version`);
   }
 
   async postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }> {

@@ -96,14 +96,14 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
 
     // The writing task waits for a review in the thread.
     await announcement.locator(".replies").click();
-    await review(1).getByRole("button", { name: "Reject" }).waitFor();
+    await review(1).getByRole("button", { name: "Reject", exact: true }).waitFor();
 
     // A reviewer rejects it with feedback; the crew runs the task again with it.
     await actAs("U0REVIEWA");
     await review(1).locator("textarea").fill("Shorter sentences, please");
-    await review(1).getByRole("button", { name: "Reject" }).click();
+    await review(1).getByRole("button", { name: "Reject", exact: true }).click();
     await expect.poll(() => review(1).textContent()).toContain("Rejected by @Riya Reviewer");
-    await review(2).getByRole("button", { name: "Approve" }).waitFor();
+    await review(2).getByRole("button", { name: "Approve", exact: true }).waitFor();
     expect(await review(2).textContent()).toContain("Shorter sentences, please");
     // The screenshot: round 1's decision at the top of the thread, round 2 below it.
     await page.evaluate(() => {
@@ -116,7 +116,7 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
 
     // Another reviewer approves round 2; the run finishes and the channel hears about it.
     await actAs("U0REVIEWB");
-    await review(2).getByRole("button", { name: "Approve" }).click();
+    await review(2).getByRole("button", { name: "Approve", exact: true }).click();
     await expect.poll(() => review(2).textContent()).toContain("Approved by @Ben Reviewer");
     const notice = page.getByTestId("timeline").getByTestId("message").filter({ hasText: "finished" });
     await notice.waitFor({ timeout: 30_000 });

@@ -40,7 +40,10 @@ afterAll(async () => {
 // not made is taken over after 3 s (CLAIM_STALE_MS, the outbox lease) by another replica's outbox worker.
 const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "3000" };
 
-async function startReplica(name: string, env: { databaseUrl: string; slack: FakeSlack; crew: SimCrewService; webhooks: boolean; port?: number }): Promise<Replica> {
+async function startReplica(
+  name: string,
+  env: { databaseUrl: string; slack: FakeSlack; crew: SimCrewService; webhooks: boolean; port?: number; extra?: Record<string, string> },
+): Promise<Replica> {
   const port = env.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-replica-"));
@@ -59,6 +62,7 @@ async function startReplica(name: string, env: { databaseUrl: string; slack: Fak
       CREW_TOKEN,
       CREW_NAME: "research",
       ...POLLING,
+      ...env.extra,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -125,9 +129,9 @@ function pendingReviews(slack: FakeSlack) {
   return out;
 }
 
-function approve(replica: Replica, reviewId: string, where: { ts: string; threadTs?: string; blockId: string }) {
+function approve(replica: Replica, reviewId: string, where: { ts: string; threadTs?: string; blockId: string }, user = USER) {
   return replica.requests.blockAction({
-    user_id: USER,
+    user_id: user,
     channel_id: CHANNEL,
     message_ts: where.ts,
     thread_ts: where.threadTs,
@@ -304,4 +308,55 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     expect(resumeKeys(crew)).toHaveLength(2);
     expect(new Set(resumeKeys(crew)).size).toBe(2);
   }, 90_000);
+
+  it("two required approvals given at once on two replicas: every review resumed exactly once", async () => {
+    const slack = await startFakeSlack();
+    const crew = await startCrewService({ token: CREW_TOKEN, tasks: TASKS });
+    const db = await createTestDatabaseUrl();
+    cleanups.push(
+      () => slack.close(),
+      () => crew.close(),
+      () => db.drop(),
+    );
+    const extra = { CREW_APPROVALS: "2" };
+    const [a, b] = (await Promise.all([
+      startReplica("a", { databaseUrl: db.url, slack, crew, webhooks: true, extra }),
+      startReplica("b", { databaseUrl: db.url, slack, crew, webhooks: true, extra }),
+    ])) as [Replica, Replica];
+    const RUNS = 3;
+    for (let i = 0; i < RUNS; i++) await submitKickoff(b, await kickoffForm(slack, a), `Topic ${i}`);
+
+    const TOTAL = RUNS * TASKS.length;
+    const clicked = new Set<string>();
+    const deadline = Date.now() + 60_000;
+    while (clicked.size < TOTAL) {
+      if (Date.now() > deadline) throw new Error(`only ${clicked.size}/${TOTAL} reviews appeared`);
+      const fresh = [...pendingReviews(slack)].filter(([id]) => !clicked.has(id));
+      await Promise.all(
+        fresh.flatMap(([id, where]) => {
+          clicked.add(id);
+          // Two different people approve the same review at the same moment, each on another replica.
+          return [approve(a, id, where, "U0BOB"), approve(b, id, where, "U0CAROL")];
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await eventually(
+      async () => {
+        const rows = await query<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`);
+        return rows.length === RUNS && rows.every((r) => r.completionTs);
+      },
+      { timeoutMs: 30_000, what: "every run announced" },
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const keys = resumeKeys(crew);
+    expect(keys).toHaveLength(TOTAL);
+    expect(new Set(keys).size).toBe(TOTAL);
+    const approvals = await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "ReviewApproval"`);
+    expect(approvals[0]!.n).toBe(String(TOTAL * 2));
+    // Each decision names both approvers (an approval that arrived while the other completed the count has no row of its own).
+    const decisions = await query<{ detail: { approvers?: string[] } }>(db.url, `SELECT detail FROM "AuditRecord" WHERE kind = 'decision'`);
+    expect(decisions).toHaveLength(TOTAL);
+    expect(decisions.every((d) => [...(d.detail.approvers ?? [])].sort().join() === "U0BOB,U0CAROL")).toBe(true);
+  }, 120_000);
 });

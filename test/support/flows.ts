@@ -3,7 +3,7 @@
 
 import type { FlowConfig } from "../../src/config.js";
 import { type SimFlowService, startFlowService } from "../../src/sim/flow-service.js";
-import { FLOW_ACTIONS_BLOCK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK } from "../../src/slack/blocks/index.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_VIEW_CALLBACK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { eventually, type Harness, type HarnessOptions, startHarness, USER } from "./harness.js";
 
@@ -69,3 +69,11 @@ export function clickFlow(h: Harness, req: PendingFlowRequest, label: string, fe
 }
 
 export const flowRow = (h: Harness, id: string) => h.bot.database.prisma.flowRequest.findUniqueOrThrow({ where: { id } });
+
+/** Clicks "Edit and approve…" on a flow request; resolves with the modal it opened. */
+export async function openFlowEdit(h: Harness, req: PendingFlowRequest, user = USER) {
+  const before = h.slack.callsTo("views.open").length;
+  await clickFlow(h, req, "Edit and approve…", "", user);
+  await eventually(() => h.slack.callsTo("views.open").length > before, { what: "the flow edit modal" });
+  return [...h.slack.views.values()].filter((v) => v.view.callback_id === FLOW_EDIT_VIEW_CALLBACK).at(-1)!;
+}

@@ -1,5 +1,15 @@
 // Review messages as a test sees them in the fake Slack, and clicks on them as Slack would send them.
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/slack/blocks/index.js";
+import {
+  APPROVE_ACTION,
+  EDIT_ACTION,
+  EDIT_INPUT_ACTION,
+  EDIT_NOTE_BLOCK,
+  EDIT_TEXT_BLOCK,
+  EDIT_VIEW_CALLBACK,
+  FEEDBACK_ACTION,
+  FEEDBACK_BLOCK,
+  REJECT_ACTION,
+} from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, USER } from "./harness.js";
 
@@ -62,4 +72,42 @@ export const resumeCalls = (h: Harness) => h.crew.requests.filter((r) => r.path 
 export async function startRunViaSlack(h: Harness, topic = "Deep sea vents", timeoutMs?: number) {
   await kickoffViaSlack(h, { topic });
   return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } }, orderBy: { createdAt: "desc" } }), { what: "the kickoff", timeoutMs });
+}
+
+/** Clicks "Edit and approve…" on a review and waits for the modal it opens; resolves with the stored view. */
+export async function openEditModal(h: Harness, review: PendingReview, user = USER) {
+  const before = h.slack.callsTo("views.open").length;
+  await h.requests.blockAction({
+    user_id: user,
+    channel_id: CHANNEL,
+    message_ts: review.msg.ts,
+    thread_ts: review.msg.thread_ts,
+    trigger_id: h.slack.issueTrigger(user),
+    action: { action_id: EDIT_ACTION, block_id: review.blockId, value: review.reviewId },
+  });
+  await eventually(() => h.slack.callsTo("views.open").length > before, { what: "the edit modal" });
+  return [...h.slack.views.values()].filter((v) => v.view.callback_id === EDIT_VIEW_CALLBACK).at(-1)!;
+}
+
+/** Submits an edit modal with the edited text and an optional note, as Slack sends it. */
+export function submitEdit(h: Harness, view: { id: string; view: any }, edited: string, note = "", user = USER) {
+  return h.requests.viewSubmission({
+    user_id: user,
+    view: {
+      id: view.id,
+      callback_id: view.view.callback_id,
+      private_metadata: view.view.private_metadata,
+      state: {
+        values: {
+          [EDIT_TEXT_BLOCK]: { [EDIT_INPUT_ACTION]: { type: "plain_text_input", value: edited } },
+          [EDIT_NOTE_BLOCK]: { [EDIT_INPUT_ACTION]: { type: "plain_text_input", value: note } },
+        },
+      },
+    },
+  });
+}
+
+/** The current text of a message's blocks (after every chat.update). */
+export function messageText(h: Harness, ts: string): string {
+  return JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
 }

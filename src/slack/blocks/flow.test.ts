@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type FlowMessageParams, flowRequestMessage, outcomeStyle } from "./flow.js";
-import { FLOW_ACTIONS_BLOCK, FLOW_FEEDBACK_BLOCK, FLOW_SEND_ACTION } from "./ids.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_SEND_ACTION } from "./ids.js";
 import { messageLimitViolations } from "./limits.js";
 
 const base: FlowMessageParams = {
@@ -27,15 +27,19 @@ describe("flowRequestMessage", () => {
       ["approved", "primary", base.requestId],
       ["needs_changes", undefined, base.requestId],
       ["rejected", "danger", base.requestId],
+      ["Edit and approve…", undefined, base.requestId],
     ]);
-    expect(new Set(buttons.map((b: any) => b.action_id)).size).toBe(3);
+    expect(new Set(buttons.map((b: any) => b.action_id)).size).toBe(4);
     expect(m.blocks.some((b: any) => b.type === "input" && b.block_id === FLOW_FEEDBACK_BLOCK)).toBe(true);
     expect(messageLimitViolations(m.blocks)).toEqual([]);
   });
 
   it("offers Send feedback when the flow lists no outcomes", () => {
     const m = flowRequestMessage({ ...base, emit: [] });
-    expect(actions(m).elements.map((b: any) => [b.action_id, b.text.text])).toEqual([[FLOW_SEND_ACTION, "Send feedback"]]);
+    expect(actions(m).elements.map((b: any) => [b.action_id, b.text.text])).toEqual([
+      [FLOW_SEND_ACTION, "Send feedback"],
+      [FLOW_EDIT_ACTION, "Edit and approve…"],
+    ]);
     expect(JSON.stringify(m.blocks)).toMatch(/Required/);
   });
 

@@ -1,8 +1,9 @@
 // A flow's human feedback request in Slack: who/what is asking, the output to review, and one
 // button per outcome the flow routes on (or Send feedback), plus a feedback field. Pure.
 import type { types } from "@slack/bolt";
-import { FLOW_ACTIONS_BLOCK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "./ids.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
+import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, pendingApprovalsBlocks } from "./review-extras.js";
 import { outputBlocks, type SlackMessage } from "./run.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
 
@@ -27,6 +28,16 @@ export interface FlowMessageParams {
   /** The platform's answer, or why the request was closed. */
   note?: string;
   outputTruncated?: boolean;
+  /** Approvals so far, when the flow needs several or someone edited. */
+  approvals?: ApprovalsShown;
+  /** Edit and approve: the edited output, shown as a diff against `output`. */
+  edit?: EditShown;
+  editFileAttached?: boolean;
+}
+
+/** Whether a request can be approved with an edit: the flow offers an approve-like outcome, or takes free feedback. */
+export function flowEditable(emit: readonly string[]): boolean {
+  return emit.length === 0 || emit.some((e) => outcomeStyle(e) === "primary");
 }
 
 const APPROVE_LIKE = /^(approve|approved|accept|accepted|yes|ok|okay|lgtm|publish|ship|confirm|confirmed|continue|proceed|pass|go)\b/i;
@@ -58,12 +69,13 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   const step = p.methodName ? ` · step \`${name(p.methodName, 100).replace(/`/g, "'")}\`` : "";
   const blocks: types.KnownBlock[] = [section(`🙋 Feedback requested by flow ${who}${step}`)];
   if (p.message) blocks.push(section(fitMarkdown(p.message, 2_000).text));
-  blocks.push(...outputBlocks(p.output, p.outputTruncated));
+  blocks.push(...outputBlocks(p.output, p.outputTruncated, p.approvals || p.edit ? EXTRAS_RESERVE : 0));
   const assignee = assigneeLine(p);
   const title = `Flow ${truncatePlain(p.flowName, 150)}${p.methodName ? ` (${truncatePlain(p.methodName, 100)})` : ""}`;
 
   if (p.state === "pending" || p.state === "deciding") {
     blocks.push(feedbackInput(p.emit.length === 0), actions(p.requestId, p.emit));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
     const notes = [assignee, p.note?.trim() ? excerpt(p.note.trim(), 300).text : undefined].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
     return { text: `🙋 Feedback requested: ${title}`, blocks };
@@ -72,6 +84,11 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
   const comment = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), 800).text}` : "";
   const note = p.note?.trim() ? excerpt(p.note.trim(), 500).text : "";
+  if (p.state === "answered" && (p.edit || p.approvals)) {
+    blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
+    blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
+    return { text: `Answered${p.edit ? " with edits" : ""}${p.outcome ? ` (${truncatePlain(p.outcome, 100)})` : ""}: ${title}`, blocks };
+  }
   if (p.state === "answered") {
     blocks.push(section(`✅ Answered${by}${outcome}${comment}`));
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
@@ -105,5 +122,7 @@ function actions(requestId: string, emit: string[]): types.ActionsBlock {
         return { type: "button", action_id: `${FLOW_OUTCOME_ACTION_PREFIX}${i}`, value: requestId, text: plain(outcome, LIMITS.buttonText), ...(style ? { style } : {}) };
       })
     : [{ type: "button", action_id: FLOW_SEND_ACTION, style: "primary", value: requestId, text: plain("Send feedback", LIMITS.buttonText) }];
+  if (flowEditable(emit) && elements.length < LIMITS.actionsElements)
+    elements.push({ type: "button", action_id: FLOW_EDIT_ACTION, value: requestId, text: plain("Edit and approve…", LIMITS.buttonText) });
   return { type: "actions", block_id: FLOW_ACTIONS_BLOCK, elements };
 }

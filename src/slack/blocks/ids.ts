@@ -10,6 +10,12 @@ export const INPUT_BLOCK_PREFIX = "in:";
 export const INPUT_ACTION = "value";
 export const APPROVE_ACTION = "review_approve";
 export const REJECT_ACTION = "review_reject";
+/** Edit and approve: the button on a review, and the modal it opens. */
+export const EDIT_ACTION = "review_edit";
+export const EDIT_VIEW_CALLBACK = "review_edit";
+export const EDIT_TEXT_BLOCK = "review_edit_text";
+export const EDIT_NOTE_BLOCK = "review_edit_note";
+export const EDIT_INPUT_ACTION = "value";
 export const REVIEW_ACTIONS_BLOCK = "review_actions";
 export const FEEDBACK_BLOCK = "review_feedback";
 export const FEEDBACK_ACTION = "feedback";
@@ -48,6 +54,9 @@ export function crewNameFromOptionValue(value: string, crewNames: readonly strin
 /** Flow feedback requests: one button per `emit` outcome (`flow_outcome:<index>`), or Send feedback. */
 export const FLOW_OUTCOME_ACTION_PREFIX = "flow_outcome:";
 export const FLOW_SEND_ACTION = "flow_send_feedback";
+/** Edit and approve on a flow request: the button, and the modal it opens. */
+export const FLOW_EDIT_ACTION = "flow_edit";
+export const FLOW_EDIT_VIEW_CALLBACK = "flow_edit";
 export const FLOW_ACTIONS_BLOCK = "flow_actions";
 export const FLOW_FEEDBACK_BLOCK = "flow_feedback";
 export const FLOW_FEEDBACK_ACTION = "feedback";

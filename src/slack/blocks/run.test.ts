@@ -1,6 +1,6 @@
 import type { types } from "@slack/bolt";
 import { describe, expect, it } from "vitest";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "./ids.js";
+import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "./ids.js";
 import { blockTextLength, messageLimitViolations } from "./limits.js";
 import {
   announcementMessage,
@@ -128,6 +128,7 @@ describe("reviewMessage", () => {
     });
     expect(ofType(m, "actions")[0]?.elements).toMatchObject([
       { type: "button", action_id: APPROVE_ACTION, style: "primary", value: "rev_1", text: { text: "Approve" } },
+      { type: "button", action_id: EDIT_ACTION, value: "rev_1", text: { text: "Edit and approve…" } },
       { type: "button", action_id: REJECT_ACTION, style: "danger", value: "rev_1", text: { text: "Reject" } },
     ]);
     expectWithinLimits(m);

@@ -1,8 +1,9 @@
 // Messages about a run: the channel announcement (thread parent), progress, task
 // reviews and errors in the thread, and the completion notice in the channel.
 import type { types } from "@slack/bolt";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
+import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
+import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, formatDuration, formatUtcTime, humanizeInputName, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
 
 export interface SlackMessage {
@@ -36,13 +37,14 @@ const plain = (text: string, max: number): types.PlainTextElement => ({ type: "p
 const bold = (name: string, fallback: string) => `*${escapeMrkdwn(truncatePlain(name, NAME_MAX)) || fallback}*`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-export function outputNeedsFile(output: string): boolean {
-  return defuseSlackTokens(output).length > OUTPUT_MARKDOWN_MAX;
+/** `reserve`: room kept for other parts of the message (a review's diffs, see review-extras.ts). */
+export function outputNeedsFile(output: string, reserve = 0): boolean {
+  return defuseSlackTokens(output).length > OUTPUT_MARKDOWN_MAX - reserve;
 }
 
-export function outputBlocks(output: string, fileAttached = false): types.KnownBlock[] {
+export function outputBlocks(output: string, fileAttached = false, reserve = 0): types.KnownBlock[] {
   if (!output.trim()) return [section("_No output._")];
-  const shortened = outputNeedsFile(output);
+  const shortened = outputNeedsFile(output, reserve);
   const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: defuseSlackTokens(output) }];
   const note = shortened
     ? fileAttached
@@ -163,6 +165,21 @@ export interface ReviewParams {
   note?: string;
   /** A file with the whole output was attached. */
   outputTruncated?: boolean;
+  /** Approvals needed and given so far (several required, or an edit). */
+  approvals?: ApprovalsShown;
+  /** Edit and approve: the edited version, shown as a diff against `output`. */
+  edit?: EditShown;
+  /** A file with the edited version was attached. */
+  editFileAttached?: boolean;
+  /** Round 2 and later: the previous round, for its diff and the feedback that asked for this one. */
+  previous?: PreviousRound;
+  /** A file with the whole diff against the previous round was attached. */
+  diffFileAttached?: boolean;
+}
+
+/** Room a review message keeps for its extra parts (diffs, approvals): its output is excerpted sooner. */
+export function reviewReserve(p: Pick<ReviewParams, "approvals" | "edit" | "previous">): number {
+  return p.approvals || p.edit || p.previous ? EXTRAS_RESERVE : 0;
 }
 
 export function reviewMessage(p: ReviewParams): SlackMessage {
@@ -171,14 +188,17 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
   const note = p.note?.trim() ? fitMrkdwn(p.note.trim(), NOTE_MAX).text : "";
   const name = truncatePlain(p.taskName, NAME_MAX);
+  const reserve = reviewReserve(p);
+  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached) : [];
   if (p.state === "posted") {
     // A compact task message: the crew goes on by itself, so there is nothing to decide.
     const round = p.round > 1 ? ` · round ${p.round}` : "";
-    return { text: `✔️ Task finished: ${name}`, blocks: [section(`✔️ ${task}${agent}${round}`), ...outputBlocks(p.output, p.outputTruncated)] };
+    return { text: `✔️ Task finished: ${name}`, blocks: [section(`✔️ ${task}${agent}${round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)] };
   }
-  const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...outputBlocks(p.output, p.outputTruncated)];
+  const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)];
   if (p.state === "pending") {
     blocks.push(feedbackInput(), reviewButtons(p.reviewId));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
     if (note) blocks.push(context(note));
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
   }
@@ -187,6 +207,11 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
     return { text: `No decision needed: ${name}`, blocks };
   }
   const by = p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  if (p.state === "approved" && (p.edit || p.approvals)) {
+    blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached }));
+    if (note) blocks.push(context(note));
+    return { text: `${p.edit ? "Approved with edits" : "Approved"}: ${name}`, blocks };
+  }
   const decision = p.state === "approved" ? `✅ Approved${by}` : `↩️ Rejected${by} — retrying`;
   const feedback = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), FEEDBACK_MAX).text}` : "";
   blocks.push(section(decision + feedback));
@@ -216,6 +241,7 @@ function reviewButtons(reviewId: string): types.ActionsBlock {
     block_id: REVIEW_ACTIONS_BLOCK,
     elements: [
       { type: "button", action_id: APPROVE_ACTION, style: "primary", value: reviewId, text: plain("Approve", LIMITS.buttonText) },
+      { type: "button", action_id: EDIT_ACTION, value: reviewId, text: plain("Edit and approve…", LIMITS.buttonText) },
       { type: "button", action_id: REJECT_ACTION, style: "danger", value: reviewId, text: plain("Reject", LIMITS.buttonText) },
     ],
   };

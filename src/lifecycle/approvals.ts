@@ -1,0 +1,110 @@
+// The rules of approving a review, as pure functions: how many distinct people must approve, whether
+// the run's starter may approve, what the crew is told (human_feedback) once enough people approved,
+// and which part of a long output a Slack text input can hold for editing. The rows behind them are
+// in approval-rows.ts; Reviews.decide applies them.
+
+export interface ApprovalPolicy {
+  /** Distinct people who must approve before the crew is resumed (at least 1). */
+  required: number;
+  /** Whether whoever started the run may approve its reviews (they may always reject). */
+  selfApproval: boolean;
+}
+
+export const DEFAULT_APPROVAL_POLICY: ApprovalPolicy = { required: 1, selfApproval: true };
+
+/** The policy of a crew (or flow) from its configuration: `approvals` and `selfApproval`, defaulted. */
+export function approvalPolicy(config: { approvals?: number; selfApproval?: boolean } | undefined): ApprovalPolicy {
+  const required = Math.max(1, Math.floor(config?.approvals ?? 1));
+  return { required, selfApproval: config?.selfApproval ?? true };
+}
+
+/** One stored approval (a row of ReviewApproval, or its flow equivalent). */
+export interface StoredApproval {
+  userId: string;
+  note: string | null;
+  /** The whole output as this approver edited it (edit and approve), if they did. */
+  editedOutput: string | null;
+  createdAt: Date;
+}
+
+/** The run's starter may not approve when the policy says so. */
+export function selfApprovalRefused(policy: ApprovalPolicy, starterId: string, userId: string): boolean {
+  return !policy.selfApproval && starterId === userId;
+}
+
+export interface ApprovalTally {
+  /** Distinct approvers, oldest first. */
+  approvers: string[];
+  required: number;
+  /** Enough distinct people approved: the crew may be resumed. */
+  done: boolean;
+}
+
+export function approvalTally(approvals: readonly StoredApproval[], required: number): ApprovalTally {
+  const approvers = [...new Set(byTime(approvals).map((a) => a.userId))];
+  return { approvers, required, done: approvers.length >= Math.max(1, required) };
+}
+
+/** The edit that goes to the crew: the latest one, when several approvers edited. */
+export function latestEdit(approvals: readonly StoredApproval[]): (StoredApproval & { editedOutput: string }) | undefined {
+  return byTime(approvals)
+    .filter((a): a is StoredApproval & { editedOutput: string } => a.editedOutput !== null)
+    .at(-1);
+}
+
+export const EDITED_OUTPUT_START = "----- EDITED OUTPUT START -----";
+export const EDITED_OUTPUT_END = "----- EDITED OUTPUT END -----";
+
+/**
+ * human_feedback for an approval. One approver without an edit: their note, or "Approved" (as
+ * before). Several approvers: who approved and each one's note. An edit: says plainly that the
+ * reviewer replaced the output, and carries the edited version whole between markers.
+ */
+export function approvalFeedback(approvals: readonly StoredApproval[], subject = "this task's output"): string {
+  const ordered = byTime(approvals);
+  const edit = latestEdit(ordered);
+  const notes = ordered.filter((a) => a.note?.trim());
+  if (ordered.length <= 1 && !edit) return ordered[0]?.note?.trim() || "Approved";
+  const parts: string[] = [];
+  const who = ordered.map((a) => a.userId);
+  if (ordered.length > 1) parts.push(`Approved by ${who.length} reviewers: ${who.join(", ")}.`);
+  if (edit) {
+    const others = ordered.filter((a) => a.editedOutput !== null && a !== edit).length;
+    parts.push(
+      `The reviewer ${edit.userId} replaced ${subject} with an edited version and approved it. ` +
+        "Treat the edited version below as the approved output, in place of the original." +
+        (others ? ` (${others} earlier edit${others === 1 ? " was" : "s were"} replaced by this one.)` : ""),
+    );
+  }
+  if (notes.length === 1 && ordered.length === 1) parts.push(`Reviewer's note: ${notes[0]!.note!.trim()}`);
+  else if (notes.length) parts.push(["Reviewers' notes:", ...notes.map((a) => `- ${a.userId}: ${a.note!.trim()}`)].join("\n"));
+  if (edit) parts.push(`${EDITED_OUTPUT_START}\n${edit.editedOutput}\n${EDITED_OUTPUT_END}`);
+  return parts.join("\n\n");
+}
+
+/** Slack's plain_text_input holds at most this many characters (initial_value and typed text). */
+export const EDITABLE_MAX = 3000;
+
+/**
+ * The part of an output a text input can hold for editing, and the rest that is kept unchanged and
+ * appended after the edit. Cut at a line break when there is one in the second half of the room,
+ * never inside a surrogate pair. `head + rest === output`, always.
+ */
+export function editableSplit(output: string, max = EDITABLE_MAX): { head: string; rest: string } {
+  if (output.length <= max) return { head: output, rest: "" };
+  // Never end on the first half of a surrogate pair.
+  const high = output.charCodeAt(max - 1);
+  let head = output.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max);
+  const lineBreak = head.lastIndexOf("\n");
+  if (lineBreak >= max / 2) head = head.slice(0, lineBreak);
+  return { head, rest: output.slice(head.length) };
+}
+
+/** The whole edited output: the edited head, then the part that could not be edited, unchanged. */
+export function joinEdit(editedHead: string, rest: string): string {
+  return editedHead + rest;
+}
+
+function byTime(approvals: readonly StoredApproval[]): StoredApproval[] {
+  return [...approvals].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+}

@@ -1,0 +1,116 @@
+// The parts of a review message beyond the output and its buttons: what changed since the previous
+// round (and the feedback that asked for it), the approvals so far when a crew needs several, and an
+// edit's diff against the original. Pure builders; reviewMessage (run.ts) places them.
+import type { types } from "@slack/bolt";
+import { type CompactDiff, compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats } from "./diff.js";
+import { escapeMrkdwn, excerpt, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+
+export interface ApprovalsShown {
+  required: number;
+  by: { userId: string; note?: string; edited: boolean }[];
+}
+
+export interface EditShown {
+  by: string;
+  text: string;
+}
+
+export interface PreviousRound {
+  round: number;
+  output: string;
+  /** The feedback that asked for this round (the previous round's rejection). */
+  feedback?: string;
+  decidedBy?: string;
+}
+
+/**
+ * Room kept free in a review message for these parts: when any is present, an output longer than
+ * OUTPUT_MARKDOWN_MAX minus this is shown as an excerpt with the whole text in a file.
+ */
+export const EXTRAS_RESERVE = 2_600;
+const QUOTE_MAX = 300;
+const NOTE_MAX = 150;
+const APPROVALS_MAX = 800;
+
+const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
+const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
+const context = (text: string): types.ContextBlock => ({ type: "context", elements: [mrkdwn(text)] });
+
+/** The diff of a round against the previous one, or undefined when there is nothing to compare. */
+export function roundDiff(previous: PreviousRound | undefined, output: string): CompactDiff | undefined {
+  return previous ? compactDiff(previous.output, output, DIFF_INLINE_MAX) : undefined;
+}
+
+/** Whether the round's whole diff goes in a file (the compact one was cut). */
+export function roundDiffNeedsFile(previous: PreviousRound | undefined, output: string): boolean {
+  return roundDiff(previous, output)?.truncated ?? false;
+}
+
+/** Whether an edit's whole text goes in a file: its diff was cut, or the edited version is long. */
+export function editNeedsFile(original: string, edited: string, longOutput: (text: string) => boolean): boolean {
+  return compactDiff(original, edited, DIFF_INLINE_MAX).truncated || longOutput(edited);
+}
+
+function diffBlocks(title: string, diff: CompactDiff, fileNote: string | undefined): types.KnownBlock[] {
+  if (diff.identical) return [context(`${title}: no change.`)];
+  const blocks: types.KnownBlock[] = [section(`*${title}* (${diffStats(diff)})\n${diffCodeBlock(diff)}`)];
+  if (diff.truncated) blocks.push(context(fileNote ?? "Diff shortened to fit in Slack."));
+  return blocks;
+}
+
+/** Round 2 and later: the feedback that asked for the round, then what changed. */
+export function previousRoundBlocks(previous: PreviousRound, output: string, diffFileAttached: boolean): types.KnownBlock[] {
+  const blocks: types.KnownBlock[] = [];
+  if (previous.feedback?.trim()) {
+    const by = previous.decidedBy ? ` by ${userMention(previous.decidedBy)}` : "";
+    const quote = excerpt(quoteMrkdwn(escapeMrkdwn(previous.feedback.trim())), QUOTE_MAX).text;
+    blocks.push(section(`↩️ Round ${previous.round} was rejected${by} with this feedback:\n${quote}`));
+  }
+  const diff = compactDiff(previous.output, output, DIFF_INLINE_MAX);
+  blocks.push(...diffBlocks(`Changes since round ${previous.round}`, diff, diffFileAttached ? "The whole diff is attached below as a file." : undefined));
+  return blocks;
+}
+
+/** "1 of 2 approvals: @a (with edits)"; each approver's note under it. */
+export function approvalsLine(approvals: ApprovalsShown): string {
+  const names = approvals.by.map((a) => `${userMention(a.userId)}${a.edited ? " (with edits)" : ""}`).join(", ");
+  const count = `${Math.min(approvals.by.length, approvals.required)} of ${approvals.required} approval${approvals.required === 1 ? "" : "s"}`;
+  const notes = approvals.by
+    .filter((a) => a.note?.trim())
+    .map((a) => `${userMention(a.userId)}: ${escapeMrkdwn(truncatePlain(a.note!, NOTE_MAX))}`)
+    .join("\n");
+  const text = `${count}${names ? `: ${names}` : ""}${notes ? `\n${notes}` : ""}`;
+  return excerpt(text, APPROVALS_MAX).text;
+}
+
+/** While waiting for more approvals: who approved so far. */
+export function pendingApprovalsBlocks(approvals: ApprovalsShown, edit: EditShown | undefined, output: string): types.KnownBlock[] {
+  if (approvals.required <= 1 && !approvals.by.length) return [];
+  const blocks: types.KnownBlock[] = [context(`☑️ ${approvalsLine(approvals)}`)];
+  if (edit) blocks.push(...diffBlocks(`Proposed edit by ${userMention(edit.by)}`, compactDiff(output, edit.text, DIFF_INLINE_MAX), undefined));
+  return blocks;
+}
+
+/** The approval, with its edit (as a diff against the original) and who approved. */
+export function approvedBlocks(p: {
+  decidedBy?: string;
+  approvals?: ApprovalsShown;
+  edit?: EditShown;
+  output: string;
+  editFileAttached: boolean;
+  /** Who received the edit (default the crew). */
+  receiver?: "crew" | "flow";
+}): types.KnownBlock[] {
+  const by = p.edit ? p.edit.by : p.decidedBy;
+  const head = `✅ Approved${p.edit ? " with edits" : ""}${by ? ` by ${userMention(by)}` : ""}`;
+  const blocks: types.KnownBlock[] = [];
+  const several = p.approvals && (p.approvals.required > 1 || p.approvals.by.length > 1);
+  blocks.push(section(several ? `${head}\n${approvalsLine(p.approvals!)}` : head));
+  if (p.edit) {
+    const diff = compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX);
+    blocks.push(...diffBlocks("The edit", diff, p.editFileAttached ? "The edited version is attached below as a file." : undefined));
+    if (p.editFileAttached && !diff.truncated) blocks.push(context("The edited version is attached below as a file."));
+    blocks.push(context(p.receiver === "flow" ? "The flow received the edited version with the answer." : "The crew received the edited version as the task's output."));
+  }
+  return blocks;
+}

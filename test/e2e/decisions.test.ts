@@ -1,0 +1,332 @@
+// Review decisions teams ask for (#14): edit and approve, required approvals, self-approval, round
+// diffs. Through signed requests to /slack/events, the Slack stand-in and the local crew service.
+import { afterEach, describe, expect, it } from "vitest";
+import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/lifecycle/approvals.js";
+import type { SimTask } from "../../src/sim/crew-service.js";
+import { EDIT_TEXT_BLOCK } from "../../src/slack/blocks/index.js";
+import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
+import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
+import { clickReview, messageText, openEditModal, pendingReview, resumeCalls, startRunViaSlack, submitEdit } from "../support/reviews.js";
+
+let h: Harness;
+let f: FlowHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  await f?.close();
+  h = undefined as unknown as Harness;
+  f = undefined;
+});
+
+const BOB = "U0BOB";
+const CAROL = "U0CAROL";
+
+const review = (id: string) => h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } });
+const ephemeralsFor = (user: string) => h.slack.ephemerals.filter((e) => e.user === user);
+const resumeBody = (i: number) => resumeCalls(h)[i]!.body as { is_approve: boolean; human_feedback: string };
+/** Lets anything that would wrongly reach the crew arrive before asserting that nothing did. */
+const settle = () => new Promise((r) => setTimeout(r, 300));
+
+function tasks(outputs: Record<string, (round: number) => string>): SimTask[] {
+  return Object.entries(outputs).map(([name, output], i) => ({ id: `task-${i}`, name, agent: "Writer", humanInput: true, output: (ctx) => output(ctx.round) }));
+}
+
+describe("edit and approve", () => {
+  it("opens the output in a modal; submitting approves with the edit: the crew gets it, the thread shows the diff", async () => {
+    h = await startHarness();
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const original = (await review(pending.reviewId)).output;
+    expect(original).toContain("has grown steadily");
+
+    const modal = await openEditModal(h, pending);
+    const input = modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK);
+    expect(input.element.initial_value).toBe(original);
+    expect(JSON.stringify(modal.view.blocks)).not.toMatch(/kept unchanged/);
+
+    const edited = original.replace("has grown steadily", "has doubled");
+    const answer = await submitEdit(h, modal, edited, "Tightened the first finding");
+    expect(answer.status).toBe(200);
+
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    const body = resumeBody(0);
+    expect(body.is_approve).toBe(true);
+    expect(body.human_feedback).toMatch(/The reviewer U0ALICE replaced this task's output with an edited version/);
+    expect(body.human_feedback).toContain("Reviewer's note: Tightened the first finding");
+    expect(body.human_feedback).toContain(`${EDITED_OUTPUT_START}\n${edited}\n${EDITED_OUTPUT_END}`);
+
+    const text = await eventually(() => {
+      const t = messageText(h, pending.msg.ts);
+      return t.includes("Approved with edits") ? t : undefined;
+    });
+    expect(text).toContain(`Approved with edits by <@${USER}>`);
+    expect(text).toContain("[-grown steadily-]{+doubled+}");
+    expect(text).not.toContain("review_approve");
+    const stored = await review(pending.reviewId);
+    expect(stored).toMatchObject({ state: "approved", decidedBy: USER, feedback: "Tightened the first finding" });
+    expect(await h.bot.database.prisma.reviewApproval.findMany({ where: { reviewId: pending.reviewId } })).toMatchObject([{ userId: USER, editedOutput: edited }]);
+    const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "decision", taskKey: "research_task" } });
+    expect(audit).toMatchObject({ actor: USER, decision: "approve", feedback: "Tightened the first finding", detail: { outcome: "decided", edited: true, editedBy: USER } });
+    // Short: no file for the edited version.
+    expect(h.slack.files.filter((f) => f.filename.includes("edited"))).toHaveLength(0);
+
+    // A replayed submission sends nothing more.
+    await submitEdit(h, modal, `${edited} again`);
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect(h.slack.violations).toEqual([]);
+  });
+
+  it("offers the first part of an output too long for a text input, appends the rest unchanged, and attaches the edited version", async () => {
+    const line = (i: number) => `Paragraph ${i}: ${"the reef survey recorded steady numbers ".repeat(4).trim()}.`;
+    const long = Array.from({ length: 80 }, (_, i) => line(i)).join("\n");
+    expect(long.length).toBeGreaterThan(10_000);
+    h = await startHarness({ crew: { tasks: tasks({ report_task: () => long }) } });
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+
+    const modal = await openEditModal(h, pending);
+    const head: string = modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK).element.initial_value;
+    expect(head.length).toBeLessThanOrEqual(3000);
+    expect(long.startsWith(head)).toBe(true);
+    const all = JSON.stringify(modal.view.blocks);
+    expect(all).toMatch(/only the first [\d,]+ are here to edit/);
+    expect(all).toMatch(/kept unchanged and appended after your edit/);
+
+    const editedHead = head.replace("Paragraph 0:", "Opening:");
+    await submitEdit(h, modal, editedHead);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    const expected = editedHead + long.slice(head.length);
+    expect(resumeBody(0).human_feedback).toContain(`${EDITED_OUTPUT_START}\n${expected}\n${EDITED_OUTPUT_END}`);
+    const file = await eventually(() => h.slack.files.find((f) => f.filename.endsWith("-edited.md")), { what: "the edited version's file" });
+    expect(file.content).toBe(expected);
+    expect(await eventually(() => messageText(h, pending.msg.ts).includes("Approved with edits"))).toBe(true);
+    expect(messageText(h, pending.msg.ts)).toContain("The edited version is attached below as a file.");
+    expect(h.slack.violations).toEqual([]);
+  });
+
+  it("refuses an edit form submitted by someone other than who opened it", async () => {
+    h = await startHarness();
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const modal = await openEditModal(h, pending);
+    const answer = await submitEdit(h, modal, "Entirely different text", "", BOB);
+    expect(answer.json).toMatchObject({ response_action: "errors", errors: { [EDIT_TEXT_BLOCK]: expect.stringMatching(/opened by someone else/) } });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect((await review(pending.reviewId)).state).toBe("pending");
+    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+  });
+});
+
+describe("required approvals", () => {
+  it("resumes once two distinct people approved; the same person twice still waits; each note reaches the crew", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.approvals = 2;
+    const execution = await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+
+    await clickReview(h, pending, true, "Looks right to me", USER);
+    await eventually(() => ephemeralsFor(USER).find((e) => /1 of 2 approvals/.test(e.text ?? "")), { what: "the first approval's note" });
+    await eventually(() => messageText(h, pending.msg.ts).includes(`1 of 2 approvals: <@${USER}>`), { what: "1 of 2 in the message" });
+    expect(messageText(h, pending.msg.ts)).toContain("review_approve");
+
+    await clickReview(h, pending, true, "", USER);
+    await eventually(() => ephemeralsFor(USER).find((e) => /already approved/.test(e.text ?? "")), { what: "already approved" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect((await review(pending.reviewId)).state).toBe("pending");
+
+    await clickReview(h, pending, true, "Ship it", BOB);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    const body = resumeBody(0);
+    expect(body.is_approve).toBe(true);
+    expect(body.human_feedback).toContain(`Approved by 2 reviewers: ${USER}, ${BOB}.`);
+    expect(body.human_feedback).toContain(`- ${USER}: Looks right to me`);
+    expect(body.human_feedback).toContain(`- ${BOB}: Ship it`);
+    await eventually(async () => (await review(pending.reviewId)).state === "approved");
+    const text = await eventually(() => (messageText(h, pending.msg.ts).includes("Approved by") ? messageText(h, pending.msg.ts) : undefined));
+    expect(text).toContain(`2 of 2 approvals: <@${USER}>, <@${BOB}>`);
+
+    // A third click changes nothing.
+    await clickReview(h, pending, true, "", CAROL);
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+
+    const rows = await h.bot.database.prisma.auditRecord.findMany({ where: { taskKey: "research_task" }, orderBy: { createdAt: "asc" } });
+    expect(rows.map((r) => [r.kind, r.actor, r.decision])).toEqual([
+      ["approval", USER, "approve"],
+      ["decision", BOB, "approve"],
+    ]);
+    expect(rows[0]!.detail).toMatchObject({ approvals: 1, required: 2 });
+    expect(rows[1]!.detail).toMatchObject({ outcome: "decided", approvers: [USER, BOB] });
+    await h.requests.command({ text: `audit ${execution.kickoffId}`, user_id: USER, channel_id: CHANNEL });
+    const answer = await eventually(() => h.slack.callsTo("response_url").at(-1), { what: "the audit answer" });
+    // Mentions are mentions (the lines are mrkdwn already, not escaped a second time).
+    expect(String(answer.args.text)).toContain(`<@${USER}> approved *research_task* round 1 (1 of 2 approvals): “Looks right to me”`);
+    expect(String(answer.args.text)).toMatch(/<@U0BOB> approved \*research_task\* round 1 after/);
+    expect(h.slack.violations).toEqual([]);
+  });
+
+  it("a reject by any allowed reviewer rejects at once, after an approval", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.approvals = 2;
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    await clickReview(h, pending, true, "", BOB);
+    await eventually(() => messageText(h, pending.msg.ts).includes("1 of 2 approvals"));
+    await clickReview(h, pending, false, "Needs primary sources", CAROL);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: "Needs primary sources" });
+    await eventually(async () => (await review(pending.reviewId)).state === "rejected");
+    expect(await review(pending.reviewId)).toMatchObject({ decidedBy: CAROL, decision: "reject" });
+  });
+
+  it("two approvals at once from different people resume the crew exactly once", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.approvals = 2;
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    await Promise.all([clickReview(h, pending, true, "", BOB), clickReview(h, pending, true, "", CAROL)]);
+    await eventually(async () => (await review(pending.reviewId)).state === "approved");
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+  });
+});
+
+describe("self-approval", () => {
+  it("refuses the run's starter privately (no resume), lets them reject, and lets someone else approve", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.selfApproval = false;
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+
+    await clickReview(h, pending, true, "Mine is fine", USER);
+    const refusal = await eventually(() => ephemeralsFor(USER).find((e) => /You started this run/.test(e.text ?? "")), { what: "the refusal" });
+    expect(refusal.text).toMatch(/nothing was sent to the crew/);
+    expect(refusal.text).toMatch(/may still reject/);
+    // The edit form is refused the same way, before it opens.
+    const opened = h.slack.callsTo("views.open").length;
+    await h.requests.blockAction({
+      user_id: USER,
+      channel_id: CHANNEL,
+      message_ts: pending.msg.ts,
+      thread_ts: pending.msg.thread_ts,
+      trigger_id: h.slack.issueTrigger(USER),
+      action: { action_id: "review_edit", block_id: pending.blockId, value: pending.reviewId },
+    });
+    await eventually(() => ephemeralsFor(USER).filter((e) => /You started this run/.test(e.text ?? "")).length === 2, { what: "the edit refusal" });
+    await settle();
+    expect(h.slack.callsTo("views.open")).toHaveLength(opened);
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+    expect((await review(pending.reviewId)).state).toBe("pending");
+
+    await clickReview(h, pending, false, "Add sources", USER);
+    await eventually(() => resumeCalls(h).length === 1);
+    expect(resumeBody(0).is_approve).toBe(false);
+
+    const round2 = await pendingReview(h, { exclude: new Set([pending.reviewId]) });
+    await clickReview(h, round2, true, "", BOB);
+    await eventually(() => resumeCalls(h).length === 2);
+    expect(resumeBody(1).is_approve).toBe(true);
+  });
+});
+
+describe("round diffs", () => {
+  it("round 2 shows what changed since round 1 and quotes the feedback that asked for it", async () => {
+    h = await startHarness();
+    await startRunViaSlack(h);
+    const first = await pendingReview(h);
+    await clickReview(h, first, false, "Cite primary sources", USER);
+    const second = await pendingReview(h, { exclude: new Set([first.reviewId]) });
+    expect((await review(second.reviewId)).round).toBe(2);
+    const text = messageText(h, second.msg.ts);
+    expect(text).toContain(`Round 1 was rejected by <@${USER}> with this feedback:`);
+    expect(text).toContain("with this feedback:\\n> Cite primary sources");
+    expect(text).toContain("Changes since round 1");
+    expect(text).toMatch(/\{\+[^}]*## Revision \(round 2\)/);
+    expect(h.slack.files.filter((f) => f.filename.endsWith(".diff"))).toHaveLength(0);
+    // Round 1 shows no diff.
+    expect(messageText(h, first.msg.ts)).not.toContain("Changes since");
+    expect(h.slack.violations).toEqual([]);
+  });
+
+  it("attaches the whole diff as a file when it is long", async () => {
+    const words = (round: number) => Array.from({ length: 400 }, (_, i) => `word${i}-r${round}`).join(" ");
+    h = await startHarness({ crew: { tasks: tasks({ draft_task: (round) => words(round) }) } });
+    await startRunViaSlack(h);
+    const first = await pendingReview(h);
+    await clickReview(h, first, false, "Rewrite all of it", USER);
+    const second = await pendingReview(h, { exclude: new Set([first.reviewId]) });
+    const file = await eventually(() => h.slack.files.find((f) => f.filename.endsWith(".diff")), { what: "the diff file" });
+    expect(file.filename).toBe("draft_task-round-1-to-2.diff");
+    expect(file.content).toContain("--- round-1");
+    expect(file.content).toContain("+++ round-2");
+    expect(file.content).toContain(`+${words(2)}`);
+    expect(messageText(h, second.msg.ts)).toContain("The whole diff is attached below as a file.");
+    expect(h.slack.violations).toEqual([]);
+  });
+});
+
+describe("flow feedback requests", () => {
+  const flowText = (ts: string) => JSON.stringify(f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
+
+  it("edit and approve: the flow gets its approve outcome with the edited text; the message shows the diff", async () => {
+    f = await startFlowHarness();
+    await f.flow.send({ output: "The reef grew by five percent this year." });
+    const req = await pendingFlowRequest(f.h);
+    const modal = await openFlowEdit(f.h, req);
+    expect(modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK).element.initial_value).toBe("The reef grew by five percent this year.");
+
+    await submitEdit(f.h, modal, "The reef grew by seven percent this year.", "Checked the survey");
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    const feedback = String(f.flow.answers[0]!.feedback);
+    expect(feedback.startsWith("approved\n\nThe reviewer U0ALICE replaced the output with an edited version and approved it.")).toBe(true);
+    expect(feedback).toContain("Reviewer's note: Checked the survey");
+    expect(feedback).toContain(`${EDITED_OUTPUT_START}\nThe reef grew by seven percent this year.\n${EDITED_OUTPUT_END}`);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered");
+    const text = await eventually(() => (flowText(req.msg.ts).includes("Approved with edits") ? flowText(req.msg.ts) : undefined));
+    expect(text).toContain(`Approved with edits by <@${USER}>`);
+    expect(text).toContain("[-five-]{+seven+}");
+    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id, kind: "flow_decision" } });
+    expect(audit).toMatchObject({ actor: USER, decision: "approved", detail: { outcome: "answered", edited: true } });
+    expect(f.flow.calls).toHaveLength(1);
+  });
+
+  it("edit and approve on a free-feedback flow (no outcomes): the edit is the feedback", async () => {
+    f = await startFlowHarness();
+    await f.flow.send({ emit: null, output: "Draft one" });
+    const req = await pendingFlowRequest(f.h);
+    const modal = await openFlowEdit(f.h, req);
+    await submitEdit(f.h, modal, "Draft two");
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    const feedback = String(f.flow.answers[0]!.feedback);
+    expect(feedback.startsWith("The reviewer U0ALICE replaced the output with an edited version")).toBe(true);
+    expect(feedback).toContain(`${EDITED_OUTPUT_START}\nDraft two\n${EDITED_OUTPUT_END}`);
+  });
+
+  it("two required approvals: one approval (or the same person twice) sends nothing; the second person's sends once; a reject decides at once", async () => {
+    f = await startFlowHarness({ flow: { approvals: 2 } });
+    await f.flow.send({ output: "First draft" });
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "approved", "Good", USER);
+    await eventually(() => flowText(req.msg.ts).includes(`1 of 2 approvals: <@${USER}>`), { what: "1 of 2" });
+    await clickFlow(f.h, req, "approved", "", USER);
+    await eventually(() => f!.h.slack.ephemerals.find((e) => /already approved/.test(e.text ?? "")), { what: "already approved" });
+    await settle();
+    expect(f.flow.calls).toHaveLength(0);
+    await clickFlow(f.h, req, "approved", "Fine by me", BOB);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the answer" });
+    expect(f.flow.answers[0]!.feedback).toBe(`approved\n\nApproved by 2 reviewers: ${USER}, ${BOB}.\n\nReviewers' notes:\n- ${USER}: Good\n- ${BOB}: Fine by me`);
+    await eventually(() => flowText(req.msg.ts).includes(`2 of 2 approvals: <@${USER}>, <@${BOB}>`));
+
+    await f.flow.send({ output: "Second draft" });
+    const second = await pendingFlowRequest(f.h, "Second draft");
+    await clickFlow(f.h, second, "approved", "", USER);
+    await eventually(() => flowText(second.msg.ts).includes("1 of 2 approvals"));
+    await clickFlow(f.h, second, "rejected", "Not yet", CAROL);
+    await eventually(() => f!.flow.answers.length === 2, { what: "the reject" });
+    expect(f.flow.answers[1]!.feedback).toBe("rejected\n\nNot yet");
+    expect(f.flow.calls).toHaveLength(2);
+  });
+});
