@@ -15,14 +15,17 @@ import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCal
 import { registerCrewCommand } from "./kickoff/command.js";
 import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
+import type { ReviewDeadlines } from "./lifecycle/deadlines.js";
 import { Lifecycle } from "./lifecycle/index.js";
-import type { Clock, Execution, WebhookUrls } from "./lifecycle/ports.js";
+import type { Clock, Execution, Review, WebhookUrls } from "./lifecycle/ports.js";
 import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
 import { createLogger, type Logger } from "./log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
 import { registerReviewActions } from "./review/actions.js";
+import { ReviewEscalations } from "./review/escalation.js";
+import { registerReassignActions } from "./review/reassign.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
 import type { FeatureDeps } from "./slack/deps.js";
@@ -41,6 +44,8 @@ export interface CrewlineOptions {
   watcher?: Partial<WatcherOptions>;
   /** How often due review reminders are looked for (default 60 s). */
   reminderIntervalMs?: number;
+  /** How often passed review deadlines are looked for (default 10 s). */
+  deadlineIntervalMs?: number;
 }
 
 export interface Crewline {
@@ -51,6 +56,10 @@ export interface Crewline {
   watcher: RunWatcher;
   reviewers: ReviewerRules;
   reminders: ReviewReminders;
+  /** Review deadlines (decideWithin / onTimeout). */
+  deadlines: ReviewDeadlines;
+  /** Escalation after the last reminder, and reassignment. */
+  escalations: ReviewEscalations;
   /** Flow feedback requests (POST /hooks/flows/<name>). */
   flows: FlowRequests;
   /** The figures GET /metrics serves. */
@@ -183,10 +192,15 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       });
 
   const reviewers = new ReviewerRules(crews, async (usergroup) => (await app.client.usergroups.users.list({ usergroup })).users ?? [], log, opts.clock);
+  const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
+  const notifier = metrics.instrumentNotifier(new SlackRunNotifier(app.client, log));
+  // Bound below, once the lifecycle (and its audit trail) exists.
+  let escalations: ReviewEscalations | undefined;
+  const afterReminder = async (execution: Execution, review: Review, sent: number) => void (await escalations?.afterReminder(execution, review, sent));
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
-    notifier: metrics.instrumentNotifier(new SlackRunNotifier(app.client, log)),
+    notifier,
     webhookUrls,
     log,
     clock: opts.clock,
@@ -195,10 +209,26 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     claimStaleMs: config.polling?.claimStaleMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
+    deadlinePolicy: {
+      deadlineOf: (name) => {
+        const crew = crews.config(name);
+        return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
+      },
+      reviewersOf: (name) => reviewers.who(name),
+    },
+    afterReminder,
   });
-  const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
+  escalations = new ReviewEscalations({
+    db: database.prisma,
+    notifier,
+    audit: lifecycle.audit,
+    log,
+    clock: opts.clock,
+    escalateToOf: (name) => crews.config(name)?.escalateTo,
+    reminderMax: reminderSettings.max,
+  });
   const reminders = new ReviewReminders(
-    { db: database.prisma, client: app.client, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
+    { db: database.prisma, client: app.client, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock, afterReminder },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
@@ -229,12 +259,13 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   // Seals kickoff forms to their user and channel (kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey };
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey, escalations };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerReviewActions(app, deps);
+  registerReassignActions(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
   app.error(async (error) => log.error("slack handler failed", { err: error }));
@@ -248,6 +279,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     watcher,
     reviewers,
     reminders,
+    deadlines: lifecycle.deadlines,
+    escalations,
     flows,
     metrics,
     async start() {
@@ -260,6 +293,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       reviewers.prefetch();
       flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
+      lifecycle.deadlines.start(opts.deadlineIntervalMs);
       flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs });
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
@@ -274,6 +308,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     async stop() {
       await watcher.stop();
       reminders.stop();
+      lifecycle.deadlines.stop();
       await flows.stop();
       await app.stop().catch(() => {});
       // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.

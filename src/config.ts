@@ -4,6 +4,7 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
+import { parseDuration } from "./text/duration.js";
 
 export interface ReviewerRules {
   users: string[];
@@ -21,7 +22,16 @@ export interface CrewConfig {
   reviewers?: ReviewerRules;
   /** Ask the crew for its event stream (webhooks: {events, url, …}) on kickoff and resume. */
   eventStream?: boolean;
+  /** How long a review may wait for a decision (decideWithin / CREW_DECIDE_WITHIN); unset: no deadline. */
+  decideWithinMs?: number;
+  /** What happens at the deadline (onTimeout / CREW_ON_TIMEOUT); default remind. */
+  onTimeout?: TimeoutAction;
+  /** Who is mentioned, and may decide, once a review got its last reminder (escalateTo / CREW_ESCALATE_TO). */
+  escalateTo?: ReviewerRules;
 }
+
+export const TIMEOUT_ACTIONS = ["reject", "approve", "remind"] as const;
+export type TimeoutAction = (typeof TIMEOUT_ACTIONS)[number];
 
 /** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
 export interface FlowConfig {
@@ -83,6 +93,9 @@ const VARIABLES: Record<string, string> = {
   CREW_USER_TOKEN: "an optional user-scoped bearer token used for read-only crew calls",
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
+  CREW_DECIDE_WITHIN: "how long a review may wait for a decision, e.g. 90s, 30m, 24h or 1h30m (unset: no deadline)",
+  CREW_ON_TIMEOUT: "what happens when a review's deadline passes: reject, approve or remind (default remind)",
+  CREW_ESCALATE_TO: "comma-separated Slack user ids (U…) and user group ids (S…) mentioned after a review's last reminder, who may then decide it too",
   CREW_EVENT_STREAM: "true to have the crew also send its event stream (task, tool and LLM events) to the bot (default false)",
   CREWS_FILE: "a YAML or JSON file listing several crews (crews:) and flows (flows:)",
   FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
@@ -122,8 +135,28 @@ const crewFileEntry = z
     channels: idList.optional(),
     reviewers: idList.optional(),
     eventStream: z.boolean().optional(),
+    decideWithin: z.union([z.string(), z.number()]).optional(),
+    onTimeout: z.string().optional(),
+    escalateTo: idList.optional(),
   })
   .strict();
+
+/** "90s", "30m", "24h", "1h30m", "2d" (a bare number is seconds), between 10 seconds and 30 days. */
+const decideWithin = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const ms = typeof value === "number" ? value * 1000 : /^\s*\d+\s*$/.test(value) ? Number(value) * 1000 : parseDuration(value);
+  if (ms === undefined || !Number.isFinite(ms)) {
+    ctx.addIssue({ code: "custom", message: 'use a duration such as "90s", "30m", "24h" or "1h30m"' });
+    return z.NEVER;
+  }
+  if (ms < 10_000 || ms > 30 * 86_400_000) {
+    ctx.addIssue({ code: "custom", message: "use between 10s and 30d" });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** Escalation ids: users (U…, W…) and user groups (S…). */
+const escalationIds = z.array(z.string().regex(/^[UWS][A-Z0-9]{2,}$/, "must be user ids (U…) or user group ids (S…)"));
 
 const flowName = z
   .string()
@@ -179,13 +212,50 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     const userToken = entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined);
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
+    const decisions = readDecisionSettings({ decideWithin: entry.decideWithin, onTimeout: entry.onTimeout, escalateTo: entry.escalateTo }, (key, message) =>
+      problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" ${key}: ${message}`),
+    );
     if (baseUrl && token)
-      crews.push({ name: entry.name, baseUrl, token, userToken, channels: entry.channels, reviewers: parseReviewers(entry.reviewers), eventStream: entry.eventStream });
+      crews.push({
+        name: entry.name,
+        baseUrl,
+        token,
+        userToken,
+        channels: entry.channels,
+        reviewers: parseReviewers(entry.reviewers),
+        eventStream: entry.eventStream,
+        ...decisions,
+      });
   }
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) problems.push(`${describe("CREWS_FILE")}: crew name "${dup}" appears twice`);
   return { crews, flows };
+}
+
+/** decideWithin / onTimeout / escalateTo of one crew, checked; problems go to `report` (key, message). */
+function readDecisionSettings(
+  raw: { decideWithin?: string | number; onTimeout?: string; escalateTo?: string[] },
+  report: (key: string, message: string) => void,
+): Pick<CrewConfig, "decideWithinMs" | "onTimeout" | "escalateTo"> {
+  const out: Pick<CrewConfig, "decideWithinMs" | "onTimeout" | "escalateTo"> = {};
+  if (raw.decideWithin !== undefined) {
+    const parsed = decideWithin.safeParse(raw.decideWithin);
+    if (parsed.success) out.decideWithinMs = parsed.data;
+    else report("decideWithin", parsed.error.issues[0]?.message ?? "invalid");
+  }
+  if (raw.onTimeout !== undefined) {
+    const parsed = z.enum(TIMEOUT_ACTIONS).safeParse(raw.onTimeout.trim().toLowerCase());
+    if (parsed.success) out.onTimeout = parsed.data;
+    else report("onTimeout", "use reject, approve or remind");
+  }
+  if (raw.escalateTo !== undefined && raw.escalateTo.length > 0) {
+    const parsed = escalationIds.safeParse(raw.escalateTo);
+    if (parsed.success) out.escalateTo = parseReviewers(parsed.data);
+    else report("escalateTo", `${parsed.error.issues[0]?.message ?? "invalid"} (got "${String(raw.escalateTo[Number(parsed.error.issues[0]?.path[0] ?? 0)] ?? "").slice(0, 40)}")`);
+  }
+  if (out.onTimeout && out.decideWithinMs === undefined) report("onTimeout", "has no effect without decideWithin (set both)");
+  return out;
 }
 
 function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
@@ -296,6 +366,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!token) problems.push(`CREW_TOKEN is missing: ${VARIABLES.CREW_TOKEN}`);
     const checkedUrl = check("CREW_BASE_URL", httpUrl, baseUrl);
     const channels = optional(env, "CREW_CHANNELS");
+    const envName = { decideWithin: "CREW_DECIDE_WITHIN", onTimeout: "CREW_ON_TIMEOUT", escalateTo: "CREW_ESCALATE_TO" } as Record<string, string>;
+    const escalateTo = optional(env, "CREW_ESCALATE_TO");
+    const decisionEnv = readDecisionSettings(
+      { decideWithin: optional(env, "CREW_DECIDE_WITHIN"), onTimeout: optional(env, "CREW_ON_TIMEOUT"), escalateTo: escalateTo ? idList.parse(escalateTo) : undefined },
+      (key, message) => problems.push(`${describe(envName[key]!)} is invalid: ${message}`),
+    );
     if (checkedUrl && token) {
       crews = [
         {
@@ -306,6 +382,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           channels: channels ? idList.parse(channels) : undefined,
           reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
           eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
+          ...decisionEnv,
         },
       ];
     }

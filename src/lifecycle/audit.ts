@@ -7,7 +7,7 @@ import type { Logger } from "../log.js";
 import { insertAuditRow } from "./rows.js";
 
 export type { AuditRecord };
-export type AuditKind = "kickoff" | "decision" | "completion" | "flow_decision";
+export type AuditKind = "kickoff" | "decision" | "completion" | "flow_decision" | "deadline" | "escalation" | "reassignment";
 
 export interface NewAuditRecord {
   /** The crew run; null for a flow feedback request (then flowRequestId is set). */

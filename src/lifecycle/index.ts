@@ -4,6 +4,7 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
+import { type DeadlineDeps, type DeadlinePolicy, ReviewDeadlines } from "./deadlines.js";
 import { type Clock, type CrewDirectory, type Execution, type RunNotifier, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
 import { anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
@@ -23,6 +24,10 @@ export interface LifecycleDeps {
   claimStaleMs?: number;
   /** Recorded callbacks processed at once (default 2; see Callbacks). */
   processingConcurrency?: number;
+  /** Per-crew review deadlines (decideWithin / onTimeout); unset: no deadlines. */
+  deadlinePolicy?: DeadlinePolicy;
+  /** After a review's reminder (escalation). */
+  afterReminder?: DeadlineDeps["afterReminder"];
 }
 
 export class Lifecycle {
@@ -31,13 +36,24 @@ export class Lifecycle {
   readonly progress: ProgressCoalescer;
   readonly callbacks: Callbacks;
   readonly audit: Audit;
+  readonly deadlines: ReviewDeadlines;
 
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
     this.audit = new Audit(deps.db, deps.log);
     this.progress = new ProgressCoalescer(deps.db, deps.notifier, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.notifier, deps.log, clock, this.progress, this.audit, deps.claimStaleMs);
-    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit);
+    this.deadlines = new ReviewDeadlines({
+      db: deps.db,
+      notifier: deps.notifier,
+      audit: this.audit,
+      log: deps.log,
+      clock,
+      policy: deps.deadlinePolicy,
+      decide: (decision) => this.reviews.decide(decision),
+      afterReminder: (execution, review, sent) => deps.afterReminder?.(execution, review, sent) ?? Promise.resolve(),
+    });
+    this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit, this.deadlines.stamp);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);
   }
 }

@@ -25,6 +25,8 @@ export interface RunNotifier {
   showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null): Promise<{ ts: string }>;
   /** A plain notice in the run's thread (e.g. a crew error). */
   postThreadNotice(execution: Execution, text: string): Promise<void>;
+  /** A reply in the run's thread, as written (mrkdwn with mentions): deadline reminders, escalations, reassignments. */
+  postThreadMessage(execution: Execution, text: string): Promise<void>;
 }
 
 export interface CrewDirectory {

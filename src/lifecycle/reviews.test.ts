@@ -33,6 +33,7 @@ const notifier: RunNotifier = {
   postCompletion: async () => ({ ts: "100.9" }),
   showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
   postThreadNotice: async () => {},
+  postThreadMessage: async () => {},
 };
 
 async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Execution; review: Review }> {

@@ -24,10 +24,18 @@ export interface Decision {
   userId: string;
   approve: boolean;
   feedback: string;
+  /** Taken by the review's deadline (deadlines.ts): no reviewer gate, the same claim as a click. */
+  byDeadline?: boolean;
 }
 
-/** Decides whether a user may decide a review; issue-level rules plug in here. */
-export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ allowed: true } | { allowed: false; who: string }>;
+/**
+ * Decides whether a user may decide a review; issue-level rules plug in here. The review, when given,
+ * may let in more people than the crew's rules (its escalation, its reassignment).
+ */
+export type ReviewerGate = (execution: Execution, userId: string, review?: Review) => Promise<{ allowed: true } | { allowed: false; who: string }>;
+
+/** Called when a round becomes a review (pending), before its message shows it: returns the row to show (e.g. with its deadline). */
+export type OnPending = (execution: Execution, review: Review) => Promise<Review>;
 
 export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
 
@@ -100,6 +108,7 @@ export class Reviews {
     private readonly clock: Clock,
     private readonly gate: ReviewerGate = anyoneMayDecide,
     private readonly audit?: Audit,
+    private readonly onPending?: OnPending,
   ) {
     this.rows = new ReviewRows(db);
   }
@@ -166,8 +175,9 @@ export class Reviews {
 
   /** posted → pending, once; the task message gets its decision controls in place. */
   private async promote(execution: Execution, review: Review, resumeTaskId?: string): Promise<Review | undefined> {
-    const promoted = await this.rows.transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
-    if (!promoted) return undefined;
+    const moved = await this.rows.transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
+    if (!moved) return undefined;
+    const promoted = this.onPending ? await this.onPending(execution, moved) : moved;
     await this.runs.transition(execution.id, "review_opened");
     // No ts yet: the post under way sees the new state when it stores its ts, and updates then.
     if (promoted.messageTs) await this.showDecision(execution, promoted);
@@ -208,7 +218,7 @@ export class Reviews {
     // Another delivery (or replica) stored this round first.
     if (!review) return undefined;
     if (state === "pending") await this.runs.transition(execution.id, "review_opened");
-    return this.post(execution, review);
+    return this.post(execution, state === "pending" && this.onPending ? await this.onPending(execution, review) : review);
   }
 
   /** Posts a stored review's message once, under a claim that a dead replica's successor can retake. */
@@ -261,7 +271,7 @@ export class Reviews {
     const feedback = decision.feedback.trim();
     if (!decision.approve && !feedback) return { kind: "feedback_required" };
     if (review.state !== "pending") return { kind: "already_decided", review };
-    const gate = await this.gate(execution, decision.userId);
+    const gate = decision.byDeadline ? ({ allowed: true } as const) : await this.gate(execution, decision.userId, review);
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
 
     const claimed = await this.move(review.id, "claimed", {
@@ -269,6 +279,7 @@ export class Reviews {
       decision: decision.approve ? "approve" : "reject",
       feedback: feedback || null,
       decidedAt: this.clock.now(),
+      decidedByDeadline: !!decision.byDeadline,
     });
     if (!claimed) return { kind: "already_decided", review: await this.db.review.findUniqueOrThrow({ where: { id: review.id } }) };
 
@@ -310,7 +321,7 @@ export class Reviews {
       msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
       resumeStatus: extra.resumeStatus ?? null,
       resumeMessage: extra.resumeMessage ?? null,
-      detail: { outcome, reviewId: review.id, ...(extra.message ? { message: extra.message } : {}) },
+      detail: { outcome, reviewId: review.id, ...(decision.byDeadline ? { byDeadline: true } : {}), ...(extra.message ? { message: extra.message } : {}) },
     });
   }
 
@@ -334,7 +345,7 @@ export class Reviews {
       return { kind: "decided", review: decided, resume: {} };
     }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
-    const reopened = await this.settle(review.id, "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null });
+    const reopened = await this.settle(review.id, "resume_failed", { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false });
     await this.recordDecision(reopened, decision, "resume_failed", { message });
     return { kind: "resume_failed", review: reopened, message };
   }

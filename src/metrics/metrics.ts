@@ -371,6 +371,7 @@ export class Metrics {
       },
       showProgress: (execution: Execution, progress: ProgressSnapshot, ts: string | null) => inner.showProgress(execution, progress, ts),
       postThreadNotice: (execution: Execution, text: string) => inner.postThreadNotice(execution, text),
+      postThreadMessage: (execution: Execution, text: string) => inner.postThreadMessage(execution, text),
     };
   }
 

@@ -23,6 +23,8 @@ export interface ReminderDeps {
   reviewersOf: (crewName: string) => string | undefined;
   log: Logger;
   clock?: Clock;
+  /** Called after a reminder was posted, with the reminders the review has had (escalation.ts). */
+  afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<unknown>;
 }
 
 /** When reminder number `sent + 1` is due, for a review created at `createdAt`. */
@@ -95,6 +97,7 @@ export class ReviewReminders {
       try {
         await this.post(execution, review, now);
         sent++;
+        await this.deps.afterReminder?.(execution, { ...review, remindersSent: count }, count);
       } catch (err) {
         this.deps.log.warn("could not post review reminder", { reviewId: review.id, err });
       }

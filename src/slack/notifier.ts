@@ -1,8 +1,19 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
+import type { TimeoutAction } from "../config.js";
 import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-import { announcementMessage, completionMessage, errorNotice, outputNeedsFile, progressMessage, type RunState, reviewMessage, type SlackMessage } from "./blocks/index.js";
+import {
+  announcementMessage,
+  completionMessage,
+  errorNotice,
+  outputNeedsFile,
+  pendingReviewNotes,
+  progressMessage,
+  type RunState,
+  reviewMessage,
+  type SlackMessage,
+} from "./blocks/index.js";
 
 const RUN_STATE: Record<string, RunState> = {
   starting: "starting",
@@ -27,9 +38,19 @@ export function announcementFor(execution: Execution): SlackMessage {
   });
 }
 
-function reviewFor(review: Review, note?: string): SlackMessage {
+function reviewFor(review: Review, note?: string, now = new Date()): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
+  // A deadline already acted on (a reminder posted) is no longer announced.
+  const deadline = review.decideBy && review.onTimeout && !review.deadlineHandledAt ? { at: review.decideBy, action: review.onTimeout as TimeoutAction } : undefined;
   return reviewMessage({
+    pendingNotes: pendingReviewNotes({
+      deadline,
+      escalatedTo: review.escalatedAt && review.escalatedTo ? review.escalatedTo.split(",").filter(Boolean) : undefined,
+      reassignedTo: review.reassignedTo ?? undefined,
+      now,
+    }),
+    reassignable: true,
+    byDeadline: review.decidedByDeadline,
     reviewId: review.id,
     taskName: review.taskName,
     agent: review.agent ?? undefined,
@@ -113,6 +134,15 @@ export class SlackRunNotifier implements RunNotifier {
     }
     const posted = await this.client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message });
     return { ts: posted.ts! };
+  }
+
+  async postThreadMessage(execution: Execution, text: string): Promise<void> {
+    await this.client.chat.postMessage({
+      channel: execution.channelId,
+      thread_ts: execution.threadTs ?? undefined,
+      text,
+      blocks: [{ type: "section", text: { type: "mrkdwn", text } }],
+    });
   }
 
   async postThreadNotice(execution: Execution, text: string): Promise<void> {

@@ -1,3 +1,4 @@
+export * from "./deadline.js";
 export * from "./flow.js";
 export * from "./help.js";
 export * from "./ids.js";

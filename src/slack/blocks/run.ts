@@ -1,7 +1,7 @@
 // Messages about a run: the channel announcement (thread parent), progress, task
 // reviews and errors in the thread, and the completion notice in the channel.
 import type { types } from "@slack/bolt";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REASSIGN_ACTION, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, formatDuration, formatUtcTime, humanizeInputName, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
 
@@ -163,6 +163,12 @@ export interface ReviewParams {
   note?: string;
   /** A file with the whole output was attached. */
   outputTruncated?: boolean;
+  /** Lines under a pending review: its deadline, escalation, reassignment (deadline.ts pendingReviewNotes). */
+  pendingNotes?: string[];
+  /** A pending review gets a Reassign button. */
+  reassignable?: boolean;
+  /** The decision was taken by the review's deadline, not by a person. */
+  byDeadline?: boolean;
 }
 
 export function reviewMessage(p: ReviewParams): SlackMessage {
@@ -178,7 +184,9 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   }
   const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...outputBlocks(p.output, p.outputTruncated)];
   if (p.state === "pending") {
-    blocks.push(feedbackInput(), reviewButtons(p.reviewId));
+    blocks.push(feedbackInput(), reviewButtons(p.reviewId, p.reassignable));
+    const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => fitMrkdwn(l, NOTE_MAX).text);
+    if (pendingNotes.length) blocks.push(context(...pendingNotes.slice(0, 5)));
     if (note) blocks.push(context(note));
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
   }
@@ -186,7 +194,7 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
     blocks.push(section(`No decision needed — ${note || "the run moved on."}`));
     return { text: `No decision needed: ${name}`, blocks };
   }
-  const by = p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   const decision = p.state === "approved" ? `✅ Approved${by}` : `↩️ Rejected${by} — retrying`;
   const feedback = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), FEEDBACK_MAX).text}` : "";
   blocks.push(section(decision + feedback));
@@ -210,13 +218,14 @@ function feedbackInput(): types.InputBlock {
   };
 }
 
-function reviewButtons(reviewId: string): types.ActionsBlock {
+function reviewButtons(reviewId: string, reassignable = false): types.ActionsBlock {
   return {
     type: "actions",
     block_id: REVIEW_ACTIONS_BLOCK,
     elements: [
       { type: "button", action_id: APPROVE_ACTION, style: "primary", value: reviewId, text: plain("Approve", LIMITS.buttonText) },
       { type: "button", action_id: REJECT_ACTION, style: "danger", value: reviewId, text: plain("Reject", LIMITS.buttonText) },
+      ...(reassignable ? [{ type: "button" as const, action_id: REASSIGN_ACTION, value: reviewId, text: plain("Reassign", LIMITS.buttonText) }] : []),
     ],
   };
 }
