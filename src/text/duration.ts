@@ -16,10 +16,11 @@ export function parseDuration(text: string): number | undefined {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-/** A configured duration in words, in its largest whole unit: "30 minutes", "2 hours", "90 seconds", "1 day". */
+/** A configured duration in words, in its largest whole unit: "30 minutes", "2 hours", "90 seconds", "24 hours", "3 days". */
 export function describeDuration(ms: number): string {
   const seconds = Math.max(0, Math.round(ms / 1000));
-  if (seconds > 0 && seconds % 86_400 === 0) return plural(seconds / 86_400, "day");
+  // "24 hours" reads as configured; whole days from two on.
+  if (seconds >= 2 * 86_400 && seconds % 86_400 === 0) return plural(seconds / 86_400, "day");
   if (seconds > 0 && seconds % 3_600 === 0) return plural(seconds / 3_600, "hour");
   if (seconds > 0 && seconds % 60 === 0) return plural(seconds / 60, "minute");
   return plural(seconds, "second");

@@ -185,7 +185,8 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...outputBlocks(p.output, p.outputTruncated)];
   if (p.state === "pending") {
     blocks.push(feedbackInput(), reviewButtons(p.reviewId, p.reassignable));
-    const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => fitMrkdwn(l, NOTE_MAX).text);
+    // Already mrkdwn (deadline.ts builds them with escaped names and Slack tokens): cut, never escaped.
+    const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => excerpt(l, NOTE_MAX * 2).text);
     if (pendingNotes.length) blocks.push(context(...pendingNotes.slice(0, 5)));
     if (note) blocks.push(context(note));
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
