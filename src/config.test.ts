@@ -95,7 +95,9 @@ describe("loadConfig: review deadlines and escalation", () => {
   });
 
   it("names the variable and says what it wants when a value is wrong", () => {
-    expect(problems({ ...base, CREW_DECIDE_WITHIN: "half an hour" }).join("\n")).toMatch(/^CREW_DECIDE_WITHIN \(how long a review may wait.*is invalid: use a duration such as "90s", "30m"/m);
+    expect(problems({ ...base, CREW_DECIDE_WITHIN: "half an hour" }).join("\n")).toMatch(
+      /^CREW_DECIDE_WITHIN \(how long a review may wait.*is invalid: use a duration such as "90s", "30m"/m,
+    );
     expect(problems({ ...base, CREW_DECIDE_WITHIN: "5s" }).join("\n")).toMatch(/^CREW_DECIDE_WITHIN .*between 10s and 30d/m);
     expect(problems({ ...base, CREW_DECIDE_WITHIN: "1h", CREW_ON_TIMEOUT: "explode" }).join("\n")).toMatch(/^CREW_ON_TIMEOUT .*use reject, approve or remind/m);
     expect(problems({ ...base, CREW_ON_TIMEOUT: "reject" }).join("\n")).toMatch(/^CREW_ON_TIMEOUT .*without decideWithin/m);

@@ -44,8 +44,7 @@ function offsetClock() {
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 const review = (h: Harness, id: string) => h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } });
 const messageText = (h: Harness, ts: string) => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
-const threadReplies = (h: Harness, threadTs: string | null, pattern: RegExp) =>
-  h.slack.messages(CHANNEL).filter((m) => m.thread_ts === threadTs && pattern.test(m.text ?? ""));
+const threadReplies = (h: Harness, threadTs: string | null, pattern: RegExp) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === threadTs && pattern.test(m.text ?? ""));
 
 /** A second bot on the same database (another replica, or the same bot after a restart). */
 async function secondBot(h: Harness, database: ReturnType<typeof openDatabase>, clock: { now(): Date }): Promise<Crewline> {
