@@ -3,7 +3,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../flows/service.js";
 import { type AuditRecord, auditCsv, auditJson } from "../lifecycle/audit.js";
-import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, fitMrkdwn, formatDuration, formatUtcTime, mentionIds, truncatePlain } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { visibleRun } from "./access.js";
 
@@ -28,7 +28,23 @@ export function auditLine(row: AuditRecord): string {
       const after = row.msToDecision != null ? ` after ${formatDuration(row.msToDecision)}` : "";
       const outcome = detail.outcome === "decided" ? "" : detail.outcome === "not_waiting" ? " — the crew was not waiting" : " — did not reach the crew";
       const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
-      return `• ${at} — <@${row.actor}> ${verb} ${task}${after}${feedback}${outcome}`;
+      const who = detail.byDeadline ? "the deadline" : `<@${row.actor}>`;
+      return `• ${at} — ${who} ${verb} ${task}${after}${feedback}${outcome}`;
+    }
+    case "deadline": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      return `• ${at} — deadline passed on ${task}: reminder posted`;
+    }
+    case "escalation": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const ids = Array.isArray(detail.escalatedTo) ? (detail.escalatedTo as unknown[]).map(String).filter((id) => /^[UWS][A-Z0-9]+$/.test(id)) : [];
+      return `• ${at} — ${task} escalated${ids.length ? ` to ${mentionIds(ids.slice(0, 10))}` : ""} after its last reminder`;
+    }
+    case "reassignment": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const to = typeof detail.reassignedTo === "string" ? ` to <@${escapeMrkdwn(truncatePlain(detail.reassignedTo, 30))}>` : "";
+      const reason = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      return `• ${at} — <@${row.actor}> reassigned ${task}${to}${reason}`;
     }
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;
