@@ -294,7 +294,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
       lifecycle.deadlines.start(opts.deadlineIntervalMs);
-      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs });
+      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs });
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;

@@ -104,6 +104,17 @@ describe("loadConfig: review deadlines and escalation", () => {
     expect(problems({ ...base, CREW_ESCALATE_TO: "@boss" }).join("\n")).toMatch(/^CREW_ESCALATE_TO .*user ids \(U…\) or user group ids \(S…\)/m);
   });
 
+  it("reads a flow's deadline from FLOW_DECIDE_WITHIN / FLOW_ON_TIMEOUT and from the file", () => {
+    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" };
+    expect(loadConfig({ ...flowEnv, FLOW_DECIDE_WITHIN: "1h", FLOW_ON_TIMEOUT: "approve" }).flows![0]).toMatchObject({ decideWithinMs: 3_600_000, onTimeout: "approve" });
+    expect(problems({ ...flowEnv, FLOW_DECIDE_WITHIN: "soon" }).join("\n")).toMatch(/^FLOW_DECIDE_WITHIN .*is invalid: use a duration/m);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flows-deadlines-"));
+    const file = path.join(dir, "crews.yml");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    decideWithin: 30m\n    onTimeout: reject\n");
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    expect(loadConfig({ ...rest, CREWS_FILE: file }).flows![0]).toMatchObject({ decideWithinMs: 30 * 60_000, onTimeout: "reject" });
+  });
+
   it("reads decideWithin, onTimeout and escalateTo per crew from the crews file, with errors naming the crew", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crews-deadlines-"));
     const file = path.join(dir, "crews.yml");

@@ -43,6 +43,10 @@ export interface FlowConfig {
   channel: string;
   /** Who may decide (besides the request's assignee); unset: anyone in the channel. */
   reviewers?: ReviewerRules;
+  /** How long a request may wait for an answer (decideWithin / FLOW_DECIDE_WITHIN); unset: no deadline. */
+  decideWithinMs?: number;
+  /** What happens at the deadline (onTimeout / FLOW_ON_TIMEOUT); default remind. */
+  onTimeout?: TimeoutAction;
 }
 
 export interface AppConfig {
@@ -101,6 +105,8 @@ const VARIABLES: Record<string, string> = {
   FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
   FLOW_WEBHOOK_SECRET: "the flow's webhook signing secret (flow dashboard → Settings → Human in the Loop)",
   FLOW_CHANNEL: "the channel id (C…) where the flow's feedback requests are posted",
+  FLOW_DECIDE_WITHIN: "how long a flow feedback request may wait for an answer, e.g. 90s, 30m, 24h (unset: no deadline)",
+  FLOW_ON_TIMEOUT: "what happens when a flow request's deadline passes: reject, approve (the flow's matching outcome) or remind (default remind)",
   FLOW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to answer the flow's requests",
   POLL_INTERVAL_MS: "how often (ms) the bot looks for runs whose status is due to be polled (default 1000)",
   POLL_MIN_BACKOFF_MS: "first wait (ms) between status polls of a run, and the wait after a change (default 2000)",
@@ -174,6 +180,8 @@ const flowFileEntry = z
     secretEnv: z.string().min(1).optional(),
     channel: channelId,
     reviewers: idList.optional(),
+    decideWithin: z.union([z.string(), z.number()]).optional(),
+    onTimeout: z.string().optional(),
   })
   .strict();
 
@@ -270,8 +278,18 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   const flows: FlowConfig[] = [];
   for (const entry of parsed.data) {
     const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
+    const { decideWithinMs, onTimeout } = readDecisionSettings({ decideWithin: entry.decideWithin, onTimeout: entry.onTimeout }, (key, message) =>
+      problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
+    );
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
-    else flows.push({ name: entry.name, secret, channel: entry.channel, reviewers: parseReviewers(entry.reviewers) });
+    else
+      flows.push({
+        name: entry.name,
+        secret,
+        channel: entry.channel,
+        reviewers: parseReviewers(entry.reviewers),
+        ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
+      });
   }
   const names = flows.map((f) => f.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
@@ -292,8 +310,20 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   if (!checkedName.success) problems.push(`${describe("FLOW_NAME")} is invalid: ${checkedName.error.issues[0]?.message}`);
   const checkedChannel = channel ? channelId.safeParse(channel) : undefined;
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
+  const flowEnvName: Record<string, string> = { decideWithin: "FLOW_DECIDE_WITHIN", onTimeout: "FLOW_ON_TIMEOUT" };
+  const { decideWithinMs, onTimeout } = readDecisionSettings({ decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT") }, (key, message) =>
+    problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
+  );
   if (!secret || !checkedName.success || !checkedChannel?.success) return [];
-  return [{ name: checkedName.data, secret, channel: checkedChannel.data, reviewers: parseReviewers(idList.parse(reviewers ?? "")) }];
+  return [
+    {
+      name: checkedName.data,
+      secret,
+      channel: checkedChannel.data,
+      reviewers: parseReviewers(idList.parse(reviewers ?? "")),
+      ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
+    },
+  ];
 }
 
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {

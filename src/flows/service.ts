@@ -7,13 +7,15 @@ import type { Db } from "../db/database.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
 import type { Audit } from "../lifecycle/audit.js";
+import { DEADLINE_ACTOR } from "../lifecycle/deadlines.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
 import { isUuid } from "../lifecycle/rows.js";
 import type { Logger } from "../log.js";
 import { reminderDue } from "../review/reminders.js";
 import { describeReviewers } from "../review/rules.js";
-import { escapeMrkdwn, formatDuration, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, formatDuration, outcomeStyle, timeoutFeedback, truncatePlain } from "../slack/blocks/index.js";
+import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
@@ -58,6 +60,8 @@ export interface FlowDecision {
   /** The clicked message: must be the request's own. */
   channelId?: string;
   messageTs?: string;
+  /** Taken by the request's deadline: no message or reviewer check, the same claim as a click. */
+  byDeadline?: boolean;
 }
 
 export type FlowDecisionOutcome =
@@ -98,6 +102,7 @@ export class FlowRequests {
   private readonly byName = new Map<string, FlowConfig>();
   private reminderTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: FlowServiceDeps) {
@@ -143,6 +148,8 @@ export class FlowRequests {
     }
     const r = parsed.request;
     const now = this.clock.now();
+    // The deadline starts when the request arrives (flowDeadlinesDue acts on it).
+    const deadline = flow.decideWithinMs ? { decideBy: new Date(now.getTime() + flow.decideWithinMs), onTimeout: flow.onTimeout ?? "remind" } : {};
     const { count } = await this.deps.db.flowRequest.createMany({
       data: [
         {
@@ -159,6 +166,7 @@ export class FlowRequests {
           callbackUrl: r.callbackUrl,
           // Whoever records the request posts it; a successor retakes the claim if this process dies.
           postClaimedAt: now,
+          ...deadline,
         },
       ],
       skipDuplicates: true,
@@ -243,7 +251,7 @@ export class FlowRequests {
   async decide(d: FlowDecision): Promise<FlowDecisionOutcome> {
     const request = isUuid(d.requestId) ? await this.deps.db.flowRequest.findUnique({ where: { id: d.requestId } }) : null;
     if (!request) return { kind: "unknown_request" };
-    if (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs) return { kind: "wrong_message" };
+    if (!d.byDeadline && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
     if (request.state !== "pending") return { kind: "already_decided", request };
     const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
@@ -251,12 +259,12 @@ export class FlowRequests {
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
     const comment = d.feedback.trim();
     if (!outcome && !comment) return { kind: "feedback_required" };
-    if (!(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
+    if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
 
     const decidedAt = this.clock.now();
     const { count } = await this.deps.db.flowRequest.updateMany({
       where: { id: request.id, state: "pending" },
-      data: { state: "deciding", decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt },
+      data: { state: "deciding", decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline },
     });
     if (count !== 1) return { kind: "already_decided", request: await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } }) };
 
@@ -274,7 +282,7 @@ export class FlowRequests {
         msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
         resumeStatus: answer.status ? String(answer.status) : null,
         resumeMessage: answer.message,
-        detail: { outcome: result, flow: request.flowName, requestId: request.requestId, ...extra },
+        detail: { outcome: result, flow: request.flowName, requestId: request.requestId, ...(d.byDeadline ? { byDeadline: true } : {}), ...extra },
       });
 
     if (answer.kind === "ok" || answer.kind === "refused") {
@@ -291,7 +299,7 @@ export class FlowRequests {
     this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const reopened = await this.deps.db.flowRequest.update({
       where: { id: request.id },
-      data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null },
+      data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null, decidedByDeadline: false },
     });
     await audit("failed");
     return { kind: "failed", request: reopened, message: answer.message ?? "the flow could not be reached" };
@@ -364,6 +372,75 @@ export class FlowRequests {
     return sent;
   }
 
+  // ------------------------------------------------------------------ deadlines
+
+  /**
+   * Requests whose deadline passed, acted on once (claimed on deadlineHandledAt): reject / approve send
+   * the flow's matching outcome (the reject-like or approve-like one of `emit`, or just the feedback when
+   * it routes on none) through decide(), like a click; remind, or an outcome the flow does not offer,
+   * posts a reminder under the request instead (counted as one).
+   */
+  async deadlinesDue(): Promise<number> {
+    const now = this.clock.now();
+    const due = await this.deps.db.flowRequest.findMany({
+      where: { state: "pending", messageTs: { not: null }, decideBy: { lte: now }, deadlineHandledAt: null },
+      orderBy: { decideBy: "asc" },
+      take: 50,
+    });
+    let taken = 0;
+    for (const request of due) {
+      const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+      const wanted = request.onTimeout === "approve" ? "primary" : request.onTimeout === "reject" ? "danger" : undefined;
+      const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
+      const decides = !!wanted && (emit.length === 0 || index >= 0);
+      const { count } = await this.deps.db.flowRequest.updateMany({
+        where: { id: request.id, state: "pending", deadlineHandledAt: null },
+        data: { deadlineHandledAt: now, ...(decides ? {} : { remindersSent: { increment: 1 } }) },
+      });
+      if (count !== 1) continue;
+      const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
+      try {
+        if (decides) {
+          const outcome = await this.decide({
+            requestId: request.id,
+            userId: DEADLINE_ACTOR,
+            outcomeIndex: emit.length ? index : undefined,
+            feedback: timeoutFeedback(wanted === "primary" ? "approve" : "reject", withinMs),
+            byDeadline: true,
+          });
+          if (outcome.kind === "failed")
+            await this.deps.effects.remind(
+              request,
+              `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${outcome.message}. The request is open again; please answer it.`,
+            );
+        } else {
+          const who = this.who(request) ?? (request.assigneeUserId ? `<@${request.assigneeUserId}>` : "Reviewers");
+          const missing = wanted ? ` (it offers no ${wanted === "primary" ? "approve" : "reject"} outcome, so nothing was chosen for it)` : "";
+          await this.deps.effects.remind(
+            request,
+            `⏰ ${who}: the deadline for flow *${escapeMrkdwn(request.flowName)}*'s request has passed (no answer within ${describeDuration(withinMs)})${missing}. Answer the request above so the flow can go on.`,
+          );
+          await this.deps.audit?.record({
+            executionId: null,
+            flowRequestId: request.id,
+            kind: "deadline",
+            taskKey: request.methodName,
+            actor: DEADLINE_ACTOR,
+            outputHash: hashOutput(request.output),
+            msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+            detail: { action: "remind", flow: request.flowName, requestId: request.requestId, ...(wanted ? { wanted: request.onTimeout } : {}) },
+          });
+          const current = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
+          await this.deps.effects.updateRequest(current).catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
+        }
+        taken++;
+      } catch (err) {
+        this.deps.log.warn("could not take a flow request's deadline action", { id: request.id, err: errText(err) });
+      }
+    }
+    return taken;
+  }
+
   /** A request by the platform's id (for `/crew audit <id>`). */
   findByRequestId(requestId: string): Promise<FlowRequest | null> {
     return this.deps.db.flowRequest.findFirst({ where: { requestId }, orderBy: { createdAt: "desc" } });
@@ -381,8 +458,15 @@ export class FlowRequests {
     return mine;
   }
 
-  start(opts: { reminderIntervalMs?: number; sweepMs?: number } = {}): void {
+  start(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): void {
     if (this.deps.flows.length === 0) return;
+    if (this.deps.flows.some((f) => f.decideWithinMs)) {
+      this.deadlineTimer = setInterval(
+        () => this.track(this.deadlinesDue().catch((err) => this.deps.log.warn("flow deadlines failed", { err: errText(err) }))),
+        opts.deadlineIntervalMs ?? 10_000,
+      );
+      this.deadlineTimer.unref();
+    }
     this.sweepTimer = setInterval(() => this.track(this.recover().catch((err) => this.deps.log.warn("flow recovery sweep failed", { err: errText(err) }))), opts.sweepMs ?? 30_000);
     this.sweepTimer.unref();
     if (this.deps.reminders && this.deps.reminders.max > 0) {
@@ -397,6 +481,7 @@ export class FlowRequests {
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.reminderTimer) clearInterval(this.reminderTimer);
+    if (this.deadlineTimer) clearInterval(this.deadlineTimer);
     await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
   }
 

@@ -2,9 +2,10 @@
 // a durable outbox later without touching the use cases. Restart safety for now: the request row's
 // postClaimedAt claim (like reviews), retaken by the recovery sweep when stale.
 import type { WebClient } from "@slack/web-api";
+import type { TimeoutAction } from "../config.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
-import { type FlowRequestState, flowRequestMessage, outputNeedsFile, type SlackMessage } from "../slack/blocks/index.js";
+import { type FlowRequestState, flowRequestMessage, outputNeedsFile, pendingReviewNotes, type SlackMessage } from "../slack/blocks/index.js";
 
 export interface FlowSlackEffects {
   /** Posts the request message in the flow's channel (and the full output as a file when long). */
@@ -36,6 +37,11 @@ export function flowMessageFor(request: FlowRequest, note?: string): SlackMessag
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
     outputTruncated: outputNeedsFile(request.output),
+    byDeadline: request.decidedByDeadline,
+    pendingNotes: pendingReviewNotes({
+      deadline: request.decideBy && request.onTimeout && !request.deadlineHandledAt ? { at: request.decideBy, action: request.onTimeout as TimeoutAction } : undefined,
+      now: new Date(),
+    }),
   });
 }
 

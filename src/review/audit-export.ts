@@ -32,7 +32,7 @@ export function auditLine(row: AuditRecord): string {
       return `• ${at} — ${who} ${verb} ${task}${after}${feedback}${outcome}`;
     }
     case "deadline": {
-      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? (row.flowRequestId ? "the request" : "task"), 80))}*${row.round != null ? ` round ${row.round}` : ""}`;
       return `• ${at} — deadline passed on ${task}: reminder posted`;
     }
     case "escalation": {
@@ -59,7 +59,7 @@ export function auditLine(row: AuditRecord): string {
           : detail.outcome === "closed"
             ? ` — the flow refused it (${escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120))})`
             : " — did not reach the flow";
-      return `• ${at} — <@${row.actor}>${choice}${step}${after}${feedback}${result}`;
+      return `• ${at} — ${detail.byDeadline ? "the deadline" : `<@${row.actor}>`}${choice}${step}${after}${feedback}${result}`;
     }
     default:
       return `• ${at} — ${escapeMrkdwn(row.kind)}`;

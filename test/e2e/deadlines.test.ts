@@ -18,6 +18,7 @@ import {
   REASSIGN_USER_BLOCK,
   REVIEW_ACTIONS_BLOCK,
 } from "../../src/slack/blocks/index.js";
+import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
@@ -399,5 +400,51 @@ describe("approval from App Home", () => {
     const again = await eventually(() => h.slack.callsTo("views.publish").filter((c) => c.args.user_id === BOB)[2]);
     expect(JSON.stringify((again.args.view as any).blocks)).toMatch(/already approved/);
     expect(resumeCalls(h)).toHaveLength(1);
+  });
+});
+
+describe("flow feedback request deadlines", () => {
+  let f: FlowHarness | undefined;
+  afterEach(async () => {
+    await f?.close();
+    f = undefined;
+  });
+
+  it("onTimeout reject: the request shows its deadline; at the deadline the flow gets its reject outcome once, saying it timed out", async () => {
+    const clock = offsetClock();
+    f = await startFlowHarness({ flow: { decideWithinMs: 30 * MIN, onTimeout: "reject" }, crewline: { clock } });
+    expect((await f.flow.send({ output: "Draft" })).status).toBe(202);
+    const req = await pendingFlowRequest(f.h);
+    expect(JSON.stringify(req.msg.blocks)).toMatch(
+      /If nobody decides in 30 minutes, at <!date\^\d+\^\{time\} \{date_short_pretty\}\|\d\d:\d\d UTC.*>, it will be rejected automatically/,
+    );
+
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(0);
+    clock.offsetMs = 31 * MIN;
+    const taken = await Promise.all([f.h.bot.flows.deadlinesDue(), f.h.bot.flows.deadlinesDue()]);
+    expect(taken[0]! + taken[1]!).toBe(1);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    expect(f.flow.answers[0]).toMatchObject({ feedback: "rejected\n\nNo decision within 30 minutes: rejected automatically by Crewline", source: "slack" });
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "answered", outcome: "rejected", decidedByDeadline: true, decidedBy: DEADLINE_ACTOR });
+    await eventually(() => /Answered by deadline/.test(JSON.stringify(f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts)?.blocks ?? [])));
+    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id } });
+    expect(audit).toMatchObject({ kind: "flow_decision", actor: DEADLINE_ACTOR, decision: "rejected" });
+    expect(audit.detail).toMatchObject({ byDeadline: true, outcome: "answered" });
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(0);
+    expect(f.flow.calls).toHaveLength(1);
+  });
+
+  it("onTimeout remind: a reminder under the request, counted as one, nothing sent to the flow", async () => {
+    const clock = offsetClock();
+    f = await startFlowHarness({ flow: { decideWithinMs: 90_000, onTimeout: "remind", reviewers: { users: [BOB], usergroups: [] } }, crewline: { clock } });
+    await f.flow.send({ output: "Draft" });
+    const req = await pendingFlowRequest(f.h);
+    clock.offsetMs = 2 * MIN;
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(1);
+    const reminder = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.thread_ts === req.msg.ts && /⏰/.test(m.text ?? "")));
+    expect(reminder.text).toContain(`<@${BOB}>: the deadline for flow *content*'s request has passed (no answer within 90 seconds)`);
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", remindersSent: 1 });
+    expect(f.flow.calls).toHaveLength(0);
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(0);
   });
 });

@@ -27,6 +27,10 @@ export interface FlowMessageParams {
   /** The platform's answer, or why the request was closed. */
   note?: string;
   outputTruncated?: boolean;
+  /** Under a pending request: its deadline (deadline.ts pendingReviewNotes). */
+  pendingNotes?: string[];
+  /** Answered by the request's deadline, not by a person. */
+  byDeadline?: boolean;
 }
 
 const APPROVE_LIKE = /^(approve|approved|accept|accepted|yes|ok|okay|lgtm|publish|ship|confirm|confirmed|continue|proceed|pass|go)\b/i;
@@ -66,9 +70,11 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
     blocks.push(feedbackInput(p.emit.length === 0), actions(p.requestId, p.emit));
     const notes = [assignee, p.note?.trim() ? excerpt(p.note.trim(), 300).text : undefined].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
+    const pending = (p.pendingNotes ?? []).filter((l) => l.trim());
+    if (pending.length) blocks.push(context(pending.join("\n")));
     return { text: `🙋 Feedback requested: ${title}`, blocks };
   }
-  const by = p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
   const comment = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), 800).text}` : "";
   const note = p.note?.trim() ? excerpt(p.note.trim(), 500).text : "";
@@ -77,7 +83,8 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
     return { text: `Answered${p.outcome ? ` (${truncatePlain(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }
-  blocks.push(section(`🚫 Closed${p.decidedBy ? ` after ${userMention(p.decidedBy)}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
+  const answeredBy = p.byDeadline ? "the deadline" : p.decidedBy ? userMention(p.decidedBy) : "";
+  blocks.push(section(`🚫 Closed${answeredBy ? ` after ${answeredBy}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
   if (assignee) blocks.push(context(assignee));
   return { text: `Closed: ${title}`, blocks };
 }
