@@ -9,14 +9,18 @@ import type { TimeoutAction } from "../config.js";
 import type { Db } from "../db/database.js";
 import { sqlRunnerFor } from "../db/sql.js";
 import type { Logger } from "../log.js";
-import { deadlineReminderText, timeoutFeedback } from "../slack/blocks/deadline.js";
-import { escapeMrkdwn } from "../slack/blocks/text.js";
+import { describeDuration } from "../text/duration.js";
 import type { Audit } from "./audit.js";
 import { type Clock, type Execution, type Review, type RunNotifier, systemClock } from "./ports.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
 
 /** The actor recorded for decisions taken by a deadline (never a Slack user id). */
 export const DEADLINE_ACTOR = "crewline:deadline";
+
+/** The feedback the crew (or flow) receives when the deadline decides: "No decision within 30 minutes: rejected automatically by Crewline". */
+export function timeoutFeedback(action: "reject" | "approve", withinMs: number): string {
+  return `No decision within ${describeDuration(withinMs)}: ${action === "reject" ? "rejected" : "approved"} automatically by Crewline`;
+}
 
 export interface DeadlinePolicy {
   /** The crew's deadline settings; undefined when its reviews have no deadline. */
@@ -120,10 +124,7 @@ export class ReviewDeadlines {
     const within = this.deps.policy?.deadlineOf(execution.crewName)?.withinMs ?? Math.max(0, (review.decideBy ?? now).getTime() - review.createdAt.getTime());
     if (action === "remind") {
       const who = this.deps.policy?.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
-      await this.deps.notifier.postThreadMessage(
-        execution,
-        deadlineReminderText({ who, taskName: review.taskName, round: review.round, withinMs: within, crewName: execution.crewName }),
-      );
+      await this.deps.notifier.postDeadlineNotice(execution, review, { kind: "reminder", who, withinMs: within });
       const current = await this.deps.db.review.findUniqueOrThrow({ where: { id: review.id } });
       await this.deps.audit.record({
         executionId: execution.id,
@@ -144,10 +145,7 @@ export class ReviewDeadlines {
     const outcome = await this.deps.decide({ reviewId: review.id, userId: DEADLINE_ACTOR, approve: action === "approve", feedback, byDeadline: true });
     if (outcome.kind === "resume_failed") {
       // Not retried by the deadline: a person decides it now (the thread says so).
-      await this.deps.notifier.postThreadMessage(
-        execution,
-        `⚠️ The deadline for *${escapeMrkdwn(review.taskName)}* passed, but the automatic ${action === "reject" ? "rejection" : "approval"} did not reach the crew: ${outcome.message} The review is open again; please decide it.`,
-      );
+      await this.deps.notifier.postDeadlineNotice(execution, review, { kind: "not_delivered", action, message: outcome.message });
     }
   }
 }

@@ -25,9 +25,15 @@ export interface RunNotifier {
   showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null): Promise<{ ts: string }>;
   /** A plain notice in the run's thread (e.g. a crew error). */
   postThreadNotice(execution: Execution, text: string): Promise<void>;
-  /** A reply in the run's thread, as written (mrkdwn with mentions): deadline reminders, escalations, reassignments. */
+  /** A reply in the run's thread, as written (mrkdwn with mentions): escalations, reassignments. */
   postThreadMessage(execution: Execution, text: string): Promise<void>;
+  /** A reply in the run's thread about a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
+  postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice): Promise<void>;
 }
+
+export type DeadlineNotice =
+  | { kind: "reminder" /** mentions of who may decide */; who: string; withinMs: number }
+  | { kind: "not_delivered"; action: "reject" | "approve"; message: string };
 
 export interface CrewDirectory {
   get(name: string): CrewApi | undefined;

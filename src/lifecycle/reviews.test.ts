@@ -34,6 +34,7 @@ const notifier: RunNotifier = {
   showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
   postThreadNotice: async () => {},
   postThreadMessage: async () => {},
+  postDeadlineNotice: async () => {},
 };
 
 async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Execution; review: Review }> {

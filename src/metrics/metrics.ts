@@ -13,7 +13,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { isCrewError } from "../crew/errors.js";
 import type { CrewApi } from "../crew/types.js";
 import type { Decision, DecisionOutcome } from "../lifecycle/index.js";
-import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { DeadlineNotice, Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts). */
 export interface SharedFigures {
@@ -372,6 +372,7 @@ export class Metrics {
       showProgress: (execution: Execution, progress: ProgressSnapshot, ts: string | null) => inner.showProgress(execution, progress, ts),
       postThreadNotice: (execution: Execution, text: string) => inner.postThreadNotice(execution, text),
       postThreadMessage: (execution: Execution, text: string) => inner.postThreadMessage(execution, text),
+      postDeadlineNotice: (execution: Execution, review: Review, notice: DeadlineNotice) => inner.postDeadlineNotice(execution, review, notice),
     };
   }
 

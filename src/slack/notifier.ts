@@ -1,11 +1,13 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../config.js";
-import type { Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
+import type { DeadlineNotice, Execution, ProgressSnapshot, Review, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import {
   announcementMessage,
   completionMessage,
+  deadlineNotDeliveredText,
+  deadlineReminderText,
   errorNotice,
   outputNeedsFile,
   pendingReviewNotes,
@@ -143,6 +145,14 @@ export class SlackRunNotifier implements RunNotifier {
       text,
       blocks: [{ type: "section", text: { type: "mrkdwn", text } }],
     });
+  }
+
+  async postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice): Promise<void> {
+    const text =
+      notice.kind === "reminder"
+        ? deadlineReminderText({ who: notice.who, taskName: review.taskName, round: review.round, withinMs: notice.withinMs, crewName: execution.crewName })
+        : deadlineNotDeliveredText({ taskName: review.taskName, action: notice.action, message: notice.message });
+    await this.postThreadMessage(execution, text);
   }
 
   async postThreadNotice(execution: Execution, text: string): Promise<void> {

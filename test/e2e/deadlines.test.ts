@@ -29,6 +29,8 @@ const dropLater: (() => Promise<void>)[] = [];
 afterEach(async () => {
   while (extra.length) await extra.pop()!.stop();
   await h?.close();
+  // Closed once: a later describe's tests do not use it.
+  h = undefined as unknown as Harness;
   while (dropLater.length) await dropLater.pop()!().catch(() => {});
 });
 

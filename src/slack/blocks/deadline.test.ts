@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { deadlineText, escalationText, mentionIds, pendingReviewNotes, reassignModal, reassignmentText, slackTime, timeoutFeedback } from "./deadline.js";
+import { timeoutFeedback } from "../../lifecycle/deadlines.js";
+import { deadlineNotDeliveredText, deadlineText, escalationText, mentionIds, pendingReviewNotes, reassignModal, reassignmentText, slackTime } from "./deadline.js";
 import { modalLimitViolations } from "./limits.js";
 import { reviewMessage } from "./run.js";
 
@@ -23,6 +24,9 @@ describe("deadline text", () => {
   it("gives the crew feedback that says the decision timed out", () => {
     expect(timeoutFeedback("reject", 30 * 60_000)).toBe("No decision within 30 minutes: rejected automatically by Crewline");
     expect(timeoutFeedback("approve", 24 * 3_600_000)).toBe("No decision within 24 hours: approved automatically by Crewline");
+    expect(deadlineNotDeliveredText({ taskName: "t<x>", action: "reject", message: "crew down." })).toBe(
+      "⚠️ The deadline for *t&lt;x&gt;* passed, but the automatic rejection did not reach the crew: crew down. The review is open again; please decide it.",
+    );
   });
 
   it("mentions users and user groups, and escapes names", () => {

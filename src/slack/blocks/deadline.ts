@@ -34,15 +34,16 @@ export function deadlineText(at: Date, action: TimeoutAction, now: Date): string
   return `⏳ If nobody decides in ${describeRemaining(left)}, at ${slackTime(at, now)}, ${THEN[action]}.`;
 }
 
-/** The feedback the crew receives when the deadline decides: "No decision within 30 minutes: rejected automatically by Crewline". */
-export function timeoutFeedback(action: "reject" | "approve", withinMs: number): string {
-  return `No decision within ${describeDuration(withinMs)}: ${action === "reject" ? "rejected" : "approved"} automatically by Crewline`;
-}
-
 /** The thread reply posted when the deadline of a "remind" review passes. */
 export function deadlineReminderText(p: { who: string; taskName: string; round: number; withinMs: number; crewName: string }): string {
   const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
   return `⏰ ${p.who}: the deadline for ${task} has passed (no decision within ${describeDuration(p.withinMs)}). Approve or reject the review above so *${escapeMrkdwn(truncatePlain(p.crewName, 80))}* can go on.`;
+}
+
+/** The thread reply posted when an automatic decision did not reach the crew. */
+export function deadlineNotDeliveredText(p: { taskName: string; action: "reject" | "approve"; message: string }): string {
+  const what = p.action === "reject" ? "rejection" : "approval";
+  return `⚠️ The deadline for *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* passed, but the automatic ${what} did not reach the crew: ${escapeMrkdwn(truncatePlain(p.message, 300))} The review is open again; please decide it.`;
 }
 
 /** Slack mentions of user and user-group ids: "<@U1>, <!subteam^S1>". */
