@@ -114,9 +114,10 @@ export function homeNotice(outcome: DecisionOutcome | undefined, taskName: strin
   return replyFor(outcome) ?? "Nothing changed.";
 }
 
-export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+/** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
+export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   let permalink: ReturnType<typeof permalinkBuilder> | undefined;
-  const publish = async (client: WebClient, userId: string, notice?: string) => {
+  return async (client: WebClient, userId: string, notice?: string): Promise<void> => {
     permalink ??= permalinkBuilder(client);
     try {
       const params = await homeFor(deps, home, permalink, userId);
@@ -125,6 +126,12 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
       deps.log.warn("could not publish the home tab", { user: userId, err });
     }
   };
+}
+
+export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+  const publish = homePublisher(deps, home);
+  // Someone handed a review (reassign.ts) finds it on their Home tab at once.
+  deps.publishHome = (userId) => publish(app.client, userId);
   app.event("app_home_opened", async ({ event, client }) => {
     if (event.tab && event.tab !== "home") return;
     await publish(client, event.user);

@@ -88,6 +88,7 @@ export function registerReassignActions(app: App, deps: FeatureDeps): void {
     if (found.state !== "pending") return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "This review is no longer waiting for a decision." } }));
     await ack();
     const outcome = await deps.escalations?.reassign({ reviewId: found.id, by: user.id, to, reason });
+    if (outcome?.kind === "reassigned") await deps.publishHome?.(to);
     if (outcome && outcome.kind !== "reassigned" && outcome.kind !== "same_person") {
       await client.chat
         .postEphemeral({

@@ -22,6 +22,8 @@ export interface FeatureDeps {
   onRunStarted?: (execution: Execution) => void;
   /** Flow feedback requests (App Home lists those waiting for the user). */
   flows?: FlowRequests;
+  /** Publishes a user's App Home again (set by the Home feature). */
+  publishHome?: (userId: string) => Promise<void>;
   /** Reassignment (and escalation) of pending reviews. */
   escalations?: ReviewEscalations;
   /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */

@@ -326,11 +326,15 @@ describe("reassignment", () => {
     expect(audit).toMatchObject({ actor: BOB, feedback: "Dan knows the sources" });
     expect(audit.detail).toMatchObject({ reassignedTo: DAN });
 
+    // Dan's Home tab is published at once, and again when he opens it.
+    const [pushed] = await h.slack.waitForCalls("views.publish", 1);
+    expect(pushed!.args.user_id).toBe(DAN);
+    expect(JSON.stringify((pushed!.args.view as any).blocks)).toContain("Reassigned to you");
     await h.requests.appHomeOpened({ user_id: DAN });
-    const [home] = await h.slack.waitForCalls("views.publish", 1);
+    const home = (await h.slack.waitForCalls("views.publish", 2))[1];
     const homeText = JSON.stringify((home!.args.view as any).blocks);
     expect(homeText).toContain("Reviews waiting for you (1)");
-    expect(homeText).toContain("Reassigned to you");
+    expect(homeText).toContain(`Reassigned to you by <@${BOB}>`);
 
     await clickReview(h, pending, false, "Needs the 2024 data", DAN);
     const resume = await eventually(() => resumeCalls(h)[0]);
