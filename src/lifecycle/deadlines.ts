@@ -40,6 +40,8 @@ export interface DeadlineDeps {
   decide: (decision: Decision) => Promise<DecisionOutcome>;
   /** Called after a reminder was posted for a review, with the number of reminders it has had (escalation hooks in here). */
   afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<void>;
+  /** A claim whose action never finished (the process died) is retaken after this long (CLAIM_STALE_MS). */
+  claimStaleMs?: number;
 }
 
 export class ReviewDeadlines {
@@ -87,12 +89,15 @@ export class ReviewDeadlines {
   private async takeDue(): Promise<number> {
     const { db } = this.deps;
     const now = this.clock.now();
+    // Not claimed yet, or claimed by a process that died before the action finished.
+    const unclaimed = [{ deadlineHandledAt: null }, { deadlineHandledAt: { lt: new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000)) } }];
     const due = await db.review.findMany({
       where: {
         state: "pending",
         messageTs: { not: null },
         decideBy: { lte: now },
-        deadlineHandledAt: null,
+        deadlineDoneAt: null,
+        OR: unclaimed,
         execution: { state: { in: ["running", "waiting", "starting"] }, threadTs: { not: null }, kickoffId: { not: null } },
       },
       include: { execution: true },
@@ -105,12 +110,13 @@ export class ReviewDeadlines {
       // The claim: only the replica (or process) that sets deadlineHandledAt takes the action. A remind
       // counts as one of the review's reminders.
       const { count } = await db.review.updateMany({
-        where: { id: review.id, state: "pending", deadlineHandledAt: null },
+        where: { id: review.id, state: "pending", deadlineDoneAt: null, deadlineHandledAt: review.deadlineHandledAt },
         data: { deadlineHandledAt: now, ...(action === "remind" ? { remindersSent: { increment: 1 } } : {}) },
       });
       if (count !== 1) continue;
       try {
         await this.take(execution, review, action, now);
+        await db.review.updateMany({ where: { id: review.id }, data: { deadlineDoneAt: this.clock.now() } });
         taken++;
       } catch (err) {
         this.deps.log.warn("could not take a review's deadline action", { reviewId: review.id, action, err });

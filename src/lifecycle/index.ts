@@ -52,6 +52,7 @@ export class Lifecycle {
       policy: deps.deadlinePolicy,
       decide: (decision) => this.reviews.decide(decision),
       afterReminder: (execution, review, sent) => deps.afterReminder?.(execution, review, sent) ?? Promise.resolve(),
+      claimStaleMs: deps.claimStaleMs,
     });
     this.reviews = new Reviews(deps.db, this.runs, deps.crews, deps.notifier, deps.webhookUrls, deps.log, clock, deps.gate ?? anyoneMayDecide, this.audit, this.deadlines.stamp);
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);

@@ -175,6 +175,29 @@ describe("review deadlines", () => {
     expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision" } })).toBe(1);
   });
 
+  it("retakes, once, a deadline claimed by a process that died before acting (once the claim is stale)", async () => {
+    const clock = offsetClock();
+    h = await startHarness({ research: { decideWithinMs: 30 * MIN, onTimeout: "approve" }, crewline: { clock } });
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    clock.offsetMs = 31 * MIN;
+    // What a replica that claimed the deadline and was killed leaves behind.
+    await h.bot.database.prisma.review.update({ where: { id: pending.reviewId }, data: { deadlineHandledAt: clock.now() } });
+    expect(await h.bot.deadlines.tick()).toBe(0);
+    clock.offsetMs = 31 * MIN + 30_000;
+    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(resumeCalls(h)).toHaveLength(0);
+
+    clock.offsetMs = 33 * MIN;
+    expect(await h.bot.deadlines.tick()).toBe(1);
+    const resume = await eventually(() => resumeCalls(h)[0]);
+    expect(resume.body).toMatchObject({ is_approve: true, human_feedback: "No decision within 30 minutes: approved automatically by Crewline" });
+    expect((await review(h, pending.reviewId)).deadlineDoneAt).not.toBeNull();
+    clock.offsetMs = 40 * MIN;
+    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(resumeCalls(h)).toHaveLength(1);
+  });
+
   it.runIf(usePostgres)("is taken once by two bots (createCrewline) sharing one PostgreSQL database", async () => {
     const clock = offsetClock();
     h = await startHarness({ research: { decideWithinMs: 30 * MIN, onTimeout: "reject" }, crewline: { clock } });
