@@ -382,8 +382,16 @@ export class FlowRequests {
    */
   async deadlinesDue(): Promise<number> {
     const now = this.clock.now();
+    // Not claimed yet, or claimed by a process that died before the action finished.
+    const stale = new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000));
     const due = await this.deps.db.flowRequest.findMany({
-      where: { state: "pending", messageTs: { not: null }, decideBy: { lte: now }, deadlineHandledAt: null },
+      where: {
+        state: "pending",
+        messageTs: { not: null },
+        decideBy: { lte: now },
+        deadlineDoneAt: null,
+        OR: [{ deadlineHandledAt: null }, { deadlineHandledAt: { lt: stale } }],
+      },
       orderBy: { decideBy: "asc" },
       take: 50,
     });
@@ -394,7 +402,7 @@ export class FlowRequests {
       const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
       const decides = !!wanted && (emit.length === 0 || index >= 0);
       const { count } = await this.deps.db.flowRequest.updateMany({
-        where: { id: request.id, state: "pending", deadlineHandledAt: null },
+        where: { id: request.id, state: "pending", deadlineDoneAt: null, deadlineHandledAt: request.deadlineHandledAt },
         data: { deadlineHandledAt: now, ...(decides ? {} : { remindersSent: { increment: 1 } }) },
       });
       if (count !== 1) continue;
@@ -433,6 +441,7 @@ export class FlowRequests {
           const current = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
           await this.deps.effects.updateRequest(current).catch((err) => this.deps.log.warn("could not update flow request message", { id: request.id, err: errText(err) }));
         }
+        await this.deps.db.flowRequest.updateMany({ where: { id: request.id }, data: { deadlineDoneAt: this.clock.now() } });
         taken++;
       } catch (err) {
         this.deps.log.warn("could not take a flow request's deadline action", { id: request.id, err: errText(err) });

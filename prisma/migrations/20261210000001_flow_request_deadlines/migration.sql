@@ -1,5 +1,6 @@
 -- AlterTable
-ALTER TABLE "FlowRequest" ADD COLUMN     "deadlineHandledAt" TIMESTAMP(3),
+ALTER TABLE "FlowRequest" ADD COLUMN     "deadlineDoneAt" TIMESTAMP(3),
+ADD COLUMN     "deadlineHandledAt" TIMESTAMP(3),
 ADD COLUMN     "decideBy" TIMESTAMP(3),
 ADD COLUMN     "decidedByDeadline" BOOLEAN NOT NULL DEFAULT false,
 ADD COLUMN     "onTimeout" TEXT;
