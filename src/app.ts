@@ -21,18 +21,21 @@ import { registerCrewPicker } from "./kickoff/modal.js";
 import { registerKickoffSubmission } from "./kickoff/submit.js";
 import { ApprovalRows } from "./lifecycle/approval-rows.js";
 import { approvalPolicy } from "./lifecycle/approvals.js";
+import type { ReviewDeadlines } from "./lifecycle/deadlines.js";
 import { Lifecycle } from "./lifecycle/index.js";
-import { type Clock, type Execution, systemClock, type WebhookUrls } from "./lifecycle/ports.js";
+import { type Clock, type Execution, type Review, systemClock, type WebhookUrls } from "./lifecycle/ports.js";
 import { RunWatcher, type WatcherOptions } from "./lifecycle/watcher.js";
 import { createLogger, type Logger } from "./log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
-import { Outbox } from "./outbox/index.js";
+import { Outbox, outboxRunMessages } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import { registerReviewActions } from "./review/actions.js";
 import { registerReviewEdit } from "./review/edit.js";
+import { ReviewEscalations } from "./review/escalation.js";
+import { registerReassignActions } from "./review/reassign.js";
 import { ReviewReminders } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
 import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./slack/clients.js";
@@ -57,6 +60,8 @@ export interface CrewlineOptions {
   reminderIntervalMs?: number;
   /** Outbox worker tuning (tests shorten the backoff). */
   outbox?: Partial<Omit<OutboxOptions, "replicaId">>;
+  /** How often passed review deadlines are looked for (default 10 s). */
+  deadlineIntervalMs?: number;
 }
 
 export interface Crewline {
@@ -67,6 +72,10 @@ export interface Crewline {
   watcher: RunWatcher;
   reviewers: ReviewerRules;
   reminders: ReviewReminders;
+  /** Review deadlines (decideWithin / onTimeout). */
+  deadlines: ReviewDeadlines;
+  /** Escalation after the last reminder, and reassignment. */
+  escalations: ReviewEscalations;
   /** Flow feedback requests (POST /hooks/flows/<name>). */
   flows: FlowRequests;
   /** The figures GET /metrics serves. */
@@ -262,6 +271,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     return (await client.usergroups.users.list({ usergroup })).users ?? [];
   };
   const reviewers = new ReviewerRules(crews, usergroupMembers, log, opts.clock);
+  const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
+  // Bound below, once the lifecycle (and its audit trail) exists.
+  let escalations: ReviewEscalations | undefined;
+  const afterReminder = async (execution: Execution, review: Review, sent: number) => void (await escalations?.afterReminder(execution, review, sent));
   const lifecycle = new Lifecycle({
     db: database.prisma,
     crews,
@@ -274,10 +287,27 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     progressIntervalMs: opts.progressIntervalMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
+    deadlinePolicy: {
+      deadlineOf: (name) => {
+        const crew = crews.config(name);
+        return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
+      },
+      reviewersOf: (name) => reviewers.who(name),
+    },
+    afterReminder,
+    claimStaleMs: config.polling?.claimStaleMs,
   });
-  const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
+  escalations = new ReviewEscalations({
+    db: database.prisma,
+    notifier: outboxRunMessages(outbox),
+    audit: lifecycle.audit,
+    log,
+    clock: opts.clock,
+    escalateToOf: (name) => crews.config(name)?.escalateTo,
+    reminderMax: reminderSettings.max,
+  });
   const reminders = new ReviewReminders(
-    { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock },
+    { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock, afterReminder },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
@@ -312,13 +342,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   // Seals kickoff forms to their user and channel (kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey, multiWorkspace: !!oauth };
+  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey, multiWorkspace: !!oauth, escalations };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerReviewActions(app, deps);
   registerReviewEdit(app, deps);
+  registerReassignActions(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
   if (installations && installedClients)
@@ -342,6 +373,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     watcher,
     reviewers,
     reminders,
+    deadlines: lifecycle.deadlines,
+    escalations,
     flows,
     metrics,
     outbox,
@@ -362,7 +395,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       if (!oauth) reviewers.prefetch();
       flowRules.prefetch();
       reminders.start(opts.reminderIntervalMs);
-      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs });
+      lifecycle.deadlines.start(opts.deadlineIntervalMs);
+      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs });
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
@@ -381,6 +415,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     async stop() {
       await watcher.stop();
       reminders.stop();
+      lifecycle.deadlines.stop();
       await flows.stop();
       await app.stop().catch(() => {});
       // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.

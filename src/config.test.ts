@@ -102,6 +102,54 @@ describe("loadConfig", () => {
   });
 });
 
+describe("loadConfig: review deadlines and escalation", () => {
+  it("reads CREW_DECIDE_WITHIN, CREW_ON_TIMEOUT (default remind) and CREW_ESCALATE_TO", () => {
+    const crew = loadConfig({ ...base, CREW_DECIDE_WITHIN: "30m", CREW_ON_TIMEOUT: "reject", CREW_ESCALATE_TO: "U0BOSS, S0LEADS" }).crews[0]!;
+    expect(crew).toMatchObject({ decideWithinMs: 30 * 60_000, onTimeout: "reject", escalateTo: { users: ["U0BOSS"], usergroups: ["S0LEADS"] } });
+    expect(loadConfig({ ...base, CREW_DECIDE_WITHIN: "90s" }).crews[0]).toMatchObject({ decideWithinMs: 90_000 });
+    expect(loadConfig({ ...base, CREW_DECIDE_WITHIN: "24h" }).crews[0]!.onTimeout).toBeUndefined();
+    expect(loadConfig(base).crews[0]!.decideWithinMs).toBeUndefined();
+  });
+
+  it("names the variable and says what it wants when a value is wrong", () => {
+    expect(problems({ ...base, CREW_DECIDE_WITHIN: "half an hour" }).join("\n")).toMatch(
+      /^CREW_DECIDE_WITHIN \(how long a review may wait.*is invalid: use a duration such as "90s", "30m"/m,
+    );
+    expect(problems({ ...base, CREW_DECIDE_WITHIN: "5s" }).join("\n")).toMatch(/^CREW_DECIDE_WITHIN .*between 10s and 30d/m);
+    expect(problems({ ...base, CREW_DECIDE_WITHIN: "1h", CREW_ON_TIMEOUT: "explode" }).join("\n")).toMatch(/^CREW_ON_TIMEOUT .*use reject, approve or remind/m);
+    expect(problems({ ...base, CREW_ON_TIMEOUT: "reject" }).join("\n")).toMatch(/^CREW_ON_TIMEOUT .*without decideWithin/m);
+    expect(problems({ ...base, CREW_ESCALATE_TO: "@boss" }).join("\n")).toMatch(/^CREW_ESCALATE_TO .*user ids \(U…\) or user group ids \(S…\)/m);
+  });
+
+  it("reads a flow's deadline from FLOW_DECIDE_WITHIN / FLOW_ON_TIMEOUT and from the file", () => {
+    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" };
+    expect(loadConfig({ ...flowEnv, FLOW_DECIDE_WITHIN: "1h", FLOW_ON_TIMEOUT: "approve" }).flows![0]).toMatchObject({ decideWithinMs: 3_600_000, onTimeout: "approve" });
+    expect(problems({ ...flowEnv, FLOW_DECIDE_WITHIN: "soon" }).join("\n")).toMatch(/^FLOW_DECIDE_WITHIN .*is invalid: use a duration/m);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flows-deadlines-"));
+    const file = path.join(dir, "crews.yml");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    decideWithin: 30m\n    onTimeout: reject\n");
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    expect(loadConfig({ ...rest, CREWS_FILE: file }).flows![0]).toMatchObject({ decideWithinMs: 30 * 60_000, onTimeout: "reject" });
+  });
+
+  it("reads decideWithin, onTimeout and escalateTo per crew from the crews file, with errors naming the crew", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crews-deadlines-"));
+    const file = path.join(dir, "crews.yml");
+    fs.writeFileSync(
+      file,
+      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    decideWithin: 2h\n    onTimeout: approve\n    escalateTo: [U0BOSS]\n  - name: writer\n    baseUrl: https://w.example.com\n    token: t\n",
+    );
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    const config = loadConfig({ ...rest, CREWS_FILE: file });
+    expect(config.crews[0]).toMatchObject({ decideWithinMs: 2 * 3_600_000, onTimeout: "approve", escalateTo: { users: ["U0BOSS"], usergroups: [] } });
+    expect(config.crews[1]!.decideWithinMs).toBeUndefined();
+    fs.writeFileSync(file, "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    decideWithin: soon\n    onTimeout: later\n");
+    const found = problems({ ...rest, CREWS_FILE: file }).join("\n");
+    expect(found).toMatch(/CREWS_FILE .*crew "research" decideWithin: use a duration/);
+    expect(found).toMatch(/CREWS_FILE .*crew "research" onTimeout: use reject, approve or remind/);
+  });
+});
+
 describe("loadConfig: flows", () => {
   const slackOnly = { SLACK_BOT_TOKEN: base.SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET: base.SLACK_SIGNING_SECRET };
 

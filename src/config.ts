@@ -5,6 +5,7 @@ import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
 import { parseEncryptionKey } from "./crypto/token-cipher.js";
+import { parseDuration } from "./text/duration.js";
 
 export interface ReviewerRules {
   users: string[];
@@ -28,7 +29,16 @@ export interface CrewConfig {
   approvals?: number;
   /** Whether the person who started a run may approve its reviews (default true; they may always reject). */
   selfApproval?: boolean;
+  /** How long a review may wait for a decision (decideWithin / CREW_DECIDE_WITHIN); unset: no deadline. */
+  decideWithinMs?: number;
+  /** What happens at the deadline (onTimeout / CREW_ON_TIMEOUT); default remind. */
+  onTimeout?: TimeoutAction;
+  /** Who is mentioned, and may decide, once a review got its last reminder (escalateTo / CREW_ESCALATE_TO). */
+  escalateTo?: ReviewerRules;
 }
+
+export const TIMEOUT_ACTIONS = ["reject", "approve", "remind"] as const;
+export type TimeoutAction = (typeof TIMEOUT_ACTIONS)[number];
 
 /** A flow deployment whose human feedback requests are answered in Slack (POST /hooks/flows/<name>). */
 export interface FlowConfig {
@@ -44,6 +54,10 @@ export interface FlowConfig {
   team?: string;
   /** Distinct people who must choose an approve-like outcome before the flow gets the answer (default 1). */
   approvals?: number;
+  /** How long a request may wait for an answer (decideWithin / FLOW_DECIDE_WITHIN); unset: no deadline. */
+  decideWithinMs?: number;
+  /** What happens at the deadline (onTimeout / FLOW_ON_TIMEOUT); default remind. */
+  onTimeout?: TimeoutAction;
 }
 
 /** Distribution: every workspace installs the app (GET /slack/install); tokens come from the database. */
@@ -113,6 +127,9 @@ const VARIABLES: Record<string, string> = {
   CREW_USER_TOKEN: "an optional user-scoped bearer token used for read-only crew calls",
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
+  CREW_DECIDE_WITHIN: "how long a review may wait for a decision, e.g. 90s, 30m, 24h or 1h30m (unset: no deadline)",
+  CREW_ON_TIMEOUT: "what happens when a review's deadline passes: reject, approve or remind (default remind)",
+  CREW_ESCALATE_TO: "comma-separated Slack user ids (U…) and user group ids (S…) mentioned after a review's last reminder, who may then decide it too",
   CREW_EVENT_STREAM: "true to have the crew also send its event stream (task, tool and LLM events) to the bot (default false)",
   CREW_APPROVALS: "how many distinct people must approve a review before the crew goes on (a whole number from 1 to 10, default 1)",
   CREW_SELF_APPROVAL: "false to stop whoever started a run from approving its reviews (they may still reject; default true)",
@@ -120,6 +137,8 @@ const VARIABLES: Record<string, string> = {
   FLOW_NAME: "the flow's name in Slack and in its webhook URL /hooks/flows/<name> (default flow)",
   FLOW_WEBHOOK_SECRET: "the flow's webhook signing secret (flow dashboard → Settings → Human in the Loop)",
   FLOW_CHANNEL: "the channel id (C…) where the flow's feedback requests are posted",
+  FLOW_DECIDE_WITHIN: "how long a flow feedback request may wait for an answer, e.g. 90s, 30m, 24h (unset: no deadline)",
+  FLOW_ON_TIMEOUT: "what happens when a flow request's deadline passes: reject, approve (the flow's matching outcome) or remind (default remind)",
   FLOW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to answer the flow's requests",
   POLL_INTERVAL_MS: "how often (ms) the bot looks for runs whose status is due to be polled (default 1000)",
   POLL_MIN_BACKOFF_MS: "first wait (ms) between status polls of a run, and the wait after a change (default 2000)",
@@ -158,8 +177,28 @@ const crewFileEntry = z
     teams: idList.optional(),
     approvals: z.number().int().min(1).max(10).optional(),
     selfApproval: z.boolean().optional(),
+    decideWithin: z.union([z.string(), z.number()]).optional(),
+    onTimeout: z.string().optional(),
+    escalateTo: idList.optional(),
   })
   .strict();
+
+/** "90s", "30m", "24h", "1h30m", "2d" (a bare number is seconds), between 10 seconds and 30 days. */
+const decideWithin = z.union([z.string(), z.number()]).transform((value, ctx) => {
+  const ms = typeof value === "number" ? value * 1000 : /^\s*\d+\s*$/.test(value) ? Number(value) * 1000 : parseDuration(value);
+  if (ms === undefined || !Number.isFinite(ms)) {
+    ctx.addIssue({ code: "custom", message: 'use a duration such as "90s", "30m", "24h" or "1h30m"' });
+    return z.NEVER;
+  }
+  if (ms < 10_000 || ms > 30 * 86_400_000) {
+    ctx.addIssue({ code: "custom", message: "use between 10s and 30d" });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** Escalation ids: users (U…, W…) and user groups (S…). */
+const escalationIds = z.array(z.string().regex(/^[UWS][A-Z0-9]{2,}$/, "must be user ids (U…) or user group ids (S…)"));
 
 const flowName = z
   .string()
@@ -184,6 +223,8 @@ const flowFileEntry = z
     channel: channelId,
     reviewers: idList.optional(),
     approvals: z.number().int().min(1).max(10).optional(),
+    decideWithin: z.union([z.string(), z.number()]).optional(),
+    onTimeout: z.string().optional(),
   })
   .strict();
 
@@ -222,6 +263,9 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
     const userToken = entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined);
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
+    const decisions = readDecisionSettings({ decideWithin: entry.decideWithin, onTimeout: entry.onTimeout, escalateTo: entry.escalateTo }, (key, message) =>
+      problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" ${key}: ${message}`),
+    );
     if (baseUrl && token)
       crews.push({
         name: entry.name,
@@ -234,12 +278,38 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
         ...(entry.teams ? { teams: entry.teams } : {}),
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
         ...(entry.selfApproval !== undefined ? { selfApproval: entry.selfApproval } : {}),
+        ...decisions,
       });
   }
   const names = crews.map((c) => c.name.toLowerCase());
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) problems.push(`${describe("CREWS_FILE")}: crew name "${dup}" appears twice`);
   return { crews, flows };
+}
+
+/** decideWithin / onTimeout / escalateTo of one crew, checked; problems go to `report` (key, message). */
+function readDecisionSettings(
+  raw: { decideWithin?: string | number; onTimeout?: string; escalateTo?: string[] },
+  report: (key: string, message: string) => void,
+): Pick<CrewConfig, "decideWithinMs" | "onTimeout" | "escalateTo"> {
+  const out: Pick<CrewConfig, "decideWithinMs" | "onTimeout" | "escalateTo"> = {};
+  if (raw.decideWithin !== undefined) {
+    const parsed = decideWithin.safeParse(raw.decideWithin);
+    if (parsed.success) out.decideWithinMs = parsed.data;
+    else report("decideWithin", parsed.error.issues[0]?.message ?? "invalid");
+  }
+  if (raw.onTimeout !== undefined) {
+    const parsed = z.enum(TIMEOUT_ACTIONS).safeParse(raw.onTimeout.trim().toLowerCase());
+    if (parsed.success) out.onTimeout = parsed.data;
+    else report("onTimeout", "use reject, approve or remind");
+  }
+  if (raw.escalateTo !== undefined && raw.escalateTo.length > 0) {
+    const parsed = escalationIds.safeParse(raw.escalateTo);
+    if (parsed.success) out.escalateTo = parseReviewers(parsed.data);
+    else report("escalateTo", `${parsed.error.issues[0]?.message ?? "invalid"} (got "${String(raw.escalateTo[Number(parsed.error.issues[0]?.path[0] ?? 0)] ?? "").slice(0, 40)}")`);
+  }
+  if (out.onTimeout && out.decideWithinMs === undefined) report("onTimeout", "has no effect without decideWithin (set both)");
+  return out;
 }
 
 function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
@@ -254,6 +324,9 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   const flows: FlowConfig[] = [];
   for (const entry of parsed.data) {
     const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
+    const { decideWithinMs, onTimeout } = readDecisionSettings({ decideWithin: entry.decideWithin, onTimeout: entry.onTimeout }, (key, message) =>
+      problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
+    );
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
     else
       flows.push({
@@ -263,6 +336,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
         reviewers: parseReviewers(entry.reviewers),
         ...(entry.team ? { team: entry.team } : {}),
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
+        ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
       });
   }
   const names = flows.map((f) => f.name.toLowerCase());
@@ -295,6 +369,10 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
   const checkedTeam = team ? teamId.safeParse(team) : undefined;
   if (checkedTeam && !checkedTeam.success) problems.push(`${describe("FLOW_TEAM")} is invalid: ${checkedTeam.error.issues[0]?.message}`);
+  const flowEnvName: Record<string, string> = { decideWithin: "FLOW_DECIDE_WITHIN", onTimeout: "FLOW_ON_TIMEOUT" };
+  const { decideWithinMs, onTimeout } = readDecisionSettings({ decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT") }, (key, message) =>
+    problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
+  );
   if (!secret || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
   return [
     {
@@ -304,6 +382,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
       reviewers: parseReviewers(idList.parse(reviewers ?? "")),
       ...(checkedTeam?.success ? { team: checkedTeam.data } : {}),
       ...(approvals && checkedApprovals.success ? { approvals: checkedApprovals.data } : {}),
+      ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
     },
   ];
 }
@@ -426,6 +505,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!token) problems.push(`CREW_TOKEN is missing: ${VARIABLES.CREW_TOKEN}`);
     const checkedUrl = check("CREW_BASE_URL", httpUrl, baseUrl);
     const channels = optional(env, "CREW_CHANNELS");
+    const envName = { decideWithin: "CREW_DECIDE_WITHIN", onTimeout: "CREW_ON_TIMEOUT", escalateTo: "CREW_ESCALATE_TO" } as Record<string, string>;
+    const escalateTo = optional(env, "CREW_ESCALATE_TO");
+    const decisionEnv = readDecisionSettings(
+      { decideWithin: optional(env, "CREW_DECIDE_WITHIN"), onTimeout: optional(env, "CREW_ON_TIMEOUT"), escalateTo: escalateTo ? idList.parse(escalateTo) : undefined },
+      (key, message) => problems.push(`${describe(envName[key]!)} is invalid: ${message}`),
+    );
     if (checkedUrl && token) {
       crews = [
         {
@@ -438,6 +523,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
           approvals: check("CREW_APPROVALS", z.coerce.number().int().min(1).max(10), optional(env, "CREW_APPROVALS") ?? "1") ?? 1,
           selfApproval: check("CREW_SELF_APPROVAL", z.enum(["true", "false"]), optional(env, "CREW_SELF_APPROVAL") ?? "true") !== "false",
+          ...decisionEnv,
         },
       ];
     }

@@ -11,6 +11,7 @@ import type { FlowRequest } from "../generated/prisma/client.js";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
 import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../lifecycle/approvals.js";
 import type { Audit } from "../lifecycle/audit.js";
+import { DEADLINE_ACTOR, timeoutFeedback } from "../lifecycle/deadlines.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
 import { isUuid } from "../lifecycle/rows.js";
@@ -19,6 +20,7 @@ import type { Outbox } from "../outbox/index.js";
 import { reminderDue } from "../review/reminders.js";
 import { describeReviewers } from "../review/rules.js";
 import { escapeMrkdwn, formatDuration, outcomeStyle, truncatePlain } from "../slack/blocks/index.js";
+import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
@@ -66,6 +68,8 @@ export interface FlowDecision {
   messageTs?: string;
   /** Edit and approve: the whole output as the reviewer edited it. */
   editedOutput?: string;
+  /** Taken by the request's deadline: no message or reviewer check, the same claim as a click. */
+  byDeadline?: boolean;
 }
 
 export type FlowDecisionOutcome =
@@ -108,6 +112,7 @@ export class FlowRequests {
   private readonly byName = new Map<string, FlowConfig>();
   private reminderTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
 
   constructor(private readonly deps: FlowServiceDeps) {
@@ -153,10 +158,12 @@ export class FlowRequests {
     }
     const r = parsed.request;
     const now = this.clock.now();
+    // The deadline starts when the request arrives (deadlinesDue acts on it).
+    const decideBy = flow.decideWithinMs ? new Date(now.getTime() + flow.decideWithinMs) : null;
     const stored = await this.deps.outbox.sql.transaction(async (tx) => {
       const [row] = await tx.query<{ id: string }>(
-        `INSERT INTO "FlowRequest" (id, "flowName", "requestId", "channelId", "methodName", message, output, emit, "deploymentName", "flowId", "assignedEmail", "callbackUrl", "createdAt", "updatedAt", "teamId")
-         VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13, $14)
+        `INSERT INTO "FlowRequest" (id, "flowName", "requestId", "channelId", "methodName", message, output, emit, "deploymentName", "flowId", "assignedEmail", "callbackUrl", "createdAt", "updatedAt", "teamId", "decideBy", "onTimeout")
+         VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13, $14, $15, $16)
          ON CONFLICT ("flowName", "requestId") DO NOTHING RETURNING id`,
         [
           crypto.randomUUID(),
@@ -173,6 +180,8 @@ export class FlowRequests {
           r.callbackUrl,
           now,
           flow.team ?? null,
+          decideBy,
+          decideBy ? (flow.onTimeout ?? "remind") : null,
         ],
       );
       if (row) await this.deps.outbox.add(tx, { kind: "flow.post", subjectId: row.id });
@@ -227,7 +236,7 @@ export class FlowRequests {
   async decide(d: FlowDecision): Promise<FlowDecisionOutcome> {
     const request = isUuid(d.requestId) ? await this.deps.db.flowRequest.findUnique({ where: { id: d.requestId } }) : null;
     if (!request) return { kind: "unknown_request" };
-    if (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs) return { kind: "wrong_message" };
+    if (!d.byDeadline && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
     if (request.state !== "pending") return { kind: "already_decided", request };
     const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
@@ -235,7 +244,7 @@ export class FlowRequests {
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
     const comment = d.feedback.trim();
     if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
-    if (!(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
+    if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
 
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
     // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
@@ -243,7 +252,7 @@ export class FlowRequests {
     let approvals: StoredApproval[] = [];
     const required = approvalPolicy(this.flow(request.flowName)).required;
     const approving = outcome ? outcomeStyle(outcome) === "primary" : d.editedOutput !== undefined;
-    if (approving && (required > 1 || d.editedOutput !== undefined)) {
+    if (approving && !d.byDeadline && (required > 1 || d.editedOutput !== undefined)) {
       const added = await this.addApproval(request.id, d.userId, outcome ?? null, comment || null, d.editedOutput ?? null);
       approvals = await this.approvals(request.id);
       const tally = approvalTally(approvals, required);
@@ -278,7 +287,7 @@ export class FlowRequests {
     const decidedAt = this.clock.now();
     const { count } = await this.deps.db.flowRequest.updateMany({
       where: { id: request.id, state: "pending" },
-      data: { state: "deciding", decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt },
+      data: { state: "deciding", decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline },
     });
     if (count !== 1) return { kind: "already_decided", request: await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } }) };
 
@@ -302,6 +311,7 @@ export class FlowRequests {
             outcome: result,
             flow: request.flowName,
             requestId: request.requestId,
+            ...(d.byDeadline ? { byDeadline: true } : {}),
             ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
             ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
           },
@@ -328,7 +338,7 @@ export class FlowRequests {
     this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const reopened = await this.deps.db.flowRequest.update({
       where: { id: request.id },
-      data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null },
+      data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null, decidedByDeadline: false },
     });
     await audit("failed");
     return { kind: "failed", request: reopened, message: answer.message ?? "the flow could not be reached" };
@@ -439,6 +449,90 @@ export class FlowRequests {
     return sent;
   }
 
+  // ------------------------------------------------------------------ deadlines
+
+  /**
+   * Requests whose deadline passed, acted on once (claimed on deadlineHandledAt): reject / approve send
+   * the flow's matching outcome (the reject-like or approve-like one of `emit`, or just the feedback when
+   * it routes on none) through decide(), like a click; remind, or an outcome the flow does not offer,
+   * posts a reminder under the request instead (counted as one).
+   */
+  async deadlinesDue(): Promise<number> {
+    const now = this.clock.now();
+    // Not claimed yet, or claimed by a process that died before the action finished.
+    const stale = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
+    const due = await this.deps.db.flowRequest.findMany({
+      where: {
+        state: "pending",
+        messageTs: { not: null },
+        decideBy: { lte: now },
+        deadlineDoneAt: null,
+        OR: [{ deadlineHandledAt: null }, { deadlineHandledAt: { lt: stale } }],
+      },
+      orderBy: { decideBy: "asc" },
+      take: 50,
+    });
+    let taken = 0;
+    for (const request of due) {
+      const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+      const wanted = request.onTimeout === "approve" ? "primary" : request.onTimeout === "reject" ? "danger" : undefined;
+      const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
+      const decides = !!wanted && (emit.length === 0 || index >= 0);
+      const { count } = await this.deps.db.flowRequest.updateMany({
+        where: { id: request.id, state: "pending", deadlineDoneAt: null, deadlineHandledAt: request.deadlineHandledAt },
+        data: { deadlineHandledAt: now, ...(decides ? {} : { remindersSent: { increment: 1 } }) },
+      });
+      if (count !== 1) continue;
+      const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
+      try {
+        if (decides) {
+          const outcome = await this.decide({
+            requestId: request.id,
+            userId: DEADLINE_ACTOR,
+            outcomeIndex: emit.length ? index : undefined,
+            feedback: timeoutFeedback(wanted === "primary" ? "approve" : "reject", withinMs),
+            byDeadline: true,
+          });
+          if (outcome.kind === "failed")
+            await this.deps.outbox.request({
+              kind: "flow.reminder",
+              subjectId: request.id,
+              part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+              payload: { text: `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${outcome.message}. The request is open again; please answer it.` },
+            });
+        } else {
+          const who = this.who(request) ?? (request.assigneeUserId ? `<@${request.assigneeUserId}>` : "Reviewers");
+          const missing = wanted ? ` (it offers no ${wanted === "primary" ? "approve" : "reject"} outcome, so nothing was chosen for it)` : "";
+          await this.deps.outbox.request({
+            kind: "flow.reminder",
+            subjectId: request.id,
+            part: `deadline:${request.decideBy?.getTime() ?? 0}`,
+            payload: {
+              text: `⏰ ${who}: the deadline for flow *${escapeMrkdwn(request.flowName)}*'s request has passed (no answer within ${describeDuration(withinMs)})${missing}. Answer the request above so the flow can go on.`,
+            },
+          });
+          await this.deps.audit?.record({
+            executionId: null,
+            flowRequestId: request.id,
+            kind: "deadline",
+            taskKey: request.methodName,
+            actor: DEADLINE_ACTOR,
+            outputHash: hashOutput(request.output),
+            msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+            detail: { action: "remind", flow: request.flowName, requestId: request.requestId, ...(wanted ? { wanted: request.onTimeout } : {}) },
+          });
+          // The message stops announcing a deadline that has passed.
+          await this.deps.outbox.request({ kind: "flow.show", subjectId: request.id });
+        }
+        await this.deps.db.flowRequest.updateMany({ where: { id: request.id }, data: { deadlineDoneAt: this.clock.now() } });
+        taken++;
+      } catch (err) {
+        this.deps.log.warn("could not take a flow request's deadline action", { id: request.id, err: errText(err) });
+      }
+    }
+    return taken;
+  }
+
   /** A request by the platform's id (for `/crew audit <id>`). */
   findByRequestId(requestId: string): Promise<FlowRequest | null> {
     return this.deps.db.flowRequest.findFirst({ where: { requestId }, orderBy: { createdAt: "desc" } });
@@ -456,8 +550,15 @@ export class FlowRequests {
     return mine;
   }
 
-  start(opts: { reminderIntervalMs?: number; sweepMs?: number } = {}): void {
+  start(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): void {
     if (this.deps.flows.length === 0) return;
+    if (this.deps.flows.some((f) => f.decideWithinMs)) {
+      this.deadlineTimer = setInterval(
+        () => this.track(this.deadlinesDue().catch((err) => this.deps.log.warn("flow deadlines failed", { err: errText(err) }))),
+        opts.deadlineIntervalMs ?? 10_000,
+      );
+      this.deadlineTimer.unref();
+    }
     this.sweepTimer = setInterval(() => this.track(this.recover().catch((err) => this.deps.log.warn("flow recovery sweep failed", { err: errText(err) }))), opts.sweepMs ?? 30_000);
     this.sweepTimer.unref();
     if (this.deps.reminders && this.deps.reminders.max > 0) {
@@ -472,6 +573,7 @@ export class FlowRequests {
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.reminderTimer) clearInterval(this.reminderTimer);
+    if (this.deadlineTimer) clearInterval(this.deadlineTimer);
     await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
   }
 

@@ -1,6 +1,7 @@
 // The Slack side of flow feedback requests: one Web API call per outbox effect (FlowNotifier, see
 // src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
 import type { WebClient } from "@slack/web-api";
+import type { TimeoutAction } from "../config.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
 import type { FlowNotifier } from "../outbox/perform.js";
@@ -12,6 +13,7 @@ import {
   type FlowRequestState,
   flowRequestMessage,
   outputNeedsFile,
+  pendingReviewNotes,
   type SlackMessage,
 } from "../slack/blocks/index.js";
 import type { SlackClients } from "../slack/clients.js";
@@ -48,6 +50,11 @@ export function flowMessageFor(request: FlowRequest, note?: string, context: Flo
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
     outputTruncated: request.fileAttached || outputNeedsFile(request.output, reserve),
+    byDeadline: request.decidedByDeadline,
+    pendingNotes: pendingReviewNotes({
+      deadline: request.decideBy && request.onTimeout && !request.deadlineHandledAt ? { at: request.decideBy, action: request.onTimeout as TimeoutAction } : undefined,
+      now: new Date(),
+    }),
   });
 }
 

@@ -3,10 +3,16 @@
 // rules, the runs the user started (so nobody sees reviews from channels they may not be in).
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
+import type { TimeoutAction } from "../config.js";
 import type { Db } from "../db/database.js";
+import type { DecisionOutcome } from "../lifecycle/index.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { ACTIVE_STATES } from "../lifecycle/states.js";
-import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, homeView } from "../slack/blocks/home.js";
+import { mayActOnReview } from "../review/access.js";
+import { NOT_RECORDED, replyFor } from "../review/actions.js";
+import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../slack/blocks/home.js";
+import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, truncatePlain, userMention } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 
 export interface HomeDeps {
@@ -46,12 +52,13 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
   for (const review of pending) {
     const { execution } = review;
     const rules = deps.reviewers?.rulesFor(execution.crewName);
-    const may = rules
-      ? await deps.reviewers!.mayDecide(execution.crewName, userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId })
-      : execution.userId === userId;
+    const team = { teamId: execution.teamId, enterpriseId: execution.enterpriseId };
+    // Reassigned or escalated to this user: theirs to decide, whatever the crew's rules say.
+    const granted = !!deps.reviewers && (await deps.reviewers.isGranted(review, userId, team));
+    const may = granted || (rules ? await deps.reviewers!.mayDecide(execution.crewName, userId, team) : execution.userId === userId);
     if (may) mine.push(review);
   }
-  const reviews = await Promise.all(
+  const reviews: HomeReview[] = await Promise.all(
     mine.map(async (r, i) => ({
       crewName: r.execution.crewName,
       taskName: r.taskName,
@@ -59,6 +66,13 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       waitingMs: now.getTime() - r.createdAt.getTime(),
       channelId: r.execution.channelId,
       permalink: i < HOME_MAX_REVIEWS ? await permalink(r.execution.channelId, r.messageTs!, r.execution.threadTs ?? undefined) : undefined,
+      // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread).
+      approveReviewId: r.id,
+      notes: [
+        ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
+        ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
+        ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
+      ],
     })),
   );
   // Flow feedback requests this user may answer (by the flow's reviewer rules, or as the assignee).
@@ -89,20 +103,64 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
   return { userId, reviews, runs, crews, now, flows: deps.flowHooks };
 }
 
-export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+const homeApproveClick = z.object({
+  user: z.object({ id: z.string() }),
+  actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the Home tab says after an Approve clicked there. */
+export function homeNotice(outcome: DecisionOutcome | undefined, taskName: string): string {
+  if (!outcome) return "I can't find this review any more, so nothing was sent to the crew.";
+  if (outcome.kind === "decided") return `✅ You approved *${escapeMrkdwn(truncatePlain(taskName, 150))}*; the crew goes on.`;
+  return replyFor(outcome) ?? "Nothing changed.";
+}
+
+/** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
+export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   // One per workspace: each has its own URL (and, when installed in many, its own token).
   const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
-  app.event("app_home_opened", async ({ event, client, context }) => {
-    if (event.tab && event.tab !== "home") return;
-    const teamId = context.teamId ?? undefined;
-    const key = `${context.enterpriseId ?? ""}/${teamId ?? ""}`;
+  return async (client: WebClient, userId: string, notice?: string, team?: { teamId?: string; enterpriseId?: string }): Promise<void> => {
+    const key = `${team?.enterpriseId ?? ""}/${team?.teamId ?? ""}`;
     const permalink = permalinks.get(key) ?? permalinkBuilder(client);
     permalinks.set(key, permalink);
     try {
-      const params = await homeFor(deps, home, permalink, event.user, teamId);
-      await client.views.publish({ user_id: event.user, view: homeView(params) });
+      const params = await homeFor(deps, home, permalink, userId, team?.teamId);
+      await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
     } catch (err) {
-      deps.log.warn("could not publish the home tab", { user: event.user, err });
+      deps.log.warn("could not publish the home tab", { user: userId, err });
     }
+  };
+}
+
+export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+  const publish = homePublisher(deps, home);
+  // Someone handed a review (reassign.ts) finds it on their Home tab at once.
+  deps.publishHome = (userId) => publish(app.client, userId);
+  app.event("app_home_opened", async ({ event, client, context }) => {
+    if (event.tab && event.tab !== "home") return;
+    await publish(client, event.user, undefined, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+  });
+
+  // Approve from the Home tab: the same rules (who may see the run or was handed the review, the
+  // reviewer gate) and the same exactly-once decision as a click in the thread; then the tab is
+  // published again, saying what happened.
+  app.action(HOME_APPROVE_ACTION, async ({ ack, body, client, context }) => {
+    await ack();
+    const click = homeApproveClick.safeParse(body);
+    if (!click.success) return void deps.log.warn("home approve with an unexpected payload");
+    const userId = click.data.user.id;
+    const reviewId = click.data.actions[0]!.value;
+    let notice: string;
+    try {
+      const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
+      if (!found || !(await mayActOnReview(client, deps, found, { userId }))) notice = homeNotice(undefined, "");
+      else notice = homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
+    } catch (err) {
+      deps.log.error("home approval could not be recorded", { err });
+      notice = NOT_RECORDED;
+    }
+    await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
   });
 }

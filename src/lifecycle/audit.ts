@@ -9,7 +9,7 @@ import { insertAuditRow, type NewAuditRow } from "./rows.js";
 
 export type { AuditRecord };
 /** approval: one person's approval while more are needed (the last one needed is a decision row). */
-export type AuditKind = "kickoff" | "decision" | "approval" | "completion" | "flow_decision" | "flow_approval";
+export type AuditKind = "kickoff" | "decision" | "approval" | "completion" | "flow_decision" | "flow_approval" | "deadline" | "escalation" | "reassignment";
 
 export interface NewAuditRecord {
   /** The crew run; null for a flow feedback request (then flowRequestId is set). */

@@ -55,7 +55,26 @@ export interface RunNotifier {
   postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
   /** The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it can be found. */
   findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined>;
+  /** A reply in the run's thread, as written (mrkdwn with mentions): escalations, reassignments. */
+  postThreadMessage(execution: Execution, text: string, effectId: string): Promise<void>;
+  /** A reply in the run's thread about a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
+  postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice, effectId: string): Promise<void>;
 }
+
+/**
+ * The Slack effects the review rules (deadlines, escalation, reassignment) ask for, as the outbox
+ * takes them (src/outbox/index.ts enqueues each; the worker performs it through RunNotifier).
+ */
+export interface RunMessages {
+  postThreadMessage(execution: Execution, text: string): Promise<void>;
+  postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice): Promise<void>;
+  /** The review message shown again from its row. */
+  updateReview(execution: Execution, review: Review): Promise<void>;
+}
+
+export type DeadlineNotice =
+  | { kind: "reminder" /** mentions of who may decide */; who: string; withinMs: number }
+  | { kind: "not_delivered"; action: "reject" | "approve"; message: string };
 
 export interface CrewDirectory {
   get(name: string): CrewApi | undefined;

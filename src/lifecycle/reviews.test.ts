@@ -43,6 +43,8 @@ const notifier: RunNotifier = {
   showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
   postReminder: async () => {},
   findPosted: async () => undefined,
+  postThreadMessage: async () => {},
+  postDeadlineNotice: async () => {},
 };
 
 /** The lifecycle with its outbox; `effects()` performs every Slack effect due (through the in-memory notifier). */

@@ -3,6 +3,7 @@ import crypto from "node:crypto";
 import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { ApprovalRows } from "./approval-rows.js";
@@ -35,13 +36,21 @@ export interface Decision {
   feedback: string;
   /** Edit and approve: the whole output as the reviewer edited it. */
   editedOutput?: string;
+  /** Taken by the review's deadline (deadlines.ts): no reviewer gate and no approval count, the same claim as a click. */
+  byDeadline?: boolean;
 }
 
 /** Each crew's approval rules (approvals:, selfApproval:). */
 export type ApprovalPolicyOf = (crewName: string) => ApprovalPolicy;
 
-/** Decides whether a user may decide a review; issue-level rules plug in here. */
-export type ReviewerGate = (execution: Execution, userId: string) => Promise<{ allowed: true } | { allowed: false; who: string }>;
+/**
+ * Decides whether a user may decide a review; issue-level rules plug in here. The review, when given,
+ * may let in more people than the crew's rules (its escalation, its reassignment).
+ */
+export type ReviewerGate = (execution: Execution, userId: string, review?: Review) => Promise<{ allowed: true } | { allowed: false; who: string }>;
+
+/** Called, in the transaction that makes a round a review (pending), before its message shows it: returns the row to show (e.g. with its deadline). */
+export type OnPending = (execution: Execution, review: Review, tx: SqlRunner) => Promise<Review>;
 
 export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
 
@@ -116,6 +125,7 @@ export class Reviews {
     private readonly gate: ReviewerGate = anyoneMayDecide,
     private readonly audit?: Audit,
     private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
+    private readonly onPending?: OnPending,
   ) {
     this.rows = new ReviewRows(db);
     this.approvals = new ApprovalRows(db);
@@ -186,10 +196,11 @@ export class Reviews {
     const promoted = await this.outbox.sql.transaction(async (tx) => {
       const moved = await new ReviewRows(tx).transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
+      const shown = this.onPending ? await this.onPending(execution, moved, tx) : moved;
       await this.runs.transition(execution.id, "review_opened", {}, tx);
       // Not posted yet: the post under way shows the new state when it records its ts.
       await this.outbox.add(tx, { kind: "review.show", subjectId: moved.id });
-      return moved;
+      return shown;
     });
     if (promoted) this.outbox.nudge();
     return promoted ?? undefined;
@@ -229,7 +240,7 @@ export class Reviews {
       if (!stored) return undefined;
       if (state === "pending") await this.runs.transition(execution.id, "review_opened", {}, tx);
       await this.outbox.add(tx, { kind: "review.post", subjectId: stored.id });
-      return stored;
+      return state === "pending" && this.onPending ? this.onPending(execution, stored, tx) : stored;
     });
     if (review) this.outbox.nudge();
     return review;
@@ -247,11 +258,11 @@ export class Reviews {
     const feedback = decision.feedback.trim();
     if (!decision.approve && !feedback) return { kind: "feedback_required" };
     if (review.state !== "pending") return { kind: "already_decided", review };
-    const gate = await this.gate(execution, decision.userId);
+    const gate = decision.byDeadline ? ({ allowed: true } as const) : await this.gate(execution, decision.userId, review);
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
     let humanFeedback = feedback || (decision.approve ? "Approved" : "");
     let approvals: StoredApproval[] = [];
-    if (decision.approve) {
+    if (decision.approve && !decision.byDeadline) {
       const step = await this.approve(execution, review, decision);
       if (step.kind === "wait") return step.outcome;
       approvals = step.approvals;
@@ -263,6 +274,7 @@ export class Reviews {
       decision: decision.approve ? "approve" : "reject",
       feedback: feedback || null,
       decidedAt: this.clock.now(),
+      decidedByDeadline: !!decision.byDeadline,
     });
     if (!claimed) return { kind: "already_decided", review: (await this.rows.find(review.id)) ?? review };
 
@@ -365,6 +377,7 @@ export class Reviews {
           detail: {
             outcome,
             reviewId: review.id,
+            ...(decision.byDeadline ? { byDeadline: true } : {}),
             ...(sent.message ? { message: sent.message } : {}),
             ...(sent.approvals.length > 1 ? { approvers: sent.approvals.map((a) => a.userId) } : {}),
             ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
@@ -415,7 +428,7 @@ export class Reviews {
       decision,
       "resume_failed",
       "resume_failed",
-      { decidedBy: null, decision: null, feedback: null, decidedAt: null },
+      { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false },
       { approvals, humanFeedback, message },
     );
     return { kind: "resume_failed", review: reopened, message };

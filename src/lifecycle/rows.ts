@@ -223,8 +223,8 @@ export function shownAs(state: string): string {
   return state === "deciding" ? "pending" : state;
 }
 
-const REVIEW_DECISION_COLUMNS = new Set(["decidedBy", "decision", "feedback", "decidedAt", "resumeStatus", "resumeMessage"]);
-export type ReviewDecisionPatch = Partial<Pick<Review, "decidedBy" | "decision" | "feedback" | "decidedAt" | "resumeStatus" | "resumeMessage">>;
+const REVIEW_DECISION_COLUMNS = new Set(["decidedBy", "decision", "feedback", "decidedAt", "decidedByDeadline", "resumeStatus", "resumeMessage"]);
+export type ReviewDecisionPatch = Partial<Pick<Review, "decidedBy" | "decision" | "feedback" | "decidedAt" | "decidedByDeadline" | "resumeStatus" | "resumeMessage">>;
 
 export class ReviewRows {
   private readonly sql: SqlRunner;

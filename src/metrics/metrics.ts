@@ -392,7 +392,8 @@ export class Metrics {
     const decide = reviews.decide.bind(reviews);
     reviews.decide = async (decision: Decision) => {
       const outcome = await decide(decision);
-      if (outcome.kind === "decided" || outcome.kind === "not_waiting") {
+      // Decisions taken by a deadline (deadlines.ts) are not a person's decision time.
+      if (!decision.byDeadline && (outcome.kind === "decided" || outcome.kind === "not_waiting")) {
         const { review } = outcome;
         const decidedAt = review.decidedAt ?? new Date();
         this.decisionTime.observe({ decision: decision.approve ? "approve" : "reject" }, Math.max(0, decidedAt.getTime() - review.createdAt.getTime()) / 1000);

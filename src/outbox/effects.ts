@@ -23,6 +23,10 @@ export const EFFECT_KINDS = {
   "review.show": { repeatable: true },
   /** A reminder under a review nobody has decided (keyed per reminder number). */
   "review.reminder": { repeatable: false },
+  /** About a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
+  "review.deadline": { repeatable: false },
+  /** A reply in the run's thread as written: an escalation, a reassignment. */
+  "run.message": { repeatable: false },
   /** The completion (or failure) notice in the channel; chains run.file and run.announcement. */
   "run.completion": { repeatable: false },
   /** The final output as a file when it is long. */

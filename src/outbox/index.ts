@@ -1,7 +1,8 @@
 // The outbox as the rest of the bot sees it: ask for a Slack effect (inside the transaction that
 // changes the state, or on its own), and let the worker of this process know there is work.
+import crypto from "node:crypto";
 import type { SqlRunner } from "../db/sql.js";
-import type { Clock } from "../lifecycle/ports.js";
+import type { Clock, RunMessages } from "../lifecycle/ports.js";
 import { enqueue, type NewEffect } from "./effects.js";
 import type { OutboxWorker } from "./worker.js";
 
@@ -34,4 +35,16 @@ export class Outbox {
   nudge(): void {
     this.worker?.nudge();
   }
+}
+
+/** The Slack effects of the review rules (deadlines, escalation, reassignment), as outbox effects. */
+export function outboxRunMessages(outbox: Outbox): RunMessages {
+  return {
+    // Each call is one message: its callers claim the event (escalation, reassignment) before asking.
+    postThreadMessage: (execution, text) => outbox.request({ kind: "run.message", subjectId: execution.id, part: crypto.randomUUID(), payload: { text } }),
+    // One notice of each kind per deadline, however often a retaken deadline asks again.
+    postDeadlineNotice: (_execution, review, notice) =>
+      outbox.request({ kind: "review.deadline", subjectId: review.id, part: `${notice.kind}:${review.decideBy?.getTime() ?? 0}`, payload: notice }),
+    updateReview: (_execution, review) => outbox.request({ kind: "review.show", subjectId: review.id }),
+  };
 }

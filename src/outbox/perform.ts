@@ -3,7 +3,7 @@
 import type { SqlRunner } from "../db/sql.js";
 import { editedRequestNeedsFile, type FlowRequestContext } from "../flows/slack-effects.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
-import type { Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
+import type { DeadlineNotice, Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import { reviewNote } from "../lifecycle/reviews.js";
 import { shownAs } from "../lifecycle/rows.js";
 import { outputNeedsFile } from "../slack/blocks/index.js";
@@ -116,6 +116,33 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         () => notifier.findPosted(e, e.threadTs, job.id),
         async () => {
           await notifier.postReminder(e, r, reminder, job.id);
+          return "";
+        },
+      );
+      return undefined;
+    },
+    async "review.deadline"(job) {
+      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      const notice = job.payload as unknown as DeadlineNotice;
+      await postOnce(
+        job,
+        () => notifier.findPosted(e, e.threadTs, job.id),
+        async () => {
+          await notifier.postDeadlineNotice(e, r, notice, job.id);
+          return "";
+        },
+      );
+      return undefined;
+    },
+    async "run.message"(job) {
+      const e = await execution(job.subjectId);
+      if (!e) throw new GiveUp("its run no longer exists");
+      const text = String((job.payload as { text?: string } | null)?.text ?? "");
+      await postOnce(
+        job,
+        () => notifier.findPosted(e, e.threadTs, job.id),
+        async () => {
+          await notifier.postThreadMessage(e, text, job.id);
           return "";
         },
       );

@@ -56,5 +56,11 @@ export async function clickMayDecide(
 ): Promise<boolean> {
   if (!click.channelId || !click.messageTs) return false;
   if (found.execution.channelId !== click.channelId || found.messageTs !== click.messageTs) return false;
-  return maySeeRun(client, deps, found.execution, { userId: click.userId, channelId: click.channelId });
+  return mayActOnReview(client, deps, found, { userId: click.userId, channelId: click.channelId });
+}
+
+/** Whether the asker may see (and so try to decide) this review: who may see its run, and whoever it was reassigned or escalated to. */
+export async function mayActOnReview(client: WebClient, deps: FeatureDeps, found: Review & { execution: Execution }, asker: Asker): Promise<boolean> {
+  if (deps.reviewers && (await deps.reviewers.isGranted(found, asker.userId).catch(() => false))) return true;
+  return maySeeRun(client, deps, found.execution, asker);
 }

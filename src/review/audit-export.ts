@@ -3,7 +3,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../flows/service.js";
 import { type AuditRecord, auditCsv, auditJson } from "../lifecycle/audit.js";
-import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, truncatePlain } from "../slack/blocks/index.js";
+import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, mentionIds, truncatePlain } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { visibleRun } from "./access.js";
 
@@ -29,7 +29,8 @@ export function auditLine(row: AuditRecord): string {
       const outcome = detail.outcome === "decided" ? "" : detail.outcome === "not_waiting" ? " — the crew was not waiting" : " — did not reach the crew";
       const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
       const edited = detail.edited ? " with edits" : "";
-      return `• ${at} — <@${row.actor}> ${verb}${edited} ${task}${after}${feedback}${outcome}`;
+      const who = detail.byDeadline ? "the deadline" : `<@${row.actor}>`;
+      return `• ${at} — ${who} ${verb}${edited} ${task}${after}${feedback}${outcome}`;
     }
     case "approval": {
       const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
@@ -37,6 +38,21 @@ export function auditLine(row: AuditRecord): string {
       const count = typeof detail.approvals === "number" && typeof detail.required === "number" ? ` (${detail.approvals} of ${detail.required} approvals)` : "";
       const feedback = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
       return `• ${at} — <@${row.actor}> approved${edited} ${task}${count}${feedback}`;
+    }
+    case "deadline": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? (row.flowRequestId ? "the request" : "task"), 80))}*${row.round != null ? ` round ${row.round}` : ""}`;
+      return `• ${at} — deadline passed on ${task}: reminder posted`;
+    }
+    case "escalation": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const ids = Array.isArray(detail.escalatedTo) ? (detail.escalatedTo as unknown[]).map(String).filter((id) => /^[UWS][A-Z0-9]+$/.test(id)) : [];
+      return `• ${at} — ${task} escalated${ids.length ? ` to ${mentionIds(ids.slice(0, 10))}` : ""} after its last reminder`;
+    }
+    case "reassignment": {
+      const task = `*${escapeMrkdwn(truncatePlain(row.taskKey ?? "task", 80))}* round ${row.round ?? "?"}`;
+      const to = typeof detail.reassignedTo === "string" ? ` to <@${escapeMrkdwn(truncatePlain(detail.reassignedTo, 30))}>` : "";
+      const reason = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
+      return `• ${at} — <@${row.actor}> reassigned ${task}${to}${reason}`;
     }
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;
@@ -59,7 +75,7 @@ export function auditLine(row: AuditRecord): string {
           : detail.outcome === "closed"
             ? ` — the flow refused it (${escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120))})`
             : " — did not reach the flow";
-      return `• ${at} — <@${row.actor}>${choice}${step}${after}${feedback}${result}`;
+      return `• ${at} — ${detail.byDeadline ? "the deadline" : `<@${row.actor}>`}${choice}${step}${after}${feedback}${result}`;
     }
     default:
       return `• ${at} — ${escapeMrkdwn(row.kind)}`;

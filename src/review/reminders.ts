@@ -24,6 +24,8 @@ export interface ReminderDeps {
   reviewersOf: (crewName: string) => string | undefined;
   log: Logger;
   clock?: Clock;
+  /** Called after a reminder was posted, with the reminders the review has had (escalation.ts). */
+  afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<unknown>;
 }
 
 /** When reminder number `sent + 1` is due, for a review created at `createdAt`. */
@@ -101,7 +103,10 @@ export class ReviewReminders {
         await outbox.add(tx, { kind: "review.reminder", subjectId: review.id, part: count, payload: { who, waitedMs: now.getTime() - review.createdAt.getTime() } });
         return true;
       });
-      if (claimed) sent++;
+      if (!claimed) continue;
+      sent++;
+      // The last reminder may escalate the review (escalation.ts): its mention follows the reminder.
+      await this.deps.afterReminder?.(execution, { ...review, remindersSent: count }, count);
     }
     if (sent) this.deps.outbox.nudge();
     return sent;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { Execution } from "../lifecycle/ports.js";
+import type { Execution, Review } from "../lifecycle/ports.js";
 import { silentLogger } from "../log.js";
-import { describeReviewers, ReviewerRules } from "./rules.js";
+import { describeReviewers, ReviewerRules, reviewGrants } from "./rules.js";
 
 const crew = (reviewers?: { users: string[]; usergroups: string[] }) => ({
   config: (name: string) => (name === "research" ? { reviewers } : undefined),
@@ -79,5 +79,22 @@ describe("ReviewerRules", () => {
     expect(lookups).toEqual(["S1"]);
     expect(await rules.mayDecide("research", "U2")).toBe(true);
     expect(lookups).toEqual(["S1"]);
+  });
+
+  it("lets in whoever one review was reassigned to, and its escalation list only once it was escalated", async () => {
+    const { rules } = setup({ S1: [], S7: ["U8"] });
+    const review = { reassignedTo: null, escalatedAt: null, escalatedTo: "U5,S7" } as Review;
+    expect(reviewGrants(review)).toEqual({ users: [], usergroups: [] });
+    expect(await rules.gate(run, "U5", review)).toMatchObject({ allowed: false });
+    const escalated = { ...review, escalatedAt: new Date() } as Review;
+    expect(reviewGrants(escalated)).toEqual({ users: ["U5"], usergroups: ["S7"] });
+    expect(await rules.gate(run, "U5", escalated)).toEqual({ allowed: true });
+    expect(await rules.gate(run, "U8", escalated)).toEqual({ allowed: true });
+    expect(await rules.gate(run, "U9", escalated)).toMatchObject({ allowed: false });
+    // Another review of the same crew grants nothing.
+    expect(await rules.gate(run, "U5")).toMatchObject({ allowed: false });
+    const reassigned = { ...review, reassignedTo: "U6" } as Review;
+    expect(await rules.gate(run, "U6", reassigned)).toEqual({ allowed: true });
+    expect(await rules.isGranted(reassigned, "U5")).toBe(false);
   });
 });

@@ -3,7 +3,7 @@
 // click rarely waits on Slack: fresh entries answer at once; a stale entry that already contains the
 // user answers at once and is refreshed in the background; a refusal is only ever given on fresh data.
 import type { ReviewerRules as RulesConfig } from "../config.js";
-import { type Clock, type Execution, systemClock } from "../lifecycle/ports.js";
+import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
 import type { ReviewerGate } from "../lifecycle/reviews.js";
 import type { Logger } from "../log.js";
 import type { TeamRef } from "../slack/clients.js";
@@ -26,6 +26,15 @@ interface CacheEntry {
 /** "<@U1>, <!subteam^S1>": who may decide, as Slack renders it. */
 export function describeReviewers(rules: RulesConfig): string {
   return [...rules.users.map((u) => `<@${u}>`), ...rules.usergroups.map((g) => `<!subteam^${g}>`)].join(", ");
+}
+
+/** Who may decide one review beyond its crew's rules: its reassignee, and its escalation list once it was escalated. */
+export function reviewGrants(review: Pick<Review, "reassignedTo" | "escalatedAt" | "escalatedTo">): RulesConfig {
+  const escalated = review.escalatedAt && review.escalatedTo ? review.escalatedTo.split(",").filter(Boolean) : [];
+  return {
+    users: [...(review.reassignedTo ? [review.reassignedTo] : []), ...escalated.filter((id) => !id.startsWith("S"))],
+    usergroups: escalated.filter((id) => id.startsWith("S")),
+  };
 }
 
 export class ReviewerRules {
@@ -52,12 +61,19 @@ export class ReviewerRules {
     return rules ? describeReviewers(rules) : undefined;
   }
 
-  /** The lifecycle's ReviewerGate. */
-  readonly gate: ReviewerGate = async (execution: Execution, userId: string) => {
+  /** The lifecycle's ReviewerGate: the crew's rules, plus whoever the review was reassigned or escalated to. */
+  readonly gate: ReviewerGate = async (execution: Execution, userId: string, review?: Review) => {
     const rules = this.rulesFor(execution.crewName);
-    if (!rules || (await this.allows(rules, userId, { teamId: execution.teamId, enterpriseId: execution.enterpriseId }))) return { allowed: true };
+    const team = { teamId: execution.teamId, enterpriseId: execution.enterpriseId };
+    if (!rules || (review && (await this.isGranted(review, userId, team))) || (await this.allows(rules, userId, team))) return { allowed: true };
     return { allowed: false, who: describeReviewers(rules) };
   };
+
+  /** Whether this one review lets the user decide beyond the crew's rules (reassigned to them, or escalated to them or their group); `team`: the run's workspace. */
+  async isGranted(review: Pick<Review, "reassignedTo" | "escalatedAt" | "escalatedTo">, userId: string, team?: TeamRef): Promise<boolean> {
+    const grants = reviewGrants(review);
+    return grants.users.length + grants.usergroups.length > 0 && this.allows(grants, userId, team);
+  }
 
   /** Whether the user may decide this crew's reviews (true when the crew has no rules); `team`: the run's workspace. */
   async mayDecide(crewName: string, userId: string, team?: TeamRef): Promise<boolean> {

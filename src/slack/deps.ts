@@ -4,6 +4,7 @@ import type { FlowRequests } from "../flows/service.js";
 import type { Lifecycle } from "../lifecycle/index.js";
 import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
+import type { ReviewEscalations } from "../review/escalation.js";
 import type { ReviewerRules } from "../review/rules.js";
 
 export interface FeatureDeps {
@@ -21,6 +22,10 @@ export interface FeatureDeps {
   onRunStarted?: (execution: Execution) => void;
   /** Flow feedback requests (App Home lists those waiting for the user). */
   flows?: FlowRequests;
+  /** Publishes a user's App Home again (set by the Home feature). */
+  publishHome?: (userId: string) => Promise<void>;
+  /** Reassignment (and escalation) of pending reviews. */
+  escalations?: ReviewEscalations;
   /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */
   flowHooks?: { name: string; webhookUrl: string }[];
   /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */

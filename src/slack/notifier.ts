@@ -1,13 +1,17 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
-import type { Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
+import type { TimeoutAction } from "../config.js";
+import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import { reminderText } from "../review/reminders.js";
 import {
   announcementMessage,
   completionMessage,
+  deadlineNotDeliveredText,
+  deadlineReminderText,
   editNeedsFile,
   outputNeedsFile,
+  pendingReviewNotes,
   progressMessage,
   type RunState,
   reviewMessage,
@@ -56,12 +60,22 @@ export function editedOutputNeedsFile(review: Review, edit: { text: string }): b
   return editNeedsFile(review.output, edit.text, (t) => outputNeedsFile(t));
 }
 
-function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean): SlackMessage {
+function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, now = new Date()): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
+  // A deadline already acted on (a reminder posted) is no longer announced.
+  const deadline = review.decideBy && review.onTimeout && !review.deadlineHandledAt ? { at: review.decideBy, action: review.onTimeout as TimeoutAction } : undefined;
   return reviewMessage({
     ...(context.approvals ? { approvals: context.approvals } : {}),
     ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(review.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
     ...(context.previous ? { previous: context.previous, diffFileAttached: roundDiffNeedsFile(context.previous, review.output) } : {}),
+    pendingNotes: pendingReviewNotes({
+      deadline,
+      escalatedTo: review.escalatedAt && review.escalatedTo ? review.escalatedTo.split(",").filter(Boolean) : undefined,
+      reassignedTo: review.reassignedTo ?? undefined,
+      now,
+    }),
+    reassignable: true,
+    byDeadline: review.decidedByDeadline,
     reviewId: review.id,
     taskName: review.taskName,
     agent: review.agent ?? undefined,
@@ -201,6 +215,25 @@ export class SlackRunNotifier implements RunNotifier {
 
   async findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined> {
     return findPostedMessage(await this.clientFor(execution), this.log, execution.channelId, threadTs, effectId);
+  }
+
+  async postThreadMessage(execution: Execution, text: string, effectId: string): Promise<void> {
+    const client = await this.clientFor(execution);
+    await client.chat.postMessage({
+      channel: execution.channelId,
+      thread_ts: execution.threadTs ?? undefined,
+      text,
+      blocks: [{ type: "section", text: { type: "mrkdwn", text } }],
+      ...effectMetadata(effectId),
+    });
+  }
+
+  async postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice, effectId: string): Promise<void> {
+    const text =
+      notice.kind === "reminder"
+        ? deadlineReminderText({ who: notice.who, taskName: review.taskName, round: review.round, withinMs: notice.withinMs, crewName: execution.crewName })
+        : deadlineNotDeliveredText({ taskName: review.taskName, action: notice.action, message: notice.message });
+    await this.postThreadMessage(execution, text, effectId);
   }
 
   /** The whole text as a file in the run's thread: nothing is cut off silently. */

@@ -33,6 +33,10 @@ export interface FlowMessageParams {
   /** Edit and approve: the edited output, shown as a diff against `output`. */
   edit?: EditShown;
   editFileAttached?: boolean;
+  /** Under a pending request: its deadline (deadline.ts pendingReviewNotes). */
+  pendingNotes?: string[];
+  /** Answered by the request's deadline, not by a person. */
+  byDeadline?: boolean;
 }
 
 /** Whether a request can be approved with an edit: the flow offers an approve-like outcome, or takes free feedback. */
@@ -78,9 +82,11 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
     if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
     const notes = [assignee, p.note?.trim() ? excerpt(p.note.trim(), 300).text : undefined].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
+    const pending = (p.pendingNotes ?? []).filter((l) => l.trim());
+    if (pending.length) blocks.push(context(pending.join("\n")));
     return { text: `🙋 Feedback requested: ${title}`, blocks };
   }
-  const by = p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
   const comment = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), 800).text}` : "";
   const note = p.note?.trim() ? excerpt(p.note.trim(), 500).text : "";
@@ -94,7 +100,8 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
     return { text: `Answered${p.outcome ? ` (${truncatePlain(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }
-  blocks.push(section(`🚫 Closed${p.decidedBy ? ` after ${userMention(p.decidedBy)}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
+  const answeredBy = p.byDeadline ? "the deadline" : p.decidedBy ? userMention(p.decidedBy) : "";
+  blocks.push(section(`🚫 Closed${answeredBy ? ` after ${answeredBy}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
   if (assignee) blocks.push(context(assignee));
   return { text: `Closed: ${title}`, blocks };
 }

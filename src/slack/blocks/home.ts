@@ -2,6 +2,7 @@
 // Pure: the handler gathers the data; this only lays it out within Block Kit's limits
 // (100 blocks per view, 3,000 chars per section text).
 import type { types } from "@slack/bolt";
+import { HOME_APPROVE_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, excerpt, formatDuration, truncatePlain } from "./text.js";
 
@@ -12,6 +13,10 @@ export interface HomeReview {
   waitingMs: number;
   channelId: string;
   permalink?: string;
+  /** Set when it can be approved from here (a crew review: approving needs no feedback): its id for the Approve button. */
+  approveReviewId?: string;
+  /** e.g. "↪️ reassigned to you", "🔺 escalated", "⏳ decide by …" */
+  notes?: string[];
 }
 
 export interface HomeRun {
@@ -37,6 +42,8 @@ export interface HomeParams {
   now: Date;
   /** Configured flows and their webhook URLs (for admins setting them up). */
   flows?: { name: string; webhookUrl: string }[];
+  /** What the user's last action from this tab did (e.g. "✅ You approved …"). */
+  notice?: string;
 }
 
 export const HOME_MAX_REVIEWS = 30;
@@ -78,13 +85,18 @@ function packed(lines: string[]): types.KnownBlock[] {
 
 export function homeView(p: HomeParams): types.HomeView {
   const blocks: types.KnownBlock[] = [header("Crewline")];
+  if (p.notice?.trim()) blocks.push(section(p.notice.trim()));
 
   blocks.push(header(p.reviews.length ? `Reviews waiting for you (${p.reviews.length})` : "Reviews waiting for you"));
   if (p.reviews.length === 0) blocks.push(context("Nothing to decide right now."));
   for (const r of p.reviews.slice(0, HOME_MAX_REVIEWS)) {
     const task = `*${name(r.taskName)}*${r.round > 1 ? ` (round ${r.round})` : ""}`;
     const open = r.permalink ? `<${r.permalink}|Open the thread>` : `in <#${r.channelId}>`;
-    blocks.push(section(`${task} · ${name(r.crewName)} · waiting ${formatDuration(r.waitingMs)}\n${open}`));
+    const notes = r.notes?.length ? `\n${r.notes.slice(0, 3).join("\n")}` : "";
+    const item = section(`${task} · ${name(r.crewName)} · waiting ${formatDuration(r.waitingMs)}${notes}\n${open}`) as types.SectionBlock;
+    if (r.approveReviewId && r.approveReviewId.length <= LIMITS.buttonValue)
+      item.accessory = { type: "button", action_id: HOME_APPROVE_ACTION, style: "primary", value: r.approveReviewId, text: { type: "plain_text", text: "Approve" } };
+    blocks.push(item);
   }
   blocks.push(...more(p.reviews.length - HOME_MAX_REVIEWS, "reviews"));
   blocks.push({ type: "divider" });

@@ -60,3 +60,13 @@ export const FLOW_EDIT_VIEW_CALLBACK = "flow_edit";
 export const FLOW_ACTIONS_BLOCK = "flow_actions";
 export const FLOW_FEEDBACK_BLOCK = "flow_feedback";
 export const FLOW_FEEDBACK_ACTION = "feedback";
+
+/** Deadlines, escalation and reassignment (issue #14). */
+export const REASSIGN_ACTION = "review_reassign";
+export const REASSIGN_VIEW_CALLBACK = "review_reassign";
+export const REASSIGN_USER_BLOCK = "reassign_user";
+export const REASSIGN_USER_ACTION = "user";
+export const REASSIGN_REASON_BLOCK = "reassign_reason";
+export const REASSIGN_REASON_ACTION = "reason";
+/** Approve from the App Home tab (value: the review id). */
+export const HOME_APPROVE_ACTION = "home_review_approve";

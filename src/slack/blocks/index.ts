@@ -1,3 +1,4 @@
+export * from "./deadline.js";
 export * from "./diff.js";
 export * from "./edit.js";
 export * from "./flow.js";

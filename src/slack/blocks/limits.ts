@@ -172,6 +172,9 @@ function checkElement(element: Json, at: string, check: Check, problems: string[
       });
       break;
     }
+    case "users_select":
+      // A person picker (the Reassign modal): Slack fills in its options; nothing of ours to bound.
+      break;
     default:
       problems.push(`${at}: unexpected element type ${String(element.type)}`);
   }

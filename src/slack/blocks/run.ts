@@ -1,7 +1,7 @@
 // Messages about a run: the channel announcement (thread parent), progress, task
 // reviews and errors in the thread, and the completion notice in the channel.
 import type { types } from "@slack/bolt";
-import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
+import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REASSIGN_ACTION, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, formatDuration, formatUtcTime, humanizeInputName, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
@@ -175,6 +175,12 @@ export interface ReviewParams {
   previous?: PreviousRound;
   /** A file with the whole diff against the previous round was attached. */
   diffFileAttached?: boolean;
+  /** Lines under a pending review: its deadline, escalation, reassignment (deadline.ts pendingReviewNotes). */
+  pendingNotes?: string[];
+  /** A pending review gets a Reassign button. */
+  reassignable?: boolean;
+  /** The decision was taken by the review's deadline, not by a person. */
+  byDeadline?: boolean;
 }
 
 /** Room a review message keeps for its extra parts (diffs, approvals): its output is excerpted sooner. */
@@ -197,8 +203,11 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   }
   const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)];
   if (p.state === "pending") {
-    blocks.push(feedbackInput(), reviewButtons(p.reviewId));
+    blocks.push(feedbackInput(), reviewButtons(p.reviewId, p.reassignable));
     if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
+    // Already mrkdwn (deadline.ts builds them with escaped names and Slack tokens): cut, never escaped.
+    const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => excerpt(l, NOTE_MAX * 2).text);
+    if (pendingNotes.length) blocks.push(context(...pendingNotes.slice(0, 5)));
     if (note) blocks.push(context(note));
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
   }
@@ -206,7 +215,7 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
     blocks.push(section(`No decision needed — ${note || "the run moved on."}`));
     return { text: `No decision needed: ${name}`, blocks };
   }
-  const by = p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   if (p.state === "approved" && (p.edit || p.approvals)) {
     blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached }));
     if (note) blocks.push(context(note));
@@ -235,7 +244,7 @@ function feedbackInput(): types.InputBlock {
   };
 }
 
-function reviewButtons(reviewId: string): types.ActionsBlock {
+function reviewButtons(reviewId: string, reassignable = false): types.ActionsBlock {
   return {
     type: "actions",
     block_id: REVIEW_ACTIONS_BLOCK,
@@ -243,6 +252,7 @@ function reviewButtons(reviewId: string): types.ActionsBlock {
       { type: "button", action_id: APPROVE_ACTION, style: "primary", value: reviewId, text: plain("Approve", LIMITS.buttonText) },
       { type: "button", action_id: EDIT_ACTION, value: reviewId, text: plain("Edit and approve…", LIMITS.buttonText) },
       { type: "button", action_id: REJECT_ACTION, style: "danger", value: reviewId, text: plain("Reject", LIMITS.buttonText) },
+      ...(reassignable ? [{ type: "button" as const, action_id: REASSIGN_ACTION, value: reviewId, text: plain("Reassign", LIMITS.buttonText) }] : []),
     ],
   };
 }
