@@ -104,6 +104,34 @@ describe("edit and approve", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("follows the reviewer rules: no form for someone who may not decide, and the submission is checked again", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.reviewers = { users: [BOB], usergroups: [] };
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const opened = h.slack.callsTo("views.open").length;
+    await h.requests.blockAction({
+      user_id: CAROL,
+      channel_id: CHANNEL,
+      message_ts: pending.msg.ts,
+      thread_ts: pending.msg.thread_ts,
+      trigger_id: h.slack.issueTrigger(CAROL),
+      action: { action_id: "review_edit", block_id: pending.blockId, value: pending.reviewId },
+    });
+    await eventually(() => ephemeralsFor(CAROL).find((e) => e.text?.includes(`Only <@${BOB}> may decide`)), { what: "the refusal" });
+    expect(h.slack.callsTo("views.open")).toHaveLength(opened);
+
+    // Bob opens the form, then loses the right to decide before submitting: nothing reaches the crew.
+    const modal = await openEditModal(h, pending, BOB);
+    h.bot.crews.config("research")!.reviewers = { users: [CAROL], usergroups: [] };
+    await submitEdit(h, modal, "Bob's version", "", BOB);
+    await eventually(() => ephemeralsFor(BOB).find((e) => e.text?.includes(`Only <@${CAROL}> may decide`)), { what: "the refusal on submission" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect((await review(pending.reviewId)).state).toBe("pending");
+    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+  });
+
   it("refuses an edit form submitted by someone other than who opened it", async () => {
     h = await startHarness();
     await startRunViaSlack(h);
