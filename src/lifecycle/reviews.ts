@@ -360,6 +360,9 @@ export class Reviews {
           ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
         },
       });
+      // The message must now show the new approval: should this update be lost, the recovery sweep
+      // (refreshStale) re-renders a message whose shown state is unknown.
+      await this.db.review.updateMany({ where: { id: review.id, state: "pending" }, data: { shownState: null } });
       await this.showDecision(execution, review);
     }
     const kind = added || decision.editedOutput !== undefined ? "approval_recorded" : "already_approved";

@@ -195,6 +195,35 @@ describe("required approvals", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("an approval whose message update was lost is shown by the recovery sweep", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.approvals = 2;
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    // Let the run's own message updates (progress) settle, so that the failure hits the approval's.
+    let updates = -1;
+    while (updates !== h.slack.callsTo("chat.update").length) {
+      updates = h.slack.callsTo("chat.update").length;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    h.slack.failNext("chat.update", "internal_error");
+    await clickReview(h, pending, true, "", BOB);
+    await eventually(() => ephemeralsFor(BOB).find((e) => /1 of 2 approvals/.test(e.text ?? "")), { what: "the approval" });
+    await eventually(
+      () =>
+        h.slack
+          .callsTo("chat.update")
+          .slice(updates)
+          .find((c) => c.args.ts === pending.msg.ts),
+      { what: "the failed update" },
+    );
+    expect(messageText(h, pending.msg.ts)).not.toContain("1 of 2 approvals");
+    // What the watcher's sweep does (here at once, not after its quiet period).
+    expect(await h.bot.lifecycle.reviews.refreshStale(0)).toBeGreaterThanOrEqual(1);
+    expect(messageText(h, pending.msg.ts)).toContain(`1 of 2 approvals: <@${BOB}>`);
+    expect(await h.bot.lifecycle.reviews.refreshStale(0)).toBe(0);
+  });
+
   it("a reject by any allowed reviewer rejects at once, after an approval", async () => {
     h = await startHarness();
     h.bot.crews.config("research")!.approvals = 2;
