@@ -20,6 +20,8 @@ export type DecisionOutcome =
   | { kind: "self_approval_refused" }
   /** An approval was stored; more distinct approvers are needed before the crew hears it. */
   | { kind: "approval_recorded"; review: Review; approvals: number; required: number }
+  /** This approval completed the count at the same moment as another one, which sent the decision. */
+  | { kind: "approval_counted"; review: Review }
   /** This person had approved this round already; still waiting for others. */
   | { kind: "already_approved"; review: Review; approvals: number; required: number }
   | { kind: "already_decided"; review: Review }
@@ -294,7 +296,12 @@ export class Reviews {
       feedback: feedback || null,
       decidedAt: this.clock.now(),
     });
-    if (!claimed) return { kind: "already_decided", review: await this.db.review.findUniqueOrThrow({ where: { id: review.id } }) };
+    if (!claimed) {
+      const current = await this.db.review.findUniqueOrThrow({ where: { id: review.id } });
+      // Two approvals completed the count at once: the other one sends it, and this one is part of it.
+      if (decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId)) return { kind: "approval_counted", review: current };
+      return { kind: "already_decided", review: current };
+    }
 
     const crew = this.crews.get(execution.crewName);
     try {

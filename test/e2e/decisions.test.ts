@@ -247,6 +247,9 @@ describe("required approvals", () => {
     await eventually(async () => (await review(pending.reviewId)).state === "approved");
     await settle();
     expect(resumeCalls(h)).toHaveLength(1);
+    expect(resumeBody(0).human_feedback).toMatch(/^Approved by 2 reviewers: (U0BOB, U0CAROL|U0CAROL, U0BOB)\.$/);
+    // Neither is told that the other decided: both approvals counted.
+    expect(h.slack.ephemerals.filter((e) => /already/.test(e.text ?? ""))).toEqual([]);
   });
 });
 
