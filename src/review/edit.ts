@@ -4,7 +4,7 @@
 // exactly-once claim (Reviews.decide) as an Approve click.
 import type { App } from "@slack/bolt";
 import { z } from "zod";
-import { approvalPolicy, editableSplit, joinEdit, selfApprovalRefused } from "../lifecycle/approvals.js";
+import { approvalPolicy, editableSplit, joinEdit, selfApprovalRefused, unchangedEdit } from "../lifecycle/approvals.js";
 import type { DecisionOutcome } from "../lifecycle/index.js";
 import { EDIT_ACTION, EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, EDIT_VIEW_CALLBACK, editModal } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
@@ -103,7 +103,7 @@ export function registerReviewEdit(app: App, deps: FeatureDeps): void {
       }
       const editedOutput = joinEdit(edited, found.output.slice(facts.h));
       // Nothing changed: an approval with a note, not an edit.
-      const changed = editedOutput !== found.output;
+      const changed = !unchangedEdit(found.output.slice(0, facts.h), edited);
       outcome = await deps.lifecycle.reviews.decide({ reviewId: found.id, userId, approve: true, feedback: note, ...(changed ? { editedOutput } : {}) });
     } catch (err) {
       deps.log.error("edit and approve could not be recorded", { err });

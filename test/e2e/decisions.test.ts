@@ -104,6 +104,20 @@ describe("edit and approve", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("submitting the form unchanged is a plain approval with the note, not an edit", async () => {
+    h = await startHarness();
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const modal = await openEditModal(h, pending);
+    const head: string = modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK).element.initial_value;
+    await submitEdit(h, modal, `${head.replace(/\n/g, "\r\n")}\n`, "All good");
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: true, human_feedback: "All good" });
+    const text = await eventually(() => (messageText(h, pending.msg.ts).includes("Approved by") ? messageText(h, pending.msg.ts) : undefined));
+    expect(text).not.toContain("with edits");
+    expect((await h.bot.database.prisma.reviewApproval.findFirstOrThrow({ where: { reviewId: pending.reviewId } })).editedOutput).toBeNull();
+  });
+
   it("follows the reviewer rules: no form for someone who may not decide, and the submission is checked again", async () => {
     h = await startHarness();
     h.bot.crews.config("research")!.reviewers = { users: [BOB], usergroups: [] };
