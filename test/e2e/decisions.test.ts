@@ -403,4 +403,15 @@ describe("flow feedback requests", () => {
     expect(f.flow.answers[1]!.feedback).toBe("rejected\n\nNot yet");
     expect(f.flow.calls).toHaveLength(2);
   });
+
+  it("two required approvals at once from different people answer the flow exactly once", async () => {
+    f = await startFlowHarness({ flow: { approvals: 2 } });
+    await f.flow.send({ output: "Draft" });
+    const req = await pendingFlowRequest(f.h);
+    await Promise.all([clickFlow(f.h, req, "approved", "", BOB), clickFlow(f.h, req, "approved", "", CAROL)]);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered", { what: "the answer" });
+    await settle();
+    expect(f.flow.calls).toHaveLength(1);
+    expect(f.h.slack.ephemerals.filter((e) => /already/.test(e.text ?? ""))).toEqual([]);
+  });
 });
