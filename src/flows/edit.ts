@@ -4,7 +4,7 @@
 // outcome (or, for free-feedback flows, no outcome) with a comment that carries the edited version.
 import type { App } from "@slack/bolt";
 import { z } from "zod";
-import { editableSplit, joinEdit } from "../lifecycle/approvals.js";
+import { editableSplit, joinEdit, unchangedEdit } from "../lifecycle/approvals.js";
 import type { Logger } from "../log.js";
 import { openEdit, sealEdit } from "../review/edit-binding.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal, FLOW_EDIT_ACTION, FLOW_EDIT_VIEW_CALLBACK, flowEditable, outcomeStyle } from "../slack/blocks/index.js";
@@ -83,7 +83,7 @@ export function registerFlowEdit(app: App, flows: FlowRequests, log: Logger, for
         feedback: note,
         channelId: facts.c,
         messageTs: facts.m,
-        ...(editedOutput !== request.output ? { editedOutput } : {}),
+        ...(unchangedEdit(request.output.slice(0, facts.h), edited) ? {} : { editedOutput }),
       });
     } catch (err) {
       log.error("flow edit and approve could not be recorded", { err: (err as Error).message });

@@ -114,6 +114,8 @@ export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
       return `Only ${outcome.who} may answer this request, so nothing was sent to the flow.`;
     case "approval_recorded":
       return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The flow gets the answer once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
+    case "approval_counted":
+      return "Your approval is recorded and counted: with it the request had the approvals it needs, and the flow is being answered.";
     case "already_approved":
       return `You already approved this request (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
     case "already_decided": {

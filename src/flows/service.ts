@@ -80,6 +80,7 @@ export type FlowDecisionOutcome =
   | { kind: "not_allowed"; who: string }
   | { kind: "approval_recorded"; request: FlowRequest; approvals: number; required: number }
   | { kind: "already_approved"; request: FlowRequest; approvals: number; required: number }
+  | { kind: "approval_counted"; request: FlowRequest }
   | { kind: "already_decided"; request: FlowRequest }
   | { kind: "answered"; request: FlowRequest }
   | { kind: "closed"; request: FlowRequest; reason: string }
@@ -289,7 +290,12 @@ export class FlowRequests {
       where: { id: request.id, state: "pending" },
       data: { state: "deciding", decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline },
     });
-    if (count !== 1) return { kind: "already_decided", request: await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } }) };
+    if (count !== 1) {
+      const current = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
+      // Two approvals completed the count at once: the other one answers, and this one is part of it.
+      if (approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
+      return { kind: "already_decided", request: current };
+    }
 
     const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
     const edit = latestEdit(approvals);

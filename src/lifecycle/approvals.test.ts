@@ -10,6 +10,7 @@ import {
   latestEdit,
   type StoredApproval,
   selfApprovalRefused,
+  unchangedEdit,
 } from "./approvals.js";
 
 const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s));
@@ -93,5 +94,13 @@ describe("editableSplit", () => {
     const { head, rest } = editableSplit(output, 3000);
     expect(head).toBe("a".repeat(2999));
     expect(rest.startsWith("😀")).toBe(true);
+  });
+});
+
+describe("unchangedEdit", () => {
+  it("ignores line-break style and trailing whitespace, nothing else", () => {
+    expect(unchangedEdit("a\r\nb\n", "a\nb")).toBe(true);
+    expect(unchangedEdit("a b", "a  b")).toBe(false);
+    expect(unchangedEdit("a", "b")).toBe(false);
   });
 });

@@ -105,6 +105,15 @@ export function joinEdit(editedHead: string, rest: string): string {
   return editedHead + rest;
 }
 
+/**
+ * Whether a submitted edit leaves the text as it was. Slack's text input may hand back line breaks
+ * and trailing whitespace differently from how they were sent; that alone is no edit.
+ */
+export function unchangedEdit(original: string, submitted: string): boolean {
+  const norm = (t: string) => t.replace(/\r\n?/g, "\n").trimEnd();
+  return norm(original) === norm(submitted);
+}
+
 function byTime(approvals: readonly StoredApproval[]): StoredApproval[] {
   return [...approvals].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
 }

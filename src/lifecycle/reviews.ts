@@ -22,6 +22,8 @@ export type DecisionOutcome =
   | { kind: "self_approval_refused" }
   /** An approval was stored; more distinct approvers are needed before the crew hears it. */
   | { kind: "approval_recorded"; review: Review; approvals: number; required: number }
+  /** This approval completed the count at the same moment as another one, which sent the decision. */
+  | { kind: "approval_counted"; review: Review }
   /** This person had approved this round already; still waiting for others. */
   | { kind: "already_approved"; review: Review; approvals: number; required: number }
   | { kind: "already_decided"; review: Review }
@@ -276,7 +278,12 @@ export class Reviews {
       decidedAt: this.clock.now(),
       decidedByDeadline: !!decision.byDeadline,
     });
-    if (!claimed) return { kind: "already_decided", review: (await this.rows.find(review.id)) ?? review };
+    if (!claimed) {
+      const current = (await this.rows.find(review.id)) ?? review;
+      // Two approvals completed the count at once: the other one sends it, and this one is part of it.
+      if (decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId)) return { kind: "approval_counted", review: current };
+      return { kind: "already_decided", review: current };
+    }
 
     const crew = this.crews.get(execution.crewName);
     try {
@@ -336,7 +343,7 @@ export class Reviews {
           ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
         },
       });
-      // The message shows who approved so far ("1 of 2 approvals").
+      // The message shows who approved so far ("1 of 2 approvals"); the outbox retries a lost update.
       await this.outbox.request({ kind: "review.show", subjectId: review.id });
     }
     const kind = added || decision.editedOutput !== undefined ? "approval_recorded" : "already_approved";

@@ -76,6 +76,8 @@ export function replyFor(outcome: DecisionOutcome): string | undefined {
       return SELF_APPROVAL_REFUSED;
     case "approval_recorded":
       return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The crew goes on once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
+    case "approval_counted":
+      return "Your approval is recorded and counted: with it the review had the approvals it needs, and the crew is being told.";
     case "already_approved":
       return `You already approved this review (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
     case "already_decided": {

@@ -4,7 +4,7 @@
 // exactly-once claim (Reviews.decide) as an Approve click.
 import type { App } from "@slack/bolt";
 import { z } from "zod";
-import { approvalPolicy, editableSplit, joinEdit, selfApprovalRefused } from "../lifecycle/approvals.js";
+import { approvalPolicy, editableSplit, joinEdit, selfApprovalRefused, unchangedEdit } from "../lifecycle/approvals.js";
 import type { DecisionOutcome } from "../lifecycle/index.js";
 import { EDIT_ACTION, EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, EDIT_VIEW_CALLBACK, editModal } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
@@ -23,6 +23,9 @@ const editClick = z.object({
 });
 
 const editValues = z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough()));
+
+/** How long opening the edit form waits for the reviewer rules before opening it anyway (trigger_id lives 3 s). */
+const GATE_WAIT_MS = 1_000;
 
 export const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
 export const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
@@ -54,6 +57,11 @@ export function registerReviewEdit(app: App, deps: FeatureDeps): void {
       if (selfApprovalRefused(approvalPolicy(deps.crews.config(found.execution.crewName)), found.execution.userId, user.id)) {
         return void (await tell(SELF_APPROVAL_REFUSED));
       }
+      // Who may decide, when it is known at once (group members are cached): no form for someone refused.
+      // A slow answer does not hold the trigger: the submission is checked again either way.
+      const gate = deps.reviewers?.gate(found.execution, user.id).catch(() => undefined);
+      const early = gate && (await Promise.race([gate, new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref())]));
+      if (early && !early.allowed) return void (await tell(replyFor({ kind: "not_allowed", who: early.who })!));
       const { head, rest } = editableSplit(found.output);
       const metadata = sealEdit(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
       await client.views.open({ trigger_id, view: editModal({ taskName: found.taskName, round: found.round, head, restLength: rest.length, metadata }) });
@@ -95,7 +103,7 @@ export function registerReviewEdit(app: App, deps: FeatureDeps): void {
       }
       const editedOutput = joinEdit(edited, found.output.slice(facts.h));
       // Nothing changed: an approval with a note, not an edit.
-      const changed = editedOutput !== found.output;
+      const changed = !unchangedEdit(found.output.slice(0, facts.h), edited);
       outcome = await deps.lifecycle.reviews.decide({ reviewId: found.id, userId, approve: true, feedback: note, ...(changed ? { editedOutput } : {}) });
     } catch (err) {
       deps.log.error("edit and approve could not be recorded", { err });

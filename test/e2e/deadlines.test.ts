@@ -139,12 +139,13 @@ describe("review deadlines", () => {
     clock.offsetMs = 31 * MIN;
     expect(await h.bot.deadlines.tick()).toBe(1);
     expect(await h.bot.deadlines.tick()).toBe(0);
+    await eventually(() => threadReplies(h, execution.threadTs, /⏰/).length > 0, { what: "the deadline's reminder" });
     const reminders = threadReplies(h, execution.threadTs, /⏰/);
     expect(reminders).toHaveLength(1);
     expect(reminders[0]!.text).toContain(`<@${BOB}>: the deadline for *research_task* has passed (no decision within 30 minutes)`);
     expect(resumeCalls(h)).toHaveLength(0);
     expect(await review(h, pending.reviewId)).toMatchObject({ state: "pending", remindersSent: 1 });
-    expect(messageText(h, pending.msg.ts)).not.toContain("will be reminded");
+    await eventually(() => !messageText(h, pending.msg.ts).includes("will be reminded"), { what: "the message without the passed deadline" });
     const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "deadline" } });
     expect(audit).toMatchObject({ actor: DEADLINE_ACTOR, executionId: execution.id, taskKey: "research_task" });
     expect(audit.detail).toMatchObject({ action: "remind", remindersSent: 1 });

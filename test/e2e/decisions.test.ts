@@ -104,6 +104,48 @@ describe("edit and approve", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("submitting the form unchanged is a plain approval with the note, not an edit", async () => {
+    h = await startHarness();
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const modal = await openEditModal(h, pending);
+    const head: string = modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK).element.initial_value;
+    await submitEdit(h, modal, `${head.replace(/\n/g, "\r\n")}\n`, "All good");
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: true, human_feedback: "All good" });
+    const text = await eventually(() => (messageText(h, pending.msg.ts).includes("Approved by") ? messageText(h, pending.msg.ts) : undefined));
+    expect(text).not.toContain("with edits");
+    expect((await h.bot.database.prisma.reviewApproval.findFirstOrThrow({ where: { reviewId: pending.reviewId } })).editedOutput).toBeNull();
+  });
+
+  it("follows the reviewer rules: no form for someone who may not decide, and the submission is checked again", async () => {
+    h = await startHarness();
+    h.bot.crews.config("research")!.reviewers = { users: [BOB], usergroups: [] };
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const opened = h.slack.callsTo("views.open").length;
+    await h.requests.blockAction({
+      user_id: CAROL,
+      channel_id: CHANNEL,
+      message_ts: pending.msg.ts,
+      thread_ts: pending.msg.thread_ts,
+      trigger_id: h.slack.issueTrigger(CAROL),
+      action: { action_id: "review_edit", block_id: pending.blockId, value: pending.reviewId },
+    });
+    await eventually(() => ephemeralsFor(CAROL).find((e) => e.text?.includes(`Only <@${BOB}> may decide`)), { what: "the refusal" });
+    expect(h.slack.callsTo("views.open")).toHaveLength(opened);
+
+    // Bob opens the form, then loses the right to decide before submitting: nothing reaches the crew.
+    const modal = await openEditModal(h, pending, BOB);
+    h.bot.crews.config("research")!.reviewers = { users: [CAROL], usergroups: [] };
+    await submitEdit(h, modal, "Bob's version", "", BOB);
+    await eventually(() => ephemeralsFor(BOB).find((e) => e.text?.includes(`Only <@${CAROL}> may decide`)), { what: "the refusal on submission" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect((await review(pending.reviewId)).state).toBe("pending");
+    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+  });
+
   it("refuses an edit form submitted by someone other than who opened it", async () => {
     h = await startHarness();
     await startRunViaSlack(h);
@@ -167,6 +209,29 @@ describe("required approvals", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("an approval whose message update was lost is shown on the outbox's retry", async () => {
+    h = await startHarness({ crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 500 } } });
+    h.bot.crews.config("research")!.approvals = 2;
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    // Let the run's own message updates (progress) settle, so that the failure hits the approval's.
+    let updates = -1;
+    while (updates !== h.slack.callsTo("chat.update").length) {
+      updates = h.slack.callsTo("chat.update").length;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    h.slack.failNext("chat.update", "internal_error");
+    await clickReview(h, pending, true, "", BOB);
+    await eventually(() => ephemeralsFor(BOB).find((e) => /1 of 2 approvals/.test(e.text ?? "")), { what: "the approval" });
+    await eventually(() => messageText(h, pending.msg.ts).includes(`1 of 2 approvals: <@${BOB}>`), { what: "the approval shown after the retry" });
+    const attempts = h.slack
+      .callsTo("chat.update")
+      .slice(updates)
+      .filter((c) => c.args.ts === pending.msg.ts);
+    expect(attempts[0]?.error).toBe("internal_error");
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+  });
+
   it("a reject by any allowed reviewer rejects at once, after an approval", async () => {
     h = await startHarness();
     h.bot.crews.config("research")!.approvals = 2;
@@ -190,6 +255,9 @@ describe("required approvals", () => {
     await eventually(async () => (await review(pending.reviewId)).state === "approved");
     await settle();
     expect(resumeCalls(h)).toHaveLength(1);
+    expect(resumeBody(0).human_feedback).toMatch(/^Approved by 2 reviewers: (U0BOB, U0CAROL|U0CAROL, U0BOB)\.$/);
+    // Neither is told that the other decided: both approvals counted.
+    expect(h.slack.ephemerals.filter((e) => /already/.test(e.text ?? ""))).toEqual([]);
   });
 });
 
@@ -328,5 +396,16 @@ describe("flow feedback requests", () => {
     await eventually(() => f!.flow.answers.length === 2, { what: "the reject" });
     expect(f.flow.answers[1]!.feedback).toBe("rejected\n\nNot yet");
     expect(f.flow.calls).toHaveLength(2);
+  });
+
+  it("two required approvals at once from different people answer the flow exactly once", async () => {
+    f = await startFlowHarness({ flow: { approvals: 2 } });
+    await f.flow.send({ output: "Draft" });
+    const req = await pendingFlowRequest(f.h);
+    await Promise.all([clickFlow(f.h, req, "approved", "", BOB), clickFlow(f.h, req, "approved", "", CAROL)]);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered", { what: "the answer" });
+    await settle();
+    expect(f.flow.calls).toHaveLength(1);
+    expect(f.h.slack.ephemerals.filter((e) => /already/.test(e.text ?? ""))).toEqual([]);
   });
 });

@@ -126,8 +126,10 @@ describe("OAuth distribution", () => {
       [runOne, tokenOne],
       [runTwo, tokenTwo],
     ] as const) {
-      const reminder = h.slack.callsTo("chat.postMessage").find((c) => c.args.thread_ts === run.threadTs && /⏰/.test(String(c.args.text)));
-      expect(reminder?.token).toBe(token);
+      const reminder = await eventually(() => h.slack.callsTo("chat.postMessage").find((c) => c.args.thread_ts === run.threadTs && /⏰/.test(String(c.args.text))), {
+        what: "the reminder",
+      });
+      expect(reminder.token).toBe(token);
     }
 
     // A decision by a member of the reviewers' user group: the group is read with the run's workspace token.
