@@ -46,6 +46,12 @@ export interface FakeSlackOptions {
    * 3,000). Default true.
    */
   validateBlocks?: boolean;
+  /**
+   * Time every Web API call takes before it has its effect and is answered, like the round trip to the
+   * real Slack (tens of milliseconds): a fixed number of ms, or a range drawn from uniformly per call.
+   * Default 0 (answer at once). The bench uses it so that throughput figures are not about loopback.
+   */
+  latencyMs?: number | { min: number; max: number };
 }
 
 export interface FakeMessage {
@@ -398,7 +404,7 @@ class FakeSlackServer implements FakeSlack {
       ({ status, body } = this.receiveResponseUrl(path.replace(/^(\/api)?\/response\//, ""), call.args));
     } else {
       call.method = path.replace(/^\/api\//, "").replace(/^\//, "");
-      const delay = this.delays.get(call.method)?.shift();
+      const delay = (this.delays.get(call.method)?.shift() ?? 0) + this.latency();
       if (delay) await sleep(delay);
       const fault = this.faults.get(call.method)?.shift();
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
@@ -419,6 +425,13 @@ class FakeSlackServer implements FakeSlack {
     for (const w of [...this.waiters]) w();
     res.writeHead(status, headers).end(JSON.stringify(body));
     this.changed();
+  }
+
+  private latency(): number {
+    const l = this.opts.latencyMs;
+    if (l === undefined) return 0;
+    if (typeof l === "number") return l;
+    return l.min + Math.random() * (l.max - l.min);
   }
 
   private dispatch(call: SlackCall): Result {
