@@ -16,6 +16,7 @@
 //   BENCH_SLACK_LATENCY_MS=30-80        per-call Slack latency in ms, a uniform range or one number
 //   BENCH_SCALE_RUNS=50  BENCH_SCALE_REPLICAS=1,3  BENCH_SCALE_WINDOW_MS  BENCH_SCALE_WARMUP_MS  BENCH_SCALE_THINK_MS=200
 import fs from "node:fs";
+import pg from "pg";
 import { type SimTask, startCrewService } from "../src/sim/crew-service.js";
 import { APPROVE_ACTION } from "../src/slack/blocks/index.js";
 import { type FakeSlack, startFakeSlack } from "../test/support/fake-slack.js";
@@ -131,6 +132,8 @@ class SlackWatch {
   readonly outputs = new Map<string, number>();
   /** channel/task → when its review controls were first visible. */
   readonly controls = new Map<string, number>();
+  /** Every Web API call's time at the stand-in (arrival → answer), for how many were in flight. */
+  readonly spans: { from: number; to: number }[] = [];
   private cursor = 0;
   private readonly waiting = new Map<string, { queue: ReviewSeen[]; wake?: () => void }>();
   private readonly off: () => void;
@@ -174,6 +177,7 @@ class SlackWatch {
     const calls = this.slack.calls;
     for (; this.cursor < calls.length; this.cursor++) {
       const call = calls[this.cursor]!;
+      this.spans.push({ from: call.at, to: now });
       if (call.error || (call.method !== "chat.postMessage" && call.method !== "chat.update")) continue;
       const channel = String(call.args.channel ?? "");
       const text = String(call.args.text ?? "");
@@ -197,6 +201,16 @@ class SlackWatch {
         slot.wake?.();
       }
     }
+  }
+}
+
+async function queryRows<T>(url: string, sql: string, params: unknown[]): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as T[];
+  } finally {
+    await client.end();
   }
 }
 
@@ -303,6 +317,14 @@ async function measure(replicaCount: number): Promise<Measurement> {
     const benchCpu = process.cpuUsage(bench0);
     const rss = replicas.map((r) => rssMb(r.child.proc.pid!));
     await sleep(GRACE_MS);
+    // Recorded → processed for the task and input callbacks received in the window (queue wait plus the work).
+    const lags = await queryRows<{ ms: number }>(
+      db.url,
+      `SELECT EXTRACT(EPOCH FROM ("processedAt" - "receivedAt")) * 1000 AS ms FROM "WebhookEvent" WHERE kind IN ('task', 'input') AND "processedAt" IS NOT NULL AND "receivedAt" >= $1 AND "receivedAt" < $2`,
+      [new Date(windowStart), new Date(windowEnd)],
+    );
+    const lag = summarize(lags.map((r) => Number(r.ms)));
+    const inFlight = watch.spans.reduce((sum, sp) => sum + Math.max(0, Math.min(sp.to, windowEnd) - Math.max(sp.from, windowStart)), 0) / WINDOW_MS;
     watch.stop();
 
     const inWindow = [...watch.reviews.values()].filter((r) => r.at >= windowStart && r.at < windowEnd);
@@ -344,6 +366,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
         .map(([m, n]) => `${m} ${n}`)
         .join(", ")})`,
       `bot CPU ${round(botCpu / Math.max(1, inWindow.length), 1)} ms per review (${windowCpu.map((c) => `${round(c / 1000, 1)} s`).join(" + ")}); machine CPU ${round(busy * 100, 0)}% busy${stalled !== undefined ? `, tasks waiting for a CPU ${round(stalled * 100, 0)}% of the time` : ""}; bench process ${round((benchCpu.user + benchCpu.system) / 1000 / 1000, 1)} s CPU`,
+      `task and input callbacks recorded → processed p50 ${round(lag.p50, 0)} ms, p99 ${round(lag.p99, 0)} ms (n=${lag.n}); ${round(inFlight, 1)} Slack calls in flight on average`,
       `RSS ${rss.join(" / ")} MB`,
       ...(slack.ephemerals.length ? [`clickers told privately: ${tally(slack.ephemerals.map((e) => (e.text ?? "").slice(0, 90)))}`] : []),
       ...(stats.kickoffErrors || stats.clickErrors || stats.abandoned
