@@ -24,7 +24,7 @@ import { freePort } from "../test/support/harness.js";
 import { type SlackRequester, slackRequester } from "../test/support/slack-requests.js";
 import { createTestDatabaseUrl } from "../test/support/test-database.js";
 import { buildBot, type Child, cpuMs, cpuStallMs, machineCpu, rssMb, startBot, submitKickoff } from "./child.js";
-import { BOT_TOKEN, CREW_NAME, CREW_TOKEN, type Figure, postgresReachable, round, SIGNING_SECRET, sleep, summarize, tmpDir } from "./lib.js";
+import { BOT_TOKEN, CREW_NAME, CREW_TOKEN, type Figure, postgresReachable, round, SIGNING_SECRET, sleep, summarize, tmpDir, until } from "./lib.js";
 import { startNodeFlags } from "./node-flags.js";
 
 const FULL = process.env.BENCH_FULL === "1";
@@ -130,6 +130,8 @@ class SlackWatch {
   readonly reviews = new Map<string, ReviewSeen>();
   /** channel/task → when its output was first visible (task message or review). */
   readonly outputs = new Map<string, number>();
+  /** channel/ts of review messages updated without their controls (decided). */
+  readonly closed = new Set<string>();
   /** channel/task → when its review controls were first visible. */
   readonly controls = new Map<string, number>();
   /** Every Web API call's time at the stand-in (arrival → answer), for how many were in flight. */
@@ -187,6 +189,7 @@ class SlackWatch {
       if (!this.outputs.has(key)) this.outputs.set(key, now);
       const actions = Array.isArray(call.args.blocks) ? (call.args.blocks as any[]).find((b) => b?.type === "actions") : undefined;
       const approve = actions?.elements?.find((e: any) => e?.action_id === APPROVE_ACTION);
+      if (!approve && call.method === "chat.update") this.closed.add(`${channel}/${call.args.ts}`);
       if (!approve || this.reviews.has(approve.value)) continue;
       // chat.update names its message; a posted review's ts is in the stand-in's state.
       const ts = call.method === "chat.update" ? String(call.args.ts) : this.slack.messages(channel).find((msg) => JSON.stringify(msg.blocks ?? []).includes(approve.value))?.ts;
@@ -258,7 +261,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
     const t0 = Date.now();
     const windowStart = t0 + WARMUP_MS;
     const windowEnd = windowStart + WINDOW_MS;
-    const stats = { kickoffs: 0, kickoffErrors: 0, clicks: 0, clickErrors: 0, abandoned: 0, runsDone: 0 };
+    const stats = { kickoffs: 0, kickoffErrors: 0, clicks: 0, clickErrors: 0, abandoned: 0, refused: 0, runsDone: 0 };
     let rr = 0;
     const nextReplica = () => replicas[rr++ % replicas.length]!;
     let cpu0: number[] = [];
@@ -291,17 +294,25 @@ async function measure(replicaCount: number): Promise<Measurement> {
             if (Date.now() < windowEnd) stats.abandoned++;
             break;
           }
-          await sleep(THINK_MS);
-          if (Date.now() >= windowEnd) break;
-          const res = await nextReplica().requests.blockAction({
-            user_id: "U0BENCH",
-            channel_id: channel,
-            message_ts: review.ts,
-            ...(review.threadTs ? { thread_ts: review.threadTs } : {}),
-            action: { action_id: APPROVE_ACTION, block_id: review.blockId, value: review.reviewId },
-          });
-          if (res.status === 200) stats.clicks++;
-          else stats.clickErrors++;
+          // A click the bot refuses is answered privately; the reviewer then clicks again (at most 3 times).
+          for (let attempt = 0; attempt < 3; attempt++) {
+            await sleep(THINK_MS);
+            if (Date.now() >= windowEnd) break;
+            const told = slack.ephemerals.filter((e) => e.channel === channel).length;
+            const res = await nextReplica().requests.blockAction({
+              user_id: "U0BENCH",
+              channel_id: channel,
+              message_ts: review.ts,
+              ...(review.threadTs ? { thread_ts: review.threadTs } : {}),
+              action: { action_id: APPROVE_ACTION, block_id: review.blockId, value: review.reviewId },
+            });
+            if (res.status === 200) stats.clicks++;
+            else stats.clickErrors++;
+            const refused = () => slack.ephemerals.filter((e) => e.channel === channel).length > told;
+            await until(() => watch.closed.has(`${channel}/${review.ts}`) || refused(), 10_000, 25);
+            if (!refused()) break;
+            stats.refused++;
+          }
           decided++;
         }
         if (decided === TASKS.length) stats.runsDone++;
@@ -361,7 +372,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
     for (const c of windowCalls) byMethod[c.method] = (byMethod[c.method] ?? 0) + 1;
     const note = [
       `${inWindow.length} reviews in a ${WINDOW_MS / 1000} s window after ${WARMUP_MS / 1000} s of warm-up`,
-      `${RUNS} runs in flight (${TASKS.length} reviewed tasks each, approved ${THINK_MS} ms after it is visible): ${stats.kickoffs} kickoffs, ${stats.clicks} approvals, ${stats.runsDone} runs fully approved`,
+      `${RUNS} runs in flight (${TASKS.length} reviewed tasks each, approved ${THINK_MS} ms after it is visible): ${stats.kickoffs} kickoffs, ${stats.clicks} approve clicks, ${stats.runsDone} runs fully approved`,
       `Slack stand-in ${latencyText} per call, ${round(slackCalls / (WINDOW_MS / 1000), 0)} calls/s (${Object.entries(byMethod)
         .map(([m, n]) => `${m} ${n}`)
         .join(", ")})`,
