@@ -91,7 +91,7 @@ export async function scaleOut(): Promise<Figure[]> {
       metric: "task webhook → review visible p50",
       value: round(r.visible.p50, 0),
       unit: "ms",
-      note: `task output first visible (task message or review) p50 ${round(r.output.p50, 0)} ms, p99 ${round(r.output.p99, 0)} ms (diagnostic)`,
+      note: `task output first visible (task message or review) p50 ${round(r.output.p50, 0)} ms, p99 ${round(r.output.p99, 0)} ms; approve click → /resume at the crew p50 ${round(r.clickToResume.p50, 0)} ms, p99 ${round(r.clickToResume.p99, 0)} ms (n=${r.clickToResume.n}) (diagnostics)`,
     });
     figures.push({
       figure,
@@ -111,6 +111,7 @@ interface Measurement {
   rate: number;
   visible: ReturnType<typeof summarize>;
   output: ReturnType<typeof summarize>;
+  clickToResume: ReturnType<typeof summarize>;
   missing: number;
   note: string;
 }
@@ -277,7 +278,10 @@ async function measure(replicaCount: number): Promise<Measurement> {
       bench0 = process.cpuUsage();
     });
 
+    const clicks: { channel: string; at: number }[] = [];
     const worker = async (w: number) => {
+      // Kickoffs spread over the first half of the warm-up: no thundering herd of 50 identical runs.
+      await sleep((w * WARMUP_MS) / (2 * RUNS));
       for (let k = 0; Date.now() < windowEnd; k++) {
         const channel = `C0S${replicaCount}W${w}K${k}`;
         const status = await submitKickoff(slack, nextReplica().requests, { channel, topic: channel, trigger: `bench-scale-${replicaCount}-${w}-${k}` });
@@ -299,6 +303,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
             await sleep(THINK_MS);
             if (Date.now() >= windowEnd) break;
             const told = slack.ephemerals.filter((e) => e.channel === channel).length;
+            if (attempt === 0) clicks.push({ channel, at: Date.now() });
             const res = await nextReplica().requests.blockAction({
               user_id: "U0BENCH",
               channel_id: channel,
@@ -355,6 +360,21 @@ async function measure(replicaCount: number): Promise<Measurement> {
       const out = watch.outputs.get(key);
       if (out !== undefined) output.push(out - d.sentAt);
     }
+    // Click → the crew receiving /resume for that run (the decision's way back to the crew).
+    const resumes = new Map<string, number[]>();
+    for (const r of crew.requests) {
+      if (r.path !== "/resume") continue;
+      const channel = crew.executions.get(String((r.body as { execution_id?: string })?.execution_id))?.inputs.topic;
+      if (channel) resumes.set(channel, [...(resumes.get(channel) ?? []), r.at]);
+    }
+    const clickToResume = summarize(
+      clicks
+        .filter((c) => c.at >= windowStart && c.at < windowEnd)
+        .flatMap((c) => {
+          const at = resumes.get(c.channel)?.find((t) => t >= c.at);
+          return at === undefined ? [] : [at - c.at];
+        }),
+    );
     const busy = (machine1.busy - machine0.busy) / Math.max(1, machine1.total - machine0.total);
     const errors = replicas.reduce(
       (n, r) =>
@@ -392,7 +412,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
           ]
         : []),
     ].join("; ");
-    return { replicas: replicaCount, rate, visible: summarize(visible), output: summarize(output), missing, note };
+    return { replicas: replicaCount, rate, visible: summarize(visible), output: summarize(output), clickToResume, missing, note };
   } finally {
     watch.stop();
     await Promise.all(replicas.map((r) => r.child.stop()));
