@@ -183,14 +183,15 @@ class SlackWatch {
       this.spans.push({ from: call.at, to: now });
       if (call.error || (call.method !== "chat.postMessage" && call.method !== "chat.update")) continue;
       const channel = String(call.args.channel ?? "");
+      const actions = Array.isArray(call.args.blocks) ? (call.args.blocks as any[]).find((b) => b?.type === "actions") : undefined;
+      const approve = actions?.elements?.find((e: any) => e?.action_id === APPROVE_ACTION);
+      // A message updated without its buttons (e.g. "Approved: …"): its review is decided.
+      if (!approve && call.method === "chat.update") this.closed.add(`${channel}/${call.args.ts}`);
       const text = String(call.args.text ?? "");
       const m = /^(?:✔️ Task finished|📝 Review needed): (.+?)(?: \(round \d+\))?$/.exec(text);
       if (!m) continue;
       const key = `${channel}/${m[1]}`;
       if (!this.outputs.has(key)) this.outputs.set(key, now);
-      const actions = Array.isArray(call.args.blocks) ? (call.args.blocks as any[]).find((b) => b?.type === "actions") : undefined;
-      const approve = actions?.elements?.find((e: any) => e?.action_id === APPROVE_ACTION);
-      if (!approve && call.method === "chat.update") this.closed.add(`${channel}/${call.args.ts}`);
       if (!approve || this.reviews.has(approve.value)) continue;
       // chat.update names its message; a posted review's ts is in the stand-in's state.
       const ts = call.method === "chat.update" ? String(call.args.ts) : this.slack.messages(channel).find((msg) => JSON.stringify(msg.blocks ?? []).includes(approve.value))?.ts;
@@ -262,7 +263,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
     const t0 = Date.now();
     const windowStart = t0 + WARMUP_MS;
     const windowEnd = windowStart + WINDOW_MS;
-    const stats = { kickoffs: 0, kickoffErrors: 0, clicks: 0, clickErrors: 0, abandoned: 0, refused: 0, runsDone: 0 };
+    const stats = { kickoffs: 0, kickoffErrors: 0, clicks: 0, clickErrors: 0, abandoned: 0, refused: 0, unconfirmed: 0, runsDone: 0 };
     let rr = 0;
     const nextReplica = () => replicas[rr++ % replicas.length]!;
     let cpu0: number[] = [];
@@ -314,7 +315,8 @@ async function measure(replicaCount: number): Promise<Measurement> {
             if (res.status === 200) stats.clicks++;
             else stats.clickErrors++;
             const refused = () => slack.ephemerals.filter((e) => e.channel === channel).length > told;
-            await until(() => watch.closed.has(`${channel}/${review.ts}`) || refused(), 10_000, 25);
+            const settled = await until(() => watch.closed.has(`${channel}/${review.ts}`) || refused(), 10_000, 25);
+            if (!settled) stats.unconfirmed++;
             if (!refused()) break;
             stats.refused++;
           }
@@ -333,6 +335,13 @@ async function measure(replicaCount: number): Promise<Measurement> {
     const benchCpu = process.cpuUsage(bench0);
     const rss = replicas.map((r) => rssMb(r.child.proc.pid!));
     await sleep(GRACE_MS);
+    if (process.env.BENCH_DEBUG) {
+      for (const c of slack.calls.slice(0, 40))
+        process.stderr.write(
+          `[slack] ${c.at - t0} ${c.method} ${c.error ?? ""} ${String(c.args.text ?? "").slice(0, 60)} ts=${c.args.ts ?? ""} blocks=${JSON.stringify(c.args.blocks ?? []).includes(APPROVE_ACTION)}\n`,
+        );
+      for (const r of crew.requests.slice(0, 20)) process.stderr.write(`[crew] ${r.at - t0} ${r.method} ${r.path}\n`);
+    }
     // Recorded → processed for the task and input callbacks received in the window (queue wait plus the work).
     const lags = await queryRows<{ ms: number }>(
       db.url,
@@ -392,7 +401,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
     for (const c of windowCalls) byMethod[c.method] = (byMethod[c.method] ?? 0) + 1;
     const note = [
       `${inWindow.length} reviews in a ${WINDOW_MS / 1000} s window after ${WARMUP_MS / 1000} s of warm-up`,
-      `${RUNS} runs in flight (${TASKS.length} reviewed tasks each, approved ${THINK_MS} ms after it is visible): ${stats.kickoffs} kickoffs, ${stats.clicks} approve clicks, ${stats.runsDone} runs fully approved`,
+      `${RUNS} runs in flight (${TASKS.length} reviewed tasks each, approved ${THINK_MS} ms after it is visible): ${stats.kickoffs} kickoffs, ${stats.clicks} approve clicks, ${stats.runsDone} runs fully approved${stats.unconfirmed ? `, ${stats.unconfirmed} clicks whose review message did not lose its buttons within 10 s` : ""}`,
       `Slack stand-in ${latencyText} per call, ${round(slackCalls / (WINDOW_MS / 1000), 0)} calls/s (${Object.entries(byMethod)
         .map(([m, n]) => `${m} ${n}`)
         .join(", ")})`,
