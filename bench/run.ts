@@ -1,12 +1,14 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
-// Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory
+// Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory, and
+// scale-out (1 vs 3 replicas on PostgreSQL) when named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for the README, and bench/results/latest.json.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { APPROVE_ACTION, REVIEW_ACTIONS_BLOCK } from "../src/slack/blocks/index.js";
+import { cpuStallMs } from "./child.js";
 import {
   type BenchBot,
   CREW_NAME,
@@ -25,6 +27,7 @@ import {
   until,
 } from "./lib.js";
 import { reexecWithStartFlags, startNodeFlags } from "./node-flags.js";
+import { scaleOut } from "./scale-out.js";
 import { startupMemory } from "./startup-memory.js";
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -433,7 +436,10 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "modal-latency": modalLatency,
   "decision-latency": decisionLatency,
   "startup-memory": startupMemory,
+  "scale-out": scaleOut,
 };
+/** Run only when named or under BENCH_FULL=1: they take minutes. */
+const ON_REQUEST = new Set(["scale-out"]);
 
 function fmt(v: unknown): string {
   if (v === undefined || v === null) return "–";
@@ -477,11 +483,12 @@ async function main(): Promise<void> {
     console.error(`unknown figure(s): ${unknown.join(", ")}; known: ${Object.keys(FIGURES).join(", ")}`);
     process.exit(2);
   }
-  const names = asked.length ? asked : Object.keys(FIGURES);
+  const names = asked.length ? asked : Object.keys(FIGURES).filter((name) => FULL || !ON_REQUEST.has(name));
   const rows: Figure[] = [];
   const timings: Record<string, number> = {};
   const started = Date.now();
   const loadBefore = os.loadavg()[0]!;
+  const stallBefore = cpuStallMs();
   if (loadBefore > os.cpus().length) process.stderr.write(`bench: warning: load average ${round(loadBefore, 1)} on ${os.cpus().length} cores; figures will be noisy\n`);
   for (const name of names) {
     const t0 = Date.now();
@@ -496,8 +503,10 @@ async function main(): Promise<void> {
   }
   printTable(rows);
   const loadAfter = os.loadavg()[0]!;
+  const stallAfter = cpuStallMs();
+  const cpuWaitShare = stallBefore !== undefined && stallAfter !== undefined ? round((stallAfter - stallBefore) / (Date.now() - started), 2) : undefined;
   console.log(
-    `\nMachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version} with ${startNodeFlags().join(" ") || "V8's default heap settings"} (as npm start runs the bot); 1-min load average ${round(loadBefore, 1)} before, ${round(loadAfter, 1)} after.`,
+    `\nMachine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, Node ${process.version} with ${startNodeFlags().join(" ") || "V8's default heap settings"} (as npm start runs the bot); 1-min load average ${round(loadBefore, 1)} before, ${round(loadAfter, 1)} after${cpuWaitShare !== undefined ? `; some task waited for a CPU ${round(cpuWaitShare * 100, 0)}% of the time (/proc/pressure/cpu)` : ""}.`,
   );
   const md = markdown(rows);
   console.log("\nMarkdown:\n\n" + md + "\n");
@@ -512,6 +521,7 @@ async function main(): Promise<void> {
       nodeFlags: startNodeFlags(),
       platform: `${os.platform()} ${os.release()}`,
       loadavg1: { before: round(loadBefore, 2), after: round(loadAfter, 2) },
+      ...(cpuWaitShare !== undefined ? { cpuWaitShare } : {}),
     },
     durationMs: Date.now() - started,
     timingsMs: timings,

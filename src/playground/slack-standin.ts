@@ -69,6 +69,12 @@ export interface FakeSlackOptions {
   validateBlocks?: boolean;
   /** When set, oauth.v2.access checks client_id and client_secret against these. */
   oauthClient?: { clientId: string; clientSecret: string };
+  /**
+   * Time every Web API call takes before it has its effect and is answered, like the round trip to the
+   * real Slack (tens of milliseconds): a fixed number of ms, or a range drawn from uniformly per call.
+   * Default 0 (answer at once). The bench uses it so that throughput figures are not about loopback.
+   */
+  latencyMs?: number | { min: number; max: number };
 }
 
 export interface FakeMessage {
@@ -467,7 +473,7 @@ class FakeSlackServer implements FakeSlack {
       ({ status, body } = this.receiveResponseUrl(path.replace(/^(\/api)?\/response\//, ""), call.args));
     } else {
       call.method = path.replace(/^\/api\//, "").replace(/^\//, "");
-      const delay = this.delays.get(call.method)?.shift();
+      const delay = (this.delays.get(call.method)?.shift() ?? 0) + this.latency();
       if (delay) await sleep(delay);
       const fault = Date.now() < this.outageUntil ? new Fault("outage", "") : this.faults.get(call.method)?.shift();
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
@@ -493,6 +499,13 @@ class FakeSlackServer implements FakeSlack {
     for (const w of [...this.waiters]) w();
     res.writeHead(status, headers).end(JSON.stringify(body));
     this.changed();
+  }
+
+  private latency(): number {
+    const l = this.opts.latencyMs;
+    if (l === undefined) return 0;
+    if (typeof l === "number") return l;
+    return l.min + Math.random() * (l.max - l.min);
   }
 
   private dispatch(call: SlackCall): Result {

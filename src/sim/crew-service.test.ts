@@ -249,6 +249,10 @@ describe("crew simulator: runs, review and webhooks", () => {
     // order of deliveries is preserved and every one was recorded with its status
     expect(s.webhookDeliveries.map((d) => d.kind)).toEqual(["step", "step", "task", "step", "step", "task", "crew"]);
     expect(s.webhookDeliveries.every((d) => d.status === 200)).toBe(true);
+    // each with the time it was sent, in sending order
+    const sent = s.webhookDeliveries.map((d) => d.sentAt);
+    expect(sent).toEqual([...sent].sort((a, b) => a - b));
+    expect(sent[0]).toBeGreaterThan(Date.now() - 60_000);
   });
 
   it("deployed mode: task webhooks without task_id, a human-input request with the given bearer token, PENDING_HUMAN_INPUT while paused", async () => {

@@ -105,6 +105,8 @@ export interface SimWebhookDelivery {
   url: string;
   kind: "step" | "task" | "crew" | "input" | "events";
   body: unknown;
+  /** When the request was sent (ms since the epoch). */
+  sentAt: number;
   status?: number;
   error?: string;
 }
@@ -299,7 +301,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
   async function send(kind: SimWebhookDelivery["kind"], url: string, body: unknown, authorization?: string): Promise<void> {
     if (closed) return;
     const timeoutMs = opts.webhookTimeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
-    const record: SimWebhookDelivery = { url, kind, body };
+    const record: SimWebhookDelivery = { url, kind, body, sentAt: Date.now() };
     try {
       const res = await fetch(url, {
         method: "POST",

@@ -104,6 +104,25 @@ describe("fake Slack Web API with a real WebClient", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
   });
 
+  it("latencyMs: every Web API call takes that long before its message exists and it is answered", async () => {
+    const slow = await startFakeSlack({ latencyMs: { min: 60, max: 90 } });
+    const slowClient = new WebClient("xoxb-test", { slackApiUrl: slow.url, logLevel: LogLevel.ERROR });
+    try {
+      const started = Date.now();
+      const pending = slowClient.chat.postMessage({ channel: "C1", text: "hello" });
+      await new Promise((r) => setTimeout(r, 30));
+      expect(slow.messages("C1")).toEqual([]);
+      const { ts } = await pending;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(58);
+      expect(slow.messages("C1").map((m) => m.ts)).toEqual([ts]);
+      const t1 = Date.now();
+      await slowClient.chat.update({ channel: "C1", ts: ts!, text: "edited" });
+      expect(Date.now() - t1).toBeGreaterThanOrEqual(58);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("filesUploadV2 stores the uploaded content", async () => {
     const { ts } = await client.chat.postMessage({ channel: "C1", text: "parent" });
     await client.filesUploadV2({
