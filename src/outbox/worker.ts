@@ -65,6 +65,8 @@ export class OutboxWorker {
   private running = false;
   private timer?: NodeJS.Timeout;
   private inFlight = 0;
+  /** Effects this process is performing: never claimed again by it, even when their lease has run out. */
+  private readonly performing = new Set<string>();
   private claiming?: Promise<void>;
   private again = false;
   private idleWaiters: (() => void)[] = [];
@@ -161,19 +163,28 @@ export class OutboxWorker {
     const rows = await this.sql.query<ClaimedRow>(
       `WITH picked AS (
          SELECT id, "lastError" AS previous FROM "SlackEffect"
-         WHERE state = 'due' AND "runAt" <= $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < $1)
+         WHERE state = 'due' AND "runAt" <= $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < $1) AND id <> ALL($6::uuid[])
          ORDER BY "runAt" LIMIT $2
          FOR UPDATE SKIP LOCKED)
        UPDATE "SlackEffect" e
        SET "leaseOwner" = $3, "leaseExpiresAt" = $4, attempts = e.attempts + 1, "lastError" = $5, "updatedAt" = $1
        FROM picked WHERE e.id = picked.id
        RETURNING e.id, e.kind, e."subjectId", e.key, e.payload, e.attempts, e.generation, picked.previous AS "previousError"`,
-      [now, limit, this.options.replicaId, new Date(now.getTime() + this.options.leaseMs), IN_FLIGHT],
+      [now, limit, this.options.replicaId, new Date(now.getTime() + this.options.leaseMs), IN_FLIGHT, `{${[...this.performing].join(",")}}`],
     );
     return rows.map(({ previousError, ...job }) => ({ ...job, interrupted: previousError === IN_FLIGHT || !!previousError?.startsWith(AMBIGUOUS) }));
   }
 
   private async runOne(job: EffectJob): Promise<void> {
+    this.performing.add(job.id);
+    try {
+      await this.performAndRecord(job);
+    } finally {
+      this.performing.delete(job.id);
+    }
+  }
+
+  private async performAndRecord(job: EffectJob): Promise<void> {
     let outcome: EffectOutcome | undefined;
     try {
       outcome = await this.perform(job);

@@ -44,9 +44,10 @@ describe("GET /metrics", () => {
     await eventually(async () => (await scrape(h.botUrl)).value("crewline_runs_finished_total", { crew: "research", outcome: "completed" }) === 1);
     const m = await eventually(async () => {
       const s = await scrape(h.botUrl);
-      // Quiet: every Slack call the stand-in answered is counted (progress updates may trail).
+      // Quiet: every Slack effect done, and every call the stand-in answered counted (progress updates may trail).
       return s.value("crewline_slack_api_calls_total", { method: "chat.postMessage" }) === h.slack.callsTo("chat.postMessage").length &&
-        s.value("crewline_slack_api_calls_total", { method: "chat.update" }) === h.slack.callsTo("chat.update").length
+        s.value("crewline_slack_api_calls_total", { method: "chat.update" }) === h.slack.callsTo("chat.update").length &&
+        s.value("crewline_slack_effects_pending") === 0
         ? s
         : undefined;
     });

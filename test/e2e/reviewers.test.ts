@@ -196,6 +196,8 @@ describe("review reminders", () => {
     clock.offsetMs = 60 * 60_000;
     expect(await h.bot.reminders.tick()).toBe(0);
     await eventually(() => reminders().length === 2, { what: "the second reminder" });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(reminders()).toHaveLength(2);
     const stored = await h.bot.database.prisma.review.findFirstOrThrow();
     expect(stored).toMatchObject({ remindersSent: 2, nextReminderAt: null });
   });
