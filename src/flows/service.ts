@@ -15,6 +15,7 @@ import { DEADLINE_ACTOR, timeoutFeedback } from "../lifecycle/deadlines.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
 import { isUuid } from "../lifecycle/rows.js";
+import { flowRequestTransition } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { reminderDue } from "../review/reminders.js";
@@ -206,11 +207,12 @@ export class FlowRequests {
   private async reopenAbandoned(): Promise<void> {
     const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.abandonedAfterMs ?? 60_000);
     const before = new Date(this.clock.now().getTime() - limit);
-    const abandoned = await this.deps.db.flowRequest.findMany({ where: { state: "deciding", decidedAt: { lt: before } }, take: 100 });
+    const { from, to } = flowRequestTransition("abandoned");
+    const abandoned = await this.deps.db.flowRequest.findMany({ where: { state: { in: [...from] }, decidedAt: { lt: before } }, take: 100 });
     for (const request of abandoned) {
       const { count } = await this.deps.db.flowRequest.updateMany({
-        where: { id: request.id, state: "deciding", decidedAt: request.decidedAt },
-        data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null },
+        where: { id: request.id, state: { in: [...from] }, decidedAt: request.decidedAt },
+        data: { state: to, decidedBy: null, outcome: null, feedback: null, decidedAt: null },
       });
       if (count === 1) this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
     }
@@ -286,9 +288,10 @@ export class FlowRequests {
     }
 
     const decidedAt = this.clock.now();
+    const claim = flowRequestTransition("claimed");
     const { count } = await this.deps.db.flowRequest.updateMany({
-      where: { id: request.id, state: "pending" },
-      data: { state: "deciding", decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline },
+      where: { id: request.id, state: { in: [...claim.from] } },
+      data: { state: claim.to, decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline },
     });
     if (count !== 1) {
       const current = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
@@ -326,26 +329,29 @@ export class FlowRequests {
       );
 
     if (answer.kind === "ok" || answer.kind === "refused") {
-      const state = answer.kind === "ok" ? "answered" : "closed";
+      const { from, to: state } = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
       const settled = await this.deps.outbox.sql.transaction(async (tx) => {
         const [row] = await tx.query<FlowRequest>(
-          `UPDATE "FlowRequest" SET state = $1, "answerStatus" = $2, "answerMessage" = $3, "nextReminderAt" = NULL, "updatedAt" = $4 WHERE id = $5::uuid RETURNING *`,
-          [state, answer.status, answer.message, this.clock.now(), request.id],
+          `UPDATE "FlowRequest" SET state = $1, "answerStatus" = $2, "answerMessage" = $3, "nextReminderAt" = NULL, "updatedAt" = $4
+           WHERE id = $5::uuid AND state = ANY($6::text[]) RETURNING *`,
+          [state, answer.status, answer.message, this.clock.now(), request.id, `{${from.join(",")}}`],
         );
         await audit(state, tx);
         await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
         if (edit && state === "answered") await this.deps.outbox.add(tx, { kind: "flow.edited", subjectId: request.id });
-        return row!;
+        return row ?? (await tx.query<FlowRequest>(`SELECT * FROM "FlowRequest" WHERE id = $1::uuid`, [request.id]))[0]!;
       });
       this.deps.outbox.nudge();
       return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
     }
     // 5xx, time-out or unreachable: open again, so someone can decide again.
     this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
-    const reopened = await this.deps.db.flowRequest.update({
-      where: { id: request.id },
-      data: { state: "pending", decidedBy: null, outcome: null, feedback: null, decidedAt: null, decidedByDeadline: false },
+    const reopen = flowRequestTransition("answer_failed");
+    await this.deps.db.flowRequest.updateMany({
+      where: { id: request.id, state: { in: [...reopen.from] } },
+      data: { state: reopen.to, decidedBy: null, outcome: null, feedback: null, decidedAt: null, decidedByDeadline: false },
     });
+    const reopened = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
     await audit("failed");
     return { kind: "failed", request: reopened, message: answer.message ?? "the flow could not be reached" };
   }

@@ -8,7 +8,7 @@ import type { TimeoutAction } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { DecisionOutcome } from "../lifecycle/index.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
-import { ACTIVE_STATES } from "../lifecycle/states.js";
+import { LIVE_STATES } from "../lifecycle/states.js";
 import { mayActOnReview } from "../review/access.js";
 import { NOT_RECORDED, replyFor } from "../review/actions.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../slack/blocks/home.js";
@@ -43,7 +43,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
   // Installed in many workspaces, a Home shows its own workspace's runs only.
   const sameTeam = deps.multiWorkspace && teamId ? { teamId } : {};
   const pending = await home.db.review.findMany({
-    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...ACTIVE_STATES] }, ...sameTeam } },
+    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...LIVE_STATES] }, ...sameTeam } },
     include: { execution: true },
     orderBy: { createdAt: "asc" },
     take: 500,

@@ -13,6 +13,7 @@ import { describeDuration } from "../text/duration.js";
 import type { Audit } from "./audit.js";
 import { type Clock, type Execution, type Review, type RunMessages, systemClock } from "./ports.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
+import { LIVE_STATES } from "./states.js";
 
 /** The actor recorded for decisions taken by a deadline (never a Slack user id). */
 export const DEADLINE_ACTOR = "crewline:deadline";
@@ -99,7 +100,7 @@ export class ReviewDeadlines {
         decideBy: { lte: now },
         deadlineDoneAt: null,
         OR: unclaimed,
-        execution: { state: { in: ["running", "waiting", "starting"] }, threadTs: { not: null }, kickoffId: { not: null } },
+        execution: { state: { in: [...LIVE_STATES] }, threadTs: { not: null }, kickoffId: { not: null } },
       },
       include: { execution: true },
       orderBy: { decideBy: "asc" },

@@ -1,5 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { EXECUTION_STATES, type ExecutionEvent, isFinished, nextExecutionState, nextReviewState, nextRound, REVIEW_STATES, type ReviewEvent } from "./states.js";
+import {
+  EXECUTION_STATES,
+  type ExecutionEvent,
+  FLOW_REQUEST_STATES,
+  type FlowRequestEvent,
+  isFinished,
+  LIVE_STATES,
+  nextExecutionState,
+  nextFlowRequestState,
+  nextReviewState,
+  nextRound,
+  REVIEW_STATES,
+  type ReviewEvent,
+} from "./states.js";
 
 // Every (state, event) pair of each table: what may follow what, and nothing else.
 describe("execution transitions", () => {
@@ -11,6 +24,7 @@ describe("execution transitions", () => {
     succeeded: { starting: "completed", running: "completed", waiting: "completed" },
     failed: { starting: "failed", running: "failed", waiting: "failed" },
     lost: { running: "lost", waiting: "lost" },
+    uninstalled: { starting: "uninstalled", running: "uninstalled", waiting: "uninstalled" },
   };
   for (const [event, allowed] of Object.entries(table) as [ExecutionEvent, Record<string, string>][]) {
     it(`${event}: ${Object.keys(allowed).join(", ")} only`, () => {
@@ -37,6 +51,28 @@ describe("review transitions", () => {
       for (const state of REVIEW_STATES) expect(nextReviewState(state, event)).toBe(allowed[state]);
     });
   }
+});
+
+describe("flow request transitions", () => {
+  const table: Record<FlowRequestEvent, Partial<Record<(typeof FLOW_REQUEST_STATES)[number], string>>> = {
+    claimed: { pending: "deciding" },
+    answered: { deciding: "answered" },
+    refused: { deciding: "closed" },
+    answer_failed: { deciding: "pending" },
+    abandoned: { deciding: "pending" },
+    workspace_removed: { pending: "closed" },
+  };
+  for (const [event, allowed] of Object.entries(table) as [FlowRequestEvent, Record<string, string>][]) {
+    it(`${event}: ${Object.keys(allowed).join(", ")} only`, () => {
+      for (const state of FLOW_REQUEST_STATES) expect(nextFlowRequestState(state, event)).toBe(allowed[state]);
+    });
+  }
+});
+
+describe("named state sets", () => {
+  it("a run is live or finished, never both, and every state is one of them", () => {
+    for (const state of EXECUTION_STATES) expect(LIVE_STATES.includes(state)).toBe(!isFinished(state));
+  });
 });
 
 describe("rounds", () => {

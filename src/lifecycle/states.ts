@@ -8,19 +8,25 @@ export const EXECUTION_STATES = ["starting", "running", "waiting", "completed", 
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
 
 export const FINISHED_STATES: readonly ExecutionState[] = ["completed", "failed", "lost", "kickoff_failed", "uninstalled"];
-export const ACTIVE_STATES: readonly ExecutionState[] = ["running", "waiting"];
+/**
+ * A run that may still produce news: status is polled, reviews are reminded and their deadlines kept,
+ * and it shows on App Home. ("starting" counts: a fast crew can call back before the kickoff answer.)
+ */
+export const LIVE_STATES: readonly ExecutionState[] = ["starting", "running", "waiting"];
 
-export type ExecutionEvent = "kicked_off" | "kickoff_failed" | "review_opened" | "review_decided" | "succeeded" | "failed" | "lost";
+export type ExecutionEvent = "kicked_off" | "kickoff_failed" | "review_opened" | "review_decided" | "succeeded" | "failed" | "lost" | "uninstalled";
 
 const EXECUTION_TRANSITIONS: Record<ExecutionEvent, { from: readonly ExecutionState[]; to: ExecutionState }> = {
   kicked_off: { from: ["starting"], to: "running" },
   kickoff_failed: { from: ["starting"], to: "kickoff_failed" },
   // A fast crew can call back before the kickoff answer has been stored: "starting" counts as live.
-  review_opened: { from: ["starting", "running", "waiting"], to: "waiting" },
+  review_opened: { from: LIVE_STATES, to: "waiting" },
   review_decided: { from: ["waiting", "running"], to: "running" },
-  succeeded: { from: ["starting", "running", "waiting"], to: "completed" },
-  failed: { from: ["starting", "running", "waiting"], to: "failed" },
+  succeeded: { from: LIVE_STATES, to: "completed" },
+  failed: { from: LIVE_STATES, to: "failed" },
   lost: { from: ["running", "waiting"], to: "lost" },
+  // The app was removed from the run's workspace: nothing more can be posted or decided.
+  uninstalled: { from: LIVE_STATES, to: "uninstalled" },
 };
 
 export function executionTransition(event: ExecutionEvent) {
@@ -72,4 +78,34 @@ export function nextRound(latest: { round: number; state: string; outputHash: st
   if (latest.outputHash === outputHash) return undefined;
   // A different output while the last round is undecided or approved: the crew ran the task again.
   return latest.round + 1;
+}
+
+// A flow's human feedback request (src/flows/service.ts): answered once, through an atomic
+// pending → deciding claim, like a review.
+export const FLOW_REQUEST_STATES = ["pending", "deciding", "answered", "closed"] as const;
+export type FlowRequestState = (typeof FLOW_REQUEST_STATES)[number];
+
+export type FlowRequestEvent = "claimed" | "answered" | "refused" | "answer_failed" | "abandoned" | "workspace_removed";
+
+const FLOW_REQUEST_TRANSITIONS: Record<FlowRequestEvent, { from: readonly FlowRequestState[]; to: FlowRequestState }> = {
+  // The first answer (a click, or the deadline) moves pending → deciding; every later one finds it taken.
+  claimed: { from: ["pending"], to: "deciding" },
+  // The flow took the answer.
+  answered: { from: ["deciding"], to: "answered" },
+  // The flow refused it (4xx: already answered by other means, token expired): closed with its reason.
+  refused: { from: ["deciding"], to: "closed" },
+  // 5xx, time-out or unreachable: open again so someone can answer.
+  answer_failed: { from: ["deciding"], to: "pending" },
+  // Its process died while calling the flow: open again long after any call could still be running.
+  abandoned: { from: ["deciding"], to: "pending" },
+  workspace_removed: { from: ["pending"], to: "closed" },
+};
+
+export function flowRequestTransition(event: FlowRequestEvent) {
+  return FLOW_REQUEST_TRANSITIONS[event];
+}
+
+export function nextFlowRequestState(current: string, event: FlowRequestEvent): FlowRequestState | undefined {
+  const t = FLOW_REQUEST_TRANSITIONS[event];
+  return (t.from as readonly string[]).includes(current) ? t.to : undefined;
 }

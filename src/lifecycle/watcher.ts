@@ -14,6 +14,7 @@ import type { Lifecycle } from "./index.js";
 import type { Clock, CrewDirectory, Execution } from "./ports.js";
 import { systemClock } from "./ports.js";
 import { ExecutionRows } from "./rows.js";
+import { LIVE_STATES } from "./states.js";
 
 export interface WatcherOptions {
   /** How often due rows are looked for (default 1000 ms). */
@@ -45,7 +46,7 @@ export const DEFAULT_WATCHER_OPTIONS: Omit<WatcherOptions, "replicaId"> = {
 };
 
 /** States a run is watched in (a "starting" row counts once its kickoff id is stored). */
-export const WATCHED_STATES = ["starting", "running", "waiting"] as const;
+export const WATCHED_STATES = LIVE_STATES;
 
 /**
  * Wait before the next poll. `current` is the stored backoff (0 = reset, e.g. after a decision);

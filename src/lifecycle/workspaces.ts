@@ -4,7 +4,7 @@
 // it. Other workspaces' rows are not touched. Database only; the Slack side is src/slack/uninstall.ts.
 import type { Db } from "../db/database.js";
 import type { Prisma } from "../generated/prisma/client.js";
-import { WATCHED_STATES } from "./watcher.js";
+import { executionTransition } from "./states.js";
 
 export const UNINSTALLED_NOTE = "Crewline was removed from this workspace";
 
@@ -18,9 +18,10 @@ export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): P
     // shownState too: the message cannot be updated any more, so the recovery sweep must not try.
     data: { state: "closed", shownState: "closed", nextReminderAt: null },
   });
+  const { from, to } = executionTransition("uninstalled");
   const runs = await db.execution.updateMany({
-    where: { ...executionWhere, state: { in: [...WATCHED_STATES] } },
-    data: { state: "uninstalled", finishedAt: now, error: UNINSTALLED_NOTE, leaseOwner: null, leaseExpiresAt: null },
+    where: { ...executionWhere, state: { in: [...from] } },
+    data: { state: to, finishedAt: now, error: UNINSTALLED_NOTE, leaseOwner: null, leaseExpiresAt: null },
   });
   const flowRequests =
     "teamId" in match
@@ -29,5 +30,14 @@ export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): P
           data: { state: "closed", answerMessage: UNINSTALLED_NOTE, nextReminderAt: null },
         })
       : { count: 0 };
+  // Its Slack effects still due can never be performed (no token any more): given up now rather than
+  // retried for an hour.
+  const runIds = (await db.execution.findMany({ where: executionWhere, select: { id: true } })).map((r) => r.id);
+  const reviewIds = (await db.review.findMany({ where: { executionId: { in: runIds } }, select: { id: true } })).map((r) => r.id);
+  const flowIds = "teamId" in match ? (await db.flowRequest.findMany({ where: { teamId: match.teamId }, select: { id: true } })).map((r) => r.id) : [];
+  await db.slackEffect.updateMany({
+    where: { state: "due", subjectId: { in: [...runIds, ...reviewIds, ...flowIds] } },
+    data: { state: "dead", lastError: "the app was removed from this workspace", leaseOwner: null, leaseExpiresAt: null },
+  });
   return { runs: runs.count, reviews: reviews.count, flowRequests: flowRequests.count };
 }

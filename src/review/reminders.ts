@@ -6,6 +6,7 @@
 // transaction, so with several replicas it is posted once.
 import type { Db } from "../db/database.js";
 import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
+import { LIVE_STATES } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
@@ -80,7 +81,7 @@ export class ReviewReminders {
         messageTs: { not: null },
         remindersSent: { lt: max },
         OR: [{ nextReminderAt: { lte: now } }, { nextReminderAt: null, remindersSent: 0, createdAt: { lte: new Date(now.getTime() - afterMs) } }],
-        execution: { state: { in: ["running", "waiting", "starting"] }, threadTs: { not: null } },
+        execution: { state: { in: [...LIVE_STATES] }, threadTs: { not: null } },
       },
       include: { execution: true },
       orderBy: { createdAt: "asc" },

@@ -2,6 +2,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../config.js";
 import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
+import type { ExecutionState } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import { reminderText } from "../review/reminders.js";
 import {
@@ -13,7 +14,6 @@ import {
   outputNeedsFile,
   pendingReviewNotes,
   progressMessage,
-  type RunState,
   reviewMessage,
   reviewReserve,
   roundDiffNeedsFile,
@@ -22,26 +22,16 @@ import {
 } from "./blocks/index.js";
 import type { SlackClients } from "./clients.js";
 
-const RUN_STATE: Record<string, RunState> = {
-  starting: "starting",
-  running: "running",
-  waiting: "waiting",
-  completed: "completed",
-  failed: "failed",
-  kickoff_failed: "failed",
-  lost: "lost",
-};
-
 export function announcementFor(execution: Execution): SlackMessage {
   return announcementMessage({
     crewName: execution.crewName,
     userId: execution.userId,
     inputs: execution.inputs as Record<string, string>,
     kickoffId: execution.kickoffId ?? undefined,
-    state: RUN_STATE[execution.state] ?? "running",
+    state: execution.state as ExecutionState,
     startedAt: execution.startedAt ?? execution.createdAt,
     finishedAt: execution.finishedAt ?? undefined,
-    summary: execution.state === "failed" || execution.state === "lost" ? (execution.error ?? undefined) : undefined,
+    summary: ["failed", "lost", "kickoff_failed", "uninstalled"].includes(execution.state) ? (execution.error ?? undefined) : undefined,
   });
 }
 

@@ -4,6 +4,7 @@
 import type { types } from "@slack/bolt";
 import { HOME_APPROVE_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
+import { runStateLabel } from "./run.js";
 import { escapeMrkdwn, excerpt, formatDuration, truncatePlain } from "./text.js";
 
 export interface HomeReview {
@@ -50,17 +51,6 @@ export const HOME_MAX_REVIEWS = 30;
 export const HOME_MAX_RUNS = 15;
 export const HOME_MAX_CREWS = 30;
 
-const STATE_LABEL: Record<string, string> = {
-  starting: "⏳ starting",
-  running: "🔄 running",
-  waiting: "✋ waiting for review",
-  completed: "✅ completed",
-  failed: "❌ failed",
-  kickoff_failed: "❌ did not start",
-  lost: "❔ lost",
-  uninstalled: "⏹ stopped (app removed)",
-};
-
 const name = (text: string) => escapeMrkdwn(truncatePlain(text, 80));
 // mrkdwn is cut with excerpt(), which keeps line breaks; truncatePlain is for single-line plain_text.
 const section = (text: string): types.KnownBlock => ({ type: "section", text: { type: "mrkdwn", text: excerpt(text, LIMITS.sectionText).text } });
@@ -104,7 +94,8 @@ export function homeView(p: HomeParams): types.HomeView {
   blocks.push(header("Your recent runs"));
   if (p.runs.length === 0) blocks.push(context("You haven't started a run yet. Use `/crew` in a channel."));
   const runLines = p.runs.slice(0, HOME_MAX_RUNS).map((run) => {
-    const label = STATE_LABEL[run.state] ?? escapeMrkdwn(run.state);
+    const { emoji, label: text } = runStateLabel(run.state);
+    const label = `${emoji} ${escapeMrkdwn(text.toLowerCase())}`;
     const where = run.permalink ? `<${run.permalink}|thread>` : `<#${run.channelId}>`;
     const id = run.kickoffId ? ` · \`${escapeMrkdwn(truncatePlain(run.kickoffId, 80))}\`` : "";
     return `• *${name(run.crewName)}* — ${label} · started ${formatDuration(p.now.getTime() - run.startedAt.getTime())} ago · ${where}${id}`;

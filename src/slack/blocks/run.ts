@@ -1,6 +1,7 @@
 // Messages about a run: the channel announcement (thread parent), progress, task
 // reviews and errors in the thread, and the completion notice in the channel.
 import type { types } from "@slack/bolt";
+import type { ExecutionState } from "../../lifecycle/states.js";
 import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REASSIGN_ACTION, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
@@ -75,23 +76,29 @@ export function readableError(error: string): string {
 
 // ---------------------------------------------------------------- announcement
 
-export type RunState = "starting" | "running" | "waiting" | "completed" | "failed" | "lost";
-
-const RUN_STATES: Record<RunState, { emoji: string; label: string }> = {
+/** How a run's state reads, wherever it is shown (announcement, App Home): the one label map. */
+export const RUN_STATE_LABELS: Record<ExecutionState, { emoji: string; label: string }> = {
   starting: { emoji: "⏳", label: "Starting…" },
   running: { emoji: "🏃", label: "Running" },
   waiting: { emoji: "✋", label: "Waiting for a review" },
   completed: { emoji: "✅", label: "Completed" },
   failed: { emoji: "❌", label: "Failed" },
+  kickoff_failed: { emoji: "❌", label: "Did not start" },
   lost: { emoji: "⚠️", label: "Lost track of the run" },
+  uninstalled: { emoji: "⚠️", label: "Lost track of the run: the app was removed from this workspace" },
 };
+
+/** The label of a stored state (an unknown one reads as itself). */
+export function runStateLabel(state: string): { emoji: string; label: string } {
+  return RUN_STATE_LABELS[state as ExecutionState] ?? { emoji: "•", label: state };
+}
 
 export interface AnnouncementParams {
   crewName: string;
   userId: string;
   inputs: Record<string, string>;
   kickoffId?: string;
-  state: RunState;
+  state: ExecutionState;
   startedAt: Date;
   finishedAt?: Date;
   /** e.g. the failure reason */
@@ -99,7 +106,7 @@ export interface AnnouncementParams {
 }
 
 export function announcementMessage(p: AnnouncementParams): SlackMessage {
-  const { emoji, label } = RUN_STATES[p.state];
+  const { emoji, label } = runStateLabel(p.state);
   const took = p.finishedAt ? ` · took ${formatDuration(p.finishedAt.getTime() - p.startedAt.getTime())}` : "";
   const summary = p.summary?.trim() ? `\n${fitMrkdwn(readableError(p.summary), ERROR_MAX).text}` : "";
   const blocks: types.KnownBlock[] = [section(`${emoji} ${userMention(p.userId)} started crew ${bold(p.crewName, "Unnamed crew")} — ${label}${took}${summary}`)];
