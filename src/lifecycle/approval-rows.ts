@@ -1,9 +1,11 @@
 // The approvals of review rounds in the database (ReviewApproval, unique per review and user), and
 // what a review message shows beside its own row (ReviewContext). Decisions are a cold path: the
-// Prisma model API is used here. Every write is safe with several replicas: an approval is one
+// Prisma model API is used for them; the context is read for every review message the outbox
+// renders, so it takes the driver's SQL (db/sql.ts says why). Every write is safe with several replicas: an approval is one
 // INSERT … ON CONFLICT DO NOTHING, and whoever counts enough approvals still has to win the review's
 // conditional claim (Reviews.decide) before the crew hears anything.
 import type { Db } from "../db/database.js";
+import { sqlRunnerFor } from "../db/sql.js";
 import { type ApprovalPolicy, latestEdit, type StoredApproval } from "./approvals.js";
 import type { Review, ReviewContext } from "./ports.js";
 
@@ -27,11 +29,10 @@ export class ApprovalRows {
   }
 
   list(reviewId: string): Promise<StoredApproval[]> {
-    return this.db.reviewApproval.findMany({
-      where: { reviewId },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { userId: true, note: true, editedOutput: true, createdAt: true },
-    });
+    return sqlRunnerFor(this.db).query<StoredApproval>(
+      `SELECT "userId", note, "editedOutput", "createdAt" FROM "ReviewApproval" WHERE "reviewId" = $1::uuid ORDER BY "createdAt", id`,
+      [reviewId],
+    );
   }
 
   /** What the review's message shows besides the row: approvals so far, the edit, the previous round. */
@@ -52,10 +53,10 @@ export class ApprovalRows {
       if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
     }
     if (review.round > 1) {
-      const previous = await this.db.review.findUnique({
-        where: { executionId_taskKey_round: { executionId: review.executionId, taskKey: review.taskKey, round: review.round - 1 } },
-        select: { round: true, output: true, feedback: true, decidedBy: true, decision: true },
-      });
+      const [previous] = await sqlRunnerFor(this.db).query<Pick<Review, "round" | "output" | "feedback" | "decidedBy" | "decision">>(
+        `SELECT round, output, feedback, "decidedBy", decision FROM "Review" WHERE "executionId" = $1::uuid AND "taskKey" = $2 AND round = $3`,
+        [review.executionId, review.taskKey, review.round - 1],
+      );
       if (previous) {
         context.previous = {
           round: previous.round,

@@ -282,7 +282,8 @@ export class Reviews {
       const current = (await this.rows.find(review.id)) ?? review;
       // Two approvals completed the count at once: the other one sends it, and this one is part of it.
       const several = this.policyOf(execution.crewName).required > 1;
-      if (several && decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId)) return { kind: "approval_counted", review: current };
+      if (several && decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId))
+        return { kind: "approval_counted", review: current };
       return { kind: "already_decided", review: current };
     }
 

@@ -68,7 +68,9 @@ export class OutboxWorker {
   /** Effects this process is performing: never claimed again by it, even when their lease has run out. */
   private readonly performing = new Set<string>();
   private claiming?: Promise<void>;
-  private again = false;
+  /** More may be due than the last claim took (something was enqueued, a chain went on, a batch was full). */
+  private wanted = false;
+  private soon?: NodeJS.Immediate;
   private idleWaiters: (() => void)[] = [];
 
   constructor(
@@ -94,24 +96,34 @@ export class OutboxWorker {
     this.running = false;
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.soon) clearImmediate(this.soon);
+    this.soon = undefined;
   }
 
-  /** Something was enqueued here: look now rather than at the next tick. */
+  /**
+   * Something was enqueued here: look soon rather than at the next tick. Nudges coalesce: however
+   * many arrive while a claim is under way, or before the next turn of the event loop, one claim follows.
+   */
   nudge(): void {
     if (!this.running) return;
-    if (this.claiming) {
-      this.again = true;
-      return;
-    }
+    this.wanted = true;
+    if (this.soon || this.claiming) return;
+    this.soon = setImmediate(() => {
+      this.soon = undefined;
+      this.pass();
+    });
+  }
+
+  private pass(): void {
+    if (!this.running || this.claiming) return;
+    this.wanted = false;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.claiming = this.claimAndRun().finally(() => {
       this.claiming = undefined;
       if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
-      if (this.again) {
-        this.again = false;
-        this.nudge();
-      } else this.schedule();
+      if (this.wanted) this.nudge();
+      else this.schedule();
     });
   }
 
@@ -131,7 +143,7 @@ export class OutboxWorker {
   private schedule(): void {
     if (!this.running) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.nudge(), this.options.tickMs);
+    this.timer = setTimeout(() => this.pass(), this.options.tickMs);
     this.timer.unref?.();
   }
 
@@ -150,12 +162,12 @@ export class OutboxWorker {
       void this.runOne(job).finally(() => {
         this.inFlight--;
         if (this.inFlight === 0 && !this.claiming) for (const w of this.idleWaiters.splice(0)) w();
-        // A slot came free: more may be due already.
-        this.nudge();
+        // A slot came free: claim again only if more is known to be due (else the next tick looks).
+        if (this.wanted) this.nudge();
       });
     }
     // A full batch means more may be due at once.
-    if (jobs.length === free) this.again = true;
+    if (jobs.length === free) this.wanted = true;
   }
 
   private async claim(limit: number): Promise<EffectJob[]> {
@@ -203,11 +215,9 @@ export class OutboxWorker {
 
   private async complete(job: EffectJob, outcome: EffectOutcome): Promise<void> {
     const now = this.clock.now();
-    await this.sql.transaction(async (tx) => {
-      await outcome.record?.(tx);
-      for (const effect of outcome.next ?? []) await enqueue(tx, effect, now);
-      // Re-armed while it ran (a newer state to show): it stays due, to run again from the row.
-      await tx.execute(
+    // Re-armed while it ran (a newer state to show): it stays due, to run again from the row.
+    const markDone = (db: Pick<SqlRunner, "execute">) =>
+      db.execute(
         `UPDATE "SlackEffect" SET
            state = CASE WHEN generation = $3 THEN 'done' ELSE 'due' END,
            attempts = CASE WHEN generation = $3 THEN attempts ELSE 0 END,
@@ -215,7 +225,18 @@ export class OutboxWorker {
          WHERE id = $2::uuid AND "leaseOwner" = $4`,
         [now, job.id, job.generation, this.options.replicaId],
       );
+    const next = outcome.next ?? [];
+    // Nothing to record and nothing after it: one statement, no transaction.
+    if (!outcome.record && next.length === 0) {
+      await markDone(this.sql);
+      return;
+    }
+    await this.sql.transaction(async (tx) => {
+      await outcome.record?.(tx);
+      for (const effect of next) await enqueue(tx, effect, now);
+      await markDone(tx);
     });
+    if (next.length) this.wanted = true;
   }
 
   private async failed(job: EffectJob, err: unknown): Promise<void> {
