@@ -112,14 +112,8 @@ export async function startRun(client: WebClient, deps: FeatureDeps, req: StartR
       meta: { source: "slack", requestId: execution.requestId, channel: execution.channelId, user: req.userId },
       ...urls,
     });
-    const started = await runs.kickedOff(execution.id, kickoffId);
-    await deps.lifecycle.audit.record({
-      executionId: execution.id,
-      kind: "kickoff",
-      actor: req.userId,
-      detail: { crewName: started.crewName, channelId: started.channelId, kickoffId, inputs: req.inputs },
-    });
-    await client.chat.update({ channel: started.channelId, ts: threadTs, ...announcementFor(started) }).catch((err) => deps.log.warn("could not update announcement", { err }));
+    // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
+    const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
     await showView(startedView(crewName, kickoffId));
     deps.onRunStarted?.(started);
   } catch (err) {

@@ -64,13 +64,33 @@ export class Runs {
     return this.db.execution.findUnique({ where: { kickoffId } });
   }
 
-  /** Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). */
-  async kickedOff(id: string, kickoffId: string): Promise<Execution> {
+  /**
+   * Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). In
+   * the same transaction: the kickoff's audit record (when who started it is given) and the update of
+   * the run's announcement.
+   */
+  async kickedOff(id: string, kickoffId: string, startedBy?: { userId: string; inputs: Record<string, string> }): Promise<Execution> {
     const data = { kickoffId, startedAt: this.clock.now() };
-    // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
     const { from, to } = executionTransition("kicked_off");
-    const started = await this.rows.updateReturning(id, { ...data, state: to }, { states: from });
-    return started ?? (await this.rows.updateReturning(id, data))!;
+    const started = await this.outbox.sql.transaction(async (tx) => {
+      const rows = new ExecutionRows(tx);
+      // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
+      const run = (await rows.updateReturning(id, { ...data, state: to }, { states: from })) ?? (await rows.updateReturning(id, data))!;
+      if (startedBy)
+        await this.audit?.record(
+          {
+            executionId: id,
+            kind: "kickoff",
+            actor: startedBy.userId,
+            detail: { crewName: run.crewName, channelId: run.channelId, kickoffId, inputs: startedBy.inputs },
+          },
+          tx,
+        );
+      await this.outbox.add(tx, { kind: "run.announcement", subjectId: id });
+      return run;
+    });
+    this.outbox.nudge();
+    return started;
   }
 
   async kickoffFailed(id: string, error: string): Promise<void> {
