@@ -39,8 +39,7 @@ function offsetClock() {
 const underRequest = (f: FlowHarness, req: PendingFlowRequest, pattern: RegExp) =>
   f.h.slack.messages(FLOW_CHANNEL).filter((m) => m.thread_ts === req.msg.ts && pattern.test(m.text ?? ""));
 const requestText = (f: FlowHarness, req: PendingFlowRequest) => JSON.stringify(f.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts)?.blocks ?? []);
-const ephemeralTo = (h: Harness, user: string, pattern: RegExp) =>
-  h.slack.callsTo("chat.postEphemeral").find((c) => c.args.user === user && pattern.test(String(c.args.text)));
+const ephemeralTo = (h: Harness, user: string, pattern: RegExp) => h.slack.callsTo("chat.postEphemeral").find((c) => c.args.user === user && pattern.test(String(c.args.text)));
 const homesOf = (h: Harness, user: string) => h.slack.callsTo("views.publish").filter((c) => c.args.user_id === user);
 const homeText = (call: { args: Record<string, unknown> }) => JSON.stringify((call.args.view as any).blocks);
 
@@ -51,7 +50,13 @@ async function openHome(h: Harness, user: string) {
 }
 
 function homeClick(h: Harness, user: string, actionId: string, value: string) {
-  return h.requests.blockAction({ user_id: user, channel_id: "", message_ts: "", view: { id: "V0HOME", type: "home" } as any, action: { action_id: actionId, block_id: "b", value } });
+  return h.requests.blockAction({
+    user_id: user,
+    channel_id: "",
+    message_ts: "",
+    view: { id: "V0HOME", type: "home" } as any,
+    action: { action_id: actionId, block_id: "b", value },
+  });
 }
 
 describe("flow request escalation", () => {
