@@ -35,7 +35,7 @@ export function registerFlowReassign(app: App, deps: FeatureDeps): void {
         : Promise.resolve();
     const request = await flows.get(actions[0]!.value);
     // Only from the request's own message.
-    if (!request || !request.messageTs || request.channelId !== channel || request.messageTs !== messageTs)
+    if (!request?.messageTs || request.channelId !== channel || request.messageTs !== messageTs)
       return tell("I can't match this button to a feedback request, so nothing was reassigned.");
     if (request.state !== "pending") return tell("This request is no longer waiting for an answer, so it cannot be reassigned.");
     if (!(await flows.mayDecide(request, user.id))) return tell(`Only ${flows.who(request) ?? "people who may answer this request"} may reassign it.`);

@@ -663,7 +663,8 @@ export class FlowRequests {
           await this.deps.outbox.request({ kind: "flow.show", subjectId: request.id });
           // Counted as a reminder: it may be the last one, which escalates the request.
           const current = await this.deps.db.flowRequest.findUnique({ where: { id: request.id } });
-          if (current) await this.escalateAfter(current, current.remindersSent);
+          if (current)
+            await this.escalateAfter(current, current.remindersSent).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
         }
         await this.deps.db.flowRequest.updateMany({ where: { id: request.id }, data: { deadlineDoneAt: this.clock.now() } });
         taken++;
