@@ -108,8 +108,12 @@ describe("flow request escalation", () => {
       config: { reviewReminders: { afterMinutes: 60, max: 1 } },
       crewline: { clock },
     });
+    f.h.slack.setUsergroup("S0LEADS", [DAN]);
     await f.flow.send({ output: "Draft" });
     const req = await pendingFlowRequest(f.h);
+    // Dan (in the escalation group) may not answer before the escalation.
+    await clickFlow(f.h, req, "rejected", "No", DAN);
+    await eventually(() => ephemeralTo(f!.h, DAN, new RegExp(`Only <@${BOB}>`)), { what: "Dan's refusal" });
     clock.offsetMs = 2 * 60_000;
     expect(await f.h.bot.flows.deadlinesDue()).toBe(1);
     const escalation = await eventually(() => underRequest(f!, req, /🔺/)[0], { what: "the escalation" });
@@ -120,6 +124,10 @@ describe("flow request escalation", () => {
     expect(await f.h.bot.flows.remindDue()).toBe(0);
     await settle();
     expect(underRequest(f, req, /🔺/)).toHaveLength(1);
+    // A member of the escalation group answers it now.
+    await clickFlow(f.h, req, "rejected", "Off brand", DAN);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "answered", decidedBy: DAN, outcome: "rejected" });
   });
 });
 
