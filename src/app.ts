@@ -37,7 +37,7 @@ import { registerReviewActions } from "./review/actions.js";
 import { registerReviewEdit } from "./review/edit.js";
 import { ReviewEscalations } from "./review/escalation.js";
 import { registerReassignActions } from "./review/reassign.js";
-import { ReviewReminders } from "./review/reminders.js";
+import { ReviewReminders, reviewersStillWaited } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
 import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./slack/clients.js";
 import type { FeatureDeps } from "./slack/deps.js";
@@ -294,7 +294,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         const crew = crews.config(name);
         return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
       },
-      reviewersOf: (name) => reviewers.who(name),
+      // A deadline's remind, like a reminder, leaves out named reviewers who already approved.
+      reviewersOf: async (name, reviewId) => (reviewId ? await reviewersStillWaited(database.prisma, reviewers.rulesFor(name), reviewId) : undefined) ?? reviewers.who(name),
     },
     afterReminder,
     claimStaleMs: config.polling?.claimStaleMs,

@@ -94,7 +94,8 @@ export class ReviewReminders {
     let sent = 0;
     for (const { execution, ...review } of candidates) {
       const count = review.remindersSent + 1;
-      const who = (await this.waitingFor(execution.crewName, review.id)) ?? this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
+      const who =
+        (await reviewersStillWaited(this.deps.db, this.deps.rulesOf?.(execution.crewName), review.id)) ?? this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
       const { outbox } = this.deps;
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
       const claimed = await outbox.sql.transaction(async (tx) => {
@@ -116,17 +117,16 @@ export class ReviewReminders {
     if (sent) this.deps.outbox.nudge();
     return sent;
   }
+}
 
-  /** The named reviewers who have not approved yet (groups stay); undefined when nobody approved or the rules name no user. */
-  private async waitingFor(crewName: string, reviewId: string): Promise<string | undefined> {
-    const rules = this.deps.rulesOf?.(crewName);
-    if (!rules?.users.length) return undefined;
-    const approvals = await this.deps.db.reviewApproval.findMany({ where: { reviewId }, select: { userId: true } });
-    return approvals.length
-      ? describeWaitingReviewers(
-          rules,
-          approvals.map((a) => a.userId),
-        )
-      : undefined;
-  }
+/** A review's named reviewers who have not approved it yet (groups stay), as mentions; undefined when nobody approved or the rules name no user. */
+export async function reviewersStillWaited(db: Db, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
+  if (!rules?.users.length) return undefined;
+  const approvals = await db.reviewApproval.findMany({ where: { reviewId }, select: { userId: true } });
+  return approvals.length
+    ? describeWaitingReviewers(
+        rules,
+        approvals.map((a) => a.userId),
+      )
+    : undefined;
 }

@@ -275,4 +275,21 @@ describe("who already approved is not waited for", () => {
     expect(reminder.text).toContain(`⏰ <@${CAROL}>:`);
     expect(reminder.text).not.toContain(`<@${BOB}>`);
   });
+
+  it("crew reviews: a deadline's remind also mentions only who has still to approve", async () => {
+    const clock = offsetClock();
+    h = await startHarness({ research: { decideWithinMs: 90_000, onTimeout: "remind", approvals: 2 }, crewline: { clock } });
+    h.bot.crews.config("research")!.reviewers = { users: [BOB, CAROL], usergroups: [] };
+    const execution = await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    await clickReview(h, pending, true, "", CAROL);
+    await eventually(() => ephemeralTo(h!, CAROL, /1 of 2 approvals/), { what: "Carol's approval" });
+    clock.offsetMs = 2 * 60_000;
+    expect(await h.bot.deadlines.tick()).toBe(1);
+    const reminder = await eventually(() => h!.slack.messages(CHANNEL).find((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? "")), {
+      what: "the deadline's reminder",
+    });
+    expect(reminder.text).toContain(`⏰ <@${BOB}>:`);
+    expect(reminder.text).not.toContain(`<@${CAROL}>`);
+  });
 });
