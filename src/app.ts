@@ -12,6 +12,7 @@ import { type Database, openDatabase } from "./db/database.js";
 import { sqlRunnerFor } from "./db/sql.js";
 import { registerFlowEdit } from "./flows/edit.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./flows/handlers.js";
+import { registerFlowReassign } from "./flows/reassign.js";
 import { FlowRequests } from "./flows/service.js";
 import { SlackFlowEffects } from "./flows/slack-effects.js";
 import { registerAppHome } from "./home/app-home.js";
@@ -36,7 +37,7 @@ import { registerReviewActions } from "./review/actions.js";
 import { registerReviewEdit } from "./review/edit.js";
 import { ReviewEscalations } from "./review/escalation.js";
 import { registerReassignActions } from "./review/reassign.js";
-import { ReviewReminders } from "./review/reminders.js";
+import { ReviewReminders, reviewersStillWaited } from "./review/reminders.js";
 import { ReviewerRules } from "./review/rules.js";
 import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./slack/clients.js";
 import type { FeatureDeps } from "./slack/deps.js";
@@ -293,7 +294,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         const crew = crews.config(name);
         return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
       },
-      reviewersOf: (name) => reviewers.who(name),
+      // A deadline's remind, like a reminder, leaves out named reviewers who already approved.
+      reviewersOf: async (name, reviewId) => (reviewId ? await reviewersStillWaited(database.prisma, reviewers.rulesFor(name), reviewId) : undefined) ?? reviewers.who(name),
     },
     afterReminder,
     claimStaleMs: config.polling?.claimStaleMs,
@@ -308,7 +310,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reminderMax: reminderSettings.max,
   });
   const reminders = new ReviewReminders(
-    { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), log, clock: opts.clock, afterReminder },
+    { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
@@ -319,7 +321,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
     // A flow's groups are looked up in the flow's workspace (team: in CREWS_FILE, FLOW_TEAM).
     async (usergroup, team) => {
-      const flowTeam = flowConfigs.find((f) => f.team && f.reviewers?.usergroups.includes(usergroup))?.team;
+      const flowTeam = flowConfigs.find((f) => f.team && (f.reviewers?.usergroups.includes(usergroup) || f.escalateTo?.usergroups.includes(usergroup)))?.team;
       return usergroupMembers(usergroup, team ?? (flowTeam ? { teamId: flowTeam } : undefined));
     },
     log,
@@ -353,6 +355,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReassignActions(app, deps);
   registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
   registerFlowActions(app, flows, log);
+  registerFlowReassign(app, deps);
   if (installations && installedClients)
     registerUninstall(app, {
       db: database.prisma,

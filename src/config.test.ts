@@ -132,6 +132,20 @@ describe("loadConfig: review deadlines and escalation", () => {
     expect(loadConfig({ ...rest, CREWS_FILE: file }).flows![0]).toMatchObject({ decideWithinMs: 30 * 60_000, onTimeout: "reject" });
   });
 
+  it("reads a flow's escalateTo from FLOW_ESCALATE_TO and from the file, with errors naming where", () => {
+    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" };
+    expect(loadConfig({ ...flowEnv, FLOW_ESCALATE_TO: "U0BOSS, S0LEADS" }).flows![0]).toMatchObject({ escalateTo: { users: ["U0BOSS"], usergroups: ["S0LEADS"] } });
+    expect(loadConfig(flowEnv).flows![0]!.escalateTo).toBeUndefined();
+    expect(problems({ ...flowEnv, FLOW_ESCALATE_TO: "@boss" }).join("\n")).toMatch(/^FLOW_ESCALATE_TO .*user ids \(U…\) or user group ids \(S…\)/m);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flows-escalation-"));
+    const file = path.join(dir, "crews.yml");
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    escalateTo: [U0BOSS]\n");
+    expect(loadConfig({ ...rest, CREWS_FILE: file }).flows![0]).toMatchObject({ escalateTo: { users: ["U0BOSS"], usergroups: [] } });
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    escalateTo: [boss]\n");
+    expect(problems({ ...rest, CREWS_FILE: file }).join("\n")).toMatch(/flow "content" escalateTo: must be user ids/);
+  });
+
   it("reads decideWithin, onTimeout and escalateTo per crew from the crews file, with errors naming the crew", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crews-deadlines-"));
     const file = path.join(dir, "crews.yml");

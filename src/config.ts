@@ -58,6 +58,8 @@ export interface FlowConfig {
   decideWithinMs?: number;
   /** What happens at the deadline (onTimeout / FLOW_ON_TIMEOUT); default remind. */
   onTimeout?: TimeoutAction;
+  /** Who is mentioned, and may answer, once a request got its last reminder (escalateTo / FLOW_ESCALATE_TO). */
+  escalateTo?: ReviewerRules;
 }
 
 /** Distribution: every workspace installs the app (GET /slack/install); tokens come from the database. */
@@ -140,6 +142,7 @@ const VARIABLES: Record<string, string> = {
   FLOW_DECIDE_WITHIN: "how long a flow feedback request may wait for an answer, e.g. 90s, 30m, 24h (unset: no deadline)",
   FLOW_ON_TIMEOUT: "what happens when a flow request's deadline passes: reject, approve (the flow's matching outcome) or remind (default remind)",
   FLOW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to answer the flow's requests",
+  FLOW_ESCALATE_TO: "comma-separated Slack user ids (U…) and user group ids (S…) mentioned after a flow request's last reminder, who may then answer it too",
   POLL_INTERVAL_MS: "how often (ms) the bot looks for runs whose status is due to be polled (default 1000)",
   POLL_MIN_BACKOFF_MS: "first wait (ms) between status polls of a run, and the wait after a change (default 2000)",
   POLL_MAX_BACKOFF_MS: "longest wait (ms) between status polls of an unchanged run (default 60000)",
@@ -225,6 +228,7 @@ const flowFileEntry = z
     approvals: z.number().int().min(1).max(10).optional(),
     decideWithin: z.union([z.string(), z.number()]).optional(),
     onTimeout: z.string().optional(),
+    escalateTo: idList.optional(),
   })
   .strict();
 
@@ -324,8 +328,9 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   const flows: FlowConfig[] = [];
   for (const entry of parsed.data) {
     const secret = entry.secret ?? (entry.secretEnv ? env[entry.secretEnv]?.trim() : undefined);
-    const { decideWithinMs, onTimeout } = readDecisionSettings({ decideWithin: entry.decideWithin, onTimeout: entry.onTimeout }, (key, message) =>
-      problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
+    const { decideWithinMs, onTimeout, escalateTo } = readDecisionSettings(
+      { decideWithin: entry.decideWithin, onTimeout: entry.onTimeout, escalateTo: entry.escalateTo },
+      (key, message) => problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
     );
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
     else
@@ -337,6 +342,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
         ...(entry.team ? { team: entry.team } : {}),
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
         ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
+        ...(escalateTo ? { escalateTo } : {}),
       });
   }
   const names = flows.map((f) => f.name.toLowerCase());
@@ -353,7 +359,8 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   const reviewers = optional(env, "FLOW_REVIEWERS");
   const team = optional(env, "FLOW_TEAM");
   const approvals = optional(env, "FLOW_APPROVALS");
-  if (!secret && !channel && !name && !reviewers && !team && !approvals) return [];
+  const escalate = optional(env, "FLOW_ESCALATE_TO");
+  if (!secret && !channel && !name && !reviewers && !team && !approvals && !escalate) return [];
   const checkedApprovals = z.coerce
     .number()
     .int()
@@ -369,9 +376,10 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
   const checkedTeam = team ? teamId.safeParse(team) : undefined;
   if (checkedTeam && !checkedTeam.success) problems.push(`${describe("FLOW_TEAM")} is invalid: ${checkedTeam.error.issues[0]?.message}`);
-  const flowEnvName: Record<string, string> = { decideWithin: "FLOW_DECIDE_WITHIN", onTimeout: "FLOW_ON_TIMEOUT" };
-  const { decideWithinMs, onTimeout } = readDecisionSettings({ decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT") }, (key, message) =>
-    problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
+  const flowEnvName: Record<string, string> = { decideWithin: "FLOW_DECIDE_WITHIN", onTimeout: "FLOW_ON_TIMEOUT", escalateTo: "FLOW_ESCALATE_TO" };
+  const { decideWithinMs, onTimeout, escalateTo } = readDecisionSettings(
+    { decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT"), escalateTo: escalate ? idList.parse(escalate) : undefined },
+    (key, message) => problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
   );
   if (!secret || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
   return [
@@ -383,6 +391,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
       ...(checkedTeam?.success ? { team: checkedTeam.data } : {}),
       ...(approvals && checkedApprovals.success ? { approvals: checkedApprovals.data } : {}),
       ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
+      ...(escalateTo ? { escalateTo } : {}),
     },
   ];
 }

@@ -19,8 +19,9 @@ import { flowRequestTransition } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { reminderDue } from "../review/reminders.js";
-import { describeReviewers } from "../review/rules.js";
-import { escapeMrkdwn, formatDuration, outcomeStyle, truncatePlain } from "../slack/blocks/index.js";
+import { describeReviewers, describeWaitingReviewers } from "../review/rules.js";
+import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, userMention } from "../slack/blocks/index.js";
+import type { TeamRef } from "../slack/clients.js";
 import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
@@ -33,7 +34,14 @@ export type { FlowRequest };
 export interface FlowRules {
   rulesFor(flowName: string): RulesConfig | undefined;
   mayDecide(flowName: string, userId: string): Promise<boolean>;
+  /** Whether this one request lets the user answer beyond the flow's rules (reassigned or escalated to them). */
+  isGranted(request: Pick<FlowRequest, "reassignedTo" | "escalatedAt" | "escalatedTo">, userId: string, team?: TeamRef): Promise<boolean>;
 }
+
+/** What a request's access checks read: its flow, assignee, workspace, reassignment and escalation. */
+export type FlowRequestAccess = Pick<FlowRequest, "flowName" | "assigneeUserId" | "teamId" | "reassignedTo" | "escalatedAt" | "escalatedTo">;
+
+export type FlowReassignOutcome = { kind: "reassigned"; request: FlowRequest } | { kind: "not_pending" } | { kind: "unknown_request" } | { kind: "same_person" };
 
 export interface FlowServiceDeps {
   db: Db;
@@ -71,6 +79,8 @@ export interface FlowDecision {
   editedOutput?: string;
   /** Taken by the request's deadline: no message or reviewer check, the same claim as a click. */
   byDeadline?: boolean;
+  /** Approve clicked on App Home: not on the request's message (the handler checked it is shown to the user); reviewer rules still apply. */
+  fromHome?: boolean;
 }
 
 export type FlowDecisionOutcome =
@@ -230,16 +240,34 @@ export class FlowRequests {
     return [describeReviewers(rules), request.assigneeUserId ? `<@${request.assigneeUserId}>` : ""].filter(Boolean).join(", ");
   }
 
-  async mayDecide(request: Pick<FlowRequest, "flowName" | "assigneeUserId">, userId: string): Promise<boolean> {
-    if (request.assigneeUserId === userId) return true;
+  async mayDecide(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
     return this.deps.rules.mayDecide(request.flowName, userId);
+  }
+
+  /** Reassigned to the user, or escalated to them or a group of theirs (looked up in the request's workspace). */
+  private isGranted(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    return this.deps.rules.isGranted(request, userId, request.teamId ? { teamId: request.teamId } : undefined).catch(() => false);
+  }
+
+  /** Whether the request is the user's to answer, as App Home lists it: assigned, reassigned or escalated to them, or by the flow's rules (without rules: its assignee only). */
+  async isWaitingFor(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
+    return !!this.deps.rules.rulesFor(request.flowName) && this.deps.rules.mayDecide(request.flowName, userId);
+  }
+
+  /** The approve-like outcome a request can be answered with from App Home (no feedback needed); undefined: it needs the message. */
+  homeApproval(request: Pick<FlowRequest, "emit">): { index: number; outcome: string } | undefined {
+    const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+    const index = emit.findIndex((o) => outcomeStyle(o) === "primary");
+    return index >= 0 ? { index, outcome: emit[index]! } : undefined;
   }
 
   /** The first decision wins atomically; the platform hears it exactly once. */
   async decide(d: FlowDecision): Promise<FlowDecisionOutcome> {
     const request = isUuid(d.requestId) ? await this.deps.db.flowRequest.findUnique({ where: { id: d.requestId } }) : null;
     if (!request) return { kind: "unknown_request" };
-    if (!d.byDeadline && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
+    if (!d.byDeadline && !d.fromHome && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
     if (request.state !== "pending") return { kind: "already_decided", request };
     const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
@@ -441,7 +469,7 @@ export class FlowRequests {
     let sent = 0;
     for (const request of due) {
       const count = request.remindersSent + 1;
-      const who = this.who(request) ?? (request.assigneeUserId ? `<@${request.assigneeUserId}>` : "Reviewers");
+      const who = await this.remindWho(request);
       const text = `⏰ ${who}: flow *${escapeMrkdwn(request.flowName)}* has been waiting for feedback${request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : ""} for ${formatDuration(now.getTime() - request.createdAt.getTime())}. Answer the request above so the flow can go on.`;
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
       const claimed = await this.deps.outbox.sql.transaction(async (tx) => {
@@ -455,10 +483,108 @@ export class FlowRequests {
         await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: count, payload: { text } });
         return true;
       });
-      if (claimed) sent++;
+      if (!claimed) continue;
+      sent++;
+      // The last reminder may escalate the request: its mention follows the reminder.
+      await this.escalateAfter(request, count).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
     }
     if (sent) this.deps.outbox.nudge();
     return sent;
+  }
+
+  /** Who a reminder mentions: the flow's named reviewers who have not approved yet (groups stay), its assignee and reassignee. */
+  private async remindWho(request: FlowRequest): Promise<string> {
+    const rules = this.deps.rules.rulesFor(request.flowName);
+    const approvedBy = new Set((await this.approvals(request.id)).map((a) => a.userId));
+    const mentions = [rules ? describeWaitingReviewers(rules, approvedBy) : ""];
+    for (const user of [request.assigneeUserId, request.reassignedTo])
+      if (user && !approvedBy.has(user) && !mentions.some((m) => m.includes(`<@${user}>`))) mentions.push(userMention(user));
+    return mentions.filter(Boolean).join(", ") || "Reviewers";
+  }
+
+  // ------------------------------------------------------------------ escalation and reassignment
+
+  /**
+   * After a reminder (a deadline's remind counts as one): the one that reaches REVIEW_REMINDER_MAX
+   * escalates the request to the flow's escalateTo, once (claimed on escalatedAt): they are mentioned
+   * under the request and may answer it from then on.
+   */
+  private async escalateAfter(request: FlowRequest, remindersSent: number): Promise<boolean> {
+    if (remindersSent < (this.deps.reminders?.max ?? 0)) return false;
+    const rules = this.flow(request.flowName)?.escalateTo;
+    const ids = rules ? [...rules.users, ...rules.usergroups] : [];
+    if (ids.length === 0) return false;
+    const now = this.clock.now();
+    const after = remindersSent === 1 ? "a reminder" : `${remindersSent} reminders`;
+    const text = `🔺 ${mentionIds(ids)}: flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} is still waiting for an answer after ${after}. You may answer it too.`;
+    const escalated = await this.deps.outbox.sql.transaction(async (tx) => {
+      const moved = await tx.execute(
+        `UPDATE "FlowRequest" SET "escalatedAt" = $1, "escalatedTo" = $2, "updatedAt" = $1 WHERE id = $3::uuid AND state = 'pending' AND "escalatedAt" IS NULL`,
+        [now, ids.join(","), request.id],
+      );
+      if (moved !== 1) return false;
+      await this.deps.audit?.record(
+        {
+          executionId: null,
+          flowRequestId: request.id,
+          kind: "escalation",
+          taskKey: request.methodName,
+          actor: "crewline:escalation",
+          outputHash: hashOutput(request.output),
+          msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+          detail: { flow: request.flowName, requestId: request.requestId, escalatedTo: ids, remindersSent },
+        },
+        tx,
+      );
+      await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: "escalation", payload: { text } });
+      await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
+      return true;
+    });
+    if (escalated) this.deps.outbox.nudge();
+    return escalated;
+  }
+
+  /** Hands a pending request to `to` (the caller checked that `by` may answer it): mentioned under it, they may answer it. */
+  async reassign(p: { requestId: string; by: string; to: string; reason: string }): Promise<FlowReassignOutcome> {
+    const request = await this.get(p.requestId);
+    if (!request) return { kind: "unknown_request" };
+    if (request.state !== "pending") return { kind: "not_pending" };
+    if (request.reassignedTo === p.to) return { kind: "same_person" };
+    const now = this.clock.now();
+    const reason = p.reason.trim().slice(0, 500);
+    const quoted = reason ? `\n> ${escapeMrkdwn(truncatePlain(reason.replace(/\s*\n\s*/g, " "), 500))}` : "";
+    const text = `↪️ ${userMention(p.by)} reassigned flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} to ${userMention(p.to)}, who may now answer it.${quoted}`;
+    const reassigned = await this.deps.outbox.sql.transaction(async (tx) => {
+      const [row] = await tx.query<FlowRequest>(
+        `UPDATE "FlowRequest" SET "reassignedTo" = $1, "reassignedBy" = $2, "reassignReason" = $3, "reassignedAt" = $4, "updatedAt" = $4
+         WHERE id = $5::uuid AND state = 'pending' RETURNING *`,
+        [p.to, p.by, reason || null, now, request.id],
+      );
+      if (!row) return undefined;
+      await this.deps.audit?.record(
+        {
+          executionId: null,
+          flowRequestId: request.id,
+          kind: "reassignment",
+          taskKey: request.methodName,
+          actor: p.by,
+          feedback: reason || null,
+          outputHash: hashOutput(request.output),
+          detail: { flow: request.flowName, requestId: request.requestId, reassignedTo: p.to, previously: request.reassignedTo ?? null },
+        },
+        tx,
+      );
+      await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: `reassign:${crypto.randomUUID()}`, payload: { text } });
+      await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
+      return row;
+    });
+    if (!reassigned) return { kind: "not_pending" };
+    this.deps.outbox.nudge();
+    return { kind: "reassigned", request: reassigned };
+  }
+
+  private stepOf(request: Pick<FlowRequest, "methodName">): string {
+    return request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : "";
   }
 
   // ------------------------------------------------------------------ deadlines
@@ -513,7 +639,7 @@ export class FlowRequests {
               payload: { text: `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${outcome.message}. The request is open again; please answer it.` },
             });
         } else {
-          const who = this.who(request) ?? (request.assigneeUserId ? `<@${request.assigneeUserId}>` : "Reviewers");
+          const who = await this.remindWho(request);
           const missing = wanted ? ` (it offers no ${wanted === "primary" ? "approve" : "reject"} outcome, so nothing was chosen for it)` : "";
           await this.deps.outbox.request({
             kind: "flow.reminder",
@@ -535,6 +661,10 @@ export class FlowRequests {
           });
           // The message stops announcing a deadline that has passed.
           await this.deps.outbox.request({ kind: "flow.show", subjectId: request.id });
+          // Counted as a reminder: it may be the last one, which escalates the request.
+          const current = await this.deps.db.flowRequest.findUnique({ where: { id: request.id } });
+          if (current)
+            await this.escalateAfter(current, current.remindersSent).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
         }
         await this.deps.db.flowRequest.updateMany({ where: { id: request.id }, data: { deadlineDoneAt: this.clock.now() } });
         taken++;
@@ -553,12 +683,14 @@ export class FlowRequests {
   /** Pending requests this user may decide (App Home), oldest first. */
   async waitingFor(userId: string): Promise<FlowRequest[]> {
     const pending = await this.deps.db.flowRequest.findMany({ where: { state: "pending", messageTs: { not: null } }, orderBy: { createdAt: "asc" }, take: 500 });
+    // Someone who approved a request still waiting for more approvals is not waited for.
+    const approved = new Set(
+      (await this.deps.db.flowApproval.findMany({ where: { userId, flowRequestId: { in: pending.map((r) => r.id) } }, select: { flowRequestId: true } })).map(
+        (a) => a.flowRequestId,
+      ),
+    );
     const mine: FlowRequest[] = [];
-    for (const request of pending) {
-      // Without rules anyone in the channel may decide; the home lists it for its assignee only.
-      const rules = this.deps.rules.rulesFor(request.flowName);
-      if (request.assigneeUserId === userId || (rules && (await this.deps.rules.mayDecide(request.flowName, userId)))) mine.push(request);
-    }
+    for (const request of pending) if (!approved.has(request.id) && (await this.isWaitingFor(request, userId))) mine.push(request);
     return mine;
   }
 

@@ -53,6 +53,8 @@ export function flowMessageFor(request: FlowRequest, note?: string, context: Flo
     byDeadline: request.decidedByDeadline,
     pendingNotes: pendingReviewNotes({
       deadline: request.decideBy && request.onTimeout && !request.deadlineHandledAt ? { at: request.decideBy, action: request.onTimeout as TimeoutAction } : undefined,
+      escalatedTo: request.escalatedAt && request.escalatedTo ? request.escalatedTo.split(",").filter(Boolean) : undefined,
+      reassignedTo: request.reassignedTo ?? undefined,
       now: new Date(),
     }),
   });

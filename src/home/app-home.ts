@@ -6,13 +6,15 @@ import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../config.js";
 import type { Db } from "../db/database.js";
+import { flowReplyFor } from "../flows/handlers.js";
+import type { FlowDecisionOutcome } from "../flows/service.js";
 import type { DecisionOutcome } from "../lifecycle/index.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { LIVE_STATES } from "../lifecycle/states.js";
 import { mayActOnReview } from "../review/access.js";
 import { NOT_RECORDED, replyFor } from "../review/actions.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../slack/blocks/home.js";
-import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, truncatePlain, userMention } from "../slack/blocks/index.js";
+import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 
 export interface HomeDeps {
@@ -48,8 +50,13 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     orderBy: { createdAt: "asc" },
     take: 500,
   });
+  // Someone who approved a review still waiting for more approvals is not waited for.
+  const approved = new Set(
+    (await home.db.reviewApproval.findMany({ where: { userId, reviewId: { in: pending.map((r) => r.id) } }, select: { reviewId: true } })).map((a) => a.reviewId),
+  );
   const mine = [];
   for (const review of pending) {
+    if (approved.has(review.id)) continue;
     const { execution } = review;
     const rules = deps.reviewers?.rulesFor(execution.crewName);
     const team = { teamId: execution.teamId, enterpriseId: execution.enterpriseId };
@@ -85,6 +92,13 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       waitingMs: now.getTime() - r.createdAt.getTime(),
       channelId: r.channelId,
       permalink: reviews.length + i < HOME_MAX_REVIEWS ? await permalink(r.channelId, r.messageTs!) : undefined,
+      // An approve-like outcome needs no feedback: it can be chosen from here (others need the message).
+      ...(deps.flows!.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
+      notes: [
+        ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
+        ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
+        ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
+      ],
     })),
   );
   reviews.push(...flowReviews);
@@ -115,6 +129,13 @@ export function homeNotice(outcome: DecisionOutcome | undefined, taskName: strin
   if (!outcome) return "I can't find this review any more, so nothing was sent to the crew.";
   if (outcome.kind === "decided") return `✅ You approved *${escapeMrkdwn(truncatePlain(taskName, 150))}*; the crew goes on.`;
   return replyFor(outcome) ?? "Nothing changed.";
+}
+
+/** What the Home tab says after Approve clicked there on a flow request. */
+export function homeFlowNotice(outcome: FlowDecisionOutcome | undefined, what: string): string {
+  if (!outcome) return "I can't find this request any more, so nothing was sent to the flow.";
+  if (outcome.kind === "answered") return `✅ You approved *${escapeMrkdwn(truncatePlain(what, 150))}*; the flow goes on.`;
+  return flowReplyFor(outcome) ?? "Nothing changed.";
 }
 
 /** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
@@ -159,6 +180,31 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
       else notice = homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
     } catch (err) {
       deps.log.error("home approval could not be recorded", { err });
+      notice = NOT_RECORDED;
+    }
+    await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+  });
+
+  // Approve a flow request from the Home tab: only one listed there for this user (assigned, handed or
+  // escalated to them, or by the flow's rules), with the flow's approve-like outcome, through the same
+  // decide() (reviewer rules, approvals, the exactly-once claim) as a click on its message.
+  app.action(HOME_FLOW_APPROVE_ACTION, async ({ ack, body, client, context }) => {
+    await ack();
+    const click = homeApproveClick.safeParse(body);
+    if (!click.success || !deps.flows) return void deps.log.warn("home flow approve with an unexpected payload");
+    const userId = click.data.user.id;
+    let notice: string;
+    try {
+      const request = await deps.flows.get(click.data.actions[0]!.value);
+      const approval = request ? deps.flows.homeApproval(request) : undefined;
+      if (!request || !approval || !(await deps.flows.isWaitingFor(request, userId))) notice = homeFlowNotice(undefined, "");
+      else
+        notice = homeFlowNotice(
+          await deps.flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true }),
+          `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`,
+        );
+    } catch (err) {
+      deps.log.error("home flow approval could not be recorded", { err });
       notice = NOT_RECORDED;
     }
     await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });

@@ -27,7 +27,7 @@ export interface DeadlinePolicy {
   /** The crew's deadline settings; undefined when its reviews have no deadline. */
   deadlineOf(crewName: string): { withinMs: number; onTimeout: TimeoutAction } | undefined;
   /** Who a reminder mentions (the crew's reviewers), undefined when anyone may decide (the starter is mentioned then). */
-  reviewersOf(crewName: string): string | undefined;
+  reviewersOf(crewName: string, reviewId?: string): string | undefined | Promise<string | undefined>;
 }
 
 export interface DeadlineDeps {
@@ -131,7 +131,7 @@ export class ReviewDeadlines {
     // The crew's setting as words ("30 minutes"); a crew no longer configured: the time the review had.
     const within = this.deps.policy?.deadlineOf(execution.crewName)?.withinMs ?? Math.max(0, (review.decideBy ?? now).getTime() - review.createdAt.getTime());
     if (action === "remind") {
-      const who = this.deps.policy?.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
+      const who = (await this.deps.policy?.reviewersOf(execution.crewName, review.id)) ?? `<@${execution.userId}>`;
       await this.deps.notifier.postDeadlineNotice(execution, review, { kind: "reminder", who, withinMs: within });
       const current = await this.deps.db.review.findUniqueOrThrow({ where: { id: review.id } });
       await this.deps.audit.record({

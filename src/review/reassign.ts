@@ -19,7 +19,7 @@ import { sanitizeText } from "../text/sanitize.js";
 import { clickMayDecide, mayActOnReview } from "./access.js";
 import { NOT_THIS_MESSAGE } from "./actions.js";
 
-const reassignClick = z.object({
+export const reassignClick = z.object({
   user: z.object({ id: z.string() }),
   trigger_id: z.string().min(1),
   channel: z.object({ id: z.string() }).optional(),
@@ -28,7 +28,7 @@ const reassignClick = z.object({
   actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
 });
 
-const reassignSubmission = z.object({
+export const reassignSubmission = z.object({
   user: z.object({ id: z.string() }),
   view: z.object({
     private_metadata: z.string().max(100),
@@ -39,7 +39,7 @@ const reassignSubmission = z.object({
 });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const USER_ID = /^[UW][A-Z0-9]{2,}$/;
+export const USER_ID = /^[UW][A-Z0-9]{2,}$/;
 
 /** Whether the user may hand this review on: the same rule as deciding it (gate, and access to the run or the review). */
 async function mayReassign(client: WebClient, deps: FeatureDeps, found: Review & { execution: Execution }, userId: string): Promise<{ ok: true } | { ok: false; who?: string }> {

@@ -4,12 +4,14 @@
 // row (remindersSent, nextReminderAt), so it survives restarts; each reminder is claimed with a
 // conditional update on remindersSent that enqueues the reminder in the outbox in the same
 // transaction, so with several replicas it is posted once.
+import type { ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
 import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
 import { LIVE_STATES } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
+import { describeWaitingReviewers } from "./rules.js";
 
 export interface ReminderSettings {
   /** Wait before the first reminder. */
@@ -23,6 +25,8 @@ export interface ReminderDeps {
   outbox: Outbox;
   /** Who may decide a crew's reviews, as mentions; undefined when anyone may. */
   reviewersOf: (crewName: string) => string | undefined;
+  /** The crew's rules: when they name users, a reminder leaves out those who already approved the review. */
+  rulesOf?: (crewName: string) => RulesConfig | undefined;
   log: Logger;
   clock?: Clock;
   /** Called after a reminder was posted, with the reminders the review has had (escalation.ts). */
@@ -90,7 +94,8 @@ export class ReviewReminders {
     let sent = 0;
     for (const { execution, ...review } of candidates) {
       const count = review.remindersSent + 1;
-      const who = this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
+      const who =
+        (await reviewersStillWaited(this.deps.db, this.deps.rulesOf?.(execution.crewName), review.id)) ?? this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
       const { outbox } = this.deps;
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
       const claimed = await outbox.sql.transaction(async (tx) => {
@@ -112,4 +117,16 @@ export class ReviewReminders {
     if (sent) this.deps.outbox.nudge();
     return sent;
   }
+}
+
+/** A review's named reviewers who have not approved it yet (groups stay), as mentions; undefined when nobody approved or the rules name no user. */
+export async function reviewersStillWaited(db: Db, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
+  if (!rules?.users.length) return undefined;
+  const approvals = await db.reviewApproval.findMany({ where: { reviewId }, select: { userId: true } });
+  return approvals.length
+    ? describeWaitingReviewers(
+        rules,
+        approvals.map((a) => a.userId),
+      )
+    : undefined;
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Execution, Review } from "../lifecycle/ports.js";
 import { silentLogger } from "../log.js";
-import { describeReviewers, ReviewerRules, reviewGrants } from "./rules.js";
+import { describeReviewers, describeWaitingReviewers, ReviewerRules, reviewGrants } from "./rules.js";
 
 const crew = (reviewers?: { users: string[]; usergroups: string[] }) => ({
   config: (name: string) => (name === "research" ? { reviewers } : undefined),
@@ -27,6 +27,16 @@ function setup(members: Record<string, string[]>, reviewers = { users: ["U1"], u
   );
   return { rules, clock, lookups, hold: (p: Promise<void>) => (gate = () => p) };
 }
+
+describe("describeWaitingReviewers", () => {
+  it("leaves out named users who approved, keeps groups, and names everyone when nobody named is left", () => {
+    const rules = { users: ["U1", "U2"], usergroups: ["S1"] };
+    expect(describeWaitingReviewers(rules, ["U1"])).toBe("<@U2>, <!subteam^S1>");
+    expect(describeWaitingReviewers(rules, [])).toBe("<@U1>, <@U2>, <!subteam^S1>");
+    expect(describeWaitingReviewers({ users: ["U1", "U2"], usergroups: [] }, ["U2"])).toBe("<@U1>");
+    expect(describeWaitingReviewers({ users: ["U1"], usergroups: [] }, ["U1"])).toBe("<@U1>");
+  });
+});
 
 describe("ReviewerRules", () => {
   it("allows named users without a lookup and describes who may decide", async () => {

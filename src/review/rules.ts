@@ -28,6 +28,17 @@ export function describeReviewers(rules: RulesConfig): string {
   return [...rules.users.map((u) => `<@${u}>`), ...rules.usergroups.map((g) => `<!subteam^${g}>`)].join(", ");
 }
 
+/**
+ * Who is still waited for, for reminders: the named users who have not approved yet, and every group
+ * (its members cannot be told apart here). When every named user approved and there is no group, all
+ * of them (someone must still be told).
+ */
+export function describeWaitingReviewers(rules: RulesConfig, approvedBy: Iterable<string>): string {
+  const done = new Set(approvedBy);
+  const users = rules.users.filter((u) => !done.has(u));
+  return describeReviewers(users.length + rules.usergroups.length > 0 ? { users, usergroups: rules.usergroups } : rules);
+}
+
 /** Who may decide one review beyond its crew's rules: its reassignee, and its escalation list once it was escalated. */
 export function reviewGrants(review: Pick<Review, "reassignedTo" | "escalatedAt" | "escalatedTo">): RulesConfig {
   const escalated = review.escalatedAt && review.escalatedTo ? review.escalatedTo.split(",").filter(Boolean) : [];

@@ -31,6 +31,7 @@ describe("flow feedback requests", () => {
       ["approved", "primary"],
       ["rejected", "danger"],
       ["Edit and approve…", undefined],
+      ["Reassign", undefined],
     ]);
     const text = JSON.stringify(req.msg.blocks);
     expect(text).toContain("content");
@@ -209,7 +210,7 @@ describe("flow feedback requests", () => {
     f = await startFlowHarness();
     await f.flow.send({ emit: null });
     const req = await pendingFlowRequest(f.h);
-    expect(req.buttons.map((b) => b.text)).toEqual(["Send feedback", "Edit and approve…"]);
+    expect(req.buttons.map((b) => b.text)).toEqual(["Send feedback", "Edit and approve…", "Reassign"]);
     await clickFlow(f.h, req, "Send feedback", "   ");
     const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
     expect(told.args.text).toMatch(/write your feedback/);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { timeoutFeedback } from "../../lifecycle/deadlines.js";
 import { deadlineNotDeliveredText, deadlineText, escalationText, mentionIds, pendingReviewNotes, reassignModal, reassignmentText, slackTime } from "./deadline.js";
+import { FLOW_REASSIGN_VIEW_CALLBACK, REASSIGN_VIEW_CALLBACK } from "./ids.js";
 import { modalLimitViolations } from "./limits.js";
 import { reviewMessage } from "./run.js";
 
@@ -55,5 +56,10 @@ describe("deadline text", () => {
     const view = reassignModal({ reviewId: "r1", taskName: "x".repeat(5000) });
     expect(modalLimitViolations(view)).toEqual([]);
     expect(view.private_metadata).toBe("r1");
+    expect(view.callback_id).toBe(REASSIGN_VIEW_CALLBACK);
+    const flow = reassignModal({ reviewId: "f1", taskName: "content", callbackId: FLOW_REASSIGN_VIEW_CALLBACK, what: "request" });
+    expect(modalLimitViolations(flow)).toEqual([]);
+    expect(flow.callback_id).toBe(FLOW_REASSIGN_VIEW_CALLBACK);
+    expect(JSON.stringify(flow)).toContain("may answer it");
   });
 });

@@ -75,18 +75,23 @@ export function pendingReviewNotes(p: { deadline?: { at: Date; action: TimeoutAc
 }
 
 /** The Reassign modal: a person and a reason; the review id travels in private_metadata. */
-export function reassignModal(p: { reviewId: string; taskName: string }): types.ModalView {
+/** The Reassign modal; a flow request's uses its own callback (`callbackId`) and says "answer". */
+export function reassignModal(p: { reviewId: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {
+  const request = p.what === "request";
   return {
     type: "modal",
-    callback_id: REASSIGN_VIEW_CALLBACK,
+    callback_id: p.callbackId ?? REASSIGN_VIEW_CALLBACK,
     private_metadata: p.reviewId,
-    title: { type: "plain_text", text: "Reassign review" },
+    title: { type: "plain_text", text: request ? "Reassign request" : "Reassign review" },
     submit: { type: "plain_text", text: "Reassign" },
     close: { type: "plain_text", text: "Cancel" },
     blocks: [
       {
         type: "section",
-        text: { type: "mrkdwn", text: `Hand *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* to someone else. They are mentioned in the thread and may decide it.` },
+        text: {
+          type: "mrkdwn",
+          text: `Hand *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* to someone else. They are mentioned in the thread and may ${request ? "answer" : "decide"} it.`,
+        },
       },
       {
         type: "input",
@@ -103,7 +108,7 @@ export function reassignModal(p: { reviewId: string; taskName: string }): types.
           action_id: REASSIGN_REASON_ACTION,
           multiline: true,
           max_length: Math.min(500, LIMITS.plainTextInput),
-          placeholder: { type: "plain_text", text: "Why they should decide it" },
+          placeholder: { type: "plain_text", text: request ? "Why they should answer it" : "Why they should decide it" },
         },
       },
     ],

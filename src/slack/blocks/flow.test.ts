@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type FlowMessageParams, flowRequestMessage, outcomeStyle } from "./flow.js";
-import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_SEND_ACTION } from "./ids.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { messageLimitViolations } from "./limits.js";
 
 const base: FlowMessageParams = {
@@ -28,8 +28,9 @@ describe("flowRequestMessage", () => {
       ["needs_changes", undefined, base.requestId],
       ["rejected", "danger", base.requestId],
       ["Edit and approve…", undefined, base.requestId],
+      ["Reassign", undefined, base.requestId],
     ]);
-    expect(new Set(buttons.map((b: any) => b.action_id)).size).toBe(4);
+    expect(new Set(buttons.map((b: any) => b.action_id)).size).toBe(5);
     expect(m.blocks.some((b: any) => b.type === "input" && b.block_id === FLOW_FEEDBACK_BLOCK)).toBe(true);
     expect(messageLimitViolations(m.blocks)).toEqual([]);
   });
@@ -39,6 +40,7 @@ describe("flowRequestMessage", () => {
     expect(actions(m).elements.map((b: any) => [b.action_id, b.text.text])).toEqual([
       [FLOW_SEND_ACTION, "Send feedback"],
       [FLOW_EDIT_ACTION, "Edit and approve…"],
+      [FLOW_REASSIGN_ACTION, "Reassign"],
     ]);
     expect(JSON.stringify(m.blocks)).toMatch(/Required/);
   });

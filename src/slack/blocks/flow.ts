@@ -1,7 +1,7 @@
 // A flow's human feedback request in Slack: who/what is asking, the output to review, and one
 // button per outcome the flow routes on (or Send feedback), plus a feedback field. Pure.
 import type { types } from "@slack/bolt";
-import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "./ids.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, pendingApprovalsBlocks } from "./review-extras.js";
 import { outputBlocks, type SlackMessage } from "./run.js";
@@ -131,5 +131,6 @@ function actions(requestId: string, emit: string[]): types.ActionsBlock {
     : [{ type: "button", action_id: FLOW_SEND_ACTION, style: "primary", value: requestId, text: plain("Send feedback", LIMITS.buttonText) }];
   if (flowEditable(emit) && elements.length < LIMITS.actionsElements)
     elements.push({ type: "button", action_id: FLOW_EDIT_ACTION, value: requestId, text: plain("Edit and approve…", LIMITS.buttonText) });
+  if (elements.length < LIMITS.actionsElements) elements.push({ type: "button", action_id: FLOW_REASSIGN_ACTION, value: requestId, text: plain("Reassign", LIMITS.buttonText) });
   return { type: "actions", block_id: FLOW_ACTIONS_BLOCK, elements };
 }

@@ -2,7 +2,7 @@
 // Pure: the handler gathers the data; this only lays it out within Block Kit's limits
 // (100 blocks per view, 3,000 chars per section text).
 import type { types } from "@slack/bolt";
-import { HOME_APPROVE_ACTION } from "./ids.js";
+import { HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { runStateLabel } from "./run.js";
 import { escapeMrkdwn, excerpt, formatDuration, truncatePlain } from "./text.js";
@@ -16,6 +16,8 @@ export interface HomeReview {
   permalink?: string;
   /** Set when it can be approved from here (a crew review: approving needs no feedback): its id for the Approve button. */
   approveReviewId?: string;
+  /** Set when a flow request can be approved from here (its flow offers an approve-like outcome): its id. */
+  approveFlowRequestId?: string;
   /** e.g. "↪️ reassigned to you", "🔺 escalated", "⏳ decide by …" */
   notes?: string[];
 }
@@ -86,6 +88,8 @@ export function homeView(p: HomeParams): types.HomeView {
     const item = section(`${task} · ${name(r.crewName)} · waiting ${formatDuration(r.waitingMs)}${notes}\n${open}`) as types.SectionBlock;
     if (r.approveReviewId && r.approveReviewId.length <= LIMITS.buttonValue)
       item.accessory = { type: "button", action_id: HOME_APPROVE_ACTION, style: "primary", value: r.approveReviewId, text: { type: "plain_text", text: "Approve" } };
+    else if (r.approveFlowRequestId && r.approveFlowRequestId.length <= LIMITS.buttonValue)
+      item.accessory = { type: "button", action_id: HOME_FLOW_APPROVE_ACTION, style: "primary", value: r.approveFlowRequestId, text: { type: "plain_text", text: "Approve" } };
     blocks.push(item);
   }
   blocks.push(...more(p.reviews.length - HOME_MAX_REVIEWS, "reviews"));

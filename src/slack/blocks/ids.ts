@@ -57,6 +57,11 @@ export const FLOW_SEND_ACTION = "flow_send_feedback";
 /** Edit and approve on a flow request: the button, and the modal it opens. */
 export const FLOW_EDIT_ACTION = "flow_edit";
 export const FLOW_EDIT_VIEW_CALLBACK = "flow_edit";
+/** Reassign on a flow request: the button and its modal (the same fields as a review's). */
+export const FLOW_REASSIGN_ACTION = "flow_reassign";
+export const FLOW_REASSIGN_VIEW_CALLBACK = "flow_reassign";
+/** Approve a flow request from App Home (its approve-like outcome). */
+export const HOME_FLOW_APPROVE_ACTION = "home_flow_approve";
 export const FLOW_ACTIONS_BLOCK = "flow_actions";
 export const FLOW_FEEDBACK_BLOCK = "flow_feedback";
 export const FLOW_FEEDBACK_ACTION = "feedback";
