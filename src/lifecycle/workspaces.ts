@@ -15,7 +15,7 @@ export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): P
   const executionWhere: Prisma.ExecutionWhereInput = "teamId" in match ? { teamId: match.teamId } : { enterpriseId: match.enterpriseId, teamId: { notIn: match.exceptTeams } };
   const reviews = await db.review.updateMany({
     where: { state: { in: ["posted", "pending"] }, execution: executionWhere },
-    // shownState too: the message cannot be updated any more, so the recovery sweep must not try.
+    // shownState too: the message cannot be updated any more (its effects are given up below).
     data: { state: "closed", shownState: "closed", nextReminderAt: null },
   });
   const { from, to } = executionTransition("uninstalled");

@@ -87,7 +87,7 @@ export class ReviewEscalations {
     return { kind: "reassigned", review: reassigned };
   }
 
-  /** The thread reply, then the review message showing it (a lost update is redone by the recovery sweep's next change). */
+  /** The thread reply, then the review message showing it (both outbox effects, retried until done). */
   private async announce(execution: Execution, review: Review, text: string): Promise<void> {
     try {
       await this.deps.notifier.postThreadMessage(execution, text);
