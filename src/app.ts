@@ -242,7 +242,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     rejectRateLimitedCalls: true,
     // A call gives up well within its claim (an effect makes at most two), so no other replica takes
     // the effect over while it runs.
-    timeout: Math.min(20_000, Math.max(1000, Math.floor(leaseMs / 3))),
+    timeout: Math.min(20_000, Math.max(2000, Math.floor(leaseMs / 3))),
     logger,
   };
   const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;

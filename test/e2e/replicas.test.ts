@@ -37,8 +37,8 @@ afterAll(async () => {
 });
 
 // Short timings: leases of a killed replica expire after 1.5 s, and a Slack post it had claimed but
-// not made is taken over after 3 s (CLAIM_STALE_MS, the outbox lease) by another replica's outbox worker.
-const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "3000" };
+// not made is taken over after 6 s (CLAIM_STALE_MS, the outbox lease; a Web API call gives up after 2 s) by another replica's outbox worker.
+const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "6000" };
 
 async function startReplica(
   name: string,
