@@ -8,19 +8,10 @@ import { type Crewline, createCrewline } from "../../src/app.js";
 import { openDatabase } from "../../src/db/database.js";
 import { DEADLINE_ACTOR } from "../../src/lifecycle/deadlines.js";
 import { silentLogger } from "../../src/log.js";
-import {
-  APPROVE_ACTION,
-  HOME_APPROVE_ACTION,
-  REASSIGN_ACTION,
-  REASSIGN_REASON_ACTION,
-  REASSIGN_REASON_BLOCK,
-  REASSIGN_USER_ACTION,
-  REASSIGN_USER_BLOCK,
-  REVIEW_ACTIONS_BLOCK,
-} from "../../src/slack/blocks/index.js";
+import { APPROVE_ACTION, HOME_APPROVE_ACTION, REASSIGN_ACTION, REVIEW_ACTIONS_BLOCK } from "../../src/slack/blocks/index.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness, USER } from "../support/harness.js";
-import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
 let h: Harness;
@@ -327,19 +318,7 @@ describe("reassignment", () => {
     const opened = (await h.slack.waitForCalls("views.open", modalsBefore + 1)).at(-1);
     const modal = opened!.args.view as any;
     expect(JSON.stringify(modal.blocks)).toContain("users_select");
-    const submitted = await h.requests.viewSubmission({
-      user_id: BOB,
-      view: {
-        callback_id: modal.callback_id,
-        private_metadata: modal.private_metadata,
-        state: {
-          values: {
-            [REASSIGN_USER_BLOCK]: { [REASSIGN_USER_ACTION]: { type: "users_select", selected_user: DAN } },
-            [REASSIGN_REASON_BLOCK]: { [REASSIGN_REASON_ACTION]: { type: "plain_text_input", value: "Dan knows the sources" } },
-          },
-        },
-      },
-    });
+    const submitted = await submitReassign(h, modal, BOB, DAN, "Dan knows the sources");
     expect(submitted.status).toBe(200);
     const notice = await eventually(() => threadReplies(h, execution.threadTs, /↪️/)[0]);
     expect(notice.text).toContain(`<@${BOB}> reassigned *research_task* to <@${DAN}>`);

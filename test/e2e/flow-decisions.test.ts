@@ -3,19 +3,10 @@
 // signed requests to /slack/events, the Slack stand-in, the local flow deployment and crew service,
 // with an injected clock.
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  FLOW_ACTIONS_BLOCK,
-  FLOW_REASSIGN_ACTION,
-  HOME_APPROVE_ACTION,
-  HOME_FLOW_APPROVE_ACTION,
-  REASSIGN_REASON_ACTION,
-  REASSIGN_REASON_BLOCK,
-  REASSIGN_USER_ACTION,
-  REASSIGN_USER_BLOCK,
-} from "../../src/slack/blocks/index.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "../../src/slack/blocks/index.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, type PendingFlowRequest, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
-import { clickReview, pendingReview, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, pendingReview, startRunViaSlack, submitReassign } from "../support/reviews.js";
 
 let f: FlowHarness | undefined;
 let h: Harness | undefined;
@@ -165,19 +156,7 @@ describe("flow request reassignment", () => {
     const [opened] = await f.h.slack.waitForCalls("views.open", 1);
     const modal = opened!.args.view as any;
     expect(JSON.stringify(modal.blocks)).toContain("users_select");
-    const submitted = await f.h.requests.viewSubmission({
-      user_id: BOB,
-      view: {
-        callback_id: modal.callback_id,
-        private_metadata: modal.private_metadata,
-        state: {
-          values: {
-            [REASSIGN_USER_BLOCK]: { [REASSIGN_USER_ACTION]: { type: "users_select", selected_user: DAN } },
-            [REASSIGN_REASON_BLOCK]: { [REASSIGN_REASON_ACTION]: { type: "plain_text_input", value: "Dan owns the style guide" } },
-          },
-        },
-      },
-    });
+    const submitted = await submitReassign(f.h, modal, BOB, DAN, "Dan owns the style guide");
     expect(submitted.status).toBe(200);
     const notice = await eventually(() => underRequest(f!, req, /↪️/)[0], { what: "the reassignment notice" });
     expect(notice.text).toContain(`<@${BOB}> reassigned flow *content*'s request on \`review_article\` to <@${DAN}>, who may now answer it.`);

@@ -8,6 +8,10 @@ import {
   EDIT_VIEW_CALLBACK,
   FEEDBACK_ACTION,
   FEEDBACK_BLOCK,
+  REASSIGN_REASON_ACTION,
+  REASSIGN_REASON_BLOCK,
+  REASSIGN_USER_ACTION,
+  REASSIGN_USER_BLOCK,
   REJECT_ACTION,
 } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
@@ -110,4 +114,21 @@ export function submitEdit(h: Harness, view: { id: string; view: any }, edited: 
 /** The current text of a message's blocks (after every chat.update). */
 export function messageText(h: Harness, ts: string): string {
   return JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
+}
+
+/** Submits a Reassign modal as Slack sends it: the person picked and the reason typed. */
+export function submitReassign(h: Harness, modal: any, user: string, to: string, reason: string) {
+  return h.requests.viewSubmission({
+    user_id: user,
+    view: {
+      callback_id: modal.callback_id,
+      private_metadata: modal.private_metadata,
+      state: {
+        values: {
+          [REASSIGN_USER_BLOCK]: { [REASSIGN_USER_ACTION]: { type: "users_select", selected_user: to } },
+          [REASSIGN_REASON_BLOCK]: { [REASSIGN_REASON_ACTION]: { type: "plain_text_input", value: reason } },
+        },
+      },
+    },
+  });
 }
