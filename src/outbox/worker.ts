@@ -35,6 +35,8 @@ export interface OutboxOptions {
   maxBackoffMs: number;
   /** Failed attempts (rate limits not counted) before an effect is given up (default 15: about an hour with the default backoff). */
   maxAttempts: number;
+  /** How long done effects are kept (default 7 days; given-up ones 30 days, for the log's sake), so the table does not grow forever. */
+  keepDoneMs: number;
 }
 
 export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
@@ -44,7 +46,11 @@ export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
   minBackoffMs: 1000,
   maxBackoffMs: 300_000,
   maxAttempts: 15,
+  keepDoneMs: 7 * 24 * 3600_000,
 };
+
+/** How often a worker deletes old done effects. */
+const PRUNE_EVERY_MS = 3600_000;
 
 /** Marks an attempt under way: a claim that finds it still there knows the attempt before it was cut short. */
 const IN_FLIGHT = "(attempt in flight)";
@@ -67,6 +73,7 @@ export class OutboxWorker {
   private inFlight = 0;
   /** Effects this process is performing: never claimed again by it, even when their lease has run out. */
   private readonly performing = new Set<string>();
+  private lastPrune = 0;
   private claiming?: Promise<void>;
   /** More may be due than the last claim took (something was enqueued, a chain went on, a batch was full). */
   private wanted = false;
@@ -147,7 +154,22 @@ export class OutboxWorker {
     this.timer.unref?.();
   }
 
+  /**
+   * Deletes done effects older than keepDoneMs and given-up ones older than 30 days. A one-time
+   * effect's key is free again after that, which is harmless: nothing enqueues a week-old post again.
+   */
+  async prune(): Promise<number> {
+    const now = this.clock.now().getTime();
+    this.lastPrune = now;
+    return this.sql.execute(`DELETE FROM "SlackEffect" WHERE (state = 'done' AND "doneAt" < $1) OR (state = 'dead' AND "updatedAt" < $2)`, [
+      new Date(now - this.options.keepDoneMs),
+      new Date(now - Math.max(this.options.keepDoneMs, 30 * 24 * 3600_000)),
+    ]);
+  }
+
   private async claimAndRun(): Promise<void> {
+    if (this.clock.now().getTime() - this.lastPrune >= PRUNE_EVERY_MS)
+      await this.prune().catch((err) => this.running && this.log.warn("outbox: could not delete old effects", { err }));
     const free = this.options.concurrency - this.inFlight;
     if (free <= 0) return;
     let jobs: EffectJob[] = [];

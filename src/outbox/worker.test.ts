@@ -1,0 +1,74 @@
+// The worker on a real database (embedded by default, PostgreSQL in the second pass), with a
+// performer of its own: what becomes of effects that succeed, fail, cannot be done, or grow old.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import { type SqlRunner, sqlRunnerFor } from "../db/sql.js";
+import { silentLogger } from "../log.js";
+import { type EffectJob, enqueue, GiveUp } from "./effects.js";
+import { OutboxWorker, type Performer } from "./worker.js";
+
+let db: TestDatabase;
+let sql: SqlRunner;
+const clock = { at: new Date("2026-11-23T10:00:00.000Z"), now: () => clock.at };
+const subject = "00000000-0000-4000-8000-0000000000a1";
+
+beforeEach(async () => {
+  db = await createTestDatabase();
+  sql = sqlRunnerFor(db.database.prisma);
+});
+afterEach(async () => db.drop());
+
+const rows = () =>
+  sql.query<{ kind: string; state: string; attempts: number; lastError: string | null }>(`SELECT kind, state, attempts, "lastError" FROM "SlackEffect" ORDER BY kind`, []);
+const worker = (perform: Performer) => new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000 });
+
+describe("outbox worker", () => {
+  it("performs what is due once, retries a failure after its backoff, and gives up what cannot be done", async () => {
+    await enqueue(sql, { kind: "run.announcement", subjectId: subject }, clock.at);
+    await enqueue(sql, { kind: "run.file", subjectId: subject }, clock.at);
+    await enqueue(sql, { kind: "run.completion", subjectId: subject }, clock.at);
+    const seen: string[] = [];
+    let fileFails = 1;
+    const w = worker(async (job: EffectJob) => {
+      seen.push(job.kind);
+      if (job.kind === "run.completion") throw new GiveUp("its run no longer exists");
+      if (job.kind === "run.file" && fileFails-- > 0) throw Object.assign(new Error("503"), { code: "slack_webapi_http_error", statusCode: 503 });
+      return undefined;
+    });
+    expect(await w.runDue()).toBe(3);
+    expect(await rows()).toEqual([
+      { kind: "run.announcement", state: "done", attempts: 1, lastError: null },
+      { kind: "run.completion", state: "dead", attempts: 1, lastError: "its run no longer exists" },
+      { kind: "run.file", state: "due", attempts: 1, lastError: "(may have reached Slack) HTTP 503" },
+    ]);
+    // Not before its backoff; then once more, told the first attempt may have reached Slack.
+    expect(await w.runDue()).toBe(0);
+    clock.at = new Date(clock.at.getTime() + 1500);
+    let interrupted: boolean | undefined;
+    const again = worker(async (job) => {
+      interrupted = job.interrupted;
+      return undefined;
+    });
+    expect(await again.runDue()).toBe(1);
+    expect(interrupted).toBe(true);
+    expect((await rows()).find((r) => r.kind === "run.file")).toMatchObject({ state: "done", attempts: 2 });
+    expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
+  });
+
+  it("deletes done effects after a week and given-up ones after 30 days, never what is due", async () => {
+    await enqueue(sql, { kind: "run.announcement", subjectId: subject }, clock.at);
+    await enqueue(sql, { kind: "run.completion", subjectId: subject }, clock.at);
+    const w = worker(async (job) => {
+      if (job.kind === "run.completion") throw new GiveUp("gone");
+      return undefined;
+    });
+    await w.runDue();
+    await enqueue(sql, { kind: "run.file", subjectId: subject }, clock.at);
+    clock.at = new Date(clock.at.getTime() + 8 * 24 * 3600_000);
+    expect(await w.prune()).toBe(1);
+    expect((await rows()).map((r) => `${r.kind}:${r.state}`)).toEqual(["run.completion:dead", "run.file:due"]);
+    clock.at = new Date(clock.at.getTime() + 30 * 24 * 3600_000);
+    expect(await w.prune()).toBe(1);
+    expect((await rows()).map((r) => `${r.kind}:${r.state}`)).toEqual(["run.file:due"]);
+  });
+});
