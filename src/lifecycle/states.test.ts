@@ -45,6 +45,7 @@ describe("review transitions", () => {
     resume_failed: { deciding: "pending" },
     not_waiting: { deciding: "closed" },
     run_finished: { pending: "closed" },
+    workspace_removed: { posted: "closed", pending: "closed" },
   };
   for (const [event, allowed] of Object.entries(table) as [ReviewEvent, Record<string, string>][]) {
     it(`${event}: ${Object.keys(allowed).join(", ")} only`, () => {

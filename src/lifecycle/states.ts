@@ -47,7 +47,7 @@ export function isFinished(state: string): boolean {
 export const REVIEW_STATES = ["posted", "pending", "deciding", "approved", "rejected", "closed"] as const;
 export type ReviewState = (typeof REVIEW_STATES)[number];
 
-export type ReviewEvent = "wait_confirmed" | "claimed" | "resume_ok_approve" | "resume_ok_reject" | "resume_failed" | "not_waiting" | "run_finished";
+export type ReviewEvent = "wait_confirmed" | "claimed" | "resume_ok_approve" | "resume_ok_reject" | "resume_failed" | "not_waiting" | "run_finished" | "workspace_removed";
 
 const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to: ReviewState }> = {
   // A human-input request or the status says the crew waits on this output: it becomes a review.
@@ -60,6 +60,8 @@ const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to
   resume_failed: { from: ["deciding"], to: "pending" },
   not_waiting: { from: ["deciding"], to: "closed" },
   run_finished: { from: ["pending"], to: "closed" },
+  // The app was removed from the run's workspace: its messages can no longer change.
+  workspace_removed: { from: ["posted", "pending"], to: "closed" },
 };
 
 export function reviewTransition(event: ReviewEvent) {

@@ -4,7 +4,7 @@
 // it. Other workspaces' rows are not touched. Database only; the Slack side is src/slack/uninstall.ts.
 import type { Db } from "../db/database.js";
 import type { Prisma } from "../generated/prisma/client.js";
-import { executionTransition } from "./states.js";
+import { executionTransition, flowRequestTransition, reviewTransition } from "./states.js";
 
 export const UNINSTALLED_NOTE = "Crewline was removed from this workspace";
 
@@ -13,10 +13,11 @@ export type WorkspaceMatch = { teamId: string } | { enterpriseId: string; except
 
 export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
   const executionWhere: Prisma.ExecutionWhereInput = "teamId" in match ? { teamId: match.teamId } : { enterpriseId: match.enterpriseId, teamId: { notIn: match.exceptTeams } };
+  const closing = reviewTransition("workspace_removed");
   const reviews = await db.review.updateMany({
-    where: { state: { in: ["posted", "pending"] }, execution: executionWhere },
+    where: { state: { in: [...closing.from] }, execution: executionWhere },
     // shownState too: the message cannot be updated any more (its effects are given up below).
-    data: { state: "closed", shownState: "closed", nextReminderAt: null },
+    data: { state: closing.to, shownState: closing.to, nextReminderAt: null },
   });
   const { from, to } = executionTransition("uninstalled");
   const runs = await db.execution.updateMany({
@@ -26,8 +27,8 @@ export async function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): P
   const flowRequests =
     "teamId" in match
       ? await db.flowRequest.updateMany({
-          where: { teamId: match.teamId, state: "pending" },
-          data: { state: "closed", answerMessage: UNINSTALLED_NOTE, nextReminderAt: null },
+          where: { teamId: match.teamId, state: { in: [...flowRequestTransition("workspace_removed").from] } },
+          data: { state: flowRequestTransition("workspace_removed").to, answerMessage: UNINSTALLED_NOTE, nextReminderAt: null },
         })
       : { count: 0 };
   // Its Slack effects still due can never be performed (no token any more): given up now rather than
