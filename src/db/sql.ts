@@ -11,6 +11,8 @@ import type { PrismaClient } from "../generated/prisma/client.js";
 export type SqlValue = string | number | boolean | Date | null;
 
 export interface SqlRunner {
+  /** Rows and the count of rows changed, of a statement with $1…$n placeholders (the store's Kysely driver runs everything through this). */
+  run<T>(text: string, values: readonly unknown[]): Promise<{ rows: T[]; rowCount: number }>;
   /** Rows of a statement with $1…$n placeholders. */
   query<T>(text: string, values: readonly SqlValue[]): Promise<T[]>;
   /** Rows changed by a statement. */
@@ -31,7 +33,7 @@ export function parseUtcTimestamp(text: string): Date {
 
 /** Dates go in as UTC ISO strings: drivers would otherwise send local time with an offset, which a
  * `timestamp without time zone` column silently drops. */
-function toParams(values: readonly SqlValue[]): (string | number | boolean | null)[] {
+function toParams(values: readonly unknown[]): unknown[] {
   return values.map((v) => (v instanceof Date ? v.toISOString() : v));
 }
 
@@ -42,6 +44,10 @@ export function pgSqlRunner(pool: pg.Pool, pgTypes: typeof pg.types): SqlRunner 
     getTypeParser: ((oid: number, format?: string) => (oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text"))) as typeof pgTypes.getTypeParser,
   };
   const on = (db: PgQueryable): Omit<SqlRunner, "transaction"> => ({
+    async run<T>(text: string, values: readonly unknown[]) {
+      const result = await db.query({ text, values: toParams(values), types });
+      return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
+    },
     async query<T>(text: string, values: readonly SqlValue[]) {
       return (await db.query({ text, values: toParams(values), types })).rows as T[];
     },
@@ -75,6 +81,10 @@ export function pgliteSqlRunner(engine: Promise<PGlite>): SqlRunner {
   const options = { parsers: { [TIMESTAMP_OID]: parseUtcTimestamp } };
   type Queryable = Pick<PGlite, "query">;
   const on = (db: () => Promise<Queryable>): Omit<SqlRunner, "transaction"> => ({
+    async run<T>(text: string, values: readonly unknown[]) {
+      const result = await (await db()).query<T>(text, toParams(values), options);
+      return { rows: result.rows, rowCount: result.affectedRows ?? 0 };
+    },
     async query<T>(text: string, values: readonly SqlValue[]) {
       return (await (await db()).query<T>(text, toParams(values), options)).rows;
     },
