@@ -14,6 +14,8 @@ interface RunProgress {
   /** Steps received here and not yet handed to the outbox. */
   unsent: number;
   latest: string;
+  /** When `latest` arrived here (ms): steps of one run reach several replicas, and the newest text must win the merge. */
+  latestAt: number;
   dirty: boolean;
   lastFlushAt: number;
   timer?: NodeJS.Timeout;
@@ -36,6 +38,7 @@ export class ProgressCoalescer {
     if (run.done) return;
     run.unsent += 1;
     run.latest = step.summary;
+    run.latestAt = this.clock.now().getTime();
     run.dirty = true;
     this.schedule(run);
   }
@@ -66,7 +69,7 @@ export class ProgressCoalescer {
   }
 
   private track(executionId: string): RunProgress {
-    const run: RunProgress = { executionId, unsent: 0, latest: "", dirty: false, lastFlushAt: 0, done: false };
+    const run: RunProgress = { executionId, unsent: 0, latest: "", latestAt: 0, dirty: false, lastFlushAt: 0, done: false };
     this.runs.set(executionId, run);
     return run;
   }
@@ -94,7 +97,7 @@ export class ProgressCoalescer {
     run.unsent = 0;
     run.lastFlushAt = this.clock.now().getTime();
     try {
-      await this.outbox.request({ kind: "run.progress", subjectId: run.executionId, payload: { steps, latest: run.latest, done } });
+      await this.outbox.request({ kind: "run.progress", subjectId: run.executionId, payload: { steps, latest: run.latest, latestAt: run.latestAt, done } });
     } catch (err) {
       // Not handed over: counted again with the next flush.
       run.unsent += steps;

@@ -80,7 +80,11 @@ export async function enqueue(sql: Pick<SqlRunner, "execute">, effect: NewEffect
       ? `DO UPDATE SET state = 'due', generation = "SlackEffect".generation + 1, "updatedAt" = $7,
            payload = jsonb_build_object(
              'steps', COALESCE(("SlackEffect".payload->>'steps')::int, 0) + COALESCE((EXCLUDED.payload->>'steps')::int, 0),
-             'latest', COALESCE(NULLIF(EXCLUDED.payload->>'latest', ''), "SlackEffect".payload->>'latest', ''),
+             -- Replicas hand over their steps in any order: the text received last wins, not the flush last in.
+             'latest', CASE WHEN NULLIF(EXCLUDED.payload->>'latest', '') IS NOT NULL
+                             AND COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0) >= COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)
+                            THEN EXCLUDED.payload->>'latest' ELSE COALESCE("SlackEffect".payload->>'latest', '') END,
+             'latestAt', GREATEST(COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0), COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)),
              'done', COALESCE((EXCLUDED.payload->>'done')::boolean, false) OR COALESCE(("SlackEffect".payload->>'done')::boolean, false)),
            attempts = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect".attempts ELSE 0 END,
            "runAt" = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect"."runAt"

@@ -51,9 +51,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   }
 
   /** A post that may have reached Slack before its attempt was cut short is looked for first. */
-  async function postOnce(job: EffectJob, find: () => Promise<string | undefined>, post: () => Promise<string>): Promise<string> {
+  /** `found`: the message an interrupted attempt left was found; it shows what was true then, not now. */
+  async function postOnce(job: EffectJob, find: () => Promise<string | undefined>, post: () => Promise<string>): Promise<{ ts: string; found: boolean }> {
     const found = job.interrupted ? await find() : undefined;
-    return found ?? (await post());
+    return found !== undefined ? { ts: found, found: true } : { ts: await post(), found: false };
   }
 
   const performers: Record<EffectJob["kind"], (job: EffectJob) => Promise<EffectOutcome | undefined>> = {
@@ -61,7 +62,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.messageTs) return undefined;
       const context = await contextOf(e, r);
-      const ts = await postOnce(
+      const { ts, found } = await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),
         async () => (await notifier.postReview(e, r, job.id, context)).ts,
@@ -69,14 +70,16 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const files = reviewFilesNeeded(r, context);
       return {
         record: async (tx) => {
+          // A message found again shows the state of the earlier attempt, unknown here: shownState null.
           const [now] = await tx.query<{ state: string }>(`UPDATE "Review" SET "messageTs" = $1, "shownState" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING state`, [
             ts,
-            shownAs(r.state),
+            found ? null : shownAs(r.state),
             new Date(),
             r.id,
           ]);
-          // It became a review, or was decided, while being posted: show what it is now.
-          if (now && shownAs(now.state) !== shownAs(r.state)) await enqueue(tx, { kind: "review.show", subjectId: r.id });
+          // It became a review, or was decided, while being posted (or the message found again may
+          // show an older state): show what it is now.
+          if (now && (found || shownAs(now.state) !== shownAs(r.state))) await enqueue(tx, { kind: "review.show", subjectId: r.id });
         },
         next: [...(files.output ? [{ kind: "review.file" as const, subjectId: r.id }] : []), ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id }] : [])],
       };
@@ -152,7 +155,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
       if (e.completionTs) return undefined;
-      const ts = await postOnce(
+      const { ts } = await postOnce(
         job,
         () => notifier.findPosted(e, null, job.id),
         async () => (await notifier.postCompletion(e, job.id)).ts,
@@ -179,16 +182,23 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
       const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: new Date() };
       const existing = e.progressTs;
-      const ts =
-        existing ??
-        (await postOnce(
-          job,
-          () => notifier.findPosted(e, e.threadTs, job.id),
-          async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
-        ));
-      if (existing) await notifier.showProgress(e, snapshot, existing, job.id);
-      // Found again after an interruption: it shows the figures of then; the next step updates it.
-      return existing ? undefined : { record: (tx) => tx.execute(`UPDATE "Execution" SET "progressTs" = $1 WHERE id = $2::uuid`, [ts, e.id]).then(() => {}) };
+      if (existing) {
+        await notifier.showProgress(e, snapshot, existing, job.id);
+        return undefined;
+      }
+      const { ts, found } = await postOnce(
+        job,
+        () => notifier.findPosted(e, e.threadTs, job.id),
+        async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
+      );
+      return {
+        record: async (tx) => {
+          await tx.execute(`UPDATE "Execution" SET "progressTs" = $1 WHERE id = $2::uuid`, [ts, e.id]);
+          // Found again after an interruption: it shows the figures of then, so it is updated once
+          // more (the last figures may already be in, with no step left to come).
+          if (found) await enqueue(tx, { kind: "run.progress", subjectId: e.id, payload: { steps: 0, latest: "" } });
+        },
+      };
     },
     async "flow.post"(job) {
       const flows = deps.flows!;
@@ -201,7 +211,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         request = { ...request, assigneeUserId: assignee };
       }
       const current = request;
-      const ts = await postOnce(
+      const { ts, found } = await postOnce(
         job,
         () => flows.findPosted(current, null, job.id),
         async () => (await flows.postRequest(current, job.id)).ts,
@@ -213,7 +223,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
             new Date(),
             current.id,
           ]);
-          if (now && now.state !== current.state) await enqueue(tx, { kind: "flow.show", subjectId: current.id });
+          // Decided while being posted, or found again showing an older state: show what it is now.
+          if (now && (found || now.state !== current.state)) await enqueue(tx, { kind: "flow.show", subjectId: current.id });
         },
         next: outputNeedsFile(current.output) ? [{ kind: "flow.file", subjectId: current.id }] : [],
       };

@@ -55,6 +55,19 @@ describe("outbox worker", () => {
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
   });
 
+  it("merges one run's progress from several replicas: steps add up, and the text received last wins whatever order they are handed over in", async () => {
+    await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 3, latest: "step 60 of 60", latestAt: 2000 } }, clock.at);
+    // Another replica flushes an older step afterwards.
+    await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 2, latest: "step 58 of 60", latestAt: 1000 } }, clock.at);
+    // A handover with no new text (the final count) keeps the text.
+    await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 0, latest: "", done: true } }, clock.at);
+    const [row] = await sql.query<{ payload: Record<string, unknown> }>(`SELECT payload FROM "SlackEffect" WHERE kind = 'run.progress'`, []);
+    expect(row!.payload).toMatchObject({ steps: 5, latest: "step 60 of 60", latestAt: 2000, done: true });
+    await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 1, latest: "step 61", latestAt: 3000 } }, clock.at);
+    const [later] = await sql.query<{ payload: Record<string, unknown> }>(`SELECT payload FROM "SlackEffect" WHERE kind = 'run.progress'`, []);
+    expect(later!.payload).toMatchObject({ steps: 6, latest: "step 61", latestAt: 3000 });
+  });
+
   it("deletes done effects after a week and given-up ones after 30 days, never what is due", async () => {
     await enqueue(sql, { kind: "run.announcement", subjectId: subject }, clock.at);
     await enqueue(sql, { kind: "run.completion", subjectId: subject }, clock.at);

@@ -213,10 +213,15 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       if (Date.now() > deadline) {
         const stuck = await query(
           db.url,
-          `SELECT r.state, r."messageTs", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`,
+          `SELECT r.id, r.state, r."shownState", r."messageTs", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`,
         );
         const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
-        throw new Error(`only ${clicked.size}/${TOTAL} reviews appeared: ${JSON.stringify({ stuck, events, now: new Date() })}`);
+        const effects = await query(
+          db.url,
+          `SELECT kind, "subjectId", state, attempts, "runAt", "doneAt", "leaseOwner", "lastError", generation FROM "SlackEffect" WHERE state <> 'done' OR "subjectId" IN (SELECT id FROM "Review" WHERE state = 'pending')`,
+        );
+        const logs = replicas.map((r) => `--- ${r.name}\n${r.output().slice(-3000)}`).join("\n");
+        throw new Error(`only ${clicked.size}/${TOTAL} reviews appeared: ${JSON.stringify({ stuck, events, effects, now: new Date() })}\n${logs}`);
       }
       const fresh = [...pendingReviews(slack)].filter(([id]) => !clicked.has(id));
       await Promise.all(
@@ -253,7 +258,18 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       },
       // Generous: runs whose replica was killed finish through status polling, slower on a loaded machine.
       { timeoutMs: 60_000, what: "every run announced" },
-    );
+    ).catch(async (err) => {
+      // Say where it stopped: runs not announced, Slack effects not done, webhooks not processed.
+      const runs = await query(db.url, `SELECT id, state, "completionTs", "leaseOwner", "leaseExpiresAt", "nextPollAt", webhooks FROM "Execution" WHERE "completionTs" IS NULL`);
+      const effects = await query(db.url, `SELECT kind, state, attempts, "runAt", "leaseOwner", "leaseExpiresAt", "lastError" FROM "SlackEffect" WHERE state <> 'done'`);
+      const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
+      const logs = replicas.map((r) => `--- ${r.name}\n${r.output().slice(-4000)}`).join("\n");
+      const reviewRows = await query(db.url, `SELECT id, state, "messageTs", "taskKey", "executionId" FROM "Review" WHERE state <> 'approved'`);
+      const shown = [...pendingReviews(slack)].map(([id, w]) => ({ id, ts: w.ts }));
+      const clicks = [...clicked].map(([id, r]) => `${id.slice(0, 8)}@${r.name}`);
+      const sim = [...crew.executions.values()].map((e) => ({ id: e.id, state: e.state, paused: e.pausedTaskId }));
+      throw new Error(`${err.message}: ${JSON.stringify({ runs, reviewRows, shown, clicks, effects, events, sim, now: new Date() })}\n${logs}`);
+    });
     expect(finished.every((r) => r.state === "completed")).toBe(true);
     await new Promise((r) => setTimeout(r, 1000)); // late duplicates would show up now
 
