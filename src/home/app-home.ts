@@ -17,7 +17,7 @@ import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTI
 import type { SlackClients } from "../slack/clients.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { HomeStore } from "../store/home.js";
-import { mayActOnReview } from "../usecases/access.js";
+import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../usecases/access.js";
 import { type HomeListing, homeFor } from "../usecases/home-for.js";
 
 export interface HomeDeps {
@@ -202,7 +202,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
     try {
       const request = await deps.flows.get(click.data.actions[0]!.value);
       const approval = request ? deps.flows.homeApproval(request) : undefined;
-      if (!request || !approval || !(await deps.flows.isWaitingFor(request, userId))) notice = homeFlowNotice(undefined, "");
+      if (!request || !approval || !(await mayAnswerFlowRequestFromHome({ flows: deps.flows }, request, userId))) notice = homeFlowNotice(undefined, "");
       else
         notice = homeFlowNotice(
           await deps.flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true }),

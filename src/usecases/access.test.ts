@@ -10,6 +10,7 @@ import {
   homeListsReview,
   mayActOnReview,
   mayAnswerFlowRequest,
+  mayAnswerFlowRequestFromHome,
   mayReassignReview,
   maySeeFlowRequest,
   maySeeRun,
@@ -163,7 +164,10 @@ describe("flow feedback requests", () => {
     escalatedAt: null,
     escalatedTo: null,
   };
-  const flows = { mayDecide: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId || r.reassignedTo === userId };
+  const flows = {
+    mayDecide: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId || r.reassignedTo === userId,
+    isWaitingFor: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId,
+  };
 
   it("who may answer: the flow's rules (its port); without flows configured, anyone", async () => {
     const ports: AccessPorts = { members: members({}), flows };
@@ -178,6 +182,12 @@ describe("flow feedback requests", () => {
     expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CFLOW" })).toBe(true);
     expect(await maySeeFlowRequest(ports, request, { userId: "UASSIGNEE", channelId: "CELSEWHERE" })).toBe(true);
     expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CELSEWHERE" })).toBe(false);
+  });
+
+  it("from App Home: only a request the Home lists for the user; none without flows", async () => {
+    expect(await mayAnswerFlowRequestFromHome({ flows }, request, "UASSIGNEE")).toBe(true);
+    expect(await mayAnswerFlowRequestFromHome({ flows }, request, "USTRANGER")).toBe(false);
+    expect(await mayAnswerFlowRequestFromHome({}, request, "UASSIGNEE")).toBe(false);
   });
 
   it("a click counts only from the request's own message, once posted", () => {

@@ -59,6 +59,8 @@ export type FlowRequestFacts = {
 export interface FlowAccessPort {
   /** Whether the user may answer the request (its assignee, whoever it was handed to, the flow's reviewers; no rules: anyone). */
   mayDecide(request: FlowRequestFacts, userId: string): Promise<boolean>;
+  /** Whether the request is the user's to answer, as App Home lists it (without rules: its assignee, or whoever it was handed to). */
+  isWaitingFor(request: FlowRequestFacts, userId: string): Promise<boolean>;
 }
 
 export interface AccessPorts {
@@ -148,6 +150,11 @@ export function clickFromFlowMessage(request: Pick<FlowRequestFacts, "channelId"
 /** Whether the user may answer (or hand on) a flow request. */
 export async function mayAnswerFlowRequest(ports: AccessPorts, request: FlowRequestFacts, userId: string): Promise<boolean> {
   return !ports.flows || ports.flows.mayDecide(request, userId);
+}
+
+/** Whether the user may answer a flow request from App Home: only one App Home lists for them. */
+export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flows">, request: FlowRequestFacts, userId: string): Promise<boolean> {
+  return !!ports.flows && ports.flows.isWaitingFor(request, userId);
 }
 
 /** Whether the asker may see a flow request's audit trail: someone in its channel, or who may answer it. */
