@@ -1,6 +1,6 @@
-// App Home: on app_home_opened, publish the user's reviews waiting, recent runs and startable crews.
-// Reviews shown are those the user may decide: by the crew's reviewer rules, or, for crews without
-// rules, the runs the user started (so nobody sees reviews from channels they may not be in).
+// App Home (the Slack adapter): on app_home_opened, publish what usecases/home-for.ts lists for the
+// user (reviews and flow requests waiting for them, recent runs, startable crews) as the Home view.
+// Who sees what is decided by usecases/access.ts; the rows come from store/home.ts.
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
