@@ -353,7 +353,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewActions(app, deps);
   registerReviewEdit(app, deps);
   registerReassignActions(app, deps);
-  registerAppHome(app, deps, { db: database.prisma, clock: opts.clock });
+  registerAppHome(app, deps, { db: database.prisma, clock: opts.clock, clients: slackClients });
   registerFlowActions(app, flows, log);
   registerFlowReassign(app, deps);
   if (installations && installedClients)

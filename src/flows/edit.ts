@@ -9,6 +9,7 @@ import type { Logger } from "../log.js";
 import { openEdit, sealEdit } from "../review/edit-binding.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal, FLOW_EDIT_ACTION, FLOW_EDIT_VIEW_CALLBACK, flowEditable, outcomeStyle } from "../slack/blocks/index.js";
 import { sanitizeText } from "../text/sanitize.js";
+import { clickFromFlowMessage } from "../usecases/access.js";
 import { flowReplyFor } from "./handlers.js";
 import type { FlowDecisionOutcome, FlowRequests } from "./service.js";
 
@@ -37,7 +38,7 @@ export function registerFlowEdit(app: App, flows: FlowRequests, log: Logger, for
     try {
       const request = await flows.get(actions[0]!.value);
       const emit = Array.isArray(request?.emit) ? (request.emit as string[]) : [];
-      if (request?.state !== "pending" || !messageTs || request.channelId !== channel || request.messageTs !== messageTs || !flowEditable(emit)) {
+      if (request?.state !== "pending" || !channel || !messageTs || !clickFromFlowMessage(request, { channelId: channel, messageTs }) || !flowEditable(emit)) {
         return void (await tell(NOT_THIS_REQUEST));
       }
       const { head, rest } = editableSplit(request.output);

@@ -3,6 +3,7 @@
 // reassign), who is mentioned under it, may answer it, and sees it on their App Home at once.
 import type { App } from "@slack/bolt";
 import { reassignClick, reassignSubmission, USER_ID } from "../review/reassign.js";
+import { accessPorts } from "../slack/access.js";
 import {
   FLOW_REASSIGN_ACTION,
   FLOW_REASSIGN_VIEW_CALLBACK,
@@ -14,6 +15,7 @@ import {
 } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { sanitizeText } from "../text/sanitize.js";
+import { clickFromFlowMessage, mayAnswerFlowRequest } from "../usecases/access.js";
 
 export function registerFlowReassign(app: App, deps: FeatureDeps): void {
   const flows = deps.flows;
@@ -35,10 +37,10 @@ export function registerFlowReassign(app: App, deps: FeatureDeps): void {
         : Promise.resolve();
     const request = await flows.get(actions[0]!.value);
     // Only from the request's own message.
-    if (!request?.messageTs || request.channelId !== channel || request.messageTs !== messageTs)
-      return tell("I can't match this button to a feedback request, so nothing was reassigned.");
+    if (!request || !clickFromFlowMessage(request, { channelId: channel, messageTs })) return tell("I can't match this button to a feedback request, so nothing was reassigned.");
     if (request.state !== "pending") return tell("This request is no longer waiting for an answer, so it cannot be reassigned.");
-    if (!(await flows.mayDecide(request, user.id))) return tell(`Only ${flows.who(request) ?? "people who may answer this request"} may reassign it.`);
+    if (!(await mayAnswerFlowRequest(accessPorts(client, deps), request, user.id)))
+      return tell(`Only ${flows.who(request) ?? "people who may answer this request"} may reassign it.`);
     await client.views.open({
       trigger_id,
       view: reassignModal({
@@ -60,11 +62,13 @@ export function registerFlowReassign(app: App, deps: FeatureDeps): void {
     if (!reason) return void (await ack({ response_action: "errors", errors: { [REASSIGN_REASON_BLOCK]: "Say why they should answer it." } }));
     const request = await flows.get(view.private_metadata);
     if (!request) return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "This request no longer exists." } }));
-    if (!(await flows.mayDecide(request, user.id))) return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "You may not reassign this request." } }));
+    if (!(await mayAnswerFlowRequest(accessPorts(client, deps), request, user.id)))
+      return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "You may not reassign this request." } }));
     if (request.state !== "pending") return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "This request is no longer waiting for an answer." } }));
     await ack();
     const outcome = await flows.reassign({ requestId: request.id, by: user.id, to, reason });
-    if (outcome.kind === "reassigned") await deps.publishHome?.(to);
+    // Published with the token of the request's workspace (installed in many, the app-level client is not it).
+    if (outcome.kind === "reassigned") await deps.publishHome?.(to, request.teamId ? { teamId: request.teamId } : undefined);
     else if (outcome.kind !== "same_person")
       await client.chat
         .postEphemeral({ channel: request.channelId, user: user.id, text: "The request was answered before it could be reassigned." })

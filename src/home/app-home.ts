@@ -1,25 +1,30 @@
-// App Home: on app_home_opened, publish the user's reviews waiting, recent runs and startable crews.
-// Reviews shown are those the user may decide: by the crew's reviewer rules, or, for crews without
-// rules, the runs the user started (so nobody sees reviews from channels they may not be in).
+// App Home (the Slack adapter): on app_home_opened, publish what usecases/home-for.ts lists for the
+// user (reviews and flow requests waiting for them, recent runs, startable crews) as the Home view.
+// Who sees what is decided by usecases/access.ts; the rows come from store/home.ts.
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../config.js";
 import type { Db } from "../db/database.js";
 import { flowReplyFor } from "../flows/handlers.js";
-import type { FlowDecisionOutcome } from "../flows/service.js";
+import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../flows/service.js";
 import type { DecisionOutcome } from "../lifecycle/index.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
-import { LIVE_STATES } from "../lifecycle/states.js";
-import { mayActOnReview } from "../review/access.js";
 import { NOT_RECORDED, replyFor } from "../review/actions.js";
+import { accessPorts } from "../slack/access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../slack/blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../slack/blocks/index.js";
+import type { SlackClients } from "../slack/clients.js";
 import type { FeatureDeps } from "../slack/deps.js";
+import { HomeStore } from "../store/home.js";
+import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../usecases/access.js";
+import { type HomeListing, homeFor } from "../usecases/home-for.js";
 
 export interface HomeDeps {
   db: Db;
   clock?: Clock;
+  /** Each workspace's client: a Home published outside a request from that workspace (a reassignment) uses its token. */
+  clients?: SlackClients;
 }
 
 /** Builds thread permalinks locally from the workspace URL (one auth.test), not one call per link. */
@@ -40,33 +45,16 @@ export function permalinkBuilder(client: WebClient) {
   };
 }
 
-export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: ReturnType<typeof permalinkBuilder>, userId: string, teamId?: string): Promise<HomeParams> {
-  const now = (home.clock ?? systemClock).now();
-  // Installed in many workspaces, a Home shows its own workspace's runs only.
-  const sameTeam = deps.multiWorkspace && teamId ? { teamId } : {};
-  const pending = await home.db.review.findMany({
-    where: { state: "pending", messageTs: { not: null }, execution: { state: { in: [...LIVE_STATES] }, ...sameTeam } },
-    include: { execution: true },
-    orderBy: { createdAt: "asc" },
-    take: 500,
-  });
-  // Someone who approved a review still waiting for more approvals is not waited for.
-  const approved = new Set(
-    (await home.db.reviewApproval.findMany({ where: { userId, reviewId: { in: pending.map((r) => r.id) } }, select: { reviewId: true } })).map((a) => a.reviewId),
-  );
-  const mine = [];
-  for (const review of pending) {
-    if (approved.has(review.id)) continue;
-    const { execution } = review;
-    const rules = deps.reviewers?.rulesFor(execution.crewName);
-    const team = { teamId: execution.teamId, enterpriseId: execution.enterpriseId };
-    // Reassigned or escalated to this user: theirs to decide, whatever the crew's rules say.
-    const granted = !!deps.reviewers && (await deps.reviewers.isGranted(review, userId, team));
-    const may = granted || (rules ? await deps.reviewers!.mayDecide(execution.crewName, userId, team) : execution.userId === userId);
-    if (may) mine.push(review);
-  }
+/** The Home view's parameters for what homeFor lists (with thread permalinks, notes and deadlines). */
+export async function homeParams(
+  listing: HomeListing<FlowRequest>,
+  permalink: ReturnType<typeof permalinkBuilder>,
+  flows: Pick<FlowRequests, "homeApproval"> | undefined,
+  flowHooks: HomeParams["flows"],
+): Promise<HomeParams> {
+  const { userId, now } = listing;
   const reviews: HomeReview[] = await Promise.all(
-    mine.map(async (r, i) => ({
+    listing.reviews.map(async (r, i) => ({
       crewName: r.execution.crewName,
       taskName: r.taskName,
       round: r.round,
@@ -82,10 +70,8 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       ],
     })),
   );
-  // Flow feedback requests this user may answer (by the flow's reviewer rules, or as the assignee).
-  const flowWaiting = (deps.flows ? await deps.flows.waitingFor(userId) : []).filter((r) => !sameTeam.teamId || r.teamId === sameTeam.teamId);
   const flowReviews = await Promise.all(
-    flowWaiting.map(async (r, i) => ({
+    listing.flowRequests.map(async (r, i) => ({
       crewName: `flow ${r.flowName}`,
       taskName: r.methodName ?? "feedback request",
       round: 1,
@@ -93,7 +79,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       channelId: r.channelId,
       permalink: reviews.length + i < HOME_MAX_REVIEWS ? await permalink(r.channelId, r.messageTs!) : undefined,
       // An approve-like outcome needs no feedback: it can be chosen from here (others need the message).
-      ...(deps.flows!.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
+      ...(flows?.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
       notes: [
         ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
         ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
@@ -102,9 +88,8 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
     })),
   );
   reviews.push(...flowReviews);
-  const executions = await home.db.execution.findMany({ where: { userId, ...sameTeam }, orderBy: { createdAt: "desc" }, take: HOME_MAX_RUNS + 1 });
   const runs = await Promise.all(
-    executions.map(async (e) => ({
+    listing.runs.map(async (e) => ({
       crewName: e.crewName,
       state: e.state,
       channelId: e.channelId,
@@ -113,8 +98,7 @@ export async function homeFor(deps: FeatureDeps, home: HomeDeps, permalink: Retu
       permalink: e.threadTs ? await permalink(e.channelId, e.threadTs) : undefined,
     })),
   );
-  const crews = deps.crews.usableBy(teamId).map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
-  return { userId, reviews, runs, crews, now, flows: deps.flowHooks };
+  return { userId, reviews, runs, crews: listing.crews, now, flows: flowHooks };
 }
 
 const homeApproveClick = z.object({
@@ -142,12 +126,22 @@ export function homeFlowNotice(outcome: FlowDecisionOutcome | undefined, what: s
 export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   // One per workspace: each has its own URL (and, when installed in many, its own token).
   const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
+  const homeDeps = {
+    store: new HomeStore(home.db),
+    access: { ...(deps.reviewers ? { reviewers: deps.reviewers } : {}) },
+    ...(deps.flows ? { flows: deps.flows } : {}),
+    crews: deps.crews,
+    clock: home.clock ?? systemClock,
+    multiWorkspace: deps.multiWorkspace,
+    maxRuns: HOME_MAX_RUNS + 1,
+  };
   return async (client: WebClient, userId: string, notice?: string, team?: { teamId?: string; enterpriseId?: string }): Promise<void> => {
     const key = `${team?.enterpriseId ?? ""}/${team?.teamId ?? ""}`;
     const permalink = permalinks.get(key) ?? permalinkBuilder(client);
     permalinks.set(key, permalink);
     try {
-      const params = await homeFor(deps, home, permalink, userId, team?.teamId);
+      const listing = await homeFor(homeDeps, userId, team?.teamId);
+      const params = await homeParams(listing, permalink, deps.flows, deps.flowHooks);
       await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
     } catch (err) {
       deps.log.warn("could not publish the home tab", { user: userId, err });
@@ -157,8 +151,19 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
 
 export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
   const publish = homePublisher(deps, home);
-  // Someone handed a review (reassign.ts) finds it on their Home tab at once.
-  deps.publishHome = (userId) => publish(app.client, userId);
+  // Someone handed a review (reassign.ts) finds it on their Home tab at once, published with the token
+  // of the review's workspace (installed in many workspaces, the app-level client has none of theirs).
+  deps.publishHome = async (userId, team) => {
+    let client = app.client;
+    if (team && home.clients) {
+      try {
+        client = await home.clients.forTeam(team.teamId, team.enterpriseId);
+      } catch (err) {
+        return void deps.log.warn("could not publish the home tab: no client for the workspace", { user: userId, err });
+      }
+    }
+    await publish(client, userId, undefined, team ? { teamId: team.teamId, ...(team.enterpriseId ? { enterpriseId: team.enterpriseId } : {}) } : undefined);
+  };
   app.event("app_home_opened", async ({ event, client, context }) => {
     if (event.tab && event.tab !== "home") return;
     await publish(client, event.user, undefined, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
@@ -176,7 +181,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
     let notice: string;
     try {
       const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
-      if (!found || !(await mayActOnReview(client, deps, found, { userId }))) notice = homeNotice(undefined, "");
+      if (!found || !(await mayActOnReview(accessPorts(client, deps), found, { userId }))) notice = homeNotice(undefined, "");
       else notice = homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
     } catch (err) {
       deps.log.error("home approval could not be recorded", { err });
@@ -197,7 +202,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
     try {
       const request = await deps.flows.get(click.data.actions[0]!.value);
       const approval = request ? deps.flows.homeApproval(request) : undefined;
-      if (!request || !approval || !(await deps.flows.isWaitingFor(request, userId))) notice = homeFlowNotice(undefined, "");
+      if (!request || !approval || !(await mayAnswerFlowRequestFromHome({ flows: deps.flows }, request, userId))) notice = homeFlowNotice(undefined, "");
       else
         notice = homeFlowNotice(
           await deps.flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true }),

@@ -1,15 +1,13 @@
 // `/crew …`: opens the kickoff modal, or answers help, status and list.
 import type { App } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
-import { isCrewError } from "../crew/errors.js";
-import { isFinished } from "../lifecycle/states.js";
-import { type Asker, visibleRun } from "../review/access.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
+import { accessPorts } from "../slack/access.js";
 import { escapeMrkdwn, fitMrkdwn, helpText } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { announcementFor } from "../slack/notifier.js";
 import { sanitizeText } from "../text/sanitize.js";
+import { type RunStatus, statusFor } from "../usecases/status-for.js";
 import { openKickoffModal } from "./modal.js";
 
 export type CrewCommand =
@@ -96,30 +94,31 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id });
       await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "status") {
-      await respond({ response_type: "ephemeral", text: await statusText(client, deps, parsed.kickoffId, { userId: payload.user_id, channelId: payload.channel_id }) });
+      const status = await statusFor({ access: accessPorts(client, deps), runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, {
+        userId: payload.user_id,
+        channelId: payload.channel_id,
+      });
+      await respond({ response_type: "ephemeral", text: statusText(parsed.kickoffId, status) });
     } else {
       await respond({ response_type: "ephemeral", text: await listText(deps, payload.channel_id) });
     }
   });
 }
 
-/** A run's status for someone who may see it (access.ts); everyone else hears "unknown id". */
-async function statusText(client: WebClient, deps: FeatureDeps, kickoffId: string, asker: Asker): Promise<string> {
-  const execution = await visibleRun(client, deps, kickoffId, asker);
-  if (!execution) return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+/** A run's status for someone who may see it (usecases/status-for.ts); everyone else hears "unknown id". */
+export function statusText(kickoffId: string, status: RunStatus): string {
+  if (status.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  const { execution, crew } = status;
   const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${execution.kickoffId}\` · ${execution.state}`];
-  const crew = deps.crews.get(execution.crewName);
-  if (crew && !isFinished(execution.state)) {
-    try {
-      const status = await crew.status(kickoffId);
-      lines.push(
-        `The crew reports *${escapeMrkdwn(status.rawState || status.phase)}*${status.progress?.total ? ` (${status.progress.completed ?? 0}/${status.progress.total} tasks)` : ""}.`,
-      );
-      const sofar = status.output ?? status.lastTask?.output;
-      if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
-    } catch (err) {
-      lines.push(isCrewError(err) ? err.userMessage() : "The crew's status could not be read.");
-    }
+  if (crew && "status" in crew) {
+    const reported = crew.status;
+    lines.push(
+      `The crew reports *${escapeMrkdwn(reported.rawState || reported.phase)}*${reported.progress?.total ? ` (${reported.progress.completed ?? 0}/${reported.progress.total} tasks)` : ""}.`,
+    );
+    const sofar = reported.output ?? reported.lastTask?.output;
+    if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
+  } else if (crew) {
+    lines.push(crew.unreadable);
   } else if (execution.output || execution.error) {
     lines.push(fitMrkdwn(execution.error ?? execution.output ?? "", 2500).text);
   }

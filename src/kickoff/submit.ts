@@ -1,7 +1,6 @@
-// Kickoff modal submitted: validate, store the execution, announce it, POST /kickoff.
+// Kickoff modal submitted: parse and validate the form, start the run (usecases/start-run.ts), show how it went.
 import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
-import { isCrewError } from "../crew/errors.js";
 import {
   escapeMrkdwn,
   humanizeInputName,
@@ -15,6 +14,7 @@ import {
 import type { FeatureDeps } from "../slack/deps.js";
 import { announcementFor } from "../slack/notifier.js";
 import { sanitizeText } from "../text/sanitize.js";
+import { type Announcements, startRun } from "../usecases/start-run.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./modal.js";
 
@@ -36,7 +36,7 @@ export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
     }
     // Answer Slack now; the crew call happens after, and the modal shows how it went.
     await ack({ response_action: "update", view: startingView(meta.data.crew) });
-    await startRun(client, deps, { viewId: view.id, userId: body.user.id, meta: meta.data, inputs, enterpriseId: enterpriseOf(body) });
+    await startFromForm(client, deps, { viewId: view.id, userId: body.user.id, meta: meta.data, inputs, enterpriseId: enterpriseOf(body) });
   });
 }
 
@@ -56,79 +56,69 @@ function enterpriseOf(body: unknown): string | null {
   return typeof id === "string" && id ? id : null;
 }
 
-export async function startRun(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
+/** Starts the run (usecases/start-run.ts) and shows how it went in the modal (and privately in the channel). */
+async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
   const crewName = req.meta.crew!;
-  const crewConfig = deps.crews.config(crewName);
-  const crew = deps.crews.get(crewName);
   const showView = (view: types.ModalView) => client.views.update({ view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
-  const teamRefused = !!crewConfig?.teams && !crewConfig.teams.includes(req.meta.team);
-  if (!crew || !crewConfig || teamRefused || (crewConfig.channels && !crewConfig.channels.includes(req.meta.channel))) {
-    await showView(kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` }));
-    return;
-  }
-
-  const { runs } = deps.lifecycle;
-  // One run per form: the form's nonce is the run's unique requestId, so a replay stores nothing.
-  const requestId = req.meta.nonce;
-  const replayed = () =>
-    showView(kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }));
-  if (requestId && (await runs.findByRequestId(requestId))) return void (await replayed());
-  let execution: Awaited<ReturnType<typeof runs.create>>;
-  try {
-    execution = await runs.create({
-      crewName: crewConfig.name,
+  const outcome = await startRun(
+    {
+      crews: deps.crews,
+      runs: deps.lifecycle.runs,
+      announcements: slackAnnouncements(client),
+      webhooksEnabled: deps.webhooksEnabled,
+      webhookUrls: deps.webhookUrls,
+      ...(deps.onRunStarted ? { onRunStarted: deps.onRunStarted } : {}),
+      log: deps.log,
+    },
+    {
+      crewName,
       teamId: req.meta.team,
-      enterpriseId: req.enterpriseId ?? null,
       channelId: req.meta.channel,
+      enterpriseId: req.enterpriseId ?? null,
       userId: req.userId,
       inputs: req.inputs,
-      webhooks: deps.webhooksEnabled,
-      requestId,
-    });
-  } catch (err) {
-    // Two deliveries of one submission at once: the unique requestId lets one through.
-    if (requestId && (await runs.findByRequestId(requestId))) return void (await replayed());
-    throw err;
+      requestId: req.meta.nonce,
+    },
+  );
+  switch (outcome.kind) {
+    case "refused":
+      return void (await showView(kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` })));
+    case "replayed":
+      return void (await showView(
+        kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }),
+      ));
+    case "not_posted":
+      return void (await showView(
+        kickoffErrorView({
+          crewName,
+          message: `I couldn't post in this channel (${outcome.code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.`,
+        }),
+      ));
+    case "started":
+      return void (await showView(startedView(crewName, outcome.kickoffId)));
+    case "missing_inputs":
+      return void (await showView(formWithMissing(deps, req, outcome.missing)));
+    case "failed":
+      await showView(kickoffErrorView({ crewName, message: outcome.reason }));
+      await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${outcome.reason}` }).catch(() => undefined);
   }
-  const urls = deps.webhookUrls(execution);
+}
 
-  let threadTs: string;
-  try {
-    const posted = await client.chat.postMessage({ channel: execution.channelId, ...announcementFor(execution) });
-    threadTs = posted.ts!;
-    await runs.setThread(execution.id, threadTs);
-  } catch (err) {
-    const code = (err as { data?: { error?: string } }).data?.error ?? "unknown_error";
-    await runs.kickoffFailed(execution.id, `could not post in the channel (${code})`);
-    await showView(
-      kickoffErrorView({ crewName, message: `I couldn't post in this channel (${code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.` }),
-    );
-    return;
-  }
-
-  try {
-    const { kickoffId } = await crew.kickoff({
-      inputs: req.inputs,
-      meta: { source: "slack", requestId: execution.requestId, channel: execution.channelId, user: req.userId },
-      ...urls,
-    });
-    // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
-    const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
-    await showView(startedView(crewName, kickoffId));
-    deps.onRunStarted?.(started);
-  } catch (err) {
-    const reason = isCrewError(err) ? err.userMessage() : "Crewline could not start the crew.";
-    if (!isCrewError(err)) deps.log.error("kickoff failed", { executionId: execution.id, err });
-    await runs.kickoffFailed(execution.id, reason);
-    // Nothing half-created stays visible: the announcement goes, the user keeps the form or the reason.
-    await client.chat.delete({ channel: execution.channelId, ts: threadTs }).catch(() => undefined);
-    if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) {
-      await showView(formWithMissing(deps, req, err.missingInputs));
-    } else {
-      await showView(kickoffErrorView({ crewName, message: reason }));
-      await client.chat.postEphemeral({ channel: execution.channelId, user: req.userId, text: `❌ ${reason}` }).catch(() => undefined);
-    }
-  }
+/** The run's announcement, posted and removed with the request's client. */
+function slackAnnouncements(client: WebClient): Announcements {
+  return {
+    async post(execution) {
+      try {
+        const posted = await client.chat.postMessage({ channel: execution.channelId, ...announcementFor(execution) });
+        return { ts: posted.ts! };
+      } catch (err) {
+        return { error: (err as { data?: { error?: string } }).data?.error ?? "unknown_error" };
+      }
+    },
+    async remove(execution, ts) {
+      await client.chat.delete({ channel: execution.channelId, ts }).catch(() => undefined);
+    },
+  };
 }
 
 function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]): types.ModalView {

@@ -3,10 +3,11 @@ import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { DecisionOutcome } from "../lifecycle/index.js";
+import { accessPorts } from "../slack/access.js";
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { sanitizeText } from "../text/sanitize.js";
-import { clickMayDecide } from "./access.js";
+import { clickMayDecide } from "../usecases/access.js";
 
 export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
 export const SELF_APPROVAL_REFUSED =
@@ -45,7 +46,7 @@ export function registerReviewActions(app: App, deps: FeatureDeps): void {
       try {
         // The review must be the one this message shows, in a run the clicker may see.
         const found = isUuidLike(reviewId) ? await postedReview(deps, reviewId) : null;
-        if (found && !(await clickMayDecide(client, deps, found, { userId: user.id, channelId: channel, messageTs }))) {
+        if (found && !(await clickMayDecide(accessPorts(client, deps), found, { userId: user.id, channelId: channel, messageTs }))) {
           deps.log.warn("review click from another message refused", { userId: user.id });
           return void (await tell(NOT_THIS_MESSAGE));
         }

@@ -3,9 +3,10 @@
 import type { WebClient } from "@slack/web-api";
 import type { FlowRequest } from "../flows/service.js";
 import { type AuditRecord, auditCsv, auditJson } from "../lifecycle/audit.js";
+import { accessPorts } from "../slack/access.js";
 import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, mentionIds, truncatePlain } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
-import { visibleRun } from "./access.js";
+import { auditFor } from "../usecases/audit-for.js";
 
 export type AuditFormat = "both" | "csv" | "json";
 
@@ -84,16 +85,14 @@ export function auditLine(row: AuditRecord): string {
 
 /** Answers the command (mrkdwn for the ephemeral reply) and uploads the export. */
 export async function auditReply(client: WebClient, deps: FeatureDeps, req: AuditRequest): Promise<string> {
-  const unknown = `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
-  if (deps.flows && !(await deps.lifecycle.runs.findByKickoffId(req.kickoffId))) {
-    const flowRequest = await deps.flows.findByRequestId(req.kickoffId);
-    if (flowRequest) return flowAuditReply(client, deps, flowRequest, req, unknown);
-  }
-  // Who may see the run: access.ts; everyone else gets the answer an unknown id gets.
-  const execution = await visibleRun(client, deps, req.kickoffId, { userId: req.userId, channelId: req.channelId });
-  if (!execution) return unknown;
-
-  const rows = await deps.lifecycle.audit.forExecution(execution.id);
+  const trail = await auditFor(
+    { access: accessPorts(client, deps), runs: deps.lifecycle.runs, audit: deps.lifecycle.audit, ...(deps.flows ? { flows: deps.flows } : {}) },
+    req.kickoffId,
+    { userId: req.userId, channelId: req.channelId },
+  );
+  if (trail.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  if (trail.kind === "flow") return flowAuditReply(client, deps, trail.request, trail.rows, req);
+  const { execution, rows } = trail;
   const head = `*Audit trail* · ${escapeMrkdwn(execution.crewName)} · \`${escapeMrkdwn(req.kickoffId)}\` · ${rows.length} record${rows.length === 1 ? "" : "s"}`;
   const body = rows.length ? rows.map(auditLine).join("\n") : "Nothing recorded yet.";
   let where = "";
@@ -120,11 +119,7 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
 }
 
 /** `/crew audit <flow request id>`: the same for a flow's feedback request (files under its message). */
-async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: FlowRequest, req: AuditRequest, unknown: string): Promise<string> {
-  const allowed = req.channelId === request.channelId || (await deps.flows!.mayDecide(request, req.userId));
-  // Like runs: whoever may not see it gets the answer an unknown id gets.
-  if (!allowed) return unknown;
-  const rows = await deps.lifecycle.audit.forFlowRequest(request.id);
+async function flowAuditReply(client: WebClient, deps: FeatureDeps, request: FlowRequest, rows: AuditRecord[], req: AuditRequest): Promise<string> {
   const head = `*Audit trail* · flow ${escapeMrkdwn(request.flowName)} · \`${escapeMrkdwn(truncatePlain(request.requestId, 80))}\` · ${rows.length} record${rows.length === 1 ? "" : "s"}`;
   const body = rows.length ? rows.map(auditLine).join("\n") : "Nothing recorded yet.";
   let where = "";

@@ -6,10 +6,11 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { approvalPolicy, editableSplit, joinEdit, selfApprovalRefused, unchangedEdit } from "../lifecycle/approvals.js";
 import type { DecisionOutcome } from "../lifecycle/index.js";
+import { accessPorts } from "../slack/access.js";
 import { EDIT_ACTION, EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, EDIT_VIEW_CALLBACK, editModal } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { sanitizeText } from "../text/sanitize.js";
-import { clickMayDecide } from "./access.js";
+import { clickFromReviewMessage, clickMayDecide, reviewerGate } from "../usecases/access.js";
 import { NOT_RECORDED, NOT_THIS_MESSAGE, replyFor, SELF_APPROVAL_REFUSED } from "./actions.js";
 import { openEdit, sealEdit } from "./edit-binding.js";
 
@@ -52,15 +53,15 @@ export function registerReviewEdit(app: App, deps: FeatureDeps): void {
     try {
       // Only one quick read before views.open: the trigger_id lives 3 s. Every rule is checked again on submission.
       const found = /^[0-9a-f-]{36}$/i.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
-      if (!found || !channel || !messageTs || found.execution.channelId !== channel || found.messageTs !== messageTs) return void (await tell(NOT_THIS_MESSAGE));
+      if (!found || !channel || !messageTs || !clickFromReviewMessage(found, { channelId: channel, messageTs })) return void (await tell(NOT_THIS_MESSAGE));
       if (found.state !== "pending") return void (await tell(EDIT_NOT_PENDING));
       if (selfApprovalRefused(approvalPolicy(deps.crews.config(found.execution.crewName)), found.execution.userId, user.id)) {
         return void (await tell(SELF_APPROVAL_REFUSED));
       }
       // Who may decide, when it is known at once (group members are cached): no form for someone refused.
       // A slow answer does not hold the trigger: the submission is checked again either way.
-      const gate = deps.reviewers?.gate(found.execution, user.id).catch(() => undefined);
-      const early = gate && (await Promise.race([gate, new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref())]));
+      const gate = reviewerGate(accessPorts(client, deps), found, user.id).catch(() => undefined);
+      const early = await Promise.race([gate, new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref())]);
       if (early && !early.allowed) return void (await tell(replyFor({ kind: "not_allowed", who: early.who })!));
       const { head, rest } = editableSplit(found.output);
       const metadata = sealEdit(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
@@ -97,7 +98,7 @@ export function registerReviewEdit(app: App, deps: FeatureDeps): void {
     try {
       const found = await deps.lifecycle.reviews.get(facts.r);
       threadTs = found?.execution.threadTs;
-      if (!found || facts.h > found.output.length || !(await clickMayDecide(client, deps, found, { userId, channelId: facts.c, messageTs: facts.m }))) {
+      if (!found || facts.h > found.output.length || !(await clickMayDecide(accessPorts(client, deps), found, { userId, channelId: facts.c, messageTs: facts.m }))) {
         deps.log.warn("edit submission for another message refused", { userId });
         return void (await tell(EDIT_EXPIRED, threadTs));
       }

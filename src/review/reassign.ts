@@ -2,9 +2,8 @@
 // modal; the review is handed to that person (escalation.ts), who is mentioned in the thread, may
 // decide it, and sees it on their App Home.
 import type { App } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
-import type { Execution, Review } from "../lifecycle/ports.js";
+import { accessPorts } from "../slack/access.js";
 import {
   REASSIGN_ACTION,
   REASSIGN_REASON_ACTION,
@@ -16,7 +15,7 @@ import {
 } from "../slack/blocks/index.js";
 import type { FeatureDeps } from "../slack/deps.js";
 import { sanitizeText } from "../text/sanitize.js";
-import { clickMayDecide, mayActOnReview } from "./access.js";
+import { clickMayDecide, mayReassignReview } from "../usecases/access.js";
 import { NOT_THIS_MESSAGE } from "./actions.js";
 
 export const reassignClick = z.object({
@@ -41,13 +40,6 @@ export const reassignSubmission = z.object({
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const USER_ID = /^[UW][A-Z0-9]{2,}$/;
 
-/** Whether the user may hand this review on: the same rule as deciding it (gate, and access to the run or the review). */
-async function mayReassign(client: WebClient, deps: FeatureDeps, found: Review & { execution: Execution }, userId: string): Promise<{ ok: true } | { ok: false; who?: string }> {
-  const gate = deps.reviewers ? await deps.reviewers.gate(found.execution, userId, found) : ({ allowed: true } as const);
-  if (!gate.allowed) return { ok: false, who: gate.who };
-  return (await mayActOnReview(client, deps, found, { userId })) ? { ok: true } : { ok: false };
-}
-
 export function registerReassignActions(app: App, deps: FeatureDeps): void {
   app.action(REASSIGN_ACTION, async ({ ack, body, client }) => {
     await ack();
@@ -66,9 +58,9 @@ export function registerReassignActions(app: App, deps: FeatureDeps): void {
         : Promise.resolve();
     const reviewId = actions[0]!.value;
     const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
-    if (!found || !(await clickMayDecide(client, deps, found, { userId: user.id, channelId: channel, messageTs }))) return tell(NOT_THIS_MESSAGE);
+    if (!found || !(await clickMayDecide(accessPorts(client, deps), found, { userId: user.id, channelId: channel, messageTs }))) return tell(NOT_THIS_MESSAGE);
     if (found.state !== "pending") return tell("This review is no longer waiting for a decision, so it cannot be reassigned.");
-    const may = await mayReassign(client, deps, found, user.id);
+    const may = await mayReassignReview(accessPorts(client, deps), found, user.id);
     if (!may.ok) return tell(`Only ${may.who ?? "people who may decide this review"} may reassign it.`);
     await client.views.open({ trigger_id, view: reassignModal({ reviewId: found.id, taskName: found.taskName }) });
   });
@@ -83,12 +75,13 @@ export function registerReassignActions(app: App, deps: FeatureDeps): void {
     if (!reason) return void (await ack({ response_action: "errors", errors: { [REASSIGN_REASON_BLOCK]: "Say why they should decide it." } }));
     const found = UUID.test(view.private_metadata) ? await deps.lifecycle.reviews.get(view.private_metadata) : null;
     if (!found) return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "This review no longer exists." } }));
-    const may = await mayReassign(client, deps, found, user.id);
+    const may = await mayReassignReview(accessPorts(client, deps), found, user.id);
     if (!may.ok) return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "You may not reassign this review." } }));
     if (found.state !== "pending") return void (await ack({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: "This review is no longer waiting for a decision." } }));
     await ack();
     const outcome = await deps.escalations?.reassign({ reviewId: found.id, by: user.id, to, reason });
-    if (outcome?.kind === "reassigned") await deps.publishHome?.(to);
+    // Published with the token of the run's workspace (installed in many, the app-level client is not it).
+    if (outcome?.kind === "reassigned") await deps.publishHome?.(to, { teamId: found.execution.teamId, enterpriseId: found.execution.enterpriseId });
     if (outcome && outcome.kind !== "reassigned" && outcome.kind !== "same_person") {
       await client.chat
         .postEphemeral({

@@ -6,6 +6,7 @@ import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
 import type { ReviewEscalations } from "../review/escalation.js";
 import type { ReviewerRules } from "../review/rules.js";
+import type { TeamRef } from "./clients.js";
 
 export interface FeatureDeps {
   lifecycle: Lifecycle;
@@ -22,8 +23,8 @@ export interface FeatureDeps {
   onRunStarted?: (execution: Execution) => void;
   /** Flow feedback requests (App Home lists those waiting for the user). */
   flows?: FlowRequests;
-  /** Publishes a user's App Home again (set by the Home feature). */
-  publishHome?: (userId: string) => Promise<void>;
+  /** Publishes a user's App Home again (set by the Home feature), with the client of the workspace given. */
+  publishHome?: (userId: string, team?: TeamRef) => Promise<void>;
   /** Reassignment (and escalation) of pending reviews. */
   escalations?: ReviewEscalations;
   /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */

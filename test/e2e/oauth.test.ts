@@ -5,7 +5,15 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { InstallGrant } from "../../src/playground/slack-standin.js";
 import { startFlowService } from "../../src/sim/flow-service.js";
-import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import {
+  APPROVE_ACTION,
+  REASSIGN_ACTION,
+  REASSIGN_REASON_ACTION,
+  REASSIGN_REASON_BLOCK,
+  REASSIGN_USER_ACTION,
+  REASSIGN_USER_BLOCK,
+  REVIEW_ACTIONS_BLOCK,
+} from "../../src/slack/blocks/index.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 
 let h: Harness;
@@ -168,6 +176,43 @@ describe("OAuth distribution", () => {
     // Nothing from the other workspace: T0ONE's review is not offered in T0TWO's Home.
     expect(JSON.stringify(homeTwo.args.view)).toContain(TWO.channel);
     expect(JSON.stringify(homeTwo.args.view)).not.toContain(ONE.channel);
+
+    // A review reassigned in T0ONE: the reassignee's Home is published at once with T0ONE's token (not the app-level client's).
+    const next = (await h.bot.database.prisma.review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }))!;
+    const nextMsg = h.slack.messages(ONE.channel).find((m) => m.ts === next.messageTs)!;
+    const opensBefore = h.slack.callsTo("views.open").length;
+    await h.requests.blockAction({
+      user_id: ONE.user,
+      team_id: ONE.team,
+      channel_id: ONE.channel,
+      message_ts: nextMsg.ts,
+      thread_ts: nextMsg.thread_ts,
+      action: { action_id: REASSIGN_ACTION, block_id: REVIEW_ACTIONS_BLOCK, value: next.id },
+    });
+    const reassignModal = (await h.slack.waitForCalls("views.open", opensBefore + 1)).at(-1)!;
+    expect(reassignModal.token).toBe(tokenOne);
+    const handedTo = "U0ONEDAN";
+    const submitted = await h.requests.viewSubmission({
+      user_id: ONE.user,
+      team_id: ONE.team,
+      view: {
+        callback_id: (reassignModal.args.view as any).callback_id,
+        private_metadata: (reassignModal.args.view as any).private_metadata,
+        state: {
+          values: {
+            [REASSIGN_USER_BLOCK]: { [REASSIGN_USER_ACTION]: { type: "users_select", selected_user: handedTo } },
+            [REASSIGN_REASON_BLOCK]: { [REASSIGN_REASON_ACTION]: { type: "plain_text_input", value: "Dan knows the sources" } },
+          },
+        },
+      },
+    });
+    expect(submitted.status).toBe(200);
+    const handedHome = await eventually(() => h.slack.callsTo("views.publish").find((c) => c.args.user_id === handedTo), { what: "the reassignee's Home" });
+    expect(handedHome.token).toBe(tokenOne);
+    expect(handedHome.error).toBeFalsy();
+    // It lists the review handed to them, and nothing from the other workspace.
+    expect(JSON.stringify(handedHome.args.view)).toContain("Reassigned to you");
+    expect(JSON.stringify(handedHome.args.view)).not.toContain(TWO.channel);
 
     // Crews per workspace: "legal" is T0ONE's only; T0THREE may use none.
     const before = h.slack.callsTo("views.update").length;

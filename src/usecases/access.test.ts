@@ -1,0 +1,199 @@
+// The access rules on their own, with fake ports: no Slack, no database.
+import { describe, expect, it, vi } from "vitest";
+import type { ReviewerRules as RulesConfig } from "../config.js";
+import {
+  type AccessPorts,
+  clickFromFlowMessage,
+  clickFromReviewMessage,
+  clickMayDecide,
+  type FlowRequestFacts,
+  homeListsReview,
+  mayActOnReview,
+  mayAnswerFlowRequest,
+  mayAnswerFlowRequestFromHome,
+  mayReassignReview,
+  maySeeFlowRequest,
+  maySeeRun,
+  type ReviewerPort,
+  type ReviewOfRun,
+  reviewerGate,
+  visibleRun,
+} from "./access.js";
+
+const run = { id: "e1", crewName: "research", userId: "USTARTER", channelId: "CRUN", teamId: "T1", enterpriseId: null };
+const review = (over: Partial<ReviewOfRun> = {}): ReviewOfRun => ({
+  messageTs: "111.222",
+  reassignedTo: null,
+  escalatedAt: null,
+  escalatedTo: null,
+  execution: run,
+  ...over,
+});
+
+/** Reviewer rules per crew: named users only (groups are the real ReviewerRules' business). */
+function reviewers(rules: Record<string, RulesConfig>): ReviewerPort & { teams: unknown[] } {
+  const teams: unknown[] = [];
+  return {
+    teams,
+    rulesFor: (crew) => rules[crew],
+    mayDecide: async (crew, userId, team) => {
+      teams.push(team);
+      return !rules[crew] || rules[crew].users.includes(userId);
+    },
+    isGranted: async (r, userId, team) => {
+      teams.push(team);
+      const escalated = r.escalatedAt && r.escalatedTo ? r.escalatedTo.split(",") : [];
+      return r.reassignedTo === userId || escalated.includes(userId);
+    },
+  };
+}
+
+function members(byChannel: Record<string, string[]> | "unreachable") {
+  return {
+    isMember: vi.fn(async (channelId: string, userId: string) => {
+      if (byChannel === "unreachable") throw new Error("slack is down");
+      return byChannel[channelId]?.includes(userId) ?? false;
+    }),
+  };
+}
+
+const editors: RulesConfig = { users: ["UEDITOR"], usergroups: [] };
+
+describe("who may see a run", () => {
+  it("its starter, anyone asking from its channel, and its channel's members; nobody else", async () => {
+    const ports: AccessPorts = { members: members({ CRUN: ["UMEMBER"] }) };
+    expect(await maySeeRun(ports, run, { userId: "USTARTER" })).toBe(true);
+    expect(await maySeeRun(ports, run, { userId: "USTRANGER", channelId: "CRUN" })).toBe(true);
+    expect(await maySeeRun(ports, run, { userId: "UMEMBER", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await maySeeRun(ports, run, { userId: "USTRANGER", channelId: "CELSEWHERE" })).toBe(false);
+  });
+
+  it("its crew's reviewers, without asking Slack for the channel's members", async () => {
+    const ports: AccessPorts = { members: members({}), reviewers: reviewers({ research: editors }) };
+    expect(await maySeeRun(ports, run, { userId: "UEDITOR" })).toBe(true);
+    expect(ports.members.isMember).not.toHaveBeenCalled();
+  });
+
+  it("counts an unreadable channel as no, and says so", async () => {
+    const warn = vi.fn();
+    const ports: AccessPorts = { members: members("unreachable"), warn };
+    expect(await maySeeRun(ports, run, { userId: "UMEMBER" })).toBe(false);
+    expect(warn).toHaveBeenCalledWith("could not read the run's channel members", expect.objectContaining({ executionId: "e1" }));
+  });
+
+  it("visibleRun: what an unknown id gets for someone who may not see it", async () => {
+    const ports: AccessPorts = { members: members({}) };
+    expect(await visibleRun(ports, async () => run, { userId: "USTARTER" })).toBe(run);
+    expect(await visibleRun(ports, async () => run, { userId: "USTRANGER" })).toBeUndefined();
+    expect(await visibleRun(ports, async () => null, { userId: "USTARTER" })).toBeUndefined();
+  });
+});
+
+describe("who may act on a review", () => {
+  it("whoever may see its run, and whoever it was reassigned or escalated to (asked in the run's workspace)", async () => {
+    const rules = reviewers({ research: editors });
+    const ports: AccessPorts = { members: members({}), reviewers: rules };
+    expect(await mayActOnReview(ports, review(), { userId: "USTARTER" })).toBe(true);
+    expect(await mayActOnReview(ports, review(), { userId: "UDAN" })).toBe(false);
+    expect(await mayActOnReview(ports, review({ reassignedTo: "UDAN" }), { userId: "UDAN" })).toBe(true);
+    expect(await mayActOnReview(ports, review({ escalatedAt: new Date(), escalatedTo: "UBOSS" }), { userId: "UBOSS" })).toBe(true);
+    // An escalation list only counts once the review was escalated.
+    expect(await mayActOnReview(ports, review({ escalatedTo: "UBOSS" }), { userId: "UBOSS" })).toBe(false);
+    expect(rules.teams.every((t) => JSON.stringify(t) === JSON.stringify({ teamId: "T1", enterpriseId: null }))).toBe(true);
+  });
+
+  it("a click counts only from the review's own message", async () => {
+    const ports: AccessPorts = { members: members({}) };
+    const found = review();
+    expect(clickFromReviewMessage(found, { channelId: "CRUN", messageTs: "111.222" })).toBe(true);
+    expect(clickFromReviewMessage(found, { channelId: "CRUN", messageTs: "999.000" })).toBe(false);
+    expect(clickFromReviewMessage(found, { channelId: "COTHER", messageTs: "111.222" })).toBe(false);
+    expect(clickFromReviewMessage(found, {})).toBe(false);
+    expect(clickFromReviewMessage(review({ messageTs: null }), { channelId: "CRUN" })).toBe(false);
+    expect(await clickMayDecide(ports, found, { userId: "USTRANGER", channelId: "CRUN", messageTs: "111.222" })).toBe(true);
+    expect(await clickMayDecide(ports, found, { userId: "USTARTER", channelId: "CRUN", messageTs: "999.000" })).toBe(false);
+  });
+
+  it("the reviewer gate: the crew's rules or the review's grants; without rules anyone", async () => {
+    const ports: AccessPorts = { members: members({}), reviewers: reviewers({ research: editors }) };
+    expect(await reviewerGate(ports, review(), "UEDITOR")).toEqual({ allowed: true });
+    expect(await reviewerGate(ports, review({ reassignedTo: "UDAN" }), "UDAN")).toEqual({ allowed: true });
+    expect(await reviewerGate(ports, review(), "USTARTER")).toEqual({ allowed: false, who: "<@UEDITOR>" });
+    expect(await reviewerGate({ members: members({}) }, review(), "UANYONE")).toEqual({ allowed: true });
+    expect(await reviewerGate({ members: members({}), reviewers: reviewers({}) }, review(), "UANYONE")).toEqual({ allowed: true });
+  });
+
+  it("reassigning needs both the gate and access to the run or the review", async () => {
+    const ports: AccessPorts = { members: members({ CRUN: ["UEDITOR"] }), reviewers: reviewers({ research: editors }) };
+    expect(await mayReassignReview(ports, review(), "UEDITOR")).toEqual({ ok: true });
+    expect(await mayReassignReview(ports, review(), "USTARTER")).toEqual({ ok: false, who: "<@UEDITOR>" });
+    expect(await mayReassignReview(ports, review({ reassignedTo: "UDAN" }), "UDAN")).toEqual({ ok: true });
+    // Without rules: whoever may see the run.
+    const open: AccessPorts = { members: members({}) };
+    expect(await mayReassignReview(open, review(), "USTARTER")).toEqual({ ok: true });
+    expect(await mayReassignReview(open, review(), "USTRANGER")).toEqual({ ok: false });
+  });
+});
+
+describe("what App Home lists", () => {
+  it("with rules: the crew's reviewers and whoever it was handed to; not the starter", async () => {
+    const ports = { reviewers: reviewers({ research: editors }) };
+    expect(await homeListsReview(ports, review(), "UEDITOR")).toBe(true);
+    expect(await homeListsReview(ports, review(), "USTARTER")).toBe(false);
+    expect(await homeListsReview(ports, review({ reassignedTo: "UDAN" }), "UDAN")).toBe(true);
+  });
+
+  it("without rules: the runs the user started, and reviews handed to them (never a channel they may not be in)", async () => {
+    const ports = { reviewers: reviewers({}) };
+    expect(await homeListsReview(ports, review(), "USTARTER")).toBe(true);
+    expect(await homeListsReview(ports, review(), "UMEMBER")).toBe(false);
+    expect(await homeListsReview(ports, review({ escalatedAt: new Date(), escalatedTo: "UBOSS" }), "UBOSS")).toBe(true);
+    expect(await homeListsReview({}, review(), "USTARTER")).toBe(true);
+    expect(await homeListsReview({}, review(), "UMEMBER")).toBe(false);
+  });
+});
+
+describe("flow feedback requests", () => {
+  const request: FlowRequestFacts = {
+    flowName: "content",
+    channelId: "CFLOW",
+    messageTs: "5.6",
+    assigneeUserId: "UASSIGNEE",
+    teamId: "T1",
+    reassignedTo: null,
+    escalatedAt: null,
+    escalatedTo: null,
+  };
+  const flows = {
+    mayDecide: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId || r.reassignedTo === userId,
+    isWaitingFor: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId,
+  };
+
+  it("who may answer: the flow's rules (its port); without flows configured, anyone", async () => {
+    const ports: AccessPorts = { members: members({}), flows };
+    expect(await mayAnswerFlowRequest(ports, request, "UASSIGNEE")).toBe(true);
+    expect(await mayAnswerFlowRequest(ports, { ...request, reassignedTo: "UDAN" }, "UDAN")).toBe(true);
+    expect(await mayAnswerFlowRequest(ports, request, "USTRANGER")).toBe(false);
+    expect(await mayAnswerFlowRequest({ members: members({}) }, request, "USTRANGER")).toBe(true);
+  });
+
+  it("who may see its audit trail: someone asking from its channel, or who may answer it", async () => {
+    const ports: AccessPorts = { members: members({}), flows };
+    expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CFLOW" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "UASSIGNEE", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CELSEWHERE" })).toBe(false);
+  });
+
+  it("from App Home: only a request the Home lists for the user; none without flows", async () => {
+    expect(await mayAnswerFlowRequestFromHome({ flows }, request, "UASSIGNEE")).toBe(true);
+    expect(await mayAnswerFlowRequestFromHome({ flows }, request, "USTRANGER")).toBe(false);
+    expect(await mayAnswerFlowRequestFromHome({}, request, "UASSIGNEE")).toBe(false);
+  });
+
+  it("a click counts only from the request's own message, once posted", () => {
+    expect(clickFromFlowMessage(request, { channelId: "CFLOW", messageTs: "5.6" })).toBe(true);
+    expect(clickFromFlowMessage(request, { channelId: "CFLOW", messageTs: "5.7" })).toBe(false);
+    expect(clickFromFlowMessage(request, { channelId: "COTHER", messageTs: "5.6" })).toBe(false);
+    expect(clickFromFlowMessage({ ...request, messageTs: null }, { channelId: "CFLOW" })).toBe(false);
+  });
+});

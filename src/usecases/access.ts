@@ -1,0 +1,163 @@
+// Every access rule of Crewline in one place, with no Slack in it: who may see a run (its status, its
+// audit trail, its content, what App Home lists), who may act on a review (its crew's reviewer rules,
+// and whoever it was reassigned or escalated to), who may see or answer a flow's feedback request, and
+// whether a click comes from the message it claims. What the rules need to know from outside (channel
+// members, user groups) comes through small ports that the Slack adapter supplies (slack/access.ts).
+//
+// One rule for runs: the run's starter, its reviewers, and the members of its channel may see it.
+// Everyone else is told what an unknown id gets.
+import type { ReviewerRules as RulesConfig } from "../config.js";
+import { describeReviewers } from "../review/rules.js";
+import type { TeamRef } from "../slack/clients.js";
+
+/** Who is asking. */
+export interface Asker {
+  userId: string;
+  /** The channel the request came from (Slack signed it): someone using it there is in it. */
+  channelId?: string;
+}
+
+/** Whether a user is a member of a channel (may throw when it cannot be known). */
+export interface ChannelMembers {
+  isMember(channelId: string, userId: string): Promise<boolean>;
+}
+
+/** The run facts the rules read. */
+export type RunFacts = { id: string; crewName: string; userId: string; channelId: string; teamId: string; enterpriseId: string | null };
+
+/** The review facts the rules read (its reassignment and escalation grants, its message). */
+export type ReviewFacts = {
+  messageTs: string | null;
+  reassignedTo: string | null;
+  escalatedAt: Date | null;
+  escalatedTo: string | null;
+};
+
+/** A review with its run. */
+export type ReviewOfRun<R extends ReviewFacts = ReviewFacts, E extends RunFacts = RunFacts> = R & { execution: E };
+
+/** A crew's reviewer rules (review/rules.ts ReviewerRules). */
+export interface ReviewerPort {
+  rulesFor(crewName: string): RulesConfig | undefined;
+  mayDecide(crewName: string, userId: string, team?: TeamRef): Promise<boolean>;
+  isGranted(review: Pick<ReviewFacts, "reassignedTo" | "escalatedAt" | "escalatedTo">, userId: string, team?: TeamRef): Promise<boolean>;
+}
+
+/** The facts of a flow feedback request the rules read. */
+export type FlowRequestFacts = {
+  flowName: string;
+  channelId: string;
+  messageTs: string | null;
+  assigneeUserId: string | null;
+  teamId: string | null;
+  reassignedTo: string | null;
+  escalatedAt: Date | null;
+  escalatedTo: string | null;
+};
+
+/** A flow's reviewer rules with the request's assignee and grants (flows/service.ts FlowRequests). */
+export interface FlowAccessPort {
+  /** Whether the user may answer the request (its assignee, whoever it was handed to, the flow's reviewers; no rules: anyone). */
+  mayDecide(request: FlowRequestFacts, userId: string): Promise<boolean>;
+  /** Whether the request is the user's to answer, as App Home lists it (without rules: its assignee, or whoever it was handed to). */
+  isWaitingFor(request: FlowRequestFacts, userId: string): Promise<boolean>;
+}
+
+export interface AccessPorts {
+  members: ChannelMembers;
+  /** Reviewer rules; unset: anyone may decide. */
+  reviewers?: ReviewerPort;
+  flows?: FlowAccessPort;
+  /** Told when a fact could not be read (the answer is then no). */
+  warn?: (message: string, fields: Record<string, unknown>) => void;
+}
+
+const teamOf = (run: RunFacts): TeamRef => ({ teamId: run.teamId, enterpriseId: run.enterpriseId });
+
+/** Whether the asker may see the run (its status, audit trail and output). Unknown (Slack unreachable) counts as no. */
+export async function maySeeRun(ports: AccessPorts, run: RunFacts, asker: Asker): Promise<boolean> {
+  if (asker.userId === run.userId || asker.channelId === run.channelId) return true;
+  const { reviewers } = ports;
+  if (reviewers?.rulesFor(run.crewName) !== undefined && (await reviewers.mayDecide(run.crewName, asker.userId, teamOf(run)).catch(() => false))) return true;
+  try {
+    return await ports.members.isMember(run.channelId, asker.userId);
+  } catch (err) {
+    ports.warn?.("could not read the run's channel members", { executionId: run.id, err });
+    return false;
+  }
+}
+
+/** The run found by `find`, if the asker may see it; undefined otherwise (the same as unknown). */
+export async function visibleRun<E extends RunFacts>(ports: AccessPorts, find: () => Promise<E | null>, asker: Asker): Promise<E | undefined> {
+  const run = await find();
+  if (!run) return undefined;
+  return (await maySeeRun(ports, run, asker)) ? run : undefined;
+}
+
+/** Whether the asker may see (and so try to decide) this review: who may see its run, and whoever it was reassigned or escalated to. */
+export async function mayActOnReview(ports: AccessPorts, found: ReviewOfRun, asker: Asker): Promise<boolean> {
+  if (ports.reviewers && (await ports.reviewers.isGranted(found, asker.userId, teamOf(found.execution)).catch(() => false))) return true;
+  return maySeeRun(ports, found.execution, asker);
+}
+
+/** Whether a click names the review its message shows: the message (channel, ts) must be the review's. */
+export function clickFromReviewMessage(found: ReviewOfRun, click: { channelId?: string; messageTs?: string }): boolean {
+  if (!click.channelId || !click.messageTs) return false;
+  return found.execution.channelId === click.channelId && found.messageTs === click.messageTs;
+}
+
+/** Whether a click on the message at (channelId, messageTs) may decide this review. */
+export async function clickMayDecide(ports: AccessPorts, found: ReviewOfRun, click: { userId: string; channelId?: string; messageTs?: string }): Promise<boolean> {
+  if (!clickFromReviewMessage(found, click)) return false;
+  return mayActOnReview(ports, found, { userId: click.userId, channelId: click.channelId });
+}
+
+/** Whether the user passes the crew's reviewer rules for this review (or whoever it was handed to); `who` says who does. */
+export async function reviewerGate(ports: AccessPorts, found: ReviewOfRun, userId: string): Promise<{ allowed: true } | { allowed: false; who: string }> {
+  const { reviewers } = ports;
+  const rules = reviewers?.rulesFor(found.execution.crewName);
+  if (!reviewers || !rules) return { allowed: true };
+  const team = teamOf(found.execution);
+  if ((await reviewers.isGranted(found, userId, team)) || (await reviewers.mayDecide(found.execution.crewName, userId, team))) return { allowed: true };
+  return { allowed: false, who: describeReviewers(rules) };
+}
+
+/** Whether the user may hand this review on: the same rule as deciding it (the reviewer rules, and access to the run or the review). */
+export async function mayReassignReview(ports: AccessPorts, found: ReviewOfRun, userId: string): Promise<{ ok: true } | { ok: false; who?: string }> {
+  const gate = await reviewerGate(ports, found, userId);
+  if (!gate.allowed) return { ok: false, who: gate.who };
+  return (await mayActOnReview(ports, found, { userId })) ? { ok: true } : { ok: false };
+}
+
+/**
+ * Whether App Home lists this pending review for the user: reassigned or escalated to them; else, by
+ * the crew's reviewer rules, or, for crews without rules, the runs they started (so nobody sees
+ * reviews from channels they may not be in).
+ */
+export async function homeListsReview(ports: Pick<AccessPorts, "reviewers">, found: ReviewOfRun, userId: string): Promise<boolean> {
+  const { reviewers } = ports;
+  const team = teamOf(found.execution);
+  if (reviewers && (await reviewers.isGranted(found, userId, team))) return true;
+  const rules = reviewers?.rulesFor(found.execution.crewName);
+  return rules ? reviewers!.mayDecide(found.execution.crewName, userId, team) : found.execution.userId === userId;
+}
+
+/** Whether a click names the flow request its message shows. */
+export function clickFromFlowMessage(request: Pick<FlowRequestFacts, "channelId" | "messageTs">, click: { channelId?: string; messageTs?: string }): boolean {
+  return !!request.messageTs && !!click.channelId && request.channelId === click.channelId && request.messageTs === click.messageTs;
+}
+
+/** Whether the user may answer (or hand on) a flow request. */
+export async function mayAnswerFlowRequest(ports: AccessPorts, request: FlowRequestFacts, userId: string): Promise<boolean> {
+  return !ports.flows || ports.flows.mayDecide(request, userId);
+}
+
+/** Whether the user may answer a flow request from App Home: only one App Home lists for them. */
+export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flows">, request: FlowRequestFacts, userId: string): Promise<boolean> {
+  return !!ports.flows && ports.flows.isWaitingFor(request, userId);
+}
+
+/** Whether the asker may see a flow request's audit trail: someone in its channel, or who may answer it. */
+export async function maySeeFlowRequest(ports: AccessPorts, request: FlowRequestFacts, asker: Asker): Promise<boolean> {
+  return asker.channelId === request.channelId || (await mayAnswerFlowRequest(ports, request, asker.userId));
+}

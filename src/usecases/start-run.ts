@@ -1,0 +1,117 @@
+// Starting a crew from a submitted kickoff form: the crew must be startable there; one form starts one
+// run (its nonce is the run's requestId, so a replay stores nothing); the run is announced in its
+// channel (its thread hangs off that message), then the crew is kicked off with the run's webhooks.
+// A run that could not start leaves nothing half-created visible. The Slack adapter
+// (kickoff/submit.ts) parses the form, calls startRun and shows the outcome in the modal.
+import type { CrewConfig } from "../config.js";
+import { isCrewError } from "../crew/errors.js";
+import type { CrewApi } from "../crew/types.js";
+import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
+import type { Runs } from "../lifecycle/runs.js";
+import type { Logger } from "../log.js";
+
+/** The run's announcement in its channel (the Slack adapter posts it with the request's client). */
+export interface Announcements {
+  /** Posts the announcement; its ts, or Slack's error code when it could not be posted. */
+  post(execution: Execution): Promise<{ ts: string } | { error: string }>;
+  /** Removes it again (best effort). */
+  remove(execution: Execution, ts: string): Promise<void>;
+}
+
+export interface StartRunDeps {
+  crews: { config(name: string): CrewConfig | undefined; get(name: string): Pick<CrewApi, "kickoff"> | undefined };
+  runs: Pick<Runs, "findByRequestId" | "create" | "setThread" | "kickedOff" | "kickoffFailed">;
+  announcements: Announcements;
+  /** Whether crew webhooks can reach this bot (PUBLIC_URL is set). */
+  webhooksEnabled: boolean;
+  webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  /** Called once a run has started, so it is watched (status polling). */
+  onRunStarted?: (execution: Execution) => void;
+  log: Logger;
+}
+
+export interface StartRunRequest {
+  crewName: string;
+  /** The workspace and channel the form was opened in (sealed in the form). */
+  teamId: string;
+  channelId: string;
+  /** The Enterprise Grid org the form was submitted in, if any (finds an org-wide install's token). */
+  enterpriseId?: string | null;
+  userId: string;
+  inputs: Record<string, string>;
+  /** The form's nonce: one form starts one run. */
+  requestId?: string;
+}
+
+export type StartRunOutcome =
+  /** The crew may not be started there (unknown, or limited to other workspaces or channels). */
+  | { kind: "refused" }
+  /** The form was submitted before: its run has started (or tried to). */
+  | { kind: "replayed" }
+  /** The announcement could not be posted (Slack's error code): the run was not started. */
+  | { kind: "not_posted"; code: string }
+  | { kind: "started"; execution: Execution; kickoffId: string }
+  /** The crew needs these inputs first. */
+  | { kind: "missing_inputs"; missing: string[]; reason: string; execution: Execution }
+  | { kind: "failed"; reason: string; execution: Execution };
+
+export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promise<StartRunOutcome> {
+  const crewConfig = deps.crews.config(req.crewName);
+  const crew = deps.crews.get(req.crewName);
+  const teamRefused = !!crewConfig?.teams && !crewConfig.teams.includes(req.teamId);
+  if (!crew || !crewConfig || teamRefused || (crewConfig.channels && !crewConfig.channels.includes(req.channelId))) return { kind: "refused" };
+
+  const { runs } = deps;
+  const { requestId } = req;
+  if (requestId && (await runs.findByRequestId(requestId))) return { kind: "replayed" };
+  let execution: Execution;
+  try {
+    execution = await runs.create({
+      crewName: crewConfig.name,
+      teamId: req.teamId,
+      enterpriseId: req.enterpriseId ?? null,
+      channelId: req.channelId,
+      userId: req.userId,
+      inputs: req.inputs,
+      webhooks: deps.webhooksEnabled,
+      requestId,
+    });
+  } catch (err) {
+    // Two deliveries of one submission at once: the unique requestId lets one through.
+    if (requestId && (await runs.findByRequestId(requestId))) return { kind: "replayed" };
+    throw err;
+  }
+  const urls = deps.webhookUrls(execution);
+
+  const posted = await deps.announcements.post(execution);
+  let threadTs: string;
+  try {
+    if ("error" in posted) throw new Error(posted.error);
+    threadTs = posted.ts;
+    await runs.setThread(execution.id, threadTs);
+  } catch {
+    const code = "error" in posted ? posted.error : "unknown_error";
+    await runs.kickoffFailed(execution.id, `could not post in the channel (${code})`);
+    return { kind: "not_posted", code };
+  }
+
+  try {
+    const { kickoffId } = await crew.kickoff({
+      inputs: req.inputs,
+      meta: { source: "slack", requestId: execution.requestId, channel: execution.channelId, user: req.userId },
+      ...urls,
+    });
+    // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
+    const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
+    deps.onRunStarted?.(started);
+    return { kind: "started", execution: started, kickoffId };
+  } catch (err) {
+    const reason = isCrewError(err) ? err.userMessage() : "Crewline could not start the crew.";
+    if (!isCrewError(err)) deps.log.error("kickoff failed", { executionId: execution.id, err });
+    await runs.kickoffFailed(execution.id, reason);
+    // Nothing half-created stays visible: the announcement goes (the user keeps the form or the reason).
+    await deps.announcements.remove(execution, threadTs).catch(() => undefined);
+    if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) return { kind: "missing_inputs", missing: err.missingInputs, reason, execution };
+    return { kind: "failed", reason, execution };
+  }
+}
