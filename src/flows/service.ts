@@ -20,8 +20,8 @@ import { reminderDue } from "../review/reminders.js";
 import { describeReviewers, describeWaitingReviewers } from "../review/rules.js";
 import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, userMention } from "../slack/blocks/index.js";
 import type { TeamRef } from "../slack/clients.js";
-import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
+import { type FlowRequestRow, outcomesOf } from "../store/flow-requests.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
@@ -256,7 +256,7 @@ export class FlowRequests {
 
   /** The approve-like outcome a request can be answered with from App Home (no feedback needed); undefined: it needs the message. */
   homeApproval(request: Pick<FlowRequest, "emit">): { index: number; outcome: string } | undefined {
-    const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+    const emit = outcomesOf(request);
     const index = emit.findIndex((o) => outcomeStyle(o) === "primary");
     return index >= 0 ? { index, outcome: emit[index]! } : undefined;
   }
@@ -267,7 +267,7 @@ export class FlowRequests {
     if (!request) return { kind: "unknown_request" };
     if (!d.byDeadline && !d.fromHome && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
     if (request.state !== "pending") return { kind: "already_decided", request };
-    const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+    const emit = outcomesOf(request);
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
     if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
@@ -586,7 +586,7 @@ export class FlowRequests {
     const due = await store.listDeadlinesDue(this.sql, { now, stale, limit: 50 });
     let taken = 0;
     for (const request of due) {
-      const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+      const emit = outcomesOf(request);
       const wanted = request.onTimeout === "approve" ? "primary" : request.onTimeout === "reject" ? "danger" : undefined;
       const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
       const decides = !!wanted && (emit.length === 0 || index >= 0);

@@ -17,7 +17,7 @@ import {
 } from "../slack/blocks/index.js";
 import type { SlackClients } from "../slack/clients.js";
 import { EFFECT_EVENT_TYPE, findPostedMessage } from "../slack/notifier.js";
-import type { FlowRequestRow as FlowRequest } from "../store/flow-requests.js";
+import { type FlowRequestRow as FlowRequest, outcomesOf } from "../store/flow-requests.js";
 
 /** What a request message shows beside its row: approvals so far, and the edit. */
 export interface FlowRequestContext {
@@ -41,7 +41,7 @@ export function flowMessageFor(request: FlowRequest, note?: string, context: Flo
     methodName: request.methodName ?? undefined,
     message: request.message ?? undefined,
     output: request.output,
-    emit: Array.isArray(request.emit) ? (request.emit as string[]) : [],
+    emit: outcomesOf(request),
     assigneeUserId: request.assigneeUserId ?? undefined,
     assignedEmail: request.assignedEmail ?? undefined,
     state: request.state as FlowRequestState,
