@@ -196,7 +196,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // Distribution: tokens come from the installation store (sealed with ENCRYPTION_KEY), per workspace.
   const oauth = config.slack.oauth;
   if (oauth && !config.encryption) throw new Error("OAuth distribution needs ENCRYPTION_KEY (config.encryption)");
-  const installations = oauth && config.encryption ? new DbInstallationStore(database.prisma, new TokenCipher(config.encryption.key, config.encryption.previous), log) : undefined;
+  const installations =
+    oauth && config.encryption ? new DbInstallationStore(database.prisma, new TokenCipher(config.encryption.key, config.encryption.previous), log, opts.clock) : undefined;
   const app = config.slack.appToken
     ? new App({
         token: config.slack.botToken,

@@ -8,6 +8,7 @@ import { editableSplit, joinEdit, unchangedEdit } from "../lifecycle/approvals.j
 import type { Logger } from "../log.js";
 import { openEdit, sealEdit } from "../review/edit-binding.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal, FLOW_EDIT_ACTION, FLOW_EDIT_VIEW_CALLBACK, flowEditable, outcomeStyle } from "../slack/blocks/index.js";
+import { outcomesOf } from "../store/flow-requests.js";
 import { sanitizeText } from "../text/sanitize.js";
 import { clickFromFlowMessage } from "../usecases/access.js";
 import { flowReplyFor } from "./handlers.js";
@@ -37,7 +38,7 @@ export function registerFlowEdit(app: App, flows: FlowRequests, log: Logger, for
       channel ? client.chat.postEphemeral({ channel, user: user.id, text }).catch((err) => log.warn("could not send ephemeral reply", { err: (err as Error).message })) : undefined;
     try {
       const request = await flows.get(actions[0]!.value);
-      const emit = Array.isArray(request?.emit) ? (request.emit as string[]) : [];
+      const emit = request ? outcomesOf(request) : [];
       if (request?.state !== "pending" || !channel || !messageTs || !clickFromFlowMessage(request, { channelId: channel, messageTs }) || !flowEditable(emit)) {
         return void (await tell(NOT_THIS_REQUEST));
       }
@@ -74,7 +75,7 @@ export function registerFlowEdit(app: App, flows: FlowRequests, log: Logger, for
     try {
       const request = await flows.get(facts.r);
       if (!request || facts.h > request.output.length) return void (await tell(NOT_THIS_REQUEST));
-      const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+      const emit = outcomesOf(request);
       const approveIndex = emit.findIndex((e) => outcomeStyle(e) === "primary");
       const editedOutput = joinEdit(edited, request.output.slice(facts.h));
       outcome = await flows.decide({

@@ -6,8 +6,6 @@
 import crypto from "node:crypto";
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
-import type { FlowRequest } from "../generated/prisma/client.js";
 import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
 import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../lifecycle/approvals.js";
 import type { Audit } from "../lifecycle/audit.js";
@@ -22,13 +20,17 @@ import { reminderDue } from "../review/reminders.js";
 import { describeReviewers, describeWaitingReviewers } from "../review/rules.js";
 import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, userMention } from "../slack/blocks/index.js";
 import type { TeamRef } from "../slack/clients.js";
+import * as store from "../store/flow-requests.js";
+import { type FlowRequestRow, outcomesOf } from "../store/flow-requests.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { parseFlowBody } from "./request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "./signature.js";
 import type { FlowRequestContext } from "./slack-effects.js";
 
-export type { FlowRequest };
+/** A flow feedback request as stored (src/store/flow-requests.ts). */
+export type FlowRequest = FlowRequestRow;
 
 /** How a user is checked against a flow's reviewer rules (ReviewerRules over the flows). */
 export interface FlowRules {
@@ -121,6 +123,7 @@ export function answerReason(status: number, body: string): string {
 
 export class FlowRequests {
   private readonly clock: Clock;
+  private readonly sql: Sql;
   private readonly byName = new Map<string, FlowConfig>();
   private reminderTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -129,6 +132,7 @@ export class FlowRequests {
 
   constructor(private readonly deps: FlowServiceDeps) {
     this.clock = deps.clock ?? systemClock;
+    this.sql = sqlOf(deps.db);
     for (const flow of deps.flows) this.byName.set(flow.name.toLowerCase(), flow);
   }
 
@@ -172,31 +176,28 @@ export class FlowRequests {
     const now = this.clock.now();
     // The deadline starts when the request arrives (deadlinesDue acts on it).
     const decideBy = flow.decideWithinMs ? new Date(now.getTime() + flow.decideWithinMs) : null;
-    const stored = await this.deps.outbox.sql.transaction(async (tx) => {
-      const [row] = await tx.query<{ id: string }>(
-        `INSERT INTO "FlowRequest" (id, "flowName", "requestId", "channelId", "methodName", message, output, emit, "deploymentName", "flowId", "assignedEmail", "callbackUrl", "createdAt", "updatedAt", "teamId", "decideBy", "onTimeout")
-         VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12, $13, $13, $14, $15, $16)
-         ON CONFLICT ("flowName", "requestId") DO NOTHING RETURNING id`,
-        [
-          crypto.randomUUID(),
-          flow.name,
-          r.requestId,
-          flow.channel,
-          r.methodName ?? null,
-          r.message ?? null,
-          r.output,
-          JSON.stringify(r.emit),
-          r.deploymentName ?? null,
-          r.flowId ?? null,
-          r.assignedEmail ?? null,
-          r.callbackUrl,
-          now,
-          flow.team ?? null,
+    const stored = await inTransaction(this.sql, async (tx) => {
+      const row = await store.insertFlowRequest(
+        tx,
+        {
+          flowName: flow.name,
+          requestId: r.requestId,
+          channelId: flow.channel,
+          teamId: flow.team ?? null,
+          methodName: r.methodName ?? null,
+          message: r.message ?? null,
+          output: r.output,
+          emit: r.emit,
+          deploymentName: r.deploymentName ?? null,
+          flowId: r.flowId ?? null,
+          assignedEmail: r.assignedEmail ?? null,
+          callbackUrl: r.callbackUrl,
           decideBy,
-          decideBy ? (flow.onTimeout ?? "remind") : null,
-        ],
+          onTimeout: decideBy ? (flow.onTimeout ?? "remind") : null,
+        },
+        now,
       );
-      if (row) await this.deps.outbox.add(tx, { kind: "flow.post", subjectId: row.id });
+      if (row) await this.deps.outbox.add(runnerOf(tx), { kind: "flow.post", subjectId: row.id });
       return row;
     });
     if (!stored) return { status: 200, body: { ok: true, duplicate: true } };
@@ -218,19 +219,16 @@ export class FlowRequests {
     const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.abandonedAfterMs ?? 60_000);
     const before = new Date(this.clock.now().getTime() - limit);
     const { from, to } = flowRequestTransition("abandoned");
-    const abandoned = await this.deps.db.flowRequest.findMany({ where: { state: { in: [...from] }, decidedAt: { lt: before } }, take: 100 });
+    const abandoned = await store.listAbandoned(this.sql, from, before, 100);
     for (const request of abandoned) {
-      const { count } = await this.deps.db.flowRequest.updateMany({
-        where: { id: request.id, state: { in: [...from] }, decidedAt: request.decidedAt },
-        data: { state: to, decidedBy: null, outcome: null, feedback: null, decidedAt: null },
-      });
-      if (count === 1) this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
+      if (await store.reopenAbandoned(this.sql, request, { from, to }, this.clock.now()))
+        this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
     }
   }
 
   /** A request by its id (FlowRequest.id), or null. */
-  get(id: string): Promise<FlowRequest | null> {
-    return isUuid(id) ? this.deps.db.flowRequest.findUnique({ where: { id } }) : Promise.resolve(null);
+  async get(id: string): Promise<FlowRequest | null> {
+    return isUuid(id) ? ((await store.findFlowRequest(this.sql, id)) ?? null) : null;
   }
 
   /** Who may decide: the flow's reviewers and the request's assignee; undefined: anyone. */
@@ -258,18 +256,18 @@ export class FlowRequests {
 
   /** The approve-like outcome a request can be answered with from App Home (no feedback needed); undefined: it needs the message. */
   homeApproval(request: Pick<FlowRequest, "emit">): { index: number; outcome: string } | undefined {
-    const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+    const emit = outcomesOf(request);
     const index = emit.findIndex((o) => outcomeStyle(o) === "primary");
     return index >= 0 ? { index, outcome: emit[index]! } : undefined;
   }
 
   /** The first decision wins atomically; the platform hears it exactly once. */
   async decide(d: FlowDecision): Promise<FlowDecisionOutcome> {
-    const request = isUuid(d.requestId) ? await this.deps.db.flowRequest.findUnique({ where: { id: d.requestId } }) : null;
+    const request = await this.get(d.requestId);
     if (!request) return { kind: "unknown_request" };
     if (!d.byDeadline && !d.fromHome && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
     if (request.state !== "pending") return { kind: "already_decided", request };
-    const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+    const emit = outcomesOf(request);
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
     if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
@@ -283,46 +281,61 @@ export class FlowRequests {
     let approvals: StoredApproval[] = [];
     const required = approvalPolicy(this.flow(request.flowName)).required;
     const approving = outcome ? outcomeStyle(outcome) === "primary" : d.editedOutput !== undefined;
-    if (approving && !d.byDeadline && (required > 1 || d.editedOutput !== undefined)) {
-      const added = await this.addApproval(request.id, d.userId, outcome ?? null, comment || null, d.editedOutput ?? null);
-      approvals = await this.approvals(request.id);
-      const tally = approvalTally(approvals, required);
-      if (!tally.done) {
-        if (added || d.editedOutput !== undefined) {
-          await this.deps.audit?.record({
-            executionId: null,
-            flowRequestId: request.id,
-            kind: "flow_approval",
-            taskKey: request.methodName,
-            actor: d.userId,
-            decision: outcome ?? "feedback",
-            feedback: comment || null,
-            outputHash: hashOutput(request.output),
-            msToDecision: Math.max(0, this.clock.now().getTime() - request.createdAt.getTime()),
-            detail: {
-              flow: request.flowName,
-              requestId: request.requestId,
-              approvals: tally.approvers.length,
-              required,
-              ...(d.editedOutput !== undefined ? { edited: true } : {}),
-            },
-          });
-          // The message shows who approved so far.
-          await this.deps.outbox.request({ kind: "flow.show", subjectId: request.id });
-        }
-        return { kind: added || d.editedOutput !== undefined ? "approval_recorded" : "already_approved", request, approvals: tally.approvers.length, required };
-      }
-      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
-    }
-
+    const edited = d.editedOutput !== undefined;
     const decidedAt = this.clock.now();
     const claim = flowRequestTransition("claimed");
-    const { count } = await this.deps.db.flowRequest.updateMany({
-      where: { id: request.id, state: { in: [...claim.from] } },
-      data: { state: claim.to, decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline },
-    });
-    if (count !== 1) {
-      const current = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
+    const decision: store.DecisionClaim = { decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline };
+    let claimed: boolean;
+    if (approving && !d.byDeadline && (required > 1 || edited)) {
+      // One transaction: the approval, its audit row and the message's update commit together, and
+      // with the last approval needed, the claim. The request is locked meanwhile, so approvals given
+      // at once are counted one after the other (the one that completes the count sees the others).
+      const step = await inTransaction(this.sql, async (tx) => {
+        const locked = await store.lockFlowRequest(tx, request.id);
+        if (!locked || !(claim.from as readonly string[]).includes(locked.state)) return { kind: "taken" as const };
+        const now = this.clock.now();
+        const added = await store.addFlowApproval(
+          tx,
+          { flowRequestId: request.id, userId: d.userId, outcome: outcome ?? null, note: comment || null, editedOutput: d.editedOutput ?? null },
+          now,
+        );
+        const all = await store.listFlowApprovals(tx, request.id);
+        const tally = approvalTally(all, required);
+        if (tally.done) return { kind: "complete" as const, approvals: all, claimed: await store.claimDecision(tx, request.id, claim, decision, now) };
+        if (added || edited) {
+          await this.deps.audit?.record(
+            {
+              executionId: null,
+              flowRequestId: request.id,
+              kind: "flow_approval",
+              taskKey: request.methodName,
+              actor: d.userId,
+              decision: outcome ?? "feedback",
+              feedback: comment || null,
+              outputHash: hashOutput(request.output),
+              msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+              detail: { flow: request.flowName, requestId: request.requestId, approvals: tally.approvers.length, required, ...(edited ? { edited: true } : {}) },
+            },
+            runnerOf(tx),
+          );
+          // The message shows who approved so far.
+          await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+        }
+        return { kind: "waiting" as const, recorded: added || edited, approvals: tally.approvers.length };
+      });
+      if (step.kind === "waiting") {
+        if (step.recorded) this.deps.outbox.nudge();
+        return { kind: step.recorded ? "approval_recorded" : "already_approved", request, approvals: step.approvals, required };
+      }
+      if (step.kind === "complete") approvals = step.approvals;
+      claimed = step.kind === "complete" && step.claimed;
+      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
+    } else {
+      claimed = await store.claimDecision(this.sql, request.id, claim, decision, decidedAt);
+    }
+    if (!claimed) {
+      const current = await store.findFlowRequest(this.sql, request.id);
+      if (!current) return { kind: "unknown_request" };
       // Two approvals completed the count at once: the other one answers, and this one is part of it.
       if (approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
       return { kind: "already_decided", request: current };
@@ -330,7 +343,8 @@ export class FlowRequests {
 
     const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
     const edit = latestEdit(approvals);
-    const audit = (result: string, tx?: SqlRunner) =>
+    // The decision's audit row commits with the state its answer leads to.
+    const audit = (result: string, tx: Sql) =>
       this.deps.audit?.record(
         {
           executionId: null,
@@ -353,56 +367,46 @@ export class FlowRequests {
             ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
           },
         },
-        tx,
+        runnerOf(tx),
       );
 
     if (answer.kind === "ok" || answer.kind === "refused") {
-      const { from, to: state } = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
-      const settled = await this.deps.outbox.sql.transaction(async (tx) => {
-        const [row] = await tx.query<FlowRequest>(
-          `UPDATE "FlowRequest" SET state = $1, "answerStatus" = $2, "answerMessage" = $3, "nextReminderAt" = NULL, "updatedAt" = $4
-           WHERE id = $5::uuid AND state = ANY($6::text[]) RETURNING *`,
-          [state, answer.status, answer.message, this.clock.now(), request.id, `{${from.join(",")}}`],
-        );
+      const move = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
+      const state = move.to;
+      const settled = await inTransaction(this.sql, async (tx) => {
+        const row = await store.settleDecision(tx, request.id, move, { status: answer.status, message: answer.message, deadlineDone: !!d.byDeadline }, this.clock.now());
+        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
         await audit(state, tx);
-        await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
-        if (edit && state === "answered") await this.deps.outbox.add(tx, { kind: "flow.edited", subjectId: request.id });
-        return row ?? (await tx.query<FlowRequest>(`SELECT * FROM "FlowRequest" WHERE id = $1::uuid`, [request.id]))[0]!;
+        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+        if (edit && state === "answered") await this.deps.outbox.add(runnerOf(tx), { kind: "flow.edited", subjectId: request.id });
+        return row;
       });
       this.deps.outbox.nudge();
       return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
     }
     // 5xx, time-out or unreachable: open again, so someone can decide again.
     this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
-    const reopen = flowRequestTransition("answer_failed");
-    await this.deps.db.flowRequest.updateMany({
-      where: { id: request.id, state: { in: [...reopen.from] } },
-      data: { state: reopen.to, decidedBy: null, outcome: null, feedback: null, decidedAt: null, decidedByDeadline: false },
+    const message = answer.message ?? "the flow could not be reached";
+    const reopened = await inTransaction(this.sql, async (tx) => {
+      const row = await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone: !!d.byDeadline }, this.clock.now());
+      if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
+      await audit("failed", tx);
+      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
+      if (d.byDeadline)
+        await this.deps.outbox.add(runnerOf(tx), {
+          kind: "flow.reminder",
+          subjectId: request.id,
+          part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+          payload: { text: `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${message}. The request is open again; please answer it.` },
+        });
+      return row;
     });
-    const reopened = await this.deps.db.flowRequest.findUniqueOrThrow({ where: { id: request.id } });
-    await audit("failed");
-    return { kind: "failed", request: reopened, message: answer.message ?? "the flow could not be reached" };
-  }
-
-  /** One approval per person (INSERT … ON CONFLICT DO NOTHING); false when they had approved already. */
-  private async addApproval(flowRequestId: string, userId: string, outcome: string | null, note: string | null, editedOutput: string | null): Promise<boolean> {
-    const { count } = await this.deps.db.flowApproval.createMany({ data: [{ flowRequestId, userId, outcome, note, editedOutput }], skipDuplicates: true });
-    if (count === 1) return true;
-    if (note !== null || editedOutput !== null) {
-      await this.deps.db.flowApproval.updateMany({
-        where: { flowRequestId, userId },
-        data: { ...(note !== null ? { note } : {}), ...(editedOutput !== null ? { editedOutput, createdAt: this.clock.now() } : {}) },
-      });
-    }
-    return false;
+    if (d.byDeadline) this.deps.outbox.nudge();
+    return { kind: "failed", request: reopened, message };
   }
 
   private approvals(flowRequestId: string): Promise<StoredApproval[]> {
-    return this.deps.db.flowApproval.findMany({
-      where: { flowRequestId },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { userId: true, note: true, editedOutput: true, createdAt: true },
-    });
+    return store.listFlowApprovals(this.sql, flowRequestId);
   }
 
   /** What the request's message shows beside its row (approvals so far, the edit). */
@@ -456,31 +460,17 @@ export class FlowRequests {
     const settings = this.deps.reminders;
     if (!settings || settings.max <= 0) return 0;
     const now = this.clock.now();
-    const due = await this.deps.db.flowRequest.findMany({
-      where: {
-        state: "pending",
-        messageTs: { not: null },
-        remindersSent: { lt: settings.max },
-        OR: [{ nextReminderAt: { lte: now } }, { nextReminderAt: null, remindersSent: 0, createdAt: { lte: new Date(now.getTime() - settings.afterMs) } }],
-      },
-      orderBy: { createdAt: "asc" },
-      take: 50,
-    });
+    const due = await store.listRemindersDue(this.sql, { now, max: settings.max, firstBefore: new Date(now.getTime() - settings.afterMs), limit: 50 });
     let sent = 0;
     for (const request of due) {
       const count = request.remindersSent + 1;
       const who = await this.remindWho(request);
       const text = `⏰ ${who}: flow *${escapeMrkdwn(request.flowName)}* has been waiting for feedback${request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : ""} for ${formatDuration(now.getTime() - request.createdAt.getTime())}. Answer the request above so the flow can go on.`;
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
-      const claimed = await this.deps.outbox.sql.transaction(async (tx) => {
-        const moved = await tx.execute(`UPDATE "FlowRequest" SET "remindersSent" = $1, "nextReminderAt" = $2 WHERE id = $3::uuid AND state = 'pending' AND "remindersSent" = $4`, [
-          count,
-          count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null,
-          request.id,
-          request.remindersSent,
-        ]);
-        if (moved !== 1) return false;
-        await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: count, payload: { text } });
+      const claimed = await inTransaction(this.sql, async (tx) => {
+        const next = { count, nextReminderAt: count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null };
+        if (!(await store.claimReminder(tx, request, next, now))) return false;
+        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: count, payload: { text } });
         return true;
       });
       if (!claimed) continue;
@@ -517,12 +507,9 @@ export class FlowRequests {
     const now = this.clock.now();
     const after = remindersSent === 1 ? "a reminder" : `${remindersSent} reminders`;
     const text = `🔺 ${mentionIds(ids)}: flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} is still waiting for an answer after ${after}. You may answer it too.`;
-    const escalated = await this.deps.outbox.sql.transaction(async (tx) => {
-      const moved = await tx.execute(
-        `UPDATE "FlowRequest" SET "escalatedAt" = $1, "escalatedTo" = $2, "updatedAt" = $1 WHERE id = $3::uuid AND state = 'pending' AND "escalatedAt" IS NULL`,
-        [now, ids.join(","), request.id],
-      );
-      if (moved !== 1) return false;
+    // One transaction: the claim, its audit row and both Slack effects.
+    const escalated = await inTransaction(this.sql, async (tx) => {
+      if (!(await store.claimEscalation(tx, request.id, ids.join(","), now))) return false;
       await this.deps.audit?.record(
         {
           executionId: null,
@@ -534,10 +521,10 @@ export class FlowRequests {
           msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
           detail: { flow: request.flowName, requestId: request.requestId, escalatedTo: ids, remindersSent },
         },
-        tx,
+        runnerOf(tx),
       );
-      await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: "escalation", payload: { text } });
-      await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: "escalation", payload: { text } });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
       return true;
     });
     if (escalated) this.deps.outbox.nudge();
@@ -554,12 +541,9 @@ export class FlowRequests {
     const reason = p.reason.trim().slice(0, 500);
     const quoted = reason ? `\n> ${escapeMrkdwn(truncatePlain(reason.replace(/\s*\n\s*/g, " "), 500))}` : "";
     const text = `↪️ ${userMention(p.by)} reassigned flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} to ${userMention(p.to)}, who may now answer it.${quoted}`;
-    const reassigned = await this.deps.outbox.sql.transaction(async (tx) => {
-      const [row] = await tx.query<FlowRequest>(
-        `UPDATE "FlowRequest" SET "reassignedTo" = $1, "reassignedBy" = $2, "reassignReason" = $3, "reassignedAt" = $4, "updatedAt" = $4
-         WHERE id = $5::uuid AND state = 'pending' RETURNING *`,
-        [p.to, p.by, reason || null, now, request.id],
-      );
+    // One transaction: the change, its audit row and both Slack effects.
+    const reassigned = await inTransaction(this.sql, async (tx) => {
+      const row = await store.reassignFlowRequest(tx, request.id, { to: p.to, by: p.by, reason: reason || null }, now);
       if (!row) return undefined;
       await this.deps.audit?.record(
         {
@@ -572,10 +556,10 @@ export class FlowRequests {
           outputHash: hashOutput(request.output),
           detail: { flow: request.flowName, requestId: request.requestId, reassignedTo: p.to, previously: request.reassignedTo ?? null },
         },
-        tx,
+        runnerOf(tx),
       );
-      await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: `reassign:${crypto.randomUUID()}`, payload: { text } });
-      await this.deps.outbox.add(tx, { kind: "flow.show", subjectId: request.id });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `reassign:${crypto.randomUUID()}`, payload: { text } });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
       return row;
     });
     if (!reassigned) return { kind: "not_pending" };
@@ -599,74 +583,60 @@ export class FlowRequests {
     const now = this.clock.now();
     // Not claimed yet, or claimed by a process that died before the action finished.
     const stale = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
-    const due = await this.deps.db.flowRequest.findMany({
-      where: {
-        state: "pending",
-        messageTs: { not: null },
-        decideBy: { lte: now },
-        deadlineDoneAt: null,
-        OR: [{ deadlineHandledAt: null }, { deadlineHandledAt: { lt: stale } }],
-      },
-      orderBy: { decideBy: "asc" },
-      take: 50,
-    });
+    const due = await store.listDeadlinesDue(this.sql, { now, stale, limit: 50 });
     let taken = 0;
     for (const request of due) {
-      const emit = Array.isArray(request.emit) ? (request.emit as string[]) : [];
+      const emit = outcomesOf(request);
       const wanted = request.onTimeout === "approve" ? "primary" : request.onTimeout === "reject" ? "danger" : undefined;
       const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
       const decides = !!wanted && (emit.length === 0 || index >= 0);
-      const { count } = await this.deps.db.flowRequest.updateMany({
-        where: { id: request.id, state: "pending", deadlineDoneAt: null, deadlineHandledAt: request.deadlineHandledAt },
-        data: { deadlineHandledAt: now, ...(decides ? {} : { remindersSent: { increment: 1 } }) },
-      });
-      if (count !== 1) continue;
       const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
       try {
         if (decides) {
-          const outcome = await this.decide({
+          // The claim keeps other replicas off while the flow is called; the decision itself (its
+          // state, audit row and Slack effects, one transaction) is decide()'s, like a click's.
+          if (!(await store.claimDeadline(this.sql, request, { countsAsReminder: false, done: false }, now))) continue;
+          await this.decide({
             requestId: request.id,
             userId: DEADLINE_ACTOR,
             outcomeIndex: emit.length ? index : undefined,
             feedback: timeoutFeedback(wanted === "primary" ? "approve" : "reject", withinMs),
             byDeadline: true,
           });
-          if (outcome.kind === "failed")
-            await this.deps.outbox.request({
-              kind: "flow.reminder",
-              subjectId: request.id,
-              part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
-              payload: { text: `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${outcome.message}. The request is open again; please answer it.` },
-            });
+          // Whatever it led to (answered, refused, failed, or decided by someone meanwhile), it is done.
+          await store.markDeadlineDone(this.sql, request.id, this.clock.now());
         } else {
           const who = await this.remindWho(request);
           const missing = wanted ? ` (it offers no ${wanted === "primary" ? "approve" : "reject"} outcome, so nothing was chosen for it)` : "";
-          await this.deps.outbox.request({
-            kind: "flow.reminder",
-            subjectId: request.id,
-            part: `deadline:${request.decideBy?.getTime() ?? 0}`,
-            payload: {
-              text: `⏰ ${who}: the deadline for flow *${escapeMrkdwn(request.flowName)}*'s request has passed (no answer within ${describeDuration(withinMs)})${missing}. Answer the request above so the flow can go on.`,
-            },
+          const text = `⏰ ${who}: the deadline for flow *${escapeMrkdwn(request.flowName)}*'s request has passed (no answer within ${describeDuration(withinMs)})${missing}. Answer the request above so the flow can go on.`;
+          // One transaction: the claim (counted as a reminder, and done), its audit row and both Slack effects.
+          const claimed = await inTransaction(this.sql, async (tx) => {
+            if (!(await store.claimDeadline(tx, request, { countsAsReminder: true, done: true }, now))) return false;
+            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `deadline:${request.decideBy?.getTime() ?? 0}`, payload: { text } });
+            await this.deps.audit?.record(
+              {
+                executionId: null,
+                flowRequestId: request.id,
+                kind: "deadline",
+                taskKey: request.methodName,
+                actor: DEADLINE_ACTOR,
+                outputHash: hashOutput(request.output),
+                msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+                detail: { action: "remind", flow: request.flowName, requestId: request.requestId, ...(wanted ? { wanted: request.onTimeout } : {}) },
+              },
+              runnerOf(tx),
+            );
+            // The message stops announcing a deadline that has passed.
+            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+            return true;
           });
-          await this.deps.audit?.record({
-            executionId: null,
-            flowRequestId: request.id,
-            kind: "deadline",
-            taskKey: request.methodName,
-            actor: DEADLINE_ACTOR,
-            outputHash: hashOutput(request.output),
-            msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
-            detail: { action: "remind", flow: request.flowName, requestId: request.requestId, ...(wanted ? { wanted: request.onTimeout } : {}) },
-          });
-          // The message stops announcing a deadline that has passed.
-          await this.deps.outbox.request({ kind: "flow.show", subjectId: request.id });
+          if (!claimed) continue;
+          this.deps.outbox.nudge();
           // Counted as a reminder: it may be the last one, which escalates the request.
-          const current = await this.deps.db.flowRequest.findUnique({ where: { id: request.id } });
+          const current = await store.findFlowRequest(this.sql, request.id);
           if (current)
             await this.escalateAfter(current, current.remindersSent).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
         }
-        await this.deps.db.flowRequest.updateMany({ where: { id: request.id }, data: { deadlineDoneAt: this.clock.now() } });
         taken++;
       } catch (err) {
         this.deps.log.warn("could not take a flow request's deadline action", { id: request.id, err: errText(err) });
@@ -676,18 +646,18 @@ export class FlowRequests {
   }
 
   /** A request by the platform's id (for `/crew audit <id>`). */
-  findByRequestId(requestId: string): Promise<FlowRequest | null> {
-    return this.deps.db.flowRequest.findFirst({ where: { requestId }, orderBy: { createdAt: "desc" } });
+  async findByRequestId(requestId: string): Promise<FlowRequest | null> {
+    return (await store.findFlowRequestByPlatformId(this.sql, requestId)) ?? null;
   }
 
   /** Pending requests this user may decide (App Home), oldest first. */
   async waitingFor(userId: string): Promise<FlowRequest[]> {
-    const pending = await this.deps.db.flowRequest.findMany({ where: { state: "pending", messageTs: { not: null } }, orderBy: { createdAt: "asc" }, take: 500 });
+    const pending = await store.listPostedPending(this.sql, 500);
     // Someone who approved a request still waiting for more approvals is not waited for.
-    const approved = new Set(
-      (await this.deps.db.flowApproval.findMany({ where: { userId, flowRequestId: { in: pending.map((r) => r.id) } }, select: { flowRequestId: true } })).map(
-        (a) => a.flowRequestId,
-      ),
+    const approved = await store.approvedBy(
+      this.sql,
+      userId,
+      pending.map((r) => r.id),
     );
     const mine: FlowRequest[] = [];
     for (const request of pending) if (!approved.has(request.id) && (await this.isWaitingFor(request, userId))) mine.push(request);

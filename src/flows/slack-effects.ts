@@ -2,7 +2,6 @@
 // src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../config.js";
-import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
 import type { FlowNotifier } from "../outbox/perform.js";
 import {
@@ -18,6 +17,7 @@ import {
 } from "../slack/blocks/index.js";
 import type { SlackClients } from "../slack/clients.js";
 import { EFFECT_EVENT_TYPE, findPostedMessage } from "../slack/notifier.js";
+import { type FlowRequestRow as FlowRequest, outcomesOf } from "../store/flow-requests.js";
 
 /** What a request message shows beside its row: approvals so far, and the edit. */
 export interface FlowRequestContext {
@@ -41,7 +41,7 @@ export function flowMessageFor(request: FlowRequest, note?: string, context: Flo
     methodName: request.methodName ?? undefined,
     message: request.message ?? undefined,
     output: request.output,
-    emit: Array.isArray(request.emit) ? (request.emit as string[]) : [],
+    emit: outcomesOf(request),
     assigneeUserId: request.assigneeUserId ?? undefined,
     assignedEmail: request.assignedEmail ?? undefined,
     state: request.state as FlowRequestState,

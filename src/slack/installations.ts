@@ -5,11 +5,11 @@
 import type { Installation, InstallationQuery, InstallationStore } from "@slack/bolt";
 import type { TokenCipher } from "../crypto/token-cipher.js";
 import type { Db } from "../db/database.js";
-import type { SlackInstallation } from "../generated/prisma/client.js";
+import { type Clock, systemClock } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-
-const SEALED = ["botToken", "botRefreshToken", "userToken", "userRefreshToken"] as const;
-type SealedField = (typeof SEALED)[number];
+import * as store from "../store/installations.js";
+import { SEALED_FIELDS as SEALED, type SealedField, type SlackInstallationRow } from "../store/installations.js";
+import { type Sql, sqlOf } from "../store/sql.js";
 
 /** "T:<team>" for a workspace install, "E:<enterprise>" for an org-wide one. */
 export function installKeyOf(isEnterpriseInstall: boolean, teamId: string | undefined, enterpriseId: string | undefined): string | undefined {
@@ -32,11 +32,16 @@ export class InstallationNotFound extends Error {
 }
 
 export class DbInstallationStore implements InstallationStore {
+  private readonly sql: Sql;
+
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly cipher: TokenCipher,
     private readonly log: Logger,
-  ) {}
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.sql = sqlOf(db);
+  }
 
   async storeInstallation(installation: Installation): Promise<void> {
     const enterpriseId = installation.enterprise?.id;
@@ -48,11 +53,11 @@ export class DbInstallationStore implements InstallationStore {
     let data = withoutSecrets(installation);
     if (!installation.bot) {
       // A user-only install (no bot in it) keeps the workspace's bot as it was.
-      const existing = await this.db.slackInstallation.findUnique({ where: { installKey }, select: { data: true } });
-      const bot = (existing?.data as { bot?: object } | null | undefined)?.bot;
-      if (bot) data = { ...data, bot };
+      const existing = await store.installationData(this.sql, installKey);
+      const bot = existing && typeof existing === "object" && "bot" in existing ? existing.bot : undefined;
+      if (bot && typeof bot === "object") data = { ...data, bot };
     }
-    const row = {
+    const row: store.InstallationWrite = {
       teamId: teamId ?? null,
       enterpriseId: enterpriseId ?? null,
       isEnterpriseInstall,
@@ -67,7 +72,7 @@ export class DbInstallationStore implements InstallationStore {
       data,
     };
     const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, ...rest }) => rest)(row);
-    await this.db.slackInstallation.upsert({ where: { installKey }, create: { installKey, ...row }, update });
+    await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
     this.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
   }
 
@@ -93,7 +98,7 @@ export class DbInstallationStore implements InstallationStore {
 
   async deleteInstallation(query: InstallationQuery<boolean>): Promise<void> {
     const key = installKeyOf(!!query.isEnterpriseInstall, query.teamId, query.enterpriseId);
-    if (key) await this.db.slackInstallation.deleteMany({ where: { installKey: key } });
+    if (key) await store.deleteInstallation(this.sql, key);
   }
 
   /** The bot token for a workspace: its own install, else its Grid org's org-wide install. */
@@ -105,19 +110,24 @@ export class DbInstallationStore implements InstallationStore {
 
   /** Removes a workspace's own installation (app_uninstalled); returns how many rows went. */
   async deleteTeam(teamId: string): Promise<number> {
-    return (await this.db.slackInstallation.deleteMany({ where: { installKey: `T:${teamId}` } })).count;
+    return store.deleteInstallation(this.sql, `T:${teamId}`);
   }
 
   /** Removes an org-wide installation (app_uninstalled for an org install). */
   async deleteEnterprise(enterpriseId: string): Promise<number> {
-    return (await this.db.slackInstallation.deleteMany({ where: { installKey: `E:${enterpriseId}` } })).count;
+    return store.deleteInstallation(this.sql, `E:${enterpriseId}`);
+  }
+
+  /** The teams of a Grid org that have an install of their own. */
+  teamsInstalledOnTheirOwn(enterpriseId: string): Promise<string[]> {
+    return store.teamsInstalledOnTheirOwn(this.sql, enterpriseId);
   }
 
   /** Forgets the user tokens of these users (tokens_revoked, oauth); the bot's stays. */
   async forgetUserTokens(key: { teamId?: string; enterpriseId?: string }, userIds: string[]): Promise<void> {
     if (userIds.length === 0) return;
     const keys = [key.teamId && `T:${key.teamId}`, key.enterpriseId && `E:${key.enterpriseId}`].filter((k): k is string => !!k);
-    await this.db.slackInstallation.updateMany({ where: { installKey: { in: keys }, userId: { in: userIds } }, data: { userToken: null, userRefreshToken: null } });
+    await store.forgetUserTokens(this.sql, keys, userIds, this.clock.now());
   }
 
   /**
@@ -125,7 +135,7 @@ export class DbInstallationStore implements InstallationStore {
    * Each update is conditional on the value read, so replicas doing it at once do no harm.
    */
   async resealStale(): Promise<number> {
-    const rows = await this.db.slackInstallation.findMany();
+    const rows = await store.allInstallations(this.sql);
     let resealed = 0;
     for (const row of rows) {
       const data: Partial<Record<SealedField, string>> = {};
@@ -138,13 +148,13 @@ export class DbInstallationStore implements InstallationStore {
         where[field] = sealed;
       }
       if (Object.keys(data).length === 0) continue;
-      resealed += (await this.db.slackInstallation.updateMany({ where: { id: row.id, ...where }, data })).count;
+      if (await store.replaceSealedTokens(this.sql, row.id, data, where, this.clock.now())) resealed++;
     }
     if (resealed) this.log.info("slack tokens re-sealed with the current ENCRYPTION_KEY", { installations: resealed });
     return resealed;
   }
 
-  private async find(teamId: string | undefined, enterpriseId: string | undefined, isEnterpriseInstall: boolean): Promise<SlackInstallation | null> {
+  private async find(teamId: string | undefined, enterpriseId: string | undefined, isEnterpriseInstall: boolean): Promise<SlackInstallationRow | null> {
     const keys: string[] = [];
     if (isEnterpriseInstall && enterpriseId) keys.push(`E:${enterpriseId}`);
     else {
@@ -152,7 +162,7 @@ export class DbInstallationStore implements InstallationStore {
       if (enterpriseId) keys.push(`E:${enterpriseId}`);
     }
     if (keys.length === 0) return null;
-    const rows = await this.db.slackInstallation.findMany({ where: { installKey: { in: keys } } });
+    const rows = await store.installationsByKeys(this.sql, keys);
     // The workspace's own install first, then its org's.
     return keys.map((k) => rows.find((r) => r.installKey === k)).find((r) => r) ?? null;
   }

@@ -28,9 +28,9 @@ export function registerUninstall(app: App, deps: UninstallDeps): void {
     const now = (deps.clock ?? systemClock).now();
     if (where.isEnterpriseInstall && where.enterpriseId) {
       // Workspaces of the org that have their own install keep working.
-      const own = await deps.db.slackInstallation.findMany({ where: { enterpriseId: where.enterpriseId, isEnterpriseInstall: false }, select: { teamId: true } });
+      const own = await deps.installations.teamsInstalledOnTheirOwn(where.enterpriseId);
       // The work stops first, then the install goes: nothing is left running without a token.
-      const stopped = await stopWorkspace(deps.db, { enterpriseId: where.enterpriseId, exceptTeams: own.map((r) => r.teamId!).filter(Boolean) }, now);
+      const stopped = await stopWorkspace(deps.db, { enterpriseId: where.enterpriseId, exceptTeams: own }, now);
       await deps.installations.deleteEnterprise(where.enterpriseId);
       deps.clients.forget({ enterpriseId: where.enterpriseId });
       deps.log.info("crewline removed from an org", { enterpriseId: where.enterpriseId, why, ...stopped });
