@@ -10,6 +10,7 @@ import { sanitizeText } from "../text/sanitize.js";
 import { clickMayDecide } from "../usecases/access.js";
 
 export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
+export const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
 export const SELF_APPROVAL_REFUSED =
   "You started this run, and this crew needs its reviews approved by someone else, so your approval was not counted and nothing was sent to the crew. You may still reject with feedback.";
 export const NOT_RECORDED =
@@ -46,6 +47,11 @@ export function registerReviewActions(app: App, deps: FeatureDeps): void {
       try {
         // The review must be the one this message shows, in a run the clicker may see.
         const found = isUuidLike(reviewId) ? await postedReview(deps, reviewId) : null;
+        if (found && !found.messageTs) {
+          // Slack shows the message; its ts is not recorded yet (a slow or retaken post): nothing to match it against.
+          deps.log.warn("review click before its message was recorded", { userId: user.id });
+          return void (await tell(STILL_POSTING));
+        }
         if (found && !(await clickMayDecide(accessPorts(client, deps), found, { userId: user.id, channelId: channel, messageTs }))) {
           deps.log.warn("review click from another message refused", { userId: user.id });
           return void (await tell(NOT_THIS_MESSAGE));
