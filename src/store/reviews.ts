@@ -99,11 +99,6 @@ export async function findRound(
   );
 }
 
-/** An execution's reviews still waiting for a decision, oldest first. */
-export function pendingReviewsOf(db: Handle, executionId: string): Promise<ReviewRow[]> {
-  return sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).where("state", "=", "pending").orderBy("createdAt").execute();
-}
-
 /** Stores a round; undefined when another delivery (or replica) stored the same round first. */
 export async function insertReview(db: Handle, row: NewReviewRow, now: Date): Promise<ReviewRow | undefined> {
   return sqlOf(db)
