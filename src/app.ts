@@ -30,7 +30,7 @@ import { createLogger, type Logger } from "./log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { metricsHandler } from "./metrics/route.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
-import { Outbox, outboxRunMessages } from "./outbox/index.js";
+import { Outbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import { registerReviewActions } from "./review/actions.js";
@@ -169,7 +169,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     crews: config.crews.map((c) => c.name),
     slackApiUrl: config.slack.apiUrl,
     // Read from the shared database at scrape time, so any replica tells the truth.
-    shared: () => sharedFiguresReader(sqlRunnerFor(database.prisma))(),
+    shared: () => sharedFiguresReader(database.prisma, () => (opts.clock ?? systemClock).now())(),
     pendingEffects: () => pendingEffectsReader(sqlRunnerFor(database.prisma), () => (opts.clock ?? systemClock).now())(),
   });
   const crews = new CrewRegistry(config.crews, opts.crewClient, (crew, client) => metrics.instrumentCrew(crew.name, client));
@@ -303,7 +303,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   });
   escalations = new ReviewEscalations({
     db: database.prisma,
-    notifier: outboxRunMessages(outbox),
+    outbox,
     audit: lifecycle.audit,
     log,
     clock: opts.clock,

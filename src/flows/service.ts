@@ -12,7 +12,6 @@ import type { Audit } from "../lifecycle/audit.js";
 import { DEADLINE_ACTOR, timeoutFeedback } from "../lifecycle/deadlines.js";
 import { type Clock, systemClock } from "../lifecycle/ports.js";
 import { hashOutput } from "../lifecycle/reviews.js";
-import { isUuid } from "../lifecycle/rows.js";
 import { flowRequestTransition } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
@@ -22,6 +21,7 @@ import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, 
 import type { TeamRef } from "../slack/clients.js";
 import * as store from "../store/flow-requests.js";
 import { type FlowRequestRow, outcomesOf } from "../store/flow-requests.js";
+import { isUuid } from "../store/ids.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";

@@ -1,46 +1,23 @@
-// The approvals of review rounds in the database (ReviewApproval, unique per review and user), and
-// what a review message shows beside its own row (ReviewContext). Decisions are a cold path: the
-// Prisma model API is used for them; the context is read for every review message the outbox
-// renders, so it takes the driver's SQL (db/sql.ts says why). Every write is safe with several replicas: an approval is one
-// INSERT … ON CONFLICT DO NOTHING, and whoever counts enough approvals still has to win the review's
-// conditional claim (Reviews.decide) before the crew hears anything.
+// What a review message shows beside its own row (ReviewContext): the approvals so far, the edit that
+// goes to the crew, and the previous round. Read for every review message the outbox renders; the
+// rows come from the store (store/approvals.ts, store/reviews.ts).
 import type { Db } from "../db/database.js";
-import { sqlRunnerFor } from "../db/sql.js";
-import { type ApprovalPolicy, latestEdit, type StoredApproval } from "./approvals.js";
+import type { SqlRunner } from "../db/sql.js";
+import { approvalsOf } from "../store/approvals.js";
+import { findRound } from "../store/reviews.js";
+import type { Sql } from "../store/sql.js";
+import { type ApprovalPolicy, latestEdit } from "./approvals.js";
 import type { Review, ReviewContext } from "./ports.js";
 
 export class ApprovalRows {
-  constructor(private readonly db: Db) {}
-
-  /**
-   * Records one person's approval; false when they had approved this round already. A later edit by
-   * the same person replaces their earlier edit (and a new note their earlier note).
-   */
-  async add(reviewId: string, userId: string, note: string | null, editedOutput: string | null): Promise<boolean> {
-    const { count } = await this.db.reviewApproval.createMany({ data: [{ reviewId, userId, note, editedOutput }], skipDuplicates: true });
-    if (count === 1) return true;
-    if (note !== null || editedOutput !== null) {
-      await this.db.reviewApproval.updateMany({
-        where: { reviewId, userId },
-        data: { ...(note !== null ? { note } : {}), ...(editedOutput !== null ? { editedOutput, createdAt: new Date() } : {}) },
-      });
-    }
-    return false;
-  }
-
-  list(reviewId: string): Promise<StoredApproval[]> {
-    return sqlRunnerFor(this.db).query<StoredApproval>(
-      `SELECT "userId", note, "editedOutput", "createdAt" FROM "ReviewApproval" WHERE "reviewId" = $1::uuid ORDER BY "createdAt", id`,
-      [reviewId],
-    );
-  }
+  constructor(private readonly db: Db | Sql | SqlRunner) {}
 
   /** What the review's message shows besides the row: approvals so far, the edit, the previous round. */
   async context(review: Review, policy: ApprovalPolicy): Promise<ReviewContext> {
     const context: ReviewContext = {};
     // A rejected or closed round shows its decision only; approvals given before a reject stay in the audit trail.
     if (review.state === "pending" || review.state === "deciding" || review.state === "approved") {
-      const approvals = await this.list(review.id);
+      const approvals = await approvalsOf(this.db, review.id);
       const edit = latestEdit(approvals);
       if (approvals.length && (policy.required > 1 || edit)) {
         context.approvals = {
@@ -53,10 +30,7 @@ export class ApprovalRows {
       if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
     }
     if (review.round > 1) {
-      const [previous] = await sqlRunnerFor(this.db).query<Pick<Review, "round" | "output" | "feedback" | "decidedBy" | "decision">>(
-        `SELECT round, output, feedback, "decidedBy", decision FROM "Review" WHERE "executionId" = $1::uuid AND "taskKey" = $2 AND round = $3`,
-        [review.executionId, review.taskKey, review.round - 1],
-      );
+      const previous = await findRound(this.db, review.executionId, review.taskKey, review.round - 1);
       if (previous) {
         context.previous = {
           round: previous.round,

@@ -1,7 +1,7 @@
 // The rules of approving a review, as pure functions: how many distinct people must approve, whether
 // the run's starter may approve, what the crew is told (human_feedback) once enough people approved,
 // and which part of a long output a Slack text input can hold for editing. The rows behind them are
-// in approval-rows.ts; Reviews.decide applies them.
+// in the store (store/approvals.ts); Reviews.decide applies them.
 
 export interface ApprovalPolicy {
   /** Distinct people who must approve before the crew is resumed (at least 1). */

@@ -3,11 +3,12 @@
 import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
-import type { AuditRecord } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
-import { insertAuditRow, type NewAuditRow } from "./rows.js";
+import { type AuditRow, auditOfExecution, auditOfFlowRequest, insertAudit, type NewAuditRow } from "../store/audit.js";
+import type { Sql } from "../store/sql.js";
+import { type Clock, systemClock } from "./ports.js";
 
-export type { AuditRecord };
+export type AuditRecord = AuditRow;
 /** approval: one person's approval while more are needed (the last one needed is a decision row). */
 export type AuditKind = "kickoff" | "decision" | "approval" | "completion" | "flow_decision" | "flow_approval" | "deadline" | "escalation" | "reassignment";
 
@@ -37,16 +38,17 @@ export class Audit {
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /**
    * Appends a row. Given the transaction of the state change it records, it commits (or fails) with
    * it; on its own, a failure is logged, never thrown into the flow it records.
    */
-  async record(row: NewAuditRecord, tx?: SqlRunner): Promise<AuditRecord | undefined> {
-    if (tx) return insertAuditRow(tx, auditRow(row));
+  async record(row: NewAuditRecord, tx?: Sql | SqlRunner): Promise<AuditRecord | undefined> {
+    if (tx) return insertAudit(tx, auditRow(row), this.clock.now());
     try {
-      return await insertAuditRow(this.db, auditRow(row));
+      return await insertAudit(this.db, auditRow(row), this.clock.now());
     } catch (err) {
       this.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
       return undefined;
@@ -55,12 +57,12 @@ export class Audit {
 
   /** A flow feedback request's history, oldest first. */
   forFlowRequest(flowRequestId: string): Promise<AuditRecord[]> {
-    return this.db.auditRecord.findMany({ where: { flowRequestId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    return auditOfFlowRequest(this.db, flowRequestId);
   }
 
   /** An execution's history, oldest first. */
   forExecution(executionId: string): Promise<AuditRecord[]> {
-    return this.db.auditRecord.findMany({ where: { executionId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+    return auditOfExecution(this.db, executionId);
   }
 }
 

@@ -7,10 +7,13 @@ import { parseWebhook } from "../crew/parse.js";
 import type { CrewEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
-import type { Execution } from "./ports.js";
+import { findExecution } from "../store/executions.js";
+import { isUuid } from "../store/ids.js";
+import { type Sql, sqlOf } from "../store/sql.js";
+import { insertWebhookEvent, markWebhookEventFailed, markWebhookEventProcessed, startWebhookEventAttempt, unprocessedWebhookEvents } from "../store/webhook-events.js";
+import { type Clock, type Execution, systemClock } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Reviews } from "./reviews.js";
-import { EventRows, ExecutionRows, isUuid } from "./rows.js";
 import { namesOwnRun } from "./run-binding.js";
 import type { Runs } from "./runs.js";
 import { isFinished } from "./states.js";
@@ -40,21 +43,20 @@ export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
   private readonly cache = new Map<string, Execution>();
   private readonly work: WorkQueue;
-  private readonly events: EventRows;
-  private readonly executions: ExecutionRows;
+  private readonly sql: Sql;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly runs: Runs,
     private readonly reviews: Reviews,
     private readonly progress: ProgressCoalescer,
     private readonly log: Logger,
     processingConcurrency = DEFAULT_PROCESSING_CONCURRENCY,
+    private readonly clock: Clock = systemClock,
   ) {
     // process() logs its own failures with the event they belong to.
     this.work = new WorkQueue(processingConcurrency, () => {});
-    this.events = new EventRows(db);
-    this.executions = new ExecutionRows(db);
+    this.sql = sqlOf(db);
   }
 
   async accept(executionId: string, kind: string, secret: string, body: unknown, authorization?: string): Promise<CallbackAnswer> {
@@ -110,7 +112,11 @@ export class Callbacks {
       const effect = effectOf(event);
       if (effect.kind === "progress" && !isFinished(execution.state)) this.progress.step(execution, effect.step);
       if (effect.kind !== "callback") continue;
-      const id = await this.events.insert(execution.id, effect.callback, eventDedupeKey(event.id), effect.body);
+      const id = await insertWebhookEvent(
+        this.sql,
+        { executionId: execution.id, kind: effect.callback, dedupeKey: eventDedupeKey(event.id), payload: effect.body },
+        this.clock.now(),
+      );
       if (id) recorded.push(id);
     }
     if (!recorded.length) return { status: 200, message: "nothing new" };
@@ -123,31 +129,27 @@ export class Callbacks {
 
   /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
   async process(eventId: string): Promise<void> {
-    const record = await this.events.startAttempt(eventId);
+    const record = await startWebhookEventAttempt(this.sql, eventId);
     if (!record) throw new Error(`webhook event ${eventId} does not exist`);
     if (record.processedAt) return;
     try {
       // The run as it is now, not as cached at intake (its state decides what the event may do).
-      const execution = await this.executions.find(record.executionId);
+      const execution = await findExecution(this.sql, record.executionId);
       if (!execution) throw new Error(`execution ${record.executionId} of webhook event ${eventId} does not exist`);
       const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, record.payload);
       await this.apply(execution, event);
-      await this.events.markProcessed(eventId);
+      await markWebhookEventProcessed(this.sql, eventId, this.clock.now());
     } catch (err) {
       // Kept for the recovery sweep, which retries it (up to five attempts).
       this.log.error("callback processing failed", { eventId, kind: record.kind, err });
-      await this.events.markFailed(eventId, String((err as Error).message ?? err).slice(0, 500));
+      await markWebhookEventFailed(this.sql, eventId, String((err as Error).message ?? err).slice(0, 500));
       throw err;
     }
   }
 
   /** Events recorded but not processed (crash between answer and work): process them now. */
   async processBacklog(olderThanMs = 0): Promise<number> {
-    const pending = await this.db.webhookEvent.findMany({
-      where: { processedAt: null, attempts: { lt: 5 }, receivedAt: { lte: new Date(Date.now() - olderThanMs) } },
-      orderBy: { receivedAt: "asc" },
-      take: 100,
-    });
+    const pending = await unprocessedWebhookEvents(this.sql, { receivedBy: new Date(this.clock.now().getTime() - olderThanMs), maxAttempts: 5, limit: 100 });
     for (const event of pending) await this.process(event.id).catch(() => {});
     return pending.length;
   }
@@ -175,13 +177,13 @@ export class Callbacks {
 
   private async record(executionId: string, kind: string, body: unknown): Promise<string | undefined> {
     const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(JSON.stringify(body)).digest("hex");
-    return this.events.insert(executionId, kind, dedupeKey, body);
+    return insertWebhookEvent(this.sql, { executionId, kind, dedupeKey, payload: body }, this.clock.now());
   }
 
   private async lookup(id: string): Promise<Execution | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
-    const execution = await this.executions.find(id);
+    const execution = await findExecution(this.sql, id);
     if (!execution) return undefined;
     // Bounded: oldest entries go first (Map keeps insertion order).
     if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);

@@ -4,14 +4,18 @@
 // action is claimed with a conditional write on the row (deadlineHandledAt), so with several replicas
 // and across restarts it is taken once: reject and approve go to the crew through Reviews.decide (the
 // same claim → resume → settle path as a click, without the reviewer gate); remind posts a reminder
-// in the thread, which counts as one of the review's reminders.
+// in the thread, which counts as one of the review's reminders: its claim, its audit record and its
+// Slack effects are one transaction.
 import type { TimeoutAction } from "../config.js";
 import type { Db } from "../db/database.js";
-import { type SqlRunner, sqlRunnerFor } from "../db/sql.js";
+import type { SqlRunner } from "../db/sql.js";
 import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
+import { claimDeadline, deadlineDone, reviewsPastDeadline, stampDeadline } from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { describeDuration } from "../text/duration.js";
 import type { Audit } from "./audit.js";
-import { type Clock, type Execution, type Review, type RunMessages, systemClock } from "./ports.js";
+import { type Clock, type DeadlineNotice, type Execution, type Review, systemClock } from "./ports.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
 import { LIVE_STATES } from "./states.js";
 
@@ -30,10 +34,15 @@ export interface DeadlinePolicy {
   reviewersOf(crewName: string, reviewId?: string): string | undefined | Promise<string | undefined>;
 }
 
+/** The outbox effect of a deadline notice: one of each kind per deadline, however often a retaken deadline asks again. */
+export function deadlineNoticeEffect(review: Review, notice: DeadlineNotice) {
+  return { kind: "review.deadline", subjectId: review.id, part: `${notice.kind}:${review.decideBy?.getTime() ?? 0}`, payload: notice } as const;
+}
+
 export interface DeadlineDeps {
   db: Db;
-  /** The Slack effects it asks for (enqueued in the outbox). */
-  notifier: RunMessages;
+  /** Where the Slack effects it asks for are enqueued. */
+  outbox: Outbox;
   audit: Audit;
   log: Logger;
   clock?: Clock;
@@ -59,16 +68,12 @@ export class ReviewDeadlines {
    * The review became pending: stamps its deadline (once; a later promotion keeps the first) and
    * returns the row to show. No write when the crew has no deadline.
    */
-  readonly stamp = async (execution: Execution, review: Review, tx: SqlRunner = sqlRunnerFor(this.deps.db)): Promise<Review> => {
+  readonly stamp = async (execution: Execution, review: Review, tx: Sql | SqlRunner | Db = this.deps.db): Promise<Review> => {
     const deadline = this.deps.policy?.deadlineOf(execution.crewName);
     if (!deadline || review.decideBy) return review;
-    const decideBy = new Date(this.clock.now().getTime() + deadline.withinMs);
-    const rows = await tx.query<Review>(`UPDATE "Review" SET "decideBy" = $1, "onTimeout" = $2 WHERE id = $3::uuid AND "decideBy" IS NULL RETURNING *`, [
-      decideBy,
-      deadline.onTimeout,
-      review.id,
-    ]);
-    return rows[0] ?? (await tx.query<Review>(`SELECT * FROM "Review" WHERE id = $1::uuid`, [review.id]))[0] ?? review;
+    const now = this.clock.now();
+    const decideBy = new Date(now.getTime() + deadline.withinMs);
+    return (await stampDeadline(tx, review.id, { decideBy, onTimeout: deadline.onTimeout }, now)) ?? review;
   };
 
   /** Takes every deadline that has passed; returns how many actions were taken. Overlapping calls share one pass. */
@@ -89,37 +94,20 @@ export class ReviewDeadlines {
   }
 
   private async takeDue(): Promise<number> {
-    const { db } = this.deps;
+    const sql = sqlOf(this.deps.db);
     const now = this.clock.now();
     // Not claimed yet, or claimed by a process that died before the action finished.
-    const unclaimed = [{ deadlineHandledAt: null }, { deadlineHandledAt: { lt: new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000)) } }];
-    const due = await db.review.findMany({
-      where: {
-        state: "pending",
-        messageTs: { not: null },
-        decideBy: { lte: now },
-        deadlineDoneAt: null,
-        OR: unclaimed,
-        execution: { state: { in: [...LIVE_STATES] }, threadTs: { not: null }, kickoffId: { not: null } },
-      },
-      include: { execution: true },
-      orderBy: { decideBy: "asc" },
-      take: 50,
+    const due = await reviewsPastDeadline(sql, {
+      now,
+      staleBefore: new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000)),
+      liveStates: LIVE_STATES,
+      limit: 50,
     });
     let taken = 0;
     for (const { execution, ...review } of due) {
       const action = (review.onTimeout ?? "remind") as TimeoutAction;
-      // The claim: only the replica (or process) that sets deadlineHandledAt takes the action. A remind
-      // counts as one of the review's reminders.
-      const { count } = await db.review.updateMany({
-        where: { id: review.id, state: "pending", deadlineDoneAt: null, deadlineHandledAt: review.deadlineHandledAt },
-        data: { deadlineHandledAt: now, ...(action === "remind" ? { remindersSent: { increment: 1 } } : {}) },
-      });
-      if (count !== 1) continue;
       try {
-        await this.take(execution, review, action, now);
-        await db.review.updateMany({ where: { id: review.id }, data: { deadlineDoneAt: this.clock.now() } });
-        taken++;
+        if (await (action === "remind" ? this.remind(sql, execution, review, now) : this.decide(sql, execution, review, action, now))) taken++;
       } catch (err) {
         this.deps.log.warn("could not take a review's deadline action", { reviewId: review.id, action, err });
       }
@@ -127,33 +115,62 @@ export class ReviewDeadlines {
     return taken;
   }
 
-  private async take(execution: Execution, review: Review, action: TimeoutAction, now: Date): Promise<void> {
-    // The crew's setting as words ("30 minutes"); a crew no longer configured: the time the review had.
-    const within = this.deps.policy?.deadlineOf(execution.crewName)?.withinMs ?? Math.max(0, (review.decideBy ?? now).getTime() - review.createdAt.getTime());
-    if (action === "remind") {
-      const who = (await this.deps.policy?.reviewersOf(execution.crewName, review.id)) ?? `<@${execution.userId}>`;
-      await this.deps.notifier.postDeadlineNotice(execution, review, { kind: "reminder", who, withinMs: within });
-      const current = await this.deps.db.review.findUniqueOrThrow({ where: { id: review.id } });
-      await this.deps.audit.record({
-        executionId: execution.id,
-        kind: "deadline",
-        taskKey: review.taskKey,
-        round: review.round,
-        actor: DEADLINE_ACTOR,
-        outputHash: review.outputHash,
-        msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
-        detail: { action: "remind", reviewId: review.id, decideBy: review.decideBy?.toISOString(), remindersSent: current.remindersSent },
-      });
+  /** The crew's setting as words ("30 minutes"); a crew no longer configured: the time the review had. */
+  private within(execution: Execution, review: Review, now: Date): number {
+    return this.deps.policy?.deadlineOf(execution.crewName)?.withinMs ?? Math.max(0, (review.decideBy ?? now).getTime() - review.createdAt.getTime());
+  }
+
+  /**
+   * Remind, in one transaction: the claim (which counts as one of the review's reminders and finishes
+   * the action), its audit record, the reminder in the thread and the message that stops announcing
+   * the deadline. Then escalation may follow (afterReminder). Whether this process took it.
+   */
+  private async remind(sql: Sql, execution: Execution, review: Review, now: Date): Promise<boolean> {
+    // Read before the transaction: who to mention may take other reads.
+    const who = (await this.deps.policy?.reviewersOf(execution.crewName, review.id)) ?? `<@${execution.userId}>`;
+    const { outbox } = this.deps;
+    const current = await inTransaction(sql, async (tx) => {
+      const claimed = await claimDeadline(tx, review.id, { handledAt: review.deadlineHandledAt, now, remind: true, done: true });
+      if (!claimed) return null;
+      await this.deps.audit.record(
+        {
+          executionId: execution.id,
+          kind: "deadline",
+          taskKey: review.taskKey,
+          round: review.round,
+          actor: DEADLINE_ACTOR,
+          outputHash: review.outputHash,
+          msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
+          detail: { action: "remind", reviewId: review.id, decideBy: review.decideBy?.toISOString(), remindersSent: claimed.remindersSent },
+        },
+        tx,
+      );
+      await outbox.add(runnerOf(tx), deadlineNoticeEffect(review, { kind: "reminder", who, withinMs: this.within(execution, review, now) }));
       // The message stops announcing a deadline that has passed.
-      await this.deps.notifier.updateReview(execution, current).catch((err) => this.deps.log.warn("could not update review message", { reviewId: review.id, err }));
-      await this.deps.afterReminder?.(execution, current, current.remindersSent);
-      return;
-    }
-    const feedback = timeoutFeedback(action, within);
+      await outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
+      return claimed;
+    });
+    if (!current) return false;
+    outbox.nudge();
+    await this.deps.afterReminder?.(execution, current, current.remindersSent);
+    return true;
+  }
+
+  /**
+   * Reject or approve: claimed, then decided through Reviews.decide (which records the decision with
+   * its audit row); the action is marked finished, in one transaction with the notice that the
+   * decision did not reach the crew when it did not. Whether this process took it.
+   */
+  private async decide(sql: Sql, execution: Execution, review: Review, action: "reject" | "approve", now: Date): Promise<boolean> {
+    if (!(await claimDeadline(sql, review.id, { handledAt: review.deadlineHandledAt, now, remind: false, done: false }))) return false;
+    const feedback = timeoutFeedback(action, this.within(execution, review, now));
     const outcome = await this.deps.decide({ reviewId: review.id, userId: DEADLINE_ACTOR, approve: action === "approve", feedback, byDeadline: true });
-    if (outcome.kind === "resume_failed") {
+    await inTransaction(sql, async (tx) => {
       // Not retried by the deadline: a person decides it now (the thread says so).
-      await this.deps.notifier.postDeadlineNotice(execution, review, { kind: "not_delivered", action, message: outcome.message });
-    }
+      if (outcome.kind === "resume_failed") await this.deps.outbox.add(runnerOf(tx), deadlineNoticeEffect(review, { kind: "not_delivered", action, message: outcome.message }));
+      await deadlineDone(tx, review.id, this.clock.now());
+    });
+    if (outcome.kind === "resume_failed") this.deps.outbox.nudge();
+    return true;
   }
 }

@@ -2,7 +2,7 @@
 // enqueued in the outbox (performed by its worker), the crew is reached through CrewDirectory.
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
-import { type Outbox, outboxRunMessages } from "../outbox/index.js";
+import type { Outbox } from "../outbox/index.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
 import { type DeadlineDeps, type DeadlinePolicy, ReviewDeadlines } from "./deadlines.js";
@@ -44,12 +44,12 @@ export class Lifecycle {
 
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
-    this.audit = new Audit(deps.db, deps.log);
+    this.audit = new Audit(deps.db, deps.log, clock);
     this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
     this.deadlines = new ReviewDeadlines({
       db: deps.db,
-      notifier: outboxRunMessages(deps.outbox),
+      outbox: deps.outbox,
       audit: this.audit,
       log: deps.log,
       clock,
@@ -71,7 +71,7 @@ export class Lifecycle {
       deps.approvalPolicy,
       this.deadlines.stamp,
     );
-    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency);
+    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency, clock);
   }
 }
 

@@ -2,9 +2,13 @@
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 
 import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../crew/types.js";
-import type { Execution, Review } from "../generated/prisma/client.js";
+import type { ExecutionRow } from "../store/executions.js";
+import type { ReviewRow } from "../store/reviews.js";
 
-export type { Execution, Review };
+/** One crew run, as the store reads it. */
+export type Execution = ExecutionRow;
+/** One review round, as the store reads it. */
+export type Review = ReviewRow;
 
 export interface ProgressSnapshot {
   steps: number;
@@ -15,7 +19,7 @@ export interface ProgressSnapshot {
 }
 
 /**
- * What a review message shows beside its own row (src/lifecycle/approval-rows.ts reads it): the
+ * What a review message shows beside its own row (src/lifecycle/approval-rows.ts assembles it): the
  * approvals so far, the edit that went to the crew, and for round 2 and later the previous round.
  */
 export interface ReviewContext {

@@ -1,5 +1,5 @@
 // The decision path without Slack or HTTP: a real database, the crew and Slack as in-memory ports.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { CrewError } from "../crew/errors.js";
 import type { CrewApi, ExecutionStatus, ResumeRequest } from "../crew/types.js";
@@ -48,11 +48,18 @@ const notifier: RunNotifier = {
 };
 
 /** The lifecycle with its outbox; `effects()` performs every Slack effect due (through the in-memory notifier). */
-function lifecycleWith(crews: CrewDirectory): { lifecycle: Lifecycle; effects: () => Promise<void> } {
+function lifecycleWith(crews: CrewDirectory, required = 1): { lifecycle: Lifecycle; effects: () => Promise<void> } {
   const sql = sqlRunnerFor(db.database.prisma);
   const outbox = new Outbox(sql, systemClock);
   const worker = new OutboxWorker(sql, slackEffectPerformer({ sql, notifier }), silentLogger, systemClock, { replicaId: "test" });
-  const lifecycle = new Lifecycle({ db: db.database.prisma, crews, outbox, webhookUrls: () => undefined, log: silentLogger });
+  const lifecycle = new Lifecycle({
+    db: db.database.prisma,
+    crews,
+    outbox,
+    webhookUrls: () => undefined,
+    log: silentLogger,
+    approvalPolicy: () => ({ required, selfApproval: true }),
+  });
   return {
     lifecycle,
     effects: async () => {
@@ -154,5 +161,39 @@ describe("confirming a pause from the status after a task webhook", () => {
     await lifecycle.reviews.confirmWaiting(execution, review, [0, 0, 0]);
     expect(statusCalls).toBe(0);
     expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("posted");
+  });
+});
+
+describe("an approval while more are needed", () => {
+  let lifecycle: Lifecycle;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    ({ lifecycle } = lifecycleWith({ get: () => crew }, 3));
+  });
+  afterEach(async () => db.drop());
+
+  it("is stored with its audit record and the message update in one transaction, or not at all", async () => {
+    const { review } = await pendingReview(lifecycle);
+    const prisma = db.database.prisma;
+    const shows = () => prisma.slackEffect.count({ where: { kind: "review.show", subjectId: review.id } });
+    expect(await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "fine" })).toMatchObject({
+      kind: "approval_recorded",
+      approvals: 1,
+      required: 3,
+    });
+    expect(await prisma.reviewApproval.count({ where: { reviewId: review.id } })).toBe(1);
+    expect(await prisma.auditRecord.findMany({ where: { kind: "approval" } })).toEqual([expect.objectContaining({ actor: "U2", feedback: "fine" })]);
+    expect(await shows()).toBe(1);
+
+    // The audit write fails: the approval is not stored either, and nothing is shown.
+    const record = vi.spyOn(lifecycle.audit, "record").mockRejectedValueOnce(new Error("audit write failed"));
+    await expect(lifecycle.reviews.decide({ reviewId: review.id, userId: "U3", approve: true, feedback: "" })).rejects.toThrow(/audit write failed/);
+    record.mockRestore();
+    expect((await prisma.reviewApproval.findMany({ where: { reviewId: review.id } })).map((a) => a.userId)).toEqual(["U2"]);
+    expect(await prisma.auditRecord.count({ where: { kind: "approval" } })).toBe(1);
+    expect(await shows()).toBe(1);
+    expect(resumes).toHaveLength(0);
   });
 });

@@ -3,14 +3,27 @@ import crypto from "node:crypto";
 import { isCrewError } from "../crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
-import { ApprovalRows } from "./approval-rows.js";
+import { addApproval, approvalsOf } from "../store/approvals.js";
+import { isUuid } from "../store/ids.js";
+import {
+  findReview,
+  findReviewWithExecution,
+  insertReview,
+  latestReviewForTask,
+  latestReviewOf,
+  latestReviewWithOutput,
+  lockReview,
+  moveReview,
+  type ReviewDecisionPatch,
+  type ReviewWithExecution,
+  setResumeTaskId,
+} from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "./approvals.js";
 import type { Audit } from "./audit.js";
 import type { Clock, CrewDirectory, Execution, Review, WebhookUrls } from "./ports.js";
-import { isUuid, type ReviewDecisionPatch, ReviewRows } from "./rows.js";
 import type { Runs } from "./runs.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "./states.js";
 
@@ -52,7 +65,7 @@ export type ApprovalPolicyOf = (crewName: string) => ApprovalPolicy;
 export type ReviewerGate = (execution: Execution, userId: string, review?: Review) => Promise<{ allowed: true } | { allowed: false; who: string }>;
 
 /** Called, in the transaction that makes a round a review (pending), before its message shows it: returns the row to show (e.g. with its deadline). */
-export type OnPending = (execution: Execution, review: Review, tx: SqlRunner) => Promise<Review>;
+export type OnPending = (execution: Execution, review: Review, tx: Sql) => Promise<Review>;
 
 export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
 
@@ -113,11 +126,10 @@ export function hashOutput(output: string): string {
 export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
-  private readonly rows: ReviewRows;
-  private readonly approvals: ApprovalRows;
+  private readonly sql: Sql;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly runs: Runs,
     private readonly crews: CrewDirectory,
     private readonly outbox: Outbox,
@@ -129,8 +141,7 @@ export class Reviews {
     private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
     private readonly onPending?: OnPending,
   ) {
-    this.rows = new ReviewRows(db);
-    this.approvals = new ApprovalRows(db);
+    this.sql = sqlOf(db);
   }
 
   /**
@@ -151,16 +162,17 @@ export class Reviews {
     const opened = await this.awaitOnce(execution, task, origin);
     if (opened) return opened;
     // Lost a race with the task webhook storing the same output (as a task message): promote that one.
-    const stored = await this.rows.latestWithOutput(execution.id, hashOutput(task.output));
+    const stored = await latestReviewWithOutput(this.sql, execution.id, hashOutput(task.output));
     return stored?.state === "posted" ? this.promote(execution, stored, task.resumeTaskId) : undefined;
   }
 
   private async awaitOnce(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
-    const seen = await this.rows.latestWithOutput(execution.id, hashOutput(task.output));
+    const seen = await latestReviewWithOutput(this.sql, execution.id, hashOutput(task.output));
     if (seen?.state === "posted") return this.promote(execution, seen, task.resumeTaskId);
     if (seen && (seen.state === "pending" || seen.state === "deciding")) {
       // Task ids can change after a replay: the latest request for review names the one /resume wants.
-      if (origin.source === "input" && task.resumeTaskId && task.resumeTaskId !== (seen.resumeTaskId ?? seen.taskKey)) await this.rows.setResumeTaskId(seen.id, task.resumeTaskId);
+      if (origin.source === "input" && task.resumeTaskId && task.resumeTaskId !== (seen.resumeTaskId ?? seen.taskKey))
+        await setResumeTaskId(this.sql, seen.id, task.resumeTaskId, this.clock.now());
       return undefined;
     }
     return this.store(execution, task, origin, "pending");
@@ -178,7 +190,7 @@ export class Reviews {
     const crew = this.crews.get(execution.crewName);
     for (const delay of delaysMs) {
       await new Promise((resolve) => setTimeout(resolve, delay).unref());
-      const current = await this.rows.find(review.id);
+      const current = await findReview(this.sql, review.id);
       if (current?.state !== "posted") return;
       const run = await this.runs.get(execution.id);
       if (!crew || !run?.kickoffId || isFinished(run.state)) return;
@@ -187,7 +199,7 @@ export class Reviews {
       if (status.phase !== "paused") return;
       const last = status.lastTask;
       // The pause is on this output when the status shows it, or shows no task and this is the run's latest.
-      const onThis = last?.output ? hashOutput(last.output) === review.outputHash : (await this.rows.latestOf(execution.id))?.id === review.id;
+      const onThis = last?.output ? hashOutput(last.output) === review.outputHash : (await latestReviewOf(this.sql, execution.id))?.id === review.id;
       if (onThis) await this.promote(run, current, last?.taskId);
       return;
     }
@@ -195,13 +207,13 @@ export class Reviews {
 
   /** posted → pending, once; the task message gets its decision controls in place (an update in the outbox). */
   private async promote(execution: Execution, review: Review, resumeTaskId?: string): Promise<Review | undefined> {
-    const promoted = await this.outbox.sql.transaction(async (tx) => {
-      const moved = await new ReviewRows(tx).transition(review.id, reviewTransition("wait_confirmed"), resumeTaskId ? { resumeTaskId } : {});
+    const promoted = await inTransaction(this.sql, async (tx) => {
+      const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
       const shown = this.onPending ? await this.onPending(execution, moved, tx) : moved;
       await this.runs.transition(execution.id, "review_opened", {}, tx);
       // Not posted yet: the post under way shows the new state when it records its ts.
-      await this.outbox.add(tx, { kind: "review.show", subjectId: moved.id });
+      await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: moved.id });
       return shown;
     });
     if (promoted) this.outbox.nudge();
@@ -217,39 +229,44 @@ export class Reviews {
     const outputHash = hashOutput(task.output);
     // The same output may already have a review under another task key (a status poll and a webhook
     // can name the task differently): see sameOutputVerdict.
-    const seen = await this.rows.latestWithOutput(execution.id, outputHash);
+    const seen = await latestReviewWithOutput(this.sql, execution.id, outputHash);
     const verdict = sameOutputVerdict(seen ?? undefined, task, origin);
     if (verdict.kind === "duplicate") return undefined;
     const taskKey = verdict.taskKey;
-    const latest = await this.rows.latestForTask(execution.id, taskKey);
+    const latest = await latestReviewForTask(this.sql, execution.id, taskKey);
     // A poll repeating a rejected output only counts if that rejection is still the task's last round.
     if (origin.source === "poll" && seen?.state === "rejected" && latest && latest.id !== seen.id) return undefined;
     const round = nextRound(latest ?? undefined, outputHash);
     if (round === undefined) return undefined;
-    const review = await this.outbox.sql.transaction(async (tx) => {
-      const stored = await new ReviewRows(tx).insert({
-        executionId: execution.id,
-        taskKey,
-        taskName: task.name ?? task.taskKey,
-        agent: task.agent ?? null,
-        round,
-        state,
-        resumeTaskId: task.resumeTaskId ?? null,
-        output: task.output,
-        outputHash,
-      });
+    const review = await inTransaction(this.sql, async (tx) => {
+      const stored = await insertReview(
+        tx,
+        {
+          executionId: execution.id,
+          taskKey,
+          taskName: task.name ?? task.taskKey,
+          agent: task.agent ?? null,
+          round,
+          state,
+          resumeTaskId: task.resumeTaskId ?? null,
+          output: task.output,
+          outputHash,
+        },
+        this.clock.now(),
+      );
       // Another delivery (or replica) stored this round first.
       if (!stored) return undefined;
       if (state === "pending") await this.runs.transition(execution.id, "review_opened", {}, tx);
-      await this.outbox.add(tx, { kind: "review.post", subjectId: stored.id });
+      await this.outbox.add(runnerOf(tx), { kind: "review.post", subjectId: stored.id });
       return state === "pending" && this.onPending ? this.onPending(execution, stored, tx) : stored;
     });
     if (review) this.outbox.nudge();
     return review;
   }
 
-  get(reviewId: string) {
-    return this.db.review.findUnique({ where: { id: reviewId }, include: { execution: true } });
+  /** The review and its run, or null. */
+  get(reviewId: string): Promise<ReviewWithExecution | null> {
+    return findReviewWithExecution(this.sql, reviewId);
   }
 
   /** The first decision wins atomically; the crew hears it exactly once. */
@@ -271,7 +288,7 @@ export class Reviews {
       humanFeedback = approvalFeedback(approvals);
     }
 
-    const claimed = await this.rows.move(review.id, reviewTransition("claimed"), {
+    const claimed = await moveReview(this.sql, review.id, reviewTransition("claimed"), this.clock.now(), {
       decidedBy: decision.userId,
       decision: decision.approve ? "approve" : "reject",
       feedback: feedback || null,
@@ -279,7 +296,7 @@ export class Reviews {
       decidedByDeadline: !!decision.byDeadline,
     });
     if (!claimed) {
-      const current = (await this.rows.find(review.id)) ?? review;
+      const current = (await findReview(this.sql, review.id)) ?? review;
       // Two approvals completed the count at once: the other one sends it, and this one is part of it.
       const several = this.policyOf(execution.crewName).required > 1;
       if (several && decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId))
@@ -312,8 +329,11 @@ export class Reviews {
   }
 
   /**
-   * An approval: stored once per person (concurrency-safe, see approval-rows.ts). "enough" when the
-   * crew's required number of distinct people have now approved; otherwise the outcome to report.
+   * An approval, in one transaction: stored once per person, counted, and (while more are needed)
+   * audited and shown on the message. The review's row is locked while its approvals are counted, so
+   * approvals given at the same moment are counted one after the other: the one that completes the
+   * count sees all of them. "enough" when the crew's required number of distinct people have now
+   * approved; otherwise the outcome to report.
    */
   private async approve(
     execution: Execution,
@@ -323,33 +343,47 @@ export class Reviews {
     const policy = this.policyOf(execution.crewName);
     if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "wait", outcome: { kind: "self_approval_refused" } };
     const note = decision.feedback.trim() || null;
-    const added = await this.approvals.add(review.id, decision.userId, note, decision.editedOutput ?? null);
-    const approvals = await this.approvals.list(review.id);
-    const tally = approvalTally(approvals, policy.required);
-    if (tally.done) return { kind: "enough", approvals };
-    if (added || decision.editedOutput !== undefined) {
-      await this.audit?.record({
-        executionId: review.executionId,
-        kind: "approval",
-        taskKey: review.taskKey,
-        round: review.round,
-        actor: decision.userId,
-        decision: "approve",
-        feedback: note,
-        outputHash: review.outputHash,
-        msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
-        detail: {
-          reviewId: review.id,
-          approvals: tally.approvers.length,
-          required: tally.required,
-          ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
-        },
-      });
-      // The message shows who approved so far ("1 of 2 approvals"); the outbox retries a lost update.
-      await this.outbox.request({ kind: "review.show", subjectId: review.id });
-    }
-    const kind = added || decision.editedOutput !== undefined ? "approval_recorded" : "already_approved";
-    return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required } };
+    const step = await inTransaction(
+      this.sql,
+      async (tx): Promise<{ kind: "wait"; outcome: DecisionOutcome; shown?: boolean } | { kind: "enough"; approvals: StoredApproval[] }> => {
+        const current = await lockReview(tx, review.id);
+        if (current?.state !== "pending") return { kind: "wait", outcome: { kind: "already_decided", review: current ?? review } };
+        const now = this.clock.now();
+        const added = await addApproval(tx, { reviewId: review.id, userId: decision.userId, note, editedOutput: decision.editedOutput ?? null }, now);
+        const approvals = await approvalsOf(tx, review.id);
+        const tally = approvalTally(approvals, policy.required);
+        if (tally.done) return { kind: "enough", approvals };
+        const recorded = added || decision.editedOutput !== undefined;
+        if (recorded) {
+          await this.audit?.record(
+            {
+              executionId: review.executionId,
+              kind: "approval",
+              taskKey: review.taskKey,
+              round: review.round,
+              actor: decision.userId,
+              decision: "approve",
+              feedback: note,
+              outputHash: review.outputHash,
+              msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
+              detail: {
+                reviewId: review.id,
+                approvals: tally.approvers.length,
+                required: tally.required,
+                ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
+              },
+            },
+            tx,
+          );
+          // The message shows who approved so far ("1 of 2 approvals").
+          await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
+        }
+        const kind = recorded ? "approval_recorded" : "already_approved";
+        return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required }, shown: recorded };
+      },
+    );
+    if (step.kind === "wait" && step.shown) this.outbox.nudge();
+    return step;
   }
 
   /**
@@ -366,8 +400,8 @@ export class Reviews {
     sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string },
   ): Promise<Review> {
     const edit = latestEdit(sent.approvals);
-    const settled = await this.outbox.sql.transaction(async (tx) => {
-      const moved = (await new ReviewRows(tx).move(review.id, reviewTransition(event), patch)) ?? (await new ReviewRows(tx).find(review.id)) ?? review;
+    const settled = await inTransaction(this.sql, async (tx) => {
+      const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), patch)) ?? (await findReview(tx, review.id)) ?? review;
       // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
       if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
       await this.audit?.record(
@@ -397,8 +431,8 @@ export class Reviews {
         tx,
       );
       // Reopened (resume failed): it looks as it did, pending; nothing to show.
-      if (outcome !== "resume_failed") await this.outbox.add(tx, { kind: "review.show", subjectId: review.id });
-      if (edit && outcome === "decided") await this.outbox.add(tx, { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
+      if (outcome !== "resume_failed") await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
+      if (edit && outcome === "decided") await this.outbox.add(runnerOf(tx), { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
       return moved;
     });
     this.outbox.nudge();

@@ -3,10 +3,21 @@ import crypto from "node:crypto";
 import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
 import type { Outbox } from "../outbox/index.js";
+import {
+  type ExecutionPatch,
+  findExecution,
+  findExecutionByKickoffId,
+  findExecutionByRequestId,
+  insertExecution,
+  recentExecutionsInChannel,
+  updateExecution,
+  updateExecutionReturning,
+} from "../store/executions.js";
+import { moveReviewsOf } from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { type Audit, sha256 } from "./audit.js";
 import type { Clock, Execution } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
-import { type ExecutionPatch, ExecutionRows } from "./rows.js";
 import { type ExecutionEvent, executionTransition, reviewTransition } from "./states.js";
 
 export interface NewExecution {
@@ -29,39 +40,43 @@ export interface FinishOutcome {
 }
 
 export class Runs {
-  private readonly rows: ExecutionRows;
+  private readonly sql: Sql;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly outbox: Outbox,
     private readonly clock: Clock,
     private readonly progress: ProgressCoalescer,
     private readonly audit?: Audit,
   ) {
-    this.rows = new ExecutionRows(db);
+    this.sql = sqlOf(db);
   }
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
   create(input: NewExecution): Promise<Execution> {
-    return this.rows.insert({
-      ...input,
-      requestId: input.requestId ?? crypto.randomUUID(),
-      webhookSecret: crypto.randomBytes(32).toString("base64url"),
-      humanInputToken: crypto.randomBytes(32).toString("base64url"),
-      state: "starting",
-    });
+    return insertExecution(
+      this.sql,
+      {
+        ...input,
+        requestId: input.requestId ?? crypto.randomUUID(),
+        webhookSecret: crypto.randomBytes(32).toString("base64url"),
+        humanInputToken: crypto.randomBytes(32).toString("base64url"),
+        state: "starting",
+      },
+      this.clock.now(),
+    );
   }
 
   get(id: string): Promise<Execution | null> {
-    return this.rows.find(id);
+    return findExecution(this.sql, id);
   }
 
   findByRequestId(requestId: string): Promise<Execution | null> {
-    return this.db.execution.findUnique({ where: { requestId } });
+    return findExecutionByRequestId(this.sql, requestId);
   }
 
   findByKickoffId(kickoffId: string): Promise<Execution | null> {
-    return this.db.execution.findUnique({ where: { kickoffId } });
+    return findExecutionByKickoffId(this.sql, kickoffId);
   }
 
   /**
@@ -72,10 +87,11 @@ export class Runs {
   async kickedOff(id: string, kickoffId: string, startedBy?: { userId: string; inputs: Record<string, string> }): Promise<Execution> {
     const data = { kickoffId, startedAt: this.clock.now() };
     const { from, to } = executionTransition("kicked_off");
-    const started = await this.outbox.sql.transaction(async (tx) => {
-      const rows = new ExecutionRows(tx);
+    const started = await inTransaction(this.sql, async (tx) => {
+      const now = this.clock.now();
       // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
-      const run = (await rows.updateReturning(id, { ...data, state: to }, { states: from })) ?? (await rows.updateReturning(id, data))!;
+      const run = (await updateExecutionReturning(tx, id, { ...data, state: to }, { states: from }, now)) ?? (await updateExecutionReturning(tx, id, data, {}, now));
+      if (!run) throw new Error(`execution ${id} does not exist`);
       if (startedBy)
         await this.audit?.record(
           {
@@ -86,7 +102,7 @@ export class Runs {
           },
           tx,
         );
-      await this.outbox.add(tx, { kind: "run.announcement", subjectId: id });
+      await this.outbox.add(runnerOf(tx), { kind: "run.announcement", subjectId: id });
       return run;
     });
     this.outbox.nudge();
@@ -98,13 +114,13 @@ export class Runs {
   }
 
   async setThread(id: string, threadTs: string): Promise<void> {
-    await this.rows.update(id, { threadTs });
+    await updateExecution(this.sql, id, { threadTs }, {}, this.clock.now());
   }
 
   /** Applies a state event if the current state allows it; returns whether it applied. */
-  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}, tx?: SqlRunner): Promise<boolean> {
+  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}, tx?: Sql | SqlRunner): Promise<boolean> {
     const { from, to } = executionTransition(event);
-    return (await (tx ? new ExecutionRows(tx) : this.rows).update(id, { ...data, state: to }, { states: from })) === 1;
+    return (await updateExecution(tx ?? this.sql, id, { ...data, state: to }, { states: from }, this.clock.now())) === 1;
   }
 
   /**
@@ -116,8 +132,8 @@ export class Runs {
     await this.progress.finish(id);
     const { from, to } = executionTransition(outcome.event);
     const now = this.clock.now();
-    const won = await this.outbox.sql.transaction(async (tx) => {
-      const changed = await new ExecutionRows(tx).update(id, { state: to, output: outcome.output ?? null, error: outcome.error ?? null, finishedAt: now }, { states: from });
+    const won = await inTransaction(this.sql, async (tx) => {
+      const changed = await updateExecution(tx, id, { state: to, output: outcome.output ?? null, error: outcome.error ?? null, finishedAt: now }, { states: from }, now);
       if (changed !== 1) return false;
       await this.audit?.record(
         {
@@ -129,15 +145,9 @@ export class Runs {
         tx,
       );
       // Reviews still waiting were not needed after all: their messages lose their controls.
-      const closing = reviewTransition("run_finished");
-      const closed = await tx.query<{ id: string }>(`UPDATE "Review" SET state = $1, "updatedAt" = $2 WHERE "executionId" = $3::uuid AND state = ANY($4::text[]) RETURNING id`, [
-        closing.to,
-        now,
-        id,
-        `{${closing.from.join(",")}}`,
-      ]);
-      for (const review of closed) await this.outbox.add(tx, { kind: "review.show", subjectId: review.id });
-      await this.outbox.add(tx, { kind: "run.completion", subjectId: id });
+      const closed = await moveReviewsOf(tx, id, reviewTransition("run_finished"), now);
+      for (const reviewId of closed) await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: reviewId });
+      await this.outbox.add(runnerOf(tx), { kind: "run.completion", subjectId: id });
       return true;
     });
     if (won) this.outbox.nudge();
@@ -145,6 +155,6 @@ export class Runs {
   }
 
   recentInChannel(channelId: string, take = 10): Promise<Execution[]> {
-    return this.db.execution.findMany({ where: { channelId }, orderBy: { createdAt: "desc" }, take });
+    return recentExecutionsInChannel(this.sql, channelId, take);
   }
 }

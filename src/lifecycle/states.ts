@@ -111,3 +111,8 @@ export function nextFlowRequestState(current: string, event: FlowRequestEvent): 
   const t = FLOW_REQUEST_TRANSITIONS[event];
   return (t.from as readonly string[]).includes(current) ? t.to : undefined;
 }
+
+/** What a review's message shows for a state: "deciding" looks like "pending". */
+export function shownAs(state: string): string {
+  return state === "deciding" ? "pending" : state;
+}

@@ -1,9 +1,6 @@
-import crypto from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import type { Execution } from "./ports.js";
+import { describe, expect, it } from "vitest";
 import { sameOutputVerdict } from "./reviews.js";
-import { actionForStatus, isLost, leaseDueQuery, nextBackoff, waitWithinGrace } from "./watcher.js";
+import { actionForStatus, isLost, nextBackoff, waitWithinGrace } from "./watcher.js";
 
 const opts = { minBackoffMs: 2000, maxBackoffMs: 60_000 };
 
@@ -99,63 +96,5 @@ describe("sameOutputVerdict", () => {
   it("opens a new round after a rejection only for a status asked for after the rejection, under the rejected review's key", () => {
     expect(sameOutputVerdict(review("rejected", before), { taskKey: "research_task" }, poll)).toEqual({ kind: "open", taskKey: "task-research" });
     expect(sameOutputVerdict(review("rejected", after), { taskKey: "task-research" }, poll)).toEqual({ kind: "duplicate" });
-  });
-});
-
-describe("leaseDueQuery", () => {
-  it("is one UPDATE … SELECT … FOR UPDATE SKIP LOCKED with owner, lease and limit as parameters", () => {
-    const q = leaseDueQuery("replica-a", 30_000, 20);
-    expect(q.sql).toMatch(/^\s*UPDATE "Execution"/);
-    expect(q.sql).toMatch(/FOR UPDATE SKIP LOCKED/);
-    expect(q.sql).toMatch(/RETURNING \*/);
-    expect(q.values).toEqual(["replica-a", 30_000, "starting", "running", "waiting", "replica-a", 20]);
-  });
-
-  describe("against the database", () => {
-    let db: TestDatabase;
-    beforeAll(async () => {
-      db = await createTestDatabase();
-    });
-    afterAll(async () => db?.drop());
-
-    const make = (data: Partial<Execution>) =>
-      db.database.prisma.execution.create({
-        data: {
-          crewName: "c",
-          teamId: "T",
-          channelId: "C",
-          userId: "U",
-          inputs: {},
-          requestId: crypto.randomUUID(),
-          webhookSecret: "s",
-          state: "running",
-          kickoffId: crypto.randomUUID(),
-          nextPollAt: new Date(Date.now() - 1000),
-          ...(data as object),
-        },
-      });
-
-    it("takes due, unleased or expired rows once, and skips finished, future, un-kicked-off and live-leased ones", async () => {
-      const prisma = db.database.prisma;
-      const due = await make({});
-      const waiting = await make({ state: "waiting" });
-      const expired = await make({ leaseOwner: "dead", leaseExpiresAt: new Date(Date.now() - 5000) });
-      await make({ state: "completed" });
-      await make({ nextPollAt: new Date(Date.now() + 60_000) });
-      await make({ state: "starting", kickoffId: null });
-      await make({ leaseOwner: "alive", leaseExpiresAt: new Date(Date.now() + 60_000) });
-
-      const a = await prisma.$queryRaw<Execution[]>(leaseDueQuery("a", 30_000, 10));
-      expect(a.map((r) => r.id).sort()).toEqual([due.id, waiting.id, expired.id].sort());
-      expect(a.every((r) => r.leaseOwner === "a")).toBe(true);
-      // Another replica finds nothing: every due row is leased by a live owner.
-      expect(await prisma.$queryRaw<Execution[]>(leaseDueQuery("b", 30_000, 10))).toHaveLength(0);
-      // The owner itself may take its rows again; the limit applies.
-      expect(await prisma.$queryRaw<Execution[]>(leaseDueQuery("a", 30_000, 2))).toHaveLength(2);
-      const stored = await prisma.execution.findUniqueOrThrow({ where: { id: due.id } });
-      const leaseLeft = stored.leaseExpiresAt!.getTime() - Date.now();
-      expect(leaseLeft).toBeGreaterThan(20_000);
-      expect(leaseLeft).toBeLessThan(40_000);
-    });
   });
 });

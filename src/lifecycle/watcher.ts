@@ -8,12 +8,12 @@ import crypto from "node:crypto";
 import { isCrewError } from "../crew/errors.js";
 import type { ExecutionStatus } from "../crew/types.js";
 import type { Db } from "../db/database.js";
-import { Prisma } from "../generated/prisma/client.js";
 import type { Logger } from "../log.js";
+import { findExecution, leaseDueExecutions, updateExecution } from "../store/executions.js";
+import { type Sql, sqlOf } from "../store/sql.js";
 import type { Lifecycle } from "./index.js";
 import type { Clock, CrewDirectory, Execution } from "./ports.js";
 import { systemClock } from "./ports.js";
-import { ExecutionRows } from "./rows.js";
 import { LIVE_STATES } from "./states.js";
 
 export interface WatcherOptions {
@@ -74,29 +74,6 @@ export function isLost(notFoundSince: Date | null, now: Date, graceMs: number): 
   return !!notFoundSince && now.getTime() - notFoundSince.getTime() >= graceMs;
 }
 
-/**
- * Takes up to `limit` due rows for `owner`: unfinished, kicked off, due, and not leased by a live
- * other replica. SKIP LOCKED lets replicas take disjoint rows at the same time without waiting.
- * Timestamps are compared in UTC because Prisma stores DateTime as UTC `timestamp(3)`.
- */
-export function leaseDueQuery(owner: string, leaseMs: number, limit: number): Prisma.Sql {
-  const states = Prisma.join([...WATCHED_STATES]);
-  return Prisma.sql`
-    UPDATE "Execution"
-    SET "leaseOwner" = ${owner}, "leaseExpiresAt" = (now() AT TIME ZONE 'UTC') + (${Math.round(leaseMs)}::integer * interval '1 millisecond')
-    WHERE id IN (
-      SELECT id FROM "Execution"
-      WHERE state IN (${states})
-        AND "kickoffId" IS NOT NULL
-        AND "nextPollAt" <= (now() AT TIME ZONE 'UTC')
-        AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < (now() AT TIME ZONE 'UTC') OR "leaseOwner" = ${owner})
-      ORDER BY "nextPollAt"
-      LIMIT ${Math.max(1, Math.round(limit))}::integer
-      FOR UPDATE SKIP LOCKED
-    )
-    RETURNING *`;
-}
-
 /** What a status answer means for a run, as data (applied by the watcher). */
 export type StatusAction =
   | { kind: "none" }
@@ -136,10 +113,10 @@ export class RunWatcher {
   private ticking?: Promise<void>;
   private lastSweep = 0;
 
-  private readonly rows: ExecutionRows;
+  private readonly sql: Sql;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly lifecycle: Lifecycle,
     private readonly crews: CrewDirectory,
     private readonly log: Logger,
@@ -148,7 +125,7 @@ export class RunWatcher {
   ) {
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<WatcherOptions>;
     this.options = { ...DEFAULT_WATCHER_OPTIONS, replicaId: crypto.randomUUID(), ...defined };
-    this.rows = new ExecutionRows(db);
+    this.sql = sqlOf(db);
   }
 
   get replicaId(): string {
@@ -171,7 +148,8 @@ export class RunWatcher {
 
   /** Look at a run soon (a new kickoff, a decision): due now, backoff reset. */
   async watch(executionId: string): Promise<void> {
-    await this.rows.update(executionId, { nextPollAt: this.clock.now(), pollBackoffMs: 0 });
+    const now = this.clock.now();
+    await updateExecution(this.sql, executionId, { nextPollAt: now, pollBackoffMs: 0 }, {}, now);
     if (this.running && !this.ticking) this.schedule(0);
   }
 
@@ -185,7 +163,14 @@ export class RunWatcher {
 
   /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */
   async tick(): Promise<number> {
-    const rows = await this.db.$queryRaw<Execution[]>(leaseDueQuery(this.replicaId, this.options.leaseMs, this.options.batchSize));
+    // Due and lease times are the clock's, like every time the rows are written with.
+    const rows = await leaseDueExecutions(this.sql, {
+      owner: this.replicaId,
+      states: WATCHED_STATES,
+      leaseMs: this.options.leaseMs,
+      limit: this.options.batchSize,
+      now: this.clock.now(),
+    });
     await Promise.all(rows.map((row) => this.pollOne(row)));
     return rows.length;
   }
@@ -242,13 +227,14 @@ export class RunWatcher {
     } finally {
       const backoff = nextBackoff(row.pollBackoffMs, changed, this.options);
       const wait = waitWithinGrace(backoff, notFoundSince, this.clock.now(), this.options.lostGraceMs);
-      await this.rows
-        .update(
-          row.id,
-          { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(this.clock.now().getTime() + wait), notFoundSince },
-          { leaseOwner: this.replicaId },
-        )
-        .catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
+      const now = this.clock.now();
+      await updateExecution(
+        this.sql,
+        row.id,
+        { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(now.getTime() + wait), notFoundSince },
+        { leaseOwner: this.replicaId },
+        now,
+      ).catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
     }
   }
 
@@ -259,7 +245,7 @@ export class RunWatcher {
       case "none":
         return false;
       case "review": {
-        const execution = await this.rows.find(row.id);
+        const execution = await findExecution(this.sql, row.id);
         if (!execution || !(WATCHED_STATES as readonly string[]).includes(execution.state)) return false;
         const opened = await this.lifecycle.reviews.awaitDecision(execution, action, { source: "poll", observedAt });
         return !!opened;

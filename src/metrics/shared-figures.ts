@@ -1,37 +1,19 @@
 // The figures that describe the shared database, read when /metrics is scraped (never per event), so
-// that any replica reports the same numbers. Each read is a few counts on indexed columns.
+// that any replica reports the same numbers (store/figures.ts reads them).
+import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
+import { databaseFigures, dueEffects } from "../store/figures.js";
+import type { Sql } from "../store/sql.js";
 import type { PendingEffects, SharedFigures } from "./metrics.js";
 
-export function sharedFiguresReader(sql: SqlRunner): () => Promise<SharedFigures> {
-  return async () => {
-    const [row] = await sql.query<Record<keyof SharedFigures, number>>(
-      `SELECT
-        (SELECT count(*) FROM "Review" WHERE state = 'pending')::int AS "reviewsWaiting",
-        (SELECT count(*) FROM "Review" WHERE state = 'deciding')::int AS "decisionsInFlight",
-        (SELECT count(*) FROM "FlowRequest" WHERE state = 'pending')::int AS "flowRequestsWaiting",
-        (SELECT count(*) FROM "Execution" WHERE "leaseOwner" IS NOT NULL AND "leaseExpiresAt" > (now() AT TIME ZONE 'UTC'))::int AS "pollLeasesHeld",
-        (SELECT count(*) FROM "WebhookEvent" WHERE "processedAt" IS NULL AND attempts < 5)::int AS "callbacksQueued",
-        (SELECT count(*) FROM "WebhookEvent" WHERE "processedAt" IS NULL AND attempts >= 5)::int AS "callbacksGivenUp"`,
-      [],
-    );
-    return {
-      reviewsWaiting: Number(row?.reviewsWaiting ?? 0),
-      decisionsInFlight: Number(row?.decisionsInFlight ?? 0),
-      flowRequestsWaiting: Number(row?.flowRequestsWaiting ?? 0),
-      pollLeasesHeld: Number(row?.pollLeasesHeld ?? 0),
-      callbacksQueued: Number(row?.callbacksQueued ?? 0),
-      callbacksGivenUp: Number(row?.callbacksGivenUp ?? 0),
-    };
-  };
+export function sharedFiguresReader(sql: Sql | SqlRunner | Db, now: () => Date = () => new Date()): () => Promise<SharedFigures> {
+  return () => databaseFigures(sql, now());
 }
 
 /** Slack effects due in the outbox (not done, not given up), and the age of the oldest, all replicas. */
-export function pendingEffectsReader(sql: SqlRunner, now: () => Date = () => new Date()): () => Promise<PendingEffects> {
+export function pendingEffectsReader(sql: Sql | SqlRunner | Db, now: () => Date = () => new Date()): () => Promise<PendingEffects> {
   return async () => {
-    const [row] = await sql.query<{ count: number; oldest: Date | null }>(`SELECT count(*)::int AS count, min("createdAt") AS oldest FROM "SlackEffect" WHERE state = 'due'`, []);
-    const count = Number(row?.count ?? 0);
-    const oldest = row?.oldest ? new Date(row.oldest) : undefined;
+    const { count, oldest } = await dueEffects(sql);
     return { count, oldestAgeSeconds: count && oldest ? Math.max(0, (now().getTime() - oldest.getTime()) / 1000) : 0 };
   };
 }

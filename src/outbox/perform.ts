@@ -5,7 +5,7 @@ import { editedRequestNeedsFile, type FlowRequestContext } from "../flows/slack-
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { DeadlineNotice, Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
 import { reviewNote } from "../lifecycle/reviews.js";
-import { shownAs } from "../lifecycle/rows.js";
+import { shownAs } from "../lifecycle/states.js";
 import { outputNeedsFile } from "../slack/blocks/index.js";
 import { editedOutputNeedsFile, reviewFilesNeeded } from "../slack/notifier.js";
 import { type EffectJob, enqueue, GiveUp, type NewEffect } from "./effects.js";

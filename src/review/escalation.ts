@@ -2,17 +2,21 @@
 // (claimed with conditional writes, so replicas and restarts agree), audited, announced in the run's
 // thread through the RunMessages, and shown on the review message. Who they let decide is read back
 // by the reviewer gate (rules.ts reviewGrants).
+import crypto from "node:crypto";
 import type { ReviewerRules as RulesConfig } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { Audit } from "../lifecycle/audit.js";
-import { type Clock, type Execution, type Review, type RunMessages, systemClock } from "../lifecycle/ports.js";
+import { type Clock, type Execution, type Review, systemClock } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
 import { escalationText, reassignmentText } from "../slack/blocks/deadline.js";
+import { claimEscalation, claimReassignment, findReviewWithExecution } from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 
 export interface EscalationDeps {
   db: Db;
-  /** The Slack effects it asks for (enqueued in the outbox). */
-  notifier: RunMessages;
+  /** Where the Slack effects it asks for are enqueued (in the transaction of the claim). */
+  outbox: Outbox;
   audit: Audit;
   log: Logger;
   clock?: Clock;
@@ -26,74 +30,91 @@ export type ReassignOutcome = { kind: "reassigned"; review: Review } | { kind: "
 
 export class ReviewEscalations {
   private readonly clock: Clock;
+  private readonly sql: Sql;
 
   constructor(private readonly deps: EscalationDeps) {
     this.clock = deps.clock ?? systemClock;
+    this.sql = sqlOf(deps.db);
   }
 
-  /** After a reminder: the last one (the count reached REVIEW_REMINDER_MAX) escalates the review, once. */
+  /**
+   * After a reminder: the last one (the count reached REVIEW_REMINDER_MAX) escalates the review, once.
+   * The claim, its audit record and its Slack effects are one transaction.
+   */
   async afterReminder(execution: Execution, review: Review, remindersSent: number): Promise<boolean> {
     if (remindersSent < this.deps.reminderMax) return false;
     const rules = this.deps.escalateToOf(execution.crewName);
     const ids = rules ? [...rules.users, ...rules.usergroups] : [];
     if (ids.length === 0) return false;
     const now = this.clock.now();
-    const { count } = await this.deps.db.review.updateMany({
-      where: { id: review.id, state: "pending", escalatedAt: null },
-      data: { escalatedAt: now, escalatedTo: ids.join(",") },
+    const escalated = await inTransaction(this.sql, async (tx) => {
+      const claimed = await claimEscalation(tx, review.id, { to: ids.join(","), now });
+      if (!claimed) return null;
+      await this.deps.audit.record(
+        {
+          executionId: execution.id,
+          kind: "escalation",
+          taskKey: review.taskKey,
+          round: review.round,
+          actor: "crewline:escalation",
+          outputHash: review.outputHash,
+          msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
+          detail: { reviewId: review.id, escalatedTo: ids, remindersSent },
+        },
+        tx,
+      );
+      await this.announce(tx, execution, claimed, escalationText({ ids, taskName: review.taskName, round: review.round, reminders: remindersSent }));
+      return claimed;
     });
-    if (count !== 1) return false;
-    const escalated = await this.deps.db.review.findUniqueOrThrow({ where: { id: review.id } });
-    await this.deps.audit.record({
-      executionId: execution.id,
-      kind: "escalation",
-      taskKey: review.taskKey,
-      round: review.round,
-      actor: "crewline:escalation",
-      outputHash: review.outputHash,
-      msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
-      detail: { reviewId: review.id, escalatedTo: ids, remindersSent },
-    });
-    await this.announce(execution, escalated, escalationText({ ids, taskName: review.taskName, round: review.round, reminders: remindersSent }));
+    if (!escalated) return false;
+    this.deps.outbox.nudge();
     return true;
   }
 
-  /** Hands a pending review to `to` (the caller checked that `by` may decide it). */
+  /**
+   * Hands a pending review to `to` (the caller checked that `by` may decide it). The claim, its audit
+   * record and its Slack effects are one transaction.
+   */
   async reassign(p: { reviewId: string; by: string; to: string; reason: string }): Promise<ReassignOutcome> {
-    const found = await this.deps.db.review.findUnique({ where: { id: p.reviewId }, include: { execution: true } });
+    const found = await findReviewWithExecution(this.sql, p.reviewId);
     if (!found) return { kind: "unknown_review" };
     const { execution, ...review } = found;
     if (review.state !== "pending") return { kind: "not_pending" };
     if (review.reassignedTo === p.to) return { kind: "same_person" };
     const now = this.clock.now();
     const reason = p.reason.trim().slice(0, 500);
-    const { count } = await this.deps.db.review.updateMany({
-      where: { id: review.id, state: "pending" },
-      data: { reassignedTo: p.to, reassignedBy: p.by, reassignReason: reason || null, reassignedAt: now },
+    const reassigned = await inTransaction(this.sql, async (tx) => {
+      const claimed = await claimReassignment(tx, review.id, { to: p.to, by: p.by, reason: reason || null, now });
+      if (!claimed) return null;
+      await this.deps.audit.record(
+        {
+          executionId: execution.id,
+          kind: "reassignment",
+          taskKey: review.taskKey,
+          round: review.round,
+          actor: p.by,
+          feedback: reason || null,
+          outputHash: review.outputHash,
+          detail: { reviewId: review.id, reassignedTo: p.to, previously: review.reassignedTo ?? null },
+        },
+        tx,
+      );
+      await this.announce(tx, execution, claimed, reassignmentText({ to: p.to, by: p.by, taskName: review.taskName, round: review.round, reason }));
+      return claimed;
     });
-    if (count !== 1) return { kind: "not_pending" };
-    const reassigned = await this.deps.db.review.findUniqueOrThrow({ where: { id: review.id } });
-    await this.deps.audit.record({
-      executionId: execution.id,
-      kind: "reassignment",
-      taskKey: review.taskKey,
-      round: review.round,
-      actor: p.by,
-      feedback: reason || null,
-      outputHash: review.outputHash,
-      detail: { reviewId: review.id, reassignedTo: p.to, previously: review.reassignedTo ?? null },
-    });
-    await this.announce(execution, reassigned, reassignmentText({ to: p.to, by: p.by, taskName: review.taskName, round: review.round, reason }));
+    if (!reassigned) return { kind: "not_pending" };
+    this.deps.outbox.nudge();
     return { kind: "reassigned", review: reassigned };
   }
 
   /** The thread reply, then the review message showing it (both outbox effects, retried until done). */
-  private async announce(execution: Execution, review: Review, text: string): Promise<void> {
-    try {
-      await this.deps.notifier.postThreadMessage(execution, text);
-    } catch (err) {
-      this.deps.log.warn("could not post in the run's thread", { reviewId: review.id, err });
-    }
-    await this.deps.notifier.updateReview(execution, review).catch((err) => this.deps.log.warn("could not update review message", { reviewId: review.id, err }));
+  private async announce(tx: Sql, execution: Execution, review: Review, text: string): Promise<void> {
+    await this.deps.outbox.add(runnerOf(tx), threadMessageEffect(execution, text));
+    await this.deps.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
   }
+}
+
+/** The outbox effect of a reply in a run's thread: each one is its own message (its caller claimed the event that calls for it). */
+export function threadMessageEffect(execution: Execution, text: string) {
+  return { kind: "run.message", subjectId: execution.id, part: crypto.randomUUID(), payload: { text } } as const;
 }

@@ -11,6 +11,9 @@ import { LIVE_STATES } from "../lifecycle/states.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
 import { escapeMrkdwn, formatDuration } from "../slack/blocks/index.js";
+import { approverIds } from "../store/approvals.js";
+import { claimReminder, reviewsDueReminder } from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { describeWaitingReviewers } from "./rules.js";
 
 export interface ReminderSettings {
@@ -75,22 +78,11 @@ export class ReviewReminders {
   }
 
   private async sendDue(): Promise<number> {
-    const { db } = this.deps;
+    const sql = sqlOf(this.deps.db);
     const { afterMs, max } = this.settings;
     if (max <= 0) return 0;
     const now = this.clock.now();
-    const candidates = await db.review.findMany({
-      where: {
-        state: "pending",
-        messageTs: { not: null },
-        remindersSent: { lt: max },
-        OR: [{ nextReminderAt: { lte: now } }, { nextReminderAt: null, remindersSent: 0, createdAt: { lte: new Date(now.getTime() - afterMs) } }],
-        execution: { state: { in: [...LIVE_STATES] }, threadTs: { not: null } },
-      },
-      include: { execution: true },
-      orderBy: { createdAt: "asc" },
-      take: 50,
-    });
+    const candidates = await reviewsDueReminder(sql, { now, afterMs, max, liveStates: LIVE_STATES, limit: 50 });
     let sent = 0;
     for (const { execution, ...review } of candidates) {
       const count = review.remindersSent + 1;
@@ -98,15 +90,9 @@ export class ReviewReminders {
         (await reviewersStillWaited(this.deps.db, this.deps.rulesOf?.(execution.crewName), review.id)) ?? this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
       const { outbox } = this.deps;
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
-      const claimed = await outbox.sql.transaction(async (tx) => {
-        const moved = await tx.execute(`UPDATE "Review" SET "remindersSent" = $1, "nextReminderAt" = $2 WHERE id = $3::uuid AND state = 'pending' AND "remindersSent" = $4`, [
-          count,
-          count < max ? reminderDue(review.createdAt, count, afterMs) : null,
-          review.id,
-          review.remindersSent,
-        ]);
-        if (moved !== 1) return false;
-        await outbox.add(tx, { kind: "review.reminder", subjectId: review.id, part: count, payload: { who, waitedMs: now.getTime() - review.createdAt.getTime() } });
+      const claimed = await inTransaction(sql, async (tx) => {
+        if (!(await claimReminder(tx, review.id, { sent: count, nextReminderAt: count < max ? reminderDue(review.createdAt, count, afterMs) : null, now }))) return false;
+        await outbox.add(runnerOf(tx), { kind: "review.reminder", subjectId: review.id, part: count, payload: { who, waitedMs: now.getTime() - review.createdAt.getTime() } });
         return true;
       });
       if (!claimed) continue;
@@ -120,13 +106,8 @@ export class ReviewReminders {
 }
 
 /** A review's named reviewers who have not approved it yet (groups stay), as mentions; undefined when nobody approved or the rules name no user. */
-export async function reviewersStillWaited(db: Db, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
+export async function reviewersStillWaited(db: Db | Sql, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
   if (!rules?.users.length) return undefined;
-  const approvals = await db.reviewApproval.findMany({ where: { reviewId }, select: { userId: true } });
-  return approvals.length
-    ? describeWaitingReviewers(
-        rules,
-        approvals.map((a) => a.userId),
-      )
-    : undefined;
+  const approvers = await approverIds(db, reviewId);
+  return approvers.length ? describeWaitingReviewers(rules, approvers) : undefined;
 }

@@ -1,0 +1,164 @@
+// Execution rows (one crew run each): creation, reads, conditional state moves and the poll lease.
+// Every write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
+import crypto from "node:crypto";
+import type { Selectable, Updateable } from "kysely";
+import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
+import { isUuid } from "./ids.js";
+import { type DB, type Sql, sqlOf } from "./sql.js";
+
+export type ExecutionRow = Selectable<DB["Execution"]>;
+
+/** Execution columns the lifecycle writes after creation; only these may appear in a patch. */
+const EXECUTION_PATCHABLE = [
+  "kickoffId",
+  "threadTs",
+  "state",
+  "progressTs",
+  "output",
+  "error",
+  "completionTs",
+  "startedAt",
+  "finishedAt",
+  "nextPollAt",
+  "pollBackoffMs",
+  "leaseOwner",
+  "leaseExpiresAt",
+  "notFoundSince",
+] as const satisfies readonly (keyof ExecutionRow)[];
+
+export type ExecutionPatch = Partial<Pick<ExecutionRow, (typeof EXECUTION_PATCHABLE)[number]>>;
+
+const PATCHABLE = new Set<string>(EXECUTION_PATCHABLE);
+
+export interface ExecutionCondition {
+  /** Only when the row is in one of these states. */
+  states?: readonly string[];
+  /** Only while this replica holds the poll lease. */
+  leaseOwner?: string;
+}
+
+export interface NewExecutionRow {
+  crewName: string;
+  teamId: string;
+  enterpriseId?: string | null;
+  channelId: string;
+  userId: string;
+  inputs: Record<string, string>;
+  webhooks: boolean;
+  state: string;
+  requestId: string;
+  webhookSecret: string;
+  humanInputToken: string;
+}
+
+type Handle = Sql | SqlRunner | Db;
+
+export async function insertExecution(db: Handle, row: NewExecutionRow, now: Date): Promise<ExecutionRow> {
+  return sqlOf(db)
+    .insertInto("Execution")
+    .values({
+      id: crypto.randomUUID(),
+      crewName: row.crewName,
+      teamId: row.teamId,
+      enterpriseId: row.enterpriseId ?? null,
+      channelId: row.channelId,
+      userId: row.userId,
+      inputs: JSON.stringify(row.inputs),
+      state: row.state,
+      requestId: row.requestId,
+      webhookSecret: row.webhookSecret,
+      humanInputToken: row.humanInputToken,
+      webhooks: row.webhooks,
+      createdAt: now,
+      updatedAt: now,
+      nextPollAt: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The execution, or null (also for an id that is not a uuid, which no execution has). */
+export async function findExecution(db: Handle, id: string): Promise<ExecutionRow | null> {
+  if (!isUuid(id)) return null;
+  return (await sqlOf(db).selectFrom("Execution").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
+}
+
+export async function findExecutionByRequestId(db: Handle, requestId: string): Promise<ExecutionRow | null> {
+  return (await sqlOf(db).selectFrom("Execution").selectAll().where("requestId", "=", requestId).executeTakeFirst()) ?? null;
+}
+
+export async function findExecutionByKickoffId(db: Handle, kickoffId: string): Promise<ExecutionRow | null> {
+  return (await sqlOf(db).selectFrom("Execution").selectAll().where("kickoffId", "=", kickoffId).executeTakeFirst()) ?? null;
+}
+
+/** Executions by id (missing ids are left out). */
+export async function findExecutions(db: Handle, ids: readonly string[]): Promise<Map<string, ExecutionRow>> {
+  const wanted = [...new Set(ids)].filter(isUuid);
+  if (!wanted.length) return new Map();
+  const rows = await sqlOf(db).selectFrom("Execution").selectAll().where("id", "in", wanted).execute();
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** A channel's most recent runs, newest first. */
+export function recentExecutionsInChannel(db: Handle, channelId: string, take: number): Promise<ExecutionRow[]> {
+  return sqlOf(db).selectFrom("Execution").selectAll().where("channelId", "=", channelId).orderBy("createdAt", "desc").limit(take).execute();
+}
+
+function changes(patch: ExecutionPatch, now: Date): Updateable<DB["Execution"]> {
+  const set: Updateable<DB["Execution"]> = {};
+  for (const [column, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    if (!PATCHABLE.has(column)) throw new Error(`Execution.${column} cannot be patched`);
+    (set as Record<string, unknown>)[column] = value;
+  }
+  set.updatedAt = now;
+  return set;
+}
+
+function conditional(sql: Sql, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date) {
+  let query = sql.updateTable("Execution").set(changes(patch, now)).where("id", "=", id);
+  if (cond.states) query = query.where("state", "in", [...cond.states]);
+  if (cond.leaseOwner !== undefined) query = query.where("leaseOwner", "=", cond.leaseOwner);
+  return query;
+}
+
+/** Applies the patch if the condition holds; returns how many rows changed (0 or 1). */
+export async function updateExecution(db: Handle, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<number> {
+  if (cond.states?.length === 0) return 0;
+  const result = await conditional(sqlOf(db), id, patch, cond, now).executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** As updateExecution, returning the changed row (null when the condition did not hold). */
+export async function updateExecutionReturning(db: Handle, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<ExecutionRow | null> {
+  if (cond.states?.length === 0) return null;
+  return (await conditional(sqlOf(db), id, patch, cond, now).returningAll().executeTakeFirst()) ?? null;
+}
+
+/**
+ * Takes up to `limit` due rows for `owner`: in one of `states`, kicked off, due at `now`, and not
+ * leased by a live other replica. SKIP LOCKED lets replicas take disjoint rows at the same time
+ * without waiting.
+ */
+export function leaseDueExecutions(db: Handle, p: { owner: string; states: readonly string[]; leaseMs: number; limit: number; now: Date }): Promise<ExecutionRow[]> {
+  const sql = sqlOf(db);
+  return sql
+    .updateTable("Execution")
+    .set({ leaseOwner: p.owner, leaseExpiresAt: new Date(p.now.getTime() + Math.round(p.leaseMs)), updatedAt: p.now })
+    .where("id", "in", (eb) =>
+      eb
+        .selectFrom("Execution")
+        .select("id")
+        .where("state", "in", [...p.states])
+        .where("kickoffId", "is not", null)
+        .where("nextPollAt", "<=", p.now)
+        .where((w) => w.or([w("leaseOwner", "is", null), w("leaseExpiresAt", "<", p.now), w("leaseOwner", "=", p.owner)]))
+        .orderBy("nextPollAt")
+        .limit(Math.max(1, Math.round(p.limit)))
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute();
+}

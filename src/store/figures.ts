@@ -1,0 +1,76 @@
+// Counts over the shared database that /metrics reports (read at scrape time, never per event), so
+// any replica tells the same numbers. Each is a count on indexed columns.
+import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
+import { type Sql, sqlOf } from "./sql.js";
+
+type Handle = Sql | SqlRunner | Db;
+
+export interface DatabaseFigures {
+  reviewsWaiting: number;
+  decisionsInFlight: number;
+  flowRequestsWaiting: number;
+  pollLeasesHeld: number;
+  callbacksQueued: number;
+  callbacksGivenUp: number;
+}
+
+/** The figures as of `now` (poll leases expiring after it are held). */
+export async function databaseFigures(db: Handle, now: Date): Promise<DatabaseFigures> {
+  const sql = sqlOf(db);
+  const row = await sql
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom("Review")
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .where("state", "=", "pending")
+        .as("reviewsWaiting"),
+      eb
+        .selectFrom("Review")
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .where("state", "=", "deciding")
+        .as("decisionsInFlight"),
+      eb
+        .selectFrom("FlowRequest")
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .where("state", "=", "pending")
+        .as("flowRequestsWaiting"),
+      eb
+        .selectFrom("Execution")
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .where("leaseOwner", "is not", null)
+        .where("leaseExpiresAt", ">", now)
+        .as("pollLeasesHeld"),
+      eb
+        .selectFrom("WebhookEvent")
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .where("processedAt", "is", null)
+        .where("attempts", "<", 5)
+        .as("callbacksQueued"),
+      eb
+        .selectFrom("WebhookEvent")
+        .select((s) => s.fn.countAll<number>().as("n"))
+        .where("processedAt", "is", null)
+        .where("attempts", ">=", 5)
+        .as("callbacksGivenUp"),
+    ])
+    .executeTakeFirst();
+  return {
+    reviewsWaiting: Number(row?.reviewsWaiting ?? 0),
+    decisionsInFlight: Number(row?.decisionsInFlight ?? 0),
+    flowRequestsWaiting: Number(row?.flowRequestsWaiting ?? 0),
+    pollLeasesHeld: Number(row?.pollLeasesHeld ?? 0),
+    callbacksQueued: Number(row?.callbacksQueued ?? 0),
+    callbacksGivenUp: Number(row?.callbacksGivenUp ?? 0),
+  };
+}
+
+/** Slack effects due in the outbox (not done, not given up), and when the oldest was enqueued. */
+export async function dueEffects(db: Handle): Promise<{ count: number; oldest: Date | null }> {
+  const row = await sqlOf(db)
+    .selectFrom("SlackEffect")
+    .select((eb) => [eb.fn.countAll<number>().as("count"), eb.fn.min("createdAt").as("oldest")])
+    .where("state", "=", "due")
+    .executeTakeFirst();
+  return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
+}

@@ -1,0 +1,299 @@
+// Review rows (one round of one task's output): storing a round, its conditional state moves, the
+// decision columns, and the claims of its reminders, deadline, escalation and reassignment. Every
+// write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
+import crypto from "node:crypto";
+import type { Selectable, Updateable } from "kysely";
+import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
+import { type ExecutionRow, findExecution, findExecutions } from "./executions.js";
+import { isUuid } from "./ids.js";
+import { type DB, type Sql, sqlOf } from "./sql.js";
+
+export type ReviewRow = Selectable<DB["Review"]>;
+/** A review with the run it belongs to. */
+export type ReviewWithExecution = ReviewRow & { execution: ExecutionRow };
+
+type Handle = Sql | SqlRunner | Db;
+
+export interface NewReviewRow {
+  executionId: string;
+  taskKey: string;
+  taskName: string;
+  agent: string | null;
+  round: number;
+  /** "posted" (a task message) or "pending" (a review). */
+  state: string;
+  resumeTaskId: string | null;
+  output: string;
+  outputHash: string;
+}
+
+const REVIEW_DECISION_COLUMNS = new Set(["decidedBy", "decision", "feedback", "decidedAt", "decidedByDeadline", "resumeStatus", "resumeMessage"]);
+export type ReviewDecisionPatch = Partial<Pick<ReviewRow, "decidedBy" | "decision" | "feedback" | "decidedAt" | "decidedByDeadline" | "resumeStatus" | "resumeMessage">>;
+
+/** A state move: only from one of `from`, to `to`. */
+export interface ReviewMove {
+  from: readonly string[];
+  to: string;
+}
+
+export async function findReview(db: Handle, id: string): Promise<ReviewRow | null> {
+  if (!isUuid(id)) return null;
+  return (await sqlOf(db).selectFrom("Review").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
+}
+
+/** The review and its run, or null. */
+export async function findReviewWithExecution(db: Handle, id: string): Promise<ReviewWithExecution | null> {
+  const review = await findReview(db, id);
+  if (!review) return null;
+  const execution = await findExecution(db, review.executionId);
+  return execution ? { ...review, execution } : null;
+}
+
+/** The execution's most recent task output of all. */
+export async function latestReviewOf(db: Handle, executionId: string): Promise<ReviewRow | null> {
+  return (
+    (await sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).orderBy("createdAt", "desc").orderBy("round", "desc").limit(1).executeTakeFirst()) ??
+    null
+  );
+}
+
+/** The execution's most recent review of this exact output, if any. */
+export async function latestReviewWithOutput(db: Handle, executionId: string, outputHash: string): Promise<ReviewRow | null> {
+  return (
+    (await sqlOf(db)
+      .selectFrom("Review")
+      .selectAll()
+      .where("executionId", "=", executionId)
+      .where("outputHash", "=", outputHash)
+      .orderBy("createdAt", "desc")
+      .orderBy("round", "desc")
+      .limit(1)
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** The task's last round, if any. */
+export async function latestReviewForTask(db: Handle, executionId: string, taskKey: string): Promise<ReviewRow | null> {
+  return (
+    (await sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).where("taskKey", "=", taskKey).orderBy("round", "desc").limit(1).executeTakeFirst()) ??
+    null
+  );
+}
+
+/** One round of a task (what the next round's message shows of it). */
+export async function findRound(
+  db: Handle,
+  executionId: string,
+  taskKey: string,
+  round: number,
+): Promise<Pick<ReviewRow, "round" | "output" | "feedback" | "decidedBy" | "decision"> | null> {
+  return (
+    (await sqlOf(db)
+      .selectFrom("Review")
+      .select(["round", "output", "feedback", "decidedBy", "decision"])
+      .where("executionId", "=", executionId)
+      .where("taskKey", "=", taskKey)
+      .where("round", "=", round)
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** Stores a round; undefined when another delivery (or replica) stored the same round first. */
+export async function insertReview(db: Handle, row: NewReviewRow, now: Date): Promise<ReviewRow | undefined> {
+  return sqlOf(db)
+    .insertInto("Review")
+    .values({ id: crypto.randomUUID(), ...row, createdAt: now, updatedAt: now })
+    .onConflict((oc) => oc.columns(["executionId", "taskKey", "round"]).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Moves a row between states with the decision columns given (conditional on the current state); the moved row, or null. */
+export async function moveReview(db: Handle, id: string, move: ReviewMove, now: Date, patch: ReviewDecisionPatch & { resumeTaskId?: string } = {}): Promise<ReviewRow | null> {
+  if (!move.from.length) return null;
+  const set: Updateable<DB["Review"]> = { state: move.to, updatedAt: now };
+  for (const [column, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    if (!REVIEW_DECISION_COLUMNS.has(column) && column !== "resumeTaskId") throw new Error(`Review.${column} cannot be patched`);
+    (set as Record<string, unknown>)[column] = value;
+  }
+  return (
+    (await sqlOf(db)
+      .updateTable("Review")
+      .set(set)
+      .where("id", "=", id)
+      .where("state", "in", [...move.from])
+      .returningAll()
+      .executeTakeFirst()) ?? null
+  );
+}
+
+export async function setResumeTaskId(db: Handle, id: string, resumeTaskId: string, now: Date): Promise<void> {
+  await sqlOf(db).updateTable("Review").set({ resumeTaskId, updatedAt: now }).where("id", "=", id).execute();
+}
+
+/** Moves every review of an execution in one of `from` to `to`; returns the ids moved. */
+export async function moveReviewsOf(db: Handle, executionId: string, move: ReviewMove, now: Date): Promise<string[]> {
+  if (!move.from.length) return [];
+  const rows = await sqlOf(db)
+    .updateTable("Review")
+    .set({ state: move.to, updatedAt: now })
+    .where("executionId", "=", executionId)
+    .where("state", "in", [...move.from])
+    .returning("id")
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Stamps a review's deadline once (a later promotion keeps the first); the row as it is now. */
+export async function stampDeadline(db: Handle, id: string, deadline: { decideBy: Date; onTimeout: string }, now: Date): Promise<ReviewRow | null> {
+  const sql = sqlOf(db);
+  const stamped = await sql
+    .updateTable("Review")
+    .set({ decideBy: deadline.decideBy, onTimeout: deadline.onTimeout, updatedAt: now })
+    .where("id", "=", id)
+    .where("decideBy", "is", null)
+    .returningAll()
+    .executeTakeFirst();
+  return stamped ?? (await findReview(sql, id));
+}
+
+/** Attaches each review's run (reviews whose run is gone are left out). */
+async function withExecutions(db: Handle, reviews: ReviewRow[]): Promise<ReviewWithExecution[]> {
+  const executions = await findExecutions(
+    db,
+    reviews.map((r) => r.executionId),
+  );
+  return reviews.flatMap((r) => {
+    const execution = executions.get(r.executionId);
+    return execution ? [{ ...r, execution }] : [];
+  });
+}
+
+/**
+ * Pending reviews, with a message, whose deadline has passed at `now` and whose action was not taken:
+ * not claimed yet, or claimed before `staleBefore` and never finished. Only of live runs with a
+ * thread and a kickoff id.
+ */
+export async function reviewsPastDeadline(db: Handle, p: { now: Date; staleBefore: Date; liveStates: readonly string[]; limit: number }): Promise<ReviewWithExecution[]> {
+  const sql = sqlOf(db);
+  const rows = await sql
+    .selectFrom("Review")
+    .selectAll()
+    .where("state", "=", "pending")
+    .where("messageTs", "is not", null)
+    .where("decideBy", "<=", p.now)
+    .where("deadlineDoneAt", "is", null)
+    .where((w) => w.or([w("deadlineHandledAt", "is", null), w("deadlineHandledAt", "<", p.staleBefore)]))
+    .where("executionId", "in", (eb) =>
+      eb
+        .selectFrom("Execution")
+        .select("id")
+        .where("state", "in", [...p.liveStates])
+        .where("threadTs", "is not", null)
+        .where("kickoffId", "is not", null),
+    )
+    .orderBy("decideBy")
+    .limit(p.limit)
+    .execute();
+  return withExecutions(sql, rows);
+}
+
+/**
+ * The claim on a review's deadline action: only whoever moves deadlineHandledAt from the value it
+ * read takes it. A remind counts as one of the review's reminders and finishes with the claim
+ * (`done`). The claimed row, or null.
+ */
+export async function claimDeadline(db: Handle, id: string, p: { handledAt: Date | null; now: Date; remind: boolean; done: boolean }): Promise<ReviewRow | null> {
+  const sql = sqlOf(db);
+  let query = sql
+    .updateTable("Review")
+    .set((eb) => ({
+      deadlineHandledAt: p.now,
+      updatedAt: p.now,
+      ...(p.remind ? { remindersSent: eb("remindersSent", "+", 1) } : {}),
+      ...(p.done ? { deadlineDoneAt: p.now } : {}),
+    }))
+    .where("id", "=", id)
+    .where("state", "=", "pending")
+    .where("deadlineDoneAt", "is", null);
+  query = p.handledAt ? query.where("deadlineHandledAt", "=", p.handledAt) : query.where("deadlineHandledAt", "is", null);
+  return (await query.returningAll().executeTakeFirst()) ?? null;
+}
+
+/** The deadline's action finished. */
+export async function deadlineDone(db: Handle, id: string, now: Date): Promise<void> {
+  await sqlOf(db).updateTable("Review").set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).execute();
+}
+
+/**
+ * Pending reviews, with a message, due a reminder at `now`: the next one planned is due, or none was
+ * sent and the review is older than `afterMs`. Only of live runs with a thread; oldest first.
+ */
+export async function reviewsDueReminder(db: Handle, p: { now: Date; afterMs: number; max: number; liveStates: readonly string[]; limit: number }): Promise<ReviewWithExecution[]> {
+  const sql = sqlOf(db);
+  const firstDueBefore = new Date(p.now.getTime() - p.afterMs);
+  const rows = await sql
+    .selectFrom("Review")
+    .selectAll()
+    .where("state", "=", "pending")
+    .where("messageTs", "is not", null)
+    .where("remindersSent", "<", p.max)
+    .where((w) => w.or([w("nextReminderAt", "<=", p.now), w.and([w("nextReminderAt", "is", null), w("remindersSent", "=", 0), w("createdAt", "<=", firstDueBefore)])]))
+    .where("executionId", "in", (eb) =>
+      eb
+        .selectFrom("Execution")
+        .select("id")
+        .where("state", "in", [...p.liveStates])
+        .where("threadTs", "is not", null),
+    )
+    .orderBy("createdAt")
+    .limit(p.limit)
+    .execute();
+  return withExecutions(sql, rows);
+}
+
+/** The claim on reminder number `sent`: only whoever moves remindersSent from `sent - 1` sends it. */
+export async function claimReminder(db: Handle, id: string, p: { sent: number; nextReminderAt: Date | null; now: Date }): Promise<boolean> {
+  const result = await sqlOf(db)
+    .updateTable("Review")
+    .set({ remindersSent: p.sent, nextReminderAt: p.nextReminderAt, updatedAt: p.now })
+    .where("id", "=", id)
+    .where("state", "=", "pending")
+    .where("remindersSent", "=", p.sent - 1)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** Escalates a pending review once; the escalated row, or null (decided, or escalated already). */
+export async function claimEscalation(db: Handle, id: string, p: { to: string; now: Date }): Promise<ReviewRow | null> {
+  return (
+    (await sqlOf(db)
+      .updateTable("Review")
+      .set({ escalatedAt: p.now, escalatedTo: p.to, updatedAt: p.now })
+      .where("id", "=", id)
+      .where("state", "=", "pending")
+      .where("escalatedAt", "is", null)
+      .returningAll()
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** Hands a pending review to someone; the reassigned row, or null (no longer pending). */
+export async function claimReassignment(db: Handle, id: string, p: { to: string; by: string; reason: string | null; now: Date }): Promise<ReviewRow | null> {
+  return (
+    (await sqlOf(db)
+      .updateTable("Review")
+      .set({ reassignedTo: p.to, reassignedBy: p.by, reassignReason: p.reason, reassignedAt: p.now, updatedAt: p.now })
+      .where("id", "=", id)
+      .where("state", "=", "pending")
+      .returningAll()
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** Locks a review's row until the transaction ends (its approvals are counted one at a time); the row, or null. */
+export async function lockReview(tx: Sql, id: string): Promise<ReviewRow | null> {
+  return (await tx.selectFrom("Review").selectAll().where("id", "=", id).forUpdate().executeTakeFirst()) ?? null;
+}

@@ -1,0 +1,55 @@
+// WebhookEvent rows: the durable inbox of crew callbacks, recorded before the HTTP answer and
+// processed after (a delivery received twice is stored once).
+import crypto from "node:crypto";
+import type { Selectable } from "kysely";
+import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
+import { type DB, type Sql, sqlOf } from "./sql.js";
+
+export type WebhookEventRow = Selectable<DB["WebhookEvent"]>;
+
+type Handle = Sql | SqlRunner | Db;
+
+/** Stores a callback unless the same delivery was stored before; returns its id when new. */
+export async function insertWebhookEvent(db: Handle, e: { executionId: string; kind: string; dedupeKey: string; payload: unknown }, now: Date): Promise<string | undefined> {
+  const row = await sqlOf(db)
+    .insertInto("WebhookEvent")
+    .values({ id: crypto.randomUUID(), executionId: e.executionId, kind: e.kind, dedupeKey: e.dedupeKey, payload: JSON.stringify(e.payload), receivedAt: now })
+    .onConflict((oc) => oc.columns(["executionId", "dedupeKey"]).doNothing())
+    .returning("id")
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** Counts a processing attempt and returns the event. */
+export async function startWebhookEventAttempt(db: Handle, id: string): Promise<WebhookEventRow | null> {
+  return (
+    (await sqlOf(db)
+      .updateTable("WebhookEvent")
+      .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst()) ?? null
+  );
+}
+
+export async function markWebhookEventProcessed(db: Handle, id: string, now: Date): Promise<void> {
+  await sqlOf(db).updateTable("WebhookEvent").set({ processedAt: now, lastError: null }).where("id", "=", id).execute();
+}
+
+export async function markWebhookEventFailed(db: Handle, id: string, error: string): Promise<void> {
+  await sqlOf(db).updateTable("WebhookEvent").set({ lastError: error }).where("id", "=", id).execute();
+}
+
+/** Events recorded at or before `receivedBy` and not processed, with attempts left; oldest first. */
+export function unprocessedWebhookEvents(db: Handle, p: { receivedBy: Date; maxAttempts: number; limit: number }): Promise<WebhookEventRow[]> {
+  return sqlOf(db)
+    .selectFrom("WebhookEvent")
+    .selectAll()
+    .where("processedAt", "is", null)
+    .where("attempts", "<", p.maxAttempts)
+    .where("receivedAt", "<=", p.receivedBy)
+    .orderBy("receivedAt")
+    .limit(p.limit)
+    .execute();
+}
