@@ -1,6 +1,7 @@
 // The figures that describe the shared database, read when /metrics is scraped (never per event), so
 // that any replica reports the same numbers. Each read is a few counts on indexed columns.
 import type { SqlRunner } from "../db/sql.js";
+import { countPendingEffects } from "../store/effects.js";
 import type { PendingEffects, SharedFigures } from "./metrics.js";
 
 export function sharedFiguresReader(sql: SqlRunner): () => Promise<SharedFigures> {
@@ -29,9 +30,7 @@ export function sharedFiguresReader(sql: SqlRunner): () => Promise<SharedFigures
 /** Slack effects due in the outbox (not done, not given up), and the age of the oldest, all replicas. */
 export function pendingEffectsReader(sql: SqlRunner, now: () => Date = () => new Date()): () => Promise<PendingEffects> {
   return async () => {
-    const [row] = await sql.query<{ count: number; oldest: Date | null }>(`SELECT count(*)::int AS count, min("createdAt") AS oldest FROM "SlackEffect" WHERE state = 'due'`, []);
-    const count = Number(row?.count ?? 0);
-    const oldest = row?.oldest ? new Date(row.oldest) : undefined;
+    const { count, oldest } = await countPendingEffects(sql);
     return { count, oldestAgeSeconds: count && oldest ? Math.max(0, (now().getTime() - oldest.getTime()) / 1000) : 0 };
   };
 }

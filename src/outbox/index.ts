@@ -3,7 +3,9 @@
 import crypto from "node:crypto";
 import type { SqlRunner } from "../db/sql.js";
 import type { Clock, RunMessages } from "../lifecycle/ports.js";
-import { enqueue, type NewEffect } from "./effects.js";
+import { enqueueEffect } from "../store/effects.js";
+import type { Sql } from "../store/sql.js";
+import type { NewEffect } from "./effects.js";
 import type { OutboxWorker } from "./worker.js";
 
 export type { EffectKind, NewEffect } from "./effects.js";
@@ -20,14 +22,14 @@ export class Outbox {
     this.worker = worker;
   }
 
-  /** Enqueues on the caller's transaction; call nudge() once it has committed. */
-  add(tx: Pick<SqlRunner, "execute">, effect: NewEffect): Promise<boolean> {
-    return enqueue(tx, effect, this.clock.now());
+  /** Enqueues on the caller's transaction (a runner's, or a store handle on one); call nudge() once it has committed. */
+  add(tx: SqlRunner | Sql, effect: NewEffect): Promise<boolean> {
+    return enqueueEffect(tx, effect, this.clock.now());
   }
 
   /** Enqueues on its own and wakes the worker. */
   async request(effect: NewEffect): Promise<void> {
-    await enqueue(this.sql, effect, this.clock.now());
+    await enqueueEffect(this.sql, effect, this.clock.now());
     this.nudge();
   }
 
