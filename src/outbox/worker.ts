@@ -214,7 +214,7 @@ export class OutboxWorker {
     for (const row of rows) {
       const job = this.jobOf(row);
       if (job) jobs.push(job);
-      else await this.giveUpUnknown(row, now);
+      else await this.giveUpUnknown(row, now).catch((err) => this.log.warn("outbox: could not record a failure", { effect: row.kind, err }));
     }
     return jobs;
   }
