@@ -254,6 +254,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     sql,
     slackEffectPerformer({
       sql,
+      clock,
       notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectClients, log)),
       flows: new SlackFlowEffects(effectClients, log),
       // What messages show beside their rows: approvals so far, the edit, the previous round.

@@ -65,17 +65,6 @@ export interface RunNotifier {
   postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice, effectId: string): Promise<void>;
 }
 
-/**
- * The Slack effects the review rules (deadlines, escalation, reassignment) ask for, as the outbox
- * takes them (src/outbox/index.ts enqueues each; the worker performs it through RunNotifier).
- */
-export interface RunMessages {
-  postThreadMessage(execution: Execution, text: string): Promise<void>;
-  postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice): Promise<void>;
-  /** The review message shown again from its row. */
-  updateReview(execution: Execution, review: Review): Promise<void>;
-}
-
 export type DeadlineNotice =
   | { kind: "reminder" /** mentions of who may decide */; who: string; withinMs: number }
   | { kind: "not_delivered"; action: "reject" | "approve"; message: string };

@@ -2,7 +2,8 @@
 // that any replica reports the same numbers (store/figures.ts reads them).
 import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
-import { databaseFigures, dueEffects } from "../store/figures.js";
+import { countPendingEffects } from "../store/effects.js";
+import { databaseFigures } from "../store/figures.js";
 import type { Sql } from "../store/sql.js";
 import type { PendingEffects, SharedFigures } from "./metrics.js";
 
@@ -13,7 +14,7 @@ export function sharedFiguresReader(sql: Sql | SqlRunner | Db, now: () => Date =
 /** Slack effects due in the outbox (not done, not given up), and the age of the oldest, all replicas. */
 export function pendingEffectsReader(sql: Sql | SqlRunner | Db, now: () => Date = () => new Date()): () => Promise<PendingEffects> {
   return async () => {
-    const { count, oldest } = await dueEffects(sql);
+    const { count, oldest } = await countPendingEffects(sql);
     return { count, oldestAgeSeconds: count && oldest ? Math.max(0, (now().getTime() - oldest.getTime()) / 1000) : 0 };
   };
 }

@@ -1,50 +1,63 @@
-// The outbox's vocabulary: which Slack effects exist, how each is keyed, and how it is enqueued.
-// Enqueuing is a plain INSERT on whatever connection the caller holds, so the state change that calls
-// for an effect and the effect itself commit together (pass the transaction's runner).
-import crypto from "node:crypto";
-import type { SqlRunner } from "../db/sql.js";
+// The outbox's vocabulary: which Slack effects exist, how each is keyed, which thread each posts
+// into, and how failures are judged. The SQL that enqueues, claims and completes them is the
+// store's (src/store/effects.ts); enqueuing is a plain INSERT on whatever connection the caller
+// holds, so the state change that calls for an effect and the effect itself commit together.
 
 /**
  * Every Slack effect Crewline performs outside a Slack request's own answer. A one-time effect (a
  * post) is enqueued once per key, whoever asks again; a repeatable one (a message update) is re-armed,
  * and the worker renders it from the row as it is when it runs, so any number of state changes in a
  * row end in one update showing the last.
+ *
+ * `thread` says which Slack thread a one-time message posts into, so that the messages of one thread
+ * appear in the order they were enqueued (the store claims them so): "review" (the subject is a
+ * Review: its run's thread), "run" (the subject is the Execution: its thread), "flow" (the subject is
+ * the FlowRequest: the thread under its message, which flow.post starts). null: not ordered — the
+ * repeatable updates (they render the row as it is whenever they run, so running them early shows
+ * nothing out of order) and the completion notice (posted in the channel, not in the thread).
  */
 export const EFFECT_KINDS = {
   /** A task message or review into the run's thread; chains review.file (long output) and review.show (changed meanwhile). */
-  "review.post": { repeatable: false },
+  "review.post": { repeatable: false, thread: "review" },
   /** The whole output of a long task message as a file in the thread. */
-  "review.file": { repeatable: false },
+  "review.file": { repeatable: false, thread: "review" },
   /** Round 2 and later: the whole diff from the previous round as a file, when long. */
-  "review.diff": { repeatable: false },
+  "review.diff": { repeatable: false, thread: "review" },
   /** After an edit and approve: the edited version as a file, when too long to read in the message. */
-  "review.edited": { repeatable: false },
+  "review.edited": { repeatable: false, thread: "review" },
   /** The review message re-rendered from its row (decision, closing, gaining its controls). */
-  "review.show": { repeatable: true },
+  "review.show": { repeatable: true, thread: null },
   /** A reminder under a review nobody has decided (keyed per reminder number). */
-  "review.reminder": { repeatable: false },
+  "review.reminder": { repeatable: false, thread: "review" },
   /** About a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
-  "review.deadline": { repeatable: false },
+  "review.deadline": { repeatable: false, thread: "review" },
   /** A reply in the run's thread as written: an escalation, a reassignment. */
-  "run.message": { repeatable: false },
+  "run.message": { repeatable: false, thread: "run" },
   /** The completion (or failure) notice in the channel; chains run.file and run.announcement. */
-  "run.completion": { repeatable: false },
+  "run.completion": { repeatable: false, thread: null },
   /** The final output as a file when it is long. */
-  "run.file": { repeatable: false },
+  "run.file": { repeatable: false, thread: "run" },
   /** The run's announcement (thread parent) re-rendered with its final state. */
-  "run.announcement": { repeatable: true },
+  "run.announcement": { repeatable: true, thread: null },
   /** The run's one progress message: posted once, then updated (at most about once a second). */
-  "run.progress": { repeatable: true },
+  "run.progress": { repeatable: true, thread: null },
   /** A flow feedback request's message in its channel; chains flow.file and flow.show. */
-  "flow.post": { repeatable: false },
-  "flow.file": { repeatable: false },
+  "flow.post": { repeatable: false, thread: "flow" },
+  "flow.file": { repeatable: false, thread: "flow" },
   /** After an edit and approve of a flow request: the edited version as a file, when long. */
-  "flow.edited": { repeatable: false },
-  "flow.show": { repeatable: true },
-  "flow.reminder": { repeatable: false },
-} as const satisfies Record<string, { repeatable: boolean }>;
+  "flow.edited": { repeatable: false, thread: "flow" },
+  "flow.show": { repeatable: true, thread: null },
+  "flow.reminder": { repeatable: false, thread: "flow" },
+} as const satisfies Record<string, { repeatable: boolean; thread: EffectThread | null }>;
+
+/** How the thread of an ordered effect is found from its subject (see EFFECT_KINDS). */
+export type EffectThread = "review" | "run" | "flow";
 
 export type EffectKind = keyof typeof EFFECT_KINDS;
+
+export function isEffectKind(kind: string): kind is EffectKind {
+  return Object.hasOwn(EFFECT_KINDS, kind);
+}
 
 export interface NewEffect {
   kind: EffectKind;
@@ -63,44 +76,6 @@ export function effectKey(effect: Pick<NewEffect, "kind" | "subjectId" | "part">
 
 /** How far apart two progress updates of one run are kept, whichever replica received the steps. */
 export const PROGRESS_SPACING_MS = 1000;
-
-/**
- * Enqueues an effect on the given connection (a transaction's, to commit with the state change).
- * One-time: a second enqueue of the same key does nothing. Repeatable: a due row stays due; a done
- * row is due again; the generation is bumped so that a run already under way leaves it due.
- * run.progress accumulates its step count and keeps the latest text, and is spaced from its last update.
- */
-export async function enqueue(sql: Pick<SqlRunner, "execute">, effect: NewEffect, now: Date = new Date()): Promise<boolean> {
-  const repeatable = EFFECT_KINDS[effect.kind].repeatable;
-  const runAt = effect.runAt ?? now;
-  const payload = effect.payload ? JSON.stringify(effect.payload) : null;
-  const onConflict = !repeatable
-    ? "DO NOTHING"
-    : effect.kind === "run.progress"
-      ? `DO UPDATE SET state = 'due', generation = "SlackEffect".generation + 1, "updatedAt" = $7,
-           payload = jsonb_build_object(
-             'steps', COALESCE(("SlackEffect".payload->>'steps')::int, 0) + COALESCE((EXCLUDED.payload->>'steps')::int, 0),
-             -- Replicas hand over their steps in any order: the text received last wins, not the flush last in.
-             'latest', CASE WHEN NULLIF(EXCLUDED.payload->>'latest', '') IS NOT NULL
-                             AND COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0) >= COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)
-                            THEN EXCLUDED.payload->>'latest' ELSE COALESCE("SlackEffect".payload->>'latest', '') END,
-             'latestAt', GREATEST(COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0), COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)),
-             'done', COALESCE((EXCLUDED.payload->>'done')::boolean, false) OR COALESCE(("SlackEffect".payload->>'done')::boolean, false)),
-           attempts = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect".attempts ELSE 0 END,
-           "runAt" = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect"."runAt"
-                          ELSE GREATEST($6, COALESCE("SlackEffect"."doneAt", $6) + interval '${PROGRESS_SPACING_MS} milliseconds') END`
-      : `DO UPDATE SET state = 'due', generation = "SlackEffect".generation + 1, "updatedAt" = $7,
-           payload = COALESCE(EXCLUDED.payload, "SlackEffect".payload),
-           attempts = CASE WHEN "SlackEffect".state = 'due' THEN "SlackEffect".attempts ELSE 0 END,
-           "runAt" = CASE WHEN "SlackEffect".state = 'due' THEN LEAST("SlackEffect"."runAt", $6) ELSE $6 END`;
-  const changed = await sql.execute(
-    `INSERT INTO "SlackEffect" (id, kind, "subjectId", key, payload, state, "runAt", attempts, generation, "createdAt", "updatedAt")
-     VALUES ($1::uuid, $2, $3::uuid, $4, $5::jsonb, 'due', $6, 0, 0, $7, $7)
-     ON CONFLICT (key) ${onConflict}`,
-    [crypto.randomUUID(), effect.kind, effect.subjectId, effectKey(effect), payload, runAt, now],
-  );
-  return changed > 0;
-}
 
 /** A claimed effect, as the worker hands it to its performer. */
 export interface EffectJob {

@@ -1,9 +1,10 @@
 // The outbox as the rest of the bot sees it: ask for a Slack effect (inside the transaction that
 // changes the state, or on its own), and let the worker of this process know there is work.
-import crypto from "node:crypto";
 import type { SqlRunner } from "../db/sql.js";
-import type { Clock, RunMessages } from "../lifecycle/ports.js";
-import { enqueue, type NewEffect } from "./effects.js";
+import type { Clock } from "../lifecycle/ports.js";
+import { enqueueEffect } from "../store/effects.js";
+import type { Sql } from "../store/sql.js";
+import type { NewEffect } from "./effects.js";
 import type { OutboxWorker } from "./worker.js";
 
 export type { EffectKind, NewEffect } from "./effects.js";
@@ -20,14 +21,14 @@ export class Outbox {
     this.worker = worker;
   }
 
-  /** Enqueues on the caller's transaction; call nudge() once it has committed. */
-  add(tx: Pick<SqlRunner, "execute">, effect: NewEffect): Promise<boolean> {
-    return enqueue(tx, effect, this.clock.now());
+  /** Enqueues on the caller's transaction (a runner's, or a store handle on one); call nudge() once it has committed. */
+  add(tx: SqlRunner | Sql, effect: NewEffect): Promise<boolean> {
+    return enqueueEffect(tx, effect, this.clock.now());
   }
 
   /** Enqueues on its own and wakes the worker. */
   async request(effect: NewEffect): Promise<void> {
-    await enqueue(this.sql, effect, this.clock.now());
+    await enqueueEffect(this.sql, effect, this.clock.now());
     this.nudge();
   }
 
@@ -35,16 +36,4 @@ export class Outbox {
   nudge(): void {
     this.worker?.nudge();
   }
-}
-
-/** The Slack effects of the review rules (deadlines, escalation, reassignment), as outbox effects. */
-export function outboxRunMessages(outbox: Outbox): RunMessages {
-  return {
-    // Each call is one message: its callers claim the event (escalation, reassignment) before asking.
-    postThreadMessage: (execution, text) => outbox.request({ kind: "run.message", subjectId: execution.id, part: crypto.randomUUID(), payload: { text } }),
-    // One notice of each kind per deadline, however often a retaken deadline asks again.
-    postDeadlineNotice: (_execution, review, notice) =>
-      outbox.request({ kind: "review.deadline", subjectId: review.id, part: `${notice.kind}:${review.decideBy?.getTime() ?? 0}`, payload: notice }),
-    updateReview: (_execution, review) => outbox.request({ kind: "review.show", subjectId: review.id }),
-  };
 }

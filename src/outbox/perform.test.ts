@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { type SqlRunner, sqlRunnerFor } from "../db/sql.js";
 import type { RunNotifier } from "../lifecycle/ports.js";
+import { inTransaction, sqlOf } from "../store/sql.js";
 import type { EffectJob } from "./effects.js";
 import { slackEffectPerformer } from "./perform.js";
 
@@ -56,7 +57,7 @@ describe("review.post", () => {
     const id = await pendingReview();
     const posts: string[] = [];
     const outcome = await slackEffectPerformer({ sql, notifier: notifier(undefined, posts) })(job(id, false));
-    await sql.transaction((tx) => outcome!.record!(tx));
+    await inTransaction(sqlOf(sql), (tx) => outcome!.record!(tx));
     expect(posts).toEqual(["post"]);
     expect(await shown(id)).toEqual([{ messageTs: "200.000", shownState: "pending" }]);
     expect(await showsDue(id)).toHaveLength(0);
@@ -66,7 +67,7 @@ describe("review.post", () => {
     const id = await pendingReview();
     const posts: string[] = [];
     const outcome = await slackEffectPerformer({ sql, notifier: notifier("150.000", posts) })(job(id, true));
-    await sql.transaction((tx) => outcome!.record!(tx));
+    await inTransaction(sqlOf(sql), (tx) => outcome!.record!(tx));
     expect(posts).toEqual([]);
     expect(await shown(id)).toEqual([{ messageTs: "150.000", shownState: null }]);
     expect(await showsDue(id)).toHaveLength(1);

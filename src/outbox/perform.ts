@@ -1,14 +1,30 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
+import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
 import { editedRequestNeedsFile, type FlowRequestContext } from "../flows/slack-effects.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
-import type { DeadlineNotice, Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
+import { type Clock, type DeadlineNotice, type Execution, type Review, type ReviewContext, type RunNotifier, systemClock } from "../lifecycle/ports.js";
 import { reviewNote } from "../lifecycle/reviews.js";
 import { shownAs } from "../lifecycle/states.js";
 import { outputNeedsFile } from "../slack/blocks/index.js";
 import { editedOutputNeedsFile, reviewFilesNeeded } from "../slack/notifier.js";
-import { type EffectJob, enqueue, GiveUp, type NewEffect } from "./effects.js";
+import {
+  findExecution,
+  findFlowRequest,
+  findReview,
+  recordCompletionPosted,
+  recordFlowAssignee,
+  recordFlowFileAttached,
+  recordFlowPosted,
+  recordProgressPosted,
+  recordReviewFileAttached,
+  recordReviewPosted,
+  recordReviewShown,
+} from "../store/effect-results.js";
+import { enqueueEffect } from "../store/effects.js";
+import type { Sql } from "../store/sql.js";
+import { type EffectJob, GiveUp, type NewEffect } from "./effects.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
 /** The flow side of the outbox: one Slack call per effect, like RunNotifier. */
@@ -24,7 +40,9 @@ export interface FlowNotifier {
 }
 
 export interface PerformerDeps {
-  sql: SqlRunner;
+  sql: Sql | SqlRunner | Db;
+  /** The times written with Slack's answers (default: the system clock). */
+  clock?: Clock;
   notifier: RunNotifier;
   flows?: FlowNotifier;
   /** What a review message shows beside its row (approvals so far, the edit, the previous round). */
@@ -33,15 +51,14 @@ export interface PerformerDeps {
   flowContext?: (request: FlowRequest) => Promise<FlowRequestContext>;
 }
 
-const one = async <T>(sql: SqlRunner, text: string, id: string): Promise<T | undefined> => (await sql.query<T>(text, [id]))[0];
-
 export function slackEffectPerformer(deps: PerformerDeps): Performer {
   const { sql, notifier } = deps;
+  const clock = deps.clock ?? systemClock;
   const contextOf = (e: Execution, r: Review): Promise<ReviewContext> => deps.reviewContext?.(e, r) ?? Promise.resolve({});
   const flowContextOf = (request: FlowRequest): Promise<FlowRequestContext> => deps.flowContext?.(request) ?? Promise.resolve({});
-  const review = (id: string) => one<Review>(sql, `SELECT * FROM "Review" WHERE id = $1::uuid`, id);
-  const execution = (id: string) => one<Execution>(sql, `SELECT * FROM "Execution" WHERE id = $1::uuid`, id);
-  const flowRequest = (id: string) => one<FlowRequest>(sql, `SELECT * FROM "FlowRequest" WHERE id = $1::uuid`, id);
+  const review = (id: string) => findReview(sql, id);
+  const execution = (id: string) => findExecution(sql, id);
+  const flowRequest = (id: string) => findFlowRequest(sql, id);
 
   async function reviewWithRun(id: string): Promise<{ review: Review; execution: Execution }> {
     const r = await review(id);
@@ -70,16 +87,12 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const files = reviewFilesNeeded(r, context);
       return {
         record: async (tx) => {
+          const now = clock.now();
           // A message found again shows the state of the earlier attempt, unknown here: shownState null.
-          const [now] = await tx.query<{ state: string }>(`UPDATE "Review" SET "messageTs" = $1, "shownState" = $2, "updatedAt" = $3 WHERE id = $4::uuid RETURNING state`, [
-            ts,
-            found ? null : shownAs(r.state),
-            new Date(),
-            r.id,
-          ]);
+          const state = await recordReviewPosted(tx, { id: r.id, messageTs: ts, shownState: found ? null : shownAs(r.state), now });
           // It became a review, or was decided, while being posted (or the message found again may
           // show an older state): show what it is now.
-          if (now && (found || shownAs(now.state) !== shownAs(r.state))) await enqueue(tx, { kind: "review.show", subjectId: r.id });
+          if (state !== undefined && (found || shownAs(state) !== shownAs(r.state))) await enqueueEffect(tx, { kind: "review.show", subjectId: r.id }, now);
         },
         next: [...(files.output ? [{ kind: "review.file" as const, subjectId: r.id }] : []), ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id }] : [])],
       };
@@ -100,14 +113,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.fileAttached) return undefined;
       await notifier.attachReviewFile(e, r);
-      return { record: (tx) => tx.execute(`UPDATE "Review" SET "fileAttached" = true WHERE id = $1::uuid`, [r.id]).then(() => {}) };
+      return { record: (tx) => recordReviewFileAttached(tx, r.id) };
     },
     async "review.show"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Not posted yet: the post shows the state it finds, and asks for an update if that changes.
       if (!r.messageTs) return undefined;
       await notifier.updateReview(e, r, reviewNote(r), await contextOf(e, r));
-      return { record: (tx) => tx.execute(`UPDATE "Review" SET "shownState" = $1 WHERE id = $2::uuid`, [shownAs(r.state), r.id]).then(() => {}) };
+      return { record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)) };
     },
     async "review.reminder"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
@@ -162,7 +175,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       );
       const next: NewEffect[] = [{ kind: "run.announcement", subjectId: e.id }];
       if (e.output && outputNeedsFile(e.output)) next.push({ kind: "run.file", subjectId: e.id });
-      return { record: (tx) => tx.execute(`UPDATE "Execution" SET "completionTs" = $1, "updatedAt" = $2 WHERE id = $3::uuid`, [ts, new Date(), e.id]).then(() => {}), next };
+      return { record: (tx) => recordCompletionPosted(tx, { executionId: e.id, completionTs: ts, now: clock.now() }), next };
     },
     async "run.file"(job) {
       const e = await execution(job.subjectId);
@@ -180,7 +193,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
       const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
-      const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: new Date() };
+      const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: clock.now() };
       const existing = e.progressTs;
       if (existing) {
         await notifier.showProgress(e, snapshot, existing, job.id);
@@ -193,10 +206,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       );
       return {
         record: async (tx) => {
-          await tx.execute(`UPDATE "Execution" SET "progressTs" = $1 WHERE id = $2::uuid`, [ts, e.id]);
+          await recordProgressPosted(tx, e.id, ts);
           // Found again after an interruption: it shows the figures of then, so it is updated once
           // more (the last figures may already be in, with no step left to come).
-          if (found) await enqueue(tx, { kind: "run.progress", subjectId: e.id, payload: { steps: 0, latest: "" } });
+          if (found) await enqueueEffect(tx, { kind: "run.progress", subjectId: e.id, payload: { steps: 0, latest: "" } }, clock.now());
         },
       };
     },
@@ -207,7 +220,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (request.messageTs) return undefined;
       const assignee = request.assignedEmail && !request.assigneeUserId ? await flows.lookupByEmail(request.assignedEmail, request.teamId) : undefined;
       if (assignee) {
-        await sql.execute(`UPDATE "FlowRequest" SET "assigneeUserId" = $1 WHERE id = $2::uuid`, [assignee, request.id]);
+        await recordFlowAssignee(sql, request.id, assignee);
         request = { ...request, assigneeUserId: assignee };
       }
       const current = request;
@@ -218,13 +231,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       );
       return {
         record: async (tx) => {
-          const [now] = await tx.query<{ state: string }>(`UPDATE "FlowRequest" SET "messageTs" = $1, "updatedAt" = $2 WHERE id = $3::uuid RETURNING state`, [
-            ts,
-            new Date(),
-            current.id,
-          ]);
+          const now = clock.now();
+          const state = await recordFlowPosted(tx, { id: current.id, messageTs: ts, now });
           // Decided while being posted, or found again showing an older state: show what it is now.
-          if (now && (found || now.state !== current.state)) await enqueue(tx, { kind: "flow.show", subjectId: current.id });
+          if (state !== undefined && (found || state !== current.state)) await enqueueEffect(tx, { kind: "flow.show", subjectId: current.id }, now);
         },
         next: outputNeedsFile(current.output) ? [{ kind: "flow.file", subjectId: current.id }] : [],
       };
@@ -234,7 +244,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!request?.messageTs) throw new GiveUp("its flow request has no message");
       if (request.fileAttached) return undefined;
       await deps.flows!.attachRequestFile(request);
-      return { record: (tx) => tx.execute(`UPDATE "FlowRequest" SET "fileAttached" = true WHERE id = $1::uuid`, [request.id]).then(() => {}) };
+      return { record: (tx) => recordFlowFileAttached(tx, request.id) };
     },
     async "flow.show"(job) {
       const request = await flowRequest(job.subjectId);

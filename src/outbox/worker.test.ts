@@ -1,10 +1,13 @@
 // The worker on a real database (embedded by default, PostgreSQL in the second pass), with a
 // performer of its own: what becomes of effects that succeed, fail, cannot be done, or grow old.
+import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { type SqlRunner, sqlRunnerFor } from "../db/sql.js";
 import { silentLogger } from "../log.js";
-import { type EffectJob, enqueue, GiveUp } from "./effects.js";
+import { enqueueEffect as enqueue } from "../store/effects.js";
+import { sqlOf } from "../store/sql.js";
+import { type EffectJob, GiveUp } from "./effects.js";
 import { OutboxWorker, type Performer } from "./worker.js";
 
 let db: TestDatabase;
@@ -83,5 +86,84 @@ describe("outbox worker", () => {
     clock.at = new Date(clock.at.getTime() + 30 * 24 * 3600_000);
     expect(await w.prune()).toBe(1);
     expect((await rows()).map((r) => `${r.kind}:${r.state}`)).toEqual(["run.file:due"]);
+  });
+
+  describe("the messages of one thread", () => {
+    const run = "00000000-0000-4000-8000-0000000000b1";
+    const otherRun = "00000000-0000-4000-8000-0000000000b2";
+    const unavailable = () => Object.assign(new Error("503"), { code: "slack_webapi_http_error", statusCode: 503 });
+    const message = (subjectId: string, part: string) => enqueue(sql, { kind: "run.message", subjectId, part, payload: { text: part } }, clock.at);
+    const text = (job: EffectJob) => `${job.subjectId === run ? "" : "other:"}${String(job.payload?.text ?? job.kind)}`;
+
+    it("are posted in the order they were enqueued: a later one waits while an earlier one is retried", async () => {
+      await message(run, "first");
+      await message(run, "second");
+      await message(otherRun, "elsewhere");
+      // A repeatable update of the same run neither waits nor is waited for.
+      await enqueue(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1 } }, clock.at);
+      const posted: string[] = [];
+      let firstFails = 1;
+      const w = worker(async (job) => {
+        if (text(job) === "first" && firstFails-- > 0) throw unavailable();
+        posted.push(text(job));
+        return undefined;
+      });
+      expect(await w.runDue()).toBe(3);
+      expect(posted.sort()).toEqual(["other:elsewhere", "run.progress"]);
+      // The first is waiting for its retry: the second is not claimed meanwhile.
+      expect(await w.runDue()).toBe(0);
+      clock.at = new Date(clock.at.getTime() + 1500);
+      expect(await w.runDue()).toBe(1);
+      expect(posted.slice(2)).toEqual(["first"]);
+      expect(await w.runDue()).toBe(1);
+      expect(posted.slice(3)).toEqual(["second"]);
+    });
+
+    it("are not held up by an earlier one given up, nor by one scheduled for later", async () => {
+      await message(run, "first");
+      await enqueue(sql, { kind: "run.message", subjectId: otherRun, part: "later", payload: { text: "later" }, runAt: new Date(clock.at.getTime() + 60_000) }, clock.at);
+      await message(run, "second");
+      await message(otherRun, "now");
+      const posted: string[] = [];
+      const w = worker(async (job) => {
+        if (text(job) === "first") throw new GiveUp("its run no longer exists");
+        posted.push(text(job));
+        return undefined;
+      });
+      expect(await w.runDue()).toBe(2);
+      expect(posted).toEqual(["other:now"]);
+      expect(await w.runDue()).toBe(1);
+      expect(posted).toEqual(["other:now", "second"]);
+      expect((await rows()).filter((r) => r.state === "dead")).toHaveLength(1);
+    });
+
+    it("of a review are ordered with the other messages of its run's thread", async () => {
+      const store = sqlOf(sql);
+      const execution = { id: crypto.randomUUID() };
+      const review = { id: crypto.randomUUID() };
+      await store
+        .insertInto("Execution")
+        .values({ ...execution, crewName: "c", teamId: "T1", channelId: "C1", userId: "U1", inputs: "{}", requestId: "req-1", webhookSecret: "s", updatedAt: clock.at })
+        .execute();
+      await store
+        .insertInto("Review")
+        .values({ ...review, executionId: execution.id, taskKey: "t", taskName: "t", round: 1, output: "o", outputHash: "h", updatedAt: clock.at })
+        .execute();
+      await enqueue(sql, { kind: "review.reminder", subjectId: review.id, part: 1, payload: { text: "reminder" } }, clock.at);
+      await message(execution.id, "escalation");
+      const posted: string[] = [];
+      let reminderFails = 1;
+      const w = worker(async (job) => {
+        if (job.kind === "review.reminder" && reminderFails-- > 0) throw unavailable();
+        posted.push(String(job.payload?.text));
+        return undefined;
+      });
+      expect(await w.runDue()).toBe(1);
+      expect(await w.runDue()).toBe(0);
+      clock.at = new Date(clock.at.getTime() + 1500);
+      expect(await w.runDue()).toBe(1);
+      expect(await w.runDue()).toBe(1);
+      expect(posted).toEqual(["reminder", "escalation"]);
+    });
   });
 });

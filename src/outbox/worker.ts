@@ -7,14 +7,20 @@
 //
 // The Web API client the performers use must not retry by itself (retries: 0): two retry mechanisms
 // racing each other is how one review once appeared twice.
+//
+// The SQL of all this is the store's (src/store/effects.ts), which also keeps the messages of one
+// thread in the order they were enqueued (claimEffects says how).
+import type { Db } from "../db/database.js";
 import type { SqlRunner } from "../db/sql.js";
 import type { Clock } from "../lifecycle/ports.js";
 import type { Logger } from "../log.js";
-import { type EffectJob, type EffectKind, enqueue, judgeFailure, type NewEffect, retryDelay } from "./effects.js";
+import { type ClaimedEffect, claimEffects, completeEffect, enqueueEffect, failEffect, pruneEffects } from "../store/effects.js";
+import { inTransaction, type Sql, sqlOf } from "../store/sql.js";
+import { type EffectJob, type EffectKind, isEffectKind, judgeFailure, type NewEffect, retryDelay } from "./effects.js";
 
 export interface EffectOutcome {
   /** Writes that record what Slack answered (the ts), committed together with the effect's completion. */
-  record?: (tx: SqlRunner) => Promise<void>;
+  record?: (tx: Sql) => Promise<void>;
   /** What the chain does next (a file after its post, an update of a message changed meanwhile). */
   next?: NewEffect[];
 }
@@ -57,7 +63,7 @@ const IN_FLIGHT = "(attempt in flight)";
 /** Prefixes the error of a failure after which Slack may have done it anyway. */
 const AMBIGUOUS = "(may have reached Slack) ";
 
-type ClaimedRow = Omit<EffectJob, "interrupted"> & { previousError: string | null };
+const isPayload = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 export interface OutboxEvents {
   /** An effect was performed (for metrics: how long it waited since it was enqueued). */
@@ -79,9 +85,10 @@ export class OutboxWorker {
   private wanted = false;
   private soon?: NodeJS.Immediate;
   private idleWaiters: (() => void)[] = [];
+  private readonly sql: Sql;
 
   constructor(
-    private readonly sql: SqlRunner,
+    db: Sql | SqlRunner | Db,
     private readonly perform: Performer,
     private readonly log: Logger,
     private readonly clock: Clock,
@@ -90,6 +97,7 @@ export class OutboxWorker {
   ) {
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<OutboxOptions>;
     this.options = { ...DEFAULT_OUTBOX_OPTIONS, replicaId: options.replicaId, ...defined };
+    this.sql = sqlOf(db);
   }
 
   start(): void {
@@ -161,10 +169,10 @@ export class OutboxWorker {
   async prune(): Promise<number> {
     const now = this.clock.now().getTime();
     this.lastPrune = now;
-    return this.sql.execute(`DELETE FROM "SlackEffect" WHERE (state = 'done' AND "doneAt" < $1) OR (state = 'dead' AND "updatedAt" < $2)`, [
-      new Date(now - this.options.keepDoneMs),
-      new Date(now - Math.max(this.options.keepDoneMs, 30 * 24 * 3600_000)),
-    ]);
+    return pruneEffects(this.sql, {
+      doneBefore: new Date(now - this.options.keepDoneMs),
+      deadBefore: new Date(now - Math.max(this.options.keepDoneMs, 30 * 24 * 3600_000)),
+    });
   }
 
   private async claimAndRun(): Promise<void> {
@@ -194,19 +202,38 @@ export class OutboxWorker {
 
   private async claim(limit: number): Promise<EffectJob[]> {
     const now = this.clock.now();
-    const rows = await this.sql.query<ClaimedRow>(
-      `WITH picked AS (
-         SELECT id, "lastError" AS previous FROM "SlackEffect"
-         WHERE state = 'due' AND "runAt" <= $1 AND ("leaseOwner" IS NULL OR "leaseExpiresAt" < $1) AND id <> ALL($6::uuid[])
-         ORDER BY "runAt" LIMIT $2
-         FOR UPDATE SKIP LOCKED)
-       UPDATE "SlackEffect" e
-       SET "leaseOwner" = $3, "leaseExpiresAt" = $4, attempts = e.attempts + 1, "lastError" = $5, "updatedAt" = $1
-       FROM picked WHERE e.id = picked.id
-       RETURNING e.id, e.kind, e."subjectId", e.key, e.payload, e.attempts, e.generation, picked.previous AS "previousError"`,
-      [now, limit, this.options.replicaId, new Date(now.getTime() + this.options.leaseMs), IN_FLIGHT, `{${[...this.performing].join(",")}}`],
-    );
-    return rows.map(({ previousError, ...job }) => ({ ...job, interrupted: previousError === IN_FLIGHT || !!previousError?.startsWith(AMBIGUOUS) }));
+    const rows = await claimEffects(this.sql, {
+      now,
+      limit,
+      owner: this.options.replicaId,
+      leaseUntil: new Date(now.getTime() + this.options.leaseMs),
+      inFlightMark: IN_FLIGHT,
+      exclude: [...this.performing],
+    });
+    const jobs: EffectJob[] = [];
+    for (const row of rows) {
+      const job = this.jobOf(row);
+      if (job) jobs.push(job);
+      else await this.giveUpUnknown(row, now).catch((err) => this.log.warn("outbox: could not record a failure", { effect: row.kind, err }));
+    }
+    return jobs;
+  }
+
+  private jobOf({ previousError, kind, payload, ...row }: ClaimedEffect): EffectJob | undefined {
+    if (!isEffectKind(kind)) return undefined;
+    return {
+      ...row,
+      kind,
+      payload: isPayload(payload) ? payload : null,
+      interrupted: previousError === IN_FLIGHT || !!previousError?.startsWith(AMBIGUOUS),
+    };
+  }
+
+  /** An effect of a kind this version does not know (written by a newer one, say): given up at once. */
+  private async giveUpUnknown(row: ClaimedEffect, now: Date): Promise<void> {
+    const reason = `unknown effect kind ${row.kind}`;
+    await failEffect(this.sql, { id: row.id, owner: this.options.replicaId, giveUp: true, attempts: row.attempts, runAt: now, error: reason, now });
+    this.log.error("outbox: Slack effect given up", { effect: row.kind, subjectId: row.subjectId, reason, attempts: row.attempts });
   }
 
   private async runOne(job: EffectJob): Promise<void> {
@@ -238,24 +265,16 @@ export class OutboxWorker {
   private async complete(job: EffectJob, outcome: EffectOutcome): Promise<void> {
     const now = this.clock.now();
     // Re-armed while it ran (a newer state to show): it stays due, to run again from the row.
-    const markDone = (db: Pick<SqlRunner, "execute">) =>
-      db.execute(
-        `UPDATE "SlackEffect" SET
-           state = CASE WHEN generation = $3 THEN 'done' ELSE 'due' END,
-           attempts = CASE WHEN generation = $3 THEN attempts ELSE 0 END,
-           "doneAt" = $1, "updatedAt" = $1, "leaseOwner" = NULL, "leaseExpiresAt" = NULL, "lastError" = NULL
-         WHERE id = $2::uuid AND "leaseOwner" = $4`,
-        [now, job.id, job.generation, this.options.replicaId],
-      );
+    const markDone = (db: Sql) => completeEffect(db, { id: job.id, generation: job.generation, owner: this.options.replicaId, now });
     const next = outcome.next ?? [];
     // Nothing to record and nothing after it: one statement, no transaction.
     if (!outcome.record && next.length === 0) {
       await markDone(this.sql);
       return;
     }
-    await this.sql.transaction(async (tx) => {
+    await inTransaction(this.sql, async (tx) => {
       await outcome.record?.(tx);
-      for (const effect of next) await enqueue(tx, effect, now);
+      for (const effect of next) await enqueueEffect(tx, effect, now);
       await markDone(tx);
     });
     if (next.length) this.wanted = true;
@@ -268,19 +287,15 @@ export class OutboxWorker {
     const attempts = rateLimited ? job.attempts - 1 : job.attempts;
     const giveUp = verdict.kind === "give_up" || attempts >= this.options.maxAttempts;
     const wait = verdict.kind === "retry" && verdict.afterMs !== undefined ? verdict.afterMs : retryDelay(attempts, this.options.minBackoffMs, this.options.maxBackoffMs);
-    await this.sql.execute(
-      `UPDATE "SlackEffect" SET state = $1, attempts = $2, "runAt" = $3, "lastError" = $4, "leaseOwner" = NULL, "leaseExpiresAt" = NULL, "updatedAt" = $5
-       WHERE id = $6::uuid AND "leaseOwner" = $7`,
-      [
-        giveUp ? "dead" : "due",
-        attempts,
-        new Date(now.getTime() + wait),
-        `${verdict.kind === "retry" && verdict.ambiguous ? AMBIGUOUS : ""}${verdict.reason}`.slice(0, 300),
-        now,
-        job.id,
-        this.options.replicaId,
-      ],
-    );
+    await failEffect(this.sql, {
+      id: job.id,
+      owner: this.options.replicaId,
+      giveUp,
+      attempts,
+      runAt: new Date(now.getTime() + wait),
+      error: `${verdict.kind === "retry" && verdict.ambiguous ? AMBIGUOUS : ""}${verdict.reason}`.slice(0, 300),
+      now,
+    });
     if (giveUp) {
       this.log.error("outbox: Slack effect given up", { effect: job.kind, subjectId: job.subjectId, reason: verdict.reason, attempts });
       this.events.gaveUp?.(job.kind, verdict.reason);

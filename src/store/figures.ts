@@ -64,13 +64,3 @@ export async function databaseFigures(db: Handle, now: Date): Promise<DatabaseFi
     callbacksGivenUp: Number(row?.callbacksGivenUp ?? 0),
   };
 }
-
-/** Slack effects due in the outbox (not done, not given up), and when the oldest was enqueued. */
-export async function dueEffects(db: Handle): Promise<{ count: number; oldest: Date | null }> {
-  const row = await sqlOf(db)
-    .selectFrom("SlackEffect")
-    .select((eb) => [eb.fn.countAll<number>().as("count"), eb.fn.min("createdAt").as("oldest")])
-    .where("state", "=", "due")
-    .executeTakeFirst();
-  return { count: Number(row?.count ?? 0), oldest: row?.oldest ?? null };
-}

@@ -1,0 +1,90 @@
+// What the outbox's performers read and write on the rows their effects are about: the subject as
+// it is when the effect runs, and what Slack answered (the message's ts, what it shows, whether its
+// file is attached). Writes run in the transaction that completes the effect (worker.ts); their
+// times come from the caller's injected clock.
+//
+// Only the writes that mark a message posted set updatedAt, as before: what a message shows (and
+// whether its file is attached) is bookkeeping about Slack, not a change of the row's state, and
+// lifecycle/reviews.ts compares a review's updatedAt with when a callback was observed.
+import type { JsonValue } from "@prisma/client/runtime/client";
+import type { Selectable } from "kysely";
+import type { Execution, FlowRequest, Review } from "../generated/prisma/client.js";
+import type { SqlLike } from "./effects.js";
+import { type DB, sqlOf } from "./sql.js";
+
+/** A value read from a jsonb column (already parsed by the driver), checked to be JSON. */
+function jsonValue(value: unknown): JsonValue {
+  if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean") return value;
+  if (Array.isArray(value)) return value.map(jsonValue);
+  if (typeof value === "object") {
+    const out: Record<string, JsonValue> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = jsonValue(v);
+    return out;
+  }
+  throw new Error(`not a JSON value: ${typeof value}`);
+}
+
+const executionOf = (row: Selectable<DB["Execution"]>): Execution => ({ ...row, inputs: jsonValue(row.inputs) });
+const flowRequestOf = (row: Selectable<DB["FlowRequest"]>): FlowRequest => ({ ...row, emit: jsonValue(row.emit) });
+
+export async function findReview(db: SqlLike, id: string): Promise<Review | undefined> {
+  return sqlOf(db).selectFrom("Review").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export async function findExecution(db: SqlLike, id: string): Promise<Execution | undefined> {
+  const row = await sqlOf(db).selectFrom("Execution").selectAll().where("id", "=", id).executeTakeFirst();
+  return row && executionOf(row);
+}
+
+export async function findFlowRequest(db: SqlLike, id: string): Promise<FlowRequest | undefined> {
+  const row = await sqlOf(db).selectFrom("FlowRequest").selectAll().where("id", "=", id).executeTakeFirst();
+  return row && flowRequestOf(row);
+}
+
+/** A review's message was posted showing `shownState`; returns the review's state now (undefined: gone). */
+export async function recordReviewPosted(db: SqlLike, posted: { id: string; messageTs: string; shownState: string | null; now: Date }): Promise<string | undefined> {
+  const row = await sqlOf(db)
+    .updateTable("Review")
+    .set({ messageTs: posted.messageTs, shownState: posted.shownState, updatedAt: posted.now })
+    .where("id", "=", posted.id)
+    .returning("state")
+    .executeTakeFirst();
+  return row?.state;
+}
+
+/** The review's message now shows `shownState`. */
+export async function recordReviewShown(db: SqlLike, id: string, shownState: string): Promise<void> {
+  await sqlOf(db).updateTable("Review").set({ shownState }).where("id", "=", id).execute();
+}
+
+export async function recordReviewFileAttached(db: SqlLike, id: string): Promise<void> {
+  await sqlOf(db).updateTable("Review").set({ fileAttached: true }).where("id", "=", id).execute();
+}
+
+export async function recordCompletionPosted(db: SqlLike, posted: { executionId: string; completionTs: string; now: Date }): Promise<void> {
+  await sqlOf(db).updateTable("Execution").set({ completionTs: posted.completionTs, updatedAt: posted.now }).where("id", "=", posted.executionId).execute();
+}
+
+export async function recordProgressPosted(db: SqlLike, executionId: string, progressTs: string): Promise<void> {
+  await sqlOf(db).updateTable("Execution").set({ progressTs }).where("id", "=", executionId).execute();
+}
+
+/** The Slack user found for a flow request's assigned e-mail. */
+export async function recordFlowAssignee(db: SqlLike, id: string, assigneeUserId: string): Promise<void> {
+  await sqlOf(db).updateTable("FlowRequest").set({ assigneeUserId }).where("id", "=", id).execute();
+}
+
+/** A flow request's message was posted; returns the request's state now (undefined: gone). */
+export async function recordFlowPosted(db: SqlLike, posted: { id: string; messageTs: string; now: Date }): Promise<string | undefined> {
+  const row = await sqlOf(db)
+    .updateTable("FlowRequest")
+    .set({ messageTs: posted.messageTs, updatedAt: posted.now })
+    .where("id", "=", posted.id)
+    .returning("state")
+    .executeTakeFirst();
+  return row?.state;
+}
+
+export async function recordFlowFileAttached(db: SqlLike, id: string): Promise<void> {
+  await sqlOf(db).updateTable("FlowRequest").set({ fileAttached: true }).where("id", "=", id).execute();
+}

@@ -1,0 +1,222 @@
+// The outbox's table (SlackEffect): every statement that enqueues, claims, completes, retries, gives
+// up and prunes Slack effects, and the counts metrics read. The vocabulary (kinds, keys, threads,
+// how failures are judged) is src/outbox/effects.ts; the loop that uses these is src/outbox/worker.ts.
+// Every time written here is handed in by the caller, from its injected clock.
+import crypto from "node:crypto";
+import { type Expression, type Selectable, type SqlBool, sql } from "kysely";
+import type { Db } from "../db/database.js";
+import type { SqlRunner } from "../db/sql.js";
+import { EFFECT_KINDS, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../outbox/effects.js";
+import { type DB, type Sql, sqlOf } from "./sql.js";
+
+export type EffectRow = Selectable<DB["SlackEffect"]>;
+
+/** A connection, a transaction, or a typed handle on either. */
+export type SqlLike = Sql | SqlRunner | Db;
+
+/**
+ * Enqueues an effect on the given connection (a transaction's, to commit with the state change).
+ * One-time: a second enqueue of the same key does nothing. Repeatable: a due row stays due; a done
+ * row is due again; the generation is bumped so that a run already under way leaves it due.
+ * run.progress accumulates its step count and keeps the text received last, and is spaced from its last update.
+ * A one-time message is stamped with its thread (see claimEffects). Returns whether a row changed.
+ */
+export async function enqueueEffect(db: SqlLike, effect: NewEffect, now: Date): Promise<boolean> {
+  const q = sqlOf(db);
+  const { repeatable, thread } = EFFECT_KINDS[effect.kind];
+  const runAt = effect.runAt ?? now;
+  const payload = effect.payload ? JSON.stringify(effect.payload) : null;
+  // The thread of a review's message is its run's (read in the same statement).
+  const threadId = thread === "review" ? q.selectFrom("Review").select("Review.executionId").where("Review.id", "=", effect.subjectId) : thread ? effect.subjectId : null;
+  const insert = q.insertInto("SlackEffect").values({
+    id: crypto.randomUUID(),
+    kind: effect.kind,
+    subjectId: effect.subjectId,
+    key: effectKey(effect),
+    payload,
+    state: "due",
+    runAt,
+    attempts: 0,
+    generation: 0,
+    threadId,
+    createdAt: now,
+    updatedAt: now,
+  });
+  const query = !repeatable
+    ? insert.onConflict((oc) => oc.column("key").doNothing())
+    : insert.onConflict((oc) =>
+        oc.column("key").doUpdateSet((eb) => {
+          const wasDue = eb("SlackEffect.state", "=", "due");
+          return {
+            state: "due",
+            generation: eb("SlackEffect.generation", "+", 1),
+            updatedAt: now,
+            attempts: eb.case().when(wasDue).then(eb.ref("SlackEffect.attempts")).else(0).end(),
+            ...(effect.kind === "run.progress"
+              ? {
+                  // JSON arithmetic the builder has no words for. Replicas hand over their steps in any
+                  // order: the text received last (latestAt) wins, not the handover that came in last.
+                  payload: sql<unknown>`jsonb_build_object(
+                    'steps', COALESCE(("SlackEffect".payload->>'steps')::int, 0) + COALESCE((EXCLUDED.payload->>'steps')::int, 0),
+                    'latest', CASE WHEN NULLIF(EXCLUDED.payload->>'latest', '') IS NOT NULL
+                                    AND COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0) >= COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)
+                                   THEN EXCLUDED.payload->>'latest' ELSE COALESCE("SlackEffect".payload->>'latest', '') END,
+                    'latestAt', GREATEST(COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0), COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)),
+                    'done', COALESCE((EXCLUDED.payload->>'done')::boolean, false) OR COALESCE(("SlackEffect".payload->>'done')::boolean, false))`,
+                  // Spaced from its last update, whichever replica made it.
+                  runAt: eb
+                    .case()
+                    .when(wasDue)
+                    .then(eb.ref("SlackEffect.runAt"))
+                    .else(sql<Date>`GREATEST(${runAt}, COALESCE("SlackEffect"."doneAt" + ${`${PROGRESS_SPACING_MS} milliseconds`}::interval, ${runAt}))`)
+                    .end(),
+                }
+              : {
+                  payload: eb.fn.coalesce("excluded.payload", "SlackEffect.payload"),
+                  runAt: eb.case().when(wasDue).then(sql<Date>`LEAST("SlackEffect"."runAt", ${runAt})`).else(runAt).end(),
+                }),
+          };
+        }),
+      );
+  const result = await query.executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** A claimed row, with the error its previous attempt left (or the in-flight mark of an attempt cut short). */
+export type ClaimedEffect = Pick<EffectRow, "id" | "kind" | "subjectId" | "key" | "payload" | "attempts" | "generation"> & { previousError: string | null };
+
+export interface ClaimRequest {
+  now: Date;
+  limit: number;
+  /** The claiming replica, and until when its claim holds. */
+  owner: string;
+  leaseUntil: Date;
+  /** Written to lastError while the attempt is under way. */
+  inFlightMark: string;
+  /** Effects the claimer is performing already (never claimed twice by it, even past their lease). */
+  exclude: readonly string[];
+}
+
+/**
+ * Claims up to `limit` due effects under a lease (FOR UPDATE SKIP LOCKED: replicas take disjoint
+ * rows), counting the attempt.
+ *
+ * Order within a thread: a one-time message (threadId set) is not claimed while an earlier-enqueued
+ * message of the same thread (lower seq, same threadId) is unfinished, that is still due and either
+ * due now, in flight, or waiting for a retry (lastError set). Why: Slack shows a thread's replies in
+ * the order they were posted, and the bot's messages tell a story (the reminder, then the escalation
+ * after it; the review, then its file); claiming them in any order, or concurrently on two replicas,
+ * would let a later one overtake an earlier one that is failing or slow. What does not hold a thread
+ * up: done and given-up (dead) effects — a dead one is logged and lost, the rest go on — and a
+ * message scheduled for later that has not yet been tried (it takes its place when due); repeatable
+ * updates (review.show, run.progress…) have no thread and neither wait nor are waited for. A message
+ * that keeps failing holds its thread until it succeeds or is given up (maxAttempts), never forever.
+ */
+export async function claimEffects(db: SqlLike, r: ClaimRequest): Promise<ClaimedEffect[]> {
+  const q = sqlOf(db);
+  const picked = q
+    .selectFrom("SlackEffect as e")
+    .select(["e.id", "e.lastError as previous"])
+    .where("e.state", "=", "due")
+    .where("e.runAt", "<=", r.now)
+    .where((eb) => eb.or([eb("e.leaseOwner", "is", null), eb("e.leaseExpiresAt", "<", r.now)]))
+    .$if(r.exclude.length > 0, (qb) => qb.where("e.id", "not in", r.exclude))
+    .where((eb) =>
+      eb.or([
+        eb("e.threadId", "is", null),
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom("SlackEffect as earlier")
+              .select(sql<number>`1`.as("one"))
+              .whereRef("earlier.threadId", "=", "e.threadId")
+              .whereRef("earlier.seq", "<", "e.seq")
+              .where("earlier.state", "=", "due")
+              .where((inner): Expression<SqlBool> => inner.or([inner("earlier.runAt", "<=", r.now), inner("earlier.lastError", "is not", null)])),
+          ),
+        ),
+      ]),
+    )
+    .orderBy("e.runAt")
+    .orderBy("e.seq")
+    .limit(r.limit)
+    .forUpdate()
+    .skipLocked();
+  return q
+    .with("picked", () => picked)
+    .updateTable("SlackEffect as s")
+    .from("picked")
+    .set((eb) => ({
+      leaseOwner: r.owner,
+      leaseExpiresAt: r.leaseUntil,
+      attempts: eb("s.attempts", "+", 1),
+      lastError: r.inFlightMark,
+      updatedAt: r.now,
+    }))
+    .whereRef("s.id", "=", "picked.id")
+    .returning(["s.id", "s.kind", "s.subjectId", "s.key", "s.payload", "s.attempts", "s.generation", "picked.previous as previousError"])
+    .execute();
+}
+
+/**
+ * Marks a performed effect done, if this claimer still holds it. Re-armed while it ran (its
+ * generation moved on: a newer state to show), it stays due, to run again from the row.
+ */
+export async function completeEffect(db: SqlLike, done: { id: string; generation: number; owner: string; now: Date }): Promise<boolean> {
+  const result = await sqlOf(db)
+    .updateTable("SlackEffect")
+    .set((eb) => {
+      const same = eb("generation", "=", done.generation);
+      return {
+        state: eb.case().when(same).then("done").else("due").end(),
+        attempts: eb.case().when(same).then(eb.ref("attempts")).else(0).end(),
+        doneAt: done.now,
+        updatedAt: done.now,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        lastError: null,
+      };
+    })
+    .where("id", "=", done.id)
+    .where("leaseOwner", "=", done.owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Records a failed attempt, if this claimer still holds it: due again at `runAt`, or given up (dead). */
+export async function failEffect(db: SqlLike, failure: { id: string; owner: string; giveUp: boolean; attempts: number; runAt: Date; error: string; now: Date }): Promise<boolean> {
+  const result = await sqlOf(db)
+    .updateTable("SlackEffect")
+    .set({
+      state: failure.giveUp ? "dead" : "due",
+      attempts: failure.attempts,
+      runAt: failure.runAt,
+      lastError: failure.error,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      updatedAt: failure.now,
+    })
+    .where("id", "=", failure.id)
+    .where("leaseOwner", "=", failure.owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Deletes done effects finished before `doneBefore` and given-up ones last touched before `deadBefore`. */
+export async function pruneEffects(db: SqlLike, before: { doneBefore: Date; deadBefore: Date }): Promise<number> {
+  const result = await sqlOf(db)
+    .deleteFrom("SlackEffect")
+    .where((eb) => eb.or([eb.and([eb("state", "=", "done"), eb("doneAt", "<", before.doneBefore)]), eb.and([eb("state", "=", "dead"), eb("updatedAt", "<", before.deadBefore)])]))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Effects not done and not given up, all replicas, and when the oldest of them was enqueued. */
+export async function countPendingEffects(db: SqlLike): Promise<{ count: number; oldest: Date | null }> {
+  const row = await sqlOf(db)
+    .selectFrom("SlackEffect")
+    .select((eb) => [eb.fn.countAll<string>().as("count"), eb.fn.min("createdAt").as("oldest")])
+    .where("state", "=", "due")
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), oldest: row.oldest ? new Date(row.oldest) : null };
+}
