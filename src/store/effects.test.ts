@@ -46,7 +46,7 @@ describe("store: outbox effects", () => {
   it("adds up progress steps, keeps the latest text, and spaces an update from the last one", async () => {
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 2, latest: "one" } }, t0);
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 3, latest: "" } }, at(1));
-    expect((await row(`run.progress:${run}`)).payload).toEqual({ steps: 5, latest: "one", done: false });
+    expect((await row(`run.progress:${run}`)).payload).toEqual({ steps: 5, latest: "one", latestAt: 0, done: false });
     const [job] = await claimAll(at(2));
     await completeEffect(sql, { id: job!.id, generation: job!.generation, owner: "r1", now: at(100) });
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "two", done: true } }, at(200));
