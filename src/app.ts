@@ -315,7 +315,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
-  const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, ...opts.watcher }, opts.clock);
+  // A decision is abandoned once older than the claim window and than twice a /resume call's longest wait (connect + read).
+  const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, 40_000);
+  const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, abandonedDecisionMs, ...opts.watcher }, opts.clock);
   metrics.instrumentDecisions(lifecycle.reviews);
   const callbacks = metrics.instrumentCallbacks((req) => req.params?.kind ?? "", callbackHandler(lifecycle, log));
   const flowConfigs = config.flows ?? [];

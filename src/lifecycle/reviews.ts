@@ -5,9 +5,11 @@ import type { ResumeResult, TaskEvent } from "../crew/types.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import type { Outbox } from "../outbox/index.js";
+import { abandonedDecisionText } from "../slack/blocks/deadline.js";
 import { addApproval, approvalsOf } from "../store/approvals.js";
 import { isUuid } from "../store/ids.js";
 import {
+  abandonedDecisions,
   findReview,
   findReviewWithExecution,
   insertReview,
@@ -18,6 +20,7 @@ import {
   moveReview,
   type ReviewDecisionPatch,
   type ReviewWithExecution,
+  retakeDecision,
   setResumeTaskId,
 } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
@@ -397,7 +400,7 @@ export class Reviews {
     event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
-    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string },
+    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; text: string } },
   ): Promise<Review> {
     const edit = latestEdit(sent.approvals);
     const settled = await inTransaction(this.sql, async (tx) => {
@@ -433,6 +436,8 @@ export class Reviews {
       // Reopened (resume failed): it looks as it did, pending; nothing to show.
       if (outcome !== "resume_failed") await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
       if (edit && outcome === "decided") await this.outbox.add(runnerOf(tx), { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
+      if (sent.threadNotice)
+        await this.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { text: sent.threadNotice.text } });
       return moved;
     });
     this.outbox.nudge();
@@ -482,6 +487,54 @@ export class Reviews {
    * run is still paused on this very output. Unknown (status unreadable) counts as not taken, so the
    * review opens again and the reviewer is told to check the thread first.
    */
+  /**
+   * Decisions whose process died between the claim and the crew's answer (kill -9, a lost replica):
+   * left alone they would stay "deciding" for ever, and the run with them. One replica takes each
+   * over (a conditional write on decidedAt) and asks the crew's status: if the crew moved on, the
+   * decision reached it and is recorded as taken; otherwise the review opens again, and the thread
+   * says so, for a person to decide again (sending it again could apply it twice if the first call
+   * is still under way in the crew).
+   */
+  async recoverAbandoned(staleMs: number): Promise<number> {
+    const now = this.clock.now();
+    const abandoned = await abandonedDecisions(this.sql, { before: new Date(now.getTime() - staleMs), limit: 50 });
+    let recovered = 0;
+    for (const { execution, ...review } of abandoned) {
+      if (!review.decidedAt || !(await retakeDecision(this.sql, review.id, { seen: review.decidedAt, now }))) continue;
+      recovered++;
+      const decision: Decision = {
+        reviewId: review.id,
+        userId: review.decidedBy ?? "",
+        approve: review.decision === "approve",
+        feedback: review.feedback ?? "",
+        ...(review.decidedByDeadline ? { byDeadline: true } : {}),
+      };
+      const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
+      if (execution.kickoffId && this.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
+        const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
+        await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", patch, sent);
+        continue;
+      }
+      this.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
+      await this.conclude(
+        review,
+        decision,
+        "resume_failed",
+        "resume_failed",
+        { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false },
+        {
+          ...sent,
+          message: "interrupted while being sent",
+          threadNotice: {
+            part: `abandoned:${review.id}:${review.decidedAt.getTime()}`,
+            text: abandonedDecisionText({ by: review.decidedBy, taskName: review.taskName, round: review.round }),
+          },
+        },
+      );
+    }
+    return recovered;
+  }
+
   private async tookEffect(execution: Execution, review: Review): Promise<boolean> {
     try {
       const status = await this.crews.get(execution.crewName)!.status(execution.kickoffId!);

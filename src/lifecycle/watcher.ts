@@ -31,11 +31,14 @@ export interface WatcherOptions {
   batchSize: number;
   /** How often callbacks recorded but not processed are looked for (default 30 000 ms; 0 = only at start). */
   sweepMs: number;
+  /** A decision left "deciding" this long (its process died mid-call) is taken over (default 60 000 ms; keep it above a /resume call's time-out). */
+  abandonedDecisionMs: number;
   /** This process's identity in lease columns (default: a random uuid). */
   replicaId: string;
 }
 
 export const DEFAULT_WATCHER_OPTIONS: Omit<WatcherOptions, "replicaId"> = {
+  abandonedDecisionMs: 60_000,
   tickMs: 1000,
   minBackoffMs: 2000,
   maxBackoffMs: 60_000,
@@ -154,11 +157,13 @@ export class RunWatcher {
   }
 
   /**
-   * Processes crew callbacks recorded but not processed (a crash between the answer and the work).
+   * Processes crew callbacks recorded but not processed (a crash between the answer and the work),
+   * and takes over decisions whose process died between the claim and the crew's answer.
    * Slack effects need no such sweep: they are outbox rows, which the outbox worker picks up.
    */
   async recover(webhookOlderThanMs = 0): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
+    await this.lifecycle.reviews.recoverAbandoned(this.options.abandonedDecisionMs).catch((err) => this.log.warn("abandoned decisions could not be recovered", { err }));
   }
 
   /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */

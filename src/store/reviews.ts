@@ -297,3 +297,22 @@ export async function claimReassignment(db: Handle, id: string, p: { to: string;
 export async function lockReview(tx: Sql, id: string): Promise<ReviewRow | null> {
   return (await tx.selectFrom("Review").selectAll().where("id", "=", id).forUpdate().executeTakeFirst()) ?? null;
 }
+
+/** Decisions claimed (deciding) before `before` and never concluded: their process died mid-call. */
+export async function abandonedDecisions(db: Handle, p: { before: Date; limit: number }): Promise<ReviewWithExecution[]> {
+  const sql = sqlOf(db);
+  const rows = await sql.selectFrom("Review").selectAll().where("state", "=", "deciding").where("decidedAt", "<", p.before).orderBy("decidedAt").limit(p.limit).execute();
+  return withExecutions(sql, rows);
+}
+
+/** Takes over an abandoned decision: only whoever moves decidedAt from the value it read takes it. */
+export async function retakeDecision(db: Handle, id: string, p: { seen: Date; now: Date }): Promise<boolean> {
+  const result = await sqlOf(db)
+    .updateTable("Review")
+    .set({ decidedAt: p.now, updatedAt: p.now })
+    .where("id", "=", id)
+    .where("state", "=", "deciding")
+    .where("decidedAt", "=", p.seen)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}

@@ -134,6 +134,51 @@ describe("review loop", () => {
     await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
   });
 
+  it("takes over a decision whose process died after claiming it: the review opens again, the thread says so, the next click resumes once", async () => {
+    h = await startHarness({ crewline: { watcher: { abandonedDecisionMs: 500, sweepMs: 200 } } });
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    // A replica claimed the decision and died before calling /resume.
+    await h.bot.database.prisma.review.update({
+      where: { id: review.reviewId },
+      data: { state: "deciding", decidedBy: USER, decision: "approve", decidedAt: new Date(Date.now() - 10_000) },
+    });
+    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "pending", {
+      what: "the review open again",
+    });
+    const notice = await eventually(() => h.slack.callsTo("chat.postMessage").find((c) => /was interrupted before it reached the crew/.test(String(c.args.text))));
+    expect(notice.args.thread_ts).toBe(review.msg.thread_ts);
+    expect(resumeCalls(h)).toHaveLength(0);
+    await clickReview(h, review, true, "");
+    await eventually(() => resumeCalls(h).length === 1);
+    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
+  });
+
+  it("takes over a decision whose process died after the crew took it: recorded as approved, not sent again", async () => {
+    h = await startHarness({ crewline: { watcher: { abandonedDecisionMs: 500, sweepMs: 200 } } });
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    const row = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    // The dead replica's /resume reached the crew; its answer never came back.
+    const sent = await fetch(`${h.crew.url}/resume`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${CREW_TOKEN}` },
+      body: JSON.stringify({ execution_id: execution.kickoffId, task_id: row.resumeTaskId ?? row.taskKey, human_feedback: "Approved", is_approve: true }),
+    });
+    expect(sent.status).toBeLessThan(300);
+    await h.bot.database.prisma.review.update({
+      where: { id: review.reviewId },
+      data: { state: "deciding", decidedBy: USER, decision: "approve", decidedAt: new Date(Date.now() - 10_000) },
+    });
+    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved", {
+      what: "the decision recorded as taken",
+    });
+    // The message shows the decision, and the crew was not asked twice.
+    await eventually(() => /Approved/.test(h.slack.messages(CHANNEL).find((m) => m.ts === review.msg.ts)?.text ?? ""), { what: "the review shown as approved" });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(resumeCalls(h)).toHaveLength(1);
+  });
+
   it("shows 'not waiting for review' (400) plainly and closes the review", async () => {
     h = await startHarness();
     await startRunViaSlack(h);

@@ -114,3 +114,9 @@ export function reassignModal(p: { reviewId: string; taskName: string; callbackI
     ],
   };
 }
+
+/** The thread reply posted when a decision was interrupted before it reached the crew, and the review opened again. */
+export function abandonedDecisionText(p: { by: string | null; taskName: string; round: number }): string {
+  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
+  return `⚠️ ${p.by ? `<@${p.by}>'s decision` : "The decision"} on ${task} was interrupted before it reached the crew (Crewline stopped while sending it). The review is open again: please decide it once more.`;
+}
