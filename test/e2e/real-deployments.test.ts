@@ -238,6 +238,8 @@ describe("a lost message update", () => {
     const review = await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 });
     expect(h.slack.callsTo("chat.update").filter((c) => c.error === "message_not_found").length).toBeGreaterThan(0);
     expect(taskPosts(h, "draft_task")).toHaveLength(1);
+    // The update's result is recorded just after Slack shows it.
+    await eventually(async () => (await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } })).shownState === "pending", { what: "shownState recorded" });
     const row = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
     expect(row).toMatchObject({ state: "pending", shownState: "pending", messageTs: review.msg.ts });
   });
