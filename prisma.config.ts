@@ -1,7 +1,7 @@
 // Prisma CLI configuration: the JS engine with a driver adapter, so no native engine binary is needed.
 import path from "node:path";
 import { defineConfig } from "prisma/config";
-import { migrationAdapterFactory } from "./src/db/adapters.js";
+import { migrationAdapterFactory } from "./src/store/db/adapters.js";
 
 // Pick the adapter from the environment as the operator set it, before the placeholder below.
 const env = { ...process.env };

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { APPROVE_ACTION, REVIEW_ACTIONS_BLOCK } from "../src/slack/blocks/index.js";
+import { APPROVE_ACTION, REVIEW_ACTIONS_BLOCK } from "../src/adapters/slack/blocks/index.js";
 import { cpuStallMs } from "./child.js";
 import {
   type BenchBot,

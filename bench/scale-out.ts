@@ -17,8 +17,8 @@
 //   BENCH_SCALE_RUNS=50  BENCH_SCALE_REPLICAS=1,3  BENCH_SCALE_WINDOW_MS  BENCH_SCALE_WARMUP_MS  BENCH_SCALE_THINK_MS=200
 import fs from "node:fs";
 import pg from "pg";
+import { APPROVE_ACTION } from "../src/adapters/slack/blocks/index.js";
 import { type SimTask, startCrewService } from "../src/sim/crew-service.js";
-import { APPROVE_ACTION } from "../src/slack/blocks/index.js";
 import { type FakeSlack, startFakeSlack } from "../test/support/fake-slack.js";
 import { freePort } from "../test/support/harness.js";
 import { type SlackRequester, slackRequester } from "../test/support/slack-requests.js";

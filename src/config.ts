@@ -89,7 +89,7 @@ export interface AppConfig {
   /** Flows whose feedback requests are answered in Slack (FLOW_* or `flows:` in CREWS_FILE). */
   flows?: FlowConfig[];
   /**
-   * Status polling (src/lifecycle/watcher.ts). Optional tuning, mainly for tests and replicas:
+   * Status polling (src/usecases/watcher.ts). Optional tuning, mainly for tests and replicas:
    * POLL_INTERVAL_MS (tick, default 1000), POLL_MIN_BACKOFF_MS (2000), POLL_MAX_BACKOFF_MS (60000),
    * POLL_LEASE_MS (30000), POLL_LOST_GRACE_MS (120000), POLL_SWEEP_MS (30000). Unset values keep the defaults.
    */

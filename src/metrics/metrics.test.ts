@@ -1,10 +1,10 @@
 import crypto from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { parseExposition } from "../../test/support/metrics.js";
-import { CrewError } from "../crew/errors.js";
-import type { CrewApi } from "../crew/types.js";
+import { CrewError } from "../adapters/crew/errors.js";
+import type { CrewApi } from "../adapters/crew/types.js";
+import { bearerMatches } from "../adapters/http/metrics-route.js";
 import { Metrics } from "./metrics.js";
-import { bearerMatches } from "./route.js";
 
 const API = "http://127.0.0.1:9/api/";
 const figures = { reviewsWaiting: 2, decisionsInFlight: 0, flowRequestsWaiting: 1, pollLeasesHeld: 3, callbacksQueued: 4, callbacksGivenUp: 0 };

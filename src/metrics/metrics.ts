@@ -11,11 +11,11 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { isCrewError } from "../crew/errors.js";
-import type { CrewApi } from "../crew/types.js";
-import type { Decision, DecisionOutcome } from "../lifecycle/index.js";
-import type { Execution, Review, ReviewContext, RunNotifier } from "../lifecycle/ports.js";
+import { isCrewError } from "../adapters/crew/errors.js";
+import type { CrewApi } from "../adapters/crew/types.js";
 import type { OutboxEvents } from "../outbox/worker.js";
+import type { Decision, DecisionOutcome } from "../usecases/lifecycle.js";
+import type { Execution, Review, ReviewContext, RunNotifier } from "../usecases/ports.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts). */
 export interface SharedFigures {

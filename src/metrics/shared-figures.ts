@@ -1,7 +1,7 @@
 // The figures that describe the shared database, read when /metrics is scraped (never per event), so
 // that any replica reports the same numbers (store/figures.ts reads them).
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "../store/db/database.js";
+import type { SqlRunner } from "../store/db/sql.js";
 import { countPendingEffects } from "../store/effects.js";
 import { databaseFigures } from "../store/figures.js";
 import type { Sql } from "../store/sql.js";

@@ -1,14 +1,13 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
-import { editedRequestNeedsFile, type FlowRequestContext } from "../flows/slack-effects.js";
+
+import { outputNeedsFile } from "../adapters/slack/blocks/index.js";
+import { editedRequestNeedsFile, type FlowRequestContext } from "../adapters/slack/flows/slack-effects.js";
+import { editedOutputNeedsFile, reviewFilesNeeded } from "../adapters/slack/notifier.js";
+import { shownAs } from "../domain/states.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
-import { type Clock, type DeadlineNotice, type Execution, type Review, type ReviewContext, type RunNotifier, systemClock } from "../lifecycle/ports.js";
-import { reviewNote } from "../lifecycle/reviews.js";
-import { shownAs } from "../lifecycle/states.js";
-import { outputNeedsFile } from "../slack/blocks/index.js";
-import { editedOutputNeedsFile, reviewFilesNeeded } from "../slack/notifier.js";
+import type { Db } from "../store/db/database.js";
+import type { SqlRunner } from "../store/db/sql.js";
 import {
   findExecution,
   findFlowRequest,
@@ -24,6 +23,8 @@ import {
 } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
+import { type Clock, type DeadlineNotice, type Execution, type Review, type ReviewContext, type RunNotifier, systemClock } from "../usecases/ports.js";
+import { reviewNote } from "../usecases/reviews.js";
 import { type EffectJob, GiveUp, type NewEffect } from "./effects.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 

@@ -3,8 +3,8 @@
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { type SqlRunner, sqlRunnerFor } from "../db/sql.js";
 import { silentLogger } from "../log.js";
+import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
 import { enqueueEffect as enqueue } from "../store/effects.js";
 import { sqlOf } from "../store/sql.js";
 import { type EffectJob, GiveUp } from "./effects.js";

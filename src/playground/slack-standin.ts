@@ -20,7 +20,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { types } from "@slack/bolt";
-import { messageLimitViolations, modalLimitViolations } from "../slack/blocks/limits.js";
+import { messageLimitViolations, modalLimitViolations } from "../adapters/slack/blocks/limits.js";
 
 export interface SlackCall {
   /** e.g. "chat.postMessage"; "response_url" for response_url POSTs; "upload" for file bytes. */
@@ -98,7 +98,7 @@ export interface FakeEphemeral {
   blocks?: any[];
 }
 
-/** A payload that breaks one of Slack's documented limits (src/slack/blocks/limits.ts). */
+/** A payload that breaks one of Slack's documented limits (src/adapters/slack/blocks/limits.ts). */
 export interface LimitViolation {
   method: string;
   at: number;

@@ -2,12 +2,12 @@
 // approving twice counts once.
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type ReviewApprovalRow = Selectable<DB["ReviewApproval"]>;
-/** What the rules need of an approval (lifecycle/approvals.ts StoredApproval). */
+/** What the rules need of an approval (domain/approvals.ts StoredApproval). */
 export type ApprovalEntry = Pick<ReviewApprovalRow, "userId" | "note" | "editedOutput" | "createdAt">;
 
 type Handle = Sql | SqlRunner | Db;

@@ -2,8 +2,8 @@
 // deleted by the app; a row recording a state change is written in that change's transaction.
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type AuditRow = Selectable<DB["AuditRecord"]>;

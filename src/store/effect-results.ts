@@ -5,7 +5,7 @@
 //
 // Only the writes that mark a message posted set updatedAt, as before: what a message shows (and
 // whether its file is attached) is bookkeeping about Slack, not a change of the row's state, and
-// lifecycle/reviews.ts compares a review's updatedAt with when a callback was observed.
+// usecases/reviews.ts compares a review's updatedAt with when a callback was observed.
 import type { JsonValue } from "@prisma/client/runtime/client";
 import type { Selectable } from "kysely";
 import type { Execution, FlowRequest, Review } from "../generated/prisma/client.js";

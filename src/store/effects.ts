@@ -4,9 +4,9 @@
 // Every time written here is handed in by the caller, from its injected clock.
 import crypto from "node:crypto";
 import { type Expression, type Selectable, type SqlBool, sql } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
 import { EFFECT_KINDS, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../outbox/effects.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type EffectRow = Selectable<DB["SlackEffect"]>;

@@ -2,8 +2,8 @@
 // Every write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { isUuid } from "./ids.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 

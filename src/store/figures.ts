@@ -1,7 +1,7 @@
 // Counts over the shared database that /metrics reports (read at scrape time, never per event), so
 // any replica tells the same numbers. Each is a count on indexed columns.
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type Sql, sqlOf } from "./sql.js";
 
 type Handle = Sql | SqlRunner | Db;

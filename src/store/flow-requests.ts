@@ -1,5 +1,5 @@
 // The FlowRequest aggregate: flow feedback requests and their approvals (FlowApproval). Every read and
-// write of these tables by the flows use case (src/flows/service.ts) goes through here; the rules
+// write of these tables by the flows use case (src/usecases/flows.ts) goes through here; the rules
 // (which state moves to which, what is audited, which Slack effect follows) stay with the use case,
 // which passes in the states a write moves between and the time it happens (its Clock).
 import crypto from "node:crypto";
@@ -8,7 +8,7 @@ import { type DB, inTransaction, type Sql, sqlOf } from "./sql.js";
 
 export type FlowRequestRow = Selectable<DB["FlowRequest"]>;
 export type FlowApprovalRow = Selectable<DB["FlowApproval"]>;
-/** What the approval rules read of an approval (StoredApproval in lifecycle/approvals.ts). */
+/** What the approval rules read of an approval (StoredApproval in domain/approvals.ts). */
 export type FlowApprovalView = Pick<FlowApprovalRow, "userId" | "note" | "editedOutput" | "createdAt">;
 
 /** A database, a runner or a Kysely handle (possibly one transaction's). */

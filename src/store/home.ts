@@ -1,9 +1,9 @@
 // What App Home reads (usecases/home-for.ts): the pending reviews that may be listed, which of them the
 // user approved already, and the user's recent runs. Typed rows, read with Kysely (store/sql.ts).
 import type { Selectable } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
-import { LIVE_STATES } from "../lifecycle/states.js";
+import { LIVE_STATES } from "../domain/states.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type ReviewRow = Selectable<DB["Review"]>;

@@ -1,5 +1,5 @@
 // The SlackInstallation aggregate: one row per workspace install ("T:<team>") or org-wide install
-// ("E:<enterprise>"). The rows hold tokens already sealed by the caller (src/slack/installations.ts
+// ("E:<enterprise>"). The rows hold tokens already sealed by the caller (src/adapters/slack/installations.ts
 // seals and opens them); this module only reads and writes them.
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";

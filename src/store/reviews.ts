@@ -3,8 +3,8 @@
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type ExecutionRow, findExecution, findExecutions } from "./executions.js";
 import { isUuid } from "./ids.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";

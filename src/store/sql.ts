@@ -1,6 +1,6 @@
 // The store's one way to write SQL: Kysely, typed by the tables Prisma generates from the schema
 // (prisma-kysely → src/generated/kysely/db.ts), running on the same connection as everything else
-// (db/sql.ts's SqlRunner: the pg pool or the PGlite instance). Why not Prisma's model API on these
+// (store/db/sql.ts's SqlRunner: the pg pool or the PGlite instance). Why not Prisma's model API on these
 // paths: each Prisma query is compiled in WebAssembly (about 0.4 ms of CPU) against microseconds for
 // Kysely, and a run makes dozens. Prisma keeps the schema, the migrations and the generated types.
 //
@@ -18,9 +18,9 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from "kysely";
-import type { Db } from "../db/database.js";
-import { type SqlRunner, sqlRunnerFor } from "../db/sql.js";
 import type { DB } from "../generated/kysely/db.js";
+import type { Db } from "./db/database.js";
+import { type SqlRunner, sqlRunnerFor } from "./db/sql.js";
 
 export type { DB };
 /** A typed SQL handle on the database, or on one transaction of it. */

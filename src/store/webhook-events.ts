@@ -2,8 +2,8 @@
 // processed after (a delivery received twice is stored once).
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
-import type { Db } from "../db/database.js";
-import type { SqlRunner } from "../db/sql.js";
+import type { Db } from "./db/database.js";
+import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type WebhookEventRow = Selectable<DB["WebhookEvent"]>;

@@ -3,7 +3,7 @@
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { stopWorkspace, UNINSTALLED_NOTE } from "../lifecycle/workspaces.js";
+import { stopWorkspace, UNINSTALLED_NOTE } from "../usecases/workspaces.js";
 import { insertFlowRequest } from "./flow-requests.js";
 import { type Sql, sqlOf } from "./sql.js";
 

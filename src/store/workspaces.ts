@@ -1,4 +1,4 @@
-// A workspace's rows across aggregates, for when the app is removed from it (src/lifecycle/workspaces.ts
+// A workspace's rows across aggregates, for when the app is removed from it (src/usecases/workspaces.ts
 // says what happens to them; this module writes it): its unfinished runs, its open reviews, its open
 // flow requests and its Slack effects still due, all in one transaction.
 import { inTransaction, type Sql, sqlOf } from "./sql.js";

@@ -2,13 +2,14 @@
 // audit trail, its content, what App Home lists), who may act on a review (its crew's reviewer rules,
 // and whoever it was reassigned or escalated to), who may see or answer a flow's feedback request, and
 // whether a click comes from the message it claims. What the rules need to know from outside (channel
-// members, user groups) comes through small ports that the Slack adapter supplies (slack/access.ts).
+// members, user groups) comes through small ports that the Slack adapter supplies (adapters/slack/access.ts).
 //
 // One rule for runs: the run's starter, its reviewers, and the members of its channel may see it.
 // Everyone else is told what an unknown id gets.
+
+import type { TeamRef } from "../adapters/slack/clients.js";
 import type { ReviewerRules as RulesConfig } from "../config.js";
-import { describeReviewers } from "../review/rules.js";
-import type { TeamRef } from "../slack/clients.js";
+import { describeReviewers } from "./reviewer-rules.js";
 
 /** Who is asking. */
 export interface Asker {
@@ -36,7 +37,7 @@ export type ReviewFacts = {
 /** A review with its run. */
 export type ReviewOfRun<R extends ReviewFacts = ReviewFacts, E extends RunFacts = RunFacts> = R & { execution: E };
 
-/** A crew's reviewer rules (review/rules.ts ReviewerRules). */
+/** A crew's reviewer rules (usecases/reviewer-rules.ts ReviewerRules). */
 export interface ReviewerPort {
   rulesFor(crewName: string): RulesConfig | undefined;
   mayDecide(crewName: string, userId: string, team?: TeamRef): Promise<boolean>;
@@ -55,7 +56,7 @@ export type FlowRequestFacts = {
   escalatedTo: string | null;
 };
 
-/** A flow's reviewer rules with the request's assignee and grants (flows/service.ts FlowRequests). */
+/** A flow's reviewer rules with the request's assignee and grants (usecases/flows.ts FlowRequests). */
 export interface FlowAccessPort {
   /** Whether the user may answer the request (its assignee, whoever it was handed to, the flow's reviewers; no rules: anyone). */
   mayDecide(request: FlowRequestFacts, userId: string): Promise<boolean>;

@@ -1,10 +1,11 @@
 // `/crew audit <id>`: a run's (or a flow feedback request's) audit trail, for someone who may see it
 // (access.ts); everyone else gets what an unknown id gets. The Slack adapter shows it and uploads the
-// export (review/audit-export.ts).
-import type { FlowRequest } from "../flows/service.js";
-import type { AuditRecord } from "../lifecycle/audit.js";
-import type { Execution } from "../lifecycle/ports.js";
+// export (adapters/slack/review/audit-export.ts).
+
 import { type AccessPorts, type Asker, maySeeFlowRequest, visibleRun } from "./access.js";
+import type { AuditRecord } from "./audit.js";
+import type { FlowRequest } from "./flows.js";
+import type { Execution } from "./ports.js";
 
 export interface AuditForDeps {
   access: AccessPorts;

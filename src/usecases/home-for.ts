@@ -1,16 +1,17 @@
 // What a user's App Home lists: the reviews waiting for them (by the access rules: reassigned or
 // escalated to them, the crew's reviewer rules, or the runs they started), the flow feedback requests
 // waiting for them, their recent runs, and the crews they may start. Installed in many workspaces, a
-// Home shows its own workspace's runs and requests only. The Slack adapter (home/app-home.ts) turns
+// Home shows its own workspace's runs and requests only. The Slack adapter (adapters/slack/home.ts) turns
 // this into the view.
-import type { Clock } from "../lifecycle/ports.js";
+
 import type { ExecutionRow, HomeStore, PendingReview } from "../store/home.js";
 import { type AccessPorts, homeListsReview } from "./access.js";
+import type { Clock } from "./ports.js";
 
 export interface HomeForDeps<F extends { teamId: string | null }> {
   store: HomeStore;
   access: Pick<AccessPorts, "reviewers">;
-  /** Flow feedback requests waiting for a user (flows/service.ts), if flows are configured. */
+  /** Flow feedback requests waiting for a user (usecases/flows.ts), if flows are configured. */
   flows?: { waitingFor(userId: string): Promise<F[]> };
   crews: { usableBy(teamId?: string): { name: string; channels?: string[] }[] };
   clock: Clock;

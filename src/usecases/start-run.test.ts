@@ -1,9 +1,9 @@
 // startRun with fake ports: which outcome for which facts, and what is left behind.
 import { describe, expect, it, vi } from "vitest";
+import { CrewError } from "../adapters/crew/errors.js";
 import type { CrewConfig } from "../config.js";
-import { CrewError } from "../crew/errors.js";
-import type { Execution } from "../lifecycle/ports.js";
 import { createLogger } from "../log.js";
+import type { Execution } from "./ports.js";
 import { type StartRunDeps, startRun } from "./start-run.js";
 
 const config = { name: "research", baseUrl: "http://crew", token: "t", teams: ["T1"], channels: ["C1"] } as unknown as CrewConfig;

@@ -2,13 +2,14 @@
 // run (its nonce is the run's requestId, so a replay stores nothing); the run is announced in its
 // channel (its thread hangs off that message), then the crew is kicked off with the run's webhooks.
 // A run that could not start leaves nothing half-created visible. The Slack adapter
-// (kickoff/submit.ts) parses the form, calls startRun and shows the outcome in the modal.
+// (adapters/slack/kickoff/submit.ts) parses the form, calls startRun and shows the outcome in the modal.
+
+import { isCrewError } from "../adapters/crew/errors.js";
+import type { CrewApi } from "../adapters/crew/types.js";
 import type { CrewConfig } from "../config.js";
-import { isCrewError } from "../crew/errors.js";
-import type { CrewApi } from "../crew/types.js";
-import type { Execution, WebhookUrls } from "../lifecycle/ports.js";
-import type { Runs } from "../lifecycle/runs.js";
 import type { Logger } from "../log.js";
+import type { Execution, WebhookUrls } from "./ports.js";
+import type { Runs } from "./runs.js";
 
 /** The run's announcement in its channel (the Slack adapter posts it with the request's client). */
 export interface Announcements {

@@ -4,8 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/db/database.js";
-import { applyMigrations, readMigrations } from "../../src/db/migrate.js";
+import { openDatabase } from "../../src/store/db/database.js";
+import { applyMigrations, readMigrations } from "../../src/store/db/migrate.js";
 import { createTestDatabase, createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
 
 const run = promisify(execFile);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { CREW_SELECT_ACTION, KICKOFF_VIEW_CALLBACK } from "../../src/slack/blocks/index.js";
+import { CREW_SELECT_ACTION, KICKOFF_VIEW_CALLBACK } from "../../src/adapters/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 
 let h: Harness;

@@ -4,11 +4,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION, HOME_APPROVE_ACTION, REASSIGN_ACTION, REVIEW_ACTIONS_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, createCrewline } from "../../src/app.js";
-import { openDatabase } from "../../src/db/database.js";
-import { DEADLINE_ACTOR } from "../../src/lifecycle/deadlines.js";
 import { silentLogger } from "../../src/log.js";
-import { APPROVE_ACTION, HOME_APPROVE_ACTION, REASSIGN_ACTION, REVIEW_ACTIONS_BLOCK } from "../../src/slack/blocks/index.js";
+import { openDatabase } from "../../src/store/db/database.js";
+import { DEADLINE_ACTOR } from "../../src/usecases/deadlines.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
@@ -148,7 +148,7 @@ describe("review deadlines", () => {
     await startRunViaSlack(h);
     const pending = await pendingReview(h);
     // A second instance in this process, on the same database (embedded or PostgreSQL).
-    const { Lifecycle } = await import("../../src/lifecycle/index.js");
+    const { Lifecycle } = await import("../../src/usecases/lifecycle.js");
     const other = new Lifecycle({
       db: h.bot.database.prisma,
       crews: h.bot.crews,

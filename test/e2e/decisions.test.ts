@@ -1,9 +1,9 @@
 // Review decisions teams ask for (#14): edit and approve, required approvals, self-approval, round
 // diffs. Through signed requests to /slack/events, the Slack stand-in and the local crew service.
 import { afterEach, describe, expect, it } from "vitest";
-import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/lifecycle/approvals.js";
+import { EDIT_TEXT_BLOCK } from "../../src/adapters/slack/blocks/index.js";
+import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/domain/approvals.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
-import { EDIT_TEXT_BLOCK } from "../../src/slack/blocks/index.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, messageText, openEditModal, pendingReview, resumeCalls, startRunViaSlack, submitEdit } from "../support/reviews.js";

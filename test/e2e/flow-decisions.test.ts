@@ -3,7 +3,7 @@
 // signed requests to /slack/events, the Slack stand-in, the local flow deployment and crew service,
 // with an injected clock.
 import { afterEach, describe, expect, it } from "vitest";
-import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, type PendingFlowRequest, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
 import { clickReview, pendingReview, startRunViaSlack, submitReassign } from "../support/reviews.js";

@@ -2,8 +2,8 @@
 // malformed signed bodies, status of other people's runs, forged clicks, foreign and replayed
 // kickoff forms, and a click while the database is down.
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/adapters/slack/blocks/index.js";
 import { createLogger } from "../../src/log.js";
-import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/slack/blocks/index.js";
 import { eventually, type Harness, kickoffViaSlack, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { signSlackBody } from "../support/slack-requests.js";

@@ -3,8 +3,6 @@
 // never in the database in plain text, crews are limited per workspace, and an uninstall stops only
 // its own workspace.
 import { afterEach, describe, expect, it } from "vitest";
-import type { InstallGrant } from "../../src/playground/slack-standin.js";
-import { startFlowService } from "../../src/sim/flow-service.js";
 import {
   APPROVE_ACTION,
   REASSIGN_ACTION,
@@ -13,7 +11,9 @@ import {
   REASSIGN_USER_ACTION,
   REASSIGN_USER_BLOCK,
   REVIEW_ACTIONS_BLOCK,
-} from "../../src/slack/blocks/index.js";
+} from "../../src/adapters/slack/blocks/index.js";
+import type { InstallGrant } from "../../src/playground/slack-standin.js";
+import { startFlowService } from "../../src/sim/flow-service.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 
 let h: Harness;

@@ -2,9 +2,9 @@
 // step retries that step only, a lost update is retried until the message shows the final state, and
 // neither a crash nor an interrupted post shows anything twice.
 import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log.js";
-import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";

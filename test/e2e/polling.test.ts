@@ -1,7 +1,7 @@
 // Status polling end to end: runs finish in Slack without webhooks, webhooks and polls racing give
 // each Slack effect once, and a kickoff the crew forgot is declared lost after the grace period.
 import { afterEach, describe, expect, it } from "vitest";
-import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
+import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
 import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 

@@ -2,8 +2,8 @@
 // human-input webhook for the task the crew waits on, status at /status/{id}. Crewline asks for a
 // decision only when the crew waits for one, and stays correct against the seed interface.
 import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
-import { APPROVE_ACTION } from "../../src/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
@@ -239,7 +239,9 @@ describe("a lost message update", () => {
     expect(h.slack.callsTo("chat.update").filter((c) => c.error === "message_not_found").length).toBeGreaterThan(0);
     expect(taskPosts(h, "draft_task")).toHaveLength(1);
     // The update's result is recorded just after Slack shows it.
-    await eventually(async () => (await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } })).shownState === "pending", { what: "shownState recorded" });
+    await eventually(async () => (await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } })).shownState === "pending", {
+      what: "shownState recorded",
+    });
     const row = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
     expect(row).toMatchObject({ state: "pending", shownState: "pending", messageTs: review.msg.ts });
   });

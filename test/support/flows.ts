@@ -1,9 +1,9 @@
 // A flow deployment (the local flow service) sending signed feedback requests to the running bot, and
 // clicks on the request messages as Slack sends them.
 
+import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_VIEW_CALLBACK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import type { FlowConfig } from "../../src/config.js";
 import { type SimFlowService, startFlowService } from "../../src/sim/flow-service.js";
-import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_VIEW_CALLBACK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK } from "../../src/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { eventually, type Harness, type HarnessOptions, startHarness, USER } from "./harness.js";
 

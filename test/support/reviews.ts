@@ -13,7 +13,7 @@ import {
   REASSIGN_USER_ACTION,
   REASSIGN_USER_BLOCK,
   REJECT_ACTION,
-} from "../../src/slack/blocks/index.js";
+} from "../../src/adapters/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, USER } from "./harness.js";
 

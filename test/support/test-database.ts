@@ -2,7 +2,7 @@
 // local PostgreSQL server when CREWLINE_TEST_DATABASE=postgres (see .ci/run).
 import crypto from "node:crypto";
 import pg from "pg";
-import { type Database, openDatabase } from "../../src/db/database.js";
+import { type Database, openDatabase } from "../../src/store/db/database.js";
 
 export const usePostgres = process.env.CREWLINE_TEST_DATABASE === "postgres";
 export const adminUrl = process.env.CREWLINE_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";

@@ -1,0 +1,37 @@
+// GET /metrics: Prometheus text format, optionally behind a bearer token (METRICS_TOKEN).
+import crypto from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../log.js";
+import type { Metrics } from "../../metrics/metrics.js";
+
+const digest = (text: string) => crypto.createHash("sha256").update(text).digest();
+
+/** Whether an Authorization header carries the token; constant time in the header's content. */
+export function bearerMatches(header: string | undefined, expected: Buffer): boolean {
+  const given = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1] ?? "";
+  // Hash both sides: equal lengths for timingSafeEqual, and the comparison reveals nothing of the token.
+  return crypto.timingSafeEqual(digest(given), expected);
+}
+
+export function metricsHandler(metrics: Metrics, token: string | undefined, log: Logger) {
+  const expected = token ? digest(token) : undefined;
+  return async (req: IncomingMessage, res: ServerResponse) => {
+    if (expected && !bearerMatches(req.headers.authorization, expected)) {
+      const text = "unauthorized: send Authorization: Bearer <METRICS_TOKEN>\n";
+      res.writeHead(401, { "content-type": "text/plain; charset=utf-8", "www-authenticate": 'Bearer realm="metrics"', "content-length": Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
+    try {
+      const text = await metrics.scrape();
+      res.writeHead(200, { "content-type": metrics.contentType, "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
+      res.end(text);
+    } catch (err) {
+      log.error("metrics scrape failed", { err });
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+        res.end("metrics unavailable\n");
+      }
+    }
+  };
+}

@@ -1,0 +1,113 @@
+// Plain HTTP routes served beside Slack's /slack/events: crew callbacks and the health check.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../log.js";
+import { sanitizeJson, sanitizeText } from "../../text/sanitize.js";
+import type { Lifecycle } from "../../usecases/lifecycle.js";
+import { JsonTooComplex, parseBoundedJson } from "./bounded-json.js";
+
+export const MAX_CALLBACK_BYTES = 2 * 1024 * 1024;
+export const CALLBACK_PATH = "/hooks/:executionId/:kind/:secret";
+
+type ParamsRequest = IncomingMessage & { params?: Record<string, string> };
+
+export class BodyTooLarge extends Error {}
+
+// Events rather than `for await`: this runs for every step callback, and the async iterator costs more.
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (declared > limit) return reject(new BodyTooLarge());
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.once("error", reject);
+  });
+}
+
+const CALLBACK_URL = /^\/hooks\/([^/?#]+)\/([^/?#]+)\/([^/?#]+)\/?(?:\?.*)?$/;
+
+/**
+ * The parameters of a callback URL (the same ones CALLBACK_PATH names), or undefined. Lets the HTTP
+ * server route callbacks before Bolt's router, which compiles its route patterns on every request.
+ */
+/** Whether a request path is ours (any case, repeated slashes): it must never reach Bolt, which logs paths. */
+export function isCallbackPath(url: string | undefined): boolean {
+  return !!url && /^\/+hooks(?:[/?#]|$)/i.test(url);
+}
+
+export function matchCallbackUrl(url: string | undefined): { executionId: string; kind: string; secret: string } | undefined {
+  const m = url ? CALLBACK_URL.exec(url) : null;
+  if (!m) return undefined;
+  try {
+    return { executionId: decodeURIComponent(m[1]!), kind: decodeURIComponent(m[2]!), secret: decodeURIComponent(m[3]!) };
+  } catch {
+    return undefined; // malformed escapes: no callback of ours
+  }
+}
+
+function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * /hooks/{executionId}/{step|task|crew}/{secret}: answered fast; Slack work happens after. Every
+ * request under /hooks/ comes here whatever its method or shape (405 for non-POST).
+ */
+export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
+  return async (req: ParamsRequest, res: ServerResponse) => {
+    const { executionId = "", kind = "", secret = "" } = req.params ?? {};
+    if (req.method !== "POST") {
+      req.resume();
+      res.setHeader("allow", "POST");
+      return reply(res, 405, { error: "callbacks are POST requests" });
+    }
+    let body: unknown;
+    try {
+      const raw = await readBody(req, MAX_CALLBACK_BYTES);
+      // Bounded before parsing (nesting, value count), then stored text PostgreSQL can hold.
+      body = sanitizeJson(parseBoundedJson(raw.toString("utf8")));
+    } catch (err) {
+      if (err instanceof BodyTooLarge) {
+        reply(res, 413, { error: `callback bodies are limited to ${MAX_CALLBACK_BYTES} bytes` });
+        req.resume();
+      } else if (err instanceof JsonTooComplex) {
+        reply(res, 400, { error: `callback body refused: ${err.message}` });
+      } else {
+        reply(res, 400, { error: "callback body must be JSON" });
+      }
+      return;
+    }
+    try {
+      const answer = await lifecycle.callbacks.accept(sanitizeText(executionId), sanitizeText(kind), sanitizeText(secret), body, req.headers.authorization);
+      reply(res, answer.status, answer.status < 300 ? { ok: true, message: answer.message } : { error: answer.message });
+      answer.after?.();
+    } catch (err) {
+      log.error("callback intake failed", { executionId, kind, err });
+      if (!res.headersSent) reply(res, 500, { error: "internal error" });
+    }
+  };
+}
+
+/** GET /healthz: 200 when the database answers. */
+export function healthHandler(check: () => Promise<void>) {
+  return async (_req: IncomingMessage, res: ServerResponse) => {
+    try {
+      await check();
+      reply(res, 200, { ok: true });
+    } catch {
+      reply(res, 503, { ok: false, error: "database unavailable" });
+    }
+  };
+}

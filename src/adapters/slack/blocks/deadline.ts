@@ -1,0 +1,122 @@
+// What a review message says about its deadline, its escalation and its reassignment, and the
+// Reassign modal. Pure: times are rendered with Slack's <!date^…> token, so each reader sees their
+// own local time, with a UTC fallback for clients that cannot render it.
+import type { types } from "@slack/bolt";
+import type { TimeoutAction } from "../../../config.js";
+import { describeDuration, describeRemaining } from "../../../text/duration.js";
+import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, REASSIGN_VIEW_CALLBACK } from "./ids.js";
+import { LIMITS } from "./limits.js";
+import { escapeMrkdwn, truncatePlain, userMention } from "./text.js";
+
+const THEN: Record<TimeoutAction, string> = {
+  reject: "it will be rejected automatically",
+  approve: "it will be approved automatically",
+  remind: "its reviewers will be reminded",
+};
+
+/** "14:00 UTC" (plus the date when it is not today's, in UTC). */
+function utcFallback(at: Date, now: Date): string {
+  const iso = at.toISOString();
+  const time = `${iso.slice(11, 16)} UTC`;
+  return iso.slice(0, 10) === now.toISOString().slice(0, 10) ? time : `${time} on ${iso.slice(0, 10)}`;
+}
+
+/** Slack's date token: the reader's local time (and day when it is not today), UTC as the fallback text. */
+export function slackTime(at: Date, now: Date): string {
+  const seconds = Math.floor(at.getTime() / 1000);
+  return `<!date^${seconds}^{time} {date_short_pretty}|${utcFallback(at, now)}>`;
+}
+
+/** "⏳ If nobody decides in 2 hours, at 14:00 UTC, it will be rejected automatically." */
+export function deadlineText(at: Date, action: TimeoutAction, now: Date): string {
+  const left = at.getTime() - now.getTime();
+  if (left <= 0) return `⏳ The deadline passed at ${slackTime(at, now)}.`;
+  return `⏳ If nobody decides in ${describeRemaining(left)}, at ${slackTime(at, now)}, ${THEN[action]}.`;
+}
+
+/** The thread reply posted when the deadline of a "remind" review passes. */
+export function deadlineReminderText(p: { who: string; taskName: string; round: number; withinMs: number; crewName: string }): string {
+  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
+  return `⏰ ${p.who}: the deadline for ${task} has passed (no decision within ${describeDuration(p.withinMs)}). Approve or reject the review above so *${escapeMrkdwn(truncatePlain(p.crewName, 80))}* can go on.`;
+}
+
+/** The thread reply posted when an automatic decision did not reach the crew. */
+export function deadlineNotDeliveredText(p: { taskName: string; action: "reject" | "approve"; message: string }): string {
+  const what = p.action === "reject" ? "rejection" : "approval";
+  return `⚠️ The deadline for *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* passed, but the automatic ${what} did not reach the crew: ${escapeMrkdwn(truncatePlain(p.message, 300))} The review is open again; please decide it.`;
+}
+
+/** Slack mentions of user and user-group ids: "<@U1>, <!subteam^S1>". */
+export function mentionIds(ids: readonly string[]): string {
+  return ids.map((id) => (id.startsWith("S") ? `<!subteam^${id}>` : userMention(id))).join(", ");
+}
+
+/** The thread reply posted when a review is escalated after its last reminder. */
+export function escalationText(p: { ids: readonly string[]; taskName: string; round: number; reminders: number }): string {
+  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
+  const after = p.reminders === 1 ? "a reminder" : `${p.reminders} reminders`;
+  return `🔺 ${mentionIds(p.ids)}: ${task} is still waiting for a decision after ${after}. You may approve or reject it too.`;
+}
+
+/** The thread reply posted when a review is reassigned. */
+export function reassignmentText(p: { to: string; by: string; taskName: string; round: number; reason?: string }): string {
+  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
+  const reason = p.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(p.reason.trim().replace(/\s*\n\s*/g, " "), 500))}` : "";
+  return `↪️ ${userMention(p.by)} reassigned ${task} to ${userMention(p.to)}, who may now decide it.${reason}`;
+}
+
+/** Lines under a pending review: deadline, escalation, reassignment (whichever apply). */
+export function pendingReviewNotes(p: { deadline?: { at: Date; action: TimeoutAction }; escalatedTo?: readonly string[]; reassignedTo?: string; now: Date }): string[] {
+  const lines: string[] = [];
+  if (p.reassignedTo) lines.push(`↪️ Reassigned to ${userMention(p.reassignedTo)}`);
+  if (p.escalatedTo?.length) lines.push(`🔺 Escalated to ${mentionIds(p.escalatedTo)}`);
+  if (p.deadline) lines.push(deadlineText(p.deadline.at, p.deadline.action, p.now));
+  return lines;
+}
+
+/** The Reassign modal: a person and a reason; the review id travels in private_metadata. */
+/** The Reassign modal; a flow request's uses its own callback (`callbackId`) and says "answer". */
+export function reassignModal(p: { reviewId: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {
+  const request = p.what === "request";
+  return {
+    type: "modal",
+    callback_id: p.callbackId ?? REASSIGN_VIEW_CALLBACK,
+    private_metadata: p.reviewId,
+    title: { type: "plain_text", text: request ? "Reassign request" : "Reassign review" },
+    submit: { type: "plain_text", text: "Reassign" },
+    close: { type: "plain_text", text: "Cancel" },
+    blocks: [
+      {
+        type: "section",
+        text: {
+          type: "mrkdwn",
+          text: `Hand *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* to someone else. They are mentioned in the thread and may ${request ? "answer" : "decide"} it.`,
+        },
+      },
+      {
+        type: "input",
+        block_id: REASSIGN_USER_BLOCK,
+        label: { type: "plain_text", text: "Reassign to" },
+        element: { type: "users_select", action_id: REASSIGN_USER_ACTION, placeholder: { type: "plain_text", text: "Choose a person" } },
+      },
+      {
+        type: "input",
+        block_id: REASSIGN_REASON_BLOCK,
+        label: { type: "plain_text", text: "Reason" },
+        element: {
+          type: "plain_text_input",
+          action_id: REASSIGN_REASON_ACTION,
+          multiline: true,
+          max_length: Math.min(500, LIMITS.plainTextInput),
+          placeholder: { type: "plain_text", text: request ? "Why they should answer it" : "Why they should decide it" },
+        },
+      },
+    ],
+  };
+}
+
+/** The thread reply posted when a decision was interrupted before it reached the crew, and the review opened again. */
+export function abandonedDecisionText(p: { by: string | null; taskName: string; round: number }): string {
+  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
+  return `⚠️ ${p.by ? `<@${p.by}>'s decision` : "The decision"} on ${task} was interrupted before it reached the crew (Crewline stopped while sending it). The review is open again: please decide it once more.`;
+}

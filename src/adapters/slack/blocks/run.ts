@@ -1,0 +1,310 @@
+// Messages about a run: the channel announcement (thread parent), progress, task
+// reviews and errors in the thread, and the completion notice in the channel.
+import type { types } from "@slack/bolt";
+import type { ExecutionState } from "../../../domain/states.js";
+import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REASSIGN_ACTION, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
+import { LIMITS } from "./limits.js";
+import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
+import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, formatDuration, formatUtcTime, humanizeInputName, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+
+export interface SlackMessage {
+  /** Notification / accessibility fallback. */
+  text: string;
+  blocks: types.KnownBlock[];
+}
+
+/**
+ * Outputs up to this length go out whole, as a `markdown` block (standard Markdown,
+ * which is what crews produce). Longer ones become a mrkdwn excerpt plus a file.
+ * 10,000 rather than 11,000 leaves ~2k for the rest of a review or completion
+ * message, so a message never carries more than 12k chars of block text.
+ */
+export const OUTPUT_MARKDOWN_MAX = 10_000;
+/** A short preview once the whole output is in a file: the thread stays readable. */
+export const OUTPUT_EXCERPT_MAX = 2_900;
+
+const NAME_MAX = 150;
+const AGENT_MAX = 100;
+const FEEDBACK_MAX = 800;
+const NOTE_MAX = 300;
+const ERROR_MAX = 700;
+const PERMALINK_MAX = 500;
+const INPUT_FIELDS_BUDGET = 6_000;
+
+const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
+const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
+const context = (...texts: string[]): types.ContextBlock => ({ type: "context", elements: texts.map(mrkdwn) });
+const plain = (text: string, max: number): types.PlainTextElement => ({ type: "plain_text", text: truncatePlain(text, max) });
+const bold = (name: string, fallback: string) => `*${escapeMrkdwn(truncatePlain(name, NAME_MAX)) || fallback}*`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** `reserve`: room kept for other parts of the message (a review's diffs, see review-extras.ts). */
+export function outputNeedsFile(output: string, reserve = 0): boolean {
+  return defuseSlackTokens(output).length > OUTPUT_MARKDOWN_MAX - reserve;
+}
+
+export function outputBlocks(output: string, fileAttached = false, reserve = 0): types.KnownBlock[] {
+  if (!output.trim()) return [section("_No output._")];
+  const shortened = outputNeedsFile(output, reserve);
+  const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: defuseSlackTokens(output) }];
+  const note = shortened
+    ? fileAttached
+      ? "Output shortened — the full text is attached below as a file."
+      : "Output shortened to fit in Slack."
+    : fileAttached
+      ? "The full output is also attached below as a file."
+      : "";
+  return note ? [...blocks, context(note)] : blocks;
+}
+
+/**
+ * Crew output must not ping anyone: a zero-width space after "<" keeps `<!channel>`,
+ * `<@U…>` and `<#C…>` looking the same but stops Slack from parsing them.
+ */
+function defuseSlackTokens(markdown: string): string {
+  return markdown.replace(/<([!@#])/g, "<\u200B$1");
+}
+
+/** One readable line or paragraph: stack frames are dropped, never shown to users. */
+export function readableError(error: string): string {
+  const text = error.replace(/\r\n?/g, "\n").trim();
+  const lines = text.split("\n").filter((l) => l.trim());
+  if (/^Traceback \(most recent call last\):/m.test(text)) return (lines.at(-1) ?? "").trim();
+  if (lines.some((l) => /^\s+at\s/.test(l))) return (lines[0] ?? "").trim();
+  return text;
+}
+
+// ---------------------------------------------------------------- announcement
+
+/** How a run's state reads, wherever it is shown (announcement, App Home): the one label map. */
+export const RUN_STATE_LABELS: Record<ExecutionState, { emoji: string; label: string }> = {
+  starting: { emoji: "⏳", label: "Starting…" },
+  running: { emoji: "🏃", label: "Running" },
+  waiting: { emoji: "✋", label: "Waiting for a review" },
+  completed: { emoji: "✅", label: "Completed" },
+  failed: { emoji: "❌", label: "Failed" },
+  kickoff_failed: { emoji: "❌", label: "Did not start" },
+  lost: { emoji: "⚠️", label: "Lost track of the run" },
+  uninstalled: { emoji: "⚠️", label: "Lost track of the run: the app was removed from this workspace" },
+};
+
+/** The label of a stored state (an unknown one reads as itself). */
+export function runStateLabel(state: string): { emoji: string; label: string } {
+  return RUN_STATE_LABELS[state as ExecutionState] ?? { emoji: "•", label: state };
+}
+
+export interface AnnouncementParams {
+  crewName: string;
+  userId: string;
+  inputs: Record<string, string>;
+  kickoffId?: string;
+  state: ExecutionState;
+  startedAt: Date;
+  finishedAt?: Date;
+  /** e.g. the failure reason */
+  summary?: string;
+}
+
+export function announcementMessage(p: AnnouncementParams): SlackMessage {
+  const { emoji, label } = runStateLabel(p.state);
+  const took = p.finishedAt ? ` · took ${formatDuration(p.finishedAt.getTime() - p.startedAt.getTime())}` : "";
+  const summary = p.summary?.trim() ? `\n${fitMrkdwn(readableError(p.summary), ERROR_MAX).text}` : "";
+  const blocks: types.KnownBlock[] = [section(`${emoji} ${userMention(p.userId)} started crew ${bold(p.crewName, "Unnamed crew")} — ${label}${took}${summary}`)];
+  const entries = Object.entries(p.inputs);
+  const shown = entries.slice(0, LIMITS.fields);
+  if (shown.length) {
+    const perField = Math.min(LIMITS.fieldText, Math.floor(INPUT_FIELDS_BUDGET / shown.length));
+    blocks.push({ type: "section", fields: shown.map(([name, value]) => mrkdwn(inputField(name, value, perField))) });
+  }
+  const more = entries.length - shown.length;
+  if (more > 0) blocks.push(context(`+${plural(more, "more input")}`));
+  const kickoff = p.kickoffId ? `Kickoff \`${escapeMrkdwn(truncatePlain(p.kickoffId, 100))}\`` : "";
+  blocks.push(context([kickoff, startedAt(p.startedAt), "Activity in the thread 🧵"].filter(Boolean).join(" · ")));
+  return { text: `${emoji} Crew ${truncatePlain(p.crewName, NAME_MAX)}: ${label}`, blocks };
+}
+
+function inputField(name: string, value: string, max: number): string {
+  const head = `*${escapeMrkdwn(truncatePlain(humanizeInputName(name), 100))}*\n`;
+  return head + (value.trim() ? fitMrkdwn(value.trim(), max - head.length).text : "_empty_");
+}
+
+function startedAt(date: Date): string {
+  const ms = date.getTime();
+  if (Number.isNaN(ms)) return "";
+  return `Started <!date^${Math.floor(ms / 1000)}^{date_short_pretty} at {time}|${date.toISOString()}>`;
+}
+
+// ---------------------------------------------------------------- progress
+
+export interface ProgressParams {
+  steps: number;
+  latest: string;
+  agent?: string;
+  updatedAt: Date;
+  done?: boolean;
+}
+
+export function progressMessage(p: ProgressParams): SlackMessage {
+  const agent = p.agent?.trim() ? `*${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}* · ` : "";
+  const latest = p.latest.trim() ? fitMarkdown(p.latest.trim(), 1_000).text : "_Working…_";
+  const steps = p.done ? `${plural(p.steps, "step")} in total` : `${plural(p.steps, "step")} so far`;
+  return {
+    text: `${p.done ? "Finished" : "Working"}: ${plural(p.steps, "step")}`,
+    blocks: [section(`${p.done ? "✅" : "⚙️"} ${agent}${latest}`), context(`${steps} · last update ${formatUtcTime(p.updatedAt)}`)],
+  };
+}
+
+// ---------------------------------------------------------------- review
+
+/** "posted": a finished task's output the crew is not waiting on (no decision controls). */
+export type ReviewState = "posted" | "pending" | "approved" | "rejected" | "closed";
+
+export interface ReviewParams {
+  reviewId: string;
+  taskName: string;
+  agent?: string;
+  round: number;
+  output: string;
+  state: ReviewState;
+  decidedBy?: string;
+  feedback?: string;
+  /** e.g. the crew's answer, or "The run finished without needing this decision." */
+  note?: string;
+  /** A file with the whole output was attached. */
+  outputTruncated?: boolean;
+  /** Approvals needed and given so far (several required, or an edit). */
+  approvals?: ApprovalsShown;
+  /** Edit and approve: the edited version, shown as a diff against `output`. */
+  edit?: EditShown;
+  /** A file with the edited version was attached. */
+  editFileAttached?: boolean;
+  /** Round 2 and later: the previous round, for its diff and the feedback that asked for this one. */
+  previous?: PreviousRound;
+  /** A file with the whole diff against the previous round was attached. */
+  diffFileAttached?: boolean;
+  /** Lines under a pending review: its deadline, escalation, reassignment (deadline.ts pendingReviewNotes). */
+  pendingNotes?: string[];
+  /** A pending review gets a Reassign button. */
+  reassignable?: boolean;
+  /** The decision was taken by the review's deadline, not by a person. */
+  byDeadline?: boolean;
+}
+
+/** Room a review message keeps for its extra parts (diffs, approvals): its output is excerpted sooner. */
+export function reviewReserve(p: Pick<ReviewParams, "approvals" | "edit" | "previous">): number {
+  return p.approvals || p.edit || p.previous ? EXTRAS_RESERVE : 0;
+}
+
+export function reviewMessage(p: ReviewParams): SlackMessage {
+  if (p.reviewId.length > LIMITS.buttonValue) throw new Error("reviewId is too long for a button value");
+  const task = bold(p.taskName, "Task");
+  const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
+  const note = p.note?.trim() ? fitMrkdwn(p.note.trim(), NOTE_MAX).text : "";
+  const name = truncatePlain(p.taskName, NAME_MAX);
+  const reserve = reviewReserve(p);
+  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached) : [];
+  if (p.state === "posted") {
+    // A compact task message: the crew goes on by itself, so there is nothing to decide.
+    const round = p.round > 1 ? ` · round ${p.round}` : "";
+    return { text: `✔️ Task finished: ${name}`, blocks: [section(`✔️ ${task}${agent}${round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)] };
+  }
+  const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)];
+  if (p.state === "pending") {
+    blocks.push(feedbackInput(), reviewButtons(p.reviewId, p.reassignable));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
+    // Already mrkdwn (deadline.ts builds them with escaped names and Slack tokens): cut, never escaped.
+    const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => excerpt(l, NOTE_MAX * 2).text);
+    if (pendingNotes.length) blocks.push(context(...pendingNotes.slice(0, 5)));
+    if (note) blocks.push(context(note));
+    return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
+  }
+  if (p.state === "closed") {
+    blocks.push(section(`No decision needed — ${note || "the run moved on."}`));
+    return { text: `No decision needed: ${name}`, blocks };
+  }
+  const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
+  if (p.state === "approved" && (p.edit || p.approvals)) {
+    blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached }));
+    if (note) blocks.push(context(note));
+    return { text: `${p.edit ? "Approved with edits" : "Approved"}: ${name}`, blocks };
+  }
+  const decision = p.state === "approved" ? `✅ Approved${by}` : `↩️ Rejected${by} — retrying`;
+  const feedback = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), FEEDBACK_MAX).text}` : "";
+  blocks.push(section(decision + feedback));
+  if (note) blocks.push(context(note));
+  return { text: `${p.state === "approved" ? "Approved" : "Rejected"}: ${name}`, blocks };
+}
+
+function feedbackInput(): types.InputBlock {
+  return {
+    type: "input",
+    block_id: FEEDBACK_BLOCK,
+    optional: true,
+    label: plain("Feedback", LIMITS.inputLabel),
+    element: {
+      type: "plain_text_input",
+      action_id: FEEDBACK_ACTION,
+      multiline: true,
+      max_length: LIMITS.plainTextInput,
+      placeholder: plain("Required to reject; optional to approve", LIMITS.placeholder),
+    },
+  };
+}
+
+function reviewButtons(reviewId: string, reassignable = false): types.ActionsBlock {
+  return {
+    type: "actions",
+    block_id: REVIEW_ACTIONS_BLOCK,
+    elements: [
+      { type: "button", action_id: APPROVE_ACTION, style: "primary", value: reviewId, text: plain("Approve", LIMITS.buttonText) },
+      { type: "button", action_id: EDIT_ACTION, value: reviewId, text: plain("Edit and approve…", LIMITS.buttonText) },
+      { type: "button", action_id: REJECT_ACTION, style: "danger", value: reviewId, text: plain("Reject", LIMITS.buttonText) },
+      ...(reassignable ? [{ type: "button" as const, action_id: REASSIGN_ACTION, value: reviewId, text: plain("Reassign", LIMITS.buttonText) }] : []),
+    ],
+  };
+}
+
+// ---------------------------------------------------------------- completion and errors
+
+export type RunOutcome = "succeeded" | "failed" | "lost";
+
+export interface CompletionParams {
+  crewName: string;
+  userId: string;
+  outcome: RunOutcome;
+  durationMs: number;
+  output?: string;
+  error?: string;
+  threadPermalink?: string;
+  /** A file with the whole output was attached. */
+  outputTruncated?: boolean;
+}
+
+const OUTCOMES: Record<RunOutcome, (crew: string) => string> = {
+  succeeded: (crew) => `✅ Crew ${crew} finished`,
+  failed: (crew) => `❌ Crew ${crew} failed`,
+  lost: (crew) => `⚠️ Lost track of crew ${crew}`,
+};
+
+/** Posted in the channel (not the thread) when a run ends. */
+export function completionMessage(p: CompletionParams): SlackMessage {
+  const duration = formatDuration(p.durationMs);
+  const blocks: types.KnownBlock[] = [section(`${OUTCOMES[p.outcome](bold(p.crewName, "Unnamed crew"))}\nStarted by ${userMention(p.userId)} · took ${duration}`)];
+  const reason = p.error?.trim() ? readableError(p.error) : p.outcome === "lost" ? "Crewline stopped hearing from the run." : "";
+  if (p.outcome !== "succeeded" && reason) blocks.push(section(`*Reason:* ${fitMrkdwn(reason, ERROR_MAX).text}`));
+  if (p.output !== undefined) blocks.push(...outputBlocks(p.output, p.outputTruncated));
+  const link = p.threadPermalink?.trim() ?? "";
+  if (/^https?:\/\/\S+$/.test(link) && link.length <= PERMALINK_MAX) {
+    blocks.push(context(`<${escapeMrkdwn(link).replace(/\|/g, "%7C")}|View the run's thread>`));
+  }
+  return { text: `${OUTCOMES[p.outcome](truncatePlain(p.crewName, NAME_MAX))} (${duration})`, blocks };
+}
+
+/** A crew error, posted in the run's thread. */
+export function errorNotice(text: string): SlackMessage {
+  const message = readableError(text) || "Unknown error.";
+  return {
+    text: `⚠️ The crew reported an error: ${truncatePlain(message, 200)}`,
+    blocks: [section(`⚠️ *The crew reported an error*\n${excerpt(quoteMrkdwn(escapeMrkdwn(message)), 2_500).text}`)],
+  };
+}

@@ -1,0 +1,35 @@
+// What every Slack feature handler may use; built once by the composition root.
+
+import type { Logger } from "../../log.js";
+import type { ReviewEscalations } from "../../usecases/escalation.js";
+import type { FlowRequests } from "../../usecases/flows.js";
+import type { Lifecycle } from "../../usecases/lifecycle.js";
+import type { Execution, WebhookUrls } from "../../usecases/ports.js";
+import type { ReviewerRules } from "../../usecases/reviewer-rules.js";
+import type { CrewRegistry } from "../crew/registry.js";
+import type { TeamRef } from "./clients.js";
+
+export interface FeatureDeps {
+  lifecycle: Lifecycle;
+  crews: CrewRegistry;
+  log: Logger;
+  /** Whether crew webhooks can reach this bot (PUBLIC_URL is set). */
+  webhooksEnabled: boolean;
+  webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  /** Reviewer rules (who may decide); unset: anyone may. */
+  reviewers?: ReviewerRules;
+  /** Key that seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts). */
+  formKey?: string;
+  /** Called once a run has started, so it is watched (status polling). */
+  onRunStarted?: (execution: Execution) => void;
+  /** Flow feedback requests (App Home lists those waiting for the user). */
+  flows?: FlowRequests;
+  /** Publishes a user's App Home again (set by the Home feature), with the client of the workspace given. */
+  publishHome?: (userId: string, team?: TeamRef) => Promise<void>;
+  /** Reassignment (and escalation) of pending reviews. */
+  escalations?: ReviewEscalations;
+  /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */
+  flowHooks?: { name: string; webhookUrl: string }[];
+  /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */
+  multiWorkspace?: boolean;
+}

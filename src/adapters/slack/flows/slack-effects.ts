@@ -1,0 +1,137 @@
+// The Slack side of flow feedback requests: one Web API call per outbox effect (FlowNotifier, see
+// src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
+import type { WebClient } from "@slack/web-api";
+import type { TimeoutAction } from "../../../config.js";
+import type { Logger } from "../../../log.js";
+import type { FlowNotifier } from "../../../outbox/perform.js";
+import { type FlowRequestRow as FlowRequest, outcomesOf } from "../../../store/flow-requests.js";
+import {
+  type ApprovalsShown,
+  type EditShown,
+  EXTRAS_RESERVE,
+  editNeedsFile,
+  type FlowRequestState,
+  flowRequestMessage,
+  outputNeedsFile,
+  pendingReviewNotes,
+  type SlackMessage,
+} from "../blocks/index.js";
+import type { SlackClients } from "../clients.js";
+import { EFFECT_EVENT_TYPE, findPostedMessage } from "../notifier.js";
+
+/** What a request message shows beside its row: approvals so far, and the edit. */
+export interface FlowRequestContext {
+  approvals?: ApprovalsShown;
+  edit?: EditShown;
+}
+
+/** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
+export function editedRequestNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
+  return editNeedsFile(request.output, edit.text, (t) => outputNeedsFile(t));
+}
+
+export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
+  const reserve = context.approvals || context.edit ? EXTRAS_RESERVE : 0;
+  return flowRequestMessage({
+    ...(context.approvals ? { approvals: context.approvals } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(request.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
+    requestId: request.id,
+    flowName: request.flowName,
+    deploymentName: request.deploymentName ?? undefined,
+    methodName: request.methodName ?? undefined,
+    message: request.message ?? undefined,
+    output: request.output,
+    emit: outcomesOf(request),
+    assigneeUserId: request.assigneeUserId ?? undefined,
+    assignedEmail: request.assignedEmail ?? undefined,
+    state: request.state as FlowRequestState,
+    decidedBy: request.decidedBy ?? undefined,
+    outcome: request.outcome ?? undefined,
+    feedback: request.feedback ?? undefined,
+    note: note ?? request.answerMessage ?? undefined,
+    outputTruncated: request.fileAttached || outputNeedsFile(request.output, reserve),
+    byDeadline: request.decidedByDeadline,
+    pendingNotes: pendingReviewNotes({
+      deadline: request.decideBy && request.onTimeout && !request.deadlineHandledAt ? { at: request.decideBy, action: request.onTimeout as TimeoutAction } : undefined,
+      escalatedTo: request.escalatedAt && request.escalatedTo ? request.escalatedTo.split(",").filter(Boolean) : undefined,
+      reassignedTo: request.reassignedTo ?? undefined,
+      now: new Date(),
+    }),
+  });
+}
+
+const safeFilename = (name: string) =>
+  name
+    .replace(/[^A-Za-z0-9._-]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 60) || "output";
+
+export class SlackFlowEffects implements FlowNotifier {
+  constructor(
+    private readonly clients: SlackClients,
+    private readonly log: Logger,
+  ) {}
+
+  /** The client of the flow's workspace (the request row's team; single-workspace mode has one client). */
+  private client(request: Pick<FlowRequest, "teamId">): Promise<WebClient> {
+    return this.clients.forTeam(request.teamId ?? "");
+  }
+
+  async postRequest(request: FlowRequest, effectId: string, context: FlowRequestContext = {}): Promise<{ ts: string }> {
+    const posted = await (await this.client(request)).chat.postMessage({
+      channel: request.channelId,
+      ...flowMessageFor(request, undefined, context),
+      metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+    });
+    return { ts: posted.ts! };
+  }
+
+  async attachRequestFile(request: FlowRequest): Promise<void> {
+    await (await this.client(request)).filesUploadV2({
+      channel_id: request.channelId,
+      thread_ts: request.messageTs!,
+      content: request.output,
+      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}.md`,
+      title: `${request.flowName}: full output`,
+    });
+  }
+
+  async updateRequest(request: FlowRequest, context?: FlowRequestContext): Promise<void> {
+    if (!request.messageTs) return;
+    await (await this.client(request)).chat.update({ channel: request.channelId, ts: request.messageTs, ...flowMessageFor(request, undefined, context) });
+  }
+
+  async attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void> {
+    await (await this.client(request)).filesUploadV2({
+      channel_id: request.channelId,
+      thread_ts: request.messageTs!,
+      content: edit.text,
+      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}-edited.md`,
+      title: `${request.flowName}: edited version`,
+    });
+  }
+
+  async postReminder(request: FlowRequest, text: string, effectId: string): Promise<void> {
+    await (await this.client(request)).chat.postMessage({
+      channel: request.channelId,
+      thread_ts: request.messageTs ?? undefined,
+      text,
+      metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+    });
+  }
+
+  async findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined> {
+    return findPostedMessage(await this.client(request), this.log, request.channelId, threadTs, effectId);
+  }
+
+  async lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined> {
+    try {
+      const found = await (await this.client({ teamId: teamId ?? null })).users.lookupByEmail({ email });
+      return found.user?.id ?? undefined;
+    } catch (err) {
+      const code = (err as { data?: { error?: string } }).data?.error;
+      if (code !== "users_not_found") this.log.warn("could not look up the flow request's assignee", { error: code ?? (err as Error).message });
+      return undefined;
+    }
+  }
+}

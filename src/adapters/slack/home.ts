@@ -1,0 +1,217 @@
+// App Home (the Slack adapter): on app_home_opened, publish what usecases/home-for.ts lists for the
+// user (reviews and flow requests waiting for them, recent runs, startable crews) as the Home view.
+// Who sees what is decided by usecases/access.ts; the rows come from store/home.ts.
+import type { App } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
+import type { TimeoutAction } from "../../config.js";
+import type { Db } from "../../store/db/database.js";
+import { HomeStore } from "../../store/home.js";
+import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../usecases/access.js";
+import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../usecases/flows.js";
+import { type HomeListing, homeFor } from "../../usecases/home-for.js";
+import type { DecisionOutcome } from "../../usecases/lifecycle.js";
+import { type Clock, systemClock } from "../../usecases/ports.js";
+import { accessPorts } from "./access.js";
+import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "./blocks/home.js";
+import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "./blocks/index.js";
+import type { SlackClients } from "./clients.js";
+import type { FeatureDeps } from "./deps.js";
+import { flowReplyFor } from "./flows/handlers.js";
+import { NOT_RECORDED, replyFor } from "./review/actions.js";
+
+export interface HomeDeps {
+  db: Db;
+  clock?: Clock;
+  /** Each workspace's client: a Home published outside a request from that workspace (a reassignment) uses its token. */
+  clients?: SlackClients;
+}
+
+/** Builds thread permalinks locally from the workspace URL (one auth.test), not one call per link. */
+export function permalinkBuilder(client: WebClient) {
+  let base: Promise<string | undefined> | undefined;
+  return async (channel: string, ts: string, threadTs?: string): Promise<string | undefined> => {
+    base ??= client.auth
+      .test()
+      .then((r) => (r.url ? r.url.replace(/\/+$/, "") : undefined))
+      .catch(() => {
+        base = undefined;
+        return undefined;
+      });
+    const url = await base;
+    if (!url) return undefined;
+    const thread = threadTs && threadTs !== ts ? `?thread_ts=${threadTs}&cid=${channel}` : "";
+    return `${url}/archives/${channel}/p${ts.replace(".", "")}${thread}`;
+  };
+}
+
+/** The Home view's parameters for what homeFor lists (with thread permalinks, notes and deadlines). */
+export async function homeParams(
+  listing: HomeListing<FlowRequest>,
+  permalink: ReturnType<typeof permalinkBuilder>,
+  flows: Pick<FlowRequests, "homeApproval"> | undefined,
+  flowHooks: HomeParams["flows"],
+): Promise<HomeParams> {
+  const { userId, now } = listing;
+  const reviews: HomeReview[] = await Promise.all(
+    listing.reviews.map(async (r, i) => ({
+      crewName: r.execution.crewName,
+      taskName: r.taskName,
+      round: r.round,
+      waitingMs: now.getTime() - r.createdAt.getTime(),
+      channelId: r.execution.channelId,
+      permalink: i < HOME_MAX_REVIEWS ? await permalink(r.execution.channelId, r.messageTs!, r.execution.threadTs ?? undefined) : undefined,
+      // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread).
+      approveReviewId: r.id,
+      notes: [
+        ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
+        ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
+        ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
+      ],
+    })),
+  );
+  const flowReviews = await Promise.all(
+    listing.flowRequests.map(async (r, i) => ({
+      crewName: `flow ${r.flowName}`,
+      taskName: r.methodName ?? "feedback request",
+      round: 1,
+      waitingMs: now.getTime() - r.createdAt.getTime(),
+      channelId: r.channelId,
+      permalink: reviews.length + i < HOME_MAX_REVIEWS ? await permalink(r.channelId, r.messageTs!) : undefined,
+      // An approve-like outcome needs no feedback: it can be chosen from here (others need the message).
+      ...(flows?.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
+      notes: [
+        ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
+        ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
+        ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
+      ],
+    })),
+  );
+  reviews.push(...flowReviews);
+  const runs = await Promise.all(
+    listing.runs.map(async (e) => ({
+      crewName: e.crewName,
+      state: e.state,
+      channelId: e.channelId,
+      kickoffId: e.kickoffId ?? undefined,
+      startedAt: e.startedAt ?? e.createdAt,
+      permalink: e.threadTs ? await permalink(e.channelId, e.threadTs) : undefined,
+    })),
+  );
+  return { userId, reviews, runs, crews: listing.crews, now, flows: flowHooks };
+}
+
+const homeApproveClick = z.object({
+  user: z.object({ id: z.string() }),
+  actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the Home tab says after an Approve clicked there. */
+export function homeNotice(outcome: DecisionOutcome | undefined, taskName: string): string {
+  if (!outcome) return "I can't find this review any more, so nothing was sent to the crew.";
+  if (outcome.kind === "decided") return `✅ You approved *${escapeMrkdwn(truncatePlain(taskName, 150))}*; the crew goes on.`;
+  return replyFor(outcome) ?? "Nothing changed.";
+}
+
+/** What the Home tab says after Approve clicked there on a flow request. */
+export function homeFlowNotice(outcome: FlowDecisionOutcome | undefined, what: string): string {
+  if (!outcome) return "I can't find this request any more, so nothing was sent to the flow.";
+  if (outcome.kind === "answered") return `✅ You approved *${escapeMrkdwn(truncatePlain(what, 150))}*; the flow goes on.`;
+  return flowReplyFor(outcome) ?? "Nothing changed.";
+}
+
+/** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
+export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
+  // One per workspace: each has its own URL (and, when installed in many, its own token).
+  const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
+  const homeDeps = {
+    store: new HomeStore(home.db),
+    access: { ...(deps.reviewers ? { reviewers: deps.reviewers } : {}) },
+    ...(deps.flows ? { flows: deps.flows } : {}),
+    crews: deps.crews,
+    clock: home.clock ?? systemClock,
+    multiWorkspace: deps.multiWorkspace,
+    maxRuns: HOME_MAX_RUNS + 1,
+  };
+  return async (client: WebClient, userId: string, notice?: string, team?: { teamId?: string; enterpriseId?: string }): Promise<void> => {
+    const key = `${team?.enterpriseId ?? ""}/${team?.teamId ?? ""}`;
+    const permalink = permalinks.get(key) ?? permalinkBuilder(client);
+    permalinks.set(key, permalink);
+    try {
+      const listing = await homeFor(homeDeps, userId, team?.teamId);
+      const params = await homeParams(listing, permalink, deps.flows, deps.flowHooks);
+      await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
+    } catch (err) {
+      deps.log.warn("could not publish the home tab", { user: userId, err });
+    }
+  };
+}
+
+export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+  const publish = homePublisher(deps, home);
+  // Someone handed a review (reassign.ts) finds it on their Home tab at once, published with the token
+  // of the review's workspace (installed in many workspaces, the app-level client has none of theirs).
+  deps.publishHome = async (userId, team) => {
+    let client = app.client;
+    if (team && home.clients) {
+      try {
+        client = await home.clients.forTeam(team.teamId, team.enterpriseId);
+      } catch (err) {
+        return void deps.log.warn("could not publish the home tab: no client for the workspace", { user: userId, err });
+      }
+    }
+    await publish(client, userId, undefined, team ? { teamId: team.teamId, ...(team.enterpriseId ? { enterpriseId: team.enterpriseId } : {}) } : undefined);
+  };
+  app.event("app_home_opened", async ({ event, client, context }) => {
+    if (event.tab && event.tab !== "home") return;
+    await publish(client, event.user, undefined, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+  });
+
+  // Approve from the Home tab: the same rules (who may see the run or was handed the review, the
+  // reviewer gate) and the same exactly-once decision as a click in the thread; then the tab is
+  // published again, saying what happened.
+  app.action(HOME_APPROVE_ACTION, async ({ ack, body, client, context }) => {
+    await ack();
+    const click = homeApproveClick.safeParse(body);
+    if (!click.success) return void deps.log.warn("home approve with an unexpected payload");
+    const userId = click.data.user.id;
+    const reviewId = click.data.actions[0]!.value;
+    let notice: string;
+    try {
+      const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
+      if (!found || !(await mayActOnReview(accessPorts(client, deps), found, { userId }))) notice = homeNotice(undefined, "");
+      else notice = homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
+    } catch (err) {
+      deps.log.error("home approval could not be recorded", { err });
+      notice = NOT_RECORDED;
+    }
+    await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+  });
+
+  // Approve a flow request from the Home tab: only one listed there for this user (assigned, handed or
+  // escalated to them, or by the flow's rules), with the flow's approve-like outcome, through the same
+  // decide() (reviewer rules, approvals, the exactly-once claim) as a click on its message.
+  app.action(HOME_FLOW_APPROVE_ACTION, async ({ ack, body, client, context }) => {
+    await ack();
+    const click = homeApproveClick.safeParse(body);
+    if (!click.success || !deps.flows) return void deps.log.warn("home flow approve with an unexpected payload");
+    const userId = click.data.user.id;
+    let notice: string;
+    try {
+      const request = await deps.flows.get(click.data.actions[0]!.value);
+      const approval = request ? deps.flows.homeApproval(request) : undefined;
+      if (!request || !approval || !(await mayAnswerFlowRequestFromHome({ flows: deps.flows }, request, userId))) notice = homeFlowNotice(undefined, "");
+      else
+        notice = homeFlowNotice(
+          await deps.flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true }),
+          `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`,
+        );
+    } catch (err) {
+      deps.log.error("home flow approval could not be recorded", { err });
+      notice = NOT_RECORDED;
+    }
+    await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+  });
+}

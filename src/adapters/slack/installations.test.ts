@@ -1,0 +1,140 @@
+// The installation store on a real database: tokens sealed at rest, workspace and Grid org lookups,
+// key rotation (re-sealing), tampering detected; and the per-workspace Slack clients built on it.
+import { randomBytes } from "node:crypto";
+import type { Installation } from "@slack/bolt";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../../test/support/test-database.js";
+import { TokenCipher } from "../../crypto/token-cipher.js";
+import { silentLogger } from "../../log.js";
+import { InstalledClients } from "./clients.js";
+import { DbInstallationStore, InstallationNotFound } from "./installations.js";
+
+let db: TestDatabase;
+beforeEach(async () => {
+  db = await createTestDatabase();
+});
+afterEach(async () => db.drop());
+
+const workspace = (teamId: string, token: string, enterpriseId?: string): Installation<"v2", false> => ({
+  team: { id: teamId, name: `Team ${teamId}` },
+  enterprise: enterpriseId ? { id: enterpriseId, name: "Grid" } : undefined,
+  user: { id: "U0INSTALLER", token: `xoxp-user-${teamId}`, refreshToken: `xoxe-user-refresh-${teamId}`, scopes: ["search:read"] },
+  bot: { id: "B1", userId: "U0BOT", token, refreshToken: `xoxe-bot-refresh-${teamId}`, expiresAt: 1_900_000_000, scopes: ["chat:write"] },
+  incomingWebhook: { url: `https://hooks.slack.com/services/secret-${teamId}`, channel: "#general" },
+  appId: "A0APP",
+  tokenType: "bot",
+  isEnterpriseInstall: false,
+  authVersion: "v2",
+});
+
+const orgWide = (enterpriseId: string, token: string): Installation<"v2", true> => ({
+  team: undefined,
+  enterprise: { id: enterpriseId, name: "Grid" },
+  user: { id: "U0ADMIN", token: undefined, scopes: undefined },
+  bot: { id: "B2", userId: "U0BOTE", token, scopes: ["chat:write"] },
+  appId: "A0APP",
+  tokenType: "bot",
+  isEnterpriseInstall: true,
+  enterpriseUrl: "https://grid.enterprise.slack.com/",
+  authVersion: "v2",
+});
+
+describe("DbInstallationStore", () => {
+  it("keeps every token sealed, and gives back the installation Bolt stored", async () => {
+    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    const installation = workspace("T0ONE", "xoxb-one-secret");
+    await store.storeInstallation(installation);
+
+    const raw = JSON.stringify(await db.database.prisma.$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
+    for (const secret of ["xoxb-one-secret", "xoxp-user-T0ONE", "xoxe-user-refresh-T0ONE", "xoxe-bot-refresh-T0ONE", "hooks.slack.com/services/secret"])
+      expect(raw).not.toContain(secret);
+
+    const fetched = await store.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
+    const { incomingWebhook: _dropped, ...rest } = installation;
+    expect(fetched).toEqual({ ...rest, incomingWebhook: { channel: "#general" } });
+    expect((await store.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
+    await expect(store.fetchInstallation({ teamId: "T0TWO", enterpriseId: undefined, isEnterpriseInstall: false })).rejects.toThrow(InstallationNotFound);
+  });
+
+  it("keeps the bot of a workspace when a later install brings only a user token", async () => {
+    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    const { bot: _bot, ...userOnly } = workspace("T0ONE", "unused");
+    await store.storeInstallation({ ...userOnly, user: { id: "U0OTHER", token: "xoxp-other", scopes: ["search:read"] } });
+    expect((await store.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
+    const fetched = await store.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
+    expect(fetched.bot).toMatchObject({ token: "xoxb-one-secret", userId: "U0BOT" });
+    expect(fetched.user).toMatchObject({ id: "U0OTHER", token: "xoxp-other" });
+  });
+
+  it("finds an org-wide install for any workspace of its Grid org, a workspace's own install first", async () => {
+    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    await store.storeInstallation(orgWide("E0GRID", "xoxb-org-token"));
+    await store.storeInstallation(workspace("T0OWN", "xoxb-own-token", "E0GRID"));
+    expect((await store.botFor("T0ANY", "E0GRID")).botToken).toBe("xoxb-org-token");
+    expect((await store.botFor("T0OWN", "E0GRID")).botToken).toBe("xoxb-own-token");
+    await expect(store.botFor("T0ANY")).rejects.toThrow(InstallationNotFound);
+    const org = await store.fetchInstallation({ teamId: undefined, enterpriseId: "E0GRID", isEnterpriseInstall: true });
+    expect(org.bot?.token).toBe("xoxb-org-token");
+    expect(org.isEnterpriseInstall).toBe(true);
+
+    await store.deleteEnterprise("E0GRID");
+    await expect(store.botFor("T0ANY", "E0GRID")).rejects.toThrow(InstallationNotFound);
+    expect((await store.botFor("T0OWN", "E0GRID")).botToken).toBe("xoxb-own-token");
+  });
+
+  it("rotates keys: reads with the previous key, re-seals with the current one, then needs only the new key", async () => {
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    await new DbInstallationStore(db.database.prisma, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    const before = await db.database.prisma.slackInstallation.findFirstOrThrow();
+
+    // Without the old key the token cannot be read, and the error says where to put it.
+    await expect(new DbInstallationStore(db.database.prisma, new TokenCipher(newKey), silentLogger).botFor("T0ONE")).rejects.toThrow(/ENCRYPTION_KEY_PREVIOUS/);
+
+    const rotating = new DbInstallationStore(db.database.prisma, new TokenCipher(newKey, [oldKey]), silentLogger);
+    expect((await rotating.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
+    expect(await rotating.resealStale()).toBe(1);
+    expect(await rotating.resealStale()).toBe(0);
+    const after = await db.database.prisma.slackInstallation.findFirstOrThrow();
+    for (const field of ["botToken", "botRefreshToken", "userToken", "userRefreshToken"] as const) expect(after[field]).not.toBe(before[field]);
+
+    const newOnly = new DbInstallationStore(db.database.prisma, new TokenCipher(newKey), silentLogger);
+    expect((await newOnly.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
+    expect((await newOnly.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false })).user.refreshToken).toBe("xoxe-user-refresh-T0ONE");
+  });
+
+  it("refuses a token moved to another workspace's row or edited in the database", async () => {
+    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    await store.storeInstallation(workspace("T0TWO", "xoxb-two-secret"));
+    const one = await db.database.prisma.slackInstallation.findUniqueOrThrow({ where: { installKey: "T:T0ONE" } });
+    await db.database.prisma.slackInstallation.update({ where: { installKey: "T:T0TWO" }, data: { botToken: one.botToken } });
+    await expect(store.botFor("T0TWO")).rejects.toThrow(/integrity check/);
+  });
+});
+
+describe("InstalledClients", () => {
+  it("gives each workspace a client with its own token, cached, re-read after the TTL or when forgotten", async () => {
+    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one"));
+    await store.storeInstallation(workspace("T0TWO", "xoxb-two"));
+    let now = 0;
+    const clients = new InstalledClients(store, {}, 1000, () => now);
+    const one = await clients.forTeam("T0ONE");
+    expect(one.token).toBe("xoxb-one");
+    expect((await clients.forTeam("T0TWO")).token).toBe("xoxb-two");
+    expect(await clients.forTeam("T0ONE")).toBe(one);
+
+    await store.deleteTeam("T0ONE");
+    expect(await clients.forTeam("T0ONE")).toBe(one); // cached until the TTL
+    now = 1500;
+    await expect(clients.forTeam("T0ONE")).rejects.toThrow(InstallationNotFound);
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one-again"));
+    expect((await clients.forTeam("T0ONE")).token).toBe("xoxb-one-again");
+
+    await store.deleteTeam("T0TWO");
+    clients.forget({ teamId: "T0TWO" });
+    await expect(clients.forTeam("T0TWO")).rejects.toThrow(InstallationNotFound);
+  });
+});

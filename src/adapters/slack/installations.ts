@@ -1,0 +1,188 @@
+// Where each workspace's installation of the app lives (OAuth distribution): Bolt's InstallationStore
+// over the SlackInstallation table. One row per workspace, or per Enterprise Grid org for an org-wide
+// install. Every token (bot, user, refresh) is sealed with the TokenCipher before it is written, bound
+// to its row and field; the rest of Bolt's Installation object is kept as JSON without them.
+import type { Installation, InstallationQuery, InstallationStore } from "@slack/bolt";
+import type { TokenCipher } from "../../crypto/token-cipher.js";
+import type { Logger } from "../../log.js";
+import type { Db } from "../../store/db/database.js";
+import * as store from "../../store/installations.js";
+import { SEALED_FIELDS as SEALED, type SealedField, type SlackInstallationRow } from "../../store/installations.js";
+import { type Sql, sqlOf } from "../../store/sql.js";
+import { type Clock, systemClock } from "../../usecases/ports.js";
+
+/** "T:<team>" for a workspace install, "E:<enterprise>" for an org-wide one. */
+export function installKeyOf(isEnterpriseInstall: boolean, teamId: string | undefined, enterpriseId: string | undefined): string | undefined {
+  if (isEnterpriseInstall) return enterpriseId ? `E:${enterpriseId}` : undefined;
+  return teamId ? `T:${teamId}` : undefined;
+}
+
+/** The bot side of an installation, as the Slack clients need it. */
+export interface BotInstallation {
+  teamId: string | null;
+  enterpriseId: string | null;
+  botToken: string;
+}
+
+export class InstallationNotFound extends Error {
+  constructor(what: string) {
+    super(`Crewline is not installed in ${what}`);
+    this.name = "InstallationNotFound";
+  }
+}
+
+export class DbInstallationStore implements InstallationStore {
+  private readonly sql: Sql;
+
+  constructor(
+    db: Db,
+    private readonly cipher: TokenCipher,
+    private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.sql = sqlOf(db);
+  }
+
+  async storeInstallation(installation: Installation): Promise<void> {
+    const enterpriseId = installation.enterprise?.id;
+    const teamId = installation.team?.id;
+    const isEnterpriseInstall = !!installation.isEnterpriseInstall;
+    const installKey = installKeyOf(isEnterpriseInstall, teamId, enterpriseId);
+    if (!installKey) throw new Error("an installation without a team or enterprise id cannot be stored");
+    const seal = (field: SealedField, value: string | undefined) => (value ? this.cipher.seal(value, `${installKey}:${field}`) : null);
+    let data = withoutSecrets(installation);
+    if (!installation.bot) {
+      // A user-only install (no bot in it) keeps the workspace's bot as it was.
+      const existing = await store.installationData(this.sql, installKey);
+      const bot = existing && typeof existing === "object" && "bot" in existing ? existing.bot : undefined;
+      if (bot && typeof bot === "object") data = { ...data, bot };
+    }
+    const row: store.InstallationWrite = {
+      teamId: teamId ?? null,
+      enterpriseId: enterpriseId ?? null,
+      isEnterpriseInstall,
+      appId: installation.appId ?? null,
+      botId: installation.bot?.id ?? null,
+      botUserId: installation.bot?.userId ?? null,
+      userId: installation.user.id ?? null,
+      botToken: seal("botToken", installation.bot?.token),
+      botRefreshToken: seal("botRefreshToken", installation.bot?.refreshToken),
+      userToken: seal("userToken", installation.user.token),
+      userRefreshToken: seal("userRefreshToken", installation.user.refreshToken),
+      data,
+    };
+    const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, ...rest }) => rest)(row);
+    await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
+    this.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
+  }
+
+  async fetchInstallation(query: InstallationQuery<boolean>): Promise<Installation> {
+    const row = await this.find(query.teamId, query.enterpriseId, query.isEnterpriseInstall);
+    if (!row) throw new InstallationNotFound(describeQuery(query.teamId, query.enterpriseId));
+    const data = row.data as unknown as Installation;
+    const open = (field: SealedField) => (row[field] ? this.cipher.open(row[field]!, `${row.installKey}:${field}`) : undefined);
+    const installation: Installation = { ...data, user: { ...data.user } } as Installation;
+    const userToken = open("userToken");
+    const userRefreshToken = open("userRefreshToken");
+    if (userToken) installation.user.token = userToken;
+    if (userRefreshToken) installation.user.refreshToken = userRefreshToken;
+    const botToken = open("botToken");
+    if (data.bot && botToken) {
+      const botRefreshToken = open("botRefreshToken");
+      installation.bot = { ...data.bot, token: botToken, ...(botRefreshToken ? { refreshToken: botRefreshToken } : {}) };
+    } else {
+      delete installation.bot;
+    }
+    return installation;
+  }
+
+  async deleteInstallation(query: InstallationQuery<boolean>): Promise<void> {
+    const key = installKeyOf(!!query.isEnterpriseInstall, query.teamId, query.enterpriseId);
+    if (key) await store.deleteInstallation(this.sql, key);
+  }
+
+  /** The bot token for a workspace: its own install, else its Grid org's org-wide install. */
+  async botFor(teamId: string, enterpriseId?: string | null): Promise<BotInstallation> {
+    const row = await this.find(teamId, enterpriseId ?? undefined, false);
+    if (!row?.botToken) throw new InstallationNotFound(describeQuery(teamId, enterpriseId ?? undefined));
+    return { teamId: row.teamId, enterpriseId: row.enterpriseId, botToken: this.cipher.open(row.botToken, `${row.installKey}:botToken`) };
+  }
+
+  /** Removes a workspace's own installation (app_uninstalled); returns how many rows went. */
+  async deleteTeam(teamId: string): Promise<number> {
+    return store.deleteInstallation(this.sql, `T:${teamId}`);
+  }
+
+  /** Removes an org-wide installation (app_uninstalled for an org install). */
+  async deleteEnterprise(enterpriseId: string): Promise<number> {
+    return store.deleteInstallation(this.sql, `E:${enterpriseId}`);
+  }
+
+  /** The teams of a Grid org that have an install of their own. */
+  teamsInstalledOnTheirOwn(enterpriseId: string): Promise<string[]> {
+    return store.teamsInstalledOnTheirOwn(this.sql, enterpriseId);
+  }
+
+  /** Forgets the user tokens of these users (tokens_revoked, oauth); the bot's stays. */
+  async forgetUserTokens(key: { teamId?: string; enterpriseId?: string }, userIds: string[]): Promise<void> {
+    if (userIds.length === 0) return;
+    const keys = [key.teamId && `T:${key.teamId}`, key.enterpriseId && `E:${key.enterpriseId}`].filter((k): k is string => !!k);
+    await store.forgetUserTokens(this.sql, keys, userIds, this.clock.now());
+  }
+
+  /**
+   * Re-seals every token sealed with an earlier key (ENCRYPTION_KEY_PREVIOUS) with the current one.
+   * Each update is conditional on the value read, so replicas doing it at once do no harm.
+   */
+  async resealStale(): Promise<number> {
+    const rows = await store.allInstallations(this.sql);
+    let resealed = 0;
+    for (const row of rows) {
+      const data: Partial<Record<SealedField, string>> = {};
+      const where: Partial<Record<SealedField, string>> = {};
+      for (const field of SEALED) {
+        const sealed = row[field];
+        if (!sealed || !this.cipher.isStale(sealed)) continue;
+        const context = `${row.installKey}:${field}`;
+        data[field] = this.cipher.seal(this.cipher.open(sealed, context), context);
+        where[field] = sealed;
+      }
+      if (Object.keys(data).length === 0) continue;
+      if (await store.replaceSealedTokens(this.sql, row.id, data, where, this.clock.now())) resealed++;
+    }
+    if (resealed) this.log.info("slack tokens re-sealed with the current ENCRYPTION_KEY", { installations: resealed });
+    return resealed;
+  }
+
+  private async find(teamId: string | undefined, enterpriseId: string | undefined, isEnterpriseInstall: boolean): Promise<SlackInstallationRow | null> {
+    const keys: string[] = [];
+    if (isEnterpriseInstall && enterpriseId) keys.push(`E:${enterpriseId}`);
+    else {
+      if (teamId) keys.push(`T:${teamId}`);
+      if (enterpriseId) keys.push(`E:${enterpriseId}`);
+    }
+    if (keys.length === 0) return null;
+    const rows = await store.installationsByKeys(this.sql, keys);
+    // The workspace's own install first, then its org's.
+    return keys.map((k) => rows.find((r) => r.installKey === k)).find((r) => r) ?? null;
+  }
+}
+
+function describeQuery(teamId: string | undefined, enterpriseId: string | undefined): string {
+  return [teamId && `workspace ${teamId}`, enterpriseId && `org ${enterpriseId}`].filter(Boolean).join(" / ") || "an unnamed workspace";
+}
+
+/** The Installation as JSON with every token (and the incoming webhook URL, which is one) removed. */
+function withoutSecrets(installation: Installation): object {
+  const copy = JSON.parse(JSON.stringify(installation)) as Record<string, any>;
+  if (copy.bot) {
+    delete copy.bot.token;
+    delete copy.bot.refreshToken;
+  }
+  if (copy.user) {
+    delete copy.user.token;
+    delete copy.user.refreshToken;
+  }
+  if (copy.incomingWebhook) delete copy.incomingWebhook.url;
+  return copy;
+}

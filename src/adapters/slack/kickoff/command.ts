@@ -1,0 +1,133 @@
+// `/crew …`: opens the kickoff modal, or answers help, status and list.
+import type { App } from "@slack/bolt";
+import { z } from "zod";
+import { sanitizeText } from "../../../text/sanitize.js";
+import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
+import { accessPorts } from "../access.js";
+import { escapeMrkdwn, fitMrkdwn, helpText } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { announcementFor } from "../notifier.js";
+import { type AuditFormat, auditReply } from "../review/audit-export.js";
+import { openKickoffModal } from "./modal.js";
+
+export type CrewCommand =
+  | { kind: "open"; crewName?: string }
+  | { kind: "help" }
+  | { kind: "status"; kickoffId: string }
+  | { kind: "list" }
+  | { kind: "audit"; kickoffId: string; format: AuditFormat };
+
+export function parseCrewCommand(text: string): CrewCommand {
+  const [word = "", ...rest] = text.trim().split(/\s+/);
+  const arg = rest.join(" ").trim();
+  switch (word.toLowerCase()) {
+    case "":
+      return { kind: "open" };
+    case "help":
+    case "?":
+      return { kind: "help" };
+    case "status":
+      return arg ? { kind: "status", kickoffId: arg } : { kind: "help" };
+    case "list":
+      return { kind: "list" };
+    case "audit": {
+      const [kickoffId, format = "both"] = arg.split(/\s+/);
+      const fmt = format.toLowerCase();
+      if (!kickoffId || !["both", "csv", "json"].includes(fmt)) return { kind: "help" };
+      return { kind: "audit", kickoffId, format: fmt as AuditFormat };
+    }
+    default:
+      return { kind: "open", crewName: text.trim() };
+  }
+}
+
+const commandPayload = z.object({
+  text: z.string().default(""),
+  command: z.string(),
+  user_id: z.string(),
+  channel_id: z.string(),
+  team_id: z.string().default(""),
+  trigger_id: z.string(),
+});
+
+export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "/crew"): void {
+  app.command(commandName, async ({ command, ack, client, respond }) => {
+    const payload = commandPayload.parse(command);
+    const parsed = parseCrewCommand(sanitizeText(payload.text));
+    if (parsed.kind === "help") {
+      await ack({
+        response_type: "ephemeral",
+        text: helpText(
+          commandName,
+          deps.crews.usableBy(payload.team_id || undefined).map((c) => c.name),
+          deps.flowHooks,
+        ),
+      });
+      return;
+    }
+    if (parsed.kind === "open" && deps.crews.all().length === 0) {
+      // A flow-only set-up: there is nothing to start.
+      await ack({
+        response_type: "ephemeral",
+        text: `No crew is configured in Crewline, so there is nothing to start here. ${deps.flowHooks?.length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.`,
+      });
+      return;
+    }
+    if (parsed.kind === "open" && deps.crews.usableBy(payload.team_id || undefined).length === 0) {
+      // Crews are limited to other workspaces (teams: in CREWS_FILE).
+      await ack({
+        response_type: "ephemeral",
+        text: "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
+      });
+      return;
+    }
+    await ack();
+    if (parsed.kind === "open") {
+      await openKickoffModal(client, deps, {
+        triggerId: payload.trigger_id,
+        channelId: payload.channel_id,
+        userId: payload.user_id,
+        teamId: payload.team_id,
+        crewName: parsed.crewName,
+      });
+    } else if (parsed.kind === "audit") {
+      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id });
+      await respond({ response_type: "ephemeral", text });
+    } else if (parsed.kind === "status") {
+      const status = await statusFor({ access: accessPorts(client, deps), runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, {
+        userId: payload.user_id,
+        channelId: payload.channel_id,
+      });
+      await respond({ response_type: "ephemeral", text: statusText(parsed.kickoffId, status) });
+    } else {
+      await respond({ response_type: "ephemeral", text: await listText(deps, payload.channel_id) });
+    }
+  });
+}
+
+/** A run's status for someone who may see it (usecases/status-for.ts); everyone else hears "unknown id". */
+export function statusText(kickoffId: string, status: RunStatus): string {
+  if (status.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  const { execution, crew } = status;
+  const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${execution.kickoffId}\` · ${execution.state}`];
+  if (crew && "status" in crew) {
+    const reported = crew.status;
+    lines.push(
+      `The crew reports *${escapeMrkdwn(reported.rawState || reported.phase)}*${reported.progress?.total ? ` (${reported.progress.completed ?? 0}/${reported.progress.total} tasks)` : ""}.`,
+    );
+    const sofar = reported.output ?? reported.lastTask?.output;
+    if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
+  } else if (crew) {
+    lines.push(crew.unreadable);
+  } else if (execution.output || execution.error) {
+    lines.push(fitMrkdwn(execution.error ?? execution.output ?? "", 2500).text);
+  }
+  return lines.join("\n");
+}
+
+async function listText(deps: FeatureDeps, channelId: string): Promise<string> {
+  const runs = await deps.lifecycle.runs.recentInChannel(channelId, 10);
+  if (runs.length === 0) return "No crew runs in this channel yet. Start one with `/crew`.";
+  const lines = runs.map((run) => `• ${announcementFor(run).text} — <@${run.userId}> · \`${run.kickoffId ?? "not started"}\``);
+  return `*Recent runs in this channel*\n${lines.join("\n")}`;
+}

@@ -1,0 +1,171 @@
+// The kickoff modal: open a loading view inside the 3-second trigger window, then fill it from the
+// crew's GET /inputs (or let the user pick a crew first).
+import type { App, types } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
+import { isCrewError } from "../../crew/errors.js";
+import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, crewPickerView, kickoffErrorView, kickoffFormView, LIMITS, loadingView } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { bindForm, formIsFor } from "./form-binding.js";
+
+/** What the modal carries between Slack round trips (private_metadata). */
+export const kickoffMetadata = z.object({
+  crew: z.string().optional(),
+  channel: z.string(),
+  team: z.string().default(""),
+  inputs: z.array(z.object({ name: z.string(), required: z.boolean() })).default([]),
+  /** Who the form was opened for, its one-time nonce and seal (form-binding.ts). */
+  user: z.string().optional(),
+  nonce: z.string().max(100).optional(),
+  sig: z.string().max(100).optional(),
+});
+export type KickoffMetadata = z.infer<typeof kickoffMetadata>;
+
+export function encodeMetadata(meta: KickoffMetadata): string {
+  const text = JSON.stringify(meta);
+  if (text.length > LIMITS.privateMetadata) throw new Error("too many inputs to carry in a Slack modal");
+  return text;
+}
+
+export interface ModalRequest {
+  triggerId: string;
+  channelId: string;
+  userId: string;
+  teamId: string;
+  crewName?: string;
+}
+
+export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req: ModalRequest): Promise<void> {
+  const opened = await client.views.open({ trigger_id: req.triggerId, view: loadingView() });
+  const viewId = opened.view!.id!;
+  await fillModal(client, deps, viewId, opened.view!.hash!, req).catch(async (err) => {
+    deps.log.error("kickoff modal failed", { err });
+    await client.views.update({ view_id: viewId, view: kickoffErrorView({ message: "Something went wrong while preparing the form. Please try again." }) }).catch(() => {});
+  });
+}
+
+async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, hash: string | undefined, req: ModalRequest): Promise<void> {
+  // The hash guards against overwriting a view the user changed meanwhile (hash_conflict).
+  const show = (view: types.ModalView) => client.views.update({ view_id: viewId, ...(hash ? { hash } : {}), view });
+
+  const problem = await channelProblem(client, req.channelId);
+  if (problem) return void (await show(kickoffErrorView({ message: problem })));
+
+  const crews = deps.crews.availableIn(req.channelId, req.teamId);
+  // A crew this workspace may not use is not named at all (as if it did not exist).
+  const usable = deps.crews.usableBy(req.teamId);
+  const elsewhere =
+    req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) ? usable.find((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) : undefined;
+  if (elsewhere?.channels) {
+    const message = `The crew “${elsewhere.name}” may not be started in this channel: it is limited to ${elsewhere.channels.length === 1 ? "one other channel" : `${elsewhere.channels.length} other channels`}. Ask whoever set up Crewline where to use it.`;
+    return void (await show(kickoffErrorView({ crewName: elsewhere.name, message })));
+  }
+  if (crews.length === 0) {
+    return void (await show(kickoffErrorView({ message: "No crew may be started in this channel. Ask whoever set up Crewline which channels its crews are allowed in." })));
+  }
+  let crewName = req.crewName;
+  if (crewName) {
+    const match = crews.find((c) => c.name.toLowerCase() === crewName!.toLowerCase());
+    if (!match) {
+      const known = crews.map((c) => `“${c.name}”`).join(", ");
+      return void (await show(kickoffErrorView({ message: `There is no crew called “${crewName}” here. Crews you can start in this channel: ${known}.` })));
+    }
+    crewName = match.name;
+  } else if (crews.length === 1) {
+    crewName = crews[0]!.name;
+  } else {
+    const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId }));
+    return void (await show(
+      crewPickerView(
+        crews.map((c) => ({ name: c.name })),
+        meta,
+      ),
+    ));
+  }
+  await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId));
+}
+
+/** The input form for a crew, or an error view that says what to check. */
+export async function formFor(deps: FeatureDeps, crewName: string, channelId: string, teamId: string, userId: string) {
+  const crew = deps.crews.get(crewName);
+  if (!crew) return kickoffErrorView({ message: `The crew “${crewName}” is not configured.` });
+  try {
+    const inputs = await crew.listInputs();
+    const metadata = encodeMetadata(
+      bindForm(deps.formKey, { crew: crewName, channel: channelId, team: teamId, user: userId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) }),
+    );
+    return kickoffFormView({ crewName, inputs, metadata });
+  } catch (err) {
+    if (isCrewError(err)) return kickoffErrorView({ crewName, message: err.userMessage() });
+    if (err instanceof Error && err.message.startsWith("too many inputs")) {
+      return kickoffErrorView({ crewName, message: "This crew declares more inputs than a Slack form can carry." });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Whether the bot can post in the channel; a message telling the user how to fix it when not.
+ * Public channels the bot is not in are joined (channels:join).
+ */
+export async function channelProblem(client: WebClient, channelId: string): Promise<string | undefined> {
+  const howTo = "Invite me with `/invite @Crewline` and try again, or use `/crew` in a channel I'm in.";
+  try {
+    const info = await client.conversations.info({ channel: channelId });
+    const channel = info.channel;
+    if (!channel || channel.is_member || channel.is_im) return undefined;
+    if (channel.is_private) return `I'm not a member of this private channel, so I couldn't post the run. ${howTo}`;
+    await client.conversations.join({ channel: channelId });
+    return undefined;
+  } catch (err) {
+    const code = (err as { data?: { error?: string } }).data?.error;
+    if (code === "channel_not_found" || code === "not_in_channel" || code === "method_not_supported_for_channel_type") {
+      return `I can't post in this conversation (it is private to me or a direct message I'm not part of). ${howTo}`;
+    }
+    throw err;
+  }
+}
+
+const pickerSelection = z.object({
+  user: z.object({ id: z.string() }),
+  view: z.object({ id: z.string(), hash: z.string().optional(), private_metadata: z.string() }),
+  actions: z.array(z.object({ selected_option: z.object({ value: z.string() }).optional() })).min(1),
+});
+
+export function registerCrewPicker(app: App, deps: FeatureDeps): void {
+  const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined, userId: string) => {
+    const meta = kickoffMetadata.safeParse(safeJson(metadataText));
+    // A picker opened for someone else (or metadata we did not seal) shows nothing.
+    if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
+    const names = deps.crews.availableIn(meta.data.channel, meta.data.team || undefined).map((c) => c.name);
+    const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
+    if (!crewName) return;
+    await client.views.update({ view_id: viewId, view: loadingView() });
+    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId) });
+  };
+
+  app.action(CREW_SELECT_ACTION, async ({ ack, body, client }) => {
+    await ack();
+    const parsed = pickerSelection.safeParse(body);
+    if (!parsed.success) return;
+    await showForm(client, parsed.data.view.id, parsed.data.view.private_metadata, parsed.data.actions[0]!.selected_option?.value, parsed.data.user.id);
+  });
+
+  app.view(CREW_PICKER_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
+    const selected = Object.values(view.state.values)
+      .flatMap((block) => Object.values(block))
+      .map((el) => (el as { selected_option?: { value: string } }).selected_option?.value)
+      .find(Boolean);
+    if (!selected) return void (await ack({ response_action: "errors", errors: { [Object.keys(view.state.values)[0] ?? "crew"]: "Choose a crew." } }));
+    await ack({ response_action: "update", view: loadingView() });
+    await showForm(client, view.id, view.private_metadata, selected, body.user.id);
+  });
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,164 @@
+// Kickoff modal submitted: parse and validate the form, start the run (usecases/start-run.ts), show how it went.
+import type { App, types } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { sanitizeText } from "../../../text/sanitize.js";
+import { type Announcements, startRun } from "../../../usecases/start-run.js";
+import {
+  escapeMrkdwn,
+  humanizeInputName,
+  KICKOFF_VIEW_CALLBACK,
+  kickoffErrorView,
+  kickoffFormView,
+  missingInputErrors,
+  readViewInputs,
+  type ViewStateValues,
+} from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { announcementFor } from "../notifier.js";
+import { bindForm, formIsFor } from "./form-binding.js";
+import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./modal.js";
+
+export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
+  app.view(KICKOFF_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
+    const meta = kickoffMetadata.safeParse(safeJson(view.private_metadata));
+    // The form must be ours and opened by this very user (form-binding.ts).
+    if (!meta.success || !meta.data.crew || !formIsFor(deps.formKey, meta.data, body.user.id)) {
+      if (meta.success && meta.data.crew) deps.log.warn("kickoff form submitted by someone it was not opened for; refused", { userId: body.user.id });
+      await ack({ response_action: "update", view: kickoffErrorView({ message: "This form has expired or was opened by someone else. Run `/crew` again." }) });
+      return;
+    }
+    const names = meta.data.inputs.map((i) => i.name);
+    const inputs = Object.fromEntries(Object.entries(readViewInputs(view.state.values as ViewStateValues, names)).map(([k, v]) => [k, sanitizeText(v)]));
+    const missing = meta.data.inputs.filter((i) => i.required && !inputs[i.name]).map((i) => i.name);
+    if (missing.length > 0) {
+      await ack({ response_action: "errors", errors: missingInputErrors(missing, names) });
+      return;
+    }
+    // Answer Slack now; the crew call happens after, and the modal shows how it went.
+    await ack({ response_action: "update", view: startingView(meta.data.crew) });
+    await startFromForm(client, deps, { viewId: view.id, userId: body.user.id, meta: meta.data, inputs, enterpriseId: enterpriseOf(body) });
+  });
+}
+
+interface StartRequest {
+  viewId: string;
+  userId: string;
+  meta: KickoffMetadata;
+  inputs: Record<string, string>;
+  /** The Enterprise Grid org the form was submitted in, if any (finds an org-wide install's token). */
+  enterpriseId?: string | null;
+}
+
+/** The Grid org of an interaction payload (enterprise.id, or team.enterprise_id), or null. */
+function enterpriseOf(body: unknown): string | null {
+  const b = body as { enterprise?: { id?: unknown } | null; team?: { enterprise_id?: unknown } | null };
+  const id = b.enterprise?.id ?? b.team?.enterprise_id;
+  return typeof id === "string" && id ? id : null;
+}
+
+/** Starts the run (usecases/start-run.ts) and shows how it went in the modal (and privately in the channel). */
+async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
+  const crewName = req.meta.crew!;
+  const showView = (view: types.ModalView) => client.views.update({ view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
+  const outcome = await startRun(
+    {
+      crews: deps.crews,
+      runs: deps.lifecycle.runs,
+      announcements: slackAnnouncements(client),
+      webhooksEnabled: deps.webhooksEnabled,
+      webhookUrls: deps.webhookUrls,
+      ...(deps.onRunStarted ? { onRunStarted: deps.onRunStarted } : {}),
+      log: deps.log,
+    },
+    {
+      crewName,
+      teamId: req.meta.team,
+      channelId: req.meta.channel,
+      enterpriseId: req.enterpriseId ?? null,
+      userId: req.userId,
+      inputs: req.inputs,
+      requestId: req.meta.nonce,
+    },
+  );
+  switch (outcome.kind) {
+    case "refused":
+      return void (await showView(kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` })));
+    case "replayed":
+      return void (await showView(
+        kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }),
+      ));
+    case "not_posted":
+      return void (await showView(
+        kickoffErrorView({
+          crewName,
+          message: `I couldn't post in this channel (${outcome.code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.`,
+        }),
+      ));
+    case "started":
+      return void (await showView(startedView(crewName, outcome.kickoffId)));
+    case "missing_inputs":
+      return void (await showView(formWithMissing(deps, req, outcome.missing)));
+    case "failed":
+      await showView(kickoffErrorView({ crewName, message: outcome.reason }));
+      await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${outcome.reason}` }).catch(() => undefined);
+  }
+}
+
+/** The run's announcement, posted and removed with the request's client. */
+function slackAnnouncements(client: WebClient): Announcements {
+  return {
+    async post(execution) {
+      try {
+        const posted = await client.chat.postMessage({ channel: execution.channelId, ...announcementFor(execution) });
+        return { ts: posted.ts! };
+      } catch (err) {
+        return { error: (err as { data?: { error?: string } }).data?.error ?? "unknown_error" };
+      }
+    },
+    async remove(execution, ts) {
+      await client.chat.delete({ channel: execution.channelId, ts }).catch(() => undefined);
+    },
+  };
+}
+
+function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]): types.ModalView {
+  const inputs = req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) }));
+  // A new nonce: the corrected form is a new submission (this one's run failed to start).
+  const { nonce: _n, sig: _s, ...facts } = req.meta;
+  const view = kickoffFormView({
+    crewName: req.meta.crew!,
+    inputs,
+    metadata: encodeMetadata(bindForm(deps.formKey, { ...facts, inputs: inputs.map((i) => ({ name: i.name, required: i.required })), user: req.userId })),
+    values: req.inputs,
+  });
+  const names = missing.map((name) => `*${escapeMrkdwn(humanizeInputName(name))}*`).join(", ");
+  view.blocks.unshift({ type: "section", text: { type: "mrkdwn", text: `⚠️ The crew needs ${names} before it can start.` } });
+  return view;
+}
+
+function startingView(crewName: string): types.ModalView {
+  return {
+    type: "modal",
+    callback_id: `${KICKOFF_VIEW_CALLBACK}_status`,
+    title: { type: "plain_text", text: "Start a crew" },
+    close: { type: "plain_text", text: "Close" },
+    blocks: [{ type: "section", text: { type: "mrkdwn", text: `⏳ Starting *${escapeMrkdwn(crewName)}*…` } }],
+  };
+}
+
+function startedView(crewName: string, kickoffId: string): types.ModalView {
+  return {
+    ...startingView(crewName),
+    blocks: [
+      { type: "section", text: { type: "mrkdwn", text: `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(kickoffId)}\`). Follow it in the channel's thread.` } },
+    ],
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,258 @@
+// The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
+import type { WebClient } from "@slack/web-api";
+import type { TimeoutAction } from "../../config.js";
+import type { ExecutionState } from "../../domain/states.js";
+import type { Logger } from "../../log.js";
+import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../../usecases/ports.js";
+import { reminderText } from "../../usecases/reminders.js";
+import {
+  announcementMessage,
+  completionMessage,
+  deadlineNotDeliveredText,
+  deadlineReminderText,
+  editNeedsFile,
+  outputNeedsFile,
+  pendingReviewNotes,
+  progressMessage,
+  reviewMessage,
+  reviewReserve,
+  roundDiffNeedsFile,
+  type SlackMessage,
+  unifiedDiff,
+} from "./blocks/index.js";
+import type { SlackClients } from "./clients.js";
+
+export function announcementFor(execution: Execution): SlackMessage {
+  return announcementMessage({
+    crewName: execution.crewName,
+    userId: execution.userId,
+    inputs: execution.inputs as Record<string, string>,
+    kickoffId: execution.kickoffId ?? undefined,
+    state: execution.state as ExecutionState,
+    startedAt: execution.startedAt ?? execution.createdAt,
+    finishedAt: execution.finishedAt ?? undefined,
+    summary: ["failed", "lost", "kickoff_failed", "uninstalled"].includes(execution.state) ? (execution.error ?? undefined) : undefined,
+  });
+}
+
+/** Whether a review's output goes in a file when first posted (its message keeps room for its diffs). */
+export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
+  return outputNeedsFile(review.output, reviewReserve(context));
+}
+
+/** Which files a review needs beside its message: the whole output, the diff from the previous round. */
+export function reviewFilesNeeded(review: Review, context: ReviewContext): { output: boolean; diff: boolean } {
+  return { output: reviewOutputNeedsFile(review, context), diff: !!context.previous && roundDiffNeedsFile(context.previous, review.output) };
+}
+
+/** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
+export function editedOutputNeedsFile(review: Review, edit: { text: string }): boolean {
+  return editNeedsFile(review.output, edit.text, (t) => outputNeedsFile(t));
+}
+
+function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, now = new Date()): SlackMessage {
+  const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
+  // A deadline already acted on (a reminder posted) is no longer announced.
+  const deadline = review.decideBy && review.onTimeout && !review.deadlineHandledAt ? { at: review.decideBy, action: review.onTimeout as TimeoutAction } : undefined;
+  return reviewMessage({
+    ...(context.approvals ? { approvals: context.approvals } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(review.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
+    ...(context.previous ? { previous: context.previous, diffFileAttached: roundDiffNeedsFile(context.previous, review.output) } : {}),
+    pendingNotes: pendingReviewNotes({
+      deadline,
+      escalatedTo: review.escalatedAt && review.escalatedTo ? review.escalatedTo.split(",").filter(Boolean) : undefined,
+      reassignedTo: review.reassignedTo ?? undefined,
+      now,
+    }),
+    reassignable: true,
+    byDeadline: review.decidedByDeadline,
+    reviewId: review.id,
+    taskName: review.taskName,
+    agent: review.agent ?? undefined,
+    round: review.round,
+    output: review.output,
+    state,
+    decidedBy: review.decidedBy ?? undefined,
+    feedback: review.feedback ?? undefined,
+    note,
+    outputTruncated: outputFile ?? (review.fileAttached || outputNeedsFile(review.output)),
+  });
+}
+
+function safeFilename(name: string): string {
+  return (
+    name
+      .replace(/[^A-Za-z0-9._-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 60) || "output"
+  );
+}
+
+/** Message metadata naming the outbox effect that posted it, so an interrupted post can be found again. */
+export const EFFECT_EVENT_TYPE = "crewline_effect";
+
+function effectMetadata(effectId: string) {
+  return { metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } } };
+}
+
+/**
+ * The lifecycle's Slack effects, one Web API call each (a file upload is its own effect), performed
+ * by the outbox worker. The client given here must not retry by itself: the outbox retries.
+ */
+export class SlackRunNotifier implements RunNotifier {
+  constructor(
+    private readonly clients: SlackClients,
+    private readonly log: Logger,
+  ) {}
+
+  /** The client of the run's own workspace. */
+  private clientFor(execution: Execution): Promise<WebClient> {
+    return this.clients.forTeam(execution.teamId, execution.enterpriseId);
+  }
+
+  async postReview(execution: Execution, review: Review, effectId: string, context: ReviewContext = {}): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
+    const posted = await client.chat.postMessage({
+      channel: execution.channelId,
+      thread_ts: execution.threadTs ?? undefined,
+      ...reviewFor(review, undefined, context, reviewOutputNeedsFile(review, context)),
+      ...effectMetadata(effectId),
+    });
+    return { ts: posted.ts! };
+  }
+
+  async attachReviewFile(execution: Execution, review: Review): Promise<void> {
+    await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
+  }
+
+  async attachRoundDiff(execution: Execution, review: Review, previous: NonNullable<ReviewContext["previous"]>): Promise<void> {
+    await this.attach(
+      execution,
+      unifiedDiff(previous.output, review.output, `round-${previous.round}`, `round-${review.round}`),
+      `${safeFilename(review.taskName)}-round-${previous.round}-to-${review.round}.diff`,
+      `${review.taskName}: changes from round ${previous.round} to round ${review.round}`,
+    );
+  }
+
+  async updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void> {
+    if (!review.messageTs) return;
+    const client = await this.clientFor(execution);
+    await client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note, context) });
+  }
+
+  async attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void> {
+    await this.attach(execution, edit.text, `${safeFilename(review.taskName)}-round-${review.round}-edited.md`, `${review.taskName} (round ${review.round}): edited version`);
+  }
+
+  async postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
+    const permalink = execution.threadTs
+      ? await client.chat
+          .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
+          .then((r) => r.permalink)
+          .catch(() => undefined)
+      : undefined;
+    const output = execution.output ?? undefined;
+    const outcome = execution.state === "completed" ? "succeeded" : execution.state === "lost" ? "lost" : "failed";
+    const started = execution.startedAt ?? execution.createdAt;
+    const message = completionMessage({
+      crewName: execution.crewName,
+      userId: execution.userId,
+      outcome,
+      durationMs: (execution.finishedAt ?? new Date()).getTime() - started.getTime(),
+      output,
+      error: execution.error ?? undefined,
+      threadPermalink: permalink,
+      outputTruncated: output ? outputNeedsFile(output) : false,
+    });
+    const posted = await client.chat.postMessage({ channel: execution.channelId, ...message, ...effectMetadata(effectId) });
+    return { ts: posted.ts! };
+  }
+
+  async attachCompletionFile(execution: Execution): Promise<void> {
+    if (!execution.output) return;
+    await this.attach(execution, execution.output, `${safeFilename(execution.crewName)}-final-output.md`, `${execution.crewName}: final output`);
+  }
+
+  async updateAnnouncement(execution: Execution): Promise<void> {
+    const client = await this.clientFor(execution);
+    if (!execution.threadTs) return;
+    await client.chat.update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) });
+  }
+
+  async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
+    const message = progressMessage(progress);
+    if (ts) {
+      await client.chat.update({ channel: execution.channelId, ts, ...message });
+      return { ts };
+    }
+    const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
+    return { ts: posted.ts! };
+  }
+
+  async postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void> {
+    const client = await this.clientFor(execution);
+    const link = review.messageTs
+      ? await client.chat
+          .getPermalink({ channel: execution.channelId, message_ts: review.messageTs })
+          .then((r) => r.permalink)
+          .catch(() => undefined)
+      : undefined;
+    const text = reminderText(execution, review, reminder.who, reminder.waitedMs, link);
+    await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, text, ...effectMetadata(effectId) });
+  }
+
+  async findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined> {
+    return findPostedMessage(await this.clientFor(execution), this.log, execution.channelId, threadTs, effectId);
+  }
+
+  async postThreadMessage(execution: Execution, text: string, effectId: string): Promise<void> {
+    const client = await this.clientFor(execution);
+    await client.chat.postMessage({
+      channel: execution.channelId,
+      thread_ts: execution.threadTs ?? undefined,
+      text,
+      blocks: [{ type: "section", text: { type: "mrkdwn", text } }],
+      ...effectMetadata(effectId),
+    });
+  }
+
+  async postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice, effectId: string): Promise<void> {
+    const text =
+      notice.kind === "reminder"
+        ? deadlineReminderText({ who: notice.who, taskName: review.taskName, round: review.round, withinMs: notice.withinMs, crewName: execution.crewName })
+        : deadlineNotDeliveredText({ taskName: review.taskName, action: notice.action, message: notice.message });
+    await this.postThreadMessage(execution, text, effectId);
+  }
+
+  /** The whole text as a file in the run's thread: nothing is cut off silently. */
+  private async attach(execution: Execution, content: string, filename: string, title: string): Promise<void> {
+    const thread = execution.threadTs ? { thread_ts: execution.threadTs } : {};
+    const client = await this.clientFor(execution);
+    await client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
+  }
+}
+
+/**
+ * After an interrupted post (the process died, or its lease ran out, between Slack's answer and
+ * storing the ts), looks for the message that post may have left: the recent messages of the thread
+ * (or channel) carrying this effect's id in their metadata. Reading them needs the history scopes
+ * (channels:history, groups:history); without them this answers undefined and the effect posts again,
+ * so at worst a rare crash shows a message twice (README, "Outbox").
+ */
+export async function findPostedMessage(client: WebClient, log: Logger, channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
+  try {
+    const page = threadTs
+      ? await client.conversations.replies({ channel, ts: threadTs, limit: 200, include_all_metadata: true })
+      : await client.conversations.history({ channel, limit: 100, include_all_metadata: true });
+    const found = (page.messages ?? []).find((m) => {
+      const meta = (m as { metadata?: { event_type?: string; event_payload?: { effect?: unknown } } }).metadata;
+      return meta?.event_type === EFFECT_EVENT_TYPE && meta.event_payload?.effect === effectId;
+    });
+    return found?.ts;
+  } catch (err) {
+    log.warn("could not look for an interrupted post; posting again", { error: (err as { data?: { error?: string } }).data?.error ?? (err as Error).message });
+    return undefined;
+  }
+}

@@ -1,0 +1,51 @@
+// Distribution (OAuth) set-up for Bolt's built-in installer: GET /slack/install renders the "Add to
+// Slack" page (with the state cookie), GET /slack/oauth_redirect exchanges the code (oauth.v2.access)
+// and stores the installation (src/adapters/slack/installations.ts).
+import type { HTTPReceiverOptions } from "@slack/bolt";
+import type { WebClientOptions } from "@slack/web-api";
+import type { OAuthConfig } from "../../config.js";
+import type { DbInstallationStore } from "./installations.js";
+
+/** The bot scopes the install asks for; the same list as manifest.yml (a test keeps them equal). */
+export const BOT_SCOPES = [
+  "commands",
+  "chat:write",
+  "channels:read",
+  "groups:read",
+  "im:read",
+  "mpim:read",
+  "channels:join",
+  "files:write",
+  "usergroups:read",
+  "users:read",
+  "users:read.email",
+];
+
+export const INSTALL_PATH = "/slack/install";
+export const REDIRECT_PATH = "/slack/oauth_redirect";
+
+/** The receiver options that turn the installer on. */
+export function installerReceiverOptions(
+  oauth: OAuthConfig,
+  installationStore: DbInstallationStore,
+  clientOptions: WebClientOptions,
+  publicUrl: string | undefined,
+): Pick<HTTPReceiverOptions, "clientId" | "clientSecret" | "stateSecret" | "scopes" | "installationStore" | "installerOptions" | "redirectUri"> {
+  return {
+    clientId: oauth.clientId,
+    clientSecret: oauth.clientSecret,
+    stateSecret: oauth.stateSecret,
+    scopes: BOT_SCOPES,
+    installationStore,
+    // With PUBLIC_URL the redirect URL is sent explicitly (it must match the app's settings);
+    // without it, Slack uses the one configured there.
+    ...(publicUrl ? { redirectUri: `${publicUrl}${REDIRECT_PATH}` } : {}),
+    installerOptions: {
+      installPath: INSTALL_PATH,
+      redirectUriPath: REDIRECT_PATH,
+      // oauth.v2.access and auth.test go to the same Web API (SLACK_API_URL) and are counted.
+      clientOptions,
+      stateVerification: true,
+    },
+  };
+}

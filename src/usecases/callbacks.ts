@@ -1,0 +1,213 @@
+// Crew callbacks (step, task, crew): authenticate, record durably, answer, then act.
+// This is the one place that says what happens when a webhook arrives.
+import crypto from "node:crypto";
+import { isCrewError } from "../adapters/crew/errors.js";
+import { effectOf, parseEventBatch, type StreamEvent } from "../adapters/crew/events.js";
+import { parseWebhook } from "../adapters/crew/parse.js";
+import type { CrewEvent } from "../adapters/crew/types.js";
+import { isFinished } from "../domain/states.js";
+import type { Logger } from "../log.js";
+import type { Db } from "../store/db/database.js";
+import { findExecution } from "../store/executions.js";
+import { isUuid } from "../store/ids.js";
+import { type Sql, sqlOf } from "../store/sql.js";
+import { insertWebhookEvent, markWebhookEventFailed, markWebhookEventProcessed, startWebhookEventAttempt, unprocessedWebhookEvents } from "../store/webhook-events.js";
+import { type Clock, type Execution, systemClock } from "./ports.js";
+import type { ProgressCoalescer } from "./progress.js";
+import type { Reviews } from "./reviews.js";
+import { namesOwnRun } from "./run-binding.js";
+import type { Runs } from "./runs.js";
+import { WorkQueue } from "./work-queue.js";
+
+/**
+ * Recorded callbacks processed at once; the rest wait their turn (they are durable already). Two
+ * overlap one job's Slack call with another's queries on PostgreSQL. The embedded database runs one
+ * query at a time on the bot's own thread, where a second job adds nothing but makes callbacks wait
+ * longer for their answer (the app passes 1 there).
+ */
+export const DEFAULT_PROCESSING_CONCURRENCY = 2;
+
+// "input": the human-input webhook; "events": the event stream (opt-in per crew). Both also carry the
+// execution's bearer token.
+export const CALLBACK_KINDS = ["step", "task", "crew", "input", "events"] as const;
+export type CallbackKind = (typeof CALLBACK_KINDS)[number];
+
+export interface CallbackAnswer {
+  status: number;
+  message: string;
+  /** Schedules the work to do after the HTTP answer (the durable record exists already). */
+  after?: () => void;
+}
+
+export class Callbacks {
+  /** Executions by id, so that a flood of step callbacks costs no query. */
+  private readonly cache = new Map<string, Execution>();
+  private readonly work: WorkQueue;
+  private readonly sql: Sql;
+
+  constructor(
+    db: Db,
+    private readonly runs: Runs,
+    private readonly reviews: Reviews,
+    private readonly progress: ProgressCoalescer,
+    private readonly log: Logger,
+    processingConcurrency = DEFAULT_PROCESSING_CONCURRENCY,
+    private readonly clock: Clock = systemClock,
+  ) {
+    // process() logs its own failures with the event they belong to.
+    this.work = new WorkQueue(processingConcurrency, () => {});
+    this.sql = sqlOf(db);
+  }
+
+  async accept(executionId: string, kind: string, secret: string, body: unknown, authorization?: string): Promise<CallbackAnswer> {
+    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { status: 404, message: "unknown callback" };
+    let execution = await this.lookup(executionId);
+    if (!execution) return { status: 404, message: "unknown execution" };
+    if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
+    if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
+      return { status: 401, message: "invalid or missing authorization" };
+    }
+    if (!namesOwnRun(execution, body)) {
+      // The cached row may predate the stored kickoff id: look again before refusing.
+      this.cache.delete(execution.id);
+      execution = (await this.lookup(executionId)) ?? execution;
+      if (!namesOwnRun(execution, body)) {
+        this.log.warn("callback names another run; refused", { executionId: execution.id, kind });
+        return { status: 409, message: "this callback names another run than its URL" };
+      }
+    }
+
+    if (kind === "events") return this.acceptEvents(execution, body);
+    let event: CrewEvent;
+    try {
+      event = parseWebhook(kind as Exclude<CallbackKind, "events">, body);
+    } catch (err) {
+      return { status: 400, message: isCrewError(err) ? err.message : "malformed callback body" };
+    }
+    if (event.kind === "step") {
+      if (!isFinished(execution.state)) this.progress.step(execution, event);
+      return { status: 202, message: "accepted" };
+    }
+    const recorded = await this.record(execution.id, kind, body);
+    if (!recorded) return { status: 200, message: "duplicate delivery ignored" };
+    return { status: 202, message: "accepted", after: () => this.work.push(() => this.process(recorded)) };
+  }
+
+  /**
+   * An event-stream batch: progress events feed the progress message at once (like step callbacks);
+   * task and crew events are recorded (deduplicated by event id) and then go through the same path as
+   * task and crew callbacks, in timestamp order, so whichever source arrives first has the effect.
+   */
+  private async acceptEvents(execution: Execution, body: unknown): Promise<CallbackAnswer> {
+    let events: StreamEvent[];
+    try {
+      events = parseEventBatch(body);
+    } catch (err) {
+      return { status: 400, message: isCrewError(err) ? err.message : "malformed event batch" };
+    }
+    const recorded: string[] = [];
+    for (const event of events) {
+      // An event naming another run than the one its URL is bound to is not this run's news.
+      if (event.runId && execution.kickoffId && event.runId !== execution.kickoffId) continue;
+      const effect = effectOf(event);
+      if (effect.kind === "progress" && !isFinished(execution.state)) this.progress.step(execution, effect.step);
+      if (effect.kind !== "callback") continue;
+      const id = await insertWebhookEvent(
+        this.sql,
+        { executionId: execution.id, kind: effect.callback, dedupeKey: eventDedupeKey(event.id), payload: effect.body },
+        this.clock.now(),
+      );
+      if (id) recorded.push(id);
+    }
+    if (!recorded.length) return { status: 200, message: "nothing new" };
+    return { status: 202, message: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
+  }
+
+  private async processInOrder(ids: string[]): Promise<void> {
+    for (const id of ids) await this.process(id).catch(() => {});
+  }
+
+  /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
+  async process(eventId: string): Promise<void> {
+    const record = await startWebhookEventAttempt(this.sql, eventId);
+    if (!record) throw new Error(`webhook event ${eventId} does not exist`);
+    if (record.processedAt) return;
+    try {
+      // The run as it is now, not as cached at intake (its state decides what the event may do).
+      const execution = await findExecution(this.sql, record.executionId);
+      if (!execution) throw new Error(`execution ${record.executionId} of webhook event ${eventId} does not exist`);
+      const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, record.payload);
+      await this.apply(execution, event);
+      await markWebhookEventProcessed(this.sql, eventId, this.clock.now());
+    } catch (err) {
+      // Kept for the recovery sweep, which retries it (up to five attempts).
+      this.log.error("callback processing failed", { eventId, kind: record.kind, err });
+      await markWebhookEventFailed(this.sql, eventId, String((err as Error).message ?? err).slice(0, 500));
+      throw err;
+    }
+  }
+
+  /** Events recorded but not processed (crash between answer and work): process them now. */
+  async processBacklog(olderThanMs = 0): Promise<number> {
+    const pending = await unprocessedWebhookEvents(this.sql, { receivedBy: new Date(this.clock.now().getTime() - olderThanMs), maxAttempts: 5, limit: 100 });
+    for (const event of pending) await this.process(event.id).catch(() => {});
+    return pending.length;
+  }
+
+  private async apply(execution: Execution, event: CrewEvent): Promise<void> {
+    this.cache.delete(execution.id);
+    if (event.kind === "task") {
+      if (isFinished(execution.state)) return;
+      const posted = await this.reviews.open(execution, event);
+      // Seed deployments send no human-input request: the status says whether the crew waits on it.
+      if (posted?.state === "posted") {
+        void this.reviews.confirmWaiting(execution, posted).catch((err) => this.log.warn("could not confirm a pause from the status", { executionId: execution.id, err }));
+      }
+    } else if (event.kind === "input") {
+      if (isFinished(execution.state)) return;
+      await this.reviews.awaitDecision(
+        execution,
+        { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId },
+        { source: "input" },
+      );
+    } else if (event.kind === "crew") {
+      await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
+    }
+  }
+
+  private async record(executionId: string, kind: string, body: unknown): Promise<string | undefined> {
+    const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(JSON.stringify(body)).digest("hex");
+    return insertWebhookEvent(this.sql, { executionId, kind, dedupeKey, payload: body }, this.clock.now());
+  }
+
+  private async lookup(id: string): Promise<Execution | undefined> {
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const execution = await findExecution(this.sql, id);
+    if (!execution) return undefined;
+    // Bounded: oldest entries go first (Map keeps insertion order).
+    if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(id, execution);
+    return execution;
+  }
+
+  forget(id: string): void {
+    this.cache.delete(id);
+  }
+
+  /** Resolves when recorded callbacks have been processed (shutdown). */
+  drain(): Promise<void> {
+    return this.work.idle();
+  }
+}
+
+/** An event's dedupe key: its id, so a batch delivered again (or overlapping another) records it once. */
+function eventDedupeKey(eventId: string): string {
+  return crypto.createHash("sha256").update("event\0").update(eventId).digest("hex");
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = crypto.createHash("sha256").update(given).digest();
+  const b = crypto.createHash("sha256").update(expected).digest();
+  return crypto.timingSafeEqual(a, b);
+}

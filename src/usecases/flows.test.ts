@@ -1,0 +1,239 @@
+// The flows use case on a real database (embedded, or PostgreSQL with CREWLINE_TEST_DATABASE=postgres):
+// every state change it makes (an approval towards N, a deadline's action, an escalation, a
+// reassignment) commits together with its audit row and its Slack effects, or not at all.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import type { FlowConfig } from "../config.js";
+import { silentLogger } from "../log.js";
+import { type NewEffect, Outbox } from "../outbox/index.js";
+import { sqlRunnerFor } from "../store/db/sql.js";
+import { findFlowRequest, insertFlowRequest } from "../store/flow-requests.js";
+import { type Sql, sqlOf } from "../store/sql.js";
+import { Audit } from "./audit.js";
+import { FlowRequests, type FlowRules } from "./flows.js";
+import type { Clock } from "./ports.js";
+
+const FLOW = "expenses";
+const BOB = "U0BOB";
+const CAROL = "U0CAROL";
+
+let db: TestDatabase;
+let sql: Sql;
+let t: number;
+const clock: Clock = { now: () => new Date(t) };
+
+/** An outbox that refuses to enqueue one kind of effect: the transaction asking for it fails. */
+class FailingOutbox extends Outbox {
+  failOn?: NewEffect["kind"];
+  override add(tx: Parameters<Outbox["add"]>[0], effect: NewEffect): Promise<boolean> {
+    if (effect.kind === this.failOn) return Promise.reject(new Error(`enqueue of ${effect.kind} failed`));
+    return super.add(tx, effect);
+  }
+}
+
+const rules: FlowRules = { rulesFor: () => undefined, mayDecide: async () => true, isGranted: async () => false };
+
+function flowsWith(flow: Partial<FlowConfig>): { flows: FlowRequests; outbox: FailingOutbox } {
+  const outbox = new FailingOutbox(sqlRunnerFor(db.database.prisma), clock);
+  const flows = new FlowRequests({
+    db: db.database.prisma,
+    flows: [{ name: FLOW, secret: "s", channel: "C0FLOWS", ...flow }],
+    outbox,
+    rules,
+    audit: new Audit(db.database.prisma, silentLogger),
+    log: silentLogger,
+    clock,
+    callbackTimeoutMs: 2000,
+  });
+  return { flows, outbox };
+}
+
+/** A request as intake records it, with its message posted. */
+async function pendingRequest(p: { emit?: string[]; callbackUrl?: string; decideBy?: Date; onTimeout?: string } = {}): Promise<string> {
+  const row = await insertFlowRequest(
+    sql,
+    {
+      flowName: FLOW,
+      requestId: crypto.randomUUID(),
+      channelId: "C0FLOWS",
+      teamId: null,
+      methodName: "approve_expense",
+      message: "Approve?",
+      output: "Lunch, 42 EUR",
+      emit: p.emit ?? ["Approve", "Reject"],
+      deploymentName: null,
+      flowId: null,
+      assignedEmail: null,
+      callbackUrl: p.callbackUrl ?? "http://127.0.0.1:1/unreachable",
+      decideBy: p.decideBy ?? null,
+      onTimeout: p.decideBy ? (p.onTimeout ?? "remind") : null,
+    },
+    clock.now(),
+  );
+  await sql.updateTable("FlowRequest").set({ messageTs: "100.1", updatedAt: clock.now() }).where("id", "=", row!.id).execute();
+  return row!.id;
+}
+
+const audits = (id: string) => sql.selectFrom("AuditRecord").selectAll().where("flowRequestId", "=", id).orderBy("createdAt").execute();
+const effects = async (id: string) => (await sql.selectFrom("SlackEffect").select("key").where("subjectId", "=", id).orderBy("key").execute()).map((e) => e.key.split(":")[0]);
+const row = async (id: string) => (await findFlowRequest(sql, id))!;
+
+describe("flow requests on the database: state, audit and effects commit together", () => {
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    sql = sqlOf(db.database.prisma);
+    t = Date.parse("2026-03-29T01:30:00.000Z");
+  });
+  afterEach(async () => db.drop());
+
+  it("a reassignment writes the change, its audit row and its Slack effects at once, or none of them", async () => {
+    const { flows, outbox } = flowsWith({});
+    const id = await pendingRequest();
+
+    outbox.failOn = "flow.show"; // the last statement of the transaction
+    await expect(flows.reassign({ requestId: id, by: BOB, to: CAROL, reason: "on holiday" })).rejects.toThrow(/flow.show/);
+    expect((await row(id)).reassignedTo).toBeNull();
+    expect(await audits(id)).toEqual([]);
+    expect(await effects(id)).toEqual([]);
+
+    outbox.failOn = undefined;
+    t += 1000;
+    const done = await flows.reassign({ requestId: id, by: BOB, to: CAROL, reason: "on holiday" });
+    expect(done.kind).toBe("reassigned");
+    const after = await row(id);
+    expect(after).toMatchObject({ reassignedTo: CAROL, reassignedBy: BOB, reassignReason: "on holiday" });
+    expect(after.reassignedAt).toEqual(clock.now());
+    expect(after.updatedAt).toEqual(clock.now());
+    const [audit, ...more] = await audits(id);
+    expect(more).toEqual([]);
+    expect(audit).toMatchObject({ kind: "reassignment", actor: BOB, feedback: "on holiday", detail: { reassignedTo: CAROL, previously: null } });
+    expect(await effects(id)).toEqual(["flow.reminder", "flow.show"]);
+  });
+
+  it("a deadline's remind writes its claim, the reminder count, its audit row and its effects at once, or none of them", async () => {
+    const { flows, outbox } = flowsWith({ decideWithinMs: 60_000, onTimeout: "remind" });
+    const id = await pendingRequest({ decideBy: new Date(t + 60_000) });
+    expect(await flows.deadlinesDue()).toBe(0); // not due yet
+    t += 61_000;
+
+    outbox.failOn = "flow.show";
+    expect(await flows.deadlinesDue()).toBe(0); // the action failed (logged) and left nothing behind
+    expect(await row(id)).toMatchObject({ deadlineHandledAt: null, deadlineDoneAt: null, remindersSent: 0 });
+    expect(await audits(id)).toEqual([]);
+    expect(await effects(id)).toEqual([]);
+
+    outbox.failOn = undefined;
+    expect(await flows.deadlinesDue()).toBe(1);
+    const after = await row(id);
+    expect(after).toMatchObject({ state: "pending", remindersSent: 1 });
+    expect(after.deadlineHandledAt).toEqual(clock.now());
+    expect(after.deadlineDoneAt).toEqual(clock.now());
+    expect(after.updatedAt).toEqual(clock.now());
+    expect((await audits(id)).map((a) => [a.kind, a.actor, a.detail])).toEqual([["deadline", "crewline:deadline", expect.objectContaining({ action: "remind" })]]);
+    expect(await effects(id)).toEqual(["flow.reminder", "flow.show"]);
+    expect(await flows.deadlinesDue()).toBe(0); // taken once
+  });
+
+  it("a deadline's reject that does not reach the flow reopens the request with its audit row and its notice at once, or leaves it claimed", async () => {
+    const { flows, outbox } = flowsWith({ decideWithinMs: 60_000, onTimeout: "reject" });
+    const id = await pendingRequest({ decideBy: new Date(t + 60_000), onTimeout: "reject" });
+    t += 61_000;
+
+    outbox.failOn = "flow.reminder"; // the notice that the automatic answer did not arrive
+    expect(await flows.deadlinesDue()).toBe(0);
+    // The claim stands (the flow was called); the reopening, its audit row and the notice did not happen.
+    expect(await row(id)).toMatchObject({ state: "deciding", decidedBy: "crewline:deadline", deadlineDoneAt: null });
+    expect(await audits(id)).toEqual([]);
+    expect(await effects(id)).toEqual([]);
+
+    // Long after, the abandoned decision opens again and the deadline is retaken: this time it all commits.
+    outbox.failOn = undefined;
+    t += 5 * 60_000;
+    await flows.recover();
+    expect((await row(id)).state).toBe("pending");
+    expect(await flows.deadlinesDue()).toBe(1);
+    const after = await row(id);
+    expect(after).toMatchObject({ state: "pending", decidedBy: null, outcome: null });
+    expect(after.deadlineDoneAt).toEqual(clock.now());
+    expect((await audits(id)).map((a) => [a.kind, a.decision, a.detail])).toEqual([["flow_decision", "Reject", expect.objectContaining({ outcome: "failed", byDeadline: true })]]);
+    expect(await effects(id)).toEqual(["flow.reminder"]);
+  });
+
+  it("a deadline's approve answered by the flow: state, audit row and message update at once", async () => {
+    const server = http.createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}'));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { flows } = flowsWith({ decideWithinMs: 60_000, onTimeout: "approve" });
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`;
+      const id = await pendingRequest({ decideBy: new Date(t + 60_000), onTimeout: "approve", callbackUrl: url });
+      t += 61_000;
+      expect(await flows.deadlinesDue()).toBe(1);
+      const after = await row(id);
+      expect(after).toMatchObject({ state: "answered", outcome: "Approve", decidedByDeadline: true, answerStatus: 200 });
+      expect(after.deadlineDoneAt).toEqual(clock.now());
+      expect((await audits(id)).map((a) => [a.kind, a.detail])).toEqual([["flow_decision", expect.objectContaining({ outcome: "answered", byDeadline: true })]]);
+      expect(await effects(id)).toEqual(["flow.show"]);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it("an escalation writes its claim, its audit row and its effects at once, or none of them", async () => {
+    const outbox = new FailingOutbox(sqlRunnerFor(db.database.prisma), clock);
+    const flows = new FlowRequests({
+      db: db.database.prisma,
+      flows: [{ name: FLOW, secret: "s", channel: "C0FLOWS", escalateTo: { users: [CAROL], usergroups: [] } }],
+      outbox,
+      rules,
+      audit: new Audit(db.database.prisma, silentLogger),
+      log: silentLogger,
+      clock,
+      reminders: { afterMs: 60_000, max: 1 },
+    });
+    const failing = await pendingRequest();
+    const escalated = await pendingRequest();
+    t += 61_000;
+    outbox.failOn = "flow.show"; // only the escalation asks for it
+    expect(await flows.remindDue()).toBe(2); // both reminders went; both escalations failed (logged)
+    for (const id of [failing, escalated]) {
+      expect(await row(id)).toMatchObject({ remindersSent: 1, escalatedAt: null, escalatedTo: null });
+      expect(await audits(id)).toEqual([]);
+      expect(await effects(id)).toEqual(["flow.reminder"]);
+    }
+
+    // The escalation on its own (as after the last reminder), now that effects can be enqueued.
+    outbox.failOn = undefined;
+    await sql.updateTable("FlowRequest").set({ remindersSent: 0, nextReminderAt: null }).where("id", "=", escalated).execute();
+    await sql.deleteFrom("SlackEffect").where("subjectId", "=", escalated).execute();
+    t += 1000;
+    expect(await flows.remindDue()).toBe(1);
+    const after = await row(escalated);
+    expect(after).toMatchObject({ remindersSent: 1, escalatedTo: CAROL });
+    expect(after.escalatedAt).toEqual(clock.now());
+    expect((await audits(escalated)).map((a) => [a.kind, a.actor, a.detail])).toEqual([["escalation", "crewline:escalation", expect.objectContaining({ escalatedTo: [CAROL] })]]);
+    expect(await effects(escalated)).toEqual(["flow.reminder", "flow.reminder", "flow.show"]);
+  });
+
+  it("one person's approval towards two: the approval, its audit row and the message update at once, or none of them", async () => {
+    const { flows, outbox } = flowsWith({ approvals: 2 });
+    const id = await pendingRequest();
+    const approve = (userId: string) => flows.decide({ requestId: id, userId, outcomeIndex: 0, feedback: "", fromHome: true });
+    const approvals = () => sql.selectFrom("FlowApproval").select(["userId", "createdAt"]).where("flowRequestId", "=", id).execute();
+
+    outbox.failOn = "flow.show";
+    await expect(approve(BOB)).rejects.toThrow(/flow.show/);
+    expect(await approvals()).toEqual([]);
+    expect(await audits(id)).toEqual([]);
+
+    outbox.failOn = undefined;
+    expect(await approve(BOB)).toMatchObject({ kind: "approval_recorded", approvals: 1, required: 2 });
+    expect(await approvals()).toEqual([{ userId: BOB, createdAt: clock.now() }]);
+    expect((await audits(id)).map((a) => [a.kind, a.actor, a.detail])).toEqual([["flow_approval", BOB, expect.objectContaining({ approvals: 1, required: 2 })]]);
+    expect(await effects(id)).toEqual(["flow.show"]);
+    expect(await approve(BOB)).toMatchObject({ kind: "already_approved", approvals: 1 });
+    expect(await audits(id)).toHaveLength(1);
+    expect((await row(id)).state).toBe("pending");
+  });
+});

@@ -1,0 +1,702 @@
+// Flow feedback requests: intake (verified, recorded durably with its post enqueued in the outbox,
+// answered fast), decisions (answered to the platform exactly once, via an atomic pending → deciding
+// claim) and reminders. Every Slack effect is an outbox effect (flow.post, flow.file, flow.show,
+// flow.reminder), performed by the outbox worker through FlowNotifier (slack-effects.ts).
+
+import crypto from "node:crypto";
+import { parseFlowBody } from "../adapters/flows/request.js";
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../adapters/flows/signature.js";
+import { JsonTooComplex, parseBoundedJson } from "../adapters/http/bounded-json.js";
+import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, userMention } from "../adapters/slack/blocks/index.js";
+import type { TeamRef } from "../adapters/slack/clients.js";
+import type { FlowRequestContext } from "../adapters/slack/flows/slack-effects.js";
+import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
+import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../domain/approvals.js";
+import { flowRequestTransition } from "../domain/states.js";
+import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
+import type { Db } from "../store/db/database.js";
+import * as store from "../store/flow-requests.js";
+import { type FlowRequestRow, outcomesOf } from "../store/flow-requests.js";
+import { isUuid } from "../store/ids.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { describeDuration } from "../text/duration.js";
+import { sanitizeJson } from "../text/sanitize.js";
+import type { Audit } from "./audit.js";
+import { DEADLINE_ACTOR, timeoutFeedback } from "./deadlines.js";
+import { type Clock, systemClock } from "./ports.js";
+import { reminderDue } from "./reminders.js";
+import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
+import { hashOutput } from "./reviews.js";
+
+/** A flow feedback request as stored (src/store/flow-requests.ts). */
+export type FlowRequest = FlowRequestRow;
+
+/** How a user is checked against a flow's reviewer rules (ReviewerRules over the flows). */
+export interface FlowRules {
+  rulesFor(flowName: string): RulesConfig | undefined;
+  mayDecide(flowName: string, userId: string): Promise<boolean>;
+  /** Whether this one request lets the user answer beyond the flow's rules (reassigned or escalated to them). */
+  isGranted(request: Pick<FlowRequest, "reassignedTo" | "escalatedAt" | "escalatedTo">, userId: string, team?: TeamRef): Promise<boolean>;
+}
+
+/** What a request's access checks read: its flow, assignee, workspace, reassignment and escalation. */
+export type FlowRequestAccess = Pick<FlowRequest, "flowName" | "assigneeUserId" | "teamId" | "reassignedTo" | "escalatedAt" | "escalatedTo">;
+
+export type FlowReassignOutcome = { kind: "reassigned"; request: FlowRequest } | { kind: "not_pending" } | { kind: "unknown_request" } | { kind: "same_person" };
+
+export interface FlowServiceDeps {
+  db: Db;
+  flows: FlowConfig[];
+  /** Where its Slack effects are enqueued. */
+  outbox: Outbox;
+  rules: FlowRules;
+  audit?: Audit;
+  log: Logger;
+  clock?: Clock;
+  /** A decision left "deciding" this long (its process died mid-call) opens again (default 60 s, at least twice the callback time-out). */
+  abandonedAfterMs?: number;
+  /** The platform's callback is given this long to answer. */
+  callbackTimeoutMs?: number;
+  reminders?: { afterMs: number; max: number };
+}
+
+export interface IntakeAnswer {
+  status: number;
+  body: Record<string, unknown>;
+  /** Work to do after the HTTP answer went out (posting to Slack). */
+  after?: () => void;
+}
+
+export interface FlowDecision {
+  requestId: string;
+  userId: string;
+  /** Index into the request's `emit`, or undefined for Send feedback. */
+  outcomeIndex?: number;
+  feedback: string;
+  /** The clicked message: must be the request's own. */
+  channelId?: string;
+  messageTs?: string;
+  /** Edit and approve: the whole output as the reviewer edited it. */
+  editedOutput?: string;
+  /** Taken by the request's deadline: no message or reviewer check, the same claim as a click. */
+  byDeadline?: boolean;
+  /** Approve clicked on App Home: not on the request's message (the handler checked it is shown to the user); reviewer rules still apply. */
+  fromHome?: boolean;
+}
+
+export type FlowDecisionOutcome =
+  | { kind: "unknown_request" }
+  | { kind: "wrong_message" }
+  | { kind: "feedback_required" }
+  | { kind: "unknown_outcome" }
+  | { kind: "not_allowed"; who: string }
+  | { kind: "approval_recorded"; request: FlowRequest; approvals: number; required: number }
+  | { kind: "already_approved"; request: FlowRequest; approvals: number; required: number }
+  | { kind: "approval_counted"; request: FlowRequest }
+  | { kind: "already_decided"; request: FlowRequest }
+  | { kind: "answered"; request: FlowRequest }
+  | { kind: "closed"; request: FlowRequest; reason: string }
+  | { kind: "failed"; request: FlowRequest; message: string };
+
+/** The text the flow receives: the chosen outcome first (so the flow can route on it), then the comment. */
+export function feedbackText(outcome: string | undefined, comment: string): string {
+  const c = comment.trim();
+  if (!outcome) return c;
+  return c ? `${outcome}\n\n${c}` : outcome;
+}
+
+/** A readable reason from a callback's error body, without echoing anything secret-looking. */
+export function answerReason(status: number, body: string): string {
+  let reason = "";
+  try {
+    const json = JSON.parse(body) as Record<string, unknown>;
+    const pick = (v: unknown) => (typeof v === "string" ? v : undefined);
+    reason = pick(json.message) ?? pick(json.detail) ?? pick(json.error) ?? pick(json.status) ?? "";
+  } catch {
+    reason = /^[^<{]/.test(body.trim()) ? body.trim() : "";
+  }
+  reason = truncatePlain(reason.replace(/\s+/g, " ").replace(/token=[^\s&]+/gi, "token=…"), 300);
+  const fallback: Record<number, string> = { 404: "the request no longer exists", 409: "the request was already answered", 410: "the request expired" };
+  return `${status}${reason ? ` ${reason}` : fallback[status] ? ` ${fallback[status]}` : ""}`;
+}
+
+export class FlowRequests {
+  private readonly clock: Clock;
+  private readonly sql: Sql;
+  private readonly byName = new Map<string, FlowConfig>();
+  private reminderTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(private readonly deps: FlowServiceDeps) {
+    this.clock = deps.clock ?? systemClock;
+    this.sql = sqlOf(deps.db);
+    for (const flow of deps.flows) this.byName.set(flow.name.toLowerCase(), flow);
+  }
+
+  flow(name: string): FlowConfig | undefined {
+    return this.byName.get(name.toLowerCase());
+  }
+
+  all(): FlowConfig[] {
+    return this.deps.flows;
+  }
+
+  /** POST /hooks/flows/<name>: verify, record, answer; posting happens in `after`. */
+  async intake(flowName: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<IntakeAnswer> {
+    const flow = this.flow(flowName);
+    if (!flow) return { status: 404, body: { error: "unknown flow" } };
+    const verdict = verifyFlowSignature({
+      secret: flow.secret,
+      timestamp: headers[TIMESTAMP_HEADER],
+      signature: headers[SIGNATURE_HEADER],
+      rawBody,
+      nowMs: this.clock.now().getTime(),
+    });
+    if (!verdict.ok) {
+      this.deps.log.warn("flow request refused: bad signature", { flow: flow.name, reason: verdict.reason });
+      return { status: 401, body: { error: "invalid or missing signature" } };
+    }
+    let body: unknown;
+    try {
+      // Bounded before parsing (nesting, value count), then text PostgreSQL can store (like crew callbacks).
+      body = sanitizeJson(parseBoundedJson(rawBody.toString("utf8")));
+    } catch (err) {
+      return { status: 400, body: { error: err instanceof JsonTooComplex ? `feedback request refused: ${err.message}` : "the body must be JSON" } };
+    }
+    const parsed = parseFlowBody(body);
+    if (parsed.kind === "invalid") return { status: 400, body: { error: `malformed feedback request: ${parsed.problem}` } };
+    if (parsed.kind === "ignored") {
+      this.deps.log.info("flow event ignored", { flow: flow.name, eventType: parsed.eventType });
+      return { status: 200, body: { ok: true, ignored: true } };
+    }
+    const r = parsed.request;
+    const now = this.clock.now();
+    // The deadline starts when the request arrives (deadlinesDue acts on it).
+    const decideBy = flow.decideWithinMs ? new Date(now.getTime() + flow.decideWithinMs) : null;
+    const stored = await inTransaction(this.sql, async (tx) => {
+      const row = await store.insertFlowRequest(
+        tx,
+        {
+          flowName: flow.name,
+          requestId: r.requestId,
+          channelId: flow.channel,
+          teamId: flow.team ?? null,
+          methodName: r.methodName ?? null,
+          message: r.message ?? null,
+          output: r.output,
+          emit: r.emit,
+          deploymentName: r.deploymentName ?? null,
+          flowId: r.flowId ?? null,
+          assignedEmail: r.assignedEmail ?? null,
+          callbackUrl: r.callbackUrl,
+          decideBy,
+          onTimeout: decideBy ? (flow.onTimeout ?? "remind") : null,
+        },
+        now,
+      );
+      if (row) await this.deps.outbox.add(runnerOf(tx), { kind: "flow.post", subjectId: row.id });
+      return row;
+    });
+    if (!stored) return { status: 200, body: { ok: true, duplicate: true } };
+    this.deps.log.info("flow feedback request recorded", { flow: flow.name, id: stored.id });
+    return { status: 202, body: { ok: true }, after: () => this.deps.outbox.nudge() };
+  }
+
+  /** Decisions abandoned mid-call (their process died) open again; posting needs no sweep (the outbox). */
+  async recover(): Promise<void> {
+    await this.reopenAbandoned();
+  }
+
+  /**
+   * A decision whose process died while calling the flow stays "deciding" forever otherwise. Long after
+   * any callback could still be running, it opens again so someone can answer; should the first call
+   * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
+   */
+  private async reopenAbandoned(): Promise<void> {
+    const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.abandonedAfterMs ?? 60_000);
+    const before = new Date(this.clock.now().getTime() - limit);
+    const { from, to } = flowRequestTransition("abandoned");
+    const abandoned = await store.listAbandoned(this.sql, from, before, 100);
+    for (const request of abandoned) {
+      if (await store.reopenAbandoned(this.sql, request, { from, to }, this.clock.now()))
+        this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
+    }
+  }
+
+  /** A request by its id (FlowRequest.id), or null. */
+  async get(id: string): Promise<FlowRequest | null> {
+    return isUuid(id) ? ((await store.findFlowRequest(this.sql, id)) ?? null) : null;
+  }
+
+  /** Who may decide: the flow's reviewers and the request's assignee; undefined: anyone. */
+  who(request: Pick<FlowRequest, "flowName" | "assigneeUserId">): string | undefined {
+    const rules = this.deps.rules.rulesFor(request.flowName);
+    if (!rules) return undefined;
+    return [describeReviewers(rules), request.assigneeUserId ? `<@${request.assigneeUserId}>` : ""].filter(Boolean).join(", ");
+  }
+
+  async mayDecide(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
+    return this.deps.rules.mayDecide(request.flowName, userId);
+  }
+
+  /** Reassigned to the user, or escalated to them or a group of theirs (looked up in the request's workspace). */
+  private isGranted(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    return this.deps.rules.isGranted(request, userId, request.teamId ? { teamId: request.teamId } : undefined).catch(() => false);
+  }
+
+  /** Whether the request is the user's to answer, as App Home lists it: assigned, reassigned or escalated to them, or by the flow's rules (without rules: its assignee only). */
+  async isWaitingFor(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
+    return !!this.deps.rules.rulesFor(request.flowName) && this.deps.rules.mayDecide(request.flowName, userId);
+  }
+
+  /** The approve-like outcome a request can be answered with from App Home (no feedback needed); undefined: it needs the message. */
+  homeApproval(request: Pick<FlowRequest, "emit">): { index: number; outcome: string } | undefined {
+    const emit = outcomesOf(request);
+    const index = emit.findIndex((o) => outcomeStyle(o) === "primary");
+    return index >= 0 ? { index, outcome: emit[index]! } : undefined;
+  }
+
+  /** The first decision wins atomically; the platform hears it exactly once. */
+  async decide(d: FlowDecision): Promise<FlowDecisionOutcome> {
+    const request = await this.get(d.requestId);
+    if (!request) return { kind: "unknown_request" };
+    if (!d.byDeadline && !d.fromHome && (!request.messageTs || d.channelId !== request.channelId || d.messageTs !== request.messageTs)) return { kind: "wrong_message" };
+    if (request.state !== "pending") return { kind: "already_decided", request };
+    const emit = outcomesOf(request);
+    const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
+    if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
+    if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
+    const comment = d.feedback.trim();
+    if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
+    if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
+
+    // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
+    // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
+    let answerComment = comment;
+    let approvals: StoredApproval[] = [];
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    const approving = outcome ? outcomeStyle(outcome) === "primary" : d.editedOutput !== undefined;
+    const edited = d.editedOutput !== undefined;
+    const decidedAt = this.clock.now();
+    const claim = flowRequestTransition("claimed");
+    const decision: store.DecisionClaim = { decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline };
+    let claimed: boolean;
+    if (approving && !d.byDeadline && (required > 1 || edited)) {
+      // One transaction: the approval, its audit row and the message's update commit together, and
+      // with the last approval needed, the claim. The request is locked meanwhile, so approvals given
+      // at once are counted one after the other (the one that completes the count sees the others).
+      const step = await inTransaction(this.sql, async (tx) => {
+        const locked = await store.lockFlowRequest(tx, request.id);
+        if (!locked || !(claim.from as readonly string[]).includes(locked.state)) return { kind: "taken" as const };
+        const now = this.clock.now();
+        const added = await store.addFlowApproval(
+          tx,
+          { flowRequestId: request.id, userId: d.userId, outcome: outcome ?? null, note: comment || null, editedOutput: d.editedOutput ?? null },
+          now,
+        );
+        const all = await store.listFlowApprovals(tx, request.id);
+        const tally = approvalTally(all, required);
+        if (tally.done) return { kind: "complete" as const, approvals: all, claimed: await store.claimDecision(tx, request.id, claim, decision, now) };
+        if (added || edited) {
+          await this.deps.audit?.record(
+            {
+              executionId: null,
+              flowRequestId: request.id,
+              kind: "flow_approval",
+              taskKey: request.methodName,
+              actor: d.userId,
+              decision: outcome ?? "feedback",
+              feedback: comment || null,
+              outputHash: hashOutput(request.output),
+              msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+              detail: { flow: request.flowName, requestId: request.requestId, approvals: tally.approvers.length, required, ...(edited ? { edited: true } : {}) },
+            },
+            runnerOf(tx),
+          );
+          // The message shows who approved so far.
+          await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+        }
+        return { kind: "waiting" as const, recorded: added || edited, approvals: tally.approvers.length };
+      });
+      if (step.kind === "waiting") {
+        if (step.recorded) this.deps.outbox.nudge();
+        return { kind: step.recorded ? "approval_recorded" : "already_approved", request, approvals: step.approvals, required };
+      }
+      if (step.kind === "complete") approvals = step.approvals;
+      claimed = step.kind === "complete" && step.claimed;
+      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
+    } else {
+      claimed = await store.claimDecision(this.sql, request.id, claim, decision, decidedAt);
+    }
+    if (!claimed) {
+      const current = await store.findFlowRequest(this.sql, request.id);
+      if (!current) return { kind: "unknown_request" };
+      // Two approvals completed the count at once: the other one answers, and this one is part of it.
+      if (approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
+      return { kind: "already_decided", request: current };
+    }
+
+    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
+    const edit = latestEdit(approvals);
+    // The decision's audit row commits with the state its answer leads to.
+    const audit = (result: string, tx: Sql) =>
+      this.deps.audit?.record(
+        {
+          executionId: null,
+          flowRequestId: request.id,
+          kind: "flow_decision",
+          taskKey: request.methodName,
+          actor: d.userId,
+          decision: outcome ?? "feedback",
+          feedback: comment || null,
+          outputHash: hashOutput(request.output),
+          msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
+          resumeStatus: answer.status ? String(answer.status) : null,
+          resumeMessage: answer.message,
+          detail: {
+            outcome: result,
+            flow: request.flowName,
+            requestId: request.requestId,
+            ...(d.byDeadline ? { byDeadline: true } : {}),
+            ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
+            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+          },
+        },
+        runnerOf(tx),
+      );
+
+    if (answer.kind === "ok" || answer.kind === "refused") {
+      const move = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
+      const state = move.to;
+      const settled = await inTransaction(this.sql, async (tx) => {
+        const row = await store.settleDecision(tx, request.id, move, { status: answer.status, message: answer.message, deadlineDone: !!d.byDeadline }, this.clock.now());
+        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
+        await audit(state, tx);
+        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+        if (edit && state === "answered") await this.deps.outbox.add(runnerOf(tx), { kind: "flow.edited", subjectId: request.id });
+        return row;
+      });
+      this.deps.outbox.nudge();
+      return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
+    }
+    // 5xx, time-out or unreachable: open again, so someone can decide again.
+    this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
+    const message = answer.message ?? "the flow could not be reached";
+    const reopened = await inTransaction(this.sql, async (tx) => {
+      const row = await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone: !!d.byDeadline }, this.clock.now());
+      if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
+      await audit("failed", tx);
+      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
+      if (d.byDeadline)
+        await this.deps.outbox.add(runnerOf(tx), {
+          kind: "flow.reminder",
+          subjectId: request.id,
+          part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+          payload: { text: `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${message}. The request is open again; please answer it.` },
+        });
+      return row;
+    });
+    if (d.byDeadline) this.deps.outbox.nudge();
+    return { kind: "failed", request: reopened, message };
+  }
+
+  private approvals(flowRequestId: string): Promise<StoredApproval[]> {
+    return store.listFlowApprovals(this.sql, flowRequestId);
+  }
+
+  /** What the request's message shows beside its row (approvals so far, the edit). */
+  async context(request: FlowRequest): Promise<FlowRequestContext> {
+    if (request.state === "closed") return {};
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    const approvals = await this.approvals(request.id);
+    const edit = latestEdit(approvals);
+    const context: FlowRequestContext = {};
+    if (approvals.length && (required > 1 || edit)) {
+      context.approvals = { required, by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })) };
+    }
+    if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
+    return context;
+  }
+
+  /** POST {feedback, source: "slack"} to the callback; the URL is never logged or shown. */
+  private async answer(callbackUrl: string, feedback: string): Promise<{ kind: "ok" | "refused" | "failed"; status: number | null; message: string | null }> {
+    try {
+      const res = await fetch(callbackUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({ feedback, source: "slack" }),
+        redirect: "error",
+        signal: AbortSignal.timeout(this.deps.callbackTimeoutMs ?? 15_000),
+      });
+      const text = (await res.text().catch(() => "")).slice(0, 4000);
+      if (res.ok) {
+        let message: string | null = null;
+        try {
+          const json = JSON.parse(text) as Record<string, unknown>;
+          message = typeof json.message === "string" ? truncatePlain(json.message, 300) : typeof json.status === "string" ? truncatePlain(json.status, 100) : null;
+        } catch {
+          /* an empty or non-JSON 2xx is fine */
+        }
+        return { kind: "ok", status: res.status, message };
+      }
+      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429)
+        return { kind: "refused", status: res.status, message: answerReason(res.status, text) };
+      return { kind: "failed", status: res.status, message: `the flow answered ${answerReason(res.status, text)}` };
+    } catch (err) {
+      const timedOut = (err as Error).name === "TimeoutError";
+      return { kind: "failed", status: null, message: timedOut ? "the flow did not answer in time" : "the flow could not be reached" };
+    }
+  }
+
+  // ------------------------------------------------------------------ reminders
+
+  /** Reminds who may decide (or the assignee) about requests nobody answered; once per replica set. */
+  async remindDue(): Promise<number> {
+    const settings = this.deps.reminders;
+    if (!settings || settings.max <= 0) return 0;
+    const now = this.clock.now();
+    const due = await store.listRemindersDue(this.sql, { now, max: settings.max, firstBefore: new Date(now.getTime() - settings.afterMs), limit: 50 });
+    let sent = 0;
+    for (const request of due) {
+      const count = request.remindersSent + 1;
+      const who = await this.remindWho(request);
+      const text = `⏰ ${who}: flow *${escapeMrkdwn(request.flowName)}* has been waiting for feedback${request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : ""} for ${formatDuration(now.getTime() - request.createdAt.getTime())}. Answer the request above so the flow can go on.`;
+      // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
+      const claimed = await inTransaction(this.sql, async (tx) => {
+        const next = { count, nextReminderAt: count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null };
+        if (!(await store.claimReminder(tx, request, next, now))) return false;
+        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: count, payload: { text } });
+        return true;
+      });
+      if (!claimed) continue;
+      sent++;
+      // The last reminder may escalate the request: its mention follows the reminder.
+      await this.escalateAfter(request, count).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
+    }
+    if (sent) this.deps.outbox.nudge();
+    return sent;
+  }
+
+  /** Who a reminder mentions: the flow's named reviewers who have not approved yet (groups stay), its assignee and reassignee. */
+  private async remindWho(request: FlowRequest): Promise<string> {
+    const rules = this.deps.rules.rulesFor(request.flowName);
+    const approvedBy = new Set((await this.approvals(request.id)).map((a) => a.userId));
+    const mentions = [rules ? describeWaitingReviewers(rules, approvedBy) : ""];
+    for (const user of [request.assigneeUserId, request.reassignedTo])
+      if (user && !approvedBy.has(user) && !mentions.some((m) => m.includes(`<@${user}>`))) mentions.push(userMention(user));
+    return mentions.filter(Boolean).join(", ") || "Reviewers";
+  }
+
+  // ------------------------------------------------------------------ escalation and reassignment
+
+  /**
+   * After a reminder (a deadline's remind counts as one): the one that reaches REVIEW_REMINDER_MAX
+   * escalates the request to the flow's escalateTo, once (claimed on escalatedAt): they are mentioned
+   * under the request and may answer it from then on.
+   */
+  private async escalateAfter(request: FlowRequest, remindersSent: number): Promise<boolean> {
+    if (remindersSent < (this.deps.reminders?.max ?? 0)) return false;
+    const rules = this.flow(request.flowName)?.escalateTo;
+    const ids = rules ? [...rules.users, ...rules.usergroups] : [];
+    if (ids.length === 0) return false;
+    const now = this.clock.now();
+    const after = remindersSent === 1 ? "a reminder" : `${remindersSent} reminders`;
+    const text = `🔺 ${mentionIds(ids)}: flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} is still waiting for an answer after ${after}. You may answer it too.`;
+    // One transaction: the claim, its audit row and both Slack effects.
+    const escalated = await inTransaction(this.sql, async (tx) => {
+      if (!(await store.claimEscalation(tx, request.id, ids.join(","), now))) return false;
+      await this.deps.audit?.record(
+        {
+          executionId: null,
+          flowRequestId: request.id,
+          kind: "escalation",
+          taskKey: request.methodName,
+          actor: "crewline:escalation",
+          outputHash: hashOutput(request.output),
+          msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+          detail: { flow: request.flowName, requestId: request.requestId, escalatedTo: ids, remindersSent },
+        },
+        runnerOf(tx),
+      );
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: "escalation", payload: { text } });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+      return true;
+    });
+    if (escalated) this.deps.outbox.nudge();
+    return escalated;
+  }
+
+  /** Hands a pending request to `to` (the caller checked that `by` may answer it): mentioned under it, they may answer it. */
+  async reassign(p: { requestId: string; by: string; to: string; reason: string }): Promise<FlowReassignOutcome> {
+    const request = await this.get(p.requestId);
+    if (!request) return { kind: "unknown_request" };
+    if (request.state !== "pending") return { kind: "not_pending" };
+    if (request.reassignedTo === p.to) return { kind: "same_person" };
+    const now = this.clock.now();
+    const reason = p.reason.trim().slice(0, 500);
+    const quoted = reason ? `\n> ${escapeMrkdwn(truncatePlain(reason.replace(/\s*\n\s*/g, " "), 500))}` : "";
+    const text = `↪️ ${userMention(p.by)} reassigned flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} to ${userMention(p.to)}, who may now answer it.${quoted}`;
+    // One transaction: the change, its audit row and both Slack effects.
+    const reassigned = await inTransaction(this.sql, async (tx) => {
+      const row = await store.reassignFlowRequest(tx, request.id, { to: p.to, by: p.by, reason: reason || null }, now);
+      if (!row) return undefined;
+      await this.deps.audit?.record(
+        {
+          executionId: null,
+          flowRequestId: request.id,
+          kind: "reassignment",
+          taskKey: request.methodName,
+          actor: p.by,
+          feedback: reason || null,
+          outputHash: hashOutput(request.output),
+          detail: { flow: request.flowName, requestId: request.requestId, reassignedTo: p.to, previously: request.reassignedTo ?? null },
+        },
+        runnerOf(tx),
+      );
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `reassign:${crypto.randomUUID()}`, payload: { text } });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+      return row;
+    });
+    if (!reassigned) return { kind: "not_pending" };
+    this.deps.outbox.nudge();
+    return { kind: "reassigned", request: reassigned };
+  }
+
+  private stepOf(request: Pick<FlowRequest, "methodName">): string {
+    return request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : "";
+  }
+
+  // ------------------------------------------------------------------ deadlines
+
+  /**
+   * Requests whose deadline passed, acted on once (claimed on deadlineHandledAt): reject / approve send
+   * the flow's matching outcome (the reject-like or approve-like one of `emit`, or just the feedback when
+   * it routes on none) through decide(), like a click; remind, or an outcome the flow does not offer,
+   * posts a reminder under the request instead (counted as one).
+   */
+  async deadlinesDue(): Promise<number> {
+    const now = this.clock.now();
+    // Not claimed yet, or claimed by a process that died before the action finished.
+    const stale = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
+    const due = await store.listDeadlinesDue(this.sql, { now, stale, limit: 50 });
+    let taken = 0;
+    for (const request of due) {
+      const emit = outcomesOf(request);
+      const wanted = request.onTimeout === "approve" ? "primary" : request.onTimeout === "reject" ? "danger" : undefined;
+      const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
+      const decides = !!wanted && (emit.length === 0 || index >= 0);
+      const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
+      try {
+        if (decides) {
+          // The claim keeps other replicas off while the flow is called; the decision itself (its
+          // state, audit row and Slack effects, one transaction) is decide()'s, like a click's.
+          if (!(await store.claimDeadline(this.sql, request, { countsAsReminder: false, done: false }, now))) continue;
+          await this.decide({
+            requestId: request.id,
+            userId: DEADLINE_ACTOR,
+            outcomeIndex: emit.length ? index : undefined,
+            feedback: timeoutFeedback(wanted === "primary" ? "approve" : "reject", withinMs),
+            byDeadline: true,
+          });
+          // Whatever it led to (answered, refused, failed, or decided by someone meanwhile), it is done.
+          await store.markDeadlineDone(this.sql, request.id, this.clock.now());
+        } else {
+          const who = await this.remindWho(request);
+          const missing = wanted ? ` (it offers no ${wanted === "primary" ? "approve" : "reject"} outcome, so nothing was chosen for it)` : "";
+          const text = `⏰ ${who}: the deadline for flow *${escapeMrkdwn(request.flowName)}*'s request has passed (no answer within ${describeDuration(withinMs)})${missing}. Answer the request above so the flow can go on.`;
+          // One transaction: the claim (counted as a reminder, and done), its audit row and both Slack effects.
+          const claimed = await inTransaction(this.sql, async (tx) => {
+            if (!(await store.claimDeadline(tx, request, { countsAsReminder: true, done: true }, now))) return false;
+            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `deadline:${request.decideBy?.getTime() ?? 0}`, payload: { text } });
+            await this.deps.audit?.record(
+              {
+                executionId: null,
+                flowRequestId: request.id,
+                kind: "deadline",
+                taskKey: request.methodName,
+                actor: DEADLINE_ACTOR,
+                outputHash: hashOutput(request.output),
+                msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
+                detail: { action: "remind", flow: request.flowName, requestId: request.requestId, ...(wanted ? { wanted: request.onTimeout } : {}) },
+              },
+              runnerOf(tx),
+            );
+            // The message stops announcing a deadline that has passed.
+            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
+            return true;
+          });
+          if (!claimed) continue;
+          this.deps.outbox.nudge();
+          // Counted as a reminder: it may be the last one, which escalates the request.
+          const current = await store.findFlowRequest(this.sql, request.id);
+          if (current)
+            await this.escalateAfter(current, current.remindersSent).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
+        }
+        taken++;
+      } catch (err) {
+        this.deps.log.warn("could not take a flow request's deadline action", { id: request.id, err: errText(err) });
+      }
+    }
+    return taken;
+  }
+
+  /** A request by the platform's id (for `/crew audit <id>`). */
+  async findByRequestId(requestId: string): Promise<FlowRequest | null> {
+    return (await store.findFlowRequestByPlatformId(this.sql, requestId)) ?? null;
+  }
+
+  /** Pending requests this user may decide (App Home), oldest first. */
+  async waitingFor(userId: string): Promise<FlowRequest[]> {
+    const pending = await store.listPostedPending(this.sql, 500);
+    // Someone who approved a request still waiting for more approvals is not waited for.
+    const approved = await store.approvedBy(
+      this.sql,
+      userId,
+      pending.map((r) => r.id),
+    );
+    const mine: FlowRequest[] = [];
+    for (const request of pending) if (!approved.has(request.id) && (await this.isWaitingFor(request, userId))) mine.push(request);
+    return mine;
+  }
+
+  start(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): void {
+    if (this.deps.flows.length === 0) return;
+    if (this.deps.flows.some((f) => f.decideWithinMs)) {
+      this.deadlineTimer = setInterval(
+        () => this.track(this.deadlinesDue().catch((err) => this.deps.log.warn("flow deadlines failed", { err: errText(err) }))),
+        opts.deadlineIntervalMs ?? 10_000,
+      );
+      this.deadlineTimer.unref();
+    }
+    this.sweepTimer = setInterval(() => this.track(this.recover().catch((err) => this.deps.log.warn("flow recovery sweep failed", { err: errText(err) }))), opts.sweepMs ?? 30_000);
+    this.sweepTimer.unref();
+    if (this.deps.reminders && this.deps.reminders.max > 0) {
+      this.reminderTimer = setInterval(
+        () => this.track(this.remindDue().catch((err) => this.deps.log.warn("flow reminders failed", { err: errText(err) }))),
+        opts.reminderIntervalMs ?? 60_000,
+      );
+      this.reminderTimer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.reminderTimer) clearInterval(this.reminderTimer);
+    if (this.deadlineTimer) clearInterval(this.deadlineTimer);
+    await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message.slice(0, 300) : String(err).slice(0, 300);
+}

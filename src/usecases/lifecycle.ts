@@ -1,0 +1,80 @@
+// The execution and review lifecycle, assembled. No Slack and no HTTP in here: Slack effects are
+// enqueued in the outbox (performed by its worker), the crew is reached through CrewDirectory.
+
+import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
+import type { Db } from "../store/db/database.js";
+import { Audit } from "./audit.js";
+import { Callbacks } from "./callbacks.js";
+import { type DeadlineDeps, type DeadlinePolicy, ReviewDeadlines } from "./deadlines.js";
+import { type Clock, type CrewDirectory, type Execution, systemClock, type WebhookUrls } from "./ports.js";
+import { ProgressCoalescer } from "./progress.js";
+import { type ApprovalPolicyOf, anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
+import { Runs } from "./runs.js";
+
+export interface LifecycleDeps {
+  db: Db;
+  crews: CrewDirectory;
+  /** Where Slack effects are enqueued (src/outbox/). */
+  outbox: Outbox;
+  /** Webhook URLs for an execution, or undefined when the bot has no public URL. */
+  webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  log: Logger;
+  clock?: Clock;
+  gate?: ReviewerGate;
+  /** Each crew's approval rules (approvals:, selfApproval:); default one approval, starters may approve. */
+  approvalPolicy?: ApprovalPolicyOf;
+  progressIntervalMs?: number;
+  /** Recorded callbacks processed at once (default 2; see Callbacks). */
+  processingConcurrency?: number;
+  /** How long a claimed deadline action may stay unfinished (its process died) before another process retakes it. */
+  claimStaleMs?: number;
+  /** Per-crew review deadlines (decideWithin / onTimeout); unset: no deadlines. */
+  deadlinePolicy?: DeadlinePolicy;
+  /** After a review's reminder (escalation). */
+  afterReminder?: DeadlineDeps["afterReminder"];
+}
+
+export class Lifecycle {
+  readonly runs: Runs;
+  readonly reviews: Reviews;
+  readonly progress: ProgressCoalescer;
+  readonly callbacks: Callbacks;
+  readonly audit: Audit;
+  readonly deadlines: ReviewDeadlines;
+
+  constructor(deps: LifecycleDeps) {
+    const clock = deps.clock ?? systemClock;
+    this.audit = new Audit(deps.db, deps.log, clock);
+    this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
+    this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
+    this.deadlines = new ReviewDeadlines({
+      db: deps.db,
+      outbox: deps.outbox,
+      audit: this.audit,
+      log: deps.log,
+      clock,
+      policy: deps.deadlinePolicy,
+      decide: (decision) => this.reviews.decide(decision),
+      afterReminder: (execution, review, sent) => deps.afterReminder?.(execution, review, sent) ?? Promise.resolve(),
+      claimStaleMs: deps.claimStaleMs,
+    });
+    this.reviews = new Reviews(
+      deps.db,
+      this.runs,
+      deps.crews,
+      deps.outbox,
+      deps.webhookUrls,
+      deps.log,
+      clock,
+      deps.gate ?? anyoneMayDecide,
+      this.audit,
+      deps.approvalPolicy,
+      this.deadlines.stamp,
+    );
+    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency, clock);
+  }
+}
+
+export type { CrewDirectory, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier, WebhookUrls } from "./ports.js";
+export type { Decision, DecisionOutcome } from "./reviews.js";

@@ -1,0 +1,108 @@
+// Coalesces step callbacks into at most one progress effect per run per interval, always ending on
+// the latest step. Steps are ephemeral: they cost no database write of their own. Each flush adds
+// this replica's new steps to the run's one run.progress effect in the outbox, which posts the
+// progress message once and then updates it, spaced about a second apart, whichever replicas the
+// steps arrived at: one run has one progress message.
+
+import type { StepEvent } from "../adapters/crew/types.js";
+import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
+import type { Clock, Execution } from "./ports.js";
+
+interface RunProgress {
+  executionId: string;
+  /** Steps received here and not yet handed to the outbox. */
+  unsent: number;
+  latest: string;
+  /** When `latest` arrived here (ms): steps of one run reach several replicas, and the newest text must win the merge. */
+  latestAt: number;
+  dirty: boolean;
+  lastFlushAt: number;
+  timer?: NodeJS.Timeout;
+  flushing?: Promise<void>;
+  done: boolean;
+}
+
+export class ProgressCoalescer {
+  private readonly runs = new Map<string, RunProgress>();
+
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+    private readonly intervalMs = 1000,
+  ) {}
+
+  step(execution: Execution, step: StepEvent): void {
+    const run = this.runs.get(execution.id) ?? this.track(execution.id);
+    if (run.done) return;
+    run.unsent += 1;
+    run.latest = step.summary;
+    run.latestAt = this.clock.now().getTime();
+    run.dirty = true;
+    this.schedule(run);
+  }
+
+  /** The run ended: hand over the final count (marked done) once and forget it. */
+  async finish(executionId: string): Promise<void> {
+    const run = this.runs.get(executionId);
+    if (!run) return;
+    run.done = true;
+    clearTimeout(run.timer);
+    await run.flushing;
+    await this.flush(run, true).catch((err) => this.log.warn("progress update failed", { executionId, err }));
+    this.runs.delete(executionId);
+  }
+
+  /** Hands over everything pending (shutdown, tests). */
+  async drain(): Promise<void> {
+    for (const run of this.runs.values()) {
+      clearTimeout(run.timer);
+      await run.flushing;
+      if (run.dirty) await this.flush(run, false).catch(() => {});
+    }
+  }
+
+  stop(): void {
+    for (const run of this.runs.values()) clearTimeout(run.timer);
+    this.runs.clear();
+  }
+
+  private track(executionId: string): RunProgress {
+    const run: RunProgress = { executionId, unsent: 0, latest: "", latestAt: 0, dirty: false, lastFlushAt: 0, done: false };
+    this.runs.set(executionId, run);
+    return run;
+  }
+
+  private schedule(run: RunProgress): void {
+    if (run.timer || run.flushing) return;
+    const wait = Math.max(0, run.lastFlushAt + this.intervalMs - this.clock.now().getTime());
+    run.timer = setTimeout(() => {
+      run.timer = undefined;
+      run.flushing = this.flush(run, false)
+        .catch((err) => this.log.warn("progress update failed", { executionId: run.executionId, err }))
+        .finally(() => {
+          run.flushing = undefined;
+          // Steps that arrived during the write go out in the next slot.
+          if (run.dirty && !run.done) this.schedule(run);
+        });
+    }, wait);
+    run.timer.unref?.();
+  }
+
+  private async flush(run: RunProgress, done: boolean): Promise<void> {
+    if (!run.dirty && !done) return;
+    const steps = run.unsent;
+    run.dirty = false;
+    run.unsent = 0;
+    run.lastFlushAt = this.clock.now().getTime();
+    try {
+      await this.outbox.request({ kind: "run.progress", subjectId: run.executionId, payload: { steps, latest: run.latest, latestAt: run.latestAt, done } });
+    } catch (err) {
+      // Not handed over: counted again with the next flush.
+      run.unsent += steps;
+      run.dirty = true;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+// What a review message shows beside its own row (ReviewContext): the approvals so far, the edit that
+// goes to the crew, and the previous round. Read for every review message the outbox renders; the
+// rows come from the store (store/approvals.ts, store/reviews.ts).
+
+import { type ApprovalPolicy, latestEdit } from "../domain/approvals.js";
+import { approvalsOf } from "../store/approvals.js";
+import type { Db } from "../store/db/database.js";
+import type { SqlRunner } from "../store/db/sql.js";
+import { findRound } from "../store/reviews.js";
+import type { Sql } from "../store/sql.js";
+import type { Review, ReviewContext } from "./ports.js";
+
+export class ApprovalRows {
+  constructor(private readonly db: Db | Sql | SqlRunner) {}
+
+  /** What the review's message shows besides the row: approvals so far, the edit, the previous round. */
+  async context(review: Review, policy: ApprovalPolicy): Promise<ReviewContext> {
+    const context: ReviewContext = {};
+    // A rejected or closed round shows its decision only; approvals given before a reject stay in the audit trail.
+    if (review.state === "pending" || review.state === "deciding" || review.state === "approved") {
+      const approvals = await approvalsOf(this.db, review.id);
+      const edit = latestEdit(approvals);
+      if (approvals.length && (policy.required > 1 || edit)) {
+        context.approvals = {
+          required: policy.required,
+          by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })),
+        };
+      } else if (policy.required > 1 && review.state === "pending") {
+        context.approvals = { required: policy.required, by: [] };
+      }
+      if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
+    }
+    if (review.round > 1) {
+      const previous = await findRound(this.db, review.executionId, review.taskKey, review.round - 1);
+      if (previous) {
+        context.previous = {
+          round: previous.round,
+          output: previous.output,
+          ...(previous.decision === "reject" && previous.feedback ? { feedback: previous.feedback } : {}),
+          ...(previous.decision === "reject" && previous.decidedBy ? { decidedBy: previous.decidedBy } : {}),
+        };
+      }
+    }
+    return context;
+  }
+}

@@ -1,0 +1,199 @@
+// The decision path without Slack or HTTP: a real database, the crew and Slack as in-memory ports.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import { CrewError } from "../adapters/crew/errors.js";
+import type { CrewApi, ExecutionStatus, ResumeRequest } from "../adapters/crew/types.js";
+import { silentLogger } from "../log.js";
+import { Outbox } from "../outbox/index.js";
+import { slackEffectPerformer } from "../outbox/perform.js";
+import { OutboxWorker } from "../outbox/worker.js";
+import { sqlRunnerFor } from "../store/db/sql.js";
+import { Lifecycle } from "./lifecycle.js";
+import { type CrewDirectory, type Execution, type Review, type RunNotifier, systemClock } from "./ports.js";
+
+const OUTPUT = "## Findings\n\nThe tide rises.";
+
+function timedOutResume(): never {
+  throw new CrewError({ kind: "timeout", crewName: "research", operation: "resume", maybeApplied: true });
+}
+
+let db: TestDatabase;
+let status: ExecutionStatus;
+let resumes: ResumeRequest[];
+let updates: { review: Review; note?: string }[];
+
+const crew: CrewApi = {
+  listInputs: async () => [],
+  kickoff: async () => ({ kickoffId: "k-1" }),
+  status: async () => status,
+  resume: async (req) => {
+    resumes.push(req);
+    return timedOutResume();
+  },
+};
+const notifier: RunNotifier = {
+  postReview: async () => ({ ts: "100.1" }),
+  attachReviewFile: async () => {},
+  attachRoundDiff: async () => {},
+  attachEditedOutput: async () => {},
+  updateReview: async (_e, review, note) => void updates.push({ review, note }),
+  postCompletion: async () => ({ ts: "100.9" }),
+  attachCompletionFile: async () => {},
+  updateAnnouncement: async () => {},
+  showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
+  postReminder: async () => {},
+  findPosted: async () => undefined,
+  postThreadMessage: async () => {},
+  postDeadlineNotice: async () => {},
+};
+
+/** The lifecycle with its outbox; `effects()` performs every Slack effect due (through the in-memory notifier). */
+function lifecycleWith(crews: CrewDirectory, required = 1): { lifecycle: Lifecycle; effects: () => Promise<void> } {
+  const sql = sqlRunnerFor(db.database.prisma);
+  const outbox = new Outbox(sql, systemClock);
+  const worker = new OutboxWorker(sql, slackEffectPerformer({ sql, notifier }), silentLogger, systemClock, { replicaId: "test" });
+  const lifecycle = new Lifecycle({
+    db: db.database.prisma,
+    crews,
+    outbox,
+    webhookUrls: () => undefined,
+    log: silentLogger,
+    approvalPolicy: () => ({ required, selfApproval: true }),
+  });
+  return {
+    lifecycle,
+    effects: async () => {
+      while ((await worker.runDue()) > 0);
+    },
+  };
+}
+
+async function pendingReview(lifecycle: Lifecycle): Promise<{ execution: Execution; review: Review }> {
+  const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: { topic: "tides" }, webhooks: false });
+  await lifecycle.runs.setThread(created.id, "100.0");
+  const execution = await lifecycle.runs.kickedOff(created.id, "k-1");
+  const review = await lifecycle.reviews.awaitDecision(execution, { taskKey: "t1", name: "research_task", agent: "Analyst", output: OUTPUT }, { source: "input" });
+  return { execution, review: review! };
+}
+
+describe("a decision whose /resume answer timed out", () => {
+  let lifecycle: Lifecycle;
+  let effects: () => Promise<void>;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    ({ lifecycle, effects } = lifecycleWith({ get: () => crew }));
+  });
+  afterEach(async () => db.drop());
+
+  it("counts as decided when the crew's status shows it moved on, and is not sent again", async () => {
+    const { review } = await pendingReview(lifecycle);
+    await effects();
+    status = { rawState: "RUNNING", phase: "running" };
+    const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "" });
+    await effects();
+    expect(outcome.kind).toBe("decided");
+    expect(resumes).toHaveLength(1);
+    const stored = await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } });
+    expect(stored).toMatchObject({ state: "approved", decidedBy: "U2" });
+    expect(updates.at(-1)!.note).toMatch(/timed out, but its status shows it took the decision/);
+    // A second click finds it decided: the crew hears nothing more.
+    const again = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U3", approve: true, feedback: "" });
+    expect(again.kind).toBe("already_decided");
+    expect(resumes).toHaveLength(1);
+  });
+
+  it("opens the review again when the run is still paused on the same output", async () => {
+    const { review } = await pendingReview(lifecycle);
+    status = { rawState: "PAUSED", phase: "paused", lastTask: { output: OUTPUT } };
+    const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: false, feedback: "More sources" });
+    expect(outcome.kind).toBe("resume_failed");
+    if (outcome.kind === "resume_failed") expect(outcome.message).toMatch(/check the thread/i);
+    expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending");
+  });
+});
+
+describe("confirming a pause from the status after a task webhook", () => {
+  let lifecycle: Lifecycle;
+  let effects: () => Promise<void>;
+  let statusCalls: number;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    statusCalls = 0;
+    updates = [];
+    const counting: CrewApi = {
+      ...crew,
+      status: async () => {
+        statusCalls++;
+        return status;
+      },
+    };
+    ({ lifecycle, effects } = lifecycleWith({ get: () => counting }));
+  });
+  afterEach(async () => db.drop());
+
+  async function taskMessage(crewName = "research") {
+    const created = await lifecycle.runs.create({ crewName, teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
+    await lifecycle.runs.setThread(created.id, "100.0");
+    const execution = await lifecycle.runs.kickedOff(created.id, `k-${created.id}`);
+    const review = await lifecycle.reviews.open(execution, { taskKey: "draft", name: "draft", output: `${OUTPUT} ${created.id}` });
+    return { execution, review: review! };
+  }
+
+  it("turns the task message into the review when the status says the run waits on it", async () => {
+    const { execution, review } = await taskMessage();
+    await effects(); // the task message is in Slack
+    status = { rawState: "PENDING_HUMAN_INPUT", phase: "paused", lastTask: { output: review.output, taskId: "t-9" } };
+    await lifecycle.reviews.confirmWaiting(execution, review, [0]);
+    expect(await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending", resumeTaskId: "t-9" });
+    // The task message gets its decision controls in place.
+    await effects();
+    expect(updates.at(-1)!.review).toMatchObject({ id: review.id, state: "pending" });
+    expect(statusCalls).toBe(1);
+  });
+
+  it("asks nothing for a crew that sends human-input requests (it says itself when it waits)", async () => {
+    const first = await taskMessage();
+    await lifecycle.reviews.awaitDecision(first.execution, { taskKey: "draft", name: "draft", output: first.review.output }, { source: "input" });
+    const { execution, review } = await taskMessage();
+    status = { rawState: "RUNNING", phase: "running" };
+    await lifecycle.reviews.confirmWaiting(execution, review, [0, 0, 0]);
+    expect(statusCalls).toBe(0);
+    expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("posted");
+  });
+});
+
+describe("an approval while more are needed", () => {
+  let lifecycle: Lifecycle;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    ({ lifecycle } = lifecycleWith({ get: () => crew }, 3));
+  });
+  afterEach(async () => db.drop());
+
+  it("is stored with its audit record and the message update in one transaction, or not at all", async () => {
+    const { review } = await pendingReview(lifecycle);
+    const prisma = db.database.prisma;
+    const shows = () => prisma.slackEffect.count({ where: { kind: "review.show", subjectId: review.id } });
+    expect(await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "fine" })).toMatchObject({
+      kind: "approval_recorded",
+      approvals: 1,
+      required: 3,
+    });
+    expect(await prisma.reviewApproval.count({ where: { reviewId: review.id } })).toBe(1);
+    expect(await prisma.auditRecord.findMany({ where: { kind: "approval" } })).toEqual([expect.objectContaining({ actor: "U2", feedback: "fine" })]);
+    expect(await shows()).toBe(1);
+
+    // The audit write fails: the approval is not stored either, and nothing is shown.
+    const record = vi.spyOn(lifecycle.audit, "record").mockRejectedValueOnce(new Error("audit write failed"));
+    await expect(lifecycle.reviews.decide({ reviewId: review.id, userId: "U3", approve: true, feedback: "" })).rejects.toThrow(/audit write failed/);
+    record.mockRestore();
+    expect((await prisma.reviewApproval.findMany({ where: { reviewId: review.id } })).map((a) => a.userId)).toEqual(["U2"]);
+    expect(await prisma.auditRecord.count({ where: { kind: "approval" } })).toBe(1);
+    expect(await shows()).toBe(1);
+    expect(resumes).toHaveLength(0);
+  });
+});

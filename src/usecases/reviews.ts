@@ -1,0 +1,563 @@
+// Review rounds: one per task output, decided once, each decision resumed exactly once.
+import crypto from "node:crypto";
+import { isCrewError } from "../adapters/crew/errors.js";
+import type { ResumeResult, TaskEvent } from "../adapters/crew/types.js";
+import { abandonedDecisionText } from "../adapters/slack/blocks/deadline.js";
+import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
+import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
+import type { Logger } from "../log.js";
+import type { Outbox } from "../outbox/index.js";
+import { addApproval, approvalsOf } from "../store/approvals.js";
+import type { Db } from "../store/db/database.js";
+import { isUuid } from "../store/ids.js";
+import {
+  abandonedDecisions,
+  findReview,
+  findReviewWithExecution,
+  insertReview,
+  latestReviewForTask,
+  latestReviewOf,
+  latestReviewWithOutput,
+  lockReview,
+  moveReview,
+  type ReviewDecisionPatch,
+  type ReviewWithExecution,
+  retakeDecision,
+  setResumeTaskId,
+} from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import type { Audit } from "./audit.js";
+import type { Clock, CrewDirectory, Execution, Review, WebhookUrls } from "./ports.js";
+import type { Runs } from "./runs.js";
+
+export type DecisionOutcome =
+  | { kind: "unknown_review" }
+  | { kind: "feedback_required" }
+  | { kind: "not_allowed"; who: string }
+  /** The run's starter may not approve its reviews (selfApproval: false). */
+  | { kind: "self_approval_refused" }
+  /** An approval was stored; more distinct approvers are needed before the crew hears it. */
+  | { kind: "approval_recorded"; review: Review; approvals: number; required: number }
+  /** This approval completed the count at the same moment as another one, which sent the decision. */
+  | { kind: "approval_counted"; review: Review }
+  /** This person had approved this round already; still waiting for others. */
+  | { kind: "already_approved"; review: Review; approvals: number; required: number }
+  | { kind: "already_decided"; review: Review }
+  | { kind: "decided"; review: Review; resume: ResumeResult }
+  | { kind: "not_waiting"; review: Review; message: string }
+  | { kind: "resume_failed"; review: Review; message: string };
+
+export interface Decision {
+  reviewId: string;
+  userId: string;
+  approve: boolean;
+  feedback: string;
+  /** Edit and approve: the whole output as the reviewer edited it. */
+  editedOutput?: string;
+  /** Taken by the review's deadline (deadlines.ts): no reviewer gate and no approval count, the same claim as a click. */
+  byDeadline?: boolean;
+}
+
+/** Each crew's approval rules (approvals:, selfApproval:). */
+export type ApprovalPolicyOf = (crewName: string) => ApprovalPolicy;
+
+/**
+ * Decides whether a user may decide a review; issue-level rules plug in here. The review, when given,
+ * may let in more people than the crew's rules (its escalation, its reassignment).
+ */
+export type ReviewerGate = (execution: Execution, userId: string, review?: Review) => Promise<{ allowed: true } | { allowed: false; who: string }>;
+
+/** Called, in the transaction that makes a round a review (pending), before its message shows it: returns the row to show (e.g. with its deadline). */
+export type OnPending = (execution: Execution, review: Review, tx: Sql) => Promise<Review>;
+
+export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
+
+/**
+ * Where a task output came from: a task webhook, a human-input request (the crew waits on it), or a
+ * status poll made at `observedAt` that found the run waiting on it.
+ */
+export type ReviewOrigin = { source: "webhook" } | { source: "input" } | { source: "poll"; observedAt: Date };
+
+/** A task output the crew waits on, with the task id /resume wants when the crew named one. */
+export type AwaitedTask = Pick<TaskEvent, "taskKey" | "name" | "agent" | "output"> & { resumeTaskId?: string };
+
+/** How long after a task webhook the status is asked whether the crew waits on it (seed deployments send no human-input request). */
+export const CONFIRM_DELAYS_MS = [250, 500, 1000, 2000, 4000] as const;
+
+/**
+ * Given the latest review of the execution with the same output (if any), whether a task output is a
+ * duplicate or which task key its round goes under.
+ * - Webhook, same task key as the earlier review: the per-key rule (states.ts nextRound) decides, as
+ *   always (the same output after a rejection is a new round).
+ * - Webhook, other task key: a duplicate while the earlier review awaits a decision, or when it is
+ *   the same task by name and was not rejected; otherwise a review of its own.
+ * - Poll: status only repeats what the crew last did, so an output already under review (or decided
+ *   and not rejected, for the same task) is a duplicate. After a rejection it is a new round only if
+ *   the status was asked for after the rejection was stored (else the answer is stale), and the round goes under
+ *   the earlier review's key, so that a webhook racing with the poll collides on the same round.
+ */
+export function sameOutputVerdict(
+  seen: { taskKey: string; taskName: string; state: string; updatedAt: Date } | undefined,
+  task: { taskKey: string; name?: string },
+  origin: ReviewOrigin,
+): { kind: "duplicate" } | { kind: "open"; taskKey: string } {
+  if (!seen) return { kind: "open", taskKey: task.taskKey };
+  const awaiting = seen.state === "pending" || seen.state === "deciding";
+  const sameTask = seen.taskKey === task.taskKey || seen.taskName === task.taskKey || (!!task.name && seen.taskName === task.name);
+  // A human-input request is news like a webhook: the crew produced this output and asks about it now.
+  if (origin.source === "webhook" || origin.source === "input") {
+    if (seen.taskKey === task.taskKey) return { kind: "open", taskKey: task.taskKey };
+    if (awaiting || (sameTask && seen.state !== "rejected")) return { kind: "duplicate" };
+    return { kind: "open", taskKey: task.taskKey };
+  }
+  if (awaiting) return { kind: "duplicate" };
+  if (seen.state === "rejected") {
+    // updatedAt: when the rejection was stored, i.e. after the crew accepted the resume.
+    if (seen.updatedAt.getTime() >= origin.observedAt.getTime()) return { kind: "duplicate" };
+    return { kind: "open", taskKey: seen.taskKey };
+  }
+  // Approved or closed: the same task again is stale; an unnamed task cannot be told apart, so stay quiet.
+  const anonymous = !task.name && task.taskKey === "task";
+  if (sameTask || anonymous) return { kind: "duplicate" };
+  return { kind: "open", taskKey: task.taskKey };
+}
+
+export function hashOutput(output: string): string {
+  return crypto.createHash("sha256").update(output).digest("hex");
+}
+
+export class Reviews {
+  /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
+  private readonly crewsAskingForInput = new Set<string>();
+  private readonly sql: Sql;
+
+  constructor(
+    db: Db,
+    private readonly runs: Runs,
+    private readonly crews: CrewDirectory,
+    private readonly outbox: Outbox,
+    private readonly webhookUrls: (execution: Execution) => WebhookUrls | undefined,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+    private readonly gate: ReviewerGate = anyoneMayDecide,
+    private readonly audit?: Audit,
+    private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
+    private readonly onPending?: OnPending,
+  ) {
+    this.sql = sqlOf(db);
+  }
+
+  /**
+   * A task finished (task webhook): its output is stored and posted in the thread as a task message
+   * with no decision controls (state "posted"). It becomes a review only through awaitDecision.
+   */
+  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "taskId" | "name" | "agent" | "output">): Promise<Review | undefined> {
+    return this.store(execution, { ...task, resumeTaskId: task.taskId }, { source: "webhook" }, "posted");
+  }
+
+  /**
+   * The crew waits for a person on this output (a human-input request, or the status says so): the
+   * task message already posted for it becomes the review in place, or the review is opened now.
+   * Idempotent: every source describing the same pause ends in one review.
+   */
+  async awaitDecision(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
+    if (origin.source === "input") this.crewsAskingForInput.add(execution.crewName);
+    const opened = await this.awaitOnce(execution, task, origin);
+    if (opened) return opened;
+    // Lost a race with the task webhook storing the same output (as a task message): promote that one.
+    const stored = await latestReviewWithOutput(this.sql, execution.id, hashOutput(task.output));
+    return stored?.state === "posted" ? this.promote(execution, stored, task.resumeTaskId) : undefined;
+  }
+
+  private async awaitOnce(execution: Execution, task: AwaitedTask, origin: Exclude<ReviewOrigin, { source: "webhook" }>): Promise<Review | undefined> {
+    const seen = await latestReviewWithOutput(this.sql, execution.id, hashOutput(task.output));
+    if (seen?.state === "posted") return this.promote(execution, seen, task.resumeTaskId);
+    if (seen && (seen.state === "pending" || seen.state === "deciding")) {
+      // Task ids can change after a replay: the latest request for review names the one /resume wants.
+      if (origin.source === "input" && task.resumeTaskId && task.resumeTaskId !== (seen.resumeTaskId ?? seen.taskKey))
+        await setResumeTaskId(this.sql, seen.id, task.resumeTaskId, this.clock.now());
+      return undefined;
+    }
+    return this.store(execution, task, origin, "pending");
+  }
+
+  /**
+   * After a task webhook, asks the status (a few times while it still says running) whether the crew
+   * now waits on that output: deployments that never send a human-input request get their review
+   * this way. Runs after the webhook's answer; status polling is the safety net if this is cut short.
+   */
+  async confirmWaiting(execution: Execution, review: Review, delaysMs: readonly number[] = CONFIRM_DELAYS_MS): Promise<void> {
+    // A crew that sends human-input requests says when it waits: asking its status after every task
+    // would only add calls (status polling stays the safety net).
+    if (this.crewsAskingForInput.has(execution.crewName)) return;
+    const crew = this.crews.get(execution.crewName);
+    for (const delay of delaysMs) {
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      const current = await findReview(this.sql, review.id);
+      if (current?.state !== "posted") return;
+      const run = await this.runs.get(execution.id);
+      if (!crew || !run?.kickoffId || isFinished(run.state)) return;
+      const status = await crew.status(run.kickoffId).catch(() => undefined);
+      if (!status || status.phase === "running") continue;
+      if (status.phase !== "paused") return;
+      const last = status.lastTask;
+      // The pause is on this output when the status shows it, or shows no task and this is the run's latest.
+      const onThis = last?.output ? hashOutput(last.output) === review.outputHash : (await latestReviewOf(this.sql, execution.id))?.id === review.id;
+      if (onThis) await this.promote(run, current, last?.taskId);
+      return;
+    }
+  }
+
+  /** posted → pending, once; the task message gets its decision controls in place (an update in the outbox). */
+  private async promote(execution: Execution, review: Review, resumeTaskId?: string): Promise<Review | undefined> {
+    const promoted = await inTransaction(this.sql, async (tx) => {
+      const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
+      if (!moved) return null;
+      const shown = this.onPending ? await this.onPending(execution, moved, tx) : moved;
+      await this.runs.transition(execution.id, "review_opened", {}, tx);
+      // Not posted yet: the post under way shows the new state when it records its ts.
+      await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: moved.id });
+      return shown;
+    });
+    if (promoted) this.outbox.nudge();
+    return promoted ?? undefined;
+  }
+
+  /** Stores a round for a task output (idempotent) in the given state, then posts it. */
+  private async store(execution: Execution, awaited: AwaitedTask, origin: ReviewOrigin, state: "posted" | "pending"): Promise<Review | undefined> {
+    // One identity per task whatever the source: its name when known (a real deployment's task
+    // webhook names no id while its status and human-input request do), so that sources racing for
+    // the same output collide on the same (task, round) row instead of opening two.
+    const task = { ...awaited, taskKey: awaited.name ?? awaited.taskKey };
+    const outputHash = hashOutput(task.output);
+    // The same output may already have a review under another task key (a status poll and a webhook
+    // can name the task differently): see sameOutputVerdict.
+    const seen = await latestReviewWithOutput(this.sql, execution.id, outputHash);
+    const verdict = sameOutputVerdict(seen ?? undefined, task, origin);
+    if (verdict.kind === "duplicate") return undefined;
+    const taskKey = verdict.taskKey;
+    const latest = await latestReviewForTask(this.sql, execution.id, taskKey);
+    // A poll repeating a rejected output only counts if that rejection is still the task's last round.
+    if (origin.source === "poll" && seen?.state === "rejected" && latest && latest.id !== seen.id) return undefined;
+    const round = nextRound(latest ?? undefined, outputHash);
+    if (round === undefined) return undefined;
+    const review = await inTransaction(this.sql, async (tx) => {
+      const stored = await insertReview(
+        tx,
+        {
+          executionId: execution.id,
+          taskKey,
+          taskName: task.name ?? task.taskKey,
+          agent: task.agent ?? null,
+          round,
+          state,
+          resumeTaskId: task.resumeTaskId ?? null,
+          output: task.output,
+          outputHash,
+        },
+        this.clock.now(),
+      );
+      // Another delivery (or replica) stored this round first.
+      if (!stored) return undefined;
+      if (state === "pending") await this.runs.transition(execution.id, "review_opened", {}, tx);
+      await this.outbox.add(runnerOf(tx), { kind: "review.post", subjectId: stored.id });
+      return state === "pending" && this.onPending ? this.onPending(execution, stored, tx) : stored;
+    });
+    if (review) this.outbox.nudge();
+    return review;
+  }
+
+  /** The review and its run, or null. */
+  get(reviewId: string): Promise<ReviewWithExecution | null> {
+    return findReviewWithExecution(this.sql, reviewId);
+  }
+
+  /** The first decision wins atomically; the crew hears it exactly once. */
+  async decide(decision: Decision): Promise<DecisionOutcome> {
+    const found = isUuid(decision.reviewId) ? await this.get(decision.reviewId) : null;
+    if (!found) return { kind: "unknown_review" };
+    const { execution, ...review } = found;
+    const feedback = decision.feedback.trim();
+    if (!decision.approve && !feedback) return { kind: "feedback_required" };
+    if (review.state !== "pending") return { kind: "already_decided", review };
+    const gate = decision.byDeadline ? ({ allowed: true } as const) : await this.gate(execution, decision.userId, review);
+    if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
+    let humanFeedback = feedback || (decision.approve ? "Approved" : "");
+    let approvals: StoredApproval[] = [];
+    if (decision.approve && !decision.byDeadline) {
+      const step = await this.approve(execution, review, decision);
+      if (step.kind === "wait") return step.outcome;
+      approvals = step.approvals;
+      humanFeedback = approvalFeedback(approvals);
+    }
+
+    const claimed = await moveReview(this.sql, review.id, reviewTransition("claimed"), this.clock.now(), {
+      decidedBy: decision.userId,
+      decision: decision.approve ? "approve" : "reject",
+      feedback: feedback || null,
+      decidedAt: this.clock.now(),
+      decidedByDeadline: !!decision.byDeadline,
+    });
+    if (!claimed) {
+      const current = (await findReview(this.sql, review.id)) ?? review;
+      // Two approvals completed the count at once: the other one sends it, and this one is part of it.
+      const several = this.policyOf(execution.crewName).required > 1;
+      if (several && decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId))
+        return { kind: "approval_counted", review: current };
+      return { kind: "already_decided", review: current };
+    }
+
+    const crew = this.crews.get(execution.crewName);
+    try {
+      if (!crew) throw new Error(`crew "${execution.crewName}" is no longer configured`);
+      const resume = await crew.resume({
+        executionId: execution.kickoffId!,
+        taskId: review.resumeTaskId ?? review.taskKey,
+        humanFeedback,
+        isApprove: decision.approve,
+        ...this.webhookUrls(execution),
+      });
+      const decided = await this.conclude(
+        review,
+        decision,
+        decision.approve ? "resume_ok_approve" : "resume_ok_reject",
+        "decided",
+        { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null },
+        { approvals, humanFeedback },
+      );
+      return { kind: "decided", review: decided, resume };
+    } catch (err) {
+      return this.resumeFailed(execution, review, err, decision, approvals, humanFeedback);
+    }
+  }
+
+  /**
+   * An approval, in one transaction: stored once per person, counted, and (while more are needed)
+   * audited and shown on the message. The review's row is locked while its approvals are counted, so
+   * approvals given at the same moment are counted one after the other: the one that completes the
+   * count sees all of them. "enough" when the crew's required number of distinct people have now
+   * approved; otherwise the outcome to report.
+   */
+  private async approve(
+    execution: Execution,
+    review: Review,
+    decision: Decision,
+  ): Promise<{ kind: "wait"; outcome: DecisionOutcome } | { kind: "enough"; approvals: StoredApproval[] }> {
+    const policy = this.policyOf(execution.crewName);
+    if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "wait", outcome: { kind: "self_approval_refused" } };
+    const note = decision.feedback.trim() || null;
+    const step = await inTransaction(
+      this.sql,
+      async (tx): Promise<{ kind: "wait"; outcome: DecisionOutcome; shown?: boolean } | { kind: "enough"; approvals: StoredApproval[] }> => {
+        const current = await lockReview(tx, review.id);
+        if (current?.state !== "pending") return { kind: "wait", outcome: { kind: "already_decided", review: current ?? review } };
+        const now = this.clock.now();
+        const added = await addApproval(tx, { reviewId: review.id, userId: decision.userId, note, editedOutput: decision.editedOutput ?? null }, now);
+        const approvals = await approvalsOf(tx, review.id);
+        const tally = approvalTally(approvals, policy.required);
+        if (tally.done) return { kind: "enough", approvals };
+        const recorded = added || decision.editedOutput !== undefined;
+        if (recorded) {
+          await this.audit?.record(
+            {
+              executionId: review.executionId,
+              kind: "approval",
+              taskKey: review.taskKey,
+              round: review.round,
+              actor: decision.userId,
+              decision: "approve",
+              feedback: note,
+              outputHash: review.outputHash,
+              msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
+              detail: {
+                reviewId: review.id,
+                approvals: tally.approvers.length,
+                required: tally.required,
+                ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
+              },
+            },
+            tx,
+          );
+          // The message shows who approved so far ("1 of 2 approvals").
+          await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
+        }
+        const kind = recorded ? "approval_recorded" : "already_approved";
+        return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required }, shown: recorded };
+      },
+    );
+    if (step.kind === "wait" && step.shown) this.outbox.nudge();
+    return step;
+  }
+
+  /**
+   * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
+   * it), the audit record, and the Slack effects (the message rendered from the row, note included;
+   * the edited version as a file after an edit and approve).
+   */
+  private async conclude(
+    review: Review,
+    decision: Decision,
+    event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
+    outcome: "decided" | "not_waiting" | "resume_failed",
+    patch: ReviewDecisionPatch,
+    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; text: string } },
+  ): Promise<Review> {
+    const edit = latestEdit(sent.approvals);
+    const settled = await inTransaction(this.sql, async (tx) => {
+      const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), patch)) ?? (await findReview(tx, review.id)) ?? review;
+      // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
+      if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+      await this.audit?.record(
+        {
+          executionId: review.executionId,
+          kind: "decision",
+          taskKey: review.taskKey,
+          round: review.round,
+          actor: decision.userId,
+          decision: decision.approve ? "approve" : "reject",
+          feedback: decision.feedback.trim() || null,
+          outputHash: review.outputHash,
+          msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
+          resumeStatus: patch.resumeStatus ?? null,
+          resumeMessage: patch.resumeMessage ?? null,
+          detail: {
+            outcome,
+            reviewId: review.id,
+            ...(decision.byDeadline ? { byDeadline: true } : {}),
+            ...(sent.message ? { message: sent.message } : {}),
+            ...(sent.approvals.length > 1 ? { approvers: sent.approvals.map((a) => a.userId) } : {}),
+            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+            // What the crew was sent, when it is more than the note (several approvers, an edit).
+            ...(sent.humanFeedback !== (decision.feedback.trim() || "Approved") ? { humanFeedback: sent.humanFeedback } : {}),
+          },
+        },
+        tx,
+      );
+      // Reopened (resume failed): it looks as it did, pending; nothing to show.
+      if (outcome !== "resume_failed") await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
+      if (edit && outcome === "decided") await this.outbox.add(runnerOf(tx), { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
+      if (sent.threadNotice)
+        await this.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { text: sent.threadNotice.text } });
+      return moved;
+    });
+    this.outbox.nudge();
+    return settled;
+  }
+
+  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
+    const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
+    if (isCrewError(err) && err.kind === "bad_request") {
+      // 400: the crew is not waiting for this decision (it moved on, or another client decided).
+      const closed = await this.conclude(
+        review,
+        decision,
+        "not_waiting",
+        "not_waiting",
+        { resumeMessage: err.serviceMessage ?? "no reason given" },
+        { approvals, humanFeedback, message },
+      );
+      return { kind: "not_waiting", review: closed, message };
+    }
+    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(execution, review))) {
+      // The crew moved on: the decision reached it although its answer did not reach us.
+      const decided = await this.conclude(
+        review,
+        decision,
+        decision.approve ? "resume_ok_approve" : "resume_ok_reject",
+        "decided",
+        { resumeMessage: "the answer timed out, but its status shows it took the decision" },
+        { approvals, humanFeedback },
+      );
+      return { kind: "decided", review: decided, resume: {} };
+    }
+    this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
+    const reopened = await this.conclude(
+      review,
+      decision,
+      "resume_failed",
+      "resume_failed",
+      { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false },
+      { approvals, humanFeedback, message },
+    );
+    return { kind: "resume_failed", review: reopened, message };
+  }
+
+  /**
+   * After a resume whose answer was lost (read time-out), whether the crew took it: it did unless the
+   * run is still paused on this very output. Unknown (status unreadable) counts as not taken, so the
+   * review opens again and the reviewer is told to check the thread first.
+   */
+  /**
+   * Decisions whose process died between the claim and the crew's answer (kill -9, a lost replica):
+   * left alone they would stay "deciding" for ever, and the run with them. One replica takes each
+   * over (a conditional write on decidedAt) and asks the crew's status: if the crew moved on, the
+   * decision reached it and is recorded as taken; otherwise the review opens again, and the thread
+   * says so, for a person to decide again (sending it again could apply it twice if the first call
+   * is still under way in the crew).
+   */
+  async recoverAbandoned(staleMs: number): Promise<number> {
+    const now = this.clock.now();
+    const abandoned = await abandonedDecisions(this.sql, { before: new Date(now.getTime() - staleMs), limit: 50 });
+    let recovered = 0;
+    for (const { execution, ...review } of abandoned) {
+      if (!review.decidedAt || !(await retakeDecision(this.sql, review.id, { seen: review.decidedAt, now }))) continue;
+      recovered++;
+      const decision: Decision = {
+        reviewId: review.id,
+        userId: review.decidedBy ?? "",
+        approve: review.decision === "approve",
+        feedback: review.feedback ?? "",
+        ...(review.decidedByDeadline ? { byDeadline: true } : {}),
+      };
+      const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
+      if (execution.kickoffId && this.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
+        const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
+        await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", patch, sent);
+        continue;
+      }
+      this.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
+      await this.conclude(
+        review,
+        decision,
+        "resume_failed",
+        "resume_failed",
+        { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false },
+        {
+          ...sent,
+          message: "interrupted while being sent",
+          threadNotice: {
+            part: `abandoned:${review.id}:${review.decidedAt.getTime()}`,
+            text: abandonedDecisionText({ by: review.decidedBy, taskName: review.taskName, round: review.round }),
+          },
+        },
+      );
+    }
+    return recovered;
+  }
+
+  private async tookEffect(execution: Execution, review: Review): Promise<boolean> {
+    try {
+      const status = await this.crews.get(execution.crewName)!.status(execution.kickoffId!);
+      const stillWaiting = status.phase === "paused" && !!status.lastTask?.output && hashOutput(status.lastTask.output) === review.outputHash;
+      return !stillWaiting;
+    } catch (err) {
+      this.log.warn("could not read status after a resume time-out", { reviewId: review.id, err });
+      return false;
+    }
+  }
+}
+
+/** The note under a review, from what its row records (used when a message is shown again). */
+export function reviewNote(review: Review): string | undefined {
+  if (review.state === "closed")
+    return review.resumeMessage ? `The crew was not waiting for this decision: ${review.resumeMessage}` : "The run finished without needing this decision.";
+  if (review.state === "approved" || review.state === "rejected")
+    return resumeNote({ status: (review.resumeStatus ?? undefined) as ResumeResult["status"], message: review.resumeMessage ?? undefined });
+  return undefined;
+}
+
+/** The crew's answer to a decision, as shown under the review ("Crew: retrying — Task will be retried…"). */
+export function resumeNote(resume: ResumeResult): string | undefined {
+  const parts = [resume.status, resume.message].filter(Boolean);
+  return parts.length ? `Crew: ${parts.join(" — ")}` : undefined;
+}

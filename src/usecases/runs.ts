@@ -1,0 +1,160 @@
+// Execution records: creation before kickoff, the kickoff outcome, and the one-time finish.
+import crypto from "node:crypto";
+import { type ExecutionEvent, executionTransition, reviewTransition } from "../domain/states.js";
+import type { Outbox } from "../outbox/index.js";
+import type { Db } from "../store/db/database.js";
+import type { SqlRunner } from "../store/db/sql.js";
+import {
+  type ExecutionPatch,
+  findExecution,
+  findExecutionByKickoffId,
+  findExecutionByRequestId,
+  insertExecution,
+  recentExecutionsInChannel,
+  updateExecution,
+  updateExecutionReturning,
+} from "../store/executions.js";
+import { moveReviewsOf } from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { type Audit, sha256 } from "./audit.js";
+import type { Clock, Execution } from "./ports.js";
+import type { ProgressCoalescer } from "./progress.js";
+
+export interface NewExecution {
+  crewName: string;
+  teamId: string;
+  /** Enterprise Grid org of the workspace, when there is one (finds an org-wide installation's token). */
+  enterpriseId?: string | null;
+  channelId: string;
+  userId: string;
+  inputs: Record<string, string>;
+  webhooks: boolean;
+  /** Unique per run; a kickoff form's nonce, so one form starts one run. Default: random. */
+  requestId?: string;
+}
+
+export interface FinishOutcome {
+  event: Extract<ExecutionEvent, "succeeded" | "failed" | "lost">;
+  output?: string;
+  error?: string;
+}
+
+export class Runs {
+  private readonly sql: Sql;
+
+  constructor(
+    db: Db,
+    private readonly outbox: Outbox,
+    private readonly clock: Clock,
+    private readonly progress: ProgressCoalescer,
+    private readonly audit?: Audit,
+  ) {
+    this.sql = sqlOf(db);
+  }
+
+  /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
+  create(input: NewExecution): Promise<Execution> {
+    return insertExecution(
+      this.sql,
+      {
+        ...input,
+        requestId: input.requestId ?? crypto.randomUUID(),
+        webhookSecret: crypto.randomBytes(32).toString("base64url"),
+        humanInputToken: crypto.randomBytes(32).toString("base64url"),
+        state: "starting",
+      },
+      this.clock.now(),
+    );
+  }
+
+  get(id: string): Promise<Execution | null> {
+    return findExecution(this.sql, id);
+  }
+
+  findByRequestId(requestId: string): Promise<Execution | null> {
+    return findExecutionByRequestId(this.sql, requestId);
+  }
+
+  findByKickoffId(kickoffId: string): Promise<Execution | null> {
+    return findExecutionByKickoffId(this.sql, kickoffId);
+  }
+
+  /**
+   * Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). In
+   * the same transaction: the kickoff's audit record (when who started it is given) and the update of
+   * the run's announcement.
+   */
+  async kickedOff(id: string, kickoffId: string, startedBy?: { userId: string; inputs: Record<string, string> }): Promise<Execution> {
+    const data = { kickoffId, startedAt: this.clock.now() };
+    const { from, to } = executionTransition("kicked_off");
+    const started = await inTransaction(this.sql, async (tx) => {
+      const now = this.clock.now();
+      // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
+      const run = (await updateExecutionReturning(tx, id, { ...data, state: to }, { states: from }, now)) ?? (await updateExecutionReturning(tx, id, data, {}, now));
+      if (!run) throw new Error(`execution ${id} does not exist`);
+      if (startedBy)
+        await this.audit?.record(
+          {
+            executionId: id,
+            kind: "kickoff",
+            actor: startedBy.userId,
+            detail: { crewName: run.crewName, channelId: run.channelId, kickoffId, inputs: startedBy.inputs },
+          },
+          tx,
+        );
+      await this.outbox.add(runnerOf(tx), { kind: "run.announcement", subjectId: id });
+      return run;
+    });
+    this.outbox.nudge();
+    return started;
+  }
+
+  async kickoffFailed(id: string, error: string): Promise<void> {
+    await this.transition(id, "kickoff_failed", { error, finishedAt: this.clock.now() });
+  }
+
+  async setThread(id: string, threadTs: string): Promise<void> {
+    await updateExecution(this.sql, id, { threadTs }, {}, this.clock.now());
+  }
+
+  /** Applies a state event if the current state allows it; returns whether it applied. */
+  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}, tx?: Sql | SqlRunner): Promise<boolean> {
+    const { from, to } = executionTransition(event);
+    return (await updateExecution(tx ?? this.sql, id, { ...data, state: to }, { states: from }, this.clock.now())) === 1;
+  }
+
+  /**
+   * Ends a run once, whichever of webhook, poll or replica gets here first. In the same transaction:
+   * the audit record, reviews left pending are closed, and the completion notice is enqueued.
+   */
+  async finish(id: string, outcome: FinishOutcome): Promise<boolean> {
+    // Steps still coalescing show their final count before the run is announced as over.
+    await this.progress.finish(id);
+    const { from, to } = executionTransition(outcome.event);
+    const now = this.clock.now();
+    const won = await inTransaction(this.sql, async (tx) => {
+      const changed = await updateExecution(tx, id, { state: to, output: outcome.output ?? null, error: outcome.error ?? null, finishedAt: now }, { states: from }, now);
+      if (changed !== 1) return false;
+      await this.audit?.record(
+        {
+          executionId: id,
+          kind: "completion",
+          outputHash: outcome.output ? sha256(outcome.output) : null,
+          detail: { event: outcome.event, ...(outcome.error ? { error: outcome.error } : {}) },
+        },
+        tx,
+      );
+      // Reviews still waiting were not needed after all: their messages lose their controls.
+      const closed = await moveReviewsOf(tx, id, reviewTransition("run_finished"), now);
+      for (const reviewId of closed) await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: reviewId });
+      await this.outbox.add(runnerOf(tx), { kind: "run.completion", subjectId: id });
+      return true;
+    });
+    if (won) this.outbox.nudge();
+    return won;
+  }
+
+  recentInChannel(channelId: string, take = 10): Promise<Execution[]> {
+    return recentExecutionsInChannel(this.sql, channelId, take);
+  }
+}

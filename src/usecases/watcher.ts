@@ -1,0 +1,264 @@
+// Status polling: every unfinished run is looked at through CrewApi.status, with backoff, so runs
+// finish in Slack even when webhooks never arrive (no PUBLIC_URL, lost deliveries, a dead replica).
+// Several replicas share the work through a lease on each Execution row (taken with
+// FOR UPDATE SKIP LOCKED); a replica that dies simply lets its leases expire. What a poll learns goes
+// through the same lifecycle paths as webhooks (Reviews.open, Runs.finish), whose conditional writes
+// and claims make every Slack effect happen once.
+import crypto from "node:crypto";
+import { isCrewError } from "../adapters/crew/errors.js";
+import type { ExecutionStatus } from "../adapters/crew/types.js";
+import { LIVE_STATES } from "../domain/states.js";
+import type { Logger } from "../log.js";
+import type { Db } from "../store/db/database.js";
+import { findExecution, leaseDueExecutions, updateExecution } from "../store/executions.js";
+import { type Sql, sqlOf } from "../store/sql.js";
+import type { Lifecycle } from "./lifecycle.js";
+import type { Clock, CrewDirectory, Execution } from "./ports.js";
+import { systemClock } from "./ports.js";
+
+export interface WatcherOptions {
+  /** How often due rows are looked for (default 1000 ms). */
+  tickMs: number;
+  /** First wait between polls of a run, and the wait after something changed (default 2000 ms). */
+  minBackoffMs: number;
+  /** Longest wait between polls while nothing changes (default 60 000 ms). */
+  maxBackoffMs: number;
+  /** How long a replica holds a run while polling it; a dead replica's runs are taken over after this (default 30 000 ms). */
+  leaseMs: number;
+  /** How long status may answer 404 before the run is declared lost (default 120 000 ms). */
+  lostGraceMs: number;
+  /** Rows taken per tick (default 20). */
+  batchSize: number;
+  /** How often callbacks recorded but not processed are looked for (default 30 000 ms; 0 = only at start). */
+  sweepMs: number;
+  /** A decision left "deciding" this long (its process died mid-call) is taken over (default 60 000 ms; keep it above a /resume call's time-out). */
+  abandonedDecisionMs: number;
+  /** This process's identity in lease columns (default: a random uuid). */
+  replicaId: string;
+}
+
+export const DEFAULT_WATCHER_OPTIONS: Omit<WatcherOptions, "replicaId"> = {
+  abandonedDecisionMs: 60_000,
+  tickMs: 1000,
+  minBackoffMs: 2000,
+  maxBackoffMs: 60_000,
+  leaseMs: 30_000,
+  lostGraceMs: 120_000,
+  batchSize: 20,
+  sweepMs: 30_000,
+};
+
+/** States a run is watched in (a "starting" row counts once its kickoff id is stored). */
+export const WATCHED_STATES = LIVE_STATES;
+
+/**
+ * Wait before the next poll. `current` is the stored backoff (0 = reset, e.g. after a decision);
+ * a change resets it to the minimum, otherwise it doubles up to the maximum.
+ */
+export function nextBackoff(current: number, changed: boolean, opts: Pick<WatcherOptions, "minBackoffMs" | "maxBackoffMs">): number {
+  const min = Math.max(1, opts.minBackoffMs);
+  const max = Math.max(min, opts.maxBackoffMs);
+  if (changed || !Number.isFinite(current) || current < min) return min;
+  return Math.min(max, current * 2);
+}
+
+/**
+ * While status answers 404, the next poll is not later than the end of the grace period, so a lost
+ * run is declared close to on time.
+ */
+export function waitWithinGrace(backoffMs: number, notFoundSince: Date | null, now: Date, graceMs: number): number {
+  if (!notFoundSince) return backoffMs;
+  const left = notFoundSince.getTime() + graceMs - now.getTime();
+  return Math.max(0, Math.min(backoffMs, left));
+}
+
+/** Whether a 404 has lasted past the grace period. */
+export function isLost(notFoundSince: Date | null, now: Date, graceMs: number): boolean {
+  return !!notFoundSince && now.getTime() - notFoundSince.getTime() >= graceMs;
+}
+
+/** What a status answer means for a run, as data (applied by the watcher). */
+export type StatusAction =
+  | { kind: "none" }
+  | { kind: "review"; taskKey: string; name?: string; agent?: string; output: string; resumeTaskId?: string }
+  | { kind: "succeeded"; output: string }
+  | { kind: "failed"; error: string; output?: string };
+
+export function actionForStatus(status: ExecutionStatus): StatusAction {
+  switch (status.phase) {
+    case "paused": {
+      const task = status.lastTask;
+      if (!task?.output) return { kind: "none" };
+      return {
+        kind: "review",
+        taskKey: task.name ?? task.taskId ?? "task",
+        name: task.name,
+        agent: task.agent,
+        output: task.output,
+        ...(task.taskId ? { resumeTaskId: task.taskId } : {}),
+      };
+    }
+    case "succeeded":
+      return { kind: "succeeded", output: status.output ?? status.lastTask?.output ?? "" };
+    case "failed":
+      return { kind: "failed", error: status.error ?? "The crew reported the run as failed.", output: status.output || undefined };
+    default:
+      return { kind: "none" };
+  }
+}
+
+export const LOST_ERROR = "The crew has no record of this run any more (it answered “not found” for too long), so Crewline stopped waiting for it.";
+
+export class RunWatcher {
+  readonly options: WatcherOptions;
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  private ticking?: Promise<void>;
+  private lastSweep = 0;
+
+  private readonly sql: Sql;
+
+  constructor(
+    db: Db,
+    private readonly lifecycle: Lifecycle,
+    private readonly crews: CrewDirectory,
+    private readonly log: Logger,
+    options: Partial<WatcherOptions> = {},
+    private readonly clock: Clock = systemClock,
+  ) {
+    const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<WatcherOptions>;
+    this.options = { ...DEFAULT_WATCHER_OPTIONS, replicaId: crypto.randomUUID(), ...defined };
+    this.sql = sqlOf(db);
+  }
+
+  get replicaId(): string {
+    return this.options.replicaId;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.lastSweep = Date.now();
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.ticking?.catch(() => {});
+  }
+
+  /** Look at a run soon (a new kickoff, a decision): due now, backoff reset. */
+  async watch(executionId: string): Promise<void> {
+    const now = this.clock.now();
+    await updateExecution(this.sql, executionId, { nextPollAt: now, pollBackoffMs: 0 }, {}, now);
+    if (this.running && !this.ticking) this.schedule(0);
+  }
+
+  /**
+   * Processes crew callbacks recorded but not processed (a crash between the answer and the work),
+   * and takes over decisions whose process died between the claim and the crew's answer.
+   * Slack effects need no such sweep: they are outbox rows, which the outbox worker picks up.
+   */
+  async recover(webhookOlderThanMs = 0): Promise<void> {
+    await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
+    await this.lifecycle.reviews.recoverAbandoned(this.options.abandonedDecisionMs).catch((err) => this.log.warn("abandoned decisions could not be recovered", { err }));
+  }
+
+  /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */
+  async tick(): Promise<number> {
+    // Due and lease times are the clock's, like every time the rows are written with.
+    const rows = await leaseDueExecutions(this.sql, {
+      owner: this.replicaId,
+      states: WATCHED_STATES,
+      leaseMs: this.options.leaseMs,
+      limit: this.options.batchSize,
+      now: this.clock.now(),
+    });
+    await Promise.all(rows.map((row) => this.pollOne(row)));
+    return rows.length;
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.ticking = this.round().finally(() => {
+        this.ticking = undefined;
+      });
+    }, ms);
+    this.timer.unref?.();
+  }
+
+  private async round(): Promise<void> {
+    let polled = 0;
+    try {
+      polled = await this.tick();
+      if (this.options.sweepMs > 0 && Date.now() - this.lastSweep >= this.options.sweepMs) {
+        this.lastSweep = Date.now();
+        await this.recover(this.options.sweepMs);
+      }
+    } catch (err) {
+      if (this.running) this.log.warn("status polling round failed", { err });
+    }
+    // A full batch means more rows are due: go again at once.
+    this.schedule(polled >= this.options.batchSize ? 0 : this.options.tickMs);
+  }
+
+  private async pollOne(row: Execution): Promise<void> {
+    let changed = row.pollBackoffMs <= 0;
+    let notFoundSince: Date | null = row.notFoundSince ? new Date(row.notFoundSince) : null;
+    const observedAt = this.clock.now();
+    try {
+      const crew = this.crews.get(row.crewName);
+      if (!crew) throw new Error(`crew "${row.crewName}" is no longer configured`);
+      try {
+        const status = await crew.status(row.kickoffId!);
+        if (notFoundSince) changed = true;
+        notFoundSince = null;
+        if (await this.apply(row, status, observedAt)) changed = true;
+      } catch (err) {
+        if (!isCrewError(err) || err.kind !== "not_found") throw err;
+        notFoundSince ??= observedAt;
+        if (isLost(notFoundSince, this.clock.now(), this.options.lostGraceMs)) {
+          await this.lifecycle.runs.finish(row.id, { event: "lost", error: LOST_ERROR });
+          changed = true;
+        }
+      }
+    } catch (err) {
+      this.log.warn("status poll failed", { executionId: row.id, err });
+    } finally {
+      const backoff = nextBackoff(row.pollBackoffMs, changed, this.options);
+      const wait = waitWithinGrace(backoff, notFoundSince, this.clock.now(), this.options.lostGraceMs);
+      const now = this.clock.now();
+      await updateExecution(
+        this.sql,
+        row.id,
+        { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(now.getTime() + wait), notFoundSince },
+        { leaseOwner: this.replicaId },
+        now,
+      ).catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
+    }
+  }
+
+  /** Applies a status answer through the webhook code paths; returns whether anything changed. */
+  private async apply(row: Execution, status: ExecutionStatus, observedAt: Date): Promise<boolean> {
+    const action = actionForStatus(status);
+    switch (action.kind) {
+      case "none":
+        return false;
+      case "review": {
+        const execution = await findExecution(this.sql, row.id);
+        if (!execution || !(WATCHED_STATES as readonly string[]).includes(execution.state)) return false;
+        const opened = await this.lifecycle.reviews.awaitDecision(execution, action, { source: "poll", observedAt });
+        return !!opened;
+      }
+      case "succeeded":
+        return this.lifecycle.runs.finish(row.id, { event: "succeeded", output: action.output });
+      case "failed":
+        return this.lifecycle.runs.finish(row.id, { event: "failed", error: action.error, output: action.output });
+    }
+  }
+}
