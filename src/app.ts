@@ -37,6 +37,7 @@ import { slackEffectPerformer } from "./outbox/perform.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import { type Database, openDatabase } from "./store/db/database.js";
 import { sqlRunnerFor } from "./store/db/sql.js";
+import { pingDatabase } from "./store/sql.js";
 import type { ReviewDeadlines } from "./usecases/deadlines.js";
 import { ReviewEscalations } from "./usecases/escalation.js";
 import { FlowRequests } from "./usecases/flows.js";
@@ -344,7 +345,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   });
   const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
   const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
-  const health = healthHandler(async () => void (await database.prisma.$queryRaw`SELECT 1`));
+  const health = healthHandler(() => pingDatabase(database.prisma));
   const metricsRoute = metricsHandler(metrics, config.metricsToken, log);
 
   // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.

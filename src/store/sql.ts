@@ -16,6 +16,7 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
   type QueryResult,
+  sql,
   type TransactionSettings,
 } from "kysely";
 import type { DB } from "../generated/kysely/db.js";
@@ -104,4 +105,9 @@ export function runnerOf(sql: Sql): SqlRunner {
  */
 export function inTransaction<T>(sql: Sql, fn: (tx: Sql) => Promise<T>): Promise<T> {
   return runnerOf(sql).transaction((tx) => fn(sqlOver(tx)));
+}
+
+/** Whether the database answers (GET /healthz). */
+export async function pingDatabase(db: Db | Sql | SqlRunner): Promise<void> {
+  await sql`SELECT 1`.execute(sqlOf(db));
 }

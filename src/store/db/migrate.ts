@@ -17,9 +17,9 @@ export interface Migration {
   checksum: string;
 }
 
-/** prisma/migrations, found from the sources (src/db) or the compiled code (dist/src/db). */
+/** prisma/migrations, found from the sources (src/store/db) or the compiled code (dist/src/store/db). */
 export function resolveMigrationsDir(): string {
-  const candidates = ["../../prisma/migrations", "../../../prisma/migrations"].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+  const candidates = ["../../../prisma/migrations", "../../../../prisma/migrations"].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
   return candidates.find((dir) => fs.existsSync(dir)) ?? candidates[0]!;
 }
 
