@@ -14,23 +14,12 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { isCrewError } from "../adapters/crew/errors.js";
 import type { CrewApi } from "../adapters/crew/types.js";
 import type { OutboxEvents } from "../outbox/worker.js";
+import type { DatabaseFigures } from "../store/figures.js";
 import type { Decision, DecisionOutcome } from "../usecases/lifecycle.js";
 import type { Execution, Review, ReviewContext, RunNotifier } from "../usecases/ports.js";
 
-/** Figures describing the shared database, read at scrape time (see shared-figures.ts). */
-export interface SharedFigures {
-  /** Crew reviews with decision controls, waiting for a person. */
-  reviewsWaiting: number;
-  /** Decisions claimed and being sent to the crew (stuck here after a replica died mid-/resume). */
-  decisionsInFlight: number;
-  /** Flow feedback requests waiting for an answer. */
-  flowRequestsWaiting: number;
-  /** Status-poll leases currently held by any replica. */
-  pollLeasesHeld: number;
-  /** Recorded crew callbacks not processed yet (queued: will be retried; givenUp: five attempts failed). */
-  callbacksQueued: number;
-  callbacksGivenUp: number;
-}
+/** Figures describing the shared database, read at scrape time (see shared-figures.ts; store/figures.ts says what each counts). */
+export type SharedFigures = DatabaseFigures;
 
 /** Slack effects stored but not yet done, and how long the oldest has waited. */
 export interface PendingEffects {

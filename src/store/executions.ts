@@ -41,6 +41,7 @@ export interface ExecutionCondition {
 export interface NewExecutionRow {
   crewName: string;
   teamId: string;
+  /** Enterprise Grid org of the workspace, when there is one (finds an org-wide installation's token). */
   enterpriseId?: string | null;
   channelId: string;
   userId: string;

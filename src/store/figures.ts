@@ -7,10 +7,15 @@ import { type Sql, sqlOf } from "./sql.js";
 type Handle = Sql | SqlRunner | Db;
 
 export interface DatabaseFigures {
+  /** Crew reviews with decision controls, waiting for a person. */
   reviewsWaiting: number;
+  /** Decisions claimed and being sent to the crew (a replica that died mid-/resume leaves one until it is taken over). */
   decisionsInFlight: number;
+  /** Flow feedback requests waiting for an answer. */
   flowRequestsWaiting: number;
+  /** Status-poll leases currently held by any replica. */
   pollLeasesHeld: number;
+  /** Recorded crew callbacks not processed yet (queued: will be retried; givenUp: five attempts failed). */
   callbacksQueued: number;
   callbacksGivenUp: number;
 }

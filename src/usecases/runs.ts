@@ -10,6 +10,7 @@ import {
   findExecutionByKickoffId,
   findExecutionByRequestId,
   insertExecution,
+  type NewExecutionRow,
   recentExecutionsInChannel,
   updateExecution,
   updateExecutionReturning,
@@ -20,15 +21,8 @@ import { type Audit, sha256 } from "./audit.js";
 import type { Clock, Execution } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 
-export interface NewExecution {
-  crewName: string;
-  teamId: string;
-  /** Enterprise Grid org of the workspace, when there is one (finds an org-wide installation's token). */
-  enterpriseId?: string | null;
-  channelId: string;
-  userId: string;
-  inputs: Record<string, string>;
-  webhooks: boolean;
+/** A run to start: its row less what the lifecycle fills in (state, secrets); requestId defaults to a random one. */
+export interface NewExecution extends Omit<NewExecutionRow, "state" | "requestId" | "webhookSecret" | "humanInputToken"> {
   /** Unique per run; a kickoff form's nonce, so one form starts one run. Default: random. */
   requestId?: string;
 }
