@@ -1,7 +1,7 @@
 // Process entry: `npm start`. Reads the environment once, then runs until SIGINT/SIGTERM.
 import { createCrewline } from "./app.js";
-import { ConfigError, loadConfig } from "./config.js";
-import { createLogger } from "./log.js";
+import { ConfigError, loadConfig } from "./config/config.js";
+import { createLogger } from "./log/log.js";
 
 const log = createLogger((process.env.LOG_LEVEL as "debug" | "info" | "warn" | "error" | undefined) ?? "info");
 

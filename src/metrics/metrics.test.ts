@@ -1,9 +1,9 @@
 import crypto from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { parseExposition } from "../../test/support/metrics.js";
-import { CrewError } from "../adapters/crew/errors.js";
-import type { CrewApi } from "../adapters/crew/types.js";
 import { bearerMatches } from "../adapters/http/metrics-route.js";
+import { CrewError } from "../protocols/crew/errors.js";
+import type { CrewApi } from "../protocols/crew/types.js";
 import { Metrics } from "./metrics.js";
 
 const API = "http://127.0.0.1:9/api/";

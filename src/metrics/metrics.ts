@@ -11,9 +11,9 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { isCrewError } from "../adapters/crew/errors.js";
-import type { CrewApi } from "../adapters/crew/types.js";
 import type { OutboxEvents } from "../outbox/worker.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import type { CrewApi } from "../protocols/crew/types.js";
 import type { DatabaseFigures } from "../store/figures.js";
 import type { Decision, DecisionOutcome } from "../usecases/lifecycle.js";
 import type { Execution, Review, ReviewContext, RunNotifier } from "../usecases/ports.js";

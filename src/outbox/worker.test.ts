@@ -3,7 +3,7 @@
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { silentLogger } from "../log.js";
+import { silentLogger } from "../log/log.js";
 import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
 import { enqueueEffect as enqueue } from "../store/effects.js";
 import { sqlOf } from "../store/sql.js";

@@ -11,7 +11,7 @@
 // The SQL of all this is the store's (src/store/effects.ts), which also keeps the messages of one
 // thread in the order they were enqueued (claimEffects says how).
 
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import { type ClaimedEffect, claimEffects, completeEffect, enqueueEffect, failEffect, pruneEffects } from "../store/effects.js";

@@ -3,7 +3,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { verifyFlowSignature } from "../adapters/flows/signature.js";
+import { verifyFlowSignature } from "../protocols/flows/signature.js";
 import { type SimFlowService, startFlowService } from "./flow-service.js";
 
 let flow: SimFlowService | undefined;

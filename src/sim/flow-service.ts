@@ -4,7 +4,7 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { signFlowBody } from "../adapters/flows/signature.js";
+import { signFlowBody } from "../protocols/flows/signature.js";
 
 export interface SimFlowOptions {
   port?: number;

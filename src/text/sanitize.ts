@@ -12,7 +12,7 @@ export function sanitizeText(text: string): string {
 
 /**
  * The same for every string and key of a parsed JSON value. Recursive: only for values whose depth
- * was bounded first (adapters/http/bounded-json.ts).
+ * was bounded first (text/bounded-json.ts).
  */
 export function sanitizeJson(value: unknown): unknown {
   if (typeof value === "string") return sanitizeText(value);

@@ -1,6 +1,6 @@
 // The access rules on their own, with fake ports: no Slack, no database.
 import { describe, expect, it, vi } from "vitest";
-import type { ReviewerRules as RulesConfig } from "../config.js";
+import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import {
   type AccessPorts,
   clickFromFlowMessage,

@@ -8,7 +8,7 @@
 // Everyone else is told what an unknown id gets.
 
 import type { TeamRef } from "../adapters/slack/clients.js";
-import type { ReviewerRules as RulesConfig } from "../config.js";
+import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { describeReviewers } from "./reviewer-rules.js";
 
 /** Who is asking. */

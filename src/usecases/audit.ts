@@ -1,7 +1,7 @@
 // The append-only audit trail: one row per kickoff, per decision outcome and per run completion.
 // Rows are only ever created, never updated or deleted by the app.
 import crypto from "node:crypto";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import { type AuditRow, auditOfExecution, auditOfFlowRequest, insertAudit, type NewAuditRow } from "../store/audit.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";

@@ -1,12 +1,12 @@
 // Crew callbacks (step, task, crew): authenticate, record durably, answer, then act.
 // This is the one place that says what happens when a webhook arrives.
 import crypto from "node:crypto";
-import { isCrewError } from "../adapters/crew/errors.js";
-import { effectOf, parseEventBatch, type StreamEvent } from "../adapters/crew/events.js";
-import { parseWebhook } from "../adapters/crew/parse.js";
-import type { CrewEvent } from "../adapters/crew/types.js";
 import { isFinished } from "../domain/states.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import { effectOf, parseEventBatch, type StreamEvent } from "../protocols/crew/events.js";
+import { parseWebhook } from "../protocols/crew/parse.js";
+import type { CrewEvent } from "../protocols/crew/types.js";
 import type { Db } from "../store/db/database.js";
 import { findExecution } from "../store/executions.js";
 import { isUuid } from "../store/ids.js";

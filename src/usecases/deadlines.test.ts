@@ -2,7 +2,7 @@
 // audit record and its Slack effects commit together, or not at all (and the deadline is taken later).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { silentLogger } from "../log.js";
+import { silentLogger } from "../log/log.js";
 import { Outbox } from "../outbox/index.js";
 import { sqlRunnerFor } from "../store/db/sql.js";
 import { insertExecution, updateExecution } from "../store/executions.js";

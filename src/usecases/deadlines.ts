@@ -6,9 +6,9 @@
 // same claim → resume → settle path as a click, without the reviewer gate); remind posts a reminder
 // in the thread, which counts as one of the review's reminders: its claim, its audit record and its
 // Slack effects are one transaction.
-import type { TimeoutAction } from "../config.js";
+import type { TimeoutAction } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";

@@ -2,7 +2,7 @@
 // and its Slack effects (the thread reply, the message shown again) commit together or not at all.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { silentLogger } from "../log.js";
+import { silentLogger } from "../log/log.js";
 import { Outbox } from "../outbox/index.js";
 import { sqlRunnerFor } from "../store/db/sql.js";
 import { insertExecution } from "../store/executions.js";

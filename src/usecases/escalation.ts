@@ -4,8 +4,8 @@
 // by the reviewer gate (rules.ts reviewGrants).
 import crypto from "node:crypto";
 import { escalationText, reassignmentText } from "../adapters/slack/blocks/deadline.js";
-import type { ReviewerRules as RulesConfig } from "../config.js";
-import type { Logger } from "../log.js";
+import type { ReviewerRules as RulesConfig } from "../config/config.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import { claimEscalation, claimReassignment, findReviewWithExecution } from "../store/reviews.js";

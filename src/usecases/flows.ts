@@ -4,22 +4,22 @@
 // flow.reminder), performed by the outbox worker through FlowNotifier (slack-effects.ts).
 
 import crypto from "node:crypto";
-import { parseFlowBody } from "../adapters/flows/request.js";
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../adapters/flows/signature.js";
-import { JsonTooComplex, parseBoundedJson } from "../adapters/http/bounded-json.js";
 import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, userMention } from "../adapters/slack/blocks/index.js";
 import type { TeamRef } from "../adapters/slack/clients.js";
 import type { FlowRequestContext } from "../adapters/slack/flows/slack-effects.js";
-import type { FlowConfig, ReviewerRules as RulesConfig } from "../config.js";
+import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.js";
 import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { flowRequestTransition } from "../domain/states.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
+import { parseFlowBody } from "../protocols/flows/request.js";
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../protocols/flows/signature.js";
 import type { Db } from "../store/db/database.js";
 import * as store from "../store/flow-requests.js";
 import { type FlowRequestRow, outcomesOf } from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
 import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import type { Audit } from "./audit.js";

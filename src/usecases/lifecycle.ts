@@ -1,7 +1,7 @@
 // The execution and review lifecycle, assembled. No Slack and no HTTP in here: Slack effects are
 // enqueued in the outbox (performed by its worker), the crew is reached through CrewDirectory.
 
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import { Audit } from "./audit.js";

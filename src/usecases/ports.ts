@@ -1,7 +1,7 @@
 // What the lifecycle needs from the outside world, as interfaces: the Slack surface implements
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 
-import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../adapters/crew/types.js";
+import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../protocols/crew/types.js";
 import type { ExecutionRow } from "../store/executions.js";
 import type { ReviewRow } from "../store/reviews.js";
 

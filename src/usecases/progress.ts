@@ -4,9 +4,9 @@
 // progress message once and then updates it, spaced about a second apart, whichever replicas the
 // steps arrived at: one run has one progress message.
 
-import type { StepEvent } from "../adapters/crew/types.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
+import type { StepEvent } from "../protocols/crew/types.js";
 import type { Clock, Execution } from "./ports.js";
 
 interface RunProgress {

@@ -6,9 +6,9 @@
 // transaction, so with several replicas it is posted once.
 
 import { escapeMrkdwn, formatDuration } from "../adapters/slack/blocks/index.js";
-import type { ReviewerRules as RulesConfig } from "../config.js";
+import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
 import { approverIds } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { silentLogger } from "../log.js";
+import { silentLogger } from "../log/log.js";
 import type { Execution, Review } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers, ReviewerRules, reviewGrants } from "./reviewer-rules.js";
 

@@ -4,8 +4,8 @@
 // user answers at once and is refreshed in the background; a refusal is only ever given on fresh data.
 
 import type { TeamRef } from "../adapters/slack/clients.js";
-import type { ReviewerRules as RulesConfig } from "../config.js";
-import type { Logger } from "../log.js";
+import type { ReviewerRules as RulesConfig } from "../config/config.js";
+import type { Logger } from "../log/log.js";
 import { type Clock, type Execution, type Review, systemClock } from "./ports.js";
 import type { ReviewerGate } from "./reviews.js";
 

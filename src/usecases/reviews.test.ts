@@ -1,12 +1,12 @@
 // The decision path without Slack or HTTP: a real database, the crew and Slack as in-memory ports.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { CrewError } from "../adapters/crew/errors.js";
-import type { CrewApi, ExecutionStatus, ResumeRequest } from "../adapters/crew/types.js";
-import { silentLogger } from "../log.js";
+import { silentLogger } from "../log/log.js";
 import { Outbox } from "../outbox/index.js";
 import { slackEffectPerformer } from "../outbox/perform.js";
 import { OutboxWorker } from "../outbox/worker.js";
+import { CrewError } from "../protocols/crew/errors.js";
+import type { CrewApi, ExecutionStatus, ResumeRequest } from "../protocols/crew/types.js";
 import { sqlRunnerFor } from "../store/db/sql.js";
 import { Lifecycle } from "./lifecycle.js";
 import { type CrewDirectory, type Execution, type Review, type RunNotifier, systemClock } from "./ports.js";

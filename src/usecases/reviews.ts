@@ -1,12 +1,12 @@
 // Review rounds: one per task output, decided once, each decision resumed exactly once.
 import crypto from "node:crypto";
-import { isCrewError } from "../adapters/crew/errors.js";
-import type { ResumeResult, TaskEvent } from "../adapters/crew/types.js";
 import { abandonedDecisionText } from "../adapters/slack/blocks/deadline.js";
 import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
 import type { Outbox } from "../outbox/index.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import type { ResumeResult, TaskEvent } from "../protocols/crew/types.js";
 import { addApproval, approvalsOf } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";
 import { isUuid } from "../store/ids.js";

@@ -1,8 +1,8 @@
 // startRun with fake ports: which outcome for which facts, and what is left behind.
 import { describe, expect, it, vi } from "vitest";
-import { CrewError } from "../adapters/crew/errors.js";
-import type { CrewConfig } from "../config.js";
-import { createLogger } from "../log.js";
+import type { CrewConfig } from "../config/config.js";
+import { createLogger } from "../log/log.js";
+import { CrewError } from "../protocols/crew/errors.js";
 import type { Execution } from "./ports.js";
 import { type StartRunDeps, startRun } from "./start-run.js";
 

@@ -4,10 +4,10 @@
 // A run that could not start leaves nothing half-created visible. The Slack adapter
 // (adapters/slack/kickoff/submit.ts) parses the form, calls startRun and shows the outcome in the modal.
 
-import { isCrewError } from "../adapters/crew/errors.js";
-import type { CrewApi } from "../adapters/crew/types.js";
-import type { CrewConfig } from "../config.js";
-import type { Logger } from "../log.js";
+import type { CrewConfig } from "../config/config.js";
+import type { Logger } from "../log/log.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import type { CrewApi } from "../protocols/crew/types.js";
 import type { Execution, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
 

@@ -1,8 +1,9 @@
 // `/crew status <kickoff id>`: a run's status for someone who may see it (access.ts); everyone else
 // gets what an unknown id gets. A run still going is asked for the crew's own status.
-import { isCrewError } from "../adapters/crew/errors.js";
-import type { CrewApi, ExecutionStatus } from "../adapters/crew/types.js";
+
 import { isFinished } from "../domain/states.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import type { CrewApi, ExecutionStatus } from "../protocols/crew/types.js";
 import { type AccessPorts, type Asker, visibleRun } from "./access.js";
 import type { Execution } from "./ports.js";
 

@@ -5,10 +5,10 @@
 // through the same lifecycle paths as webhooks (Reviews.open, Runs.finish), whose conditional writes
 // and claims make every Slack effect happen once.
 import crypto from "node:crypto";
-import { isCrewError } from "../adapters/crew/errors.js";
-import type { ExecutionStatus } from "../adapters/crew/types.js";
 import { LIVE_STATES } from "../domain/states.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "../log/log.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import type { ExecutionStatus } from "../protocols/crew/types.js";
 import type { Db } from "../store/db/database.js";
 import { findExecution, leaseDueExecutions, updateExecution } from "../store/executions.js";
 import { type Sql, sqlOf } from "../store/sql.js";

@@ -6,7 +6,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, HOME_APPROVE_ACTION, REASSIGN_ACTION, REVIEW_ACTIONS_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, createCrewline } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger } from "../../src/log/log.js";
 import { openDatabase } from "../../src/store/db/database.js";
 import { DEADLINE_ACTOR } from "../../src/usecases/deadlines.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";

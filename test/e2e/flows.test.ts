@@ -2,7 +2,7 @@
 // the running bot, the bot posts into the fake Slack, clicks come as signed /slack/events requests,
 // and the answer reaches the flow service's callback URL.
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/log/log.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { eventually, USER } from "../support/harness.js";
 

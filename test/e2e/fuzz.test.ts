@@ -4,7 +4,7 @@
 // replayed (CREWLINE_FUZZ_SEED). Bad input must never get a 5xx, have a Slack effect, stop the
 // process, or put a secret in the log.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/log/log.js";
 import { CHANNEL, type Harness, SIGNING_SECRET, startHarness } from "../support/harness.js";
 import { startRunViaSlack } from "../support/reviews.js";
 import { signSlackBody } from "../support/slack-requests.js";

@@ -1,7 +1,7 @@
 // Hostile crew callbacks on a run's real URLs (issue #11, items 1, 2, 5, 8): bounded JSON, text any
 // characters, every method and path shape, callbacks that name another run.
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.js";
+import { createLogger } from "../../src/log/log.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 import { pendingReview, startRunViaSlack, threadMessage } from "../support/reviews.js";
 

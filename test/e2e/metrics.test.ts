@@ -1,7 +1,7 @@
 // GET /metrics after real runs: signed Slack requests, the local crew service sending real webhooks,
 // the Slack stand-in (which answers a 429 and an error when told to). Values, not just names.
 import { afterEach, describe, expect, it } from "vitest";
-import { type Logger, redact } from "../../src/log.js";
+import { type Logger, redact } from "../../src/log/log.js";
 import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { type Scrape, scrape } from "../support/metrics.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";

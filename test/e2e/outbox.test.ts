@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, createCrewline } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger } from "../../src/log/log.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";

@@ -1,6 +1,6 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger } from "../../src/log/log.js";
 import { ReviewReminders } from "../../src/usecases/reminders.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type Crewline, createCrewline } from "../../src/app.js";
-import { silentLogger } from "../../src/log.js";
+import { silentLogger } from "../../src/log/log.js";
 import { type SimCrewService, startCrewService } from "../../src/sim/crew-service.js";
 import { type FakeSlack, startFakeSlack } from "../support/fake-slack.js";
 import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, USER } from "../support/harness.js";

@@ -2,7 +2,7 @@
 // clicks on the request messages as Slack sends them.
 
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_VIEW_CALLBACK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK } from "../../src/adapters/slack/blocks/index.js";
-import type { FlowConfig } from "../../src/config.js";
+import type { FlowConfig } from "../../src/config/config.js";
 import { type SimFlowService, startFlowService } from "../../src/sim/flow-service.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { eventually, type Harness, type HarnessOptions, startHarness, USER } from "./harness.js";

@@ -7,8 +7,8 @@ export { freePort };
 
 import { inputNameFromBlockId } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, type CrewlineOptions, createCrewline } from "../../src/app.js";
-import type { AppConfig, CrewConfig } from "../../src/config.js";
-import { silentLogger } from "../../src/log.js";
+import type { AppConfig, CrewConfig } from "../../src/config/config.js";
+import { silentLogger } from "../../src/log/log.js";
 import { type SimCrewOptions, type SimCrewService, startCrewService } from "../../src/sim/crew-service.js";
 import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from "./fake-slack.js";
 import { type SlackRequester, slackRequester } from "./slack-requests.js";

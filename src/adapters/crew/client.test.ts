@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
+import { type CrewError, isCrewError } from "../../protocols/crew/errors.js";
 import { CrewClient, type CrewClientOptions, joinUrl, parseRetryAfter } from "./client.js";
-import { type CrewError, isCrewError } from "./errors.js";
 
 const ORG = "org-secret-token-123";
 const USER = "user-secret-token-456";

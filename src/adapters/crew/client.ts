@@ -2,11 +2,11 @@
 // Transport and error mapping only; wire shapes are read by ./parse.ts.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher, request } from "undici";
+import { CrewError, type CrewErrorKind, type CrewOperation, isCrewError } from "../../protocols/crew/errors.js";
+import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "../../protocols/crew/parse.js";
+import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult } from "../../protocols/crew/types.js";
+import { parseBoundedJson } from "../../text/bounded-json.js";
 import { sanitizeJson } from "../../text/sanitize.js";
-import { parseBoundedJson } from "../http/bounded-json.js";
-import { CrewError, type CrewErrorKind, type CrewOperation, isCrewError } from "./errors.js";
-import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "./parse.js";
-import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult } from "./types.js";
 
 export interface CrewClientOptions {
   name: string;

@@ -1,8 +1,8 @@
 // The configured crews by name, each with its own HTTP client.
-import type { CrewConfig } from "../../config.js";
+import type { CrewConfig } from "../../config/config.js";
+import type { CrewApi } from "../../protocols/crew/types.js";
 import type { CrewDirectory } from "../../usecases/ports.js";
 import { CrewClient } from "./client.js";
-import type { CrewApi } from "./types.js";
 
 export class CrewRegistry implements CrewDirectory {
   private readonly clients = new Map<string, { config: CrewConfig; client: CrewApi & { close?: () => Promise<void> } }>();

@@ -1,7 +1,7 @@
 // GET /metrics: Prometheus text format, optionally behind a bearer token (METRICS_TOKEN).
 import crypto from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../log/log.js";
 import type { Metrics } from "../../metrics/metrics.js";
 
 const digest = (text: string) => crypto.createHash("sha256").update(text).digest();

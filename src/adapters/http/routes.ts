@@ -1,9 +1,9 @@
 // Plain HTTP routes served beside Slack's /slack/events: crew callbacks and the health check.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../log/log.js";
+import { JsonTooComplex, parseBoundedJson } from "../../text/bounded-json.js";
 import { sanitizeJson, sanitizeText } from "../../text/sanitize.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";
-import { JsonTooComplex, parseBoundedJson } from "./bounded-json.js";
 
 export const MAX_CALLBACK_BYTES = 2 * 1024 * 1024;
 export const CALLBACK_PATH = "/hooks/:executionId/:kind/:secret";

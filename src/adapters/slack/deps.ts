@@ -1,6 +1,6 @@
 // What every Slack feature handler may use; built once by the composition root.
 
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../log/log.js";
 import type { ReviewEscalations } from "../../usecases/escalation.js";
 import type { FlowRequests } from "../../usecases/flows.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";

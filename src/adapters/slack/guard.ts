@@ -7,8 +7,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import type { HTTPReceiver } from "@slack/bolt";
 import { z } from "zod";
-import type { Logger } from "../../log.js";
-import { JsonTooComplex, parseBoundedJson } from "../http/bounded-json.js";
+import type { Logger } from "../../log/log.js";
+import { JsonTooComplex, parseBoundedJson } from "../../text/bounded-json.js";
 import { readBody, BodyTooLarge as TooLarge } from "../http/routes.js";
 
 export const MAX_SLACK_BODY_BYTES = 1024 * 1024;

@@ -4,7 +4,7 @@
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
-import type { TimeoutAction } from "../../config.js";
+import type { TimeoutAction } from "../../config/config.js";
 import type { Db } from "../../store/db/database.js";
 import { HomeStore } from "../../store/home.js";
 import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../usecases/access.js";

@@ -5,7 +5,7 @@ import type { Installation } from "@slack/bolt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/test-database.js";
 import { TokenCipher } from "../../crypto/token-cipher.js";
-import { silentLogger } from "../../log.js";
+import { silentLogger } from "../../log/log.js";
 import { InstalledClients } from "./clients.js";
 import { DbInstallationStore, InstallationNotFound } from "./installations.js";
 

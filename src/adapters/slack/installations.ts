@@ -4,7 +4,7 @@
 // to its row and field; the rest of Bolt's Installation object is kept as JSON without them.
 import type { Installation, InstallationQuery, InstallationStore } from "@slack/bolt";
 import type { TokenCipher } from "../../crypto/token-cipher.js";
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../log/log.js";
 import type { Db } from "../../store/db/database.js";
 import * as store from "../../store/installations.js";
 import { SEALED_FIELDS as SEALED, type SealedField, type SlackInstallationRow } from "../../store/installations.js";

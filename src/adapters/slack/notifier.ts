@@ -1,8 +1,8 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
-import type { TimeoutAction } from "../../config.js";
+import type { TimeoutAction } from "../../config/config.js";
 import type { ExecutionState } from "../../domain/states.js";
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../log/log.js";
 import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../../usecases/ports.js";
 import { reminderText } from "../../usecases/reminders.js";
 import {

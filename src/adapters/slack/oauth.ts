@@ -3,7 +3,7 @@
 // and stores the installation (src/adapters/slack/installations.ts).
 import type { HTTPReceiverOptions } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
-import type { OAuthConfig } from "../../config.js";
+import type { OAuthConfig } from "../../config/config.js";
 import type { DbInstallationStore } from "./installations.js";
 
 /** The bot scopes the install asks for; the same list as manifest.yml (a test keeps them equal). */

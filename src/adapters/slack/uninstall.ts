@@ -2,7 +2,7 @@
 // its cached client dropped, and its unfinished work stopped (src/usecases/workspaces.ts). Bolt
 // skips authorize for these two events, so they arrive even though the tokens no longer work.
 import type { App } from "@slack/bolt";
-import type { Logger } from "../../log.js";
+import type { Logger } from "../../log/log.js";
 import type { Db } from "../../store/db/database.js";
 import { type Clock, systemClock } from "../../usecases/ports.js";
 import { stopWorkspace } from "../../usecases/workspaces.js";

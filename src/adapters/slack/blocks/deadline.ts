@@ -2,7 +2,7 @@
 // Reassign modal. Pure: times are rendered with Slack's <!date^…> token, so each reader sees their
 // own local time, with a UTC fallback for clients that cannot render it.
 import type { types } from "@slack/bolt";
-import type { TimeoutAction } from "../../../config.js";
+import type { TimeoutAction } from "../../../config/config.js";
 import { describeDuration, describeRemaining } from "../../../text/duration.js";
 import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, REASSIGN_VIEW_CALLBACK } from "./ids.js";
 import { LIMITS } from "./limits.js";

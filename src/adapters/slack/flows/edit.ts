@@ -5,7 +5,7 @@
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { editableSplit, joinEdit, unchangedEdit } from "../../../domain/approvals.js";
-import type { Logger } from "../../../log.js";
+import type { Logger } from "../../../log/log.js";
 import { outcomesOf } from "../../../store/flow-requests.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { clickFromFlowMessage } from "../../../usecases/access.js";

@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { App } from "@slack/bolt";
 import { z } from "zod";
-import type { Logger } from "../../../log.js";
+import type { Logger } from "../../../log/log.js";
 import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
 import { BodyTooLarge, readBody } from "../../http/routes.js";
 import { FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "../blocks/index.js";

@@ -1,8 +1,8 @@
 // The Slack side of flow feedback requests: one Web API call per outbox effect (FlowNotifier, see
 // src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
 import type { WebClient } from "@slack/web-api";
-import type { TimeoutAction } from "../../../config.js";
-import type { Logger } from "../../../log.js";
+import type { TimeoutAction } from "../../../config/config.js";
+import type { Logger } from "../../../log/log.js";
 import type { FlowNotifier } from "../../../outbox/perform.js";
 import { type FlowRequestRow as FlowRequest, outcomesOf } from "../../../store/flow-requests.js";
 import {

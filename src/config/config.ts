@@ -4,8 +4,8 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
-import { parseEncryptionKey } from "./crypto/token-cipher.js";
-import { parseDuration } from "./text/duration.js";
+import { parseEncryptionKey } from "../crypto/token-cipher.js";
+import { parseDuration } from "../text/duration.js";
 
 export interface ReviewerRules {
   users: string[];
