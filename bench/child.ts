@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { inputBlockId, KICKOFF_VIEW_CALLBACK } from "../src/adapters/slack/blocks/index.js";
 import { bindForm } from "../src/adapters/slack/kickoff/form-binding.js";
-import { encodeMetadata } from "../src/adapters/slack/kickoff/modal.js";
+import { encodeMetadata } from "../src/adapters/slack/kickoff/metadata.js";
 import type { FakeSlack } from "../test/support/fake-slack.js";
 import type { SlackRequester } from "../test/support/slack-requests.js";
 import { BOT_TOKEN, CREW_NAME, round, SIGNING_SECRET, until } from "./lib.js";

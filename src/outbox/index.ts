@@ -1,13 +1,14 @@
 // The outbox as the rest of the bot sees it: ask for a Slack effect (inside the transaction that
 // changes the state, or on its own), and let the worker of this process know there is work.
+
+import type { NewEffect } from "../domain/effects.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
 import type { Clock } from "../usecases/ports.js";
-import type { NewEffect } from "./effects.js";
 import type { OutboxWorker } from "./worker.js";
 
-export type { EffectKind, NewEffect } from "./effects.js";
+export type { EffectKind, NewEffect } from "../domain/effects.js";
 
 export class Outbox {
   private worker?: OutboxWorker;

@@ -3,10 +3,10 @@
 // it is brought up to date with a review.show.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import type { EffectJob } from "../domain/effects.js";
 import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
 import { inTransaction, sqlOf } from "../store/sql.js";
 import type { RunNotifier } from "../usecases/ports.js";
-import type { EffectJob } from "./effects.js";
 import { slackEffectPerformer } from "./perform.js";
 
 let db: TestDatabase;

@@ -4,6 +4,7 @@
 import { outputNeedsFile } from "../adapters/slack/blocks/index.js";
 import { editedRequestNeedsFile, type FlowRequestContext } from "../adapters/slack/flows/slack-effects.js";
 import { editedOutputNeedsFile, reviewFilesNeeded } from "../adapters/slack/notifier.js";
+import type { EffectJob, NewEffect } from "../domain/effects.js";
 import { shownAs } from "../domain/states.js";
 import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Db } from "../store/db/database.js";
@@ -25,7 +26,7 @@ import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
 import { type Clock, type DeadlineNotice, type Execution, type Review, type ReviewContext, type RunNotifier, systemClock } from "../usecases/ports.js";
 import { reviewNote } from "../usecases/reviews.js";
-import { type EffectJob, GiveUp, type NewEffect } from "./effects.js";
+import { GiveUp } from "./failures.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
 /** The flow side of the outbox: one Slack call per effect, like RunNotifier. */

@@ -3,11 +3,12 @@
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import type { EffectJob } from "../domain/effects.js";
 import { silentLogger } from "../log/log.js";
 import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
 import { enqueueEffect as enqueue } from "../store/effects.js";
 import { sqlOf } from "../store/sql.js";
-import { type EffectJob, GiveUp } from "./effects.js";
+import { GiveUp } from "./failures.js";
 import { OutboxWorker, type Performer } from "./worker.js";
 
 let db: TestDatabase;

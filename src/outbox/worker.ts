@@ -11,13 +11,14 @@
 // The SQL of all this is the store's (src/store/effects.ts), which also keeps the messages of one
 // thread in the order they were enqueued (claimEffects says how).
 
+import { type EffectJob, type EffectKind, isEffectKind, type NewEffect, retryDelay } from "../domain/effects.js";
 import type { Logger } from "../log/log.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import { type ClaimedEffect, claimEffects, completeEffect, enqueueEffect, failEffect, pruneEffects } from "../store/effects.js";
 import { inTransaction, type Sql, sqlOf } from "../store/sql.js";
 import type { Clock } from "../usecases/ports.js";
-import { type EffectJob, type EffectKind, isEffectKind, judgeFailure, type NewEffect, retryDelay } from "./effects.js";
+import { judgeFailure } from "./failures.js";
 
 export interface EffectOutcome {
   /** Writes that record what Slack answered (the ts), committed together with the effect's completion. */

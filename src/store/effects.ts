@@ -1,10 +1,10 @@
 // The outbox's table (SlackEffect): every statement that enqueues, claims, completes, retries, gives
-// up and prunes Slack effects, and the counts metrics read. The vocabulary (kinds, keys, threads,
-// how failures are judged) is src/outbox/effects.ts; the loop that uses these is src/outbox/worker.ts.
+// up and prunes Slack effects, and the counts metrics read. The vocabulary (kinds, keys, threads)
+// is src/domain/effects.ts; the loop that uses these is src/outbox/worker.ts.
 // Every time written here is handed in by the caller, from its injected clock.
 import crypto from "node:crypto";
 import { type Expression, type Selectable, type SqlBool, sql } from "kysely";
-import { EFFECT_KINDS, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../outbox/effects.js";
+import { EFFECT_KINDS, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../domain/effects.js";
 import type { Db } from "./db/database.js";
 import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";

@@ -4,7 +4,7 @@
 // checked on submission. The nonce becomes the run's requestId (unique), so one form starts one run
 // however often its submission is replayed.
 import crypto from "node:crypto";
-import type { KickoffMetadata } from "./modal.js";
+import type { KickoffMetadata } from "./metadata.js";
 
 /** Used when no key is configured (unit tests): forms then only hold within this process. */
 const processKey = crypto.randomBytes(32).toString("hex");

@@ -7,25 +7,7 @@ import { isCrewError } from "../../../protocols/crew/errors.js";
 import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, crewPickerView, kickoffErrorView, kickoffFormView, LIMITS, loadingView } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { bindForm, formIsFor } from "./form-binding.js";
-
-/** What the modal carries between Slack round trips (private_metadata). */
-export const kickoffMetadata = z.object({
-  crew: z.string().optional(),
-  channel: z.string(),
-  team: z.string().default(""),
-  inputs: z.array(z.object({ name: z.string(), required: z.boolean() })).default([]),
-  /** Who the form was opened for, its one-time nonce and seal (form-binding.ts). */
-  user: z.string().optional(),
-  nonce: z.string().max(100).optional(),
-  sig: z.string().max(100).optional(),
-});
-export type KickoffMetadata = z.infer<typeof kickoffMetadata>;
-
-export function encodeMetadata(meta: KickoffMetadata): string {
-  const text = JSON.stringify(meta);
-  if (text.length > LIMITS.privateMetadata) throw new Error("too many inputs to carry in a Slack modal");
-  return text;
-}
+import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./metadata.js";
 
 export interface ModalRequest {
   triggerId: string;

@@ -16,7 +16,7 @@ import {
 import type { FeatureDeps } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { bindForm, formIsFor } from "./form-binding.js";
-import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./modal.js";
+import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./metadata.js";
 
 export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
   app.view(KICKOFF_VIEW_CALLBACK, async ({ ack, view, body, client }) => {

@@ -1,21 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { effectKey, GiveUp, judgeFailure, retryDelay } from "./effects.js";
+import { GiveUp, judgeFailure } from "./failures.js";
 
 const platform = (error: string) => Object.assign(new Error(error), { code: "slack_webapi_platform_error", data: { ok: false, error } });
 
-describe("outbox effects", () => {
-  it("keys one-time effects per subject, and per part where one subject has several", () => {
-    expect(effectKey({ kind: "review.post", subjectId: "r1" })).toBe("review.post:r1");
-    expect(effectKey({ kind: "review.reminder", subjectId: "r1", part: 2 })).toBe("review.reminder:r1:2");
-  });
-
-  it("backs off doubling from the minimum to the maximum, with at most 20% jitter", () => {
-    expect(retryDelay(1, 1000, 300_000, () => 0)).toBe(1000);
-    expect(retryDelay(4, 1000, 300_000, () => 0)).toBe(8000);
-    expect(retryDelay(30, 1000, 300_000, () => 0)).toBe(300_000);
-    expect(retryDelay(2, 1000, 300_000, () => 1)).toBe(2400);
-  });
-
+describe("outbox failures", () => {
   it("retries what may mend (5xx, network, rate limits after Retry-After) and gives up what cannot", () => {
     expect(judgeFailure(Object.assign(new Error("429"), { code: "slack_webapi_rate_limited_error", retryAfter: 7 }))).toEqual({
       kind: "retry",

@@ -1,7 +1,8 @@
 // The outbox's vocabulary: which Slack effects exist, how each is keyed, which thread each posts
-// into, and how failures are judged. The SQL that enqueues, claims and completes them is the
+// into, and how far apart retries are. The SQL that enqueues, claims and completes them is the
 // store's (src/store/effects.ts); enqueuing is a plain INSERT on whatever connection the caller
-// holds, so the state change that calls for an effect and the effect itself commit together.
+// holds, so the state change that calls for an effect and the effect itself commit together. The
+// worker that performs them is src/outbox/; how it judges a failure is src/outbox/failures.ts.
 
 /**
  * Every Slack effect Crewline performs outside a Slack request's own answer. A one-time effect (a
@@ -99,48 +100,3 @@ export function retryDelay(attempts: number, minMs: number, maxMs: number, rando
   const base = Math.min(maxMs, minMs * 2 ** Math.max(0, attempts - 1));
   return Math.round(base * (1 + 0.2 * random()));
 }
-
-/**
- * Slack errors no retry can mend: the effect is given up at once (and logged). Everything else
- * (5xx, network, time-outs, rate limits, message_not_found right after a post) is retried.
- */
-const PERMANENT_SLACK_ERRORS = new Set([
-  "account_inactive",
-  "channel_not_found",
-  "invalid_auth",
-  "invalid_blocks",
-  "invalid_blocks_format",
-  "is_archived",
-  "msg_blocks_too_long",
-  "msg_too_long",
-  "no_text",
-  "not_authed",
-  "not_in_channel",
-  "restricted_action",
-  "token_revoked",
-  "cant_update_message",
-  "edit_window_closed",
-  "invalid_arguments",
-  "missing_scope",
-  "team_access_not_granted",
-]);
-
-/** `ambiguous`: Slack may have done it anyway (no answer, or a 5xx), unlike an error answer or a rate limit. */
-export type FailureVerdict = { kind: "retry"; afterMs?: number; reason: string; ambiguous: boolean } | { kind: "give_up"; reason: string };
-
-/** What to do about an error thrown while performing an effect (a Web API error, or anything else). */
-export function judgeFailure(err: unknown): FailureVerdict {
-  const e = err as { code?: string; data?: { error?: string }; retryAfter?: number; message?: string; statusCode?: number };
-  if (e?.code === "slack_webapi_rate_limited_error") return { kind: "retry", afterMs: Math.max(1, e.retryAfter ?? 1) * 1000, reason: "rate limited", ambiguous: false };
-  if (e?.code === "slack_webapi_platform_error") {
-    const code = String(e.data?.error ?? "unknown_error");
-    return PERMANENT_SLACK_ERRORS.has(code) ? { kind: "give_up", reason: code } : { kind: "retry", reason: code, ambiguous: false };
-  }
-  if (e?.code === "slack_webapi_http_error") return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true };
-  if (e?.code === "slack_webapi_request_error") return { kind: "retry", reason: "request failed", ambiguous: true };
-  if (err instanceof GiveUp) return { kind: "give_up", reason: err.message };
-  return { kind: "retry", reason: String(e?.message ?? err).slice(0, 200), ambiguous: true };
-}
-
-/** Thrown by a performer for an effect that can never be done (its subject is gone, say). */
-export class GiveUp extends Error {}

@@ -1,0 +1,92 @@
+// The architecture as rules (npm run lint): the folders of src/ form layers, and a folder may import
+// only from its own layer or the layers below it, so there is no import cycle between folders (nor,
+// by `no-circular`, between files). Tests are left out: a test may reach anywhere it needs.
+//
+//   app.ts, main.ts      the composition root: wires everything, imported by nothing
+//   sim/, playground/    local stand-ins and the playground: tools beside the bot
+//   adapters/            Slack handlers and Block Kit builders, the crew client, HTTP routes
+//   metrics/             Prometheus figures
+//   outbox/              the worker that performs Slack effects through the use cases' ports
+//   usecases/            the rules; the outside world only through ports (usecases/ports.ts)
+//   store/               the only code that touches the database
+//   domain/              pure rules: states, transitions, approvals, the outbox's vocabulary
+//   protocols/           the crew's and flows' wire formats: types, parsers, errors, signatures
+//   log/, config/        logging; configuration parsed once
+//   text/, crypto/       small pure helpers
+const LAYERS = [
+  ["text", "crypto"],
+  ["log", "config"],
+  ["protocols"],
+  ["domain"],
+  ["store"],
+  ["usecases"],
+  ["outbox"],
+  ["metrics"],
+  ["adapters"],
+  ["sim", "playground"],
+];
+const folders = (names) => `^src/(${names.join("|")})/`;
+const NOT_TESTS = "\\.test\\.ts$";
+
+const layerRules = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `layer-${layer.join("-")}`,
+  comment: `${layer.join(", ")} may not import from a layer above it (${LAYERS.slice(i + 1).flat().join(", ")}) nor from the composition root`,
+  severity: "error",
+  from: { path: folders(layer), pathNot: NOT_TESTS },
+  to: { path: [folders(LAYERS.slice(i + 1).flat()), "^src/(app|main)\\.ts$"] },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "no import cycles between files",
+      severity: "error",
+      from: { pathNot: NOT_TESTS },
+      to: { circular: true },
+    },
+    ...layerRules,
+    {
+      name: "composition-root",
+      comment: "only tests and the process entry import app.ts; nothing imports main.ts",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/main\\.ts$", NOT_TESTS] },
+      to: { path: "^src/(app|main)\\.ts$" },
+    },
+    {
+      name: "database-in-store",
+      comment: "the store is the only code that touches the database (the Prisma client, Kysely, the drivers)",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/store/", NOT_TESTS] },
+      to: { path: ["^src/generated/prisma/", "^node_modules/(kysely|pg|@electric-sql/pglite|@prisma/client|@prisma/adapter-pg|pglite-prisma-adapter)/"], dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "handlers-through-use-cases",
+      comment: "Slack handlers reach the database through use cases, not the store (the installation store Bolt asks for is the one persistence adapter)",
+      severity: "error",
+      from: { path: "^src/adapters/", pathNot: ["^src/adapters/slack/installations\\.ts$", NOT_TESTS] },
+      to: { path: "^src/store/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "pure-block-builders",
+      comment: "Block Kit builders are pure: they import no handler, client, store, use case or outbox",
+      severity: "error",
+      from: { path: "^src/adapters/slack/blocks/", pathNot: NOT_TESTS },
+      to: { path: ["^src/adapters/slack/(?!blocks/)", "^src/(store|usecases|outbox|metrics)/"], dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "adapters-apart",
+      comment: "the HTTP routes and the crew client do not import the Slack adapter (it may import them)",
+      severity: "error",
+      from: { path: "^src/adapters/(http|crew)/", pathNot: NOT_TESTS },
+      to: { path: "^src/adapters/slack/" },
+    },
+  ],
+  options: {
+    // generated code (the Prisma client, the store's table types) is seen as a leaf, never walked
+    doNotFollow: { path: ["node_modules", "^src/generated/"] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".js", ".mjs", ".cjs", ".json"] },
+  },
+};
