@@ -7,7 +7,7 @@ import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "
 import { CrewRegistry } from "./adapters/crew/registry.js";
 import { metricsHandler } from "./adapters/http/metrics-route.js";
 import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./adapters/http/routes.js";
-import { InstalledClients, type SlackClients, singleTokenClients, type TeamRef } from "./adapters/slack/clients.js";
+import { InstalledClients, type SlackClients, singleTokenClients } from "./adapters/slack/clients.js";
 import type { FeatureDeps } from "./adapters/slack/deps.js";
 import { registerFlowEdit } from "./adapters/slack/flows/edit.js";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./adapters/slack/flows/handlers.js";
@@ -31,17 +31,19 @@ import { approvalPolicy } from "./domain/approvals.js";
 import { createLogger, type Logger } from "./log/log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
-import { Outbox } from "./outbox/index.js";
+import { DurableOutbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import type { CrewApi } from "./protocols/crew/types.js";
 import { type Database, openDatabase } from "./store/db/database.js";
 import { sqlRunnerFor } from "./store/db/sql.js";
+import { HomeStore } from "./store/home.js";
 import { pingDatabase } from "./store/sql.js";
 import type { ReviewDeadlines } from "./usecases/deadlines.js";
 import { ReviewEscalations } from "./usecases/escalation.js";
 import { FlowRequests } from "./usecases/flows.js";
 import { Lifecycle } from "./usecases/lifecycle.js";
+import type { TeamRef } from "./usecases/ports.js";
 import { type Clock, type Execution, type Review, systemClock, type WebhookUrls } from "./usecases/ports.js";
 import { ReviewReminders, reviewersStillWaited } from "./usecases/reminders.js";
 import { ApprovalRows } from "./usecases/review-context.js";
@@ -83,7 +85,7 @@ export interface Crewline {
   /** The figures GET /metrics serves. */
   metrics: Metrics;
   /** Every Slack effect outside a request's own answer, and the worker of this process that performs them. */
-  outbox: Outbox;
+  outbox: DurableOutbox;
   outboxWorker: OutboxWorker;
   /** The Slack client of each workspace, for work outside a Slack request (one client unless installed by OAuth). */
   slackClients: SlackClients;
@@ -249,7 +251,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   };
   const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;
   const effectClients: SlackClients = installedEffectClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, effectsClientOptions));
-  const outbox = new Outbox(sql, clock);
+  const outbox = new DurableOutbox(sql, clock);
   const approvalRows = new ApprovalRows(database.prisma);
   const outboxWorker = new OutboxWorker(
     sql,
@@ -358,7 +360,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewActions(app, deps);
   registerReviewEdit(app, deps);
   registerReassignActions(app, deps);
-  registerAppHome(app, deps, { db: database.prisma, clock: opts.clock, clients: slackClients });
+  registerAppHome(app, deps, { store: new HomeStore(database.prisma), clock: opts.clock, clients: slackClients });
   registerFlowActions(app, flows, log);
   registerFlowReassign(app, deps);
   if (installations && installedClients)

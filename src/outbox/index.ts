@@ -5,12 +5,13 @@ import type { NewEffect } from "../domain/effects.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
-import type { Clock } from "../usecases/ports.js";
+import type { Clock, Outbox } from "../usecases/ports.js";
 import type { OutboxWorker } from "./worker.js";
 
 export type { EffectKind, NewEffect } from "../domain/effects.js";
 
-export class Outbox {
+/** The durable outbox (table SlackEffect) behind the use cases' Outbox port. */
+export class DurableOutbox implements Outbox {
   private worker?: OutboxWorker;
 
   constructor(
@@ -22,18 +23,15 @@ export class Outbox {
     this.worker = worker;
   }
 
-  /** Enqueues on the caller's transaction (a runner's, or a store handle on one); call nudge() once it has committed. */
   add(tx: SqlRunner | Sql, effect: NewEffect): Promise<boolean> {
     return enqueueEffect(tx, effect, this.clock.now());
   }
 
-  /** Enqueues on its own and wakes the worker. */
   async request(effect: NewEffect): Promise<void> {
     await enqueueEffect(this.sql, effect, this.clock.now());
     this.nudge();
   }
 
-  /** Wakes this process's worker (other replicas find the work at their next tick). */
   nudge(): void {
     this.worker?.nudge();
   }

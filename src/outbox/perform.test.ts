@@ -1,6 +1,7 @@
 // What a review post records, on a real database: a fresh post shows the state it was made in; a
 // message found again after an interrupted attempt shows the state of that attempt, unknown here, so
-// it is brought up to date with a review.show.
+// it is brought up to date with a review.show. A thread reply is handed to Slack as the facts its
+// use case enqueued, or as the words an earlier version stored.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import type { EffectJob } from "../domain/effects.js";
@@ -35,6 +36,8 @@ function notifier(found: string | undefined, posts: string[]): RunNotifier {
       posts.push("post");
       return { ts: "200.000" };
     },
+    reviewFiles: () => ({ output: false, diff: false }),
+    postThreadNotice: async (_e, notice) => void posts.push(JSON.stringify(notice)),
   } as Partial<RunNotifier> as RunNotifier;
 }
 
@@ -71,5 +74,29 @@ describe("review.post", () => {
     expect(posts).toEqual([]);
     expect(await shown(id)).toEqual([{ messageTs: "150.000", shownState: null }]);
     expect(await showsDue(id)).toHaveLength(1);
+  });
+});
+
+describe("run.message", () => {
+  const message = (subjectId: string, payload: Record<string, unknown>): EffectJob => ({
+    id: "00000000-0000-4000-8000-0000000000e2",
+    kind: "run.message",
+    subjectId,
+    key: `run.message:${subjectId}:x`,
+    payload,
+    attempts: 0,
+    generation: 0,
+    interrupted: false,
+  });
+  const runOf = async (reviewId: string) => (await db.database.prisma.review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
+
+  it("hands the notice's facts to Slack, and a row an earlier version enqueued as the words it holds", async () => {
+    const run = await runOf(await pendingReview());
+    const posts: string[] = [];
+    const perform = slackEffectPerformer({ sql, notifier: notifier(undefined, posts) });
+    const notice = { kind: "escalation", ids: ["U2", "S1"], taskName: "draft", round: 2, reminders: 3 };
+    await perform(message(run, { notice }));
+    await perform(message(run, { text: "🔺 <@U2>: *draft* is still waiting" }));
+    expect(posts.map((p) => JSON.parse(p))).toEqual([notice, { kind: "text", text: "🔺 <@U2>: *draft* is still waiting" }]);
   });
 });

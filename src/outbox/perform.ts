@@ -1,12 +1,8 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
-import { outputNeedsFile } from "../adapters/slack/blocks/index.js";
-import { editedRequestNeedsFile, type FlowRequestContext } from "../adapters/slack/flows/slack-effects.js";
-import { editedOutputNeedsFile, reviewFilesNeeded } from "../adapters/slack/notifier.js";
 import type { EffectJob, NewEffect } from "../domain/effects.js";
 import { shownAs } from "../domain/states.js";
-import type { FlowRequest } from "../generated/prisma/client.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import {
@@ -24,22 +20,23 @@ import {
 } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
-import { type Clock, type DeadlineNotice, type Execution, type Review, type ReviewContext, type RunNotifier, systemClock } from "../usecases/ports.js";
+import {
+  type Clock,
+  type DeadlineNotice,
+  type Execution,
+  type FlowNotice,
+  type FlowNotifier,
+  type FlowRequest,
+  type FlowRequestContext,
+  type Review,
+  type ReviewContext,
+  type RunNotice,
+  type RunNotifier,
+  systemClock,
+} from "../usecases/ports.js";
 import { reviewNote } from "../usecases/reviews.js";
 import { GiveUp } from "./failures.js";
 import type { EffectOutcome, Performer } from "./worker.js";
-
-/** The flow side of the outbox: one Slack call per effect, like RunNotifier. */
-export interface FlowNotifier {
-  postRequest(request: FlowRequest, effectId: string, context?: FlowRequestContext): Promise<{ ts: string }>;
-  attachRequestFile(request: FlowRequest): Promise<void>;
-  updateRequest(request: FlowRequest, context?: FlowRequestContext): Promise<void>;
-  attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void>;
-  postReminder(request: FlowRequest, text: string, effectId: string): Promise<void>;
-  /** The Slack user with this e-mail (the request's assignee), or undefined. */
-  lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
-  findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined>;
-}
 
 export interface PerformerDeps {
   sql: Sql | SqlRunner | Db;
@@ -86,7 +83,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         () => notifier.findPosted(e, e.threadTs, job.id),
         async () => (await notifier.postReview(e, r, job.id, context)).ts,
       );
-      const files = reviewFilesNeeded(r, context);
+      const files = notifier.reviewFiles(r, context);
       return {
         record: async (tx) => {
           const now = clock.now();
@@ -108,7 +105,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "review.edited"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       const { edit } = await contextOf(e, r);
-      if (edit && editedOutputNeedsFile(r, edit)) await notifier.attachEditedOutput(e, r, edit);
+      if (edit && notifier.editNeedsFile(r, edit)) await notifier.attachEditedOutput(e, r, edit);
       return undefined;
     },
     async "review.file"(job) {
@@ -155,12 +152,12 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.message"(job) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
-      const text = String((job.payload as { text?: string } | null)?.text ?? "");
+      const notice = noticeOf<RunNotice>(job.payload);
       await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),
         async () => {
-          await notifier.postThreadMessage(e, text, job.id);
+          await notifier.postThreadNotice(e, notice, job.id);
           return "";
         },
       );
@@ -176,7 +173,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         async () => (await notifier.postCompletion(e, job.id)).ts,
       );
       const next: NewEffect[] = [{ kind: "run.announcement", subjectId: e.id }];
-      if (e.output && outputNeedsFile(e.output)) next.push({ kind: "run.file", subjectId: e.id });
+      if (notifier.completionNeedsFile(e)) next.push({ kind: "run.file", subjectId: e.id });
       return { record: (tx) => recordCompletionPosted(tx, { executionId: e.id, completionTs: ts, now: clock.now() }), next };
     },
     async "run.file"(job) {
@@ -238,7 +235,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           // Decided while being posted, or found again showing an older state: show what it is now.
           if (state !== undefined && (found || state !== current.state)) await enqueueEffect(tx, { kind: "flow.show", subjectId: current.id }, now);
         },
-        next: outputNeedsFile(current.output) ? [{ kind: "flow.file", subjectId: current.id }] : [],
+        next: flows.requestNeedsFile(current) ? [{ kind: "flow.file", subjectId: current.id }] : [],
       };
     },
     async "flow.file"(job) {
@@ -259,19 +256,19 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const request = await flowRequest(job.subjectId);
       if (!request?.messageTs) throw new GiveUp("its flow request has no message");
       const { edit } = await flowContextOf(request);
-      if (edit && editedRequestNeedsFile(request, edit)) await deps.flows!.attachEditedOutput(request, edit);
+      if (edit && deps.flows!.editNeedsFile(request, edit)) await deps.flows!.attachEditedOutput(request, edit);
       return undefined;
     },
     async "flow.reminder"(job) {
       const request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.state !== "pending" || !request.messageTs) return undefined;
-      const text = String((job.payload as { text?: string } | null)?.text ?? "");
+      const notice = noticeOf<FlowNotice>(job.payload);
       await postOnce(
         job,
         () => deps.flows!.findPosted(request, request.messageTs, job.id),
         async () => {
-          await deps.flows!.postReminder(request, text, job.id);
+          await deps.flows!.postNotice(request, notice, job.id);
           return "";
         },
       );
@@ -285,4 +282,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
     return perform(job);
   };
+}
+
+/** A reply's facts from its effect's payload ({ notice }); a row enqueued by an earlier version holds its words ({ text }). */
+function noticeOf<N extends RunNotice | FlowNotice>(payload: Record<string, unknown> | null): N | { kind: "text"; text: string } {
+  const notice = payload?.notice;
+  if (notice && typeof notice === "object" && typeof (notice as { kind?: unknown }).kind === "string") return notice as N;
+  return { kind: "text", text: String(payload?.text ?? "") };
 }

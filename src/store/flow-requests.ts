@@ -302,8 +302,3 @@ export async function claimDeadline(
 export async function markDeadlineDone(on: On, id: string, now: Date): Promise<void> {
   await sqlOf(on).updateTable("FlowRequest").set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();
 }
-
-/** The outcomes a request's flow routes on (its `emit` column), in order. */
-export function outcomesOf(request: Pick<FlowRequestRow, "emit">): string[] {
-  return Array.isArray(request.emit) ? request.emit.filter((o): o is string => typeof o === "string") : [];
-}

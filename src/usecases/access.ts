@@ -7,8 +7,8 @@
 // One rule for runs: the run's starter, its reviewers, and the members of its channel may see it.
 // Everyone else is told what an unknown id gets.
 
-import type { TeamRef } from "../adapters/slack/clients.js";
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
+import type { TeamRef } from "./ports.js";
 import { describeReviewers } from "./reviewer-rules.js";
 
 /** Who is asking. */

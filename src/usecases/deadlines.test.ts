@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { silentLogger } from "../log/log.js";
-import { Outbox } from "../outbox/index.js";
+import { DurableOutbox } from "../outbox/index.js";
 import { sqlRunnerFor } from "../store/db/sql.js";
 import { insertExecution, updateExecution } from "../store/executions.js";
 import { insertReview } from "../store/reviews.js";
@@ -26,7 +26,7 @@ class FailingAudit extends Audit {
 function deadlines(audit: Audit, reminded: number[] = []): ReviewDeadlines {
   return new ReviewDeadlines({
     db: db.database.prisma,
-    outbox: new Outbox(sqlRunnerFor(db.database.prisma), clock),
+    outbox: new DurableOutbox(sqlRunnerFor(db.database.prisma), clock),
     audit,
     log: silentLogger,
     clock,

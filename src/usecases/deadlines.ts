@@ -9,14 +9,13 @@
 import type { TimeoutAction } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import { claimDeadline, deadlineDone, reviewsPastDeadline, stampDeadline } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { describeDuration } from "../text/duration.js";
 import type { Audit } from "./audit.js";
-import { type Clock, type DeadlineNotice, type Execution, type Review, systemClock } from "./ports.js";
+import { type Clock, type DeadlineNotice, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
 
 /** The actor recorded for decisions taken by a deadline (never a Slack user id). */

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { silentLogger } from "../log/log.js";
-import { Outbox } from "../outbox/index.js";
+import { DurableOutbox } from "../outbox/index.js";
 import { sqlRunnerFor } from "../store/db/sql.js";
 import { insertExecution } from "../store/executions.js";
 import { insertReview } from "../store/reviews.js";
@@ -18,7 +18,7 @@ let review: Review;
 const clock = { now: () => new Date("2026-05-01T10:00:00.000Z") };
 
 function escalations(audit: Audit): ReviewEscalations {
-  const outbox = new Outbox(sqlRunnerFor(db.database.prisma), clock);
+  const outbox = new DurableOutbox(sqlRunnerFor(db.database.prisma), clock);
   return new ReviewEscalations({
     db: db.database.prisma,
     outbox,

@@ -3,15 +3,13 @@
 // thread (an outbox run.message in the same transaction), and shown on the review message. Who they let decide is read back
 // by the reviewer gate (rules.ts reviewGrants).
 import crypto from "node:crypto";
-import { escalationText, reassignmentText } from "../adapters/slack/blocks/deadline.js";
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import { claimEscalation, claimReassignment, findReviewWithExecution } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import type { Audit } from "./audit.js";
-import { type Clock, type Execution, type Review, systemClock } from "./ports.js";
+import { type Clock, type Execution, type Outbox, type Review, type RunNotice, systemClock } from "./ports.js";
 
 export interface EscalationDeps {
   db: Db;
@@ -63,7 +61,7 @@ export class ReviewEscalations {
         },
         tx,
       );
-      await this.announce(tx, execution, claimed, escalationText({ ids, taskName: review.taskName, round: review.round, reminders: remindersSent }));
+      await this.announce(tx, execution, claimed, { kind: "escalation", ids, taskName: review.taskName, round: review.round, reminders: remindersSent });
       return claimed;
     });
     if (!escalated) return false;
@@ -99,7 +97,7 @@ export class ReviewEscalations {
         },
         tx,
       );
-      await this.announce(tx, execution, claimed, reassignmentText({ to: p.to, by: p.by, taskName: review.taskName, round: review.round, reason }));
+      await this.announce(tx, execution, claimed, { kind: "reassignment", to: p.to, by: p.by, taskName: review.taskName, round: review.round, ...(reason ? { reason } : {}) });
       return claimed;
     });
     if (!reassigned) return { kind: "not_pending" };
@@ -108,13 +106,13 @@ export class ReviewEscalations {
   }
 
   /** The thread reply, then the review message showing it (both outbox effects, retried until done). */
-  private async announce(tx: Sql, execution: Execution, review: Review, text: string): Promise<void> {
-    await this.deps.outbox.add(runnerOf(tx), threadMessageEffect(execution, text));
+  private async announce(tx: Sql, execution: Execution, review: Review, notice: RunNotice): Promise<void> {
+    await this.deps.outbox.add(runnerOf(tx), threadNoticeEffect(execution, notice));
     await this.deps.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
   }
 }
 
 /** The outbox effect of a reply in a run's thread: each one is its own message (its caller claimed the event that calls for it). */
-export function threadMessageEffect(execution: Execution, text: string) {
-  return { kind: "run.message", subjectId: execution.id, part: crypto.randomUUID(), payload: { text } } as const;
+export function threadNoticeEffect(execution: Execution, notice: RunNotice) {
+  return { kind: "run.message", subjectId: execution.id, part: crypto.randomUUID(), payload: { notice } } as const;
 }

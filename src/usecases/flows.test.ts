@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import type { FlowConfig } from "../config/config.js";
 import { silentLogger } from "../log/log.js";
-import { type NewEffect, Outbox } from "../outbox/index.js";
+import { DurableOutbox, type NewEffect } from "../outbox/index.js";
 import { sqlRunnerFor } from "../store/db/sql.js";
 import { findFlowRequest, insertFlowRequest } from "../store/flow-requests.js";
 import { type Sql, sqlOf } from "../store/sql.js";
@@ -25,9 +25,9 @@ let t: number;
 const clock: Clock = { now: () => new Date(t) };
 
 /** An outbox that refuses to enqueue one kind of effect: the transaction asking for it fails. */
-class FailingOutbox extends Outbox {
+class FailingOutbox extends DurableOutbox {
   failOn?: NewEffect["kind"];
-  override add(tx: Parameters<Outbox["add"]>[0], effect: NewEffect): Promise<boolean> {
+  override add(tx: Parameters<DurableOutbox["add"]>[0], effect: NewEffect): Promise<boolean> {
     if (effect.kind === this.failOn) return Promise.reject(new Error(`enqueue of ${effect.kind} failed`));
     return super.add(tx, effect);
   }

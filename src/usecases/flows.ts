@@ -4,27 +4,24 @@
 // flow.reminder), performed by the outbox worker through FlowNotifier (slack-effects.ts).
 
 import crypto from "node:crypto";
-import { escapeMrkdwn, formatDuration, mentionIds, outcomeStyle, truncatePlain, userMention } from "../adapters/slack/blocks/index.js";
-import type { TeamRef } from "../adapters/slack/clients.js";
-import type { FlowRequestContext } from "../adapters/slack/flows/slack-effects.js";
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.js";
 import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../domain/approvals.js";
+import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { flowRequestTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import { parseFlowBody } from "../protocols/flows/request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../protocols/flows/signature.js";
 import type { Db } from "../store/db/database.js";
+import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
-import { type FlowRequestRow, outcomesOf } from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
-import { describeDuration } from "../text/duration.js";
 import { sanitizeJson } from "../text/sanitize.js";
+import { truncatePlain } from "../text/truncate.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, timeoutFeedback } from "./deadlines.js";
-import { type Clock, systemClock } from "./ports.js";
+import { type Clock, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
 import { reminderDue } from "./reminders.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 import { hashOutput } from "./reviews.js";
@@ -257,7 +254,7 @@ export class FlowRequests {
   /** The approve-like outcome a request can be answered with from App Home (no feedback needed); undefined: it needs the message. */
   homeApproval(request: Pick<FlowRequest, "emit">): { index: number; outcome: string } | undefined {
     const emit = outcomesOf(request);
-    const index = emit.findIndex((o) => outcomeStyle(o) === "primary");
+    const index = emit.findIndex((o) => outcomeLeaning(o) === "approve");
     return index >= 0 ? { index, outcome: emit[index]! } : undefined;
   }
 
@@ -280,7 +277,7 @@ export class FlowRequests {
     let answerComment = comment;
     let approvals: StoredApproval[] = [];
     const required = approvalPolicy(this.flow(request.flowName)).required;
-    const approving = outcome ? outcomeStyle(outcome) === "primary" : d.editedOutput !== undefined;
+    const approving = outcome ? outcomeLeaning(outcome) === "approve" : d.editedOutput !== undefined;
     const edited = d.editedOutput !== undefined;
     const decidedAt = this.clock.now();
     const claim = flowRequestTransition("claimed");
@@ -397,7 +394,7 @@ export class FlowRequests {
           kind: "flow.reminder",
           subjectId: request.id,
           part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
-          payload: { text: `⚠️ The deadline passed, but the automatic answer did not reach the flow: ${message}. The request is open again; please answer it.` },
+          payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
         });
       return row;
     });
@@ -465,12 +462,16 @@ export class FlowRequests {
     for (const request of due) {
       const count = request.remindersSent + 1;
       const who = await this.remindWho(request);
-      const text = `⏰ ${who}: flow *${escapeMrkdwn(request.flowName)}* has been waiting for feedback${request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : ""} for ${formatDuration(now.getTime() - request.createdAt.getTime())}. Answer the request above so the flow can go on.`;
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
       const claimed = await inTransaction(this.sql, async (tx) => {
         const next = { count, nextReminderAt: count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null };
         if (!(await store.claimReminder(tx, request, next, now))) return false;
-        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: count, payload: { text } });
+        await this.deps.outbox.add(runnerOf(tx), {
+          kind: "flow.reminder",
+          subjectId: request.id,
+          part: count,
+          payload: { notice: reminder(who, now.getTime() - request.createdAt.getTime()) },
+        });
         return true;
       });
       if (!claimed) continue;
@@ -488,7 +489,7 @@ export class FlowRequests {
     const approvedBy = new Set((await this.approvals(request.id)).map((a) => a.userId));
     const mentions = [rules ? describeWaitingReviewers(rules, approvedBy) : ""];
     for (const user of [request.assigneeUserId, request.reassignedTo])
-      if (user && !approvedBy.has(user) && !mentions.some((m) => m.includes(`<@${user}>`))) mentions.push(userMention(user));
+      if (user && !approvedBy.has(user) && !mentions.some((m) => m.includes(`<@${user}>`))) mentions.push(describeReviewers({ users: [user], usergroups: [] }));
     return mentions.filter(Boolean).join(", ") || "Reviewers";
   }
 
@@ -505,8 +506,6 @@ export class FlowRequests {
     const ids = rules ? [...rules.users, ...rules.usergroups] : [];
     if (ids.length === 0) return false;
     const now = this.clock.now();
-    const after = remindersSent === 1 ? "a reminder" : `${remindersSent} reminders`;
-    const text = `🔺 ${mentionIds(ids)}: flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} is still waiting for an answer after ${after}. You may answer it too.`;
     // One transaction: the claim, its audit row and both Slack effects.
     const escalated = await inTransaction(this.sql, async (tx) => {
       if (!(await store.claimEscalation(tx, request.id, ids.join(","), now))) return false;
@@ -523,7 +522,12 @@ export class FlowRequests {
         },
         runnerOf(tx),
       );
-      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: "escalation", payload: { text } });
+      await this.deps.outbox.add(runnerOf(tx), {
+        kind: "flow.reminder",
+        subjectId: request.id,
+        part: "escalation",
+        payload: { notice: { kind: "escalation", ids, reminders: remindersSent } satisfies FlowNotice },
+      });
       await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
       return true;
     });
@@ -539,8 +543,6 @@ export class FlowRequests {
     if (request.reassignedTo === p.to) return { kind: "same_person" };
     const now = this.clock.now();
     const reason = p.reason.trim().slice(0, 500);
-    const quoted = reason ? `\n> ${escapeMrkdwn(truncatePlain(reason.replace(/\s*\n\s*/g, " "), 500))}` : "";
-    const text = `↪️ ${userMention(p.by)} reassigned flow *${escapeMrkdwn(request.flowName)}*'s request${this.stepOf(request)} to ${userMention(p.to)}, who may now answer it.${quoted}`;
     // One transaction: the change, its audit row and both Slack effects.
     const reassigned = await inTransaction(this.sql, async (tx) => {
       const row = await store.reassignFlowRequest(tx, request.id, { to: p.to, by: p.by, reason: reason || null }, now);
@@ -558,17 +560,18 @@ export class FlowRequests {
         },
         runnerOf(tx),
       );
-      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `reassign:${crypto.randomUUID()}`, payload: { text } });
+      await this.deps.outbox.add(runnerOf(tx), {
+        kind: "flow.reminder",
+        subjectId: request.id,
+        part: `reassign:${crypto.randomUUID()}`,
+        payload: { notice: { kind: "reassignment", to: p.to, by: p.by, ...(reason ? { reason } : {}) } satisfies FlowNotice },
+      });
       await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
       return row;
     });
     if (!reassigned) return { kind: "not_pending" };
     this.deps.outbox.nudge();
     return { kind: "reassigned", request: reassigned };
-  }
-
-  private stepOf(request: Pick<FlowRequest, "methodName">): string {
-    return request.methodName ? ` on \`${escapeMrkdwn(truncatePlain(request.methodName, 80))}\`` : "";
   }
 
   // ------------------------------------------------------------------ deadlines
@@ -587,8 +590,8 @@ export class FlowRequests {
     let taken = 0;
     for (const request of due) {
       const emit = outcomesOf(request);
-      const wanted = request.onTimeout === "approve" ? "primary" : request.onTimeout === "reject" ? "danger" : undefined;
-      const index = wanted && emit.length ? emit.findIndex((o) => outcomeStyle(o) === wanted) : -1;
+      const wanted = request.onTimeout === "approve" || request.onTimeout === "reject" ? request.onTimeout : undefined;
+      const index = wanted && emit.length ? emit.findIndex((o) => outcomeLeaning(o) === wanted) : -1;
       const decides = !!wanted && (emit.length === 0 || index >= 0);
       const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
       try {
@@ -600,19 +603,18 @@ export class FlowRequests {
             requestId: request.id,
             userId: DEADLINE_ACTOR,
             outcomeIndex: emit.length ? index : undefined,
-            feedback: timeoutFeedback(wanted === "primary" ? "approve" : "reject", withinMs),
+            feedback: timeoutFeedback(wanted, withinMs),
             byDeadline: true,
           });
           // Whatever it led to (answered, refused, failed, or decided by someone meanwhile), it is done.
           await store.markDeadlineDone(this.sql, request.id, this.clock.now());
         } else {
           const who = await this.remindWho(request);
-          const missing = wanted ? ` (it offers no ${wanted === "primary" ? "approve" : "reject"} outcome, so nothing was chosen for it)` : "";
-          const text = `⏰ ${who}: the deadline for flow *${escapeMrkdwn(request.flowName)}*'s request has passed (no answer within ${describeDuration(withinMs)})${missing}. Answer the request above so the flow can go on.`;
+          const notice: FlowNotice = { kind: "deadline_passed", who, withinMs, ...(wanted ? { lacking: wanted } : {}) };
           // One transaction: the claim (counted as a reminder, and done), its audit row and both Slack effects.
           const claimed = await inTransaction(this.sql, async (tx) => {
             if (!(await store.claimDeadline(tx, request, { countsAsReminder: true, done: true }, now))) return false;
-            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `deadline:${request.decideBy?.getTime() ?? 0}`, payload: { text } });
+            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `deadline:${request.decideBy?.getTime() ?? 0}`, payload: { notice } });
             await this.deps.audit?.record(
               {
                 executionId: null,
@@ -700,3 +702,5 @@ export class FlowRequests {
 function errText(err: unknown): string {
   return err instanceof Error ? err.message.slice(0, 300) : String(err).slice(0, 300);
 }
+
+const reminder = (who: string, waitedMs: number): FlowNotice => ({ kind: "reminder", who, waitedMs });

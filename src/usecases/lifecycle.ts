@@ -2,12 +2,11 @@
 // enqueued in the outbox (performed by its worker), the crew is reached through CrewDirectory.
 
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
 import { type DeadlineDeps, type DeadlinePolicy, ReviewDeadlines } from "./deadlines.js";
-import { type Clock, type CrewDirectory, type Execution, systemClock, type WebhookUrls } from "./ports.js";
+import { type Clock, type CrewDirectory, type Execution, type Outbox, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
 import { type ApprovalPolicyOf, anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";

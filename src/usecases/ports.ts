@@ -1,14 +1,22 @@
 // What the lifecycle needs from the outside world, as interfaces: the Slack surface implements
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 
+import type { EffectKind, NewEffect } from "../domain/effects.js";
 import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../protocols/crew/types.js";
+import type { SqlRunner } from "../store/db/sql.js";
 import type { ExecutionRow } from "../store/executions.js";
+import type { FlowRequestRow } from "../store/flow-requests.js";
 import type { ReviewRow } from "../store/reviews.js";
+import type { Sql } from "../store/sql.js";
+
+export type { EffectKind, NewEffect };
 
 /** One crew run, as the store reads it. */
 export type Execution = ExecutionRow;
 /** One review round, as the store reads it. */
 export type Review = ReviewRow;
+/** One flow feedback request, as the store reads it. */
+export type FlowRequest = FlowRequestRow;
 
 export interface ProgressSnapshot {
   steps: number;
@@ -59,10 +67,59 @@ export interface RunNotifier {
   postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
   /** The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it can be found. */
   findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined>;
-  /** A reply in the run's thread, as written (mrkdwn with mentions): escalations, reassignments. */
-  postThreadMessage(execution: Execution, text: string, effectId: string): Promise<void>;
+  /** A reply in the run's thread: an escalation, a reassignment, an interrupted decision. */
+  postThreadNotice(execution: Execution, notice: RunNotice, effectId: string): Promise<void>;
   /** A reply in the run's thread about a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
   postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice, effectId: string): Promise<void>;
+  /** Which files a review needs beside its message, its output or its diff being too long to read there. */
+  reviewFiles(review: Review, context: ReviewContext): { output: boolean; diff: boolean };
+  /** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
+  editNeedsFile(review: Review, edit: { text: string }): boolean;
+  /** Whether the completion notice needs the final output as a file. */
+  completionNeedsFile(execution: Execution): boolean;
+}
+
+/**
+ * A reply in a run's thread, as facts: the outbox stores them, and the Slack side words them when it
+ * posts (adapters/slack/blocks/notices.ts). Mentions (`who`) are Slack's `<@U…>`/`<!subteam^S…>`.
+ */
+export type RunNotice =
+  | { kind: "escalation"; ids: string[]; taskName: string; round: number; reminders: number }
+  | { kind: "reassignment"; to: string; by: string; taskName: string; round: number; reason?: string }
+  /** A decision interrupted before it reached the crew (its process died); the review is open again. */
+  | { kind: "decision_interrupted"; by: string | null; taskName: string; round: number }
+  /** Worded already: a reply an earlier version of Crewline enqueued. */
+  | { kind: "text"; text: string };
+
+/** A reply under a flow request's message, as facts (the request row gives the flow and step). */
+export type FlowNotice =
+  | { kind: "reminder"; who: string; waitedMs: number }
+  | { kind: "escalation"; ids: string[]; reminders: number }
+  | { kind: "reassignment"; to: string; by: string; reason?: string }
+  /** A "remind" deadline passed, or an approve/reject one the flow offers no such outcome for (`lacking`). */
+  | { kind: "deadline_passed"; who: string; withinMs: number; lacking?: "approve" | "reject" }
+  /** The deadline's automatic answer did not reach the flow (`message`: why); the request is open again. */
+  | { kind: "deadline_not_delivered"; message: string }
+  | { kind: "text"; text: string };
+
+/** What a flow request's message shows beside its row (usecases/flows.ts assembles it): approvals so far, the edit. */
+export type FlowRequestContext = Pick<ReviewContext, "approvals" | "edit">;
+
+/** The flow side of the outbox: one Slack call per effect, like RunNotifier. */
+export interface FlowNotifier {
+  postRequest(request: FlowRequest, effectId: string, context?: FlowRequestContext): Promise<{ ts: string }>;
+  attachRequestFile(request: FlowRequest): Promise<void>;
+  updateRequest(request: FlowRequest, context?: FlowRequestContext): Promise<void>;
+  attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void>;
+  /** A reply under the request's message: a reminder, an escalation, a reassignment, a passed deadline. */
+  postNotice(request: FlowRequest, notice: FlowNotice, effectId: string): Promise<void>;
+  /** The Slack user with this e-mail (the request's assignee), or undefined. */
+  lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
+  findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined>;
+  /** Whether the request's output goes in a file beside its message. */
+  requestNeedsFile(request: FlowRequest): boolean;
+  /** Whether an edit and approve attaches the edited version as a file. */
+  editNeedsFile(request: FlowRequest, edit: { text: string }): boolean;
 }
 
 export type DeadlineNotice =
@@ -79,6 +136,26 @@ export interface WebhookUrls {
   crewWebhookUrl: string;
   humanInputWebhook?: HumanInputWebhook;
   webhooks?: EventStreamWebhook;
+}
+
+/**
+ * The outbox as use cases see it (src/outbox/index.ts is the one implementation): a use case asks for
+ * a Slack effect inside the transaction of the change that calls for it, and wakes the worker once
+ * that has committed.
+ */
+export interface Outbox {
+  /** Enqueues on the caller's transaction (a runner's, or a store handle on one); call nudge() once it has committed. Resolves false when the one-time effect was enqueued already. */
+  add(tx: SqlRunner | Sql, effect: NewEffect): Promise<boolean>;
+  /** Enqueues on its own and wakes the worker. */
+  request(effect: NewEffect): Promise<void>;
+  /** Wakes this process's worker (other replicas find the work at their next tick). */
+  nudge(): void;
+}
+
+/** A Slack workspace, and its Enterprise Grid org when it has one: whose client (token) to use. */
+export interface TeamRef {
+  teamId: string;
+  enterpriseId?: string | null;
 }
 
 export interface Clock {

@@ -5,9 +5,8 @@
 // steps arrived at: one run has one progress message.
 
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import type { StepEvent } from "../protocols/crew/types.js";
-import type { Clock, Execution } from "./ports.js";
+import type { Clock, Execution, Outbox } from "./ports.js";
 
 interface RunProgress {
   executionId: string;

@@ -5,16 +5,14 @@
 // conditional update on remindersSent that enqueues the reminder in the outbox in the same
 // transaction, so with several replicas it is posted once.
 
-import { escapeMrkdwn, formatDuration } from "../adapters/slack/blocks/index.js";
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import { approverIds } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";
 import { claimReminder, reviewsDueReminder } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
-import { type Clock, type Execution, type Review, systemClock } from "./ports.js";
+import { type Clock, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
 import { describeWaitingReviewers } from "./reviewer-rules.js";
 
 export interface ReminderSettings {
@@ -41,12 +39,6 @@ export interface ReminderDeps {
 export function reminderDue(createdAt: Date, sent: number, afterMs: number): Date {
   // afterMs, then 2·afterMs later, then 4·afterMs later…: due at createdAt + afterMs·(2^(sent+1) − 1).
   return new Date(createdAt.getTime() + afterMs * (2 ** (sent + 1) - 1));
-}
-
-export function reminderText(execution: Execution, review: Review, who: string, waitedMs: number, link?: string): string {
-  const task = `*${escapeMrkdwn(review.taskName)}*${review.round > 1 ? ` (round ${review.round})` : ""}`;
-  const where = link ? `<${link}|the review>` : "the review above";
-  return `⏰ ${who}: ${task} has been waiting for a decision for ${formatDuration(waitedMs)}. Approve or reject ${where} so *${escapeMrkdwn(execution.crewName)}* can go on.`;
 }
 
 export class ReviewReminders {

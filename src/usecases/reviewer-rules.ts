@@ -3,10 +3,9 @@
 // click rarely waits on Slack: fresh entries answer at once; a stale entry that already contains the
 // user answers at once and is refreshed in the background; a refusal is only ever given on fresh data.
 
-import type { TeamRef } from "../adapters/slack/clients.js";
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";
-import { type Clock, type Execution, type Review, systemClock } from "./ports.js";
+import { type Clock, type Execution, type Review, systemClock, type TeamRef } from "./ports.js";
 import type { ReviewerGate } from "./reviews.js";
 
 export const USERGROUP_TTL_MS = 5 * 60_000;

@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { silentLogger } from "../log/log.js";
-import { Outbox } from "../outbox/index.js";
+import { DurableOutbox } from "../outbox/index.js";
 import { slackEffectPerformer } from "../outbox/perform.js";
 import { OutboxWorker } from "../outbox/worker.js";
 import { CrewError } from "../protocols/crew/errors.js";
@@ -43,14 +43,17 @@ const notifier: RunNotifier = {
   showProgress: async (_e, _p, ts) => ({ ts: ts ?? "100.5" }),
   postReminder: async () => {},
   findPosted: async () => undefined,
-  postThreadMessage: async () => {},
+  postThreadNotice: async () => {},
+  reviewFiles: () => ({ output: false, diff: false }),
+  editNeedsFile: () => false,
+  completionNeedsFile: () => false,
   postDeadlineNotice: async () => {},
 };
 
 /** The lifecycle with its outbox; `effects()` performs every Slack effect due (through the in-memory notifier). */
 function lifecycleWith(crews: CrewDirectory, required = 1): { lifecycle: Lifecycle; effects: () => Promise<void> } {
   const sql = sqlRunnerFor(db.database.prisma);
-  const outbox = new Outbox(sql, systemClock);
+  const outbox = new DurableOutbox(sql, systemClock);
   const worker = new OutboxWorker(sql, slackEffectPerformer({ sql, notifier }), silentLogger, systemClock, { replicaId: "test" });
   const lifecycle = new Lifecycle({
     db: db.database.prisma,

@@ -1,10 +1,8 @@
 // Review rounds: one per task output, decided once, each decision resumed exactly once.
 import crypto from "node:crypto";
-import { abandonedDecisionText } from "../adapters/slack/blocks/deadline.js";
 import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Outbox } from "../outbox/index.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../protocols/crew/types.js";
 import { addApproval, approvalsOf } from "../store/approvals.js";
@@ -27,7 +25,7 @@ import {
 } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import type { Audit } from "./audit.js";
-import type { Clock, CrewDirectory, Execution, Review, WebhookUrls } from "./ports.js";
+import type { Clock, CrewDirectory, Execution, Outbox, Review, RunNotice, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
 
 export type DecisionOutcome =
@@ -400,7 +398,7 @@ export class Reviews {
     event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
-    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; text: string } },
+    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; notice: RunNotice } },
   ): Promise<Review> {
     const edit = latestEdit(sent.approvals);
     const settled = await inTransaction(this.sql, async (tx) => {
@@ -437,7 +435,7 @@ export class Reviews {
       if (outcome !== "resume_failed") await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
       if (edit && outcome === "decided") await this.outbox.add(runnerOf(tx), { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
       if (sent.threadNotice)
-        await this.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { text: sent.threadNotice.text } });
+        await this.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { notice: sent.threadNotice.notice } });
       return moved;
     });
     this.outbox.nudge();
@@ -527,7 +525,7 @@ export class Reviews {
           message: "interrupted while being sent",
           threadNotice: {
             part: `abandoned:${review.id}:${review.decidedAt.getTime()}`,
-            text: abandonedDecisionText({ by: review.decidedBy, taskName: review.taskName, round: review.round }),
+            notice: { kind: "decision_interrupted", by: review.decidedBy, taskName: review.taskName, round: review.round },
           },
         },
       );

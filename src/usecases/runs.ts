@@ -1,7 +1,6 @@
 // Execution records: creation before kickoff, the kickoff outcome, and the one-time finish.
 import crypto from "node:crypto";
 import { type ExecutionEvent, executionTransition, reviewTransition } from "../domain/states.js";
-import type { Outbox } from "../outbox/index.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import {
@@ -18,7 +17,7 @@ import {
 import { moveReviewsOf } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import { type Audit, sha256 } from "./audit.js";
-import type { Clock, Execution } from "./ports.js";
+import type { Clock, Execution, Outbox } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 
 /** A run to start: its row less what the lifecycle fills in (state, secrets); requestId defaults to a random one. */

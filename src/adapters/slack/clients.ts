@@ -9,12 +9,6 @@ export interface SlackClients {
   forTeam(teamId: string, enterpriseId?: string | null): Promise<WebClient>;
 }
 
-/** A workspace and, in Enterprise Grid, its org: what the clients need to find a token. */
-export interface TeamRef {
-  teamId: string;
-  enterpriseId?: string | null;
-}
-
 /** Single-workspace mode (SLACK_BOT_TOKEN): always the app's own client. */
 export function singleTokenClients(client: WebClient): SlackClients {
   return { forTeam: async () => client };

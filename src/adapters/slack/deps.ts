@@ -4,10 +4,9 @@ import type { Logger } from "../../log/log.js";
 import type { ReviewEscalations } from "../../usecases/escalation.js";
 import type { FlowRequests } from "../../usecases/flows.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";
-import type { Execution, WebhookUrls } from "../../usecases/ports.js";
+import type { Execution, TeamRef, WebhookUrls } from "../../usecases/ports.js";
 import type { ReviewerRules } from "../../usecases/reviewer-rules.js";
 import type { CrewRegistry } from "../crew/registry.js";
-import type { TeamRef } from "./clients.js";
 
 export interface FeatureDeps {
   lifecycle: Lifecycle;

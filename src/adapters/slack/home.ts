@@ -1,12 +1,11 @@
 // App Home (the Slack adapter): on app_home_opened, publish what usecases/home-for.ts lists for the
 // user (reviews and flow requests waiting for them, recent runs, startable crews) as the Home view.
-// Who sees what is decided by usecases/access.ts; the rows come from store/home.ts.
+// Who sees what is decided by usecases/access.ts; the rows come from store/home.ts, through homeFor.
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../../config/config.js";
-import type { Db } from "../../store/db/database.js";
-import { HomeStore } from "../../store/home.js";
+import type { HomeStore } from "../../store/home.js";
 import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../usecases/access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../usecases/flows.js";
 import { type HomeListing, homeFor } from "../../usecases/home-for.js";
@@ -21,7 +20,8 @@ import { flowReplyFor } from "./flows/handlers.js";
 import { NOT_RECORDED, replyFor } from "./review/actions.js";
 
 export interface HomeDeps {
-  db: Db;
+  /** The rows a Home lists (the composition root opens it on the database). */
+  store: HomeStore;
   clock?: Clock;
   /** Each workspace's client: a Home published outside a request from that workspace (a reassignment) uses its token. */
   clients?: SlackClients;
@@ -127,7 +127,7 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   // One per workspace: each has its own URL (and, when installed in many, its own token).
   const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
   const homeDeps = {
-    store: new HomeStore(home.db),
+    store: home.store,
     access: { ...(deps.reviewers ? { reviewers: deps.reviewers } : {}) },
     ...(deps.flows ? { flows: deps.flows } : {}),
     crews: deps.crews,

@@ -3,8 +3,7 @@ import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../../config/config.js";
 import type { ExecutionState } from "../../domain/states.js";
 import type { Logger } from "../../log/log.js";
-import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier } from "../../usecases/ports.js";
-import { reminderText } from "../../usecases/reminders.js";
+import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotice, RunNotifier } from "../../usecases/ports.js";
 import {
   announcementMessage,
   completionMessage,
@@ -14,9 +13,11 @@ import {
   outputNeedsFile,
   pendingReviewNotes,
   progressMessage,
+  reminderText,
   reviewMessage,
   reviewReserve,
   roundDiffNeedsFile,
+  runNoticeText,
   type SlackMessage,
   unifiedDiff,
 } from "./blocks/index.js";
@@ -207,7 +208,23 @@ export class SlackRunNotifier implements RunNotifier {
     return findPostedMessage(await this.clientFor(execution), this.log, execution.channelId, threadTs, effectId);
   }
 
-  async postThreadMessage(execution: Execution, text: string, effectId: string): Promise<void> {
+  async postThreadNotice(execution: Execution, notice: RunNotice, effectId: string): Promise<void> {
+    await this.postThreadText(execution, runNoticeText(notice), effectId);
+  }
+
+  reviewFiles(review: Review, context: ReviewContext): { output: boolean; diff: boolean } {
+    return reviewFilesNeeded(review, context);
+  }
+
+  editNeedsFile(review: Review, edit: { text: string }): boolean {
+    return editedOutputNeedsFile(review, edit);
+  }
+
+  completionNeedsFile(execution: Execution): boolean {
+    return !!execution.output && outputNeedsFile(execution.output);
+  }
+
+  private async postThreadText(execution: Execution, text: string, effectId: string): Promise<void> {
     const client = await this.clientFor(execution);
     await client.chat.postMessage({
       channel: execution.channelId,
@@ -223,7 +240,7 @@ export class SlackRunNotifier implements RunNotifier {
       notice.kind === "reminder"
         ? deadlineReminderText({ who: notice.who, taskName: review.taskName, round: review.round, withinMs: notice.withinMs, crewName: execution.crewName })
         : deadlineNotDeliveredText({ taskName: review.taskName, action: notice.action, message: notice.message });
-    await this.postThreadMessage(execution, text, effectId);
+    await this.postThreadText(execution, text, effectId);
   }
 
   /** The whole text as a file in the run's thread: nothing is cut off silently. */

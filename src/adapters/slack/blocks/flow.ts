@@ -1,6 +1,7 @@
 // A flow's human feedback request in Slack: who/what is asking, the output to review, and one
 // button per outcome the flow routes on (or Send feedback), plus a feedback field. Pure.
 import type { types } from "@slack/bolt";
+import { flowEditable, outcomeLeaning } from "../../../domain/flow-outcomes.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, pendingApprovalsBlocks } from "./review-extras.js";
@@ -39,20 +40,10 @@ export interface FlowMessageParams {
   byDeadline?: boolean;
 }
 
-/** Whether a request can be approved with an edit: the flow offers an approve-like outcome, or takes free feedback. */
-export function flowEditable(emit: readonly string[]): boolean {
-  return emit.length === 0 || emit.some((e) => outcomeStyle(e) === "primary");
-}
-
-const APPROVE_LIKE = /^(approve|approved|accept|accepted|yes|ok|okay|lgtm|publish|ship|confirm|confirmed|continue|proceed|pass|go)\b/i;
-const REJECT_LIKE = /^(reject|rejected|deny|denied|decline|declined|no|cancel|cancelled|canceled|abort|stop|fail|block|blocked|revise|redo|discard)\b/i;
-
 /** primary for approve-like outcomes, danger for reject-like ones, none otherwise. */
 export function outcomeStyle(outcome: string): "primary" | "danger" | undefined {
-  const word = outcome.trim().replace(/[_-]+/g, " ");
-  if (APPROVE_LIKE.test(word)) return "primary";
-  if (REJECT_LIKE.test(word)) return "danger";
-  return undefined;
+  const leaning = outcomeLeaning(outcome);
+  return leaning === "approve" ? "primary" : leaning === "reject" ? "danger" : undefined;
 }
 
 const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });

@@ -6,6 +6,7 @@ export * from "./help.js";
 export * from "./ids.js";
 export * from "./kickoff.js";
 export * from "./limits.js";
+export * from "./notices.js";
 export * from "./review-extras.js";
 export * from "./run.js";
 export * from "./text.js";

@@ -1,25 +1,11 @@
 // Text utilities for Block Kit: Markdown → Slack mrkdwn, escaping, and
 // length-bounded excerpts. Pure functions only.
+import { ELLIPSIS, safeSlice, truncatePlain } from "../../../text/truncate.js";
 
-export const ELLIPSIS = "…";
+export { ELLIPSIS, safeSlice, truncatePlain };
 
 export function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-/** Slices to at most `end` UTF-16 units without splitting a surrogate pair. */
-export function safeSlice(text: string, end: number): string {
-  if (end >= text.length) return text;
-  if (end <= 0) return "";
-  const last = text.charCodeAt(end - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? end - 1 : end);
-}
-
-/** Single-line plain_text (labels, titles, header, button text): whitespace collapsed, "…" when cut. */
-export function truncatePlain(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  if (flat.length <= max) return flat;
-  return safeSlice(flat, max - 1).trimEnd() + ELLIPSIS;
 }
 
 /** `<@U123>` for a Slack user id; anything else is shown as escaped text. */

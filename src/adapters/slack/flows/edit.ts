@@ -5,12 +5,12 @@
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { editableSplit, joinEdit, unchangedEdit } from "../../../domain/approvals.js";
+import { flowEditable, outcomeLeaning, outcomesOf } from "../../../domain/flow-outcomes.js";
 import type { Logger } from "../../../log/log.js";
-import { outcomesOf } from "../../../store/flow-requests.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { clickFromFlowMessage } from "../../../usecases/access.js";
 import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
-import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal, FLOW_EDIT_ACTION, FLOW_EDIT_VIEW_CALLBACK, flowEditable, outcomeStyle } from "../blocks/index.js";
+import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal, FLOW_EDIT_ACTION, FLOW_EDIT_VIEW_CALLBACK } from "../blocks/index.js";
 import { openEdit, sealEdit } from "../review/edit-binding.js";
 import { flowReplyFor } from "./handlers.js";
 
@@ -76,7 +76,7 @@ export function registerFlowEdit(app: App, flows: FlowRequests, log: Logger, for
       const request = await flows.get(facts.r);
       if (!request || facts.h > request.output.length) return void (await tell(NOT_THIS_REQUEST));
       const emit = outcomesOf(request);
-      const approveIndex = emit.findIndex((e) => outcomeStyle(e) === "primary");
+      const approveIndex = emit.findIndex((e) => outcomeLeaning(e) === "approve");
       const editedOutput = joinEdit(edited, request.output.slice(facts.h));
       outcome = await flows.decide({
         requestId: request.id,

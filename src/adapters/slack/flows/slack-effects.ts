@@ -2,15 +2,14 @@
 // src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../../../config/config.js";
+import { outcomesOf } from "../../../domain/flow-outcomes.js";
 import type { Logger } from "../../../log/log.js";
-import type { FlowNotifier } from "../../../outbox/perform.js";
-import { type FlowRequestRow as FlowRequest, outcomesOf } from "../../../store/flow-requests.js";
+import type { FlowNotice, FlowNotifier, FlowRequest, FlowRequestContext } from "../../../usecases/ports.js";
 import {
-  type ApprovalsShown,
-  type EditShown,
   EXTRAS_RESERVE,
   editNeedsFile,
   type FlowRequestState,
+  flowNoticeText,
   flowRequestMessage,
   outputNeedsFile,
   pendingReviewNotes,
@@ -18,12 +17,6 @@ import {
 } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
 import { EFFECT_EVENT_TYPE, findPostedMessage } from "../notifier.js";
-
-/** What a request message shows beside its row: approvals so far, and the edit. */
-export interface FlowRequestContext {
-  approvals?: ApprovalsShown;
-  edit?: EditShown;
-}
 
 /** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
 export function editedRequestNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
@@ -111,11 +104,19 @@ export class SlackFlowEffects implements FlowNotifier {
     });
   }
 
-  async postReminder(request: FlowRequest, text: string, effectId: string): Promise<void> {
+  requestNeedsFile(request: FlowRequest): boolean {
+    return outputNeedsFile(request.output);
+  }
+
+  editNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
+    return editedRequestNeedsFile(request, edit);
+  }
+
+  async postNotice(request: FlowRequest, notice: FlowNotice, effectId: string): Promise<void> {
     await (await this.client(request)).chat.postMessage({
       channel: request.channelId,
       thread_ts: request.messageTs ?? undefined,
-      text,
+      text: flowNoticeText(request, notice),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
     });
   }

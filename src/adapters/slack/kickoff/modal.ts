@@ -4,10 +4,10 @@ import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { isCrewError } from "../../../protocols/crew/errors.js";
-import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, crewPickerView, kickoffErrorView, kickoffFormView, LIMITS, loadingView } from "../blocks/index.js";
+import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, crewPickerView, kickoffErrorView, kickoffFormView, loadingView } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { bindForm, formIsFor } from "./form-binding.js";
-import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./metadata.js";
+import { encodeMetadata, kickoffMetadata } from "./metadata.js";
 
 export interface ModalRequest {
   triggerId: string;
