@@ -1,6 +1,7 @@
 // The architecture as rules (npm run lint): the folders of src/ form layers, and a folder may import
 // only from its own layer or the layers below it, so there is no import cycle between folders (nor,
-// by `no-circular`, between files). Tests are left out: a test may reach anywhere it needs.
+// by `no-circular`, between files; `no-circular-folders` checks every folder, subfolders too).
+// Tests are left out: a test may reach anywhere it needs.
 //
 //   app.ts, main.ts      the composition root: wires everything, imported by nothing
 //   sim/, playground/    local stand-ins and the playground: tools beside the bot
@@ -42,7 +43,15 @@ module.exports = {
       name: "no-circular",
       comment: "no import cycles between files",
       severity: "error",
-      from: { pathNot: NOT_TESTS },
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "no-circular-folders",
+      comment: "no import cycles between folders (between sibling folders; a folder and its subfolders are kept apart by the rules below)",
+      severity: "error",
+      scope: "folder",
+      from: {},
       to: { circular: true },
     },
     ...layerRules,
@@ -75,6 +84,21 @@ module.exports = {
       to: { path: ["^src/adapters/slack/(?!blocks/)", "^src/(store|usecases|outbox|metrics)/"], dependencyTypesNot: ["type-only"] },
     },
     {
+      name: "slack-base-below-features",
+      comment:
+        "the Slack adapter's shared files (deps, access, clients, notifier, guard, installs) do not import its features (review/, flows/, kickoff/, home/), which import them: no cycle between a folder and its subfolders",
+      severity: "error",
+      from: { path: "^src/adapters/slack/[^/]+\\.ts$" },
+      to: { path: "^src/adapters/slack/(review|flows|kickoff|home)/" },
+    },
+    {
+      name: "store-db-below-store",
+      comment: "store/db (the connection, migrations, the driver runner) does not import the store's modules, which use it",
+      severity: "error",
+      from: { path: "^src/store/db/" },
+      to: { path: "^src/store/[^/]+\\.ts$" },
+    },
+    {
       name: "adapters-apart",
       comment: "the HTTP routes and the crew client do not import the Slack adapter (it may import them)",
       severity: "error",
@@ -83,8 +107,12 @@ module.exports = {
     },
   ],
   options: {
+    // Tests may reach anywhere they need: they are left out of the graph.
+    exclude: { path: NOT_TESTS },
     // generated code (the Prisma client, the store's table types) is seen as a leaf, never walked
     doNotFollow: { path: ["node_modules", "^src/generated/"] },
+    // folder-scope rules (no-circular-folders) are checked on the folder graph, which metrics build
+    metrics: true,
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".js", ".mjs", ".cjs", ".json"] },

@@ -14,7 +14,7 @@ import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, re
 import { registerFlowReassign } from "./adapters/slack/flows/reassign.js";
 import { SlackFlowEffects } from "./adapters/slack/flows/slack-effects.js";
 import { answerHandlerError, guardSlackEvents } from "./adapters/slack/guard.js";
-import { registerAppHome } from "./adapters/slack/home.js";
+import { registerAppHome } from "./adapters/slack/home/home.js";
 import { DbInstallationStore } from "./adapters/slack/installations.js";
 import { registerCrewCommand } from "./adapters/slack/kickoff/command.js";
 import { registerCrewPicker } from "./adapters/slack/kickoff/modal.js";

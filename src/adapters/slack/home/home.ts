@@ -4,20 +4,20 @@
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
-import type { TimeoutAction } from "../../config/config.js";
-import type { HomeStore } from "../../store/home.js";
-import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../usecases/access.js";
-import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../usecases/flows.js";
-import { type HomeListing, homeFor } from "../../usecases/home-for.js";
-import type { DecisionOutcome } from "../../usecases/lifecycle.js";
-import { type Clock, systemClock } from "../../usecases/ports.js";
-import { accessPorts } from "./access.js";
-import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "./blocks/home.js";
-import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "./blocks/index.js";
-import type { SlackClients } from "./clients.js";
-import type { FeatureDeps } from "./deps.js";
-import { flowReplyFor } from "./flows/handlers.js";
-import { NOT_RECORDED, replyFor } from "./review/actions.js";
+import type { TimeoutAction } from "../../../config/config.js";
+import type { HomeStore } from "../../../store/home.js";
+import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../../usecases/access.js";
+import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../usecases/flows.js";
+import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
+import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
+import { type Clock, systemClock } from "../../../usecases/ports.js";
+import { accessPorts } from "../access.js";
+import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
+import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
+import type { SlackClients } from "../clients.js";
+import type { FeatureDeps } from "../deps.js";
+import { flowReplyFor } from "../flows/handlers.js";
+import { NOT_RECORDED, replyFor } from "../review/actions.js";
 
 export interface HomeDeps {
   /** The rows a Home lists (the composition root opens it on the database). */
