@@ -1,7 +1,7 @@
 // Escalation and reassignment of a pending review (issue #14). Both are stored on the Review row
 // (claimed with conditional writes, so replicas and restarts agree), audited, announced in the run's
 // thread (an outbox run.message in the same transaction), and shown on the review message. Who they let decide is read back
-// by the reviewer gate (rules.ts reviewGrants).
+// by the reviewer gate (reviewer-rules.ts reviewGrants).
 import crypto from "node:crypto";
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";

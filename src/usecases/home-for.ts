@@ -1,7 +1,7 @@
 // What a user's App Home lists: the reviews waiting for them (by the access rules: reassigned or
 // escalated to them, the crew's reviewer rules, or the runs they started), the flow feedback requests
 // waiting for them, their recent runs, and the crews they may start. Installed in many workspaces, a
-// Home shows its own workspace's runs and requests only. The Slack adapter (adapters/slack/home.ts) turns
+// Home shows its own workspace's runs and requests only. The Slack adapter (adapters/slack/home/home.ts) turns
 // this into the view.
 
 import type { ExecutionRow, HomeStore, PendingReview } from "../store/home.js";
