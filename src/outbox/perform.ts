@@ -285,8 +285,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
 }
 
 /** A reply's facts from its effect's payload ({ notice }); a row enqueued by an earlier version holds its words ({ text }). */
-function noticeOf<N extends RunNotice | FlowNotice>(payload: Record<string, unknown> | null): N | { kind: "text"; text: string } {
+function noticeOf<N extends RunNotice | FlowNotice>(payload: Record<string, unknown> | null): N {
   const notice = payload?.notice;
   if (notice && typeof notice === "object" && typeof (notice as { kind?: unknown }).kind === "string") return notice as N;
-  return { kind: "text", text: String(payload?.text ?? "") };
+  return { kind: "text", text: String(payload?.text ?? "") } as N;
 }

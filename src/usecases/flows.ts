@@ -470,7 +470,7 @@ export class FlowRequests {
           kind: "flow.reminder",
           subjectId: request.id,
           part: count,
-          payload: { notice: reminder(who, now.getTime() - request.createdAt.getTime()) },
+          payload: { notice: { kind: "reminder", who, waitedMs: now.getTime() - request.createdAt.getTime() } satisfies FlowNotice },
         });
         return true;
       });
@@ -702,5 +702,3 @@ export class FlowRequests {
 function errText(err: unknown): string {
   return err instanceof Error ? err.message.slice(0, 300) : String(err).slice(0, 300);
 }
-
-const reminder = (who: string, waitedMs: number): FlowNotice => ({ kind: "reminder", who, waitedMs });
