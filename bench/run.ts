@@ -2,7 +2,7 @@
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
 // Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory, and
 // scale-out (1 vs 3 replicas on PostgreSQL) when named or under BENCH_FULL=1.
-// Results: a table on stdout, a Markdown table for the README, and bench/results/latest.json.
+// Results: a table on stdout, a Markdown table for docs/benchmarks.md, and bench/results/latest.json.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";

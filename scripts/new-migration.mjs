@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run db:migration -- <name>`: writes prisma/migrations/<timestamp>_<name>/migration.sql from the
 // difference between the schema as last committed and the edited one. `prisma migrate dev` needs a
-// shadow database, which the engine-free setup cannot provide (see shared/spec/prisma-notes.md).
+// shadow database, which the engine-free setup cannot provide (see docs/spec/prisma-notes.md).
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";

@@ -1,6 +1,6 @@
 // Local crew execution service: an independent HTTP implementation of the
-// interface in shared/spec/crew-execution-service.md, speaking the shapes that
-// real deployments send (shared/spec/crew-api-field-notes.md).
+// interface in docs/spec/crew-execution-service.md, speaking the shapes that
+// real deployments send (docs/spec/crew-api-field-notes.md).
 //
 // Used by the test suite (over real HTTP) and by newcomers who want to try the
 // bot without a deployed crew (`npm run crew:sim`). It deliberately imports

@@ -1,5 +1,5 @@
 // Domain shapes of the crew execution service, after tolerant parsing.
-// The raw wire variants are described in ../shared/spec/crew-api-field-notes.md;
+// The raw wire variants are described in docs/spec/crew-api-field-notes.md;
 // everything past the crew client sees only these.
 
 export interface CrewInput {

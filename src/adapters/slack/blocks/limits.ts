@@ -1,4 +1,4 @@
-// Block Kit limits (see shared/spec/slack-platform-notes.md) and a checker that walks
+// Block Kit limits (see docs/spec/slack-platform-notes.md) and a checker that walks
 // built blocks/views and lists every violation. Builders are tested against it; the
 // app may also run it in development to catch regressions before Slack does.
 import type { types } from "@slack/bolt";
