@@ -18,6 +18,7 @@ import { registerAppHome } from "./adapters/slack/home/home.js";
 import { DbInstallationStore } from "./adapters/slack/installations.js";
 import { registerCrewCommand } from "./adapters/slack/kickoff/command.js";
 import { registerCrewPicker } from "./adapters/slack/kickoff/modal.js";
+import { registerMessageShortcut } from "./adapters/slack/kickoff/shortcut.js";
 import { registerKickoffSubmission } from "./adapters/slack/kickoff/submit.js";
 import { SlackRunNotifier } from "./adapters/slack/notifier.js";
 import { installerReceiverOptions } from "./adapters/slack/oauth.js";
@@ -357,6 +358,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
+  registerMessageShortcut(app, deps);
   registerReviewActions(app, deps);
   registerReviewEdit(app, deps);
   registerReassignActions(app, deps);

@@ -39,6 +39,16 @@ export interface BlockActionParams {
   response_url?: string;
 }
 
+export interface MessageShortcutParams {
+  callback_id: string;
+  user_id: string;
+  channel_id: string;
+  /** The message the shortcut was used on, as Slack sends it (text, ts, the author, thread_ts for a reply). */
+  message: { ts: string; thread_ts?: string; text?: string; user?: string; [k: string]: unknown };
+  trigger_id?: string;
+  team_id?: string;
+}
+
 export interface ViewParams {
   user_id: string;
   view: {
@@ -72,6 +82,8 @@ export interface EventOptions {
 export interface SlackRequester {
   command(p: CommandParams): Promise<SlackResponse>;
   blockAction(p: BlockActionParams): Promise<SlackResponse>;
+  /** A message shortcut (`message_action`) used on a message. */
+  messageShortcut(p: MessageShortcutParams): Promise<SlackResponse>;
   viewSubmission(p: ViewSubmissionParams): Promise<SlackResponse & { json?: any }>;
   viewClosed(p: ViewParams & { is_cleared?: boolean }): Promise<SlackResponse>;
   appHomeOpened(p: { user_id: string; tab?: "home" | "messages"; channel?: string; view?: unknown }): Promise<SlackResponse>;
@@ -243,6 +255,26 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
         state: { values: p.stateValues ?? {} },
         response_url: p.response_url ?? responseUrl(p.channel_id, p.message_ts),
         actions: [{ type, ...action, action_ts: nowTs() }],
+      });
+    },
+
+    messageShortcut(p) {
+      const teamId = p.team_id ?? defaultTeam;
+      return interactive({
+        type: "message_action",
+        callback_id: p.callback_id,
+        token: "legacy",
+        api_app_id: apiAppId,
+        action_ts: nowTs(),
+        trigger_id: p.trigger_id ?? `trig-${next()}`,
+        team: team(teamId),
+        user: user(p.user_id, teamId),
+        channel: { id: p.channel_id, name: p.channel_id.toLowerCase() },
+        is_enterprise_install: false,
+        enterprise: null,
+        message_ts: p.message.ts,
+        message: { type: "message", ...p.message },
+        response_url: responseUrl(p.channel_id, p.message.ts),
       });
     },
 

@@ -13,6 +13,7 @@ export type ExecutionRow = Selectable<DB["Execution"]>;
 const EXECUTION_PATCHABLE = [
   "kickoffId",
   "threadTs",
+  "announcementTs",
   "state",
   "progressTs",
   "output",

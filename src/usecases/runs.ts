@@ -106,8 +106,9 @@ export class Runs {
     await this.transition(id, "kickoff_failed", { error, finishedAt: this.clock.now() });
   }
 
-  async setThread(id: string, threadTs: string): Promise<void> {
-    await updateExecution(this.sql, id, { threadTs }, {}, this.clock.now());
+  /** The run's thread, and its announcement when that is a reply in the thread rather than its parent. */
+  async setThread(id: string, threadTs: string, announcementTs: string | null = null): Promise<void> {
+    await updateExecution(this.sql, id, { threadTs, announcementTs: announcementTs === threadTs ? null : announcementTs }, {}, this.clock.now());
   }
 
   /** Applies a state event if the current state allows it; returns whether it applied. */

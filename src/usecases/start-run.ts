@@ -1,6 +1,7 @@
 // Starting a crew from a submitted kickoff form: the crew must be startable there; one form starts one
 // run (its nonce is the run's requestId, so a replay stores nothing); the run is announced in its
-// channel (its thread hangs off that message), then the crew is kicked off with the run's webhooks.
+// channel (its thread hangs off that message; a run started from a message is announced in that
+// message's thread instead), then the crew is kicked off with the run's webhooks.
 // A run that could not start leaves nothing half-created visible. The Slack adapter
 // (adapters/slack/kickoff/submit.ts) parses the form, calls startRun and shows the outcome in the modal.
 
@@ -13,8 +14,8 @@ import type { Runs } from "./runs.js";
 
 /** The run's announcement in its channel (the Slack adapter posts it with the request's client). */
 export interface Announcements {
-  /** Posts the announcement; its ts, or Slack's error code when it could not be posted. */
-  post(execution: Execution): Promise<{ ts: string } | { error: string }>;
+  /** Posts the announcement (as a reply in `threadTs` when given); its ts, or Slack's error code when it could not be posted. */
+  post(execution: Execution, threadTs?: string): Promise<{ ts: string } | { error: string }>;
   /** Removes it again (best effort). */
   remove(execution: Execution, ts: string): Promise<void>;
 }
@@ -42,6 +43,8 @@ export interface StartRunRequest {
   inputs: Record<string, string>;
   /** The form's nonce: one form starts one run. */
   requestId?: string;
+  /** A run started from a message (the message shortcut): announced in that message's thread, its permalink in the kickoff's meta. */
+  source?: { threadTs: string; permalink?: string };
 }
 
 export type StartRunOutcome =
@@ -84,12 +87,12 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
   }
   const urls = deps.webhookUrls(execution);
 
-  const posted = await deps.announcements.post(execution);
-  let threadTs: string;
+  const posted = await deps.announcements.post(execution, req.source?.threadTs);
+  let announcementTs: string;
   try {
     if ("error" in posted) throw new Error(posted.error);
-    threadTs = posted.ts;
-    await runs.setThread(execution.id, threadTs);
+    announcementTs = posted.ts;
+    await runs.setThread(execution.id, req.source?.threadTs ?? announcementTs, announcementTs);
   } catch {
     const code = "error" in posted ? posted.error : "unknown_error";
     await runs.kickoffFailed(execution.id, `could not post in the channel (${code})`);
@@ -99,7 +102,13 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
   try {
     const { kickoffId } = await crew.kickoff({
       inputs: req.inputs,
-      meta: { source: "slack", requestId: execution.requestId, channel: execution.channelId, user: req.userId },
+      meta: {
+        source: "slack",
+        requestId: execution.requestId,
+        channel: execution.channelId,
+        user: req.userId,
+        ...(req.source?.permalink ? { permalink: req.source.permalink } : {}),
+      },
       ...urls,
     });
     // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
@@ -111,7 +120,7 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     if (!isCrewError(err)) deps.log.error("kickoff failed", { executionId: execution.id, err });
     await runs.kickoffFailed(execution.id, reason);
     // Nothing half-created stays visible: the announcement goes (the user keeps the form or the reason).
-    await deps.announcements.remove(execution, threadTs).catch(() => undefined);
+    await deps.announcements.remove(execution, announcementTs).catch(() => undefined);
     if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) return { kind: "missing_inputs", missing: err.missingInputs, reason, execution };
     return { kind: "failed", reason, execution };
   }

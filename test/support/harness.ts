@@ -129,6 +129,11 @@ export async function kickoffViaSlack(
         .find((v) => v?.submit),
     { what: "the kickoff form" },
   );
+  return submitKickoffForm(h, form, inputs, user, where);
+}
+
+/** Submits a kickoff form (a view the bot showed) with the given inputs, as its user would. */
+export function submitKickoffForm(h: Harness, form: any, inputs: Record<string, string>, user = USER, where: { team_id?: string; enterprise_id?: string } = {}) {
   const opened = h.slack.callsTo("views.open").at(-1)!;
   const values: Record<string, Record<string, { type: string; value: string }>> = {};
   for (const block of form.blocks.filter((b: any) => b.type === "input")) {

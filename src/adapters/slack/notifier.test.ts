@@ -11,6 +11,7 @@ const run = (patch: Partial<Execution>): Execution => ({
   enterpriseId: null,
   channelId: "C0ONE",
   threadTs: "1.0",
+  announcementTs: null,
   userId: "U0ALICE",
   inputs: { topic: "tides" },
   state: "running",

@@ -177,8 +177,9 @@ export class SlackRunNotifier implements RunNotifier {
 
   async updateAnnouncement(execution: Execution): Promise<void> {
     const client = await this.clientFor(execution);
-    if (!execution.threadTs) return;
-    await client.chat.update({ channel: execution.channelId, ts: execution.threadTs, ...announcementFor(execution) });
+    const ts = execution.announcementTs ?? execution.threadTs;
+    if (!ts) return;
+    await client.chat.update({ channel: execution.channelId, ts, ...announcementFor(execution) });
   }
 
   async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }> {

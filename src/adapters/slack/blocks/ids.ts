@@ -5,6 +5,9 @@ import { safeSlice } from "./text.js";
 export const KICKOFF_VIEW_CALLBACK = "crew_kickoff";
 export const CREW_PICKER_VIEW_CALLBACK = "crew_pick";
 export const CREW_SELECT_BLOCK = "crew_select_block";
+/** The message shortcut: its callback id, and the picker's field that carries the message text to the form. */
+export const RUN_ON_MESSAGE_SHORTCUT = "crew_run_on_message";
+export const SOURCE_TEXT_BLOCK = "crew_source_text";
 export const CREW_SELECT_ACTION = "crew_select";
 export const INPUT_BLOCK_PREFIX = "in:";
 export const INPUT_ACTION = "value";

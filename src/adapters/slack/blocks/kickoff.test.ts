@@ -1,7 +1,7 @@
 import type { types } from "@slack/bolt";
 import { describe, expect, it } from "vitest";
-import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, inputBlockId, KICKOFF_VIEW_CALLBACK } from "./ids.js";
-import { crewPickerView, kickoffErrorView, kickoffFormView, loadingView, missingInputErrors, readViewInputs, visibleFormInputs } from "./kickoff.js";
+import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, inputBlockId, KICKOFF_VIEW_CALLBACK, SOURCE_TEXT_BLOCK } from "./ids.js";
+import { crewPickerView, inputForMessageText, kickoffErrorView, kickoffFormView, loadingView, missingInputErrors, readViewInputs, visibleFormInputs } from "./kickoff.js";
 import { modalLimitViolations } from "./limits.js";
 
 const huge = (n: number) => "Ü😀 x".repeat(Math.ceil(n / 5)).slice(0, n);
@@ -162,5 +162,38 @@ describe("reading the form back", () => {
 
   it("keys errors by block id for the inputs in the form", () => {
     expect(missingInputErrors(["topic", "hidden"], names)).toEqual({ "in:topic": "This field is required by the crew." });
+  });
+});
+
+describe("inputForMessageText", () => {
+  const named = (...names: string[]) => names.map((name) => ({ name }));
+  it("picks the first input whose name says it takes text, in any naming style", () => {
+    expect(inputForMessageText(named("audience", "topic"))).toBe("topic");
+    expect(inputForMessageText(named("year", "message_text", "query"))).toBe("message_text");
+    expect(inputForMessageText(named("year", "userQuery"))).toBe("userQuery");
+    expect(inputForMessageText(named("year", "SOURCE_CONTENT"))).toBe("SOURCE_CONTENT");
+    expect(inputForMessageText(named("input"))).toBe("input");
+  });
+
+  it("falls back to the first input, and to none without inputs; a word inside another does not count", () => {
+    expect(inputForMessageText(named("audience", "year"))).toBe("audience");
+    expect(inputForMessageText(named("year", "contention"))).toBe("year");
+    expect(inputForMessageText([])).toBeUndefined();
+  });
+});
+
+describe("crewPickerView opened from a message", () => {
+  it("carries the message's text in a field of its own, cut to what a text box holds", () => {
+    const view = crewPickerView([{ name: "a" }, { name: "b" }], "{}", huge(5000));
+    const source = inputs(view).find((b) => b.block_id === SOURCE_TEXT_BLOCK)!;
+    expect(source.optional).toBe(true);
+    const initial = (source.element as types.PlainTextInput).initial_value!;
+    expect(initial.length).toBeLessThanOrEqual(3000);
+    expect(huge(5000).startsWith(initial)).toBe(true);
+    expect(modalLimitViolations(view)).toEqual([]);
+  });
+
+  it("has no such field when opened with /crew", () => {
+    expect(inputs(crewPickerView([{ name: "a" }, { name: "b" }], "{}")).map((b) => b.block_id)).not.toContain(SOURCE_TEXT_BLOCK);
   });
 });

@@ -1,6 +1,6 @@
 // Modal views for starting a crew: loading → (crew picker) → input form, or an error.
 import type { types } from "@slack/bolt";
-import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, CREW_SELECT_BLOCK, crewOptionValue, INPUT_ACTION, inputBlockId, KICKOFF_VIEW_CALLBACK } from "./ids.js";
+import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, CREW_SELECT_BLOCK, crewOptionValue, INPUT_ACTION, inputBlockId, KICKOFF_VIEW_CALLBACK, SOURCE_TEXT_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, excerpt, humanizeInputName, safeSlice, truncatePlain } from "./text.js";
 
@@ -61,7 +61,8 @@ export function loadingView(title?: string): types.ModalView {
   });
 }
 
-export function crewPickerView(crews: CrewChoice[], metadata: string): types.ModalView {
+/** The crew picker; a form opened from a message also shows that message's text, which goes into the crew's form. */
+export function crewPickerView(crews: CrewChoice[], metadata: string, sourceText?: string): types.ModalView {
   const unique = crews.filter((c, i) => crews.findIndex((o) => crewOptionValue(o.name) === crewOptionValue(c.name)) === i);
   if (unique.length === 0) {
     return modal({
@@ -86,6 +87,22 @@ export function crewPickerView(crews: CrewChoice[], metadata: string): types.Mod
       },
     },
   ];
+  if (sourceText !== undefined) {
+    blocks.push({
+      type: "input",
+      block_id: SOURCE_TEXT_BLOCK,
+      optional: true,
+      label: plain("The message", LIMITS.inputLabel),
+      hint: plain("It goes into the crew's form: you can still change it there.", LIMITS.hint),
+      element: {
+        type: "plain_text_input",
+        action_id: INPUT_ACTION,
+        multiline: true,
+        max_length: LIMITS.plainTextInput,
+        ...(sourceText ? { initial_value: safeSlice(sourceText, LIMITS.plainTextInput) } : {}),
+      },
+    });
+  }
   if (unique.length > shown.length) {
     blocks.push({
       type: "context",
@@ -102,6 +119,22 @@ function crewOption(crew: CrewChoice): types.PlainTextOption {
     value: crewOptionValue(crew.name),
     ...(description ? { description: { type: "plain_text", text: description } } : {}),
   };
+}
+
+/** Words in an input's name that say it takes a message's text. */
+const TEXT_INPUT_WORDS = new Set(["text", "content", "message", "query", "topic", "input"]);
+
+/**
+ * The input a message's text goes into, when a crew is started from a message: the first one whose
+ * name says it takes text (topic, content, message_text, userQuery…), else the first input.
+ */
+export function inputForMessageText(inputs: readonly { name: string }[]): string | undefined {
+  const saysText = (name: string) =>
+    humanizeInputName(name)
+      .toLowerCase()
+      .split(" ")
+      .some((word) => TEXT_INPUT_WORDS.has(word));
+  return (inputs.find((i) => saysText(i.name)) ?? inputs[0])?.name;
 }
 
 /** The inputs the form shows: all of them, or the first 98 when they don't fit. */

@@ -1,6 +1,6 @@
 // A kickoff form belongs to the person who opened it, in the channel it was opened for. Slack hands
 // private_metadata back as it was sent, but a signed request can carry any metadata, so the form's
-// facts (crew, channel, team, user, inputs, nonce) are sealed with an HMAC when the form is built and
+// facts (crew, channel, team, user, inputs, nonce, and the thread of a form opened from a message) are sealed with an HMAC when the form is built and
 // checked on submission. The nonce becomes the run's requestId (unique), so one form starts one run
 // however often its submission is replayed.
 import crypto from "node:crypto";
@@ -10,7 +10,9 @@ import type { KickoffMetadata } from "./metadata.js";
 const processKey = crypto.randomBytes(32).toString("hex");
 
 function signature(key: string, meta: KickoffMetadata): string {
-  const facts = JSON.stringify([meta.crew ?? "", meta.channel, meta.team, meta.user ?? "", meta.nonce ?? "", meta.inputs.map((i) => [i.name, i.required])]);
+  const base = [meta.crew ?? "", meta.channel, meta.team, meta.user ?? "", meta.nonce ?? "", meta.inputs.map((i) => [i.name, i.required])];
+  // A form opened from a message also seals where its run is announced (forms without one keep their old seal).
+  const facts = JSON.stringify(meta.thread || meta.permalink ? [...base, meta.thread ?? "", meta.permalink ?? ""] : base);
   return crypto.createHmac("sha256", `crewline-kickoff-form:${key}`).update(facts).digest("base64url");
 }
 

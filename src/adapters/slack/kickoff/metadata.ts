@@ -8,6 +8,9 @@ export const kickoffMetadata = z.object({
   channel: z.string(),
   team: z.string().default(""),
   inputs: z.array(z.object({ name: z.string(), required: z.boolean() })).default([]),
+  /** A form opened from a message (the message shortcut): the thread the run is announced in, and the message's permalink. */
+  thread: z.string().max(40).optional(),
+  permalink: z.string().max(500).optional(),
   /** Who the form was opened for, its one-time nonce and seal (form-binding.ts). */
   user: z.string().optional(),
   nonce: z.string().max(100).optional(),

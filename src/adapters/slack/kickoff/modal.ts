@@ -4,7 +4,19 @@ import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { isCrewError } from "../../../protocols/crew/errors.js";
-import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, crewNameFromOptionValue, crewPickerView, kickoffErrorView, kickoffFormView, loadingView } from "../blocks/index.js";
+import { sanitizeText } from "../../../text/sanitize.js";
+import {
+  CREW_PICKER_VIEW_CALLBACK,
+  CREW_SELECT_ACTION,
+  crewNameFromOptionValue,
+  crewPickerView,
+  INPUT_ACTION,
+  inputForMessageText,
+  kickoffErrorView,
+  kickoffFormView,
+  loadingView,
+  SOURCE_TEXT_BLOCK,
+} from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { encodeMetadata, kickoffMetadata } from "./metadata.js";
@@ -15,6 +27,15 @@ export interface ModalRequest {
   userId: string;
   teamId: string;
   crewName?: string;
+  /** Opened from a message (the message shortcut): its text prefills the form, and the run is announced in its thread. */
+  source?: { messageTs: string; threadTs: string; text: string };
+}
+
+/** Where a form opened from a message came from: sealed in its metadata, and the text for its prefill. */
+export interface FormOrigin {
+  thread?: string;
+  permalink?: string;
+  text?: string;
 }
 
 export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req: ModalRequest): Promise<void> {
@@ -33,6 +54,14 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   const problem = await channelProblem(client, req.channelId);
   if (problem) return void (await show(kickoffErrorView({ message: problem })));
 
+  const origin: FormOrigin | undefined = req.source && {
+    thread: req.source.threadTs,
+    text: req.source.text,
+    permalink: await client.chat
+      .getPermalink({ channel: req.channelId, message_ts: req.source.messageTs })
+      .then((r) => r.permalink)
+      .catch(() => undefined),
+  };
   const crews = deps.crews.availableIn(req.channelId, req.teamId);
   // A crew this workspace may not use is not named at all (as if it did not exist).
   const usable = deps.crews.usableBy(req.teamId);
@@ -56,27 +85,41 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   } else if (crews.length === 1) {
     crewName = crews[0]!.name;
   } else {
-    const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId }));
+    const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId, ...sealedOrigin(origin) }));
     return void (await show(
       crewPickerView(
         crews.map((c) => ({ name: c.name })),
         meta,
+        origin?.text,
       ),
     ));
   }
-  await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId));
+  await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId, origin));
+}
+
+/** The parts of an origin that the form's seal covers (the text is the user's to change). */
+function sealedOrigin(origin: FormOrigin | undefined): { thread?: string; permalink?: string } {
+  return { ...(origin?.thread ? { thread: origin.thread } : {}), ...(origin?.permalink ? { permalink: origin.permalink } : {}) };
 }
 
 /** The input form for a crew, or an error view that says what to check. */
-export async function formFor(deps: FeatureDeps, crewName: string, channelId: string, teamId: string, userId: string) {
+export async function formFor(deps: FeatureDeps, crewName: string, channelId: string, teamId: string, userId: string, origin?: FormOrigin) {
   const crew = deps.crews.get(crewName);
   if (!crew) return kickoffErrorView({ message: `The crew “${crewName}” is not configured.` });
   try {
     const inputs = await crew.listInputs();
     const metadata = encodeMetadata(
-      bindForm(deps.formKey, { crew: crewName, channel: channelId, team: teamId, user: userId, inputs: inputs.map((i) => ({ name: i.name, required: i.required })) }),
+      bindForm(deps.formKey, {
+        crew: crewName,
+        channel: channelId,
+        team: teamId,
+        user: userId,
+        inputs: inputs.map((i) => ({ name: i.name, required: i.required })),
+        ...sealedOrigin(origin),
+      }),
     );
-    return kickoffFormView({ crewName, inputs, metadata });
+    const target = origin?.text ? inputForMessageText(inputs) : undefined;
+    return kickoffFormView({ crewName, inputs, metadata, ...(target ? { values: { [target]: origin!.text! } } : {}) });
   } catch (err) {
     if (isCrewError(err)) return kickoffErrorView({ crewName, message: err.userMessage() });
     if (err instanceof Error && err.message.startsWith("too many inputs")) {
@@ -108,14 +151,21 @@ export async function channelProblem(client: WebClient, channelId: string): Prom
   }
 }
 
+/** The message text a picker opened from a message carries (the user may have changed it). */
+const sourceTextState = z.object({ [SOURCE_TEXT_BLOCK]: z.object({ [INPUT_ACTION]: z.object({ value: z.string().max(10_000).nullish() }) }) });
+function sourceTextOf(values: unknown): string | undefined {
+  const parsed = sourceTextState.safeParse(values);
+  return parsed.success ? sanitizeText(parsed.data[SOURCE_TEXT_BLOCK][INPUT_ACTION].value ?? "") : undefined;
+}
+
 const pickerSelection = z.object({
   user: z.object({ id: z.string() }),
-  view: z.object({ id: z.string(), hash: z.string().optional(), private_metadata: z.string() }),
+  view: z.object({ id: z.string(), hash: z.string().optional(), private_metadata: z.string(), state: z.object({ values: z.unknown() }).optional() }),
   actions: z.array(z.object({ selected_option: z.object({ value: z.string() }).optional() })).min(1),
 });
 
 export function registerCrewPicker(app: App, deps: FeatureDeps): void {
-  const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined, userId: string) => {
+  const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined, userId: string, stateValues: unknown) => {
     const meta = kickoffMetadata.safeParse(safeJson(metadataText));
     // A picker opened for someone else (or metadata we did not seal) shows nothing.
     if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
@@ -123,14 +173,22 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
     if (!crewName) return;
     await client.views.update({ view_id: viewId, view: loadingView() });
-    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId) });
+    const origin: FormOrigin = { ...sealedOrigin(meta.data), text: sourceTextOf(stateValues) };
+    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId, origin) });
   };
 
   app.action(CREW_SELECT_ACTION, async ({ ack, body, client }) => {
     await ack();
     const parsed = pickerSelection.safeParse(body);
     if (!parsed.success) return;
-    await showForm(client, parsed.data.view.id, parsed.data.view.private_metadata, parsed.data.actions[0]!.selected_option?.value, parsed.data.user.id);
+    await showForm(
+      client,
+      parsed.data.view.id,
+      parsed.data.view.private_metadata,
+      parsed.data.actions[0]!.selected_option?.value,
+      parsed.data.user.id,
+      parsed.data.view.state?.values,
+    );
   });
 
   app.view(CREW_PICKER_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
@@ -140,7 +198,7 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
       .find(Boolean);
     if (!selected) return void (await ack({ response_action: "errors", errors: { [Object.keys(view.state.values)[0] ?? "crew"]: "Choose a crew." } }));
     await ack({ response_action: "update", view: loadingView() });
-    await showForm(client, view.id, view.private_metadata, selected, body.user.id);
+    await showForm(client, view.id, view.private_metadata, selected, body.user.id, view.state.values);
   });
 }
 

@@ -78,6 +78,7 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
       userId: req.userId,
       inputs: req.inputs,
       requestId: req.meta.nonce,
+      ...(req.meta.thread ? { source: { threadTs: req.meta.thread, ...(req.meta.permalink ? { permalink: req.meta.permalink } : {}) } } : {}),
     },
   );
   switch (outcome.kind) {
@@ -107,9 +108,9 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
 /** The run's announcement, posted and removed with the request's client. */
 function slackAnnouncements(client: WebClient): Announcements {
   return {
-    async post(execution) {
+    async post(execution, threadTs) {
       try {
-        const posted = await client.chat.postMessage({ channel: execution.channelId, ...announcementFor(execution) });
+        const posted = await client.chat.postMessage({ channel: execution.channelId, ...(threadTs ? { thread_ts: threadTs } : {}), ...announcementFor(execution) });
         return { ts: posted.ts! };
       } catch (err) {
         return { error: (err as { data?: { error?: string } }).data?.error ?? "unknown_error" };

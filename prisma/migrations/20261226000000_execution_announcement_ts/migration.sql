@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "Execution" ADD COLUMN     "announcementTs" TEXT;
+

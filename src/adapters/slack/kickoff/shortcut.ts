@@ -1,0 +1,40 @@
+// "Run a crew on this message" (a message shortcut): the kickoff form, opened from a message, with its
+// text in the crew's form and the run announced in that message's thread.
+import type { App } from "@slack/bolt";
+import { z } from "zod";
+import { sanitizeText } from "../../../text/sanitize.js";
+import { safeSlice } from "../../../text/truncate.js";
+import { LIMITS, RUN_ON_MESSAGE_SHORTCUT } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { openKickoffModal } from "./modal.js";
+
+const ts = z.string().min(1).max(40);
+const messageAction = z.object({
+  trigger_id: z.string(),
+  user: z.object({ id: z.string() }),
+  team: z.object({ id: z.string() }).nullish(),
+  channel: z.object({ id: z.string() }),
+  // A message's text can be as long as Slack allows (and then some): it is cut before it is read further.
+  message: z.object({ ts, thread_ts: ts.optional(), text: z.string().optional() }),
+});
+
+export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
+  app.shortcut(RUN_ON_MESSAGE_SHORTCUT, async ({ ack, shortcut, client }) => {
+    await ack();
+    const parsed = messageAction.safeParse(shortcut);
+    if (!parsed.success) return void deps.log.warn("message shortcut of an unexpected shape ignored", { issues: parsed.error.issues.length });
+    const { message, channel, user, team } = parsed.data;
+    await openKickoffModal(client, deps, {
+      triggerId: parsed.data.trigger_id,
+      channelId: channel.id,
+      userId: user.id,
+      teamId: team?.id ?? "",
+      source: {
+        messageTs: message.ts,
+        // Slack threads are one level deep: a reply's run goes into the thread it is in.
+        threadTs: message.thread_ts ?? message.ts,
+        text: sanitizeText(safeSlice(message.text ?? "", LIMITS.plainTextInput)),
+      },
+    });
+  });
+}
