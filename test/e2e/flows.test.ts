@@ -145,6 +145,27 @@ describe("flow feedback requests", () => {
     expect(told.args.text).toContain(reason);
   });
 
+  it.each([
+    [200, "answered"],
+    [409, "closed"],
+  ] as const)("shows the flow's %i answer escaped: no <!channel>, mention or disguised link reaches Slack", async (status, state) => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    const hostile = "<!channel> ping <@U0VICTIM> <https://phish.example|Approve>";
+    f.flow.failNext(status, { message: hostile });
+    await clickFlow(f.h, req, "approved", "ok", USER);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === state, { what: `the request ${state}` });
+    const updated = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts && m.updated));
+    const shown = JSON.stringify(updated.blocks);
+    expect(shown).toContain("&lt;!channel&gt; ping &lt;@U0VICTIM&gt; &lt;https://phish.example|Approve&gt;");
+    if (state === "closed") {
+      const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+      expect(told.args.text).toContain("&lt;!channel&gt;");
+    }
+    for (const part of ["<!channel>", "<@U0VICTIM>", "<https://phish.example"]) expect(slackTraffic(f)).not.toContain(part);
+  });
+
   it("refuses an answer that comes too late (the flow service's own 410)", async () => {
     f = await startFlowHarness({ answerWindowMs: 1 });
     await f.flow.send();
