@@ -307,7 +307,8 @@ describe("notification text (the `text` field is mrkdwn too)", () => {
   it("escapes crew names in announcements and completions, and the crew's error", () => {
     const announcement = announcementMessage({ crewName: named, userId: "U1", inputs: {}, state: "running", startedAt: started });
     expect(announcement.text).not.toMatch(tokens);
-    for (const outcome of ["succeeded", "failed", "lost"] as const) expect(completionMessage({ crewName: named, userId: "U1", durationMs: 1000, outcome }).text).not.toMatch(tokens);
+    for (const outcome of ["succeeded", "failed", "lost"] as const)
+      expect(completionMessage({ crewName: named, userId: "U1", durationMs: 1000, outcome }).text).not.toMatch(tokens);
     const error = errorNotice(`boom ${named}`);
     expect(error.text).not.toMatch(tokens);
     expect(error.text).toContain("&lt;!here&gt;");

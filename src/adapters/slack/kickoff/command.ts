@@ -91,7 +91,13 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         crewName: parsed.crewName,
       });
     } else if (parsed.kind === "audit") {
-      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id, teamId: payload.team_id || undefined });
+      const text = await auditReply(client, deps, {
+        kickoffId: parsed.kickoffId,
+        format: parsed.format,
+        userId: payload.user_id,
+        channelId: payload.channel_id,
+        teamId: payload.team_id || undefined,
+      });
       await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "status") {
       const status = await statusFor({ access: accessPorts(client, deps), runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, {
