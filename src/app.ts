@@ -7,6 +7,7 @@ import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "
 import { CrewRegistry } from "./adapters/crew/registry.js";
 import { metricsHandler } from "./adapters/http/metrics-route.js";
 import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./adapters/http/routes.js";
+import { channelMembersCache } from "./adapters/slack/access.js";
 import { InstalledClients, type SlackClients, singleTokenClients } from "./adapters/slack/clients.js";
 import type { FeatureDeps } from "./adapters/slack/deps.js";
 import { registerFlowEdit } from "./adapters/slack/flows/edit.js";
@@ -353,7 +354,20 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
-  const deps: FeatureDeps = { lifecycle, crews, log, webhooksEnabled: !!config.publicUrl, webhookUrls, reviewers, flows, flowHooks, formKey, multiWorkspace: !!oauth, escalations };
+  const deps: FeatureDeps = {
+    lifecycle,
+    crews,
+    log,
+    webhooksEnabled: !!config.publicUrl,
+    webhookUrls,
+    reviewers,
+    flows,
+    flowHooks,
+    formKey,
+    multiWorkspace: !!oauth,
+    escalations,
+    channelMembers: channelMembersCache(opts.clock),
+  };
   deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);

@@ -166,7 +166,7 @@ describe("flow feedback requests", () => {
   };
   const flows = {
     mayDecide: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId || r.reassignedTo === userId,
-    isWaitingFor: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId,
+    isWaitingFor: async (r: FlowRequestFacts, userId: string) => r.assigneeUserId === userId || r.reassignedTo === userId,
   };
 
   it("who may answer: the flow's rules (its port); without flows configured, anyone", async () => {
@@ -177,11 +177,35 @@ describe("flow feedback requests", () => {
     expect(await mayAnswerFlowRequest({ members: members({}) }, request, "USTRANGER")).toBe(true);
   });
 
-  it("who may see its audit trail: someone asking from its channel, or who may answer it", async () => {
-    const ports: AccessPorts = { members: members({}), flows };
+  it("who may see its audit trail: someone asking from its channel, a member of it, its assignee or reviewers", async () => {
+    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows };
     expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CFLOW" })).toBe(true);
     expect(await maySeeFlowRequest(ports, request, { userId: "UASSIGNEE", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, { ...request, reassignedTo: "UDAN" }, { userId: "UDAN", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "UMEMBER", channelId: "CELSEWHERE" })).toBe(true);
     expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CELSEWHERE" })).toBe(false);
+  });
+
+  it("a flow without reviewer rules (anyone may answer in its channel) does not open its trail to everyone", async () => {
+    // The port of a flow with no rules: anyone may answer; Home lists it for its assignee only.
+    const open = { mayDecide: async () => true, isWaitingFor: flows.isWaitingFor };
+    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows: open };
+    expect(await mayAnswerFlowRequest(ports, request, "USTRANGER")).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CELSEWHERE", teamId: "T1" })).toBe(false);
+    expect(await maySeeFlowRequest(ports, request, { userId: "UMEMBER", channelId: "CELSEWHERE", teamId: "T1" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "UASSIGNEE", teamId: "T1" })).toBe(true);
+    // Slack unreachable: no, and said.
+    const warn = vi.fn();
+    expect(await maySeeFlowRequest({ members: members("unreachable"), flows: open, warn }, request, { userId: "UMEMBER" })).toBe(false);
+    expect(warn).toHaveBeenCalledOnce();
+  });
+
+  it("a flow request's trail is shown in its own workspace only", async () => {
+    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows };
+    for (const userId of ["UASSIGNEE", "UMEMBER"]) expect(await maySeeFlowRequest(ports, request, { userId, channelId: "CFLOW", teamId: "T2" })).toBe(false);
+    expect(ports.members.isMember).not.toHaveBeenCalled();
+    // Single-workspace mode: requests have no workspace, askers are all in the one.
+    expect(await maySeeFlowRequest(ports, { ...request, teamId: null }, { userId: "UASSIGNEE", teamId: "T2" })).toBe(true);
   });
 
   it("from App Home: only a request the Home lists for the user; none without flows", async () => {

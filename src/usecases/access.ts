@@ -16,6 +16,8 @@ export interface Asker {
   userId: string;
   /** The channel the request came from (Slack signed it): someone using it there is in it. */
   channelId?: string;
+  /** The workspace the request came from (Slack signed it), when known. */
+  teamId?: string;
 }
 
 /** Whether a user is a member of a channel (may throw when it cannot be known). */
@@ -80,10 +82,15 @@ export async function maySeeRun(ports: AccessPorts, run: RunFacts, asker: Asker)
   if (asker.userId === run.userId || asker.channelId === run.channelId) return true;
   const { reviewers } = ports;
   if (reviewers?.rulesFor(run.crewName) !== undefined && (await reviewers.mayDecide(run.crewName, asker.userId, teamOf(run)).catch(() => false))) return true;
+  return inChannel(ports, run.channelId, asker.userId, "could not read the run's channel members", { executionId: run.id });
+}
+
+/** Whether the user is a member of the channel; unknown (Slack unreachable) counts as no, and is told. */
+async function inChannel(ports: AccessPorts, channelId: string, userId: string, warning: string, fields: Record<string, unknown>): Promise<boolean> {
   try {
-    return await ports.members.isMember(run.channelId, asker.userId);
+    return await ports.members.isMember(channelId, userId);
   } catch (err) {
-    ports.warn?.("could not read the run's channel members", { executionId: run.id, err });
+    ports.warn?.(warning, { ...fields, err });
     return false;
   }
 }
@@ -158,7 +165,15 @@ export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flo
   return !!ports.flows && ports.flows.isWaitingFor(request, userId);
 }
 
-/** Whether the asker may see a flow request's audit trail: someone in its channel, or who may answer it. */
+/**
+ * Whether the asker may see a flow request's audit trail: the rule of runs, in the request's own
+ * workspace only: the members of its channel, its assignee (and whoever it was handed or escalated
+ * to), and the flow's reviewers. A flow without reviewer rules lets anyone answer in its channel, but
+ * not everyone everywhere read its trail.
+ */
 export async function maySeeFlowRequest(ports: AccessPorts, request: FlowRequestFacts, asker: Asker): Promise<boolean> {
-  return asker.channelId === request.channelId || (await mayAnswerFlowRequest(ports, request, asker.userId));
+  if (request.teamId && asker.teamId && asker.teamId !== request.teamId) return false;
+  if (asker.channelId === request.channelId) return true;
+  if (ports.flows && (await ports.flows.isWaitingFor(request, asker.userId).catch(() => false))) return true;
+  return inChannel(ports, request.channelId, asker.userId, "could not read the flow request's channel members", { flow: request.flowName });
 }

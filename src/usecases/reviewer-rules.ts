@@ -1,14 +1,18 @@
 // Who may decide a crew's reviews: the crew's `reviewers` (CREW_REVIEWERS / crews file) name users
 // and Slack user groups. Group members come from usergroups.users.list, cached per group so that a
-// click rarely waits on Slack: fresh entries answer at once; a stale entry that already contains the
-// user answers at once and is refreshed in the background; a refusal is only ever given on fresh data.
+// click rarely waits on Slack (membership-cache.ts): fresh entries answer at once; a stale entry that
+// already contains the user answers at once and is refreshed in the background; a refusal is only
+// ever given on fresh data.
 
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";
+import { MembershipCache } from "./membership-cache.js";
 import { type Clock, type Execution, type Review, systemClock, type TeamRef } from "./ports.js";
 import type { ReviewerGate } from "./reviews.js";
 
 export const USERGROUP_TTL_MS = 5 * 60_000;
+/** At most this many user groups are kept in the cache. */
+export const USERGROUP_CACHE_MAX = 1000;
 
 /** Fetches the user ids of a Slack user group (usergroups.users.list), in the workspace given when known. */
 export type UsergroupLookup = (usergroupId: string, team?: TeamRef) => Promise<string[]>;
@@ -16,11 +20,6 @@ export type UsergroupLookup = (usergroupId: string, team?: TeamRef) => Promise<s
 export interface RulesSource {
   config(crewName: string): { reviewers?: RulesConfig } | undefined;
   all(): { reviewers?: RulesConfig }[];
-}
-
-interface CacheEntry {
-  users: Set<string>;
-  fetchedAt: number;
 }
 
 /** "<@U1>, <!subteam^S1>": who may decide, as Slack renders it. */
@@ -49,16 +48,22 @@ export function reviewGrants(review: Pick<Review, "reassignedTo" | "escalatedAt"
 }
 
 export class ReviewerRules {
-  private readonly cache = new Map<string, CacheEntry>();
-  private readonly inflight = new Map<string, Promise<Set<string> | undefined>>();
+  private readonly groups: MembershipCache<TeamRef | undefined>;
 
   constructor(
     private readonly crews: RulesSource,
-    private readonly lookup: UsergroupLookup,
+    lookup: UsergroupLookup,
     private readonly log: Logger,
-    private readonly clock: Clock = systemClock,
-    private readonly ttlMs = USERGROUP_TTL_MS,
-  ) {}
+    clock: Clock = systemClock,
+    ttlMs = USERGROUP_TTL_MS,
+  ) {
+    this.groups = new MembershipCache(lookup, {
+      ttlMs,
+      maxEntries: USERGROUP_CACHE_MAX,
+      clock,
+      onError: (usergroup, err) => this.log.warn("could not read user group members", { usergroup, err }),
+    });
+  }
 
   /** The crew's rules, or undefined when anyone may decide. */
   rulesFor(crewName: string): RulesConfig | undefined {
@@ -101,39 +106,20 @@ export class ReviewerRules {
   private async allows(rules: RulesConfig, userId: string, team?: TeamRef): Promise<boolean> {
     if (rules.users.includes(userId)) return true;
     if (rules.usergroups.length === 0) return false;
-    const now = this.clock.now().getTime();
     // Cached answers first: a yes from any cached group (fresh or stale) needs no Slack call.
     const toCheck: string[] = [];
     for (const group of rules.usergroups) {
-      const entry = this.cache.get(group);
-      const fresh = entry && now - entry.fetchedAt < this.ttlMs;
-      if (entry?.users.has(userId)) {
-        if (!fresh) void this.refresh(group, team);
-        return true;
-      }
-      if (!fresh) toCheck.push(group);
+      const known = this.groups.known(group, userId, team);
+      if (known) return true;
+      if (known === undefined) toCheck.push(group);
     }
     // A no is only given on fresh data: look up the groups that are missing or stale.
     const results = await Promise.all(toCheck.map((group) => this.refresh(group, team)));
     return results.some((users) => users?.has(userId));
   }
 
-  /** One lookup per group at a time; a failed lookup keeps the old entry (if any). */
+  /** One lookup per group at a time; a failed lookup keeps the old entry (if any) and is logged. */
   private refresh(group: string, team?: TeamRef): Promise<Set<string> | undefined> {
-    const running = this.inflight.get(group);
-    if (running) return running;
-    const promise = this.lookup(group, team)
-      .then((ids) => {
-        const users = new Set(ids);
-        this.cache.set(group, { users, fetchedAt: this.clock.now().getTime() });
-        return users;
-      })
-      .catch((err) => {
-        this.log.warn("could not read user group members", { usergroup: group, err });
-        return this.cache.get(group)?.users;
-      })
-      .finally(() => this.inflight.delete(group));
-    this.inflight.set(group, promise);
-    return promise;
+    return this.groups.refresh(group, team).catch(() => undefined);
   }
 }

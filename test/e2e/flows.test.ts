@@ -145,6 +145,54 @@ describe("flow feedback requests", () => {
     expect(told.args.text).toContain(reason);
   });
 
+  it.each([
+    [200, "answered"],
+    [409, "closed"],
+  ] as const)("shows the flow's %i answer escaped: no <!channel>, mention or disguised link reaches Slack", async (status, state) => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    const hostile = "<!channel> ping <@U0VICTIM> <https://phish.example|Approve>";
+    f.flow.failNext(status, { message: hostile });
+    await clickFlow(f.h, req, "approved", "ok", USER);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === state, { what: `the request ${state}` });
+    const updated = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts && m.updated));
+    const shown = JSON.stringify(updated.blocks);
+    expect(shown).toContain("&lt;!channel&gt; ping &lt;@U0VICTIM&gt; &lt;https://phish.example|Approve&gt;");
+    if (state === "closed") {
+      const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+      expect(told.args.text).toContain("&lt;!channel&gt;");
+    }
+    for (const part of ["<!channel>", "<@U0VICTIM>", "<https://phish.example"]) expect(slackTraffic(f)).not.toContain(part);
+  });
+
+  it("/crew audit of a flow without reviewer rules: only its channel's members and its assignee see the trail; an outsider gets what an unknown id gets", async () => {
+    f = await startFlowHarness({ flow: { team: "T0TEAM" } });
+    await f.flow.send({ output: "Draft" });
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "approved", "Looks fine", USER);
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered", { what: "the answer" });
+    const { requestId } = await flowRow(f.h, req.id);
+    f.h.slack.setMembers(FLOW_CHANNEL, [USER, BOB]);
+    const audit = async (user: string, channel: string, team?: string) => {
+      const before = f!.h.slack.callsTo("response_url").length;
+      await f!.h.requests.command({ text: `audit ${requestId}`, user_id: user, channel_id: channel, ...(team ? { team_id: team } : {}) });
+      return String((await eventually(() => f!.h.slack.callsTo("response_url")[before], { what: `${user}'s audit answer` })).args.text);
+    };
+    // A member of the request's channel, asking elsewhere: the trail.
+    expect(await audit(BOB, "C0ELSEWHERE")).toMatch(/Audit trail.*\n.*chose \*approved\*.*Looks fine/s);
+    // Someone in no relation to the request, in another channel or another workspace: nothing of it.
+    for (const [user, channel, team] of [
+      [MALLORY, "C0ELSEWHERE", undefined],
+      [MALLORY, "C0OTHERTEAM", "T0OTHER"],
+      [BOB, FLOW_CHANNEL, "T0OTHER"],
+    ] as const) {
+      const text = await audit(user, channel, team);
+      expect(text).toMatch(/^I don't know a run with kickoff id/);
+      for (const part of ["Audit trail", "approved", "Looks fine", "content"]) expect(text).not.toContain(part);
+    }
+  }, 60_000);
+
   it("refuses an answer that comes too late (the flow service's own 410)", async () => {
     f = await startFlowHarness({ answerWindowMs: 1 });
     await f.flow.send();

@@ -1,9 +1,11 @@
 // What every Slack feature handler may use; built once by the composition root.
 
+import type { WebClient } from "@slack/web-api";
 import type { Logger } from "../../log/log.js";
 import type { ReviewEscalations } from "../../usecases/escalation.js";
 import type { FlowRequests } from "../../usecases/flows.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";
+import type { MembershipCache } from "../../usecases/membership-cache.js";
 import type { Execution, TeamRef, WebhookUrls } from "../../usecases/ports.js";
 import type { ReviewerRules } from "../../usecases/reviewer-rules.js";
 import type { CrewRegistry } from "../crew/registry.js";
@@ -31,4 +33,6 @@ export interface FeatureDeps {
   flowHooks?: { name: string; webhookUrl: string }[];
   /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */
   multiWorkspace?: boolean;
+  /** Channel member lists, cached briefly for the access checks (adapters/slack/access.ts). */
+  channelMembers?: MembershipCache<WebClient>;
 }

@@ -5,9 +5,9 @@ import type { Installation } from "@slack/bolt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/test-database.js";
 import { TokenCipher } from "../../crypto/token-cipher.js";
-import { silentLogger } from "../../log/log.js";
+import { createLogger, silentLogger } from "../../log/log.js";
 import { InstalledClients } from "./clients.js";
-import { DbInstallationStore, InstallationNotFound } from "./installations.js";
+import { DbInstallationStore, InstallationNotFound, InstallationUnreadable } from "./installations.js";
 
 let db: TestDatabase;
 beforeEach(async () => {
@@ -102,6 +102,37 @@ describe("DbInstallationStore", () => {
     const newOnly = new DbInstallationStore(db.database.prisma, new TokenCipher(newKey), silentLogger);
     expect((await newOnly.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
     expect((await newOnly.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false })).user.refreshToken).toBe("xoxe-user-refresh-T0ONE");
+  });
+
+  it("one workspace whose tokens cannot be opened (a removed key, a damaged row) fails alone, once loudly; the others are re-sealed and served", async () => {
+    const removedKey = randomBytes(32);
+    const oldKey = randomBytes(32);
+    const newKey = randomBytes(32);
+    await new DbInstallationStore(db.database.prisma, new TokenCipher(removedKey), silentLogger).storeInstallation(workspace("T0LOST", "xoxb-lost-secret"));
+    await new DbInstallationStore(db.database.prisma, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    await new DbInstallationStore(db.database.prisma, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0BROKEN", "xoxb-broken-secret"));
+    await db.database.prisma.slackInstallation.update({ where: { installKey: "T:T0BROKEN" }, data: { botToken: "garbage" } });
+
+    const lines: string[] = [];
+    const store = new DbInstallationStore(
+      db.database.prisma,
+      new TokenCipher(newKey, [oldKey]),
+      createLogger("debug", (l) => lines.push(l)),
+    );
+    // At start: no throw; the readable workspace is re-sealed.
+    expect(await store.resealStale()).toBe(1);
+    expect((await store.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
+    await expect(store.botFor("T0LOST")).rejects.toThrow(InstallationUnreadable);
+    await expect(store.botFor("T0LOST")).rejects.toThrow(/workspace T0LOST cannot be opened: sealed with a key that is not configured/);
+    await expect(store.fetchInstallation({ teamId: "T0BROKEN", enterpriseId: undefined, isEnterpriseInstall: false })).rejects.toThrow(/workspace T0BROKEN cannot be opened/);
+
+    const errors = lines.filter((l) => /"level":"error"/.test(l));
+    expect(errors).toHaveLength(2); // once per workspace, however often it is asked for
+    expect(errors.join("\n")).toContain("T0LOST");
+    expect(errors.join("\n")).toContain("T0BROKEN");
+    expect(lines.join("\n")).not.toMatch(/xoxb-|xoxp-|xoxe-/);
+    // A second start re-seals nothing more and still does not throw.
+    expect(await store.resealStale()).toBe(0);
   });
 
   it("refuses a token moved to another workspace's row or edited in the database", async () => {

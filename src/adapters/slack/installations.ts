@@ -3,7 +3,7 @@
 // install. Every token (bot, user, refresh) is sealed with the TokenCipher before it is written, bound
 // to its row and field; the rest of Bolt's Installation object is kept as JSON without them.
 import type { Installation, InstallationQuery, InstallationStore } from "@slack/bolt";
-import type { TokenCipher } from "../../crypto/token-cipher.js";
+import { DecryptError, type TokenCipher } from "../../crypto/token-cipher.js";
 import type { Logger } from "../../log/log.js";
 import type { Db } from "../../store/db/database.js";
 import * as store from "../../store/installations.js";
@@ -31,8 +31,25 @@ export class InstallationNotFound extends Error {
   }
 }
 
+/**
+ * A workspace's stored tokens cannot be opened (sealed with a key no longer configured, or the row was
+ * damaged): that workspace is cut off until it installs the app again; the others are not touched.
+ * The message names the workspace and why, never the token.
+ */
+export class InstallationUnreadable extends Error {
+  constructor(
+    readonly installKey: string,
+    reason: string,
+  ) {
+    super(`Crewline's installation in ${describeKey(installKey)} cannot be opened: ${reason}`);
+    this.name = "InstallationUnreadable";
+  }
+}
+
 export class DbInstallationStore implements InstallationStore {
   private readonly sql: Sql;
+  /** Installations already reported unreadable by this process (each is logged as an error once). */
+  private readonly reported = new Set<string>();
 
   constructor(
     db: Db,
@@ -80,7 +97,7 @@ export class DbInstallationStore implements InstallationStore {
     const row = await this.find(query.teamId, query.enterpriseId, query.isEnterpriseInstall);
     if (!row) throw new InstallationNotFound(describeQuery(query.teamId, query.enterpriseId));
     const data = row.data as unknown as Installation;
-    const open = (field: SealedField) => (row[field] ? this.cipher.open(row[field]!, `${row.installKey}:${field}`) : undefined);
+    const open = (field: SealedField) => (row[field] ? this.openField(row, field) : undefined);
     const installation: Installation = { ...data, user: { ...data.user } } as Installation;
     const userToken = open("userToken");
     const userRefreshToken = open("userRefreshToken");
@@ -105,7 +122,7 @@ export class DbInstallationStore implements InstallationStore {
   async botFor(teamId: string, enterpriseId?: string | null): Promise<BotInstallation> {
     const row = await this.find(teamId, enterpriseId ?? undefined, false);
     if (!row?.botToken) throw new InstallationNotFound(describeQuery(teamId, enterpriseId ?? undefined));
-    return { teamId: row.teamId, enterpriseId: row.enterpriseId, botToken: this.cipher.open(row.botToken, `${row.installKey}:botToken`) };
+    return { teamId: row.teamId, enterpriseId: row.enterpriseId, botToken: this.openField(row, "botToken") };
   }
 
   /** Removes a workspace's own installation (app_uninstalled); returns how many rows went. */
@@ -140,18 +157,46 @@ export class DbInstallationStore implements InstallationStore {
     for (const row of rows) {
       const data: Partial<Record<SealedField, string>> = {};
       const where: Partial<Record<SealedField, string>> = {};
-      for (const field of SEALED) {
-        const sealed = row[field];
-        if (!sealed || !this.cipher.isStale(sealed)) continue;
-        const context = `${row.installKey}:${field}`;
-        data[field] = this.cipher.seal(this.cipher.open(sealed, context), context);
-        where[field] = sealed;
+      try {
+        for (const field of SEALED) {
+          const sealed = row[field];
+          if (!sealed || !this.cipher.isStale(sealed)) continue;
+          data[field] = this.cipher.seal(this.openField(row, field), `${row.installKey}:${field}`);
+          where[field] = sealed;
+        }
+      } catch (err) {
+        // One workspace whose tokens cannot be opened fails alone (reported by openField); the others go on.
+        if (err instanceof InstallationUnreadable) continue;
+        throw err;
       }
       if (Object.keys(data).length === 0) continue;
       if (await store.replaceSealedTokens(this.sql, row.id, data, where, this.clock.now())) resealed++;
     }
     if (resealed) this.log.info("slack tokens re-sealed with the current ENCRYPTION_KEY", { installations: resealed });
     return resealed;
+  }
+
+  /** Opens one sealed token of the row; a token that cannot be opened fails its workspace only, and says so once as an error. */
+  private openField(row: SlackInstallationRow, field: SealedField): string {
+    try {
+      return this.cipher.open(row[field]!, `${row.installKey}:${field}`);
+    } catch (err) {
+      if (!(err instanceof DecryptError)) throw err;
+      const unreadable = new InstallationUnreadable(row.installKey, err.message);
+      if (!this.reported.has(row.installKey)) {
+        this.reported.add(row.installKey);
+        this.log.error(
+          "a workspace's Slack tokens cannot be opened: Crewline cannot act in that workspace until it installs the app again (or the key it was sealed with is set in ENCRYPTION_KEY_PREVIOUS); other workspaces are not affected",
+          {
+            teamId: row.teamId,
+            enterpriseId: row.enterpriseId,
+            field,
+            reason: err.message,
+          },
+        );
+      }
+      throw unreadable;
+    }
   }
 
   private async find(teamId: string | undefined, enterpriseId: string | undefined, isEnterpriseInstall: boolean): Promise<SlackInstallationRow | null> {
@@ -166,6 +211,10 @@ export class DbInstallationStore implements InstallationStore {
     // The workspace's own install first, then its org's.
     return keys.map((k) => rows.find((r) => r.installKey === k)).find((r) => r) ?? null;
   }
+}
+
+function describeKey(installKey: string): string {
+  return installKey.startsWith("E:") ? `org ${installKey.slice(2)}` : `workspace ${installKey.slice(2)}`;
 }
 
 function describeQuery(teamId: string | undefined, enterpriseId: string | undefined): string {

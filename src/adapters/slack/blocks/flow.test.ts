@@ -83,3 +83,27 @@ describe("outcomeStyle", () => {
     expect(outcomeStyle("escalate")).toBeUndefined();
   });
 });
+
+describe("flowRequestMessage's notification text and the flow's answer", () => {
+  const hostile = "<!here> <@U0VICTIM> <https://phish.example|Approve>";
+  const tokens = /<[!@#]|<https?:/;
+
+  it("escapes the flow's name, step and outcome in every state's notification text", () => {
+    const p = { ...base, flowName: `f ${hostile}`, methodName: `m ${hostile}`, outcome: `o ${hostile}`, decidedBy: "U0BOB" };
+    for (const state of ["pending", "answered", "closed"] as const) {
+      const m = flowRequestMessage({ ...p, state });
+      expect(m.text).not.toMatch(tokens);
+      expect(m.text).toContain("&lt;!here&gt;");
+    }
+    expect(flowRequestMessage({ ...p, state: "answered", edit: { by: "U0BOB", text: "new" } }).text).not.toMatch(tokens);
+  });
+
+  it("shows the flow's answer (a 2xx message or a 4xx body) as text, not mrkdwn, in every state", () => {
+    for (const state of ["pending", "answered", "closed"] as const) {
+      const m = flowRequestMessage({ ...base, state, decidedBy: "U0BOB", note: `409 ${hostile}` });
+      const shown = JSON.stringify(m.blocks);
+      expect(shown).toContain("409 &lt;!here&gt; &lt;@U0VICTIM&gt; &lt;https://phish.example|Approve&gt;");
+      for (const token of ["<!here>", "<@U0VICTIM>", "<https://phish"]) expect(shown).not.toContain(token);
+    }
+  });
+});

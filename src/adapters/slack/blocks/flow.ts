@@ -6,7 +6,7 @@ import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBA
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, pendingApprovalsBlocks } from "./review-extras.js";
 import { outputBlocks, type SlackMessage } from "./run.js";
-import { escapeMrkdwn, excerpt, fitMarkdown, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
 
 export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
 
@@ -66,12 +66,15 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   if (p.message) blocks.push(section(fitMarkdown(p.message, 2_000).text));
   blocks.push(...outputBlocks(p.output, p.outputTruncated, p.approvals || p.edit ? EXTRAS_RESERVE : 0));
   const assignee = assigneeLine(p);
-  const title = `Flow ${truncatePlain(p.flowName, 150)}${p.methodName ? ` (${truncatePlain(p.methodName, 100)})` : ""}`;
+  // The notification text is mrkdwn too: every outside part of it is escaped.
+  const title = `Flow ${name(p.flowName)}${p.methodName ? ` (${name(p.methodName, 100)})` : ""}`;
+  // The flow's answer (or a 4xx body) is outside text: shown escaped, never as mrkdwn.
+  const answerText = (max: number) => (p.note?.trim() ? fitMrkdwn(p.note.trim(), max).text : "");
 
   if (p.state === "pending" || p.state === "deciding") {
     blocks.push(feedbackInput(p.emit.length === 0), actions(p.requestId, p.emit));
     if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
-    const notes = [assignee, p.note?.trim() ? excerpt(p.note.trim(), 300).text : undefined].filter(Boolean).join(" · ");
+    const notes = [assignee, answerText(300)].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
     const pending = (p.pendingNotes ?? []).filter((l) => l.trim());
     if (pending.length) blocks.push(context(pending.join("\n")));
@@ -80,16 +83,16 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
   const comment = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), 800).text}` : "";
-  const note = p.note?.trim() ? excerpt(p.note.trim(), 500).text : "";
+  const note = answerText(500);
   if (p.state === "answered" && (p.edit || p.approvals)) {
     blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
-    return { text: `Answered${p.edit ? " with edits" : ""}${p.outcome ? ` (${truncatePlain(p.outcome, 100)})` : ""}: ${title}`, blocks };
+    return { text: `Answered${p.edit ? " with edits" : ""}${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }
   if (p.state === "answered") {
     blocks.push(section(`✅ Answered${by}${outcome}${comment}`));
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
-    return { text: `Answered${p.outcome ? ` (${truncatePlain(p.outcome, 100)})` : ""}: ${title}`, blocks };
+    return { text: `Answered${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }
   const answeredBy = p.byDeadline ? "the deadline" : p.decidedBy ? userMention(p.decidedBy) : "";
   blocks.push(section(`🚫 Closed${answeredBy ? ` after ${answeredBy}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));

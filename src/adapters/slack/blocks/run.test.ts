@@ -288,3 +288,29 @@ describe("readableError and errorNotice", () => {
     expectWithinLimits(errorNotice(""));
   });
 });
+
+describe("notification text (the `text` field is mrkdwn too)", () => {
+  const hostile = ["<!here>", "<@U0VICTIM>", "<https://phish.example|Approve>", "<!subteam^S1>"];
+  const tokens = /<[!@#]|<https?:/;
+  const named = hostile.join(" ");
+
+  it("escapes task names in every review state's notification", () => {
+    const states = ["posted", "pending", "closed", "approved", "rejected"] as const;
+    for (const state of states) {
+      const m = reviewMessage({ reviewId: "rev_1", taskName: named, round: 1, output: "ok", state });
+      expect(m.text).not.toMatch(tokens);
+      expect(m.text).toContain("&lt;!here&gt; &lt;@U0VICTIM&gt; &lt;https://phish.example|Approve&gt;");
+    }
+    expect(reviewMessage({ reviewId: "rev_1", taskName: named, round: 1, output: "ok", state: "approved", edit: { by: "U1", text: "new" } }).text).not.toMatch(tokens);
+  });
+
+  it("escapes crew names in announcements and completions, and the crew's error", () => {
+    const announcement = announcementMessage({ crewName: named, userId: "U1", inputs: {}, state: "running", startedAt: started });
+    expect(announcement.text).not.toMatch(tokens);
+    for (const outcome of ["succeeded", "failed", "lost"] as const)
+      expect(completionMessage({ crewName: named, userId: "U1", durationMs: 1000, outcome }).text).not.toMatch(tokens);
+    const error = errorNotice(`boom ${named}`);
+    expect(error.text).not.toMatch(tokens);
+    expect(error.text).toContain("&lt;!here&gt;");
+  });
+});

@@ -120,7 +120,7 @@ export function announcementMessage(p: AnnouncementParams): SlackMessage {
   if (more > 0) blocks.push(context(`+${plural(more, "more input")}`));
   const kickoff = p.kickoffId ? `Kickoff \`${escapeMrkdwn(truncatePlain(p.kickoffId, 100))}\`` : "";
   blocks.push(context([kickoff, startedAt(p.startedAt), "Activity in the thread 🧵"].filter(Boolean).join(" · ")));
-  return { text: `${emoji} Crew ${truncatePlain(p.crewName, NAME_MAX)}: ${label}`, blocks };
+  return { text: `${emoji} Crew ${escapeMrkdwn(truncatePlain(p.crewName, NAME_MAX))}: ${label}`, blocks };
 }
 
 function inputField(name: string, value: string, max: number): string {
@@ -200,7 +200,8 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   const task = bold(p.taskName, "Task");
   const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
   const note = p.note?.trim() ? fitMrkdwn(p.note.trim(), NOTE_MAX).text : "";
-  const name = truncatePlain(p.taskName, NAME_MAX);
+  // The notification text is mrkdwn too (<!here> in a task name would ping): escaped like the blocks.
+  const name = escapeMrkdwn(truncatePlain(p.taskName, NAME_MAX));
   const reserve = reviewReserve(p);
   const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached) : [];
   if (p.state === "posted") {
@@ -297,14 +298,14 @@ export function completionMessage(p: CompletionParams): SlackMessage {
   if (/^https?:\/\/\S+$/.test(link) && link.length <= PERMALINK_MAX) {
     blocks.push(context(`<${escapeMrkdwn(link).replace(/\|/g, "%7C")}|View the run's thread>`));
   }
-  return { text: `${OUTCOMES[p.outcome](truncatePlain(p.crewName, NAME_MAX))} (${duration})`, blocks };
+  return { text: `${OUTCOMES[p.outcome](escapeMrkdwn(truncatePlain(p.crewName, NAME_MAX)))} (${duration})`, blocks };
 }
 
 /** A crew error, posted in the run's thread. */
 export function errorNotice(text: string): SlackMessage {
   const message = readableError(text) || "Unknown error.";
   return {
-    text: `⚠️ The crew reported an error: ${truncatePlain(message, 200)}`,
+    text: `⚠️ The crew reported an error: ${escapeMrkdwn(truncatePlain(message, 200))}`,
     blocks: [section(`⚠️ *The crew reported an error*\n${excerpt(quoteMrkdwn(escapeMrkdwn(message)), 2_500).text}`)],
   };
 }

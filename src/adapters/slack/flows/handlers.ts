@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Logger } from "../../../log/log.js";
 import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
 import { BodyTooLarge, readBody } from "../../http/routes.js";
-import { FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "../blocks/index.js";
+import { escapeMrkdwn, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION, userMention } from "../blocks/index.js";
 
 export const FLOW_HOOK_PREFIX = "/hooks/flows/";
 export const FLOW_HOOK_PATH = "/hooks/flows/:flowName";
@@ -121,11 +121,12 @@ export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
     case "already_decided": {
       const r = outcome.request;
       if (r.state === "closed") return "This request is closed: the flow no longer takes an answer to it.";
-      return r.decidedBy ? `<@${r.decidedBy}> already ${r.state === "deciding" ? "is answering" : "answered"} this request.` : "This request was already answered.";
+      return r.decidedBy ? `${userMention(r.decidedBy)} already ${r.state === "deciding" ? "is answering" : "answered"} this request.` : "This request was already answered.";
     }
     case "closed":
-      return `The flow did not take the answer: ${outcome.reason}. The request is closed.`;
+      // The flow's own words (its answer's message or 4xx body): escaped like all outside text.
+      return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
     case "failed":
-      return `Your answer did not reach the flow (${outcome.message}), so the request is open again. Try again in a moment.`;
+      return `Your answer did not reach the flow (${escapeMrkdwn(outcome.message)}), so the request is open again. Try again in a moment.`;
   }
 }

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
 import { accessPorts } from "../access.js";
-import { escapeMrkdwn, fitMrkdwn, helpText } from "../blocks/index.js";
+import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
@@ -91,7 +91,13 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         crewName: parsed.crewName,
       });
     } else if (parsed.kind === "audit") {
-      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, userId: payload.user_id, channelId: payload.channel_id });
+      const text = await auditReply(client, deps, {
+        kickoffId: parsed.kickoffId,
+        format: parsed.format,
+        userId: payload.user_id,
+        channelId: payload.channel_id,
+        teamId: payload.team_id || undefined,
+      });
       await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "status") {
       const status = await statusFor({ access: accessPorts(client, deps), runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, {
@@ -109,7 +115,7 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
 export function statusText(kickoffId: string, status: RunStatus): string {
   if (status.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
   const { execution, crew } = status;
-  const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${execution.kickoffId}\` · ${execution.state}`];
+  const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${escapeMrkdwn(execution.kickoffId ?? kickoffId)}\` · ${execution.state}`];
   if (crew && "status" in crew) {
     const reported = crew.status;
     lines.push(
@@ -118,7 +124,7 @@ export function statusText(kickoffId: string, status: RunStatus): string {
     const sofar = reported.output ?? reported.lastTask?.output;
     if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
   } else if (crew) {
-    lines.push(crew.unreadable);
+    lines.push(escapeMrkdwn(crew.unreadable));
   } else if (execution.output || execution.error) {
     lines.push(fitMrkdwn(execution.error ?? execution.output ?? "", 2500).text);
   }
@@ -128,6 +134,7 @@ export function statusText(kickoffId: string, status: RunStatus): string {
 async function listText(deps: FeatureDeps, channelId: string): Promise<string> {
   const runs = await deps.lifecycle.runs.recentInChannel(channelId, 10);
   if (runs.length === 0) return "No crew runs in this channel yet. Start one with `/crew`.";
-  const lines = runs.map((run) => `• ${announcementFor(run).text} — <@${run.userId}> · \`${run.kickoffId ?? "not started"}\``);
+  // The announcement's text is escaped already; the kickoff id comes from the crew.
+  const lines = runs.map((run) => `• ${announcementFor(run).text} — ${userMention(run.userId)} · \`${escapeMrkdwn(run.kickoffId ?? "not started")}\``);
   return `*Recent runs in this channel*\n${lines.join("\n")}`;
 }

@@ -101,7 +101,7 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
       return void (await showView(formWithMissing(deps, req, outcome.missing)));
     case "failed":
       await showView(kickoffErrorView({ crewName, message: outcome.reason }));
-      await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${outcome.reason}` }).catch(() => undefined);
+      await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${escapeMrkdwn(outcome.reason)}` }).catch(() => undefined);
   }
 }
 

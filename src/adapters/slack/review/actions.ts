@@ -6,7 +6,7 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { clickMayDecide } from "../../../usecases/access.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
 import { accessPorts } from "../access.js";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../blocks/index.js";
+import { APPROVE_ACTION, escapeMrkdwn, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 
 export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
@@ -91,12 +91,13 @@ export function replyFor(outcome: DecisionOutcome): string | undefined {
       const { review } = outcome;
       if (review.state === "closed") return "This review is closed: the run no longer needs a decision on it.";
       const verb = review.decision === "reject" ? "rejected" : "approved";
-      return review.decidedBy ? `<@${review.decidedBy}> already ${review.state === "deciding" ? "is deciding" : verb} this review.` : "This review was already decided.";
+      return review.decidedBy ? `${userMention(review.decidedBy)} already ${review.state === "deciding" ? "is deciding" : verb} this review.` : "This review was already decided.";
     }
     case "not_waiting":
-      return `The crew wasn't waiting for this decision, so nothing changed. ${outcome.message}`;
+      // The crew's own words (its error message, its name) are outside text: escaped.
+      return `The crew wasn't waiting for this decision, so nothing changed. ${escapeMrkdwn(outcome.message)}`;
     case "resume_failed":
-      return `Your decision did not reach the crew, so the review is open again. ${outcome.message}`;
+      return `Your decision did not reach the crew, so the review is open again. ${escapeMrkdwn(outcome.message)}`;
   }
 }
 

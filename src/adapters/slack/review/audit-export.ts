@@ -15,6 +15,8 @@ export interface AuditRequest {
   format: AuditFormat;
   userId: string;
   channelId: string;
+  /** The asker's workspace (a flow request's trail is shown in its own workspace only). */
+  teamId?: string;
 }
 
 export function auditLine(row: AuditRecord): string {
@@ -88,7 +90,7 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
   const trail = await auditFor(
     { access: accessPorts(client, deps), runs: deps.lifecycle.runs, audit: deps.lifecycle.audit, ...(deps.flows ? { flows: deps.flows } : {}) },
     req.kickoffId,
-    { userId: req.userId, channelId: req.channelId },
+    { userId: req.userId, channelId: req.channelId, ...(req.teamId ? { teamId: req.teamId } : {}) },
   );
   if (trail.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
   if (trail.kind === "flow") return flowAuditReply(client, deps, trail.request, trail.rows, req);
