@@ -13,7 +13,14 @@ export function safeSlice(text: string, end: number): string {
 
 /** Single-line text (Slack labels, titles, button text; a reason kept in short): whitespace collapsed, "…" when cut. */
 export function truncatePlain(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  if (flat.length <= max) return flat;
-  return safeSlice(flat, max - 1).trimEnd() + ELLIPSIS;
+  // Reads only as much as can show: a growing start of the text, until it holds more than `max`
+  // characters once whitespace is collapsed (a name of a million characters costs no more than one of 200).
+  for (let read = Math.max(64, 2 * max + 2); ; read *= 4) {
+    if (read >= text.length) {
+      const flat = text.replace(/\s+/g, " ").trim();
+      return flat.length <= max ? flat : safeSlice(flat, max - 1).trimEnd() + ELLIPSIS;
+    }
+    const flat = text.slice(0, read).replace(/\s+/g, " ").trimStart();
+    if (flat.length > max + 1) return safeSlice(flat, max - 1).trimEnd() + ELLIPSIS;
+  }
 }

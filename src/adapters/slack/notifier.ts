@@ -17,6 +17,7 @@ import {
   reviewMessage,
   reviewReserve,
   roundDiffNeedsFile,
+  roundDiffTooLarge,
   runNoticeText,
   type SlackMessage,
   unifiedDiff,
@@ -36,14 +37,17 @@ export function announcementFor(execution: Execution): SlackMessage {
   });
 }
 
-/** Whether a review's output goes in a file when first posted (its message keeps room for its diffs). */
+/**
+ * Whether a review's output goes in a file when first posted (its message keeps room for its diffs);
+ * also when it changed too much since the previous round to compare: the new version is the file.
+ */
 export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
-  return outputNeedsFile(review.output, reviewReserve(context));
+  return outputNeedsFile(review.output, reviewReserve(context)) || roundDiffTooLarge(context.previous, review.output);
 }
 
 /** Which files a review needs beside its message: the whole output, the diff from the previous round. */
 export function reviewFilesNeeded(review: Review, context: ReviewContext): { output: boolean; diff: boolean } {
-  return { output: reviewOutputNeedsFile(review, context), diff: !!context.previous && roundDiffNeedsFile(context.previous, review.output) };
+  return { output: reviewOutputNeedsFile(review, context), diff: roundDiffNeedsFile(context.previous, review.output) };
 }
 
 /** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
@@ -76,7 +80,7 @@ function reviewFor(review: Review, note?: string, context: ReviewContext = {}, o
     decidedBy: review.decidedBy ?? undefined,
     feedback: review.feedback ?? undefined,
     note,
-    outputTruncated: outputFile ?? (review.fileAttached || outputNeedsFile(review.output)),
+    outputTruncated: outputFile ?? (review.fileAttached || reviewOutputNeedsFile(review, context)),
   });
 }
 
@@ -127,9 +131,20 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   async attachRoundDiff(execution: Execution, review: Review, previous: NonNullable<ReviewContext["previous"]>): Promise<void> {
+    const patch = unifiedDiff(previous.output, review.output, `round-${previous.round}`, `round-${review.round}`);
+    if (patch === undefined) {
+      // Too many changes for a diff within its bounds: the new version, whole, stands in for it.
+      await this.attach(
+        execution,
+        review.output,
+        `${safeFilename(review.taskName)}-round-${review.round}.md`,
+        `${review.taskName} (round ${review.round}): changed too much since round ${previous.round} to compare; the new version`,
+      );
+      return;
+    }
     await this.attach(
       execution,
-      unifiedDiff(previous.output, review.output, `round-${previous.round}`, `round-${review.round}`),
+      patch,
       `${safeFilename(review.taskName)}-round-${previous.round}-to-${review.round}.diff`,
       `${review.taskName}: changes from round ${previous.round} to round ${review.round}`,
     );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats, mergeChanges, unifiedDiff } from "./diff.js";
+import { commonLines, compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats, mergeChanges, unifiedDiff } from "./diff.js";
 
 describe("compactDiff", () => {
   it("marks removed and added words with a little context, merging changes separated by whitespace", () => {
@@ -70,5 +70,47 @@ describe("unifiedDiff", () => {
     expect(patch).toContain("+++ round-2");
     expect(patch).toContain("-two");
     expect(patch).toContain("+three");
+  });
+});
+
+describe("hostile versions", () => {
+  const lines = (n: number, word: string) => Array.from({ length: n }, (_, i) => `line ${i}: ${word} ${i * 7}`).join("\n");
+
+  it("sets aside the lines both versions share before comparing", () => {
+    expect(commonLines("a\nb\nc\nd", "a\nb\nX\nd")).toEqual({ head: "a\nb\n", before: "c\n", after: "X\n", tail: "d" });
+    expect(commonLines("same", "same")).toEqual({ head: "", before: "same", after: "same", tail: "" });
+    expect(commonLines("ab", "abc")).toEqual({ head: "", before: "ab", after: "abc", tail: "" });
+  });
+
+  it("shows a small change in two long versions, whatever their size", () => {
+    const before = `${lines(20_000, "same")}\nthe old ending`;
+    const after = `${lines(20_000, "same")}\nthe new ending`;
+    const d = compactDiff(before, after);
+    expect(d.tooLarge).toBeUndefined();
+    expect(d.text).toContain("[-old-]{+new+} ending");
+    expect(d).toMatchObject({ added: 1, removed: 1, truncated: false });
+  });
+
+  it("says two rounds of 20,000 differing lines changed too much to compare, and makes no patch", () => {
+    const before = lines(20_000, "alpha");
+    const after = lines(20_000, "omega");
+    expect(compactDiff(before, after)).toMatchObject({ tooLarge: true, truncated: true, identical: false });
+    expect(unifiedDiff(`${"x\n".repeat(1_000_000)}`, `${"y\n".repeat(1_000_000)}`, "round-1", "round-2")).toBeUndefined();
+  });
+
+  it("gives up within its edit bound on versions that share nothing", () => {
+    const before = Array.from({ length: 6_000 }, (_, i) => `a${i}`).join("\n");
+    const after = Array.from({ length: 6_000 }, (_, i) => `b${i}`).join("\n");
+    expect(unifiedDiff(before, after, "round-1", "round-2")).toBeUndefined();
+  });
+
+  it("keeps whitespace runs out of the markers in one pass", () => {
+    const gap = " ".repeat(100_000);
+    expect(
+      mergeChanges([
+        { value: `x${gap}y${gap}`, removed: true },
+        { value: `z${gap}`, added: true },
+      ]),
+    ).toEqual([{ value: `x${gap}y`, removed: true }, { value: "z", added: true }, { value: gap }]);
   });
 });

@@ -9,8 +9,21 @@ import { escapeMrkdwn, safeSlice } from "./text.js";
 export const DIFF_INLINE_MAX = 1_000;
 /** Unchanged text kept on each side of a change. */
 const CONTEXT = 40;
-/** jsdiff gives up after this long (huge, very different outputs); the line diff is tried next. */
-const DIFF_TIMEOUT_MS = 100;
+/**
+ * Bounds on the work a diff may do, on the event loop: past them the versions "changed too much to
+ * compare" and the new version is attached instead. Differing text (what is left once the lines both
+ * versions start and end with are set aside) longer than DIFF_READ_MAX is not compared at all; jsdiff
+ * gives up past the times or edit counts below (the line diff is tried after the word diff).
+ */
+const DIFF_READ_MAX = 30_000;
+const WORD_TIMEOUT_MS = 30;
+const WORD_EDITS_MAX = 2_000;
+const LINE_TIMEOUT_MS = 15;
+const LINE_EDITS_MAX = 1_000;
+/** The unified diff (a file): more room, the same kind of bounds. */
+const PATCH_READ_MAX = 4 * 1024 * 1024;
+const PATCH_TIMEOUT_MS = 40;
+const PATCH_EDITS_MAX = 5_000;
 /** A message is built several times (post, updates, file checks): recent diffs are kept, not recomputed. */
 const RECENT_MAX = 16;
 const recent = new Map<string, CompactDiff>();
@@ -20,6 +33,8 @@ export interface CompactDiff {
   text: string;
   /** The compact diff did not fit in `max`: the message shows the start, the file has the rest. */
   truncated: boolean;
+  /** The versions differ too much to compare within the bounds above: nothing else is known (truncated too). */
+  tooLarge?: boolean;
   added: number;
   removed: number;
   identical: boolean;
@@ -31,9 +46,45 @@ interface Part {
   removed?: boolean;
 }
 
+/**
+ * The lines both versions start and end with, set aside before diffing: jsdiff need not walk them,
+ * and how much really differs is known before any diff is tried.
+ */
+export function commonLines(before: string, after: string): { head: string; before: string; after: string; tail: string } {
+  const n = Math.min(before.length, after.length);
+  let p = 0;
+  while (p < n && before.charCodeAt(p) === after.charCodeAt(p)) p++;
+  const head = p === 0 ? 0 : before.lastIndexOf("\n", p - 1) + 1;
+  let s = 0;
+  while (s < n - head && before.charCodeAt(before.length - 1 - s) === after.charCodeAt(after.length - 1 - s)) s++;
+  // The common end, from the first line break inside it: both versions have the same lines after it.
+  const nl = s > 0 ? after.indexOf("\n", after.length - s) : -1;
+  const tail = nl === -1 ? 0 : after.length - nl - 1;
+  return { head: after.slice(0, head), before: before.slice(head, before.length - tail), after: after.slice(head, after.length - tail), tail: after.slice(after.length - tail) };
+}
+
 function parts(before: string, after: string): Part[] | undefined {
-  const list = diffWordsWithSpace(before, after, { timeout: DIFF_TIMEOUT_MS }) ?? diffLines(before, after, { timeout: DIFF_TIMEOUT_MS });
-  return list && mergeChanges(list);
+  const common = commonLines(before, after);
+  if (common.before.length + common.after.length > DIFF_READ_MAX) return undefined;
+  const list =
+    diffWordsWithSpace(common.before, common.after, { timeout: WORD_TIMEOUT_MS, maxEditLength: WORD_EDITS_MAX }) ??
+    diffLines(common.before, common.after, { timeout: LINE_TIMEOUT_MS, maxEditLength: LINE_EDITS_MAX });
+  if (!list) return undefined;
+  const whole: Part[] = [];
+  for (const part of [{ value: common.head }, ...list, { value: common.tail }] as Part[]) {
+    if (!part.value) continue;
+    const prev = whole.at(-1);
+    if (prev && !prev.added && !prev.removed && !part.added && !part.removed) prev.value += part.value;
+    else whole.push({ value: part.value, ...(part.added ? { added: true } : {}), ...(part.removed ? { removed: true } : {}) });
+  }
+  return mergeChanges(whole);
+}
+
+/** The whitespace a string ends with (a scan from the end: `/\s*$/` would be quadratic on long runs). */
+function trailingSpace(text: string): string {
+  let i = text.length;
+  while (i > 0 && /\s/.test(text.charAt(i - 1))) i--;
+  return text.slice(i);
 }
 
 /**
@@ -52,7 +103,7 @@ export function mergeChanges(list: readonly Part[]): Part[] {
     const lead = r && a ? (/^\s*/.exec(r)![0] === /^\s*/.exec(a)![0] ? /^\s*/.exec(r)![0] : "") : "";
     r = r.slice(lead.length);
     a = a.slice(lead.length);
-    const rTrail = /\s*$/.exec(r)![0];
+    const rTrail = trailingSpace(r);
     const trail = r && a && rTrail && a.endsWith(rTrail) ? rTrail : "";
     if (trail) {
       r = r.slice(0, -trail.length);
@@ -116,7 +167,7 @@ export function compactDiff(before: string, after: string, max = DIFF_INLINE_MAX
 
 function computeDiff(before: string, after: string, max: number): CompactDiff {
   const list = parts(before, after);
-  if (!list) return { text: "(too many changes to show here)", truncated: true, added: 0, removed: 0, identical: false };
+  if (!list) return { text: "", truncated: true, tooLarge: true, added: 0, removed: 0, identical: false };
   let text = "";
   let truncated = false;
   let added = 0;
@@ -146,10 +197,14 @@ export function diffCodeBlock(diff: CompactDiff): string {
   return `\`\`\`${body || " "}\`\`\``;
 }
 
-/** The whole change as a unified diff, for a file. */
-export function unifiedDiff(before: string, after: string, beforeName: string, afterName: string): string {
+/** The whole change as a unified diff, for a file; undefined when the versions changed too much to compare. */
+export function unifiedDiff(before: string, after: string, beforeName: string, afterName: string): string | undefined {
+  const common = commonLines(before, after);
+  if (common.before.length + common.after.length > PATCH_READ_MAX) return undefined;
   return createTwoFilesPatch(beforeName, afterName, before.endsWith("\n") ? before : `${before}\n`, after.endsWith("\n") ? after : `${after}\n`, undefined, undefined, {
     context: 3,
+    timeout: PATCH_TIMEOUT_MS,
+    maxEditLength: PATCH_EDITS_MAX,
   });
 }
 

@@ -41,9 +41,15 @@ export function roundDiff(previous: PreviousRound | undefined, output: string): 
   return previous ? compactDiff(previous.output, output, DIFF_INLINE_MAX) : undefined;
 }
 
-/** Whether the round's whole diff goes in a file (the compact one was cut). */
+/** Whether the round's whole diff goes in a file (the compact one was cut, but the versions could be compared). */
 export function roundDiffNeedsFile(previous: PreviousRound | undefined, output: string): boolean {
-  return roundDiff(previous, output)?.truncated ?? false;
+  const diff = roundDiff(previous, output);
+  return !!diff?.truncated && !diff.tooLarge;
+}
+
+/** The round changed too much to compare: the new version is attached as a file instead of a diff. */
+export function roundDiffTooLarge(previous: PreviousRound | undefined, output: string): boolean {
+  return roundDiff(previous, output)?.tooLarge ?? false;
 }
 
 /** Whether an edit's whole text goes in a file: its diff was cut, or the edited version is long. */
@@ -51,15 +57,17 @@ export function editNeedsFile(original: string, edited: string, longOutput: (tex
   return compactDiff(original, edited, DIFF_INLINE_MAX).truncated || longOutput(edited);
 }
 
-function diffBlocks(title: string, diff: CompactDiff, fileNote: string | undefined): types.KnownBlock[] {
+/** `versionAttached`: what a reader finds instead when the versions changed too much to compare. */
+function diffBlocks(title: string, diff: CompactDiff, fileNote: string | undefined, versionAttached?: string): types.KnownBlock[] {
   if (diff.identical) return [context(`${title}: no change.`)];
+  if (diff.tooLarge) return [section(`*${title}*: changed too much to compare${versionAttached ? `; ${versionAttached}` : "."}`)];
   const blocks: types.KnownBlock[] = [section(`*${title}* (${diffStats(diff)})\n${diffCodeBlock(diff)}`)];
   if (diff.truncated) blocks.push(context(fileNote ?? "Diff shortened to fit in Slack."));
   return blocks;
 }
 
 /** Round 2 and later: the feedback that asked for the round, then what changed. */
-export function previousRoundBlocks(previous: PreviousRound, output: string, diffFileAttached: boolean): types.KnownBlock[] {
+export function previousRoundBlocks(previous: PreviousRound, output: string, diffFileAttached: boolean, outputFileAttached = false): types.KnownBlock[] {
   const blocks: types.KnownBlock[] = [];
   if (previous.feedback?.trim()) {
     const by = previous.decidedBy ? ` by ${userMention(previous.decidedBy)}` : "";
@@ -67,7 +75,8 @@ export function previousRoundBlocks(previous: PreviousRound, output: string, dif
     blocks.push(section(`↩️ Round ${previous.round} was rejected${by} with this feedback:\n${quote}`));
   }
   const diff = compactDiff(previous.output, output, DIFF_INLINE_MAX);
-  blocks.push(...diffBlocks(`Changes since round ${previous.round}`, diff, diffFileAttached ? "The whole diff is attached below as a file." : undefined));
+  const instead = outputFileAttached ? "the new version is attached below as a file." : "the new version is below.";
+  blocks.push(...diffBlocks(`Changes since round ${previous.round}`, diff, diffFileAttached ? "The whole diff is attached below as a file." : undefined, instead));
   return blocks;
 }
 
@@ -108,7 +117,8 @@ export function approvedBlocks(p: {
   blocks.push(section(several ? `${head}\n${approvalsLine(p.approvals!)}` : head));
   if (p.edit) {
     const diff = compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX);
-    blocks.push(...diffBlocks("The edit", diff, p.editFileAttached ? "The edited version is attached below as a file." : undefined));
+    const attached = p.editFileAttached ? "The edited version is attached below as a file." : undefined;
+    blocks.push(...diffBlocks("The edit", diff, attached, attached && "the edited version is attached below as a file."));
     if (p.editFileAttached && !diff.truncated) blocks.push(context("The edited version is attached below as a file."));
     blocks.push(context(p.receiver === "flow" ? "The flow received the edited version with the answer." : "The crew received the edited version as the task's output."));
   }

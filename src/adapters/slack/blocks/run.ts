@@ -5,7 +5,19 @@ import type { ExecutionState } from "../../../domain/states.js";
 import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REASSIGN_ACTION, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
-import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, formatDuration, formatUtcTime, humanizeInputName, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+import {
+  escapeMrkdwn,
+  excerpt,
+  fitMarkdown,
+  fitMrkdwn,
+  formatDuration,
+  formatUtcTime,
+  humanizeInputName,
+  quoteMrkdwn,
+  revealLinkHosts,
+  truncatePlain,
+  userMention,
+} from "./text.js";
 
 export interface SlackMessage {
   /** Notification / accessibility fallback. */
@@ -40,13 +52,14 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /** `reserve`: room kept for other parts of the message (a review's diffs, see review-extras.ts). */
 export function outputNeedsFile(output: string, reserve = 0): boolean {
-  return defuseSlackTokens(output).length > OUTPUT_MARKDOWN_MAX - reserve;
+  // What is shown is never shorter than the output: a long one needs no further look.
+  return output.length > OUTPUT_MARKDOWN_MAX - reserve || markdownShown(output).length > OUTPUT_MARKDOWN_MAX - reserve;
 }
 
 export function outputBlocks(output: string, fileAttached = false, reserve = 0): types.KnownBlock[] {
   if (!output.trim()) return [section("_No output._")];
   const shortened = outputNeedsFile(output, reserve);
-  const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: defuseSlackTokens(output) }];
+  const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: markdownShown(output) }];
   const note = shortened
     ? fileAttached
       ? "Output shortened — the full text is attached below as a file."
@@ -55,6 +68,11 @@ export function outputBlocks(output: string, fileAttached = false, reserve = 0):
       ? "The full output is also attached below as a file."
       : "";
   return note ? [...blocks, context(note)] : blocks;
+}
+
+/** Crew Markdown as Slack renders it: no mentions, and every link says where it leads. */
+function markdownShown(markdown: string): string {
+  return revealLinkHosts(defuseSlackTokens(markdown));
 }
 
 /**
@@ -203,7 +221,7 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   // The notification text is mrkdwn too (<!here> in a task name would ping): escaped like the blocks.
   const name = escapeMrkdwn(truncatePlain(p.taskName, NAME_MAX));
   const reserve = reviewReserve(p);
-  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached) : [];
+  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached, !!p.outputTruncated) : [];
   if (p.state === "posted") {
     // A compact task message: the crew goes on by itself, so there is nothing to decide.
     const round = p.round > 1 ? ` · round ${p.round}` : "";

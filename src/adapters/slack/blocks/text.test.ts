@@ -1,5 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, humanizeInputName, markdownToMrkdwn, quoteMrkdwn, safeSlice, truncatePlain, userMention } from "./text.js";
+import {
+  escapeMrkdwn,
+  excerpt,
+  fitMarkdown,
+  fitMrkdwn,
+  formatDuration,
+  formatUtcTime,
+  humanizeInputName,
+  markdownToMrkdwn,
+  quoteMrkdwn,
+  revealLinkHosts,
+  safeSlice,
+  truncatePlain,
+  userMention,
+} from "./text.js";
 
 describe("markdownToMrkdwn", () => {
   const cases: [string, string][] = [
@@ -8,12 +22,14 @@ describe("markdownToMrkdwn", () => {
     ["***both***", "*_both_*"],
     ["**a *b* c**", "*a _b_ c*"],
     ["~~gone~~", "~gone~"],
-    ["[the docs](https://ex.com/a?b=1&c=2)", "<https://ex.com/a?b=1&amp;c=2|the docs>"],
-    ["[**bold** label](https://ex.com)", "<https://ex.com|bold label>"],
-    ["[a|b](https://ex.com/x|y)", "<https://ex.com/x%7Cy|a|b>"],
+    ["[the docs](https://ex.com/a?b=1&c=2)", "<https://ex.com/a?b=1&amp;c=2|the docs (ex.com)>"],
+    ["[**bold** label](https://ex.com)", "<https://ex.com|bold label (ex.com)>"],
+    ["[a|b](https://ex.com/x|y)", "<https://ex.com/x%7Cy|a|b (ex.com)>"],
+    ["[ex.com](https://ex.com/)", "<https://ex.com/|ex.com>"],
+    ["[https://ex.com/a](https://ex.com/a)", "<https://ex.com/a|https://ex.com/a>"],
     ["<https://auto.link/x>", "<https://auto.link/x>"],
     ["[relative](./docs.md)", "relative"],
-    ["![chart](https://ex.com/c.png)", "<https://ex.com/c.png|chart>"],
+    ["![chart](https://ex.com/c.png)", "<https://ex.com/c.png|chart (ex.com)>"],
     ["# Title", "*Title*"],
     ["### Sub **title** ###", "*Sub title*"],
     ["#hashtag", "#hashtag"],
@@ -55,6 +71,88 @@ describe("markdownToMrkdwn", () => {
 
   it("ignores private-use sentinel characters in the input", () => {
     expect(markdownToMrkdwn("\uE0000\uE001 **b**")).toBe("0 *b*");
+  });
+});
+
+describe("disguised links", () => {
+  it("names the host of a link whose label is not its URL, so it cannot pose as a button", () => {
+    expect(markdownToMrkdwn("[✅ Approve](https://phish.example/ok)")).toBe("<https://phish.example/ok|✅ Approve (phish.example)>");
+    expect(markdownToMrkdwn("[Approve](https://xn--pple-43d.com)")).toBe("<https://xn--pple-43d.com|Approve (xn--pple-43d.com)>");
+    expect(markdownToMrkdwn("[Approve](https://аpple.com)")).toContain("(xn--");
+    expect(markdownToMrkdwn("[write us](mailto:help@ex.com?subject=x)")).toBe("<mailto:help@ex.com?subject=x|write us (help@ex.com)>");
+  });
+
+  it("does the same in standard Markdown that Slack renders itself, outside code", () => {
+    expect(revealLinkHosts("Click [✅ Approve](https://phish.example) now")).toBe("Click [✅ Approve (phish.example)](https://phish.example) now");
+    expect(revealLinkHosts("[✅\nApprove](https://phish.example)")).toBe("[✅\nApprove (phish.example)](https://phish.example)");
+    expect(revealLinkHosts("see [https://ex.com](https://ex.com) and [docs](./a.md)")).toBe("see [https://ex.com](https://ex.com) and [docs](./a.md)");
+    const code = "`[a](https://b.example)`\n```\n[a](https://b.example)\n```";
+    expect(revealLinkHosts(code)).toBe(code);
+  });
+});
+
+describe("hostile text", () => {
+  // Unclosed markers repeated: each used to cost a scan to the end of the text per marker.
+  const M = 2 ** 21;
+  const fill = (unit: string, length = M) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+
+  it("converts unclosed emphasis floods as text", () => {
+    const out = markdownToMrkdwn(fill("**a ", 400_000));
+    expect(out).toBe(fill("**a ", 400_000));
+    expect(markdownToMrkdwn(`${fill("~~b ", 40_000)}~~c~~`)).toBe(`~${fill("~~b ", 40_000).slice(2)}~~c~`);
+    expect(markdownToMrkdwn(`x ${fill("__a ", 40_000)}`)).toBe(`x ${fill("__a ", 40_000)}`);
+  });
+
+  it("keeps brackets, link starts and autolink starts that never close as text", () => {
+    const brackets = `${"[".repeat(300_000)}${fill("~~b ", 100_000)}`;
+    expect(markdownToMrkdwn(brackets)).toBe(brackets);
+    const linkish = fill("[a](u ", 200_000);
+    expect(markdownToMrkdwn(linkish)).toBe(linkish);
+    expect(markdownToMrkdwn(`${fill("[](", 90_000)}> [ok](https://ok.example)`)).toMatch(/^\[\]\(\[\]\(.*&gt; <https:\/\/ok\.example\|ok \(ok\.example\)>$/);
+    expect(markdownToMrkdwn(fill("<https:", 70_000))).toBe(fill("&lt;https:", 100_000));
+    // Many link starts sharing one URL end, then a long blank run before anything that could close them.
+    const shared = `${fill("[](a", 200_000)}${" ".repeat(500_000)}x`;
+    expect(markdownToMrkdwn(shared)).toBe(shared);
+  });
+
+  it("pairs code spans of the same length however many backtick runs there are", () => {
+    const runs = `x ${Array.from({ length: 300 }, (_, i) => `${"`".repeat(300 - i)}a`).join("")}`;
+    expect(markdownToMrkdwn(runs)).toBe(runs);
+    expect(markdownToMrkdwn(`x ${"`".repeat(100_000)} **b**`)).toBe(`x ${"`".repeat(100_000)} *b*`);
+    const ticks = "`".repeat(100_000);
+    expect(markdownToMrkdwn(`x \`\`\`**a**${ticks} \`\`\`b **c**`)).toBe(`x \`\`\`**a**${ticks} \`\`\`b *c*`);
+  });
+
+  it("reads long quote, heading and bullet lines once", () => {
+    expect(markdownToMrkdwn(`# ${" ".repeat(100_000)}x`)).toBe("*x*");
+    expect(markdownToMrkdwn(`${fill(">   ", 40_000)}x`)).toBe(`${"> ".repeat(10_000)}  x`);
+    expect(markdownToMrkdwn(`- ${" ".repeat(100_000)}item`)).toBe("• item");
+  });
+
+  it("fits a 2 MiB output into the excerpt, converting only its start", () => {
+    for (const md of [fill("**a "), `${"[".repeat(300_000)}${fill("~~b ", M - 300_000)}`, fill("<"), fill("&amp;"), fill("\ud83d"), fill("`")]) {
+      const { text, truncated } = fitMarkdown(md, 2_900);
+      expect(truncated).toBe(true);
+      expect(text.length).toBeLessThanOrEqual(2_900);
+      expect(text.endsWith("…")).toBe(true);
+    }
+    // Conversion that shortens a lot (link targets dropped): the start fits whole, and still says it goes on.
+    const shrinking = fitMarkdown(fill(`[x](./${"a".repeat(50)}) `, 100_000), 100);
+    expect(shrinking.truncated).toBe(true);
+    expect(shrinking.text).toMatch(/^x x x x x x x.*\n…$/);
+  });
+
+  it("escapes only what can show", () => {
+    const { text, truncated } = fitMrkdwn(fill("<"), 700);
+    expect(truncated).toBe(true);
+    expect(text).toBe(`${"&lt;".repeat(174)}…`);
+    expect(fitMrkdwn("a < b", 700)).toEqual({ text: "a &lt; b", truncated: false });
+  });
+
+  it("cuts plain text and input names before working on them", () => {
+    expect(truncatePlain(`${" ".repeat(M)}name`, 10)).toBe("name");
+    expect(truncatePlain(fill("ab "), 10)).toBe("ab ab ab…");
+    expect(humanizeInputName(`a${"A".repeat(M)}`)).toBe(`A ${"A".repeat(199)}`);
   });
 });
 
