@@ -227,6 +227,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
             (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
           ),
           log,
+          config.slack.signingSecret!,
         ),
         clientOptions,
         logger,

@@ -32,6 +32,12 @@ export const DEFAULT_PROCESSING_CONCURRENCY = 2;
 export const CALLBACK_KINDS = ["step", "task", "crew", "input", "events"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
 
+/** A callback whose URL (and bearer token) named a run and its secret correctly; its body is still unread. */
+export interface AuthenticatedCallback {
+  execution: Execution;
+  kind: CallbackKind;
+}
+
 export interface CallbackAnswer {
   status: number;
   message: string;
@@ -59,18 +65,29 @@ export class Callbacks {
     this.sql = sqlOf(db);
   }
 
-  async accept(executionId: string, kind: string, secret: string, body: unknown, authorization?: string): Promise<CallbackAnswer> {
-    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { status: 404, message: "unknown callback" };
-    let execution = await this.lookup(executionId);
-    if (!execution) return { status: 404, message: "unknown execution" };
-    if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
+  /**
+   * Who is calling, from the URL and headers alone (execution id, secret, and for `input` / `events`
+   * the bearer token): checked before the body is read, so a forged request costs no parsing.
+   */
+  async authenticate(executionId: string, kind: string, secret: string, authorization?: string): Promise<{ caller: AuthenticatedCallback } | { refused: CallbackAnswer }> {
+    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { refused: { status: 404, message: "unknown callback" } };
+    const execution = await this.lookup(executionId);
+    if (!execution) return { refused: { status: 404, message: "unknown execution" } };
+    if (!sameSecret(secret, execution.webhookSecret)) return { refused: { status: 401, message: "invalid callback secret" } };
     if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
-      return { status: 401, message: "invalid or missing authorization" };
+      return { refused: { status: 401, message: "invalid or missing authorization" } };
     }
+    return { caller: { execution, kind: kind as CallbackKind } };
+  }
+
+  /** The body of an authenticated callback: checked against its run, recorded, answered. */
+  async accept(caller: AuthenticatedCallback, body: unknown): Promise<CallbackAnswer> {
+    const { kind } = caller;
+    let { execution } = caller;
     if (!namesOwnRun(execution, body)) {
       // The cached row may predate the stored kickoff id: look again before refusing.
       this.cache.delete(execution.id);
-      execution = (await this.lookup(executionId)) ?? execution;
+      execution = (await this.lookup(execution.id)) ?? execution;
       if (!namesOwnRun(execution, body)) {
         this.log.warn("callback names another run; refused", { executionId: execution.id, kind });
         return { status: 409, message: "this callback names another run than its URL" };

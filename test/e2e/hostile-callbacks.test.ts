@@ -112,4 +112,32 @@ describe("hostile crew callbacks", () => {
     expect(lines.some((l) => l.includes("callback names another run"))).toBe(true);
     expect(lines.join("\n")).not.toContain(second.webhookSecret);
   });
+
+  it("12. a forged callback is answered from its URL alone: a malformed 2 MiB body gets 401 or 404, never parsed (400)", async () => {
+    h = await startHarness({ crew: { tasks: oneTask("out") } });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    const s = execution.webhookSecret;
+    // Unparseable (and too deep to parse): a parser would answer 400; only the authenticated get that far.
+    const malformed = `{"task_id":"forged","output":"${"x".repeat(2 * 1024 * 1024 - 2000)}",${"[".repeat(1000)}`;
+    const huge = "y".repeat(3 * 1024 * 1024);
+    const forged = [
+      [`/hooks/${execution.id}/task/wrong-secret`, 401],
+      [`/hooks/${execution.id}/crew/${s.slice(0, -1)}x`, 401],
+      [`/hooks/00000000-0000-4000-8000-000000000000/task/${s}`, 404],
+      [`/hooks/${execution.id}/bogus/${s}`, 404],
+      // input and events need the bearer token too.
+      [`/hooks/${execution.id}/input/${s}`, 401],
+      [`/hooks/${execution.id}/events/${s}`, 401],
+    ] as const;
+    for (const [path, status] of forged) {
+      expect((await post(path, malformed)).status, path).toBe(status);
+      expect((await post(path, huge)).status, `${path} (3 MiB)`).toBe(status);
+    }
+    // The authenticated get the body's own answers.
+    expect((await post(`/hooks/${execution.id}/task/${s}`, malformed)).status).toBe(400);
+    expect((await post(`/hooks/${execution.id}/task/${s}`, huge)).status).toBe(413);
+    expect(await h.bot.database.prisma.webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "forged" } } })).toBe(0);
+    expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
+  });
 });
