@@ -333,6 +333,10 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
       (key, message) => problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
     );
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
+    else if (secret.length < MIN_SECRET_LENGTH)
+      problems.push(
+        `${describe("CREWS_FILE")}: flow "${entry.name}" ${entry.secret !== undefined ? "secret" : `secretEnv (${entry.secretEnv})`} is too short: ${flowSecretRule}`,
+      );
     else
       flows.push({
         name: entry.name,
@@ -350,6 +354,10 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   if (dup) problems.push(`${describe("CREWS_FILE")}: flow name "${dup}" appears twice`);
   return flows;
 }
+
+/** Shortest secret accepted where a guessed one would let requests be forged (SLACK_STATE_SECRET, flow signing secrets). */
+export const MIN_SECRET_LENGTH = 16;
+const flowSecretRule = `use the signing secret from the flow's dashboard (Settings → Human in the Loop), at least ${MIN_SECRET_LENGTH} characters`;
 
 /** FLOW_NAME / FLOW_WEBHOOK_SECRET / FLOW_CHANNEL / FLOW_REVIEWERS: one flow, or none when unset. */
 function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
@@ -369,6 +377,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
     .safeParse(approvals ?? "1");
   if (!checkedApprovals.success) problems.push(`${describe("FLOW_APPROVALS")} is invalid: ${checkedApprovals.error.issues[0]?.message}`);
   if (!secret) problems.push(`FLOW_WEBHOOK_SECRET is missing: ${VARIABLES.FLOW_WEBHOOK_SECRET} (needed because another FLOW_* variable is set)`);
+  else if (secret.length < MIN_SECRET_LENGTH) problems.push(`${describe("FLOW_WEBHOOK_SECRET")} of flow "${name ?? "flow"}" is too short: ${flowSecretRule}`);
   if (!channel) problems.push(`FLOW_CHANNEL is missing: ${VARIABLES.FLOW_CHANNEL}`);
   const checkedName = flowName.safeParse(name ?? "flow");
   if (!checkedName.success) problems.push(`${describe("FLOW_NAME")} is invalid: ${checkedName.error.issues[0]?.message}`);
@@ -381,7 +390,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
     { decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT"), escalateTo: escalate ? idList.parse(escalate) : undefined },
     (key, message) => problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
   );
-  if (!secret || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
+  if (!secret || secret.length < MIN_SECRET_LENGTH || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
   return [
     {
       name: checkedName.data,
@@ -408,7 +417,7 @@ function readOAuth(env: NodeJS.ProcessEnv, problems: string[]): OAuthConfig | un
     return undefined;
   }
   if (!/^\d+\.\d+$/.test(clientId!)) problems.push(`${describe("SLACK_CLIENT_ID")} is invalid: a client id looks like 1234567890.1234567890`);
-  if (stateSecret!.length < 16) problems.push(`${describe("SLACK_STATE_SECRET")} is invalid: use at least 16 random characters`);
+  if (stateSecret!.length < MIN_SECRET_LENGTH) problems.push(`${describe("SLACK_STATE_SECRET")} is invalid: use at least ${MIN_SECRET_LENGTH} random characters`);
   return { clientId: clientId!, clientSecret: clientSecret!, stateSecret: stateSecret! };
 }
 
