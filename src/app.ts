@@ -295,6 +295,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     progressIntervalMs: opts.progressIntervalMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
+    webhookEventRetentionMs: config.webhookEventRetentionMs,
     deadlinePolicy: {
       deadlineOf: (name) => {
         const crew = crews.config(name);

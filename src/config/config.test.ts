@@ -173,7 +173,9 @@ describe("loadConfig: flows", () => {
     expect(config.crews).toHaveLength(1);
     const two = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-02", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "2" });
     expect(two.flows?.[0]?.approvals).toBe(2);
-    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-02", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "many" }).join("\n")).toMatch(/^FLOW_APPROVALS.*distinct people/m);
+    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-02", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "many" }).join("\n")).toMatch(
+      /^FLOW_APPROVALS.*distinct people/m,
+    );
   });
 
   it("accepts a flow-only set-up (no crew) from the environment and from a file", () => {
@@ -193,6 +195,14 @@ describe("loadConfig: flows", () => {
       { name: "content", secret: "from-env-signing-secret", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: [] } },
       { name: "legal", secret: "inline-signing-secret", channel: "C0LEGAL", reviewers: undefined, approvals: 2 },
     ]);
+  });
+
+  it("reads WEBHOOK_EVENT_RETENTION as a duration of at least an hour, unset by default (7 days in the app)", () => {
+    expect(loadConfig(base).webhookEventRetentionMs).toBeUndefined();
+    expect(loadConfig({ ...base, WEBHOOK_EVENT_RETENTION: "36h" }).webhookEventRetentionMs).toBe(36 * 3_600_000);
+    expect(loadConfig({ ...base, WEBHOOK_EVENT_RETENTION: "7d" }).webhookEventRetentionMs).toBe(7 * 86_400_000);
+    expect(problems({ ...base, WEBHOOK_EVENT_RETENTION: "a week" }).join("\n")).toMatch(/^WEBHOOK_EVENT_RETENTION \(how long the crew callbacks .*\) is invalid: use a duration/m);
+    expect(problems({ ...base, WEBHOOK_EVENT_RETENTION: "10m" }).join("\n")).toMatch(/^WEBHOOK_EVENT_RETENTION .* is invalid: use at least 1h/m);
   });
 
   it("refuses a flow signing secret shorter than 16 characters, naming the flow and the setting, never echoing it", () => {

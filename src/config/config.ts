@@ -98,6 +98,8 @@ export interface AppConfig {
   reviewReminders?: { afterMinutes: number; max: number };
   /** Bearer token GET /metrics requires (METRICS_TOKEN); unset: /metrics is open. */
   metricsToken?: string;
+  /** How long the recorded crew callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION, default 7 days). */
+  webhookEventRetentionMs?: number;
 }
 
 export class ConfigError extends Error {
@@ -153,6 +155,7 @@ const VARIABLES: Record<string, string> = {
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
   FLOW_APPROVALS: "how many distinct people must choose an approve-like outcome on a flow's feedback request before the flow gets the answer (1 to 10, default 1)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
+  WEBHOOK_EVENT_RETENTION: "how long the crew callbacks of a finished run are kept in the database, e.g. 7d, 36h (default 7d; at least 1h)",
   METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",
 };
 
@@ -334,9 +337,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
     );
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
     else if (secret.length < MIN_SECRET_LENGTH)
-      problems.push(
-        `${describe("CREWS_FILE")}: flow "${entry.name}" ${entry.secret !== undefined ? "secret" : `secretEnv (${entry.secretEnv})`} is too short: ${flowSecretRule}`,
-      );
+      problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${entry.secret !== undefined ? "secret" : `secretEnv (${entry.secretEnv})`} is too short: ${flowSecretRule}`);
     else
       flows.push({
         name: entry.name,
@@ -504,6 +505,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     optional(env, "METRICS_TOKEN"),
   );
 
+  const webhookEventRetentionMs = check(
+    "WEBHOOK_EVENT_RETENTION",
+    z.string().transform((value, ctx) => {
+      const ms = parseDuration(value);
+      if (ms === undefined) ctx.addIssue({ code: "custom", message: 'use a duration such as "7d", "36h" or "1d12h"' });
+      else if (ms < 3_600_000) ctx.addIssue({ code: "custom", message: "use at least 1h" });
+      return ms ?? z.NEVER;
+    }),
+    optional(env, "WEBHOOK_EVENT_RETENTION"),
+  );
+
   let crews: CrewConfig[] = [];
   const flows = readFlowEnv(env, problems);
   const crewsFile = optional(env, "CREWS_FILE");
@@ -568,5 +580,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     polling,
     reviewReminders: { afterMinutes: reminderMinutes, max: reminderMax },
     ...(metricsToken ? { metricsToken } : {}),
+    ...(webhookEventRetentionMs ? { webhookEventRetentionMs } : {}),
   };
 }
