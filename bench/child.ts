@@ -22,10 +22,13 @@ export function buildBot(): void {
   built = true;
 }
 
-/** CPU time (user + system) the process has used so far, in ms: a steadier cost measure than wall time on shared cores. */
-export function cpuMs(pid: number): number {
+/**
+ * CPU time (user + system) the process (or one of its threads, `tid`) has used so far, in ms: a
+ * steadier cost measure than wall time on shared cores.
+ */
+export function cpuMs(pid: number, tid?: number): number {
   // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const stat = fs.readFileSync(`/proc/${pid}${tid === undefined ? "" : `/task/${tid}`}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }

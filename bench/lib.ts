@@ -70,6 +70,8 @@ export function summarize(values: ArrayLike<number>) {
 export interface LoadRequest {
   path: string;
   body: string;
+  /** Extra request headers (content-type is application/json unless given). */
+  headers?: Record<string, string>;
 }
 
 export interface LoadResult {

@@ -1,6 +1,6 @@
 // Load generator, run in a worker thread so that the client does not share the event loop with the
 // server under test. Plain JavaScript on purpose: no loader is needed inside the worker.
-//   workerData: { origin, requests: [{ path, body }], concurrency, mode: "closed" | "paced", ratePerSec }
+//   workerData: { origin, requests: [{ path, body, headers? }], concurrency, mode: "closed" | "paced", ratePerSec }
 //   closed: `concurrency` loops, each sends its next request when the previous answer is read.
 //   paced:  request i is due at start + i / ratePerSec (open loop); latency counts from the due time,
 //           so a stalled server is not hidden by the client waiting for it (no coordinated omission).
@@ -16,7 +16,7 @@ let errors = 0;
 async function send(i, from) {
   const r = requests[i];
   try {
-    const res = await pool.request({ method: "POST", path: r.path, headers: { "content-type": "application/json" }, body: r.body });
+    const res = await pool.request({ method: "POST", path: r.path, headers: { "content-type": "application/json", ...r.headers }, body: r.body });
     await res.body.dump();
     statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
   } catch (err) {

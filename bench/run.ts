@@ -1,14 +1,22 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
-// Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory, and
+// Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory
+// forged-requests, and
 // scale-out (1 vs 3 replicas on PostgreSQL) when named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for docs/benchmarks.md, and bench/results/latest.json.
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { readBody } from "../src/adapters/http/routes.js";
 import { APPROVE_ACTION, REVIEW_ACTIONS_BLOCK } from "../src/adapters/slack/blocks/index.js";
-import { cpuStallMs } from "./child.js";
+import { slackBodyProblem } from "../src/adapters/slack/guard.js";
+import { signSlackBody } from "../src/playground/slack-requests.js";
+import { parseBoundedJson } from "../src/text/bounded-json.js";
+import { sanitizeJson } from "../src/text/sanitize.js";
+import { cpuMs, cpuStallMs } from "./child.js";
 import {
   type BenchBot,
   CREW_NAME,
@@ -427,6 +435,84 @@ async function decisionLatency(): Promise<Figure[]> {
   }
 }
 
+// ------------------------------------------------------------------ forged requests
+
+/**
+ * Main-thread CPU per forged request (wrong callback secret; wrong Slack signature) with large bodies,
+ * against the order the handlers had before (read, parse and sanitise, then check), measured here on
+ * a server doing just that. The load comes from a worker thread, so the main thread's CPU time
+ * (/proc/self/task/<pid>/stat) is the servers' own work.
+ */
+async function forgedRequests(): Promise<Figure[]> {
+  const N = 40;
+  const C = 4;
+  const callbackBody = JSON.stringify({ task_id: "forged", name: "forged", output: "lorem ipsum é ✓ ".repeat(120_000).slice(0, 2 * 1024 * 1024 - 200) });
+  const slackBody = JSON.stringify({ type: "event_callback", event: { type: "app_mention", text: "x ".repeat(500_000) } });
+  const slackHeaders = { ...signSlackBody("not-the-signing-secret", slackBody) };
+  const oldOrder = await startServer(async (req, res) => {
+    const raw = await readBody(req, 4 * 1024 * 1024);
+    if (req.url?.startsWith("/slack/")) slackBodyProblem(req.headers["content-type"], raw.toString("utf8"));
+    else sanitizeJson(parseBoundedJson(raw.toString("utf8")));
+    res.writeHead(401, { "content-type": "application/json" }).end('{"error":"refused"}');
+  });
+  // The floor: receiving the bytes at all (the body is drained, not read).
+  const floor = await startServer(async (req, res) => {
+    req.resume();
+    res.writeHead(401, { "content-type": "application/json" }).end('{"error":"refused"}');
+  });
+  const b = await startBenchBot({ db: "embedded" });
+  try {
+    const e = await b.execution("C0FORGED");
+    const forgedCallback = e.task.replace(/[^/]+$/, "not-the-secret");
+    const callbacks = range(N).map(() => ({ path: forgedCallback, body: callbackBody }));
+    const slack = range(N).map(() => ({ path: "/slack/events", body: slackBody, headers: slackHeaders }));
+    const cpuPer = async (origin: string, reqs: LoadRequest[]) => {
+      await runLoad(origin, reqs.slice(0, 4), { concurrency: C });
+      const before = cpuMs(process.pid, process.pid);
+      const result = await runLoad(origin, reqs, { concurrency: C });
+      return { ms: (cpuMs(process.pid, process.pid) - before) / reqs.length, statuses: result.statuses };
+    };
+    const rows: Figure[] = [];
+    for (const [metric, reqs, size] of [
+      ["CPU per forged callback", callbacks, callbackBody.length],
+      ["CPU per forged Slack request", slack, slackBody.length],
+    ] as const) {
+      const old = await cpuPer(oldOrder.origin, reqs);
+      const drained = await cpuPer(floor.origin, reqs);
+      const now = await cpuPer(b.botUrl, reqs);
+      rows.push({
+        figure: "forged-requests",
+        metric,
+        value: ms(now.ms),
+        unit: "ms",
+        baseline: ms(old.ms),
+        ratio: round(now.ms / old.ms, 2),
+        ...(metric === "CPU per forged callback" ? { target: "< 0.6× checking after parsing", pass: now.ms < old.ms * 0.6 && now.statuses["401"] === N } : {}),
+        note: `${N} POSTs of ${round(size / 1048576, 1)} MiB, CPU time of the main thread (the bot's background work included); baseline: the same requests read and parsed${metric.includes("Slack") ? " (JSON, zod)" : " and sanitised"} before being refused (the order before); a bare server draining the body: ${ms(drained.ms)} ms; answers ${JSON.stringify(now.statuses)}`,
+      });
+    }
+    return rows;
+  } finally {
+    await b.close();
+    await oldOrder.close();
+    await floor.close();
+  }
+}
+
+async function startServer(handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): Promise<{ origin: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => void handle(req, res).catch(() => res.writeHead(400).end()));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 // ------------------------------------------------------------------ driver
 
 const FIGURES: Record<string, () => Promise<Figure[]>> = {
@@ -437,6 +523,7 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "decision-latency": decisionLatency,
   "startup-memory": startupMemory,
   "scale-out": scaleOut,
+  "forged-requests": forgedRequests,
 };
 /** Run only when named or under BENCH_FULL=1: they take minutes. */
 const ON_REQUEST = new Set(["scale-out"]);

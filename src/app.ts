@@ -229,6 +229,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
             (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
           ),
           log,
+          config.slack.signingSecret!,
         ),
         clientOptions,
         logger,
@@ -296,6 +297,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     progressIntervalMs: opts.progressIntervalMs,
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
+    webhookEventRetentionMs: config.webhookEventRetentionMs,
     deadlinePolicy: {
       deadlineOf: (name) => {
         const crew = crews.config(name);

@@ -87,9 +87,9 @@ describe("loadConfig", () => {
       `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n    approvals: 2\n    selfApproval: false\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
     );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
-    const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env" });
+    const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env-signing-secret" });
     expect(config.crews.map((c) => [c.name, c.token, c.channels])).toEqual([
-      ["research", "from-env", ["C1", "C2"]],
+      ["research", "from-env-signing-secret", ["C1", "C2"]],
       ["writer", "inline", undefined],
     ]);
     expect(config.crews[0]!.reviewers).toEqual({ users: ["U1"], usergroups: ["S9"] });
@@ -122,27 +122,27 @@ describe("loadConfig: review deadlines and escalation", () => {
   });
 
   it("reads a flow's deadline from FLOW_DECIDE_WITHIN / FLOW_ON_TIMEOUT and from the file", () => {
-    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" };
+    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS" };
     expect(loadConfig({ ...flowEnv, FLOW_DECIDE_WITHIN: "1h", FLOW_ON_TIMEOUT: "approve" }).flows![0]).toMatchObject({ decideWithinMs: 3_600_000, onTimeout: "approve" });
     expect(problems({ ...flowEnv, FLOW_DECIDE_WITHIN: "soon" }).join("\n")).toMatch(/^FLOW_DECIDE_WITHIN .*is invalid: use a duration/m);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flows-deadlines-"));
     const file = path.join(dir, "crews.yml");
-    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    decideWithin: 30m\n    onTimeout: reject\n");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    decideWithin: 30m\n    onTimeout: reject\n");
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
     expect(loadConfig({ ...rest, CREWS_FILE: file }).flows![0]).toMatchObject({ decideWithinMs: 30 * 60_000, onTimeout: "reject" });
   });
 
   it("reads a flow's escalateTo from FLOW_ESCALATE_TO and from the file, with errors naming where", () => {
-    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" };
+    const flowEnv = { ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS" };
     expect(loadConfig({ ...flowEnv, FLOW_ESCALATE_TO: "U0BOSS, S0LEADS" }).flows![0]).toMatchObject({ escalateTo: { users: ["U0BOSS"], usergroups: ["S0LEADS"] } });
     expect(loadConfig(flowEnv).flows![0]!.escalateTo).toBeUndefined();
     expect(problems({ ...flowEnv, FLOW_ESCALATE_TO: "@boss" }).join("\n")).toMatch(/^FLOW_ESCALATE_TO .*user ids \(U…\) or user group ids \(S…\)/m);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "flows-escalation-"));
     const file = path.join(dir, "crews.yml");
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
-    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    escalateTo: [U0BOSS]\n");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    escalateTo: [U0BOSS]\n");
     expect(loadConfig({ ...rest, CREWS_FILE: file }).flows![0]).toMatchObject({ escalateTo: { users: ["U0BOSS"], usergroups: [] } });
-    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    escalateTo: [boss]\n");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    escalateTo: [boss]\n");
     expect(problems({ ...rest, CREWS_FILE: file }).join("\n")).toMatch(/flow "content" escalateTo: must be user ids/);
   });
 
@@ -168,16 +168,18 @@ describe("loadConfig: flows", () => {
   const slackOnly = { SLACK_BOT_TOKEN: base.SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET: base.SLACK_SIGNING_SECRET };
 
   it("reads one flow from FLOW_* (name defaults to flow), beside a crew", () => {
-    const config = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_REVIEWERS: "U0BOB,S0TEAM" });
-    expect(config.flows).toEqual([{ name: "flow", secret: "flow-sign", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: ["S0TEAM"] } }]);
+    const config = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-02", FLOW_CHANNEL: "C0FLOWS", FLOW_REVIEWERS: "U0BOB,S0TEAM" });
+    expect(config.flows).toEqual([{ name: "flow", secret: "flow-signing-secret-02", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: ["S0TEAM"] } }]);
     expect(config.crews).toHaveLength(1);
-    const two = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "2" });
+    const two = loadConfig({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-02", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "2" });
     expect(two.flows?.[0]?.approvals).toBe(2);
-    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-sign", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "many" }).join("\n")).toMatch(/^FLOW_APPROVALS.*distinct people/m);
+    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-02", FLOW_CHANNEL: "C0FLOWS", FLOW_APPROVALS: "many" }).join("\n")).toMatch(
+      /^FLOW_APPROVALS.*distinct people/m,
+    );
   });
 
   it("accepts a flow-only set-up (no crew) from the environment and from a file", () => {
-    const config = loadConfig({ ...slackOnly, FLOW_NAME: "content", FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" });
+    const config = loadConfig({ ...slackOnly, FLOW_NAME: "content", FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS" });
     expect(config.crews).toEqual([]);
     expect(config.flows?.map((f) => f.name)).toEqual(["content"]);
 
@@ -185,14 +187,34 @@ describe("loadConfig: flows", () => {
     const file = path.join(dir, "crews.yaml");
     fs.writeFileSync(
       file,
-      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline\n    channel: C0LEGAL\n    approvals: 2\n",
+      "flows:\n  - name: content\n    secretEnv: CONTENT_SECRET\n    channel: C0FLOWS\n    reviewers: [U0BOB]\n  - name: legal\n    secret: inline-signing-secret\n    channel: C0LEGAL\n    approvals: 2\n",
     );
-    const fromFile = loadConfig({ ...slackOnly, CREWS_FILE: file, CONTENT_SECRET: "from-env" });
+    const fromFile = loadConfig({ ...slackOnly, CREWS_FILE: file, CONTENT_SECRET: "from-env-signing-secret" });
     expect(fromFile.crews).toEqual([]);
     expect(fromFile.flows).toEqual([
-      { name: "content", secret: "from-env", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: [] } },
-      { name: "legal", secret: "inline", channel: "C0LEGAL", reviewers: undefined, approvals: 2 },
+      { name: "content", secret: "from-env-signing-secret", channel: "C0FLOWS", reviewers: { users: ["U0BOB"], usergroups: [] } },
+      { name: "legal", secret: "inline-signing-secret", channel: "C0LEGAL", reviewers: undefined, approvals: 2 },
     ]);
+  });
+
+  it("reads WEBHOOK_EVENT_RETENTION as a duration of at least an hour, unset by default (7 days in the app)", () => {
+    expect(loadConfig(base).webhookEventRetentionMs).toBeUndefined();
+    expect(loadConfig({ ...base, WEBHOOK_EVENT_RETENTION: "36h" }).webhookEventRetentionMs).toBe(36 * 3_600_000);
+    expect(loadConfig({ ...base, WEBHOOK_EVENT_RETENTION: "7d" }).webhookEventRetentionMs).toBe(7 * 86_400_000);
+    expect(problems({ ...base, WEBHOOK_EVENT_RETENTION: "a week" }).join("\n")).toMatch(/^WEBHOOK_EVENT_RETENTION \(how long the crew callbacks .*\) is invalid: use a duration/m);
+    expect(problems({ ...base, WEBHOOK_EVENT_RETENTION: "10m" }).join("\n")).toMatch(/^WEBHOOK_EVENT_RETENTION .* is invalid: use at least 1h/m);
+  });
+
+  it("refuses a flow signing secret shorter than 16 characters, naming the flow and the setting, never echoing it", () => {
+    const env = problems({ ...base, FLOW_NAME: "content", FLOW_WEBHOOK_SECRET: "short-flow-key", FLOW_CHANNEL: "C0FLOWS" }).join("\n");
+    expect(env).toMatch(/^FLOW_WEBHOOK_SECRET .* of flow "content" is too short: .*at least 16 characters/m);
+    expect(env).not.toContain("short-flow-key");
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "crewline-")), "crews.yml");
+    fs.writeFileSync(file, "flows:\n  - name: content\n    secret: tiny-key\n    channel: C0FLOWS\n  - name: legal\n    secretEnv: LEGAL_SECRET\n    channel: C0LEGAL\n");
+    const found = problems({ ...slackOnly, CREWS_FILE: file, LEGAL_SECRET: "abc123x" }).join("\n");
+    expect(found).toMatch(/CREWS_FILE .*flow "content" secret is too short: .*at least 16 characters/);
+    expect(found).toMatch(/CREWS_FILE .*flow "legal" secretEnv \(LEGAL_SECRET\) is too short/);
+    expect(found).not.toMatch(/tiny-key|abc123x/);
   });
 
   it("names the variable when a flow is half configured or invalid, never echoing the secret", () => {
@@ -253,15 +275,15 @@ describe("loadConfig: distribution (OAuth) mode", () => {
   });
 
   it("needs each flow's workspace in OAuth mode; reads crews' teams allow-lists", () => {
-    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS" }).join("\n")).toMatch(/flow "flow" has no workspace: .*FLOW_TEAM/);
-    expect(loadConfig({ ...oauth, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE" }).flows?.[0]?.team).toBe("T0ONE");
-    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "s", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "general" }).join("\n")).toMatch(/^FLOW_TEAM .* is invalid/m);
+    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS" }).join("\n")).toMatch(/flow "flow" has no workspace: .*FLOW_TEAM/);
+    expect(loadConfig({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE" }).flows?.[0]?.team).toBe("T0ONE");
+    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "general" }).join("\n")).toMatch(/^FLOW_TEAM .* is invalid/m);
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-teams-"));
     const file = path.join(dir, "crews.yaml");
     fs.writeFileSync(
       file,
-      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: s\n    channel: C0FLOWS\n    team: T0ONE\n",
+      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    team: T0ONE\n",
     );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = oauth;
     const config = loadConfig({ ...rest, CREWS_FILE: file });

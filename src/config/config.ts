@@ -98,6 +98,8 @@ export interface AppConfig {
   reviewReminders?: { afterMinutes: number; max: number };
   /** Bearer token GET /metrics requires (METRICS_TOKEN); unset: /metrics is open. */
   metricsToken?: string;
+  /** How long the recorded crew callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION, default 7 days). */
+  webhookEventRetentionMs?: number;
 }
 
 export class ConfigError extends Error {
@@ -153,6 +155,7 @@ const VARIABLES: Record<string, string> = {
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
   FLOW_APPROVALS: "how many distinct people must choose an approve-like outcome on a flow's feedback request before the flow gets the answer (1 to 10, default 1)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
+  WEBHOOK_EVENT_RETENTION: "how long the crew callbacks of a finished run are kept in the database, e.g. 7d, 36h (default 7d; at least 1h)",
   METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",
 };
 
@@ -333,6 +336,8 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
       (key, message) => problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
     );
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
+    else if (secret.length < MIN_SECRET_LENGTH)
+      problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${entry.secret !== undefined ? "secret" : `secretEnv (${entry.secretEnv})`} is too short: ${flowSecretRule}`);
     else
       flows.push({
         name: entry.name,
@@ -350,6 +355,10 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
   if (dup) problems.push(`${describe("CREWS_FILE")}: flow name "${dup}" appears twice`);
   return flows;
 }
+
+/** Shortest secret accepted where a guessed one would let requests be forged (SLACK_STATE_SECRET, flow signing secrets). */
+export const MIN_SECRET_LENGTH = 16;
+const flowSecretRule = `use the signing secret from the flow's dashboard (Settings → Human in the Loop), at least ${MIN_SECRET_LENGTH} characters`;
 
 /** FLOW_NAME / FLOW_WEBHOOK_SECRET / FLOW_CHANNEL / FLOW_REVIEWERS: one flow, or none when unset. */
 function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
@@ -369,6 +378,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
     .safeParse(approvals ?? "1");
   if (!checkedApprovals.success) problems.push(`${describe("FLOW_APPROVALS")} is invalid: ${checkedApprovals.error.issues[0]?.message}`);
   if (!secret) problems.push(`FLOW_WEBHOOK_SECRET is missing: ${VARIABLES.FLOW_WEBHOOK_SECRET} (needed because another FLOW_* variable is set)`);
+  else if (secret.length < MIN_SECRET_LENGTH) problems.push(`${describe("FLOW_WEBHOOK_SECRET")} of flow "${name ?? "flow"}" is too short: ${flowSecretRule}`);
   if (!channel) problems.push(`FLOW_CHANNEL is missing: ${VARIABLES.FLOW_CHANNEL}`);
   const checkedName = flowName.safeParse(name ?? "flow");
   if (!checkedName.success) problems.push(`${describe("FLOW_NAME")} is invalid: ${checkedName.error.issues[0]?.message}`);
@@ -381,7 +391,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
     { decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT"), escalateTo: escalate ? idList.parse(escalate) : undefined },
     (key, message) => problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
   );
-  if (!secret || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
+  if (!secret || secret.length < MIN_SECRET_LENGTH || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
   return [
     {
       name: checkedName.data,
@@ -408,7 +418,7 @@ function readOAuth(env: NodeJS.ProcessEnv, problems: string[]): OAuthConfig | un
     return undefined;
   }
   if (!/^\d+\.\d+$/.test(clientId!)) problems.push(`${describe("SLACK_CLIENT_ID")} is invalid: a client id looks like 1234567890.1234567890`);
-  if (stateSecret!.length < 16) problems.push(`${describe("SLACK_STATE_SECRET")} is invalid: use at least 16 random characters`);
+  if (stateSecret!.length < MIN_SECRET_LENGTH) problems.push(`${describe("SLACK_STATE_SECRET")} is invalid: use at least ${MIN_SECRET_LENGTH} random characters`);
   return { clientId: clientId!, clientSecret: clientSecret!, stateSecret: stateSecret! };
 }
 
@@ -495,6 +505,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     optional(env, "METRICS_TOKEN"),
   );
 
+  const webhookEventRetentionMs = check(
+    "WEBHOOK_EVENT_RETENTION",
+    z.string().transform((value, ctx) => {
+      const ms = parseDuration(value);
+      if (ms === undefined) ctx.addIssue({ code: "custom", message: 'use a duration such as "7d", "36h" or "1d12h"' });
+      else if (ms < 3_600_000) ctx.addIssue({ code: "custom", message: "use at least 1h" });
+      return ms ?? z.NEVER;
+    }),
+    optional(env, "WEBHOOK_EVENT_RETENTION"),
+  );
+
   let crews: CrewConfig[] = [];
   const flows = readFlowEnv(env, problems);
   const crewsFile = optional(env, "CREWS_FILE");
@@ -559,5 +580,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     polling,
     reviewReminders: { afterMinutes: reminderMinutes, max: reminderMax },
     ...(metricsToken ? { metricsToken } : {}),
+    ...(webhookEventRetentionMs ? { webhookEventRetentionMs } : {}),
   };
 }

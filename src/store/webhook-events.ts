@@ -2,6 +2,7 @@
 // processed after (a delivery received twice is stored once).
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
+import { FINISHED_STATES } from "../domain/states.js";
 import type { Db } from "./db/database.js";
 import type { SqlRunner } from "./db/sql.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
@@ -52,4 +53,24 @@ export function unprocessedWebhookEvents(db: Handle, p: { receivedBy: Date; maxA
     .orderBy("receivedAt")
     .limit(p.limit)
     .execute();
+}
+
+/**
+ * Deletes the events of runs that have ended (every later callback is refused with 410, so their
+ * dedupe keys are no longer needed): processed ones processed before `before`, given-up ones
+ * (`maxAttempts` used) received before it. Events of live runs are kept: they stop a redelivery from
+ * being applied twice.
+ */
+export async function pruneWebhookEvents(db: Handle, p: { before: Date; maxAttempts: number }): Promise<number> {
+  const result = await sqlOf(db)
+    .deleteFrom("WebhookEvent")
+    .where((eb) => eb.or([eb("processedAt", "<", p.before), eb.and([eb("processedAt", "is", null), eb("attempts", ">=", p.maxAttempts), eb("receivedAt", "<", p.before)])]))
+    .where("executionId", "in", (eb) =>
+      eb
+        .selectFrom("Execution")
+        .select("id")
+        .where("state", "in", [...FINISHED_STATES]),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -11,7 +11,14 @@ import type { Db } from "../store/db/database.js";
 import { findExecution } from "../store/executions.js";
 import { isUuid } from "../store/ids.js";
 import { type Sql, sqlOf } from "../store/sql.js";
-import { insertWebhookEvent, markWebhookEventFailed, markWebhookEventProcessed, startWebhookEventAttempt, unprocessedWebhookEvents } from "../store/webhook-events.js";
+import {
+  insertWebhookEvent,
+  markWebhookEventFailed,
+  markWebhookEventProcessed,
+  pruneWebhookEvents,
+  startWebhookEventAttempt,
+  unprocessedWebhookEvents,
+} from "../store/webhook-events.js";
 import { type Clock, type Execution, systemClock } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Reviews } from "./reviews.js";
@@ -27,10 +34,23 @@ import { WorkQueue } from "./work-queue.js";
  */
 export const DEFAULT_PROCESSING_CONCURRENCY = 2;
 
+/** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION). */
+export const DEFAULT_WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
+/** Processing attempts before a recorded callback is given up. */
+const MAX_ATTEMPTS = 5;
+/** How often old events are deleted (at most). */
+const PRUNE_EVERY_MS = 3600_000;
+
 // "input": the human-input webhook; "events": the event stream (opt-in per crew). Both also carry the
 // execution's bearer token.
 export const CALLBACK_KINDS = ["step", "task", "crew", "input", "events"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
+
+/** A callback whose URL (and bearer token) named a run and its secret correctly; its body is still unread. */
+export interface AuthenticatedCallback {
+  execution: Execution;
+  kind: CallbackKind;
+}
 
 export interface CallbackAnswer {
   status: number;
@@ -44,6 +64,7 @@ export class Callbacks {
   private readonly cache = new Map<string, Execution>();
   private readonly work: WorkQueue;
   private readonly sql: Sql;
+  private lastPrune = 0;
 
   constructor(
     db: Db,
@@ -53,24 +74,43 @@ export class Callbacks {
     private readonly log: Logger,
     processingConcurrency = DEFAULT_PROCESSING_CONCURRENCY,
     private readonly clock: Clock = systemClock,
+    private readonly retentionMs = DEFAULT_WEBHOOK_EVENT_RETENTION_MS,
   ) {
     // process() logs its own failures with the event they belong to.
     this.work = new WorkQueue(processingConcurrency, () => {});
     this.sql = sqlOf(db);
   }
 
-  async accept(executionId: string, kind: string, secret: string, body: unknown, authorization?: string): Promise<CallbackAnswer> {
-    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { status: 404, message: "unknown callback" };
-    let execution = await this.lookup(executionId);
-    if (!execution) return { status: 404, message: "unknown execution" };
-    if (!sameSecret(secret, execution.webhookSecret)) return { status: 401, message: "invalid callback secret" };
+  /**
+   * Who is calling, from the URL and headers alone (execution id, secret, and for `input` / `events`
+   * the bearer token): checked before the body is read, so a forged request costs no parsing.
+   */
+  async authenticate(executionId: string, kind: string, secret: string, authorization?: string): Promise<{ caller: AuthenticatedCallback } | { refused: CallbackAnswer }> {
+    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { refused: { status: 404, message: "unknown callback" } };
+    // Step callbacks come in floods and do nothing once the run has ended: the cached row will do.
+    // The others are few, and whether the run has ended must be current for them.
+    if (kind !== "step") this.cache.delete(executionId);
+    const execution = await this.lookup(executionId);
+    if (!execution) return { refused: { status: 404, message: "unknown execution" } };
+    if (!sameSecret(secret, execution.webhookSecret)) return { refused: { status: 401, message: "invalid callback secret" } };
     if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
-      return { status: 401, message: "invalid or missing authorization" };
+      return { refused: { status: 401, message: "invalid or missing authorization" } };
     }
+    // A run that has ended takes no more news, and nothing about it is stored: 410, whatever the
+    // kind, a repeat of the crew callback that ended it included (the crew does not retry, and a
+    // repeat arriving while that callback is still being processed is answered 200 as a duplicate).
+    if (isFinished(execution.state)) return { refused: { status: 410, message: "this run has ended; its callbacks are no longer taken" } };
+    return { caller: { execution, kind: kind as CallbackKind } };
+  }
+
+  /** The body of an authenticated callback: checked against its run, recorded, answered. */
+  async accept(caller: AuthenticatedCallback, body: unknown): Promise<CallbackAnswer> {
+    const { kind } = caller;
+    let { execution } = caller;
     if (!namesOwnRun(execution, body)) {
       // The cached row may predate the stored kickoff id: look again before refusing.
       this.cache.delete(execution.id);
-      execution = (await this.lookup(executionId)) ?? execution;
+      execution = (await this.lookup(execution.id)) ?? execution;
       if (!namesOwnRun(execution, body)) {
         this.log.warn("callback names another run; refused", { executionId: execution.id, kind });
         return { status: 409, message: "this callback names another run than its URL" };
@@ -149,9 +189,20 @@ export class Callbacks {
 
   /** Events recorded but not processed (crash between answer and work): process them now. */
   async processBacklog(olderThanMs = 0): Promise<number> {
-    const pending = await unprocessedWebhookEvents(this.sql, { receivedBy: new Date(this.clock.now().getTime() - olderThanMs), maxAttempts: 5, limit: 100 });
+    const pending = await unprocessedWebhookEvents(this.sql, { receivedBy: new Date(this.clock.now().getTime() - olderThanMs), maxAttempts: MAX_ATTEMPTS, limit: 100 });
     for (const event of pending) await this.process(event.id).catch(() => {});
     return pending.length;
+  }
+
+  /**
+   * Deletes the recorded callbacks of ended runs once older than the retention (WEBHOOK_EVENT_RETENTION),
+   * at most once an hour unless `force`; returns how many went.
+   */
+  async prune(force = false): Promise<number> {
+    const now = this.clock.now().getTime();
+    if (!force && now - this.lastPrune < PRUNE_EVERY_MS) return 0;
+    this.lastPrune = now;
+    return pruneWebhookEvents(this.sql, { before: new Date(now - this.retentionMs), maxAttempts: MAX_ATTEMPTS });
   }
 
   private async apply(execution: Execution, event: CrewEvent): Promise<void> {
@@ -172,6 +223,8 @@ export class Callbacks {
       );
     } else if (event.kind === "crew") {
       await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
+      // Step callbacks read the cached row: from now on they see the run has ended.
+      this.cache.delete(execution.id);
     }
   }
 

@@ -26,6 +26,8 @@ export interface LifecycleDeps {
   progressIntervalMs?: number;
   /** Recorded callbacks processed at once (default 2; see Callbacks). */
   processingConcurrency?: number;
+  /** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION; default 7 days). */
+  webhookEventRetentionMs?: number;
   /** How long a claimed deadline action may stay unfinished (its process died) before another process retakes it. */
   claimStaleMs?: number;
   /** Per-crew review deadlines (decideWithin / onTimeout); unset: no deadlines. */
@@ -71,7 +73,7 @@ export class Lifecycle {
       deps.approvalPolicy,
       this.deadlines.stamp,
     );
-    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency, clock);
+    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency, clock, deps.webhookEventRetentionMs);
   }
 }
 

@@ -158,12 +158,15 @@ export class RunWatcher {
 
   /**
    * Processes crew callbacks recorded but not processed (a crash between the answer and the work),
-   * and takes over decisions whose process died between the claim and the crew's answer.
+   * takes over decisions whose process died between the claim and the crew's answer, and deletes old
+   * callbacks of ended runs.
    * Slack effects need no such sweep: they are outbox rows, which the outbox worker picks up.
    */
   async recover(webhookOlderThanMs = 0): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
     await this.lifecycle.reviews.recoverAbandoned(this.options.abandonedDecisionMs).catch((err) => this.log.warn("abandoned decisions could not be recovered", { err }));
+    // Old callbacks of ended runs go (hourly at most), so the table does not grow for ever.
+    await this.lifecycle.callbacks.prune().catch((err) => this.log.warn("old webhook events could not be deleted", { err }));
   }
 
   /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */

@@ -112,4 +112,67 @@ describe("hostile crew callbacks", () => {
     expect(lines.some((l) => l.includes("callback names another run"))).toBe(true);
     expect(lines.join("\n")).not.toContain(second.webhookSecret);
   });
+
+  it("12. a forged callback is answered from its URL alone: a malformed 2 MiB body gets 401 or 404, never parsed (400)", async () => {
+    h = await startHarness({ crew: { tasks: oneTask("out") } });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    const s = execution.webhookSecret;
+    // Unparseable (and too deep to parse): a parser would answer 400; only the authenticated get that far.
+    const malformed = `{"task_id":"forged","output":"${"x".repeat(2 * 1024 * 1024 - 2000)}",${"[".repeat(1000)}`;
+    const huge = "y".repeat(3 * 1024 * 1024);
+    const forged = [
+      [`/hooks/${execution.id}/task/wrong-secret`, 401],
+      [`/hooks/${execution.id}/crew/${s.slice(0, -1)}x`, 401],
+      [`/hooks/00000000-0000-4000-8000-000000000000/task/${s}`, 404],
+      [`/hooks/${execution.id}/bogus/${s}`, 404],
+      // input and events need the bearer token too.
+      [`/hooks/${execution.id}/input/${s}`, 401],
+      [`/hooks/${execution.id}/events/${s}`, 401],
+    ] as const;
+    for (const [path, status] of forged) {
+      expect((await post(path, malformed)).status, path).toBe(status);
+      expect((await post(path, huge)).status, `${path} (3 MiB)`).toBe(status);
+    }
+    // The authenticated get the body's own answers.
+    expect((await post(`/hooks/${execution.id}/task/${s}`, malformed)).status).toBe(400);
+    expect((await post(`/hooks/${execution.id}/task/${s}`, huge)).status).toBe(413);
+    expect(await h.bot.database.prisma.webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "forged" } } })).toBe(0);
+    expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
+  });
+
+  it("13. every callback for a run that has ended gets 410 and stores nothing, a repeat of the crew callback included", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "only_task", agent: "Writer", humanInput: false, output: "done", delayMs: 10 }] } });
+    await kickoffViaSlack(h, { topic: "ended" });
+    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { state: "completed" } }), { what: "the run to complete" });
+    await eventually(() => h.slack.messages(CHANNEL).some((m) => /finished/.test(m.text ?? "")), { what: "the completion notice" });
+    await eventually(async () => (await h.bot.database.prisma.slackEffect.count({ where: { state: "due" } })) === 0, { what: "the outbox to settle" });
+    const stored = await h.bot.database.prisma.webhookEvent.count();
+    const slackCalls = h.slack.calls.length;
+    const base = `${h.botUrl}/hooks/${execution.id}`;
+    const bearer = { authorization: `Bearer ${execution.humanInputToken}` };
+    const late: [string, unknown, Record<string, string>][] = [
+      ["step", { kickoff_id: execution.kickoffId, thought: "late step" }, {}],
+      ["task", { kickoff_id: execution.kickoffId, name: "late_task", output: "late output" }, {}],
+      ["input", { kickoff_id: execution.kickoffId, task_id: "t9", output: "late input" }, bearer],
+      ["events", { events: [{ id: "e-late", type: "task_completed", timestamp: new Date().toISOString(), data: { output: "late event" } }] }, bearer],
+      ["crew", { kickoff_id: execution.kickoffId, result: "done" }, {}],
+      ["crew", { kickoff_id: execution.kickoffId, result: "a different ending" }, {}],
+    ];
+    for (const [kind, body, headers] of late) {
+      const res = await fetch(`${base}/${kind}/${execution.webhookSecret}`, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json", ...headers },
+      });
+      expect(res.status, kind).toBe(410);
+      expect(await res.json()).toEqual({ error: expect.stringMatching(/run has ended/) });
+    }
+    // The secret still decides first: a wrong one is 401, ended run or not.
+    expect((await post(`/hooks/${execution.id}/task/wrong`, "{}")).status).toBe(401);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await h.bot.database.prisma.webhookEvent.count()).toBe(stored);
+    expect(h.slack.calls.length).toBe(slackCalls);
+    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).output).not.toBe("a different ending");
+  });
 });

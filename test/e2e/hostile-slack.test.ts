@@ -67,6 +67,35 @@ describe("malformed signed Slack requests (3)", () => {
   });
 });
 
+describe("forged Slack requests are refused before their body is parsed", () => {
+  it("answers 401 to a forged or unsigned request, however malformed its body; a signed malformed one gets 400", async () => {
+    const lines: string[] = [];
+    h = await startHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const malformed = `{"type":"event_callback","event":${"[".repeat(5000)}`;
+    const big = `payload=${"%7B".repeat(300_000)}`;
+    const stale = Math.floor(Date.now() / 1000) - 600;
+    const attempts: [string, string, Record<string, string>][] = [
+      [malformed, "application/json", signSlackBody("not-the-secret", malformed)],
+      [malformed, "application/json", signSlackBody(SIGNING_SECRET, malformed, stale)],
+      [malformed, "application/json", {}],
+      [big, "application/x-www-form-urlencoded", signSlackBody("not-the-secret", big)],
+      [big, "application/x-www-form-urlencoded", {}],
+      ["command=%2Fcrew&text=status", "application/x-www-form-urlencoded", { "X-Slack-Signature": "v0=nothex", "X-Slack-Request-Timestamp": "1" }],
+    ];
+    for (const [body, type, headers] of attempts) {
+      const res = await h.requests.raw(body, { "Content-Type": type, ...headers });
+      expect(res.status, `${type} ${JSON.stringify(headers).slice(0, 60)}`).toBe(401);
+    }
+    // Signed, the same bodies reach the shape check (400); Slack's unsigned SSL check is still answered.
+    expect((await signed(malformed, "application/json")).status).toBe(400);
+    expect((await signed(big, "application/x-www-form-urlencoded")).status).toBe(400);
+    expect((await h.requests.raw("ssl_check=1&token=x", { "Content-Type": "application/x-www-form-urlencoded" })).status).toBe(200);
+    expect(lines.some((l) => l.includes("malformed Slack request refused"))).toBe(true);
+    expect(lines.filter((l) => l.includes("malformed Slack request refused"))).toHaveLength(2);
+    await startRunViaSlack(h);
+  });
+});
+
 describe("who may see a run (4)", () => {
   it("answers /crew status and /crew audit only to the channel's members, the starter and reviewers", async () => {
     h = await startHarness({ crew: { tasks: [{ id: "t1", name: "secret_task", agent: "Writer", humanInput: true, output: "TOP SECRET PLANS", delayMs: 20 }] } });

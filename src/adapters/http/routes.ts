@@ -73,24 +73,17 @@ export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
       res.setHeader("allow", "POST");
       return reply(res, 405, { error: "callbacks are POST requests" });
     }
-    let body: unknown;
     try {
-      const raw = await readBody(req, MAX_CALLBACK_BYTES);
-      // Bounded before parsing (nesting, value count), then stored text PostgreSQL can hold.
-      body = sanitizeJson(parseBoundedJson(raw.toString("utf8")));
-    } catch (err) {
-      if (err instanceof BodyTooLarge) {
-        reply(res, 413, { error: `callback bodies are limited to ${MAX_CALLBACK_BYTES} bytes` });
+      // The URL's execution id and secret (and the bearer token) first: a forged request is answered
+      // without its body being read or parsed.
+      const checked = await lifecycle.callbacks.authenticate(sanitizeText(executionId), sanitizeText(kind), sanitizeText(secret), req.headers.authorization);
+      if ("refused" in checked) {
         req.resume();
-      } else if (err instanceof JsonTooComplex) {
-        reply(res, 400, { error: `callback body refused: ${err.message}` });
-      } else {
-        reply(res, 400, { error: "callback body must be JSON" });
+        return reply(res, checked.refused.status, { error: checked.refused.message });
       }
-      return;
-    }
-    try {
-      const answer = await lifecycle.callbacks.accept(sanitizeText(executionId), sanitizeText(kind), sanitizeText(secret), body, req.headers.authorization);
+      const body = await readCallbackBody(req, res);
+      if (body === undefined) return;
+      const answer = await lifecycle.callbacks.accept(checked.caller, body.value);
       reply(res, answer.status, answer.status < 300 ? { ok: true, message: answer.message } : { error: answer.message });
       answer.after?.();
     } catch (err) {
@@ -98,6 +91,25 @@ export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
       if (!res.headersSent) reply(res, 500, { error: "internal error" });
     }
   };
+}
+
+/** The body of an authenticated callback, bounded and parsed; undefined once a 4xx has been answered. */
+async function readCallbackBody(req: IncomingMessage, res: ServerResponse): Promise<{ value: unknown } | undefined> {
+  try {
+    const raw = await readBody(req, MAX_CALLBACK_BYTES);
+    // Bounded before parsing (nesting, value count), then stored text PostgreSQL can hold.
+    return { value: sanitizeJson(parseBoundedJson(raw.toString("utf8"))) };
+  } catch (err) {
+    if (err instanceof BodyTooLarge) {
+      reply(res, 413, { error: `callback bodies are limited to ${MAX_CALLBACK_BYTES} bytes` });
+      req.resume();
+    } else if (err instanceof JsonTooComplex) {
+      reply(res, 400, { error: `callback body refused: ${err.message}` });
+    } else {
+      reply(res, 400, { error: "callback body must be JSON" });
+    }
+    return undefined;
+  }
 }
 
 /** GET /healthz: 200 when the database answers. */

@@ -1,11 +1,13 @@
-// Signed or not, a request to /slack/events is outside input: its body is bounded and its shape
-// checked (zod) before Bolt sees it. Bolt reads fields of the body without checks (a JSON body `null`
-// was an unhandled rejection that ended the process; `event: null`, `view: null`, `actions: 3` were
-// 500s with a stack trace in the log), so a malformed body is answered 400 here. Bolt then verifies
-// the signature on the same bytes (it reuses req.rawBody).
+// Signed or not, a request to /slack/events is outside input. Its signature is checked first, over
+// the raw bytes (a forged or unsigned request is answered 401 without being parsed; one whose headers
+// cannot be a signature is not even read). Only then is its body bounded and its shape checked (zod)
+// before Bolt sees it. Bolt reads fields of the body without checks (a JSON body `null` was an
+// unhandled rejection that ended the process; `event: null`, `view: null`, `actions: 3` were 500s with
+// a stack trace in the log), so a malformed body is answered 400 here. Bolt then verifies the
+// signature again on the same bytes (it reuses req.rawBody).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
-import type { HTTPReceiver } from "@slack/bolt";
+import { type HTTPReceiver, isValidSlackRequest } from "@slack/bolt";
 import { z } from "zod";
 import type { Logger } from "../../log/log.js";
 import { JsonTooComplex, parseBoundedJson } from "../../text/bounded-json.js";
@@ -95,14 +97,61 @@ function refuse(res: ServerResponse, status: number, error: string): void {
   res.end(text);
 }
 
-/** Puts the shape check in front of the receiver's /slack/events endpoint. */
-export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, endpoint = "/slack/events"): HTTPReceiver {
+/** Slack's ssl_check (a tiny form body Bolt answers without a signature) is never longer than this. */
+const MAX_UNSIGNED_BYTES = 1024;
+const SIGNATURE = /^v0=[0-9a-f]{64}$/;
+/** Bolt refuses requests signed longer ago than this. */
+const MAX_SIGNATURE_AGE_S = 5 * 60;
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+function isForm(req: IncomingMessage): boolean {
+  return (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded";
+}
+
+/** Whether the signature headers can be a valid signature at all (format, age): checked before the body is read. */
+function signatureHeadersLookValid(req: IncomingMessage, nowS: number): boolean {
+  const timestamp = Number(header(req, "x-slack-request-timestamp"));
+  return SIGNATURE.test(header(req, "x-slack-signature") ?? "") && Number.isInteger(timestamp) && timestamp >= nowS - MAX_SIGNATURE_AGE_S;
+}
+
+/** Bolt's own check (HMAC over the raw body, timestamp), without parsing anything. */
+function signedBySlack(req: IncomingMessage, signingSecret: string, raw: Buffer): boolean {
+  return isValidSlackRequest({
+    signingSecret,
+    body: raw.toString("utf8"),
+    headers: { "x-slack-signature": header(req, "x-slack-signature") ?? "", "x-slack-request-timestamp": Number(header(req, "x-slack-request-timestamp")) },
+  });
+}
+
+/** Slack's unsigned SSL check, which Bolt answers (and strips of anything else): a tiny form body. */
+function isSslCheck(req: IncomingMessage, raw: Buffer): boolean {
+  return isForm(req) && raw.length <= MAX_UNSIGNED_BYTES && parseQuery(raw.toString("utf8")).ssl_check === "1";
+}
+
+/** Puts the signature check, then the shape check, in front of the receiver's /slack/events endpoint. */
+export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, signingSecret: string, endpoint = "/slack/events"): HTTPReceiver {
   const next = receiver.requestListener;
+  const forged = (req: IncomingMessage, res: ServerResponse, reason: string) => {
+    req.resume();
+    log.warn("unsigned or forged Slack request refused", { reason });
+    refuse(res, 401, "invalid request signature");
+  };
   receiver.requestListener = (req, res) => {
     const path = (req.url ?? "").split("?")[0];
     if (req.method !== "POST" || path !== endpoint) return next(req, res);
-    readBody(req, MAX_SLACK_BODY_BYTES).then(
+    // Headers that cannot be a signature: nothing but an SSL check (a tiny form) is worth reading.
+    const plausible = signatureHeadersLookValid(req, Math.floor(Date.now() / 1000));
+    if (!plausible && !(isForm(req) && Number(req.headers["content-length"] ?? 0) <= MAX_UNSIGNED_BYTES)) return forged(req, res, "no valid signature headers");
+    readBody(req, plausible ? MAX_SLACK_BODY_BYTES : MAX_UNSIGNED_BYTES).then(
       (raw) => {
+        if (!plausible || !signedBySlack(req, signingSecret, raw)) {
+          if (isSslCheck(req, raw)) return next(Object.assign(req, { rawBody: raw }), res);
+          return forged(req, res, plausible ? "signature mismatch" : "no valid signature headers");
+        }
         const problem = slackBodyProblem(req.headers["content-type"], raw.toString("utf8"));
         if (problem) {
           log.warn("malformed Slack request refused", { problem });
@@ -114,6 +163,7 @@ export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, endpoint =
       },
       (err) => {
         if (err instanceof TooLarge) {
+          if (!plausible) return forged(req, res, "no valid signature headers");
           req.resume();
           return refuse(res, 413, "request body too large");
         }
