@@ -74,7 +74,12 @@ export function cellRate(rate: Pick<TierRate, "perMinute" | "burst">, reserve = 
   return { intervalMs, toleranceMs: Math.max(0, rate.burst - 1 - reserve) * intervalMs };
 }
 
-export function takeCell(tat: number | undefined, now: number, rate: Pick<TierRate, "perMinute" | "burst">, reserve = 0): { ok: true; tat: number } | { ok: false; retryAt: number } {
+export function takeCell(
+  tat: number | undefined,
+  now: number,
+  rate: Pick<TierRate, "perMinute" | "burst">,
+  reserve = 0,
+): { ok: true; tat: number } | { ok: false; retryAt: number } {
   const { intervalMs, toleranceMs } = cellRate(rate, reserve);
   const start = Math.max(tat ?? now, now);
   if (start - now <= toleranceMs) return { ok: true, tat: start + intervalMs };
