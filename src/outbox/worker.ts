@@ -55,7 +55,7 @@ export interface OutboxOptions {
 export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
   leaseMs: 60_000,
   tickMs: 500,
-  concurrency: 4,
+  concurrency: 16,
   budget: {},
   minBackoffMs: 1000,
   maxBackoffMs: 300_000,
