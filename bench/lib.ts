@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { type Crewline, createCrewline, webhookUrlBuilder } from "../src/app.js";
+import { type Crewline, type CrewlineOptions, createCrewline, webhookUrlBuilder } from "../src/app.js";
 import type { AppConfig } from "../src/config/config.js";
 import type { Logger } from "../src/log/log.js";
 import { type SimCrewOptions, type SimCrewService, startCrewService } from "../src/sim/crew-service.js";
@@ -189,6 +189,8 @@ export interface BenchBotOptions {
   slack?: FakeSlackOptions;
   crew?: Partial<SimCrewOptions>;
   progressIntervalMs?: number;
+  /** Outbox tuning (the Slack budget, concurrency). */
+  outbox?: CrewlineOptions["outbox"];
 }
 
 export async function startBenchBot(opts: BenchBotOptions = {}): Promise<BenchBot> {
@@ -218,6 +220,7 @@ export async function startBenchBot(opts: BenchBotOptions = {}): Promise<BenchBo
   const bot = createCrewline(config, {
     log,
     progressIntervalMs: opts.progressIntervalMs,
+    ...(opts.outbox ? { outbox: opts.outbox } : {}),
     // BENCH_MEMDB=1: in-memory PGlite (as the tests use) instead of the on-disk data dir production uses.
     ...(kind === "embedded" && process.env.BENCH_MEMDB === "1" ? { database: openDatabase({}) } : {}),
   });

@@ -1,8 +1,8 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
 // Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory
-// forged-requests, and
-// scale-out (1 vs 3 replicas on PostgreSQL) when named or under BENCH_FULL=1.
+// forged-requests, and scale-out (1 vs 3 replicas on PostgreSQL) and slack-budget (reviews first under
+// Slack's tiers) when named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for docs/benchmarks.md, and bench/results/latest.json.
 import fs from "node:fs";
 import http from "node:http";
@@ -36,6 +36,7 @@ import {
 } from "./lib.js";
 import { reexecWithStartFlags, startNodeFlags } from "./node-flags.js";
 import { scaleOut } from "./scale-out.js";
+import { slackBudget } from "./slack-budget.js";
 import { startupMemory } from "./startup-memory.js";
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -524,9 +525,10 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "startup-memory": startupMemory,
   "scale-out": scaleOut,
   "forged-requests": forgedRequests,
+  "slack-budget": slackBudget,
 };
 /** Run only when named or under BENCH_FULL=1: they take minutes. */
-const ON_REQUEST = new Set(["scale-out"]);
+const ON_REQUEST = new Set(["scale-out", "slack-budget"]);
 
 function fmt(v: unknown): string {
   if (v === undefined || v === null) return "–";

@@ -269,7 +269,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     }),
     log,
     clock,
-    { replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(), ...opts.outbox, leaseMs },
+    {
+      replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(),
+      ...(config.polling?.outboxConcurrency ? { concurrency: config.polling.outboxConcurrency } : {}),
+      ...opts.outbox,
+      leaseMs,
+    },
     metrics.outboxEvents(),
   );
   outbox.attach(outboxWorker);

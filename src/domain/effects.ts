@@ -16,40 +16,49 @@
  * the FlowRequest: the thread under its message, which flow.post starts). null: not ordered — the
  * repeatable updates (they render the row as it is whenever they run, so running them early shows
  * nothing out of order) and the completion notice (posted in the channel, not in the thread).
+ *
+ * `priority` says who goes first when Slack's budget is short (src/outbox/budget.ts; the worker claims
+ * in this order too): 0, what a person waits on (a review becoming decidable, a decision shown, a
+ * completion notice, a flow request and its answer); 1, announcements, files and notices; 2, progress.
+ * `calls` are the Web API methods it makes, in order (src/outbox/tiers.ts gives each its tier), so the
+ * budget is asked before any call; run.progress posts (chat.postMessage) the first time, then updates.
  */
 export const EFFECT_KINDS = {
   /** A task message or review into the run's thread; chains review.file (long output) and review.show (changed meanwhile). */
-  "review.post": { repeatable: false, thread: "review" },
+  "review.post": { repeatable: false, thread: "review", priority: 0, calls: ["chat.postMessage"] },
   /** The whole output of a long task message as a file in the thread. */
-  "review.file": { repeatable: false, thread: "review" },
+  "review.file": { repeatable: false, thread: "review", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** Round 2 and later: the whole diff from the previous round as a file, when long. */
-  "review.diff": { repeatable: false, thread: "review" },
+  "review.diff": { repeatable: false, thread: "review", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** After an edit and approve: the edited version as a file, when too long to read in the message. */
-  "review.edited": { repeatable: false, thread: "review" },
+  "review.edited": { repeatable: false, thread: "review", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** The review message re-rendered from its row (decision, closing, gaining its controls). */
-  "review.show": { repeatable: true, thread: null },
+  "review.show": { repeatable: true, thread: null, priority: 0, calls: ["chat.update"] },
   /** A reminder under a review nobody has decided (keyed per reminder number). */
-  "review.reminder": { repeatable: false, thread: "review" },
+  "review.reminder": { repeatable: false, thread: "review", priority: 1, calls: ["chat.getPermalink", "chat.postMessage"] },
   /** About a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
-  "review.deadline": { repeatable: false, thread: "review" },
+  "review.deadline": { repeatable: false, thread: "review", priority: 1, calls: ["chat.postMessage"] },
   /** A reply in the run's thread as written: an escalation, a reassignment. */
-  "run.message": { repeatable: false, thread: "run" },
+  "run.message": { repeatable: false, thread: "run", priority: 1, calls: ["chat.postMessage"] },
   /** The completion (or failure) notice in the channel; chains run.file and run.announcement. */
-  "run.completion": { repeatable: false, thread: null },
+  "run.completion": { repeatable: false, thread: null, priority: 0, calls: ["chat.getPermalink", "chat.postMessage"] },
   /** The final output as a file when it is long. */
-  "run.file": { repeatable: false, thread: "run" },
+  "run.file": { repeatable: false, thread: "run", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** The run's announcement (thread parent) re-rendered with its final state. */
-  "run.announcement": { repeatable: true, thread: null },
+  "run.announcement": { repeatable: true, thread: null, priority: 1, calls: ["chat.update"] },
   /** The run's one progress message: posted once, then updated (at most about once a second). */
-  "run.progress": { repeatable: true, thread: null },
+  "run.progress": { repeatable: true, thread: null, priority: 2, calls: ["chat.update"] },
   /** A flow feedback request's message in its channel; chains flow.file and flow.show. */
-  "flow.post": { repeatable: false, thread: "flow" },
-  "flow.file": { repeatable: false, thread: "flow" },
+  "flow.post": { repeatable: false, thread: "flow", priority: 0, calls: ["chat.postMessage"] },
+  "flow.file": { repeatable: false, thread: "flow", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** After an edit and approve of a flow request: the edited version as a file, when long. */
-  "flow.edited": { repeatable: false, thread: "flow" },
-  "flow.show": { repeatable: true, thread: null },
-  "flow.reminder": { repeatable: false, thread: "flow" },
-} as const satisfies Record<string, { repeatable: boolean; thread: EffectThread | null }>;
+  "flow.edited": { repeatable: false, thread: "flow", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
+  "flow.show": { repeatable: true, thread: null, priority: 0, calls: ["chat.update"] },
+  "flow.reminder": { repeatable: false, thread: "flow", priority: 1, calls: ["chat.postMessage"] },
+} as const satisfies Record<string, { repeatable: boolean; thread: EffectThread | null; priority: EffectPriority; calls: readonly string[] }>;
+
+/** 0: a person waits on it; 1: announcements, files and notices; 2: progress. */
+export type EffectPriority = 0 | 1 | 2;
 
 /** How the thread of an ordered effect is found from its subject (see EFFECT_KINDS). */
 export type EffectThread = "review" | "run" | "flow";

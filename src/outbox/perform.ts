@@ -1,7 +1,7 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
-import type { EffectJob, NewEffect } from "../domain/effects.js";
+import { EFFECT_KINDS, type EffectJob, type NewEffect } from "../domain/effects.js";
 import { shownAs } from "../domain/states.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
@@ -35,6 +35,7 @@ import {
   systemClock,
 } from "../usecases/ports.js";
 import { reviewNote } from "../usecases/reviews.js";
+import type { SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
@@ -73,11 +74,21 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     return found !== undefined ? { ts: found, found: true } : { ts: await post(), found: false };
   }
 
-  const performers: Record<EffectJob["kind"], (job: EffectJob) => Promise<EffectOutcome | undefined>> = {
-    async "review.post"(job) {
+  /**
+   * Asks Slack's budget for the calls an effect is about to make (its kind's `calls`, or the ones given),
+   * in its workspace and channel, once it knows it will make them. Without a gate (tests of a performer
+   * alone) every call goes.
+   */
+  async function spend(gate: SlackGate | undefined, job: EffectJob, at: { teamId: string | null; channelId: string }, calls: readonly string[] = EFFECT_KINDS[job.kind].calls) {
+    for (const method of calls) await gate?.({ team: at.teamId ?? "", channel: at.channelId, method });
+  }
+
+  const performers: Record<EffectJob["kind"], (job: EffectJob, gate?: SlackGate) => Promise<EffectOutcome | undefined>> = {
+    async "review.post"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.messageTs) return undefined;
       const context = await contextOf(e, r);
+      await spend(gate, job, e);
       const { ts, found } = await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),
@@ -96,35 +107,42 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         next: [...(files.output ? [{ kind: "review.file" as const, subjectId: r.id }] : []), ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id }] : [])],
       };
     },
-    async "review.diff"(job) {
+    async "review.diff"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       const { previous } = await contextOf(e, r);
-      if (previous) await notifier.attachRoundDiff(e, r, previous);
+      if (!previous) return undefined;
+      await spend(gate, job, e);
+      await notifier.attachRoundDiff(e, r, previous);
       return undefined;
     },
-    async "review.edited"(job) {
+    async "review.edited"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       const { edit } = await contextOf(e, r);
-      if (edit && notifier.editNeedsFile(r, edit)) await notifier.attachEditedOutput(e, r, edit);
+      if (!edit || !notifier.editNeedsFile(r, edit)) return undefined;
+      await spend(gate, job, e);
+      await notifier.attachEditedOutput(e, r, edit);
       return undefined;
     },
-    async "review.file"(job) {
+    async "review.file"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.fileAttached) return undefined;
+      await spend(gate, job, e);
       await notifier.attachReviewFile(e, r);
       return { record: (tx) => recordReviewFileAttached(tx, r.id) };
     },
-    async "review.show"(job) {
+    async "review.show"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Not posted yet: the post shows the state it finds, and asks for an update if that changes.
       if (!r.messageTs) return undefined;
+      await spend(gate, job, e);
       await notifier.updateReview(e, r, reviewNote(r), await contextOf(e, r));
       return { record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)) };
     },
-    async "review.reminder"(job) {
+    async "review.reminder"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Decided (or the run ended) since it was due: nobody needs reminding any more.
       if (r.state !== "pending" || !e.threadTs) return undefined;
+      await spend(gate, job, e);
       const reminder = job.payload as { who: string; waitedMs: number };
       await postOnce(
         job,
@@ -136,8 +154,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       );
       return undefined;
     },
-    async "review.deadline"(job) {
+    async "review.deadline"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      await spend(gate, job, e);
       const notice = job.payload as unknown as DeadlineNotice;
       await postOnce(
         job,
@@ -149,9 +168,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       );
       return undefined;
     },
-    async "run.message"(job) {
+    async "run.message"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      await spend(gate, job, e);
       const notice = noticeOf<RunNotice>(job.payload);
       await postOnce(
         job,
@@ -163,10 +183,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       );
       return undefined;
     },
-    async "run.completion"(job) {
+    async "run.completion"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
       if (e.completionTs) return undefined;
+      await spend(gate, job, e);
       const { ts } = await postOnce(
         job,
         () => notifier.findPosted(e, null, job.id),
@@ -176,24 +197,28 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (notifier.completionNeedsFile(e)) next.push({ kind: "run.file", subjectId: e.id });
       return { record: (tx) => recordCompletionPosted(tx, { executionId: e.id, completionTs: ts, now: clock.now() }), next };
     },
-    async "run.file"(job) {
+    async "run.file"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      await spend(gate, job, e);
       await notifier.attachCompletionFile(e);
       return undefined;
     },
-    async "run.announcement"(job) {
+    async "run.announcement"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      await spend(gate, job, e);
       await notifier.updateAnnouncement(e);
       return undefined;
     },
-    async "run.progress"(job) {
+    async "run.progress"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      const existing = e.progressTs;
+      await spend(gate, job, e, existing ? ["chat.update"] : ["chat.postMessage"]);
+      // Read after the budget let it go: a wait for a token does not show older figures.
       const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
       const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: clock.now() };
-      const existing = e.progressTs;
       if (existing) {
         await notifier.showProgress(e, snapshot, existing, job.id);
         return undefined;
@@ -212,12 +237,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         },
       };
     },
-    async "flow.post"(job) {
+    async "flow.post"(job, gate) {
       const flows = deps.flows!;
       let request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.messageTs) return undefined;
-      const assignee = request.assignedEmail && !request.assigneeUserId ? await flows.lookupByEmail(request.assignedEmail, request.teamId) : undefined;
+      const lookup = !!request.assignedEmail && !request.assigneeUserId;
+      await spend(gate, job, request, lookup ? ["users.lookupByEmail", ...EFFECT_KINDS[job.kind].calls] : undefined);
+      const assignee = lookup && request.assignedEmail ? await flows.lookupByEmail(request.assignedEmail, request.teamId) : undefined;
       if (assignee) {
         await recordFlowAssignee(sql, request.id, assignee);
         request = { ...request, assigneeUserId: assignee };
@@ -238,31 +265,36 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         next: flows.requestNeedsFile(current) ? [{ kind: "flow.file", subjectId: current.id }] : [],
       };
     },
-    async "flow.file"(job) {
+    async "flow.file"(job, gate) {
       const request = await flowRequest(job.subjectId);
       if (!request?.messageTs) throw new GiveUp("its flow request has no message");
       if (request.fileAttached) return undefined;
+      await spend(gate, job, request);
       await deps.flows!.attachRequestFile(request);
       return { record: (tx) => recordFlowFileAttached(tx, request.id) };
     },
-    async "flow.show"(job) {
+    async "flow.show"(job, gate) {
       const request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (!request.messageTs) return undefined;
+      await spend(gate, job, request);
       await deps.flows!.updateRequest(request, await flowContextOf(request));
       return undefined;
     },
-    async "flow.edited"(job) {
+    async "flow.edited"(job, gate) {
       const request = await flowRequest(job.subjectId);
       if (!request?.messageTs) throw new GiveUp("its flow request has no message");
       const { edit } = await flowContextOf(request);
-      if (edit && deps.flows!.editNeedsFile(request, edit)) await deps.flows!.attachEditedOutput(request, edit);
+      if (!edit || !deps.flows!.editNeedsFile(request, edit)) return undefined;
+      await spend(gate, job, request);
+      await deps.flows!.attachEditedOutput(request, edit);
       return undefined;
     },
-    async "flow.reminder"(job) {
+    async "flow.reminder"(job, gate) {
       const request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.state !== "pending" || !request.messageTs) return undefined;
+      await spend(gate, job, request);
       const notice = noticeOf<FlowNotice>(job.payload);
       await postOnce(
         job,
@@ -276,11 +308,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     },
   };
 
-  return async (job) => {
+  return async (job, gate) => {
     const perform = performers[job.kind];
     if (!perform) throw new GiveUp(`unknown effect kind ${job.kind}`);
     if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
-    return perform(job);
+    return perform(job, gate);
   };
 }
 

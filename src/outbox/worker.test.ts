@@ -3,13 +3,14 @@
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import type { EffectJob } from "../domain/effects.js";
+import { EFFECT_KINDS, type EffectJob } from "../domain/effects.js";
 import { silentLogger } from "../log/log.js";
 import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
 import { enqueueEffect as enqueue } from "../store/effects.js";
 import { sqlOf } from "../store/sql.js";
+import type { SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
-import { OutboxWorker, type Performer } from "./worker.js";
+import { type OutboxOptions, OutboxWorker, type Performer } from "./worker.js";
 
 let db: TestDatabase;
 let sql: SqlRunner;
@@ -24,7 +25,8 @@ afterEach(async () => db.drop());
 
 const rows = () =>
   sql.query<{ kind: string; state: string; attempts: number; lastError: string | null }>(`SELECT kind, state, attempts, "lastError" FROM "SlackEffect" ORDER BY kind`, []);
-const worker = (perform: Performer) => new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000 });
+const worker = (perform: Performer, options: Partial<OutboxOptions> = {}) =>
+  new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000, ...options });
 
 describe("outbox worker", () => {
   it("performs what is due once, retries a failure after its backoff, and gives up what cannot be done", async () => {
@@ -167,4 +169,100 @@ describe("outbox worker", () => {
       expect(posted).toEqual(["reminder", "escalation"]);
     });
   });
+
+  describe("Slack's budget", () => {
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => `00000000-0000-4000-8000-0000000000c${i}`);
+    const [s1, s2, s3, s4] = ids(4) as [string, string, string, string];
+    const later = (ms: number) => {
+      clock.at = new Date(clock.at.getTime() + ms);
+    };
+    /** A performer that asks the budget for its kind's last call in the workspace named in its payload, as perform.ts does. */
+    const slack = (performed: string[], fail?: (job: EffectJob) => unknown): Performer => {
+      return async (job: EffectJob, gate?: SlackGate) => {
+        const calls = EFFECT_KINDS[job.kind].calls;
+        await gate?.({ team: String(job.payload?.team ?? "T1"), channel: "C1", method: calls[calls.length - 1]! });
+        performed.push(`${job.kind} ${String(job.payload?.name)}`);
+        const err = fail?.(job);
+        if (err) throw err;
+        return undefined;
+      };
+    };
+    const rateLimited = (seconds: number) => Object.assign(new Error("rate limited"), { code: "slack_webapi_rate_limited_error", retryAfter: seconds });
+    const effect = (kind: "run.announcement" | "run.progress" | "review.show", subjectId: string, name: string, team = "T1") =>
+      enqueue(sql, { kind, subjectId, payload: { team, name } }, clock.at);
+    const row = async (subjectId: string) =>
+      (await sql.query<{ state: string; attempts: number; runAt: Date }>(`SELECT state, attempts, "runAt" FROM "SlackEffect" WHERE "subjectId" = $1`, [subjectId]))[0]!;
+
+    it("a 429 with Retry-After pauses that method for the whole workspace, for every effect, and no other workspace", async () => {
+      await effect("run.announcement", s1, "a", "T1");
+      await effect("run.announcement", s2, "b", "T1");
+      await effect("run.announcement", s3, "c", "T2");
+      const performed: string[] = [];
+      let limited = 1;
+      const w = worker(
+        slack(performed, (job) => (job.payload?.name === "a" && limited-- > 0 ? rateLimited(5) : undefined)),
+        { concurrency: 1 },
+      );
+      expect(await w.runDue()).toBe(1); // a: 429, Retry-After 5 s
+      expect(await w.runDue()).toBe(1); // b: chat.update is paused in T1: put back, not performed
+      expect(await w.runDue()).toBe(1); // c: another workspace goes
+      expect(performed).toEqual(["run.announcement a", "run.announcement c"]);
+      expect(await row(s2)).toMatchObject({ state: "due", attempts: 0 });
+      expect(new Date((await row(s2)).runAt).getTime()).toBe(clock.at.getTime() + 5000);
+      expect(await w.runDue()).toBe(0);
+      later(4900);
+      expect(await w.runDue()).toBe(0);
+      later(100);
+      expect(await w.runDue()).toBe(1);
+      expect(await w.runDue()).toBe(1);
+      expect(performed.slice(2).sort()).toEqual(["run.announcement a", "run.announcement b"]);
+      expect((await rows()).every((r) => r.state === "done")).toBe(true);
+    });
+
+    it("under a tight budget a review becoming decidable goes before queued progress, and finds the tokens progress leaves it", async () => {
+      const tight = { budget: { headroom: 0, tiers: { ...TIGHT } }, concurrency: 1 };
+      await effect("run.progress", s1, "p1");
+      await effect("run.progress", s2, "p2");
+      await effect("run.progress", s3, "p3");
+      await effect("review.show", s4, "r1");
+      const performed: string[] = [];
+      const w = worker(slack(performed), tight);
+      while ((await w.runDue()) > 0);
+      // Three tokens: the review first (claimed first), one progress update, and one left for what a person waits on.
+      expect(performed).toEqual(["review.show r1", "run.progress p1"]);
+      const waiting = [await row(s2), await row(s3)];
+      expect(waiting.map((r) => [r.state, r.attempts])).toEqual([
+        ["due", 0],
+        ["due", 0],
+      ]);
+      // Progress refused waits longer than the token would take: fewer, later updates.
+      for (const r of waiting) expect(new Date(r.runAt).getTime()).toBeGreaterThanOrEqual(clock.at.getTime() + 4000);
+      await effect("review.show", "00000000-0000-4000-8000-0000000000d1", "r2");
+      while ((await w.runDue()) > 0);
+      expect(performed).toEqual(["review.show r1", "run.progress p1", "review.show r2"]);
+    });
+
+    it("is shared by replicas: two workers on one database spend from one bucket", async () => {
+      for (const [i, id] of ids(4).entries()) await effect("run.announcement", id, `n${i}`);
+      const performed: string[] = [];
+      const options = { budget: { headroom: 0, tiers: { ...TIGHT } } };
+      const one = worker(slack(performed), { ...options, replicaId: "r1" });
+      const two = worker(slack(performed), { ...options, replicaId: "r2" });
+      await Promise.all([one.runDue(), two.runDue()]);
+      await Promise.all([one.runDue(), two.runDue()]);
+      // Tier 3 squeezed to a bucket of 3: notices leave one token to what a person waits on.
+      expect(performed).toHaveLength(2);
+      later(10_000);
+      await Promise.all([one.runDue(), two.runDue()]);
+      expect(performed).toHaveLength(3);
+    });
+  });
 });
+
+/** Slack's tiers squeezed so that a test sees the budget run short: chat.update 6 a minute, 3 at once. */
+const TIGHT = {
+  tier2: { perMinute: 6, burst: 3, scope: "workspace" as const },
+  tier3: { perMinute: 6, burst: 3, scope: "workspace" as const },
+  tier4: { perMinute: 6, burst: 3, scope: "workspace" as const },
+  post: { perMinute: 6, burst: 3, scope: "channel" as const },
+};

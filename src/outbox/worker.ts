@@ -11,13 +11,15 @@
 // The SQL of all this is the store's (src/store/effects.ts), which also keeps the messages of one
 // thread in the order they were enqueued (claimEffects says how).
 
-import { type EffectJob, type EffectKind, isEffectKind, type NewEffect, retryDelay } from "../domain/effects.js";
+import { EFFECT_KINDS, type EffectJob, type EffectKind, isEffectKind, type NewEffect, retryDelay } from "../domain/effects.js";
 import type { Logger } from "../log/log.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import { type ClaimedEffect, claimEffects, completeEffect, enqueueEffect, failEffect, pruneEffects } from "../store/effects.js";
+import { pruneBudget } from "../store/slack-budget.js";
 import { inTransaction, type Sql, sqlOf } from "../store/sql.js";
 import type { Clock } from "../usecases/ports.js";
+import { type BudgetOptions, BudgetWait, SlackBudget, type SlackCall, type SlackGate } from "./budget.js";
 import { judgeFailure } from "./failures.js";
 
 export interface EffectOutcome {
@@ -27,7 +29,8 @@ export interface EffectOutcome {
   next?: NewEffect[];
 }
 
-export type Performer = (job: EffectJob) => Promise<EffectOutcome | undefined>;
+/** Performs one effect; asks `gate` (Slack's budget) before each Web API call it makes. */
+export type Performer = (job: EffectJob, gate?: SlackGate) => Promise<EffectOutcome | undefined>;
 
 export interface OutboxOptions {
   /** This process's name in lease columns. */
@@ -36,8 +39,10 @@ export interface OutboxOptions {
   leaseMs: number;
   /** How often due effects are looked for when nothing nudged the loop (default 500 ms). */
   tickMs: number;
-  /** Effects performed at once by this process (default 4). */
+  /** Effects performed at once by this process (default 16, measured: docs/slack-budget.md). */
   concurrency: number;
+  /** Slack's rate limits, spent per workspace and method by every replica (src/outbox/budget.ts); false: spend freely. */
+  budget: false | Partial<BudgetOptions>;
   /** Backoff after the first failure, doubling to the maximum (defaults 1 s and 5 min). */
   minBackoffMs: number;
   maxBackoffMs: number;
@@ -50,7 +55,8 @@ export interface OutboxOptions {
 export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
   leaseMs: 60_000,
   tickMs: 500,
-  concurrency: 4,
+  concurrency: 16,
+  budget: {},
   minBackoffMs: 1000,
   maxBackoffMs: 300_000,
   maxAttempts: 15,
@@ -72,6 +78,8 @@ export interface OutboxEvents {
   performed?(kind: EffectKind): void;
   /** An effect was given up. */
   gaveUp?(kind: EffectKind, reason: string): void;
+  /** An effect found no Slack budget for its call and waits for it (not an attempt). */
+  deferred?(kind: EffectKind, method: string): void;
 }
 
 export class OutboxWorker {
@@ -88,6 +96,9 @@ export class OutboxWorker {
   private soon?: NodeJS.Immediate;
   private idleWaiters: (() => void)[] = [];
   private readonly sql: Sql;
+  private readonly budget?: SlackBudget;
+  /** A look for due effects when the earliest one put back for Slack's budget may go. */
+  private wake?: { at: number; timer: NodeJS.Timeout };
 
   constructor(
     db: Sql | SqlRunner | Db,
@@ -100,6 +111,7 @@ export class OutboxWorker {
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<OutboxOptions>;
     this.options = { ...DEFAULT_OUTBOX_OPTIONS, replicaId: options.replicaId, ...defined };
     this.sql = sqlOf(db);
+    if (this.options.budget !== false) this.budget = new SlackBudget(this.sql, this.options.budget);
   }
 
   start(): void {
@@ -115,6 +127,8 @@ export class OutboxWorker {
     this.timer = undefined;
     if (this.soon) clearImmediate(this.soon);
     this.soon = undefined;
+    clearTimeout(this.wake?.timer);
+    this.wake = undefined;
   }
 
   /**
@@ -171,6 +185,8 @@ export class OutboxWorker {
   async prune(): Promise<number> {
     const now = this.clock.now().getTime();
     this.lastPrune = now;
+    // A bucket idle for an hour is full again: its row says nothing a new one would not.
+    if (this.budget) await pruneBudget(this.sql, new Date(now - 3600_000));
     return pruneEffects(this.sql, {
       doneBefore: new Date(now - this.options.keepDoneMs),
       deadBefore: new Date(now - Math.max(this.options.keepDoneMs, 30 * 24 * 3600_000)),
@@ -249,10 +265,22 @@ export class OutboxWorker {
 
   private async performAndRecord(job: EffectJob): Promise<void> {
     let outcome: EffectOutcome | undefined;
+    // The call Slack's budget let through last: a 429 is its method's.
+    let called: SlackCall | undefined;
+    const budget = this.budget;
+    const priority = EFFECT_KINDS[job.kind].priority;
+    const gate: SlackGate | undefined = budget
+      ? async (call) => {
+          const taken = await budget.take(call, priority, this.clock.now());
+          if (!taken.ok) throw new BudgetWait(call, taken.retryAt);
+          called = call;
+        }
+      : undefined;
     try {
-      outcome = await this.perform(job);
+      outcome = await this.perform(job, gate);
     } catch (err) {
-      await this.failed(job, err).catch((e) => this.log.warn("outbox: could not record a failure", { effect: job.kind, err: e }));
+      const record = err instanceof BudgetWait ? this.putBack(job, err) : this.failed(job, err, called);
+      await record.catch((e) => this.log.warn("outbox: could not record a failure", { effect: job.kind, err: e }));
       return;
     }
     try {
@@ -282,10 +310,46 @@ export class OutboxWorker {
     if (next.length) this.wanted = true;
   }
 
-  private async failed(job: EffectJob, err: unknown): Promise<void> {
+  /**
+   * No Slack budget for the effect's call: due again when a token will be there, the attempt not
+   * counted. An attempt before it that may have reached Slack still makes the next one look first.
+   */
+  private async putBack(job: EffectJob, wait: BudgetWait): Promise<void> {
+    const now = this.clock.now();
+    await failEffect(this.sql, {
+      id: job.id,
+      owner: this.options.replicaId,
+      giveUp: false,
+      attempts: job.attempts - 1,
+      runAt: wait.retryAt,
+      error: `${job.interrupted ? AMBIGUOUS : ""}waiting for Slack's ${wait.call.method} budget`,
+      now,
+    });
+    this.events.deferred?.(job.kind, wait.call.method);
+    this.wakeAt(wait.retryAt.getTime());
+  }
+
+  /** Looks for due effects at `at` (not only at the next tick), keeping the earliest such time. */
+  private wakeAt(at: number): void {
+    if (!this.running || (this.wake && this.wake.at <= at)) return;
+    clearTimeout(this.wake?.timer);
+    const timer = setTimeout(
+      () => {
+        this.wake = undefined;
+        this.nudge();
+      },
+      Math.max(0, at - this.clock.now().getTime()),
+    );
+    timer.unref?.();
+    this.wake = { at, timer };
+  }
+
+  private async failed(job: EffectJob, err: unknown, called?: SlackCall): Promise<void> {
     const verdict = judgeFailure(err);
     const now = this.clock.now();
     const rateLimited = verdict.kind === "retry" && verdict.afterMs !== undefined;
+    // Slack's Retry-After holds for the method in the whole workspace: every effect waits it out.
+    if (rateLimited && called && this.budget) await this.budget.pause(called, verdict.afterMs!, now);
     const attempts = rateLimited ? job.attempts - 1 : job.attempts;
     const giveUp = verdict.kind === "give_up" || attempts >= this.options.maxAttempts;
     const wait = verdict.kind === "retry" && verdict.afterMs !== undefined ? verdict.afterMs : retryDelay(attempts, this.options.minBackoffMs, this.options.maxBackoffMs);

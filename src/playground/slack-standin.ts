@@ -21,6 +21,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { types } from "@slack/bolt";
 import { messageLimitViolations, modalLimitViolations } from "../adapters/slack/blocks/limits.js";
+import { bucketKey, TIERS, type TierName, type TierRate, takeCell, tierOf } from "../outbox/tiers.js";
 
 export interface SlackCall {
   /** e.g. "chat.postMessage"; "response_url" for response_url POSTs; "upload" for file bytes. */
@@ -61,6 +62,13 @@ export interface FakeSlackOptions {
   tier3PerMinute?: number;
   /** Retry-After for tier3PerMinute 429s; default 1. */
   retryAfterSeconds?: number;
+  /**
+   * Slack's rate-limit tiers (src/outbox/tiers.ts): every Web API method past its tier answers 429 with
+   * a Retry-After (whole seconds until the method's bucket has a token again), per workspace (the
+   * token's team), and chat.postMessage per channel. `true` uses Slack's figures; an object overrides
+   * some tiers. Default off (the bench turns it on).
+   */
+  tiers?: boolean | Partial<Record<TierName, TierRate>>;
   /**
    * Reject payloads beyond Slack's Block Kit limits (blocks per message 50 / per view 100, section text
    * 3,000, header 150, total block text 12,000 → msg_blocks_too_long, modal title 24, private_metadata
@@ -188,6 +196,8 @@ export interface FakeSlack {
   /** Serves other paths (the playground page): return true when handled. Web API paths stay first. */
   mount(handler: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>): void;
   readonly rateLimited: number;
+  /** 429s answered because a method went past its tier (the `tiers` option), by method. */
+  readonly tierLimited: Record<string, number>;
   reset(): void;
   close(): Promise<void>;
 }
@@ -236,6 +246,7 @@ class FakeSlackServer implements FakeSlack {
   ephemerals: FakeEphemeral[] = [];
   violations: LimitViolation[] = [];
   rateLimited = 0;
+  tierLimited: Record<string, number> = {};
 
   private readonly botUserId: string;
   private readonly teamId: string;
@@ -248,6 +259,8 @@ class FakeSlackServer implements FakeSlack {
   private uploads = new Map<string, { filename: string; length?: number; bytes?: Buffer }>();
   private responseUses = new Map<string, number>();
   private updatesByChannel = new Map<string, number[]>();
+  /** The tiers' buckets: theoretical arrival time of the next call, per bucket key. */
+  private cells = new Map<string, number>();
   private faults = new Map<string, Fault[]>();
   private delays = new Map<string, number[]>();
   private lateAnswers = new Map<string, number[]>();
@@ -408,6 +421,8 @@ class FakeSlackServer implements FakeSlack {
 
   reset(): void {
     this.calls = [];
+    this.cells.clear();
+    this.tierLimited = {};
     this.files = [];
     this.views.clear();
     this.ephemerals = [];
@@ -477,9 +492,11 @@ class FakeSlackServer implements FakeSlack {
       if (delay) await sleep(delay);
       const fault = Date.now() < this.outageUntil ? new Fault("outage", "") : this.faults.get(call.method)?.shift();
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
-      if (fault?.kind === "ratelimit" || tier3 !== undefined) {
+      const tier = !fault && tier3 === undefined ? this.tierExceeded(call) : undefined;
+      if (fault?.kind === "ratelimit" || tier3 !== undefined || tier !== undefined) {
         status = 429;
-        headers["retry-after"] = String(fault?.kind === "ratelimit" ? fault.value : tier3);
+        headers["retry-after"] = String(fault?.kind === "ratelimit" ? fault.value : (tier3 ?? tier));
+        if (tier !== undefined) this.tierLimited[call.method] = (this.tierLimited[call.method] ?? 0) + 1;
         body = { ok: false, error: "ratelimited" };
         this.rateLimited++;
       } else if (fault?.kind === "outage") {
@@ -540,6 +557,22 @@ class FakeSlackServer implements FakeSlack {
     if (recent.length >= limit) return this.opts.retryAfterSeconds ?? 1;
     recent.push(now);
     return undefined;
+  }
+
+  /** Retry-After seconds when this call goes past its method's tier (the `tiers` option), else undefined (and spends a token). */
+  private tierExceeded(call: SlackCall): number | undefined {
+    const option = this.opts.tiers;
+    if (!option) return undefined;
+    const rate = tierOf(call.method, option === true ? TIERS : { ...TIERS, ...option });
+    if (!rate) return undefined;
+    const key = bucketKey({ team: call.team ?? this.teamId, method: call.method, channel: String(call.args.channel ?? call.args.channel_id ?? "") }, rate);
+    const now = Date.now();
+    const taken = takeCell(this.cells.get(key), now, rate);
+    if (taken.ok) {
+      this.cells.set(key, taken.tat);
+      return undefined;
+    }
+    return Math.max(1, Math.ceil((taken.retryAt - now) / 1000));
   }
 
   // ---------------------------------------------------------------- state helpers

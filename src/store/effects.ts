@@ -97,9 +97,17 @@ export interface ClaimRequest {
   exclude: readonly string[];
 }
 
+/** What a person waits on first, progress last (EFFECT_KINDS[kind].priority; an unknown kind in the middle). */
+const priorityOrder = (() => {
+  const kindsOf = (p: number) => Object.entries(EFFECT_KINDS).flatMap(([kind, k]) => (k.priority === p ? [kind] : []));
+  const list = (p: number) => sql.join(kindsOf(p).map((kind) => sql.lit(kind)));
+  return sql<number>`CASE WHEN e.kind IN (${list(0)}) THEN 0 WHEN e.kind IN (${list(2)}) THEN 2 ELSE 1 END`;
+})();
+
 /**
  * Claims up to `limit` due effects under a lease (FOR UPDATE SKIP LOCKED: replicas take disjoint
- * rows), counting the attempt.
+ * rows), counting the attempt, in order of priority (what a person waits on first, progress last;
+ * src/domain/effects.ts), then of when they fell due.
  *
  * Order within a thread: a one-time message (threadId set) is not claimed while an earlier-enqueued
  * message of the same thread (lower seq, same threadId) is unfinished, that is still due and either
@@ -137,6 +145,7 @@ export async function claimEffects(db: SqlLike, r: ClaimRequest): Promise<Claime
         ),
       ]),
     )
+    .orderBy(priorityOrder)
     .orderBy("e.runAt")
     .orderBy("e.seq")
     .limit(r.limit)

@@ -97,6 +97,30 @@ describe("fake Slack Web API with a real WebClient", () => {
     }
   });
 
+  it("tiers: chat.update past its tier answers 429 per workspace, chat.postMessage per channel, with Retry-After", async () => {
+    const limited = await startFakeSlack({ tiers: { tier3: { perMinute: 6, burst: 2, scope: "workspace" }, post: { perMinute: 60, burst: 2, scope: "channel" } } });
+    try {
+      const c = new WebClient("xoxb-test", { slackApiUrl: limited.url, rejectRateLimitedCalls: true, retryConfig: { retries: 0 }, logLevel: LogLevel.ERROR });
+      const { ts } = await c.chat.postMessage({ channel: "C1", text: "a" });
+      await c.chat.postMessage({ channel: "C1", text: "b" });
+      // The third post in the same second goes past the channel's pace; another channel is not affected.
+      await expect(c.chat.postMessage({ channel: "C1", text: "c" })).rejects.toMatchObject({ code: "slack_webapi_rate_limited_error", retryAfter: 1 });
+      await c.chat.postMessage({ channel: "C2", text: "d" });
+      // chat.update: the workspace's bucket, whichever channel (6 a minute: the next token in 10 s).
+      await c.chat.update({ channel: "C1", ts: ts!, text: "1" });
+      const { ts: ts2 } = await c.chat.postMessage({ channel: "C3", text: "e" });
+      await c.chat.update({ channel: "C3", ts: ts2!, text: "2" });
+      await expect(c.chat.update({ channel: "C3", ts: ts2!, text: "3" })).rejects.toMatchObject({ code: "slack_webapi_rate_limited_error", retryAfter: 10 });
+      expect(limited.tierLimited).toEqual({ "chat.postMessage": 1, "chat.update": 1 });
+      expect(limited.rateLimited).toBe(2);
+      expect(limited.messages("C3")[0]?.text).toBe("2");
+      // Off by default: the shared stand-in of this file never said no above.
+      expect(fake.tierLimited).toEqual({});
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("delayNext delays the answer", async () => {
     fake.delayNext("auth.test", 200);
     const started = Date.now();
