@@ -188,6 +188,8 @@ export interface FakeSlack {
   /** Serves other paths (the playground page): return true when handled. Web API paths stay first. */
   mount(handler: (req: IncomingMessage, res: ServerResponse) => boolean | Promise<boolean>): void;
   readonly rateLimited: number;
+  /** Web API calls received and not answered yet (held by delayNext or the latency), oldest first. */
+  readonly inFlight: SlackCall[];
   reset(): void;
   close(): Promise<void>;
 }
@@ -236,6 +238,7 @@ class FakeSlackServer implements FakeSlack {
   ephemerals: FakeEphemeral[] = [];
   violations: LimitViolation[] = [];
   rateLimited = 0;
+  inFlight: SlackCall[] = [];
 
   private readonly botUserId: string;
   private readonly teamId: string;
@@ -474,7 +477,9 @@ class FakeSlackServer implements FakeSlack {
     } else {
       call.method = path.replace(/^\/api\//, "").replace(/^\//, "");
       const delay = (this.delays.get(call.method)?.shift() ?? 0) + this.latency();
+      this.inFlight.push(call);
       if (delay) await sleep(delay);
+      this.inFlight.splice(this.inFlight.indexOf(call), 1);
       const fault = Date.now() < this.outageUntil ? new Fault("outage", "") : this.faults.get(call.method)?.shift();
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
       if (fault?.kind === "ratelimit" || tier3 !== undefined) {
