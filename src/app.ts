@@ -48,6 +48,7 @@ import { Lifecycle } from "./usecases/lifecycle.js";
 import type { TeamRef } from "./usecases/ports.js";
 import { type Clock, type Execution, type Review, systemClock, type WebhookUrls } from "./usecases/ports.js";
 import { ReviewReminders, reviewersStillWaited } from "./usecases/reminders.js";
+import { type HeartbeatOptions, ReplicaHeartbeat } from "./usecases/replicas.js";
 import { ApprovalRows } from "./usecases/review-context.js";
 import { ReviewerRules } from "./usecases/reviewer-rules.js";
 import { RunWatcher, type WatcherOptions } from "./usecases/watcher.js";
@@ -68,6 +69,8 @@ export interface CrewlineOptions {
   outbox?: Partial<Omit<OutboxOptions, "replicaId">>;
   /** How often passed review deadlines are looked for (default 10 s). */
   deadlineIntervalMs?: number;
+  /** Heartbeat tuning (tests shorten it); overrides config.polling.replicaDeadAfterMs. */
+  heartbeat?: Partial<HeartbeatOptions>;
 }
 
 export interface Crewline {
@@ -93,6 +96,8 @@ export interface Crewline {
   slackClients: SlackClients;
   /** Each workspace's installation (OAuth distribution only). */
   installations?: DbInstallationStore;
+  /** This process among the replicas: its heartbeat, and its id in every claim it holds. */
+  replica: ReplicaHeartbeat;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
   start(): Promise<{ port: number }>;
   stop(): Promise<void>;
@@ -243,6 +248,15 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
   const leaseMs = opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs;
+  // One id per process in every claim it holds (outbox and status polling), announced by its heartbeat.
+  const replica = new ReplicaHeartbeat(
+    database.prisma,
+    opts.watcher?.replicaId ?? crypto.randomUUID(),
+    log,
+    { deadAfterMs: config.polling?.replicaDeadAfterMs, ...opts.heartbeat },
+    opts.clock,
+  );
+  const deadAfterMs = replica.options.deadAfterMs;
   const effectsClientOptions = {
     ...clientOptions,
     retryConfig: { retries: 0 },
@@ -270,7 +284,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     log,
     clock,
     {
-      replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(),
+      replicaId: replica.replicaId,
+      deadAfterMs,
       ...(config.polling?.outboxConcurrency ? { concurrency: config.polling.outboxConcurrency } : {}),
       ...opts.outbox,
       leaseMs,
@@ -329,7 +344,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   );
   // A decision is abandoned once older than the claim window and than twice a /resume call's longest wait (connect + read).
   const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, 40_000);
-  const watcher = new RunWatcher(database.prisma, lifecycle, crews, log, { ...config.polling, abandonedDecisionMs, ...opts.watcher }, opts.clock);
+  const watcher = new RunWatcher(
+    database.prisma,
+    lifecycle,
+    crews,
+    log,
+    { ...config.polling, abandonedDecisionMs, deadAfterMs, ...opts.watcher, replicaId: replica.replicaId },
+    opts.clock,
+  );
   metrics.instrumentDecisions(lifecycle.reviews);
   const callbacks = metrics.instrumentCallbacks((req) => req.params?.kind ?? "", callbackHandler(lifecycle, log));
   const flowConfigs = config.flows ?? [];
@@ -414,12 +436,18 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     outbox,
     outboxWorker,
     slackClients,
+    replica,
     ...(installations ? { installations } : {}),
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
       // Tokens sealed with an earlier key (ENCRYPTION_KEY_PREVIOUS) are re-sealed with the current one.
       if (installations) await installations.resealStale();
+      // Alive from here: claims carry this replica's id, and the others see its heartbeat. Alone in
+      // its database (embedded, folder locked), whatever is claimed there was claimed by the process
+      // before it (a crash, kill -9): taken back now rather than when its leases run out.
+      await replica.start();
+      if (database.exclusive) await replica.takeBackClaims();
       // Callbacks recorded but not processed (a crash between answer and work); Slack effects left
       // undone are simply due in the outbox, which the worker picks up.
       await watcher.recover();
@@ -458,6 +486,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       lifecycle.progress.stop();
       outboxWorker.stop();
       await Promise.race([outboxWorker.idle(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      // Marked stopped: whatever it still holds (an effect cut off by the wait above) is taken over at once.
+      await replica.stop();
       await crews.close();
       if (ownsDatabase) await database.close();
     },

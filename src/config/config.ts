@@ -102,6 +102,8 @@ export interface AppConfig {
     sweepMs?: number;
     claimStaleMs?: number;
     outboxConcurrency?: number;
+    /** A replica silent this long is taken for dead: its claims are taken over (REPLICA_DEAD_AFTER_MS). */
+    replicaDeadAfterMs?: number;
   };
   /** Reminders for undecided reviews (REVIEW_REMINDER_MINUTES, REVIEW_REMINDER_MAX); defaults 60 and 3. */
   reviewReminders?: { afterMinutes: number; max: number };
@@ -162,6 +164,7 @@ const VARIABLES: Record<string, string> = {
   POLL_SWEEP_MS: "how often (ms) unposted reviews and completion notices are re-posted after a crash (default 30000)",
   CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack effect holds before another replica takes it over (default 60000)",
   OUTBOX_CONCURRENCY: "how many Slack effects one replica performs at once (default 16)",
+  REPLICA_DEAD_AFTER_MS: "how long (ms) a replica may go without announcing itself before the others take over its claims (default 8000; it announces itself every third of that)",
   REVIEW_REMINDER_MINUTES: "minutes a review may wait before its reviewers are reminded in the thread (default 60; later reminders back off ×2)",
   FLOW_APPROVALS: "how many distinct people must choose an approve-like outcome on a flow's feedback request before the flow gets the answer (1 to 10, default 1)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
@@ -504,6 +507,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     sweepMs: ms("POLL_SWEEP_MS", 100),
     claimStaleMs: ms("CLAIM_STALE_MS", 100),
     outboxConcurrency: check("OUTBOX_CONCURRENCY", z.coerce.number().int().min(1).max(256), optional(env, "OUTBOX_CONCURRENCY")),
+    replicaDeadAfterMs: ms("REPLICA_DEAD_AFTER_MS", 300),
   };
   const reminderMinutes = check("REVIEW_REMINDER_MINUTES", z.coerce.number().positive().max(10_080), optional(env, "REVIEW_REMINDER_MINUTES")) ?? 60;
   const reminderMax = check("REVIEW_REMINDER_MAX", z.coerce.number().int().min(0).max(20), optional(env, "REVIEW_REMINDER_MAX")) ?? 3;

@@ -3,7 +3,8 @@
 // records the result (the Slack ts), enqueues what the chain does next and marks the row done. A
 // failure is retried with backoff (a rate limit after Slack's Retry-After); a permanent Slack error
 // gives the effect up. Recovery after a crash is nothing more than this loop finding what is due: a
-// lease that ran out is taken over, and the next attempt is told it was interrupted.
+// lease that ran out, or held by a replica whose heartbeat stopped, is taken over, and the next attempt
+// is told it was interrupted.
 //
 // The Web API client the performers use must not retry by itself (retries: 0): two retry mechanisms
 // racing each other is how one review once appeared twice.
@@ -48,6 +49,11 @@ export interface OutboxOptions {
   maxBackoffMs: number;
   /** Failed attempts (rate limits not counted) before an effect is given up (default 15: about an hour with the default backoff). */
   maxAttempts: number;
+  /**
+   * Heartbeats (src/usecases/replicas.ts): a claim whose owner has not announced itself for this long,
+   * or that stopped, is taken over before its lease runs out. Unset: leases alone.
+   */
+  deadAfterMs?: number;
   /** How long done effects are kept (default 7 days; given-up ones 30 days, for the log's sake), so the table does not grow forever. */
   keepDoneMs: number;
 }
@@ -227,6 +233,7 @@ export class OutboxWorker {
       leaseUntil: new Date(now.getTime() + this.options.leaseMs),
       inFlightMark: IN_FLIGHT,
       exclude: [...this.performing],
+      ...(this.options.deadAfterMs ? { deadBefore: new Date(now.getTime() - this.options.deadAfterMs) } : {}),
     });
     const jobs: EffectJob[] = [];
     for (const row of rows) {

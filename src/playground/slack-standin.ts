@@ -198,6 +198,8 @@ export interface FakeSlack {
   readonly rateLimited: number;
   /** 429s answered because a method went past its tier (the `tiers` option), by method. */
   readonly tierLimited: Record<string, number>;
+  /** Web API calls received and not answered yet (held by delayNext or the latency), oldest first. */
+  readonly inFlight: SlackCall[];
   reset(): void;
   close(): Promise<void>;
 }
@@ -247,6 +249,7 @@ class FakeSlackServer implements FakeSlack {
   violations: LimitViolation[] = [];
   rateLimited = 0;
   tierLimited: Record<string, number> = {};
+  inFlight: SlackCall[] = [];
 
   private readonly botUserId: string;
   private readonly teamId: string;
@@ -489,7 +492,9 @@ class FakeSlackServer implements FakeSlack {
     } else {
       call.method = path.replace(/^\/api\//, "").replace(/^\//, "");
       const delay = (this.delays.get(call.method)?.shift() ?? 0) + this.latency();
+      this.inFlight.push(call);
       if (delay) await sleep(delay);
+      this.inFlight.splice(this.inFlight.indexOf(call), 1);
       const fault = Date.now() < this.outageUntil ? new Fault("outage", "") : this.faults.get(call.method)?.shift();
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
       const tier = !fault && tier3 === undefined ? this.tierExceeded(call) : undefined;

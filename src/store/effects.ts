@@ -7,6 +7,7 @@ import { type Expression, type Selectable, type SqlBool, sql } from "kysely";
 import { EFFECT_KINDS, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../domain/effects.js";
 import type { Db } from "./db/database.js";
 import type { SqlRunner } from "./db/sql.js";
+import { ownerGone } from "./replicas.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type EffectRow = Selectable<DB["SlackEffect"]>;
@@ -95,6 +96,8 @@ export interface ClaimRequest {
   inFlightMark: string;
   /** Effects the claimer is performing already (never claimed twice by it, even past their lease). */
   exclude: readonly string[];
+  /** A claim whose owner's heartbeat is older than this (or that stopped) is taken over before its lease runs out (src/store/replicas.ts). */
+  deadBefore?: Date;
 }
 
 /** What a person waits on first, progress last (EFFECT_KINDS[kind].priority; an unknown kind in the middle). */
@@ -127,7 +130,7 @@ export async function claimEffects(db: SqlLike, r: ClaimRequest): Promise<Claime
     .select(["e.id", "e.lastError as previous"])
     .where("e.state", "=", "due")
     .where("e.runAt", "<=", r.now)
-    .where((eb) => eb.or([eb("e.leaseOwner", "is", null), eb("e.leaseExpiresAt", "<", r.now)]))
+    .where((eb) => eb.or([eb("e.leaseOwner", "is", null), eb("e.leaseExpiresAt", "<", r.now), ...(r.deadBefore ? [ownerGone("e.leaseOwner", r.deadBefore)] : [])]))
     .$if(r.exclude.length > 0, (qb) => qb.where("e.id", "not in", r.exclude))
     .where((eb) =>
       eb.or([

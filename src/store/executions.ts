@@ -5,6 +5,7 @@ import type { Selectable, Updateable } from "kysely";
 import type { Db } from "./db/database.js";
 import type { SqlRunner } from "./db/sql.js";
 import { isUuid } from "./ids.js";
+import { ownerGone } from "./replicas.js";
 import { type DB, type Sql, sqlOf } from "./sql.js";
 
 export type ExecutionRow = Selectable<DB["Execution"]>;
@@ -140,10 +141,13 @@ export async function updateExecutionReturning(db: Handle, id: string, patch: Ex
 
 /**
  * Takes up to `limit` due rows for `owner`: in one of `states`, kicked off, due at `now`, and not
- * leased by a live other replica. SKIP LOCKED lets replicas take disjoint rows at the same time
+ * leased by a live other replica (its lease running, its heartbeat fresher than `deadBefore`). SKIP LOCKED lets replicas take disjoint rows at the same time
  * without waiting.
  */
-export function leaseDueExecutions(db: Handle, p: { owner: string; states: readonly string[]; leaseMs: number; limit: number; now: Date }): Promise<ExecutionRow[]> {
+export function leaseDueExecutions(
+  db: Handle,
+  p: { owner: string; states: readonly string[]; leaseMs: number; limit: number; now: Date; deadBefore?: Date },
+): Promise<ExecutionRow[]> {
   const sql = sqlOf(db);
   return sql
     .updateTable("Execution")
@@ -155,7 +159,14 @@ export function leaseDueExecutions(db: Handle, p: { owner: string; states: reado
         .where("state", "in", [...p.states])
         .where("kickoffId", "is not", null)
         .where("nextPollAt", "<=", p.now)
-        .where((w) => w.or([w("leaseOwner", "is", null), w("leaseExpiresAt", "<", p.now), w("leaseOwner", "=", p.owner)]))
+        .where((w) =>
+          w.or([
+            w("leaseOwner", "is", null),
+            w("leaseExpiresAt", "<", p.now),
+            w("leaseOwner", "=", p.owner),
+            ...(p.deadBefore ? [ownerGone("Execution.leaseOwner", p.deadBefore)] : []),
+          ]),
+        )
         .orderBy("nextPollAt")
         .limit(Math.max(1, Math.round(p.limit)))
         .forUpdate()

@@ -206,15 +206,17 @@ export class Reviews {
     }
   }
 
-  /** posted → pending, once; the task message gets its decision controls in place (an update in the outbox). */
+  /** posted → pending, once; the task message gets its decision controls (in place, or with its post if that is still to come). */
   private async promote(execution: Execution, review: Review, resumeTaskId?: string): Promise<Review | undefined> {
     const promoted = await inTransaction(this.sql, async (tx) => {
       const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
       const shown = this.onPending ? await this.onPending(execution, moved, tx) : moved;
       await this.runs.transition(execution.id, "review_opened", {}, tx);
-      // Not posted yet: the post under way shows the new state when it records its ts.
-      await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: moved.id });
+      // Posted already: the message gets its controls in place (an update). Not posted yet: the post
+      // renders the row as it is when performed, so it shows the controls in one call; a post already
+      // under way with the older state asks for the update itself when it records its ts (perform.ts).
+      if (moved.messageTs) await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: moved.id });
       return shown;
     });
     if (promoted) this.outbox.nudge();

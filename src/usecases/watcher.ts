@@ -35,6 +35,8 @@ export interface WatcherOptions {
   abandonedDecisionMs: number;
   /** This process's identity in lease columns (default: a random uuid). */
   replicaId: string;
+  /** Heartbeats (replicas.ts): a lease whose owner has not announced itself for this long, or that stopped, is taken over at once. Unset: leases alone. */
+  deadAfterMs?: number;
 }
 
 export const DEFAULT_WATCHER_OPTIONS: Omit<WatcherOptions, "replicaId"> = {
@@ -172,12 +174,14 @@ export class RunWatcher {
   /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */
   async tick(): Promise<number> {
     // Due and lease times are the clock's, like every time the rows are written with.
+    const now = this.clock.now();
     const rows = await leaseDueExecutions(this.sql, {
       owner: this.replicaId,
       states: WATCHED_STATES,
       leaseMs: this.options.leaseMs,
       limit: this.options.batchSize,
-      now: this.clock.now(),
+      now,
+      ...(this.options.deadAfterMs ? { deadBefore: new Date(now.getTime() - this.options.deadAfterMs) } : {}),
     });
     await Promise.all(rows.map((row) => this.pollOne(row)));
     return rows.length;

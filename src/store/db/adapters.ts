@@ -20,6 +20,14 @@ export async function openPGlite(dataDir: string | undefined): Promise<PGlite> {
   if (!dataDir) return new PGlite();
   const dir = pgliteDir(dataDir);
   fs.mkdirSync(dir, { recursive: true });
+  if (!fs.existsSync(path.join(dir, "PG_VERSION"))) {
+    // A new folder is closed once right after it is created: PGlite 0.3 writes some of its files
+    // (global/pg_filenode.map) only when it closes, and a folder whose first process was killed
+    // before closing it cannot be opened again.
+    const created = new PGlite(dir);
+    await created.waitReady;
+    await created.close();
+  }
   return new PGlite(dir);
 }
 

@@ -4,6 +4,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "../../generated/prisma/client.js";
 import { isPostgresUrl, openPGlite, pgliteAdapterFactory } from "./adapters.js";
+import { lockDataFolder } from "./data-lock.js";
 import { applyMigrations, type MigrationSession } from "./migrate.js";
 import { pgliteSqlRunner, pgSqlRunner, registerSqlRunner } from "./sql.js";
 
@@ -12,6 +13,12 @@ export type Db = PrismaClient;
 export interface Database {
   prisma: Db;
   kind: "embedded" | "postgres";
+  /**
+   * No other process can be using this database: an embedded one in a data folder this process has
+   * locked (data-lock.ts). Every claim found in it at start is then an earlier incarnation's.
+   * (An in-memory one is private to the process, but tests share it between several bots.)
+   */
+  exclusive: boolean;
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;
@@ -32,7 +39,14 @@ export function openDatabase(opts: DatabaseOptions): Database {
 
 function openEmbedded(dataDir: string | undefined): Database {
   // The engine loads asynchronously (see openPGlite); Prisma connects through it on its first query.
-  const engine = openPGlite(dataDir).then(async (pglite) => ({ pglite, factory: await pgliteAdapterFactory(pglite) }));
+  // The data folder is locked first: PGlite would let a second process open it too.
+  let unlock: (() => void) | undefined;
+  const engine = Promise.resolve()
+    .then(() => {
+      if (dataDir) unlock = lockDataFolder(dataDir);
+      return openPGlite(dataDir);
+    })
+    .then(async (pglite) => ({ pglite, factory: await pgliteAdapterFactory(pglite) }));
   engine.catch(() => {}); // reported by the first query or migration that awaits it
   const adapter = {
     provider: "postgres",
@@ -51,12 +65,14 @@ function openEmbedded(dataDir: string | undefined): Database {
   return {
     prisma,
     kind: "embedded",
-    // One process owns an embedded database, so no advisory lock is needed.
+    exclusive: !!dataDir,
+    // One process owns an embedded database (its folder is locked), so no advisory lock is needed.
     migrate: () => applyMigrations(session, undefined, { advisoryLock: false }),
     close: async () => {
       await prisma.$disconnect();
       const opened = await pglite.catch(() => undefined);
       await opened?.close();
+      unlock?.();
     },
   };
 }
@@ -70,6 +86,7 @@ function openPostgres(url: string, poolSize: number): Database {
   return {
     prisma,
     kind: "postgres",
+    exclusive: false,
     migrate: async () => {
       const client = await pool.connect();
       try {
