@@ -49,6 +49,13 @@ export const EFFECT_KINDS = {
   "flow.edited": { repeatable: false, thread: "flow" },
   "flow.show": { repeatable: true, thread: null },
   "flow.reminder": { repeatable: false, thread: "flow" },
+  /**
+   * Slack refused the run's channel for good (src/outbox/refused.ts): open a direct message with the
+   * run's starter, record it as the run's place, and post there again what the channel refused.
+   */
+  "run.move": { repeatable: false, thread: null },
+  /** The same for a flow request: a direct message with its assignee, else its reviewers. */
+  "flow.move": { repeatable: false, thread: null },
 } as const satisfies Record<string, { repeatable: boolean; thread: EffectThread | null }>;
 
 /** How the thread of an ordered effect is found from its subject (see EFFECT_KINDS). */

@@ -1,7 +1,7 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
-import type { EffectJob, NewEffect } from "../domain/effects.js";
+import { type EffectJob, effectKey, type NewEffect } from "../domain/effects.js";
 import { shownAs } from "../domain/states.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
@@ -19,6 +19,7 @@ import {
   recordReviewShown,
 } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
+import { effectGivenUp, recordFlowMoved, recordRunMoved, reviewsToPostAgain } from "../store/moves.js";
 import type { Sql } from "../store/sql.js";
 import {
   type Clock,
@@ -36,6 +37,7 @@ import {
 } from "../usecases/ports.js";
 import { reviewNote } from "../usecases/reviews.js";
 import { GiveUp } from "./failures.js";
+import { MOVED_PART } from "./refused.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
 export interface PerformerDeps {
@@ -48,7 +50,12 @@ export interface PerformerDeps {
   reviewContext?: (execution: Execution, review: Review) => Promise<ReviewContext>;
   /** What a flow request's message shows beside its row (approvals so far, the edit). */
   flowContext?: (request: FlowRequest) => Promise<FlowRequestContext>;
+  /** Who a flow request goes to directly when Slack refuses its channel: its assignee (or reassignee), else the flow's reviewers. */
+  flowRecipients?: (request: FlowRequest) => { users: string[]; usergroups: string[] };
 }
+
+/** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
+const assignees = (request: FlowRequest) => ({ users: [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u), usergroups: [] });
 
 export function slackEffectPerformer(deps: PerformerDeps): Performer {
   const { sql, notifier } = deps;
@@ -73,7 +80,52 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     return found !== undefined ? { ts: found, found: true } : { ts: await post(), found: false };
   }
 
-  const performers: Record<EffectJob["kind"], (job: EffectJob) => Promise<EffectOutcome | undefined>> = {
+  /** A second effect of one kind for a subject that moved (its first was given up, or done, in the old channel). */
+  const moved = (e: Execution) => (e.movedTo ? { part: MOVED_PART } : {});
+
+  /**
+   * Slack refused the run's channel for good: a direct message with its starter becomes the run's
+   * place. Recorded once; in the same transaction the reviews not shown (or waiting for a decision
+   * on a message in the refused channel) are posted again there, and the completion notice when the
+   * channel refused it.
+   */
+  async function moveRun(job: EffectJob): Promise<EffectOutcome | undefined> {
+    const e = await execution(job.subjectId);
+    if (!e) throw new GiveUp("its run no longer exists");
+    if (e.movedTo) return undefined;
+    const reason = String(job.payload?.reason ?? "");
+    if (!notifier.openConversation) throw new GiveUp("direct messages are not available");
+    const channel = await notifier.openConversation(e, [e.userId]);
+    return {
+      record: async (tx) => {
+        const now = clock.now();
+        if (!(await recordRunMoved(tx, { id: e.id, movedTo: channel, movedBecause: reason, now }))) return;
+        for (const id of await reviewsToPostAgain(tx, e.id)) await enqueueEffect(tx, { kind: "review.post", subjectId: id, part: MOVED_PART }, now);
+        if (await effectGivenUp(tx, effectKey({ kind: "run.completion", subjectId: e.id })))
+          await enqueueEffect(tx, { kind: "run.completion", subjectId: e.id, part: MOVED_PART }, now);
+      },
+    };
+  }
+
+  /** The same for a flow request: a direct message with its assignee, else its reviewers; its message is posted again there. */
+  async function moveFlowRequest(job: EffectJob): Promise<EffectOutcome | undefined> {
+    const request = await flowRequest(job.subjectId);
+    if (!request) throw new GiveUp("its flow request no longer exists");
+    if (request.movedFrom) return undefined;
+    const who = deps.flowRecipients?.(request) ?? assignees(request);
+    if (who.users.length + who.usergroups.length === 0) throw new GiveUp("nobody to send it to directly: no assignee and no reviewers");
+    if (!deps.flows?.openConversation) throw new GiveUp("direct messages are not available");
+    const channel = await deps.flows.openConversation(request, who);
+    return {
+      record: async (tx) => {
+        const now = clock.now();
+        if (await recordFlowMoved(tx, { id: request.id, to: channel, because: String(job.payload?.reason ?? ""), now }))
+          await enqueueEffect(tx, { kind: "flow.post", subjectId: request.id, part: MOVED_PART }, now);
+      },
+    };
+  }
+
+  const performers: Record<Exclude<EffectJob["kind"], "run.move" | "flow.move">, (job: EffectJob) => Promise<EffectOutcome | undefined>> = {
     async "review.post"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.messageTs) return undefined;
@@ -88,12 +140,16 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         record: async (tx) => {
           const now = clock.now();
           // A message found again shows the state of the earlier attempt, unknown here: shownState null.
-          const state = await recordReviewPosted(tx, { id: r.id, messageTs: ts, shownState: found ? null : shownAs(r.state), now });
+          // In the direct message the run moved to, the review records that channel (clicks are checked against it).
+          const state = await recordReviewPosted(tx, { id: r.id, messageTs: ts, channelId: e.movedTo, shownState: found ? null : shownAs(r.state), now });
           // It became a review, or was decided, while being posted (or the message found again may
           // show an older state): show what it is now.
           if (state !== undefined && (found || shownAs(state) !== shownAs(r.state))) await enqueueEffect(tx, { kind: "review.show", subjectId: r.id }, now);
         },
-        next: [...(files.output ? [{ kind: "review.file" as const, subjectId: r.id }] : []), ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id }] : [])],
+        next: [
+          ...(files.output ? [{ kind: "review.file" as const, subjectId: r.id, ...moved(e) }] : []),
+          ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id, ...moved(e) }] : []),
+        ],
       };
     },
     async "review.diff"(job) {
@@ -124,7 +180,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "review.reminder"(job) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Decided (or the run ended) since it was due: nobody needs reminding any more.
-      if (r.state !== "pending" || !e.threadTs) return undefined;
+      if (r.state !== "pending" || (!e.threadTs && !e.movedTo)) return undefined;
       const reminder = job.payload as { who: string; waitedMs: number };
       await postOnce(
         job,
@@ -172,8 +228,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         () => notifier.findPosted(e, null, job.id),
         async () => (await notifier.postCompletion(e, job.id)).ts,
       );
-      const next: NewEffect[] = [{ kind: "run.announcement", subjectId: e.id }];
-      if (notifier.completionNeedsFile(e)) next.push({ kind: "run.file", subjectId: e.id });
+      // The announcement stays in the channel that refused the run: not updated once the run moved.
+      const next: NewEffect[] = e.movedTo ? [] : [{ kind: "run.announcement", subjectId: e.id }];
+      if (notifier.completionNeedsFile(e)) next.push({ kind: "run.file", subjectId: e.id, ...moved(e) });
       return { record: (tx) => recordCompletionPosted(tx, { executionId: e.id, completionTs: ts, now: clock.now() }), next };
     },
     async "run.file"(job) {
@@ -185,12 +242,15 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.announcement"(job) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      if (e.movedTo) return undefined;
       await notifier.updateAnnouncement(e);
       return undefined;
     },
     async "run.progress"(job) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      // Progress is a courtesy of the run's thread: a run that moved to a direct message does without.
+      if (e.movedTo) return undefined;
       const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
       const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: clock.now() };
       const existing = e.progressTs;
@@ -235,7 +295,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           // Decided while being posted, or found again showing an older state: show what it is now.
           if (state !== undefined && (found || state !== current.state)) await enqueueEffect(tx, { kind: "flow.show", subjectId: current.id }, now);
         },
-        next: flows.requestNeedsFile(current) ? [{ kind: "flow.file", subjectId: current.id }] : [],
+        next: flows.requestNeedsFile(current) ? [{ kind: "flow.file", subjectId: current.id, ...(current.movedFrom ? { part: MOVED_PART } : {}) }] : [],
       };
     },
     async "flow.file"(job) {
@@ -277,9 +337,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   };
 
   return async (job) => {
+    if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
+    if (job.kind === "run.move") return moveRun(job);
+    if (job.kind === "flow.move") return moveFlowRequest(job);
     const perform = performers[job.kind];
     if (!perform) throw new GiveUp(`unknown effect kind ${job.kind}`);
-    if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
     return perform(job);
   };
 }
