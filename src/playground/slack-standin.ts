@@ -774,6 +774,8 @@ class FakeSlackServer implements FakeSlack {
       "groups:read",
       "im:read",
       "mpim:read",
+      "im:write",
+      "mpim:write",
       "channels:join",
       "files:write",
       "usergroups:read",
