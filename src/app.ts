@@ -35,6 +35,7 @@ import { Metrics } from "./metrics/metrics.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
 import { DurableOutbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
+import { moveOnRefusal } from "./outbox/refused.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import type { CrewApi } from "./protocols/crew/types.js";
 import { type Database, openDatabase } from "./store/db/database.js";
@@ -280,6 +281,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       // What messages show beside their rows: approvals so far, the edit, the previous round.
       reviewContext: (execution, review) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName))),
       flowContext: (request) => flows.context(request),
+      flowRecipients: (request) => flows.directRecipients(request),
     }),
     log,
     clock,
@@ -290,7 +292,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       ...opts.outbox,
       leaseMs,
     },
-    metrics.outboxEvents(),
+    // A message Slack refuses in its channel for good moves its run (or flow request) to a direct message.
+    { ...metrics.outboxEvents(), onGiveUp: moveOnRefusal },
   );
   outbox.attach(outboxWorker);
 

@@ -55,6 +55,13 @@ export const EFFECT_KINDS = {
   "flow.edited": { repeatable: false, thread: "flow", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   "flow.show": { repeatable: true, thread: null, priority: 0, calls: ["chat.update"] },
   "flow.reminder": { repeatable: false, thread: "flow", priority: 1, calls: ["chat.postMessage"] },
+  /**
+   * Slack refused the run's channel for good (src/outbox/refused.ts): open a direct message with the
+   * run's starter, record it as the run's place, and post there again what the channel refused.
+   */
+  "run.move": { repeatable: false, thread: null, priority: 0, calls: ["conversations.open"] },
+  /** The same for a flow request: a direct message with its assignee, else its reviewers. */
+  "flow.move": { repeatable: false, thread: null, priority: 0, calls: ["conversations.open"] },
 } as const satisfies Record<string, { repeatable: boolean; thread: EffectThread | null; priority: EffectPriority; calls: readonly string[] }>;
 
 /** 0: a person waits on it; 1: announcements, files and notices; 2: progress. */

@@ -1,7 +1,7 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
-import { EFFECT_KINDS, type EffectJob, type NewEffect } from "../domain/effects.js";
+import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect } from "../domain/effects.js";
 import { shownAs } from "../domain/states.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
@@ -19,6 +19,7 @@ import {
   recordReviewShown,
 } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
+import { effectGivenUp, recordFlowMoved, recordRunMoved, reviewsToPostAgain } from "../store/moves.js";
 import type { Sql } from "../store/sql.js";
 import {
   type Clock,
@@ -37,6 +38,7 @@ import {
 import { reviewNote } from "../usecases/reviews.js";
 import type { SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
+import { MOVED_PART } from "./refused.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
 export interface PerformerDeps {
@@ -49,7 +51,12 @@ export interface PerformerDeps {
   reviewContext?: (execution: Execution, review: Review) => Promise<ReviewContext>;
   /** What a flow request's message shows beside its row (approvals so far, the edit). */
   flowContext?: (request: FlowRequest) => Promise<FlowRequestContext>;
+  /** Who a flow request goes to directly when Slack refuses its channel: its assignee (or reassignee), else the flow's reviewers. */
+  flowRecipients?: (request: FlowRequest) => { users: string[]; usergroups: string[] };
 }
+
+/** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
+const assignees = (request: FlowRequest) => ({ users: [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u), usergroups: [] });
 
 export function slackEffectPerformer(deps: PerformerDeps): Performer {
   const { sql, notifier } = deps;
@@ -79,11 +86,66 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
    * in its workspace and channel, once it knows it will make them. Without a gate (tests of a performer
    * alone) every call goes.
    */
-  async function spend(gate: SlackGate | undefined, job: EffectJob, at: { teamId: string | null; channelId: string }, calls: readonly string[] = EFFECT_KINDS[job.kind].calls) {
-    for (const method of calls) await gate?.({ team: at.teamId ?? "", channel: at.channelId, method });
+  async function spend(
+    gate: SlackGate | undefined,
+    job: EffectJob,
+    at: { teamId: string | null; channelId: string; threadTs?: string | null; movedTo?: string | null },
+    calls: readonly string[] = EFFECT_KINDS[job.kind].calls,
+  ) {
+    // A run that moved to a direct message spends that conversation's pace, not its old channel's.
+    const channel = "movedTo" in at && at.movedTo ? at.movedTo : at.channelId;
+    for (const method of calls) await gate?.({ team: at.teamId ?? "", channel, method });
   }
 
-  const performers: Record<EffectJob["kind"], (job: EffectJob, gate?: SlackGate) => Promise<EffectOutcome | undefined>> = {
+
+  /** A second effect of one kind for a subject that moved (its first was given up, or done, in the old channel). */
+  const moved = (e: Execution) => (e.movedTo ? { part: MOVED_PART } : {});
+
+  /**
+   * Slack refused the run's channel for good: a direct message with its starter becomes the run's
+   * place. Recorded once; in the same transaction the reviews not shown (or waiting for a decision
+   * on a message in the refused channel) are posted again there, and the completion notice when the
+   * channel refused it.
+   */
+  async function moveRun(job: EffectJob, gate?: SlackGate): Promise<EffectOutcome | undefined> {
+    const e = await execution(job.subjectId);
+    if (!e) throw new GiveUp("its run no longer exists");
+    if (e.movedTo) return undefined;
+    const reason = String(job.payload?.reason ?? "");
+    if (!notifier.openConversation) throw new GiveUp("direct messages are not available");
+    await spend(gate, job, e);
+    const channel = await notifier.openConversation(e, [e.userId]);
+    return {
+      record: async (tx) => {
+        const now = clock.now();
+        if (!(await recordRunMoved(tx, { id: e.id, movedTo: channel, movedBecause: reason, now }))) return;
+        for (const id of await reviewsToPostAgain(tx, e.id)) await enqueueEffect(tx, { kind: "review.post", subjectId: id, part: MOVED_PART }, now);
+        if (await effectGivenUp(tx, effectKey({ kind: "run.completion", subjectId: e.id })))
+          await enqueueEffect(tx, { kind: "run.completion", subjectId: e.id, part: MOVED_PART }, now);
+      },
+    };
+  }
+
+  /** The same for a flow request: a direct message with its assignee, else its reviewers; its message is posted again there. */
+  async function moveFlowRequest(job: EffectJob, gate?: SlackGate): Promise<EffectOutcome | undefined> {
+    const request = await flowRequest(job.subjectId);
+    if (!request) throw new GiveUp("its flow request no longer exists");
+    if (request.movedFrom) return undefined;
+    const who = deps.flowRecipients?.(request) ?? assignees(request);
+    if (who.users.length + who.usergroups.length === 0) throw new GiveUp("nobody to send it to directly: no assignee and no reviewers");
+    if (!deps.flows?.openConversation) throw new GiveUp("direct messages are not available");
+    await spend(gate, job, { teamId: request.teamId, channelId: request.channelId });
+    const channel = await deps.flows.openConversation(request, who);
+    return {
+      record: async (tx) => {
+        const now = clock.now();
+        if (await recordFlowMoved(tx, { id: request.id, to: channel, because: String(job.payload?.reason ?? ""), now }))
+          await enqueueEffect(tx, { kind: "flow.post", subjectId: request.id, part: MOVED_PART }, now);
+      },
+    };
+  }
+
+  const performers: Record<Exclude<EffectJob["kind"], "run.move" | "flow.move">, (job: EffectJob, gate?: SlackGate) => Promise<EffectOutcome | undefined>> = {
     async "review.post"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       if (r.messageTs) return undefined;
@@ -99,12 +161,16 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         record: async (tx) => {
           const now = clock.now();
           // A message found again shows the state of the earlier attempt, unknown here: shownState null.
-          const state = await recordReviewPosted(tx, { id: r.id, messageTs: ts, shownState: found ? null : shownAs(r.state), now });
+          // In the direct message the run moved to, the review records that channel (clicks are checked against it).
+          const state = await recordReviewPosted(tx, { id: r.id, messageTs: ts, channelId: e.movedTo, shownState: found ? null : shownAs(r.state), now });
           // It became a review, or was decided, while being posted (or the message found again may
           // show an older state): show what it is now.
           if (state !== undefined && (found || shownAs(state) !== shownAs(r.state))) await enqueueEffect(tx, { kind: "review.show", subjectId: r.id }, now);
         },
-        next: [...(files.output ? [{ kind: "review.file" as const, subjectId: r.id }] : []), ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id }] : [])],
+        next: [
+          ...(files.output ? [{ kind: "review.file" as const, subjectId: r.id, ...moved(e) }] : []),
+          ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id, ...moved(e) }] : []),
+        ],
       };
     },
     async "review.diff"(job, gate) {
@@ -141,7 +207,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "review.reminder"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Decided (or the run ended) since it was due: nobody needs reminding any more.
-      if (r.state !== "pending" || !e.threadTs) return undefined;
+      if (r.state !== "pending" || (!e.threadTs && !e.movedTo)) return undefined;
       await spend(gate, job, e);
       const reminder = job.payload as { who: string; waitedMs: number };
       await postOnce(
@@ -193,8 +259,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         () => notifier.findPosted(e, null, job.id),
         async () => (await notifier.postCompletion(e, job.id)).ts,
       );
-      const next: NewEffect[] = [{ kind: "run.announcement", subjectId: e.id }];
-      if (notifier.completionNeedsFile(e)) next.push({ kind: "run.file", subjectId: e.id });
+      // The announcement stays in the channel that refused the run: not updated once the run moved.
+      const next: NewEffect[] = e.movedTo ? [] : [{ kind: "run.announcement", subjectId: e.id }];
+      if (notifier.completionNeedsFile(e)) next.push({ kind: "run.file", subjectId: e.id, ...moved(e) });
       return { record: (tx) => recordCompletionPosted(tx, { executionId: e.id, completionTs: ts, now: clock.now() }), next };
     },
     async "run.file"(job, gate) {
@@ -207,6 +274,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.announcement"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      if (e.movedTo) return undefined;
       await spend(gate, job, e);
       await notifier.updateAnnouncement(e);
       return undefined;
@@ -214,6 +282,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.progress"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
+      // Progress is a courtesy of the run's thread: a run that moved to a direct message does without.
+      if (e.movedTo) return undefined;
       const existing = e.progressTs;
       await spend(gate, job, e, existing ? ["chat.update"] : ["chat.postMessage"]);
       // Read after the budget let it go: a wait for a token does not show older figures.
@@ -262,7 +332,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           // Decided while being posted, or found again showing an older state: show what it is now.
           if (state !== undefined && (found || state !== current.state)) await enqueueEffect(tx, { kind: "flow.show", subjectId: current.id }, now);
         },
-        next: flows.requestNeedsFile(current) ? [{ kind: "flow.file", subjectId: current.id }] : [],
+        next: flows.requestNeedsFile(current) ? [{ kind: "flow.file", subjectId: current.id, ...(current.movedFrom ? { part: MOVED_PART } : {}) }] : [],
       };
     },
     async "flow.file"(job, gate) {
@@ -309,9 +379,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   };
 
   return async (job, gate) => {
+    if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
+    if (job.kind === "run.move") return moveRun(job, gate);
+    if (job.kind === "flow.move") return moveFlowRequest(job, gate);
     const perform = performers[job.kind];
     if (!perform) throw new GiveUp(`unknown effect kind ${job.kind}`);
-    if (job.kind.startsWith("flow.") && !deps.flows) throw new GiveUp("flows are not configured");
     return perform(job, gate);
   };
 }

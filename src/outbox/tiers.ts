@@ -36,6 +36,7 @@ export const METHOD_TIERS: Readonly<Record<string, TierName>> = {
   "conversations.info": "tier3",
   "conversations.members": "tier4",
   "conversations.join": "tier3",
+  "conversations.open": "tier3",
   "users.info": "tier4",
   "users.lookupByEmail": "tier3",
   "usergroups.users.list": "tier2",

@@ -86,6 +86,12 @@ export interface OutboxEvents {
   gaveUp?(kind: EffectKind, reason: string): void;
   /** An effect found no Slack budget for its call and waits for it (not an attempt). */
   deferred?(kind: EffectKind, method: string): void;
+  /**
+   * An effect is being given up: enqueue on `tx` what stands in for it (a message Slack refused in its
+   * channel goes to a person directly, src/outbox/refused.ts). Committed with the give-up, so neither
+   * is lost without the other.
+   */
+  onGiveUp?(job: EffectJob, reason: string, tx: Sql, now: Date): Promise<void>;
 }
 
 export class OutboxWorker {
@@ -360,7 +366,7 @@ export class OutboxWorker {
     const attempts = rateLimited ? job.attempts - 1 : job.attempts;
     const giveUp = verdict.kind === "give_up" || attempts >= this.options.maxAttempts;
     const wait = verdict.kind === "retry" && verdict.afterMs !== undefined ? verdict.afterMs : retryDelay(attempts, this.options.minBackoffMs, this.options.maxBackoffMs);
-    await failEffect(this.sql, {
+    const failure = {
       id: job.id,
       owner: this.options.replicaId,
       giveUp,
@@ -368,7 +374,14 @@ export class OutboxWorker {
       runAt: new Date(now.getTime() + wait),
       error: `${verdict.kind === "retry" && verdict.ambiguous ? AMBIGUOUS : ""}${verdict.reason}`.slice(0, 300),
       now,
-    });
+    };
+    const onGiveUp = giveUp ? this.events.onGiveUp : undefined;
+    if (onGiveUp) {
+      await inTransaction(this.sql, async (tx) => {
+        if (await failEffect(tx, failure)) await onGiveUp(job, verdict.reason, tx, now);
+      });
+      this.wanted = true;
+    } else await failEffect(this.sql, failure);
     if (giveUp) {
       this.log.error("outbox: Slack effect given up", { effect: job.kind, subjectId: job.subjectId, reason: verdict.reason, attempts });
       this.events.gaveUp?.(job.kind, verdict.reason);

@@ -158,8 +158,10 @@ export interface FakeSlack {
   answerLateNext(method: string, ms: number, times?: number): void;
   /** Every Web API call answers HTTP 503 for this long, from now (an outage). */
   outage(ms: number): void;
-  /** Posts to this channel (and conversations.info/join) answer `error`; join clears a not_in_channel denial. */
+  /** Posts and updates in this channel (and conversations.info/join) answer `error` (is_archived, not_in_channel…); join clears a not_in_channel denial. */
   denyChannel(channel: string, error?: string): void;
+  /** The direct message (one user) or group DM (several) conversations.open made with these users, if any. */
+  conversationWith(...userIds: string[]): string | undefined;
   setUsergroup(id: string, userIds: string[]): void;
   setUser(id: string, user: Record<string, unknown>): void;
   /** Who conversations.members lists for a channel (default: nobody). */
@@ -255,6 +257,8 @@ class FakeSlackServer implements FakeSlack {
   private readonly teamId: string;
   private msgs = new Map<string, FakeMessage>(); // key channel/ts
   private denied = new Map<string, string>();
+  /** Direct messages and group DMs conversations.open made: the sorted user ids → channel id. */
+  private conversations = new Map<string, string>();
   private usergroups = new Map<string, string[]>();
   private users = new Map<string, Record<string, unknown>>();
   private members = new Map<string, string[]>();
@@ -350,6 +354,10 @@ class FakeSlackServer implements FakeSlack {
     this.denied.set(channel, error);
   }
 
+  conversationWith(...userIds: string[]): string | undefined {
+    return this.conversations.get([...new Set(userIds)].sort().join(","));
+  }
+
   setUsergroup(id: string, userIds: string[]): void {
     this.usergroups.set(id, [...userIds]);
   }
@@ -431,7 +439,8 @@ class FakeSlackServer implements FakeSlack {
     this.ephemerals = [];
     this.violations = [];
     this.rateLimited = 0;
-    for (const m of [this.msgs, this.denied, this.usergroups, this.users, this.uploads, this.responseUses, this.updatesByChannel, this.faults, this.delays]) m.clear();
+    for (const m of [this.msgs, this.conversations, this.denied, this.usergroups, this.users, this.uploads, this.responseUses, this.updatesByChannel, this.faults, this.delays])
+      m.clear();
     this.usedTriggers.clear();
     this.triggerUsers.clear();
     this.responseTargets.clear();
@@ -803,6 +812,8 @@ class FakeSlackServer implements FakeSlack {
       "groups:read",
       "im:read",
       "mpim:read",
+      "im:write",
+      "mpim:write",
       "channels:join",
       "files:write",
       "usergroups:read",
@@ -873,6 +884,7 @@ class FakeSlackServer implements FakeSlack {
       return { channel, ts: msg.ts, message: this.messageJson(msg) };
     },
     "chat.update": (args) => {
+      if (typeof args.channel === "string") this.checkChannel(args.channel);
       const msg = this.existing(args.channel, args.ts);
       this.edit(msg, args);
       return { channel: msg.channel, ts: msg.ts, text: msg.text ?? "", message: this.messageJson(msg) };
@@ -948,6 +960,29 @@ class FakeSlackServer implements FakeSlack {
       const from = Number(args.cursor || 0);
       const next = from + limit < all.length ? String(from + limit) : "";
       return { members: all.slice(from, from + limit), response_metadata: { next_cursor: next } };
+    },
+    // A direct message with one user (D…), or a group DM with several (G…, up to 8), opened once per set of users.
+    "conversations.open": (args) => {
+      if (args.channel) return { channel: { id: String(args.channel) } };
+      const users = [
+        ...new Set(
+          String(args.users ?? "")
+            .split(",")
+            .map((u) => u.trim())
+            .filter(Boolean),
+        ),
+      ];
+      if (!users.length) fail("users_list_not_supplied");
+      if (users.length > 8) fail("too_many_users");
+      for (const u of users) if (!/^[UW][A-Z0-9]+$/.test(u) || u === this.botUserId) fail(u === this.botUserId ? "cannot_dm_bot" : "user_not_found");
+      const key = [...users].sort().join(",");
+      let id = this.conversations.get(key);
+      if (!id) {
+        id = `${users.length === 1 ? "D" : "G"}${pad(nextSeq())}`;
+        this.conversations.set(key, id);
+        this.members.set(id, [...users, this.botUserId]);
+      }
+      return { channel: { id }, already_open: false, no_op: false };
     },
     "conversations.join": (args) => {
       const id = String(required(args, "channel", "channel_not_found"));

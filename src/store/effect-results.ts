@@ -42,10 +42,14 @@ export async function findFlowRequest(db: SqlLike, id: string): Promise<FlowRequ
 }
 
 /** A review's message was posted showing `shownState`; returns the review's state now (undefined: gone). */
-export async function recordReviewPosted(db: SqlLike, posted: { id: string; messageTs: string; shownState: string | null; now: Date }): Promise<string | undefined> {
+/** `channelId`: the channel of the message when not the run's (the direct message the run moved to). */
+export async function recordReviewPosted(
+  db: SqlLike,
+  posted: { id: string; messageTs: string; shownState: string | null; now: Date; channelId?: string | null },
+): Promise<string | undefined> {
   const row = await sqlOf(db)
     .updateTable("Review")
-    .set({ messageTs: posted.messageTs, shownState: posted.shownState, updatedAt: posted.now })
+    .set({ messageTs: posted.messageTs, channelId: posted.channelId ?? null, shownState: posted.shownState, updatedAt: posted.now })
     .where("id", "=", posted.id)
     .returning("state")
     .executeTakeFirst();

@@ -8,6 +8,7 @@
 // Everyone else is told what an unknown id gets.
 
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
+import { reviewChannel } from "../domain/refusals.js";
 import type { TeamRef } from "./ports.js";
 import { describeReviewers } from "./reviewer-rules.js";
 
@@ -31,6 +32,8 @@ export type RunFacts = { id: string; crewName: string; userId: string; channelId
 /** The review facts the rules read (its reassignment and escalation grants, its message). */
 export type ReviewFacts = {
   messageTs: string | null;
+  /** The channel of its message when not the run's (the direct message the run moved to when Slack refused its channel). */
+  channelId?: string | null;
   reassignedTo: string | null;
   escalatedAt: Date | null;
   escalatedTo: string | null;
@@ -108,10 +111,10 @@ export async function mayActOnReview(ports: AccessPorts, found: ReviewOfRun, ask
   return maySeeRun(ports, found.execution, asker);
 }
 
-/** Whether a click names the review its message shows: the message (channel, ts) must be the review's. */
+/** Whether a click names the review its message shows: the message (channel, ts) must be the review's (in its run's channel, or in the direct message it moved to). */
 export function clickFromReviewMessage(found: ReviewOfRun, click: { channelId?: string; messageTs?: string }): boolean {
   if (!click.channelId || !click.messageTs) return false;
-  return found.execution.channelId === click.channelId && found.messageTs === click.messageTs;
+  return reviewChannel(found, found.execution) === click.channelId && found.messageTs === click.messageTs;
 }
 
 /** Whether a click on the message at (channelId, messageTs) may decide this review. */

@@ -235,6 +235,14 @@ export class FlowRequests {
     return [describeReviewers(rules), request.assigneeUserId ? `<@${request.assigneeUserId}>` : ""].filter(Boolean).join(", ");
   }
 
+  /** Who a request goes to directly when Slack refuses its channel: whoever it is assigned or handed to, else the flow's reviewers. */
+  directRecipients(request: Pick<FlowRequest, "flowName" | "assigneeUserId" | "reassignedTo">): { users: string[]; usergroups: string[] } {
+    const assigned = [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u);
+    if (assigned.length) return { users: [...new Set(assigned)], usergroups: [] };
+    const rules = this.deps.rules.rulesFor(request.flowName);
+    return { users: [...(rules?.users ?? [])], usergroups: [...(rules?.usergroups ?? [])] };
+  }
+
   async mayDecide(request: FlowRequestAccess, userId: string): Promise<boolean> {
     if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
     return this.deps.rules.mayDecide(request.flowName, userId);

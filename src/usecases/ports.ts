@@ -77,6 +77,8 @@ export interface RunNotifier {
   editNeedsFile(review: Review, edit: { text: string }): boolean;
   /** Whether the completion notice needs the final output as a file. */
   completionNeedsFile(execution: Execution): boolean;
+  /** Opens the direct message with these users (a group DM with several), for a run whose channel Slack refused: its channel id. */
+  openConversation?(execution: Execution, userIds: string[]): Promise<string>;
 }
 
 /**
@@ -120,6 +122,8 @@ export interface FlowNotifier {
   requestNeedsFile(request: FlowRequest): boolean;
   /** Whether an edit and approve attaches the edited version as a file. */
   editNeedsFile(request: FlowRequest, edit: { text: string }): boolean;
+  /** Opens the direct message (a group DM with several) with these users and the members of these user groups, for a request whose channel Slack refused: its channel id. */
+  openConversation?(request: FlowRequest, who: { users: string[]; usergroups: string[] }): Promise<string>;
 }
 
 export type DeadlineNotice =

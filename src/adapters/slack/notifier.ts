@@ -1,6 +1,7 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../../config/config.js";
+import { reviewChannel, runPlace } from "../../domain/refusals.js";
 import type { ExecutionState } from "../../domain/states.js";
 import type { Logger } from "../../log/log.js";
 import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotice, RunNotifier } from "../../usecases/ports.js";
@@ -13,6 +14,7 @@ import {
   outputNeedsFile,
   pendingReviewNotes,
   progressMessage,
+  type RefusedChannelFacts,
   reminderText,
   reviewMessage,
   reviewReserve,
@@ -21,6 +23,7 @@ import {
   runNoticeText,
   type SlackMessage,
   unifiedDiff,
+  withRefusedHeader,
 } from "./blocks/index.js";
 import type { SlackClients } from "./clients.js";
 
@@ -84,6 +87,30 @@ function reviewFor(review: Review, note?: string, context: ReviewContext = {}, o
   });
 }
 
+/** What a message of a run that moved to a direct message says on top (undefined: the run is in its channel). */
+export function runRefusal(execution: Execution): RefusedChannelFacts | undefined {
+  return execution.movedTo
+    ? { channelId: execution.channelId, reason: execution.movedBecause ?? "", subject: { kind: "run", crewName: execution.crewName, startedBy: execution.userId } }
+    : undefined;
+}
+
+/** A review message where it is: in a direct message the run moved to, it says why on top. */
+function placedReview(execution: Execution, review: Review, message: SlackMessage): SlackMessage {
+  return withRefusedHeader(message, review.channelId ? runRefusal(execution) : undefined);
+}
+
+/**
+ * Opens (or finds) the direct message with these users (a group DM with several): its channel id.
+ * Several users make one group conversation, so that one message (one ts) is the one every click
+ * is checked against.
+ */
+export async function openConversation(client: WebClient, userIds: string[]): Promise<string> {
+  const opened = await client.conversations.open({ users: userIds.join(","), return_im: false });
+  const id = opened.channel?.id;
+  if (!id) throw new Error("conversations.open answered no channel");
+  return id;
+}
+
 function safeFilename(name: string): string {
   return (
     name
@@ -117,10 +144,12 @@ export class SlackRunNotifier implements RunNotifier {
 
   async postReview(execution: Execution, review: Review, effectId: string, context: ReviewContext = {}): Promise<{ ts: string }> {
     const client = await this.clientFor(execution);
+    const place = runPlace(execution);
+    const message = reviewFor(review, undefined, context, reviewOutputNeedsFile(review, context));
     const posted = await client.chat.postMessage({
-      channel: execution.channelId,
-      thread_ts: execution.threadTs ?? undefined,
-      ...reviewFor(review, undefined, context, reviewOutputNeedsFile(review, context)),
+      channel: place.channel,
+      thread_ts: place.threadTs ?? undefined,
+      ...withRefusedHeader(message, runRefusal(execution)),
       ...effectMetadata(effectId),
     });
     return { ts: posted.ts! };
@@ -153,7 +182,7 @@ export class SlackRunNotifier implements RunNotifier {
   async updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void> {
     if (!review.messageTs) return;
     const client = await this.clientFor(execution);
-    await client.chat.update({ channel: execution.channelId, ts: review.messageTs, ...reviewFor(review, note, context) });
+    await client.chat.update({ channel: reviewChannel(review, execution), ts: review.messageTs, ...placedReview(execution, review, reviewFor(review, note, context)) });
   }
 
   async attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void> {
@@ -162,12 +191,13 @@ export class SlackRunNotifier implements RunNotifier {
 
   async postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }> {
     const client = await this.clientFor(execution);
-    const permalink = execution.threadTs
-      ? await client.chat
-          .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
-          .then((r) => r.permalink)
-          .catch(() => undefined)
-      : undefined;
+    const permalink =
+      execution.threadTs && !execution.movedTo
+        ? await client.chat
+            .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
+            .then((r) => r.permalink)
+            .catch(() => undefined)
+        : undefined;
     const output = execution.output ?? undefined;
     const outcome = execution.state === "completed" ? "succeeded" : execution.state === "lost" ? "lost" : "failed";
     const started = execution.startedAt ?? execution.createdAt;
@@ -181,7 +211,7 @@ export class SlackRunNotifier implements RunNotifier {
       threadPermalink: permalink,
       outputTruncated: output ? outputNeedsFile(output) : false,
     });
-    const posted = await client.chat.postMessage({ channel: execution.channelId, ...message, ...effectMetadata(effectId) });
+    const posted = await client.chat.postMessage({ channel: runPlace(execution).channel, ...withRefusedHeader(message, runRefusal(execution)), ...effectMetadata(effectId) });
     return { ts: posted.ts! };
   }
 
@@ -212,16 +242,22 @@ export class SlackRunNotifier implements RunNotifier {
     const client = await this.clientFor(execution);
     const link = review.messageTs
       ? await client.chat
-          .getPermalink({ channel: execution.channelId, message_ts: review.messageTs })
+          .getPermalink({ channel: reviewChannel(review, execution), message_ts: review.messageTs })
           .then((r) => r.permalink)
           .catch(() => undefined)
       : undefined;
     const text = reminderText(execution, review, reminder.who, reminder.waitedMs, link);
-    await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, text, ...effectMetadata(effectId) });
+    const place = runPlace(execution);
+    await client.chat.postMessage({ channel: place.channel, thread_ts: place.threadTs ?? undefined, text, ...effectMetadata(effectId) });
   }
 
   async findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined> {
-    return findPostedMessage(await this.clientFor(execution), this.log, execution.channelId, threadTs, effectId);
+    const place = runPlace(execution);
+    return findPostedMessage(await this.clientFor(execution), this.log, place.channel, place.moved ? null : threadTs, effectId);
+  }
+
+  async openConversation(execution: Execution, userIds: string[]): Promise<string> {
+    return openConversation(await this.clientFor(execution), userIds);
   }
 
   async postThreadNotice(execution: Execution, notice: RunNotice, effectId: string): Promise<void> {
@@ -242,9 +278,10 @@ export class SlackRunNotifier implements RunNotifier {
 
   private async postThreadText(execution: Execution, text: string, effectId: string): Promise<void> {
     const client = await this.clientFor(execution);
+    const place = runPlace(execution);
     await client.chat.postMessage({
-      channel: execution.channelId,
-      thread_ts: execution.threadTs ?? undefined,
+      channel: place.channel,
+      thread_ts: place.threadTs ?? undefined,
       text,
       blocks: [{ type: "section", text: { type: "mrkdwn", text } }],
       ...effectMetadata(effectId),
@@ -261,9 +298,10 @@ export class SlackRunNotifier implements RunNotifier {
 
   /** The whole text as a file in the run's thread: nothing is cut off silently. */
   private async attach(execution: Execution, content: string, filename: string, title: string): Promise<void> {
-    const thread = execution.threadTs ? { thread_ts: execution.threadTs } : {};
+    const place = runPlace(execution);
+    const thread = place.threadTs ? { thread_ts: place.threadTs } : {};
     const client = await this.clientFor(execution);
-    await client.filesUploadV2({ channel_id: execution.channelId, ...thread, content, filename, title });
+    await client.filesUploadV2({ channel_id: place.channel, ...thread, content, filename, title });
   }
 }
 

@@ -14,6 +14,8 @@ export const BOT_SCOPES = [
   "groups:read",
   "im:read",
   "mpim:read",
+  "im:write",
+  "mpim:write",
   "channels:join",
   "files:write",
   "usergroups:read",

@@ -14,9 +14,13 @@ import {
   outputNeedsFile,
   pendingReviewNotes,
   type SlackMessage,
+  withRefusedHeader,
 } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
-import { EFFECT_EVENT_TYPE, findPostedMessage } from "../notifier.js";
+import { EFFECT_EVENT_TYPE, findPostedMessage, openConversation } from "../notifier.js";
+
+/** Slack's limit of people in a group DM besides the bot. */
+const GROUP_DM_MAX = 8;
 
 /** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
 export function editedRequestNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
@@ -25,6 +29,18 @@ export function editedRequestNeedsFile(request: FlowRequest, edit: { text: strin
 
 export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
   const reserve = context.approvals || context.edit ? EXTRAS_RESERVE : 0;
+  // Moved to a direct message because Slack refused the flow's channel: it says so on top.
+  const refused = request.movedFrom
+    ? {
+        channelId: request.movedFrom,
+        reason: request.movedBecause ?? "",
+        subject: { kind: "flow" as const, flowName: request.flowName, methodName: request.methodName ?? undefined },
+      }
+    : undefined;
+  return withRefusedHeader(flowMessageOf(request, reserve, note, context), refused);
+}
+
+function flowMessageOf(request: FlowRequest, reserve: number, note: string | undefined, context: FlowRequestContext): SlackMessage {
   return flowRequestMessage({
     ...(context.approvals ? { approvals: context.approvals } : {}),
     ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(request.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
@@ -123,6 +139,26 @@ export class SlackFlowEffects implements FlowNotifier {
 
   async findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined> {
     return findPostedMessage(await this.client(request), this.log, request.channelId, threadTs, effectId);
+  }
+
+  /** A direct message with these people (group DM with several; the members of user groups, up to Slack's limit). */
+  async openConversation(request: FlowRequest, who: { users: string[]; usergroups: string[] }): Promise<string> {
+    const client = await this.client(request);
+    const users = new Set(who.users);
+    for (const usergroup of who.usergroups) {
+      if (users.size >= GROUP_DM_MAX) break;
+      const members = await client.usergroups.users
+        .list({ usergroup })
+        .then((r) => r.users ?? [])
+        .catch((err) => {
+          this.log.warn("could not read a user group for a direct message", { usergroup, error: (err as { data?: { error?: string } }).data?.error ?? (err as Error).message });
+          return [] as string[];
+        });
+      for (const m of members) users.add(m);
+    }
+    const list = [...users].slice(0, GROUP_DM_MAX);
+    if (!list.length) throw new Error("nobody to send the request to directly");
+    return openConversation(client, list);
   }
 
   async lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined> {

@@ -1,10 +1,12 @@
 // App Home (the Slack adapter): on app_home_opened, publish what usecases/home-for.ts lists for the
 // user (reviews and flow requests waiting for them, recent runs, startable crews) as the Home view.
 // Who sees what is decided by usecases/access.ts; the rows come from store/home.ts, through homeFor.
+
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../../../config/config.js";
+import { reviewChannel } from "../../../domain/refusals.js";
 import type { HomeStore } from "../../../store/home.js";
 import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../../usecases/access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../usecases/flows.js";
@@ -59,8 +61,9 @@ export async function homeParams(
       taskName: r.taskName,
       round: r.round,
       waitingMs: now.getTime() - r.createdAt.getTime(),
-      channelId: r.execution.channelId,
-      permalink: i < HOME_MAX_REVIEWS ? await permalink(r.execution.channelId, r.messageTs!, r.execution.threadTs ?? undefined) : undefined,
+      // Its message is in its run's thread, or in the direct message the run moved to when Slack refused its channel.
+      channelId: reviewChannel(r, r.execution),
+      permalink: i < HOME_MAX_REVIEWS ? await permalink(reviewChannel(r, r.execution), r.messageTs!, r.channelId ? undefined : (r.execution.threadTs ?? undefined)) : undefined,
       // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread).
       approveReviewId: r.id,
       notes: [

@@ -97,7 +97,8 @@ export function registerReviewEdit(app: App, deps: FeatureDeps): void {
     let threadTs: string | null | undefined;
     try {
       const found = await deps.lifecycle.reviews.get(facts.r);
-      threadTs = found?.execution.threadTs;
+      // In the direct message the run moved to, replies are not threaded.
+      threadTs = found?.channelId ? undefined : found?.execution.threadTs;
       if (!found || facts.h > found.output.length || !(await clickMayDecide(accessPorts(client, deps), found, { userId, channelId: facts.c, messageTs: facts.m }))) {
         deps.log.warn("edit submission for another message refused", { userId });
         return void (await tell(EDIT_EXPIRED, threadTs));

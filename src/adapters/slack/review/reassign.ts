@@ -1,8 +1,10 @@
 // Reassign, clicked on a pending review: whoever may decide it picks a person and gives a reason in a
 // modal; the review is handed to that person (escalation.ts), who is mentioned in the thread, may
 // decide it, and sees it on their App Home.
+
 import type { App } from "@slack/bolt";
 import { z } from "zod";
+import { reviewChannel } from "../../../domain/refusals.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { clickMayDecide, mayReassignReview } from "../../../usecases/access.js";
 import { accessPorts } from "../access.js";
@@ -85,10 +87,10 @@ export function registerReassignActions(app: App, deps: FeatureDeps): void {
     if (outcome && outcome.kind !== "reassigned" && outcome.kind !== "same_person") {
       await client.chat
         .postEphemeral({
-          channel: found.execution.channelId,
+          channel: reviewChannel(found, found.execution),
           user: user.id,
           text: "The review was decided before it could be reassigned.",
-          ...(found.execution.threadTs ? { thread_ts: found.execution.threadTs } : {}),
+          ...(found.execution.threadTs && !found.channelId ? { thread_ts: found.execution.threadTs } : {}),
         })
         .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
     }
