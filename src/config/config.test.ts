@@ -73,6 +73,12 @@ describe("loadConfig", () => {
     expect(problems({ ...base, METRICS_TOKEN: "has a space in the middle" }).join("\n")).toMatch(/^METRICS_TOKEN .*without spaces/m);
   });
 
+  it("reads OUTBOX_CONCURRENCY (unset: the outbox's default), and refuses one below 1 by name", () => {
+    expect(loadConfig(base).polling?.outboxConcurrency).toBeUndefined();
+    expect(loadConfig({ ...base, OUTBOX_CONCURRENCY: "32" }).polling?.outboxConcurrency).toBe(32);
+    expect(problems({ ...base, OUTBOX_CONCURRENCY: "0" }).join("\n")).toMatch(/OUTBOX_CONCURRENCY.*Slack effects/);
+  });
+
   it("needs no signing secret in Socket Mode", () => {
     const { SLACK_SIGNING_SECRET: _, ...rest } = base;
     const config = loadConfig({ ...rest, SLACK_APP_TOKEN: "xapp-1-abc" });
