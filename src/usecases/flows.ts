@@ -16,6 +16,7 @@ import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { readBoundedText } from "../text/bounded-body.js";
 import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { truncatePlain } from "../text/truncate.js";
@@ -430,7 +431,8 @@ export class FlowRequests {
         redirect: "error",
         signal: AbortSignal.timeout(this.deps.callbackTimeoutMs ?? 15_000),
       });
-      const text = (await res.text().catch(() => "")).slice(0, 4000);
+      // The status decides; the body only words it, read up to a limit (an endless answer is cut off).
+      const text = ((await readBoundedText(res.body).catch(() => "")) ?? "").slice(0, 4000);
       if (res.ok) {
         let message: string | null = null;
         try {
