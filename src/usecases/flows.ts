@@ -8,7 +8,7 @@ import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.
 import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { flowRequestTransition } from "../domain/states.js";
-import type { Logger } from "../log/log.js";
+import { type Logger, type SampledLog, sampledLog } from "../log/log.js";
 import { parseFlowBody } from "../protocols/flows/request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../protocols/flows/signature.js";
 import type { Db } from "../store/db/database.js";
@@ -127,10 +127,12 @@ export class FlowRequests {
   private sweepTimer: NodeJS.Timeout | undefined;
   private deadlineTimer: NodeJS.Timeout | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
+  private readonly refusals: SampledLog;
 
   constructor(private readonly deps: FlowServiceDeps) {
     this.clock = deps.clock ?? systemClock;
     this.sql = sqlOf(deps.db);
+    this.refusals = sampledLog(deps.log);
     for (const flow of deps.flows) this.byName.set(flow.name.toLowerCase(), flow);
   }
 
@@ -154,7 +156,8 @@ export class FlowRequests {
       nowMs: this.clock.now().getTime(),
     });
     if (!verdict.ok) {
-      this.deps.log.warn("flow request refused: bad signature", { flow: flow.name, reason: verdict.reason });
+      // Anyone can send these: one line per flow and reason a minute, with the count left out.
+      this.refusals.warn("flow request refused: bad signature", `${flow.name}\0${verdict.reason}`, { flow: flow.name, reason: verdict.reason });
       return { status: 401, body: { error: "invalid or missing signature" } };
     }
     let body: unknown;

@@ -338,7 +338,7 @@ describe("CrewClient answers too large to read", () => {
   const TEN_MIB = 10 * 1024 * 1024;
 
   it("refuses a 10 MiB answer (sent without a length) as one it cannot read, with a readable message", async () => {
-    const crew = await startCrew((req, res) => {
+    const crew = await startCrew((_req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ state: "SUCCESS", result: "x".repeat(TEN_MIB) }));
     });
