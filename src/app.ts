@@ -1,7 +1,7 @@
 // Composition root: config → database → crews → lifecycle → Slack app and HTTP routes.
 
 import crypto from "node:crypto";
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "@slack/bolt";
 import { CrewRegistry } from "./adapters/crew/registry.js";
@@ -99,8 +99,8 @@ export interface Crewline {
   installations?: DbInstallationStore;
   /** This process among the replicas: its heartbeat, and its id in every claim it holds. */
   replica: ReplicaHeartbeat;
-  /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port. */
-  start(): Promise<{ port: number }>;
+  /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port (and the metrics port, when METRICS_PORT is set). */
+  start(): Promise<{ port: number; metricsPort?: number }>;
   stop(): Promise<void>;
 }
 
@@ -142,6 +142,15 @@ export function webhookUrlBuilder(publicUrl: string | undefined, eventStream: (c
           }
         : {}),
     };
+  };
+}
+
+/** The metrics port answers GET /metrics and nothing else. */
+function metricsOnlyListener(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") return void handle(req, res);
+    req.resume();
+    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found\n");
   };
 }
 
@@ -382,7 +391,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
   const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
   const health = healthHandler(() => pingDatabase(database.prisma));
-  const metricsRoute = metricsHandler(metrics, config.metricsToken, log);
+  // The public port serves the figures only behind METRICS_TOKEN; METRICS_PORT serves them on loopback.
+  const metricsRoute = metricsHandler(metrics, config.metricsToken ?? "off", log);
+  const metricsServer = config.metricsPort !== undefined ? createServer(metricsOnlyListener(metricsHandler(metrics, undefined, log))) : undefined;
 
   // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
   const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
@@ -466,16 +477,30 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
       watcher.start();
+      let metricsPort: number | undefined;
+      if (metricsServer) {
+        await new Promise<void>((resolve, reject) => {
+          metricsServer.once("error", reject);
+          metricsServer.listen(config.metricsPort, config.metricsHost ?? "127.0.0.1", () => resolve());
+        });
+        metricsPort = (metricsServer.address() as AddressInfo).port;
+      }
       log.info("crewline is serving", {
         port,
         mode: config.slack.appToken ? "socket" : oauth ? "http, installable (GET /slack/install)" : "http",
         database: database.kind,
         crews: crews.all().map((c) => c.name),
+        metrics:
+          metricsPort !== undefined
+            ? `GET /metrics on ${config.metricsHost ?? "127.0.0.1"}:${metricsPort}`
+            : config.metricsToken
+              ? "GET /metrics with METRICS_TOKEN"
+              : "off (set METRICS_TOKEN or METRICS_PORT)",
       });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
-      return { port };
+      return { port, ...(metricsPort !== undefined ? { metricsPort } : {}) };
     },
     async stop() {
       await watcher.stop();
@@ -483,6 +508,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       lifecycle.deadlines.stop();
       await flows.stop();
       await app.stop().catch(() => {});
+      if (metricsServer?.listening) {
+        metricsServer.closeAllConnections();
+        await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+      }
       // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.
       await Promise.race([lifecycle.callbacks.drain(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await lifecycle.progress.drain();

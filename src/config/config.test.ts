@@ -68,7 +68,7 @@ describe("loadConfig", () => {
     expect(loadConfig(base).metricsToken).toBeUndefined();
     expect(loadConfig({ ...base, METRICS_TOKEN: "m3trics-t0ken-long-enough" }).metricsToken).toBe("m3trics-t0ken-long-enough");
     const short = problems({ ...base, METRICS_TOKEN: "short-secret" }).join("\n");
-    expect(short).toMatch(/^METRICS_TOKEN \(a bearer token that GET \/metrics requires.*at least 16 characters/m);
+    expect(short).toMatch(/^METRICS_TOKEN \(a bearer token that GET \/metrics on PORT requires.*at least 16 characters/m);
     expect(short).not.toContain("short-secret");
     expect(problems({ ...base, METRICS_TOKEN: "has a space in the middle" }).join("\n")).toMatch(/^METRICS_TOKEN .*without spaces/m);
   });
@@ -77,6 +77,15 @@ describe("loadConfig", () => {
     expect(loadConfig(base).polling?.outboxConcurrency).toBeUndefined();
     expect(loadConfig({ ...base, OUTBOX_CONCURRENCY: "32" }).polling?.outboxConcurrency).toBe(32);
     expect(problems({ ...base, OUTBOX_CONCURRENCY: "0" }).join("\n")).toMatch(/OUTBOX_CONCURRENCY.*Slack effects/);
+  });
+
+  it("reads METRICS_PORT, bound to loopback unless METRICS_HOST says otherwise", () => {
+    expect(loadConfig(base).metricsPort).toBeUndefined();
+    expect(loadConfig({ ...base, METRICS_PORT: "9464" })).toMatchObject({ metricsPort: 9464, metricsHost: "127.0.0.1" });
+    expect(loadConfig({ ...base, METRICS_PORT: "9464", METRICS_HOST: "0.0.0.0" })).toMatchObject({ metricsPort: 9464, metricsHost: "0.0.0.0" });
+    expect(problems({ ...base, METRICS_HOST: "0.0.0.0" }).join("\n")).toMatch(/^METRICS_HOST is set without METRICS_PORT/m);
+    expect(problems({ ...base, METRICS_PORT: "3000", PORT: "3000" }).join("\n")).toMatch(/^METRICS_PORT .* must differ from PORT/m);
+    expect(problems({ ...base, METRICS_PORT: "9464", METRICS_HOST: "metrics.example.com" }).join("\n")).toMatch(/^METRICS_HOST .* is invalid/m);
   });
 
   it("needs no signing secret in Socket Mode", () => {

@@ -107,8 +107,11 @@ export interface AppConfig {
   };
   /** Reminders for undecided reviews (REVIEW_REMINDER_MINUTES, REVIEW_REMINDER_MAX); defaults 60 and 3. */
   reviewReminders?: { afterMinutes: number; max: number };
-  /** Bearer token GET /metrics requires (METRICS_TOKEN); unset: /metrics is open. */
+  /** Bearer token GET /metrics on the public port requires (METRICS_TOKEN); unset: /metrics is not served there. */
   metricsToken?: string;
+  /** A separate port serving GET /metrics without a token (METRICS_PORT), on metricsHost (METRICS_HOST, default 127.0.0.1). */
+  metricsPort?: number;
+  metricsHost?: string;
   /** How long the recorded crew callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION, default 7 days). */
   webhookEventRetentionMs?: number;
 }
@@ -169,7 +172,9 @@ const VARIABLES: Record<string, string> = {
   FLOW_APPROVALS: "how many distinct people must choose an approve-like outcome on a flow's feedback request before the flow gets the answer (1 to 10, default 1)",
   REVIEW_REMINDER_MAX: "how many reminders a waiting review gets at most (default 3; 0 turns reminders off)",
   WEBHOOK_EVENT_RETENTION: "how long the crew callbacks of a finished run are kept in the database, e.g. 7d, 36h (default 7d; at least 1h)",
-  METRICS_TOKEN: "a bearer token that GET /metrics requires (Authorization: Bearer <token>); unset: /metrics is open",
+  METRICS_TOKEN: "a bearer token that GET /metrics on PORT requires (Authorization: Bearer <token>); unset: /metrics is not served on PORT",
+  METRICS_PORT: "a separate port that serves GET /metrics without a token, on METRICS_HOST (default 127.0.0.1, this machine only)",
+  METRICS_HOST: "the address METRICS_PORT listens on (default 127.0.0.1; 0.0.0.0 exposes the figures to every network the host is on)",
 };
 
 const describe = (name: string) => `${name} (${VARIABLES[name] ?? "see README"})`;
@@ -520,6 +525,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     optional(env, "METRICS_TOKEN"),
   );
 
+  const metricsPort = check("METRICS_PORT", z.coerce.number().int().min(0).max(65535), optional(env, "METRICS_PORT"));
+  const metricsHost = check("METRICS_HOST", z.union([z.ipv4(), z.ipv6(), z.literal("localhost")]), optional(env, "METRICS_HOST"));
+  if (metricsHost && metricsPort === undefined) problems.push(`METRICS_HOST is set without METRICS_PORT: ${VARIABLES.METRICS_HOST}`);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) problems.push(`${describe("METRICS_PORT")} is invalid: it must differ from PORT`);
   const webhookEventRetentionMs = check(
     "WEBHOOK_EVENT_RETENTION",
     z.string().transform((value, ctx) => {
@@ -596,5 +605,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     reviewReminders: { afterMinutes: reminderMinutes, max: reminderMax },
     ...(metricsToken ? { metricsToken } : {}),
     ...(webhookEventRetentionMs ? { webhookEventRetentionMs } : {}),
+    ...(metricsPort !== undefined ? { metricsPort, metricsHost: metricsHost ?? "127.0.0.1" } : {}),
   };
 }

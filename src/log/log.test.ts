@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLogger } from "./log.js";
+import { createLogger, sampledLog } from "./log.js";
 
 describe("logger", () => {
   it("never writes Slack tokens, bearer tokens or webhook secrets, whatever it is handed", () => {
@@ -37,5 +37,28 @@ describe("logger", () => {
     log.warn("worth knowing");
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: "warn", msg: "worth knowing" });
+  });
+
+  it("writes a flood of forged-request lines once per reason per interval, counting the ones left out", () => {
+    const lines: string[] = [];
+    let t = 0;
+    const sampled = sampledLog(
+      createLogger("debug", (line) => lines.push(line)),
+      60_000,
+      () => t,
+    );
+    for (let i = 0; i < 500; i++) sampled.warn("forged request refused", i % 2 ? "signature mismatch" : "no signature", { reason: i % 2 ? "signature mismatch" : "no signature" });
+    expect(lines).toHaveLength(2);
+    t = 59_000;
+    sampled.warn("forged request refused", "no signature", { reason: "no signature" });
+    expect(lines).toHaveLength(2);
+    t = 61_000;
+    sampled.warn("forged request refused", "no signature", { reason: "no signature" });
+    expect(lines).toHaveLength(3);
+    expect(JSON.parse(lines[2]!)).toMatchObject({ msg: "forged request refused", reason: "no signature", suppressed: 250, suppressedOverS: 61 });
+    // Once quiet, the next one is written with no count.
+    t = 200_000;
+    sampled.warn("forged request refused", "no signature", { reason: "no signature" });
+    expect(JSON.parse(lines[3]!).suppressed).toBeUndefined();
   });
 });

@@ -40,3 +40,31 @@ export function createLogger(level: LogLevel = "info", write: (line: string) => 
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A log line that anyone can cause (an unsigned or forged request): written at most once per key per interval. */
+export interface SampledLog {
+  warn(msg: string, key: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * Writes the first line of each key (message and reason), then at most one per `intervalMs`, which
+ * says how many were left out since the last one (`suppressed`). A flood of forged requests costs a
+ * line a minute per reason, not one per request. Keys are bounded (oldest forgotten first).
+ */
+export function sampledLog(log: Logger, intervalMs = 60_000, now: () => number = Date.now, maxKeys = 1000): SampledLog {
+  const seen = new Map<string, { at: number; suppressed: number }>();
+  return {
+    warn(msg, key, fields) {
+      const id = `${msg}\0${key}`;
+      const t = now();
+      const entry = seen.get(id);
+      if (entry && t - entry.at < intervalMs) {
+        entry.suppressed++;
+        return;
+      }
+      if (!entry && seen.size >= maxKeys) seen.delete(seen.keys().next().value!);
+      seen.set(id, { at: t, suppressed: 0 });
+      log.warn(msg, { ...fields, ...(entry?.suppressed ? { suppressed: entry.suppressed, suppressedOverS: Math.round((t - entry.at) / 1000) } : {}) });
+    },
+  };
+}

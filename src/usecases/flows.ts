@@ -8,7 +8,7 @@ import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.
 import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { flowRequestTransition } from "../domain/states.js";
-import type { Logger } from "../log/log.js";
+import { type Logger, type SampledLog, sampledLog } from "../log/log.js";
 import { parseFlowBody } from "../protocols/flows/request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../protocols/flows/signature.js";
 import type { Db } from "../store/db/database.js";
@@ -16,6 +16,7 @@ import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { readBoundedText } from "../text/bounded-body.js";
 import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { truncatePlain } from "../text/truncate.js";
@@ -126,10 +127,12 @@ export class FlowRequests {
   private sweepTimer: NodeJS.Timeout | undefined;
   private deadlineTimer: NodeJS.Timeout | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
+  private readonly refusals: SampledLog;
 
   constructor(private readonly deps: FlowServiceDeps) {
     this.clock = deps.clock ?? systemClock;
     this.sql = sqlOf(deps.db);
+    this.refusals = sampledLog(deps.log);
     for (const flow of deps.flows) this.byName.set(flow.name.toLowerCase(), flow);
   }
 
@@ -153,7 +156,8 @@ export class FlowRequests {
       nowMs: this.clock.now().getTime(),
     });
     if (!verdict.ok) {
-      this.deps.log.warn("flow request refused: bad signature", { flow: flow.name, reason: verdict.reason });
+      // Anyone can send these: one line per flow and reason a minute, with the count left out.
+      this.refusals.warn("flow request refused: bad signature", `${flow.name}\0${verdict.reason}`, { flow: flow.name, reason: verdict.reason });
       return { status: 401, body: { error: "invalid or missing signature" } };
     }
     let body: unknown;
@@ -438,7 +442,8 @@ export class FlowRequests {
         redirect: "error",
         signal: AbortSignal.timeout(this.deps.callbackTimeoutMs ?? 15_000),
       });
-      const text = (await res.text().catch(() => "")).slice(0, 4000);
+      // The status decides; the body only words it, read up to a limit (an endless answer is cut off).
+      const text = ((await readBoundedText(res.body).catch(() => "")) ?? "").slice(0, 4000);
       if (res.ok) {
         let message: string | null = null;
         try {

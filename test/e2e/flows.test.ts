@@ -280,6 +280,28 @@ describe("flow feedback requests", () => {
     expect((await flowRow(f.h, req.id)).state).toBe("pending");
   });
 
+  it("reads no more than 4 MiB of the flow's answer: a 10 MiB 503 is a readable failure, a 10 MiB 200 an answer", async () => {
+    f = await startFlowHarness();
+    await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    const huge = "m".repeat(10 * 1024 * 1024);
+    f.flow.failNext(503, { error: "Service Unavailable", message: huge });
+    await clickFlow(f.h, req, "approved", "", USER);
+    const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
+    expect(told.args.text).toMatch(/did not reach the flow \(the flow answered 503[^)]*\)/);
+    expect(String(told.args.text).length).toBeLessThan(500);
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending" });
+
+    f.flow.failNext(200, { status: "received", message: huge });
+    await clickFlow(f.h, req, "approved", "again", USER);
+    const row = await eventually(async () => {
+      const r = await flowRow(f!.h, req.id);
+      return r.state === "answered" ? r : undefined;
+    });
+    expect(String(row.answerMessage ?? "").length).toBeLessThan(1000);
+    expect((await fetch(`${f.h.botUrl}/healthz`)).status).toBe(200);
+  });
+
   it("posts a request recorded before a crash once, at the next recovery", async () => {
     f = await startFlowHarness({ config: { polling: { claimStaleMs: 100 } } });
     f.h.slack.failNext("chat.postMessage", "fatal_error");

@@ -92,6 +92,9 @@ describe("forged Slack requests are refused before their body is parsed", () => 
     expect((await h.requests.raw("ssl_check=1&token=x", { "Content-Type": "application/x-www-form-urlencoded" })).status).toBe(200);
     expect(lines.some((l) => l.includes("malformed Slack request refused"))).toBe(true);
     expect(lines.filter((l) => l.includes("malformed Slack request refused"))).toHaveLength(2);
+    // Six forged requests, two reasons: one log line each (rate-limited), no secret in them.
+    const refused = lines.filter((l) => l.includes("unsigned or forged Slack request refused"));
+    expect(refused.map((l) => JSON.parse(l).reason).sort()).toEqual(["no valid signature headers", "signature mismatch"]);
     await startRunViaSlack(h);
   });
 });

@@ -1,8 +1,9 @@
 // GET /metrics after real runs: signed Slack requests, the local crew service sending real webhooks,
 // the Slack stand-in (which answers a 429 and an error when told to). Values, not just names.
+import os from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Logger, redact } from "../../src/log/log.js";
-import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
+import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { type Scrape, scrape } from "../support/metrics.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
@@ -10,6 +11,7 @@ let h: Harness;
 afterEach(async () => h?.close());
 
 const METRICS_TOKEN = "metrics-token-0123456789abcdef";
+const BEARER = `Bearer ${METRICS_TOKEN}`;
 
 /** Every label value of every sample. */
 const labelValues = (s: Scrape) => s.samples.flatMap((sample) => Object.values(sample.labels));
@@ -19,14 +21,14 @@ const LABEL_NAMES = new Set(["kind", "answer", "method", "error", "crew", "opera
 
 describe("GET /metrics", () => {
   it("counts a reviewed run: callbacks, Slack calls and a 429, crew calls, runs, reviews waiting, decision and visibility times", async () => {
-    h = await startHarness();
+    h = await startHarness({ config: { metricsToken: METRICS_TOKEN } });
     // The run's announcement is rate limited once: the Web API client waits and posts it again.
     h.slack.rateLimitNext("chat.postMessage", 1, 0);
     const execution = await startRunViaSlack(h);
 
     const first = await pendingReview(h);
     // While a review waits, every replica reads the same figure from the database.
-    const during = await scrape(h.botUrl);
+    const during = await scrape(h.botUrl, BEARER);
     expect(during.status).toBe(200);
     expect(during.value("crewline_reviews_waiting")).toBe(1);
     expect(during.value("crewline_runs_started_total", { crew: "research" })).toBe(1);
@@ -41,9 +43,9 @@ describe("GET /metrics", () => {
       what: "the completion notice",
     });
     // Slack has the last message a moment before the bot's own bookkeeping ends.
-    await eventually(async () => (await scrape(h.botUrl)).value("crewline_runs_finished_total", { crew: "research", outcome: "completed" }) === 1);
+    await eventually(async () => (await scrape(h.botUrl, BEARER)).value("crewline_runs_finished_total", { crew: "research", outcome: "completed" }) === 1);
     const m = await eventually(async () => {
-      const s = await scrape(h.botUrl);
+      const s = await scrape(h.botUrl, BEARER);
       // Quiet: every Slack effect done, and every call the stand-in answered counted (progress updates may trail).
       return s.value("crewline_slack_api_calls_total", { method: "chat.postMessage" }) === h.slack.callsTo("chat.postMessage").length &&
         s.value("crewline_slack_api_calls_total", { method: "chat.update" }) === h.slack.callsTo("chat.update").length &&
@@ -127,7 +129,7 @@ describe("GET /metrics", () => {
   }, 60_000);
 
   it("counts refused callbacks by kind and answer, Slack errors by code, crew errors by kind, and pending Slack effects", async () => {
-    h = await startHarness();
+    h = await startHarness({ config: { metricsToken: METRICS_TOKEN } });
     const execution = await startRunViaSlack(h);
     const review = await pendingReview(h);
     const post = (path: string, body: string) => fetch(`${h.botUrl}${path}`, { method: "POST", body, headers: { "content-type": "application/json" } }).then((r) => r.status);
@@ -149,7 +151,7 @@ describe("GET /metrics", () => {
     await new Promise((r) => setTimeout(r, 50));
 
     const m = await eventually(async () => {
-      const s = await scrape(h.botUrl);
+      const s = await scrape(h.botUrl, BEARER);
       const failedOnce = (s.value("crewline_slack_api_errors_total", { method: "chat.postMessage", error: "internal_error" }) ?? 0) >= 1;
       return failedOnce && (s.value("crewline_slack_effects_pending") ?? 0) >= 1 ? s : undefined;
     });
@@ -192,11 +194,26 @@ describe("GET /metrics", () => {
     expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
   });
 
-  it("is open when METRICS_TOKEN is not set", async () => {
+  it("is not served on the public port by default; METRICS_PORT serves it on loopback without a token", async () => {
     h = await startHarness();
-    const open = await scrape(h.botUrl);
+    const closed = await scrape(h.botUrl);
+    expect(closed.status).toBe(404);
+    expect(closed.text).not.toContain("crewline_");
+    expect(closed.text).toMatch(/METRICS_TOKEN .*METRICS_PORT/);
+    await h.close();
+
+    const metricsPort = await freePort();
+    h = await startHarness({ config: { metricsPort, metricsHost: "127.0.0.1" } });
+    expect((await scrape(h.botUrl)).status).toBe(404);
+    const open = await scrape(`http://127.0.0.1:${metricsPort}`);
     expect(open.status).toBe(200);
     expect(open.value("crewline_reviews_waiting")).toBe(0);
     expect(open.value("crewline_slack_effects_pending")).toBe(0);
+    // That port serves the figures and nothing else, and only on loopback.
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(404);
+    const external = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+    if (external) await expect(fetch(`http://${external}:${metricsPort}/metrics`)).rejects.toThrow();
   });
 });

@@ -47,6 +47,7 @@ describe("Socket Mode", () => {
         port,
         dataDir: "unused",
         crews: [{ name: "research", baseUrl: crew.url, token: CREW_TOKEN }],
+        metricsToken: "metrics-token-0123456789abcdef",
       },
       { log: silentLogger, database: db.database },
     );
@@ -77,7 +78,7 @@ describe("Socket Mode", () => {
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
     // /metrics on the same side server; the Socket Mode client's and the listeners' Web API calls are counted.
-    const metrics = await scrape(`http://127.0.0.1:${port}`);
+    const metrics = await scrape(`http://127.0.0.1:${port}`, "Bearer metrics-token-0123456789abcdef");
     expect(metrics.status).toBe(200);
     expect(metrics.value("crewline_slack_api_calls_total", { method: "views.open" })).toBe(1);
     expect(metrics.value("crewline_slack_api_calls_total", { method: "apps.connections.open" })).toBe(slack.callsTo("apps.connections.open").length);

@@ -334,6 +334,48 @@ describe("CrewClient errors", () => {
   });
 });
 
+describe("CrewClient answers too large to read", () => {
+  const TEN_MIB = 10 * 1024 * 1024;
+
+  it("refuses a 10 MiB answer (sent without a length) as one it cannot read, with a readable message", async () => {
+    const crew = await startCrew((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ state: "SUCCESS", result: "x".repeat(TEN_MIB) }));
+    });
+    const e = await failure(client(crew.url).status("k-1"));
+    expect(e.kind).toBe("invalid_response");
+    expect(e.message).toMatch(/larger than 4194304 bytes/);
+    expect(e.userMessage()).toMatch(/sent an answer Crewline couldn't read while checking a run/);
+    expectNoSecrets(e);
+  });
+
+  it("stops reading an endless answer, and a 500 with a 10 MiB body is a server error without its text", async () => {
+    let written = 0;
+    const crew = await startCrew(async (req, res) => {
+      if (req.path.endsWith("/kickoff")) {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write('{"kickoff_id":"');
+        // Endless: writes until the client goes away.
+        const chunk = "k".repeat(64 * 1024);
+        while (!res.destroyed && written < 64 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) await new Promise((r) => setTimeout(r, 1));
+        }
+        return;
+      }
+      send(res, 500, { detail: "d".repeat(TEN_MIB) }, { "content-length": String(TEN_MIB + 13) });
+    });
+    const c = client(crew.url, { readTimeoutMs: 5000, retry: { attempts: 1, baseDelayMs: 5 } });
+    const e = await failure(c.kickoff({ inputs: { topic: "AI" } }));
+    expect(e.kind).toBe("invalid_response");
+    expect(written).toBeLessThan(32 * 1024 * 1024);
+    const server = await failure(c.listInputs());
+    expect(server.kind).toBe("server");
+    expect(server.serviceMessage).toBeUndefined();
+    expect(server.userMessage()).toMatch(/had a server error \(500\)/);
+  });
+});
+
 describe("CrewClient retries", () => {
   it("retries a GET on 503 with Retry-After: 0", async () => {
     let calls = 0;

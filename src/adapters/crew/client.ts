@@ -5,6 +5,7 @@ import { Agent, type Dispatcher, request } from "undici";
 import { CrewError, type CrewErrorKind, type CrewOperation, isCrewError } from "../../protocols/crew/errors.js";
 import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "../../protocols/crew/parse.js";
 import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult } from "../../protocols/crew/types.js";
+import { MAX_ANSWER_BYTES, readBoundedText } from "../../text/bounded-body.js";
 import { parseBoundedJson } from "../../text/bounded-json.js";
 import { sanitizeJson } from "../../text/sanitize.js";
 
@@ -35,6 +36,8 @@ interface Call {
 interface Reply {
   statusCode: number;
   text: string;
+  /** The answer went past MAX_ANSWER_BYTES: nothing of it was kept. */
+  tooLarge?: boolean;
 }
 
 /** Status path forms: the spec's, and the one deployed services use. */
@@ -160,6 +163,7 @@ export class CrewClient implements CrewApi {
   private async once(call: Call): Promise<Reply> {
     let res: Dispatcher.ResponseData;
     let text: string;
+    let tooLarge: boolean;
     try {
       res = await request(joinUrl(this.base, call.path), {
         dispatcher: this.dispatcher,
@@ -169,11 +173,16 @@ export class CrewClient implements CrewApi {
         headersTimeout: this.readTimeoutMs,
         bodyTimeout: this.readTimeoutMs,
       });
-      text = await res.body.text();
+      // Bounded: an endless or huge answer is cut off, and read as one Crewline cannot use.
+      const declared = Number(res.headers["content-length"] ?? 0);
+      const read = declared > MAX_ANSWER_BYTES ? undefined : await readBoundedText(res.body);
+      if (read === undefined) res.body.destroy();
+      text = read ?? "";
+      tooLarge = read === undefined;
     } catch (e) {
       throw this.networkError(call, e);
     }
-    if (res.statusCode >= 200 && res.statusCode < 300) return { statusCode: res.statusCode, text };
+    if (res.statusCode >= 200 && res.statusCode < 300) return { statusCode: res.statusCode, text, tooLarge };
     throw this.httpError(call, res.statusCode, res.headers["retry-after"], text);
   }
 
@@ -207,7 +216,8 @@ export class CrewClient implements CrewApi {
   private json(op: CrewOperation, reply: Reply): unknown {
     const body = tryJson(reply.text);
     if (body === undefined) {
-      throw new CrewError({ kind: "invalid_response", crewName: this.name, operation: op, status: reply.statusCode, detail: "answer is not JSON" });
+      const detail = reply.tooLarge ? `answer larger than ${MAX_ANSWER_BYTES} bytes` : "answer is not JSON";
+      throw new CrewError({ kind: "invalid_response", crewName: this.name, operation: op, status: reply.statusCode, detail });
     }
     return body;
   }

@@ -1,4 +1,5 @@
-// GET /metrics: Prometheus text format, optionally behind a bearer token (METRICS_TOKEN).
+// GET /metrics: Prometheus text format. On the public port only behind a bearer token (METRICS_TOKEN);
+// without one the figures are served only on METRICS_PORT (bound to loopback by default), or not at all.
 import crypto from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../log/log.js";
@@ -13,9 +14,19 @@ export function bearerMatches(header: string | undefined, expected: Buffer): boo
   return crypto.timingSafeEqual(digest(given), expected);
 }
 
-export function metricsHandler(metrics: Metrics, token: string | undefined, log: Logger) {
-  const expected = token ? digest(token) : undefined;
+/**
+ * `token`: the bearer token requests must carry; `"off"`: the figures are not served here (404);
+ * undefined: open (the loopback metrics port).
+ */
+export function metricsHandler(metrics: Metrics, token: string | "off" | undefined, log: Logger) {
+  const expected = token && token !== "off" ? digest(token) : undefined;
   return async (req: IncomingMessage, res: ServerResponse) => {
+    if (token === "off") {
+      const text = "metrics are not served on this port: set METRICS_TOKEN (then send Authorization: Bearer <token>) or METRICS_PORT\n";
+      res.writeHead(404, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
     if (expected && !bearerMatches(req.headers.authorization, expected)) {
       const text = "unauthorized: send Authorization: Bearer <METRICS_TOKEN>\n";
       res.writeHead(401, { "content-type": "text/plain; charset=utf-8", "www-authenticate": 'Bearer realm="metrics"', "content-length": Buffer.byteLength(text) });

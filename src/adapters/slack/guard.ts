@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 import { type HTTPReceiver, isValidSlackRequest } from "@slack/bolt";
 import { z } from "zod";
-import type { Logger } from "../../log/log.js";
+import { type Logger, sampledLog } from "../../log/log.js";
 import { JsonTooComplex, parseBoundedJson } from "../../text/bounded-json.js";
 import { readBody, BodyTooLarge as TooLarge } from "../http/routes.js";
 
@@ -135,9 +135,11 @@ function isSslCheck(req: IncomingMessage, raw: Buffer): boolean {
 /** Puts the signature check, then the shape check, in front of the receiver's /slack/events endpoint. */
 export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, signingSecret: string, endpoint = "/slack/events"): HTTPReceiver {
   const next = receiver.requestListener;
+  // Anyone can send these: one line per reason a minute, with the count left out.
+  const refusals = sampledLog(log);
   const forged = (req: IncomingMessage, res: ServerResponse, reason: string) => {
     req.resume();
-    log.warn("unsigned or forged Slack request refused", { reason });
+    refusals.warn("unsigned or forged Slack request refused", reason, { reason });
     refuse(res, 401, "invalid request signature");
   };
   receiver.requestListener = (req, res) => {
