@@ -1,6 +1,7 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
-// Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory, and
+// Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory
+// hostile-text hostile-bot (bench/hostile-text.ts), and
 // scale-out (1 vs 3 replicas on PostgreSQL) when named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for the README, and bench/results/latest.json.
 import fs from "node:fs";
@@ -9,6 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { APPROVE_ACTION, REVIEW_ACTIONS_BLOCK } from "../src/adapters/slack/blocks/index.js";
 import { cpuStallMs } from "./child.js";
+import { hostileBot, hostileText } from "./hostile-text.js";
 import {
   type BenchBot,
   CREW_NAME,
@@ -436,6 +438,8 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "modal-latency": modalLatency,
   "decision-latency": decisionLatency,
   "startup-memory": startupMemory,
+  "hostile-text": hostileText,
+  "hostile-bot": hostileBot,
   "scale-out": scaleOut,
 };
 /** Run only when named or under BENCH_FULL=1: they take minutes. */
