@@ -169,8 +169,9 @@ function row(name: string, ms: number, copyMs: number, note: string): Figure {
 // ------------------------------------------------------------------ the bot, end to end
 
 export async function hostileBot(): Promise<Figure[]> {
+  // BENCH_HOSTILE_DB=postgres: on PostgreSQL (embedded PGlite runs its queries on the bot's own thread).
   const b = await startBenchBot({
-    db: "embedded",
+    db: process.env.BENCH_HOSTILE_DB === "postgres" ? "postgres" : "embedded",
     crew: { tasks: [{ id: "task-review", name: "review_task", agent: "Senior Research Analyst", humanInput: true, delayMs: 0, steps: 0 }] },
   });
   const loop = monitorEventLoopDelay({ resolution: 10 });

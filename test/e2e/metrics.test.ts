@@ -199,4 +199,24 @@ describe("GET /metrics", () => {
     expect(open.value("crewline_reviews_waiting")).toBe(0);
     expect(open.value("crewline_slack_effects_pending")).toBe(0);
   });
+
+  it("reports the event loop's delay (prom-client's default figures), once per bot in a process running several", async () => {
+    h = await startHarness();
+    const other = await startHarness();
+    try {
+      // Work that holds the loop: the lag figure must show it (it is sampled on the next turn).
+      const until = Date.now() + 60;
+      while (Date.now() < until);
+      const m = await eventually(async () => {
+        const s = await scrape(h.botUrl);
+        return (s.value("nodejs_eventloop_lag_max_seconds") ?? 0) >= 0.05 ? s : undefined;
+      });
+      expect(m.samples.filter((s) => s.name === "nodejs_eventloop_lag_seconds")).toHaveLength(1);
+      expect(m.value("nodejs_eventloop_lag_seconds")).toBeGreaterThanOrEqual(0);
+      expect(m.value("nodejs_eventloop_lag_p99_seconds")).toBeGreaterThan(0);
+      expect((await scrape(other.botUrl)).samples.filter((s) => s.name === "nodejs_eventloop_lag_seconds")).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
 });

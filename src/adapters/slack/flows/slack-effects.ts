@@ -16,7 +16,7 @@ import {
   type SlackMessage,
 } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
-import { EFFECT_EVENT_TYPE, findPostedMessage } from "../notifier.js";
+import { EFFECT_EVENT_TYPE, findPostedMessage, NO_UNFURLS } from "../notifier.js";
 
 /** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
 export function editedRequestNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
@@ -75,6 +75,7 @@ export class SlackFlowEffects implements FlowNotifier {
       channel: request.channelId,
       ...flowMessageFor(request, undefined, context),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+      ...NO_UNFURLS,
     });
     return { ts: posted.ts! };
   }
@@ -118,6 +119,7 @@ export class SlackFlowEffects implements FlowNotifier {
       thread_ts: request.messageTs ?? undefined,
       text: flowNoticeText(request, notice),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+      ...NO_UNFURLS,
     });
   }
 
