@@ -1,8 +1,8 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
 // Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory
-// forged-requests review-calls, and scale-out (1 vs 3 replicas on PostgreSQL) and slack-budget (reviews
-// first under Slack's tiers) when named or under BENCH_FULL=1.
+// forged-requests review-calls hostile-text hostile-bot, and scale-out (1 vs 3 replicas on PostgreSQL)
+// and slack-budget (reviews first under Slack's tiers) when named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for docs/benchmarks.md, and bench/results/latest.json.
 import fs from "node:fs";
 import http from "node:http";
@@ -17,6 +17,7 @@ import { signSlackBody } from "../src/playground/slack-requests.js";
 import { parseBoundedJson } from "../src/text/bounded-json.js";
 import { sanitizeJson } from "../src/text/sanitize.js";
 import { cpuMs, cpuStallMs } from "./child.js";
+import { hostileBot, hostileText } from "./hostile-text.js";
 import {
   type BenchBot,
   CREW_NAME,
@@ -524,6 +525,8 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "modal-latency": modalLatency,
   "decision-latency": decisionLatency,
   "startup-memory": startupMemory,
+  "hostile-text": hostileText,
+  "hostile-bot": hostileBot,
   "scale-out": scaleOut,
   "forged-requests": forgedRequests,
   "slack-budget": slackBudget,

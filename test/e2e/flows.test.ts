@@ -112,6 +112,8 @@ describe("flow feedback requests", () => {
     await pendingFlowRequest(f.h);
     await settle();
     expect(f.h.slack.callsTo("chat.postMessage")).toHaveLength(1);
+    // The flow's text is posted without link previews (form-encoded: "false").
+    expect(f.h.slack.callsTo("chat.postMessage")[0]!.args).toMatchObject({ unfurl_links: "false", unfurl_media: "false" });
     expect(await f.h.bot.database.prisma.flowRequest.count()).toBe(1);
   });
 

@@ -1,8 +1,8 @@
 // GET /metrics after real runs: signed Slack requests, the local crew service sending real webhooks,
 // the Slack stand-in (which answers a 429 and an error when told to). Values, not just names.
-import os from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Logger, redact } from "../../src/log/log.js";
+import { Metrics } from "../../src/metrics/metrics.js";
 import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { type Scrape, scrape } from "../support/metrics.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
@@ -209,11 +209,24 @@ describe("GET /metrics", () => {
     expect(open.status).toBe(200);
     expect(open.value("crewline_reviews_waiting")).toBe(0);
     expect(open.value("crewline_slack_effects_pending")).toBe(0);
-    // That port serves the figures and nothing else, and only on loopback.
+    // That port serves the figures and nothing else (it listens on METRICS_HOST, loopback by default: config.test.ts).
     expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(404);
-    const external = Object.values(os.networkInterfaces())
-      .flat()
-      .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
-    if (external) await expect(fetch(`http://${external}:${metricsPort}/metrics`)).rejects.toThrow();
   });
+
+  it("reports the event loop's delay (prom-client's default figures), once per bot in a process running several", async () => {
+    h = await startHarness();
+    // Another bot's figures in the same process: default figures are registered per registry.
+    const other = new Metrics({ crews: [] });
+    // Work that holds the loop: the lag figures must show it.
+    const until = Date.now() + 60;
+    while (Date.now() < until);
+    const m = await eventually(async () => {
+      const s = await scrape(h.botUrl);
+      return (s.value("nodejs_eventloop_lag_max_seconds") ?? 0) >= 0.05 ? s : undefined;
+    });
+    expect(m.samples.filter((s) => s.name === "nodejs_eventloop_lag_seconds")).toHaveLength(1);
+    expect(m.value("nodejs_eventloop_lag_seconds")).toBeGreaterThanOrEqual(0);
+    expect(m.value("nodejs_eventloop_lag_p99_seconds")).toBeGreaterThan(0);
+    expect(await other.scrape()).toMatch(/^nodejs_eventloop_lag_seconds \S+$/m);
+  }, 60_000);
 });

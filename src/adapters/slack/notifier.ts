@@ -123,8 +123,15 @@ function safeFilename(name: string): string {
 /** Message metadata naming the outbox effect that posted it, so an interrupted post can be found again. */
 export const EFFECT_EVENT_TYPE = "crewline_effect";
 
+/**
+ * Posts carry crew and flow text: Slack shows no preview of the links in it (a preview would give a
+ * crew's link the look of the app's own content). Slack decides unfurls when a message is posted.
+ */
+export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
+
+/** The metadata of a post (see EFFECT_EVENT_TYPE), and no link previews. */
 function effectMetadata(effectId: string) {
-  return { metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } } };
+  return { metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } }, ...NO_UNFURLS };
 }
 
 /**

@@ -21,7 +21,7 @@ const WORD_EDITS_MAX = 2_000;
 const LINE_TIMEOUT_MS = 15;
 const LINE_EDITS_MAX = 1_000;
 /** The unified diff (a file): more room, the same kind of bounds. */
-const PATCH_READ_MAX = 4 * 1024 * 1024;
+const PATCH_READ_MAX = 256 * 1024;
 const PATCH_TIMEOUT_MS = 40;
 const PATCH_EDITS_MAX = 5_000;
 /** A message is built several times (post, updates, file checks): recent diffs are kept, not recomputed. */

@@ -6,7 +6,7 @@ import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBA
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, pendingApprovalsBlocks } from "./review-extras.js";
 import { outputBlocks, type SlackMessage } from "./run.js";
-import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
 
@@ -82,7 +82,7 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   }
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
-  const comment = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), 800).text}` : "";
+  const comment = p.feedback?.trim() ? `\n${fitQuote(p.feedback.trim(), 800).text}` : "";
   const note = answerText(500);
   if (p.state === "answered" && (p.edit || p.approvals)) {
     blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached, receiver: "flow" }));

@@ -3,7 +3,7 @@
 // edit's diff against the original. Pure builders; reviewMessage (run.ts) places them.
 import type { types } from "@slack/bolt";
 import { type CompactDiff, compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats } from "./diff.js";
-import { escapeMrkdwn, excerpt, quoteMrkdwn, truncatePlain, userMention } from "./text.js";
+import { escapeMrkdwn, excerpt, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export interface ApprovalsShown {
   required: number;
@@ -71,7 +71,7 @@ export function previousRoundBlocks(previous: PreviousRound, output: string, dif
   const blocks: types.KnownBlock[] = [];
   if (previous.feedback?.trim()) {
     const by = previous.decidedBy ? ` by ${userMention(previous.decidedBy)}` : "";
-    const quote = excerpt(quoteMrkdwn(escapeMrkdwn(previous.feedback.trim())), QUOTE_MAX).text;
+    const quote = fitQuote(previous.feedback.trim(), QUOTE_MAX).text;
     blocks.push(section(`↩️ Round ${previous.round} was rejected${by} with this feedback:\n${quote}`));
   }
   const diff = compactDiff(previous.output, output, DIFF_INLINE_MAX);

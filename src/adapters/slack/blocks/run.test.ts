@@ -287,6 +287,30 @@ describe("readableError and errorNotice", () => {
     expectWithinLimits(errorNotice(huge(100_000)));
     expectWithinLimits(errorNotice(""));
   });
+
+  it("reads only the ends of a 2 MiB error: its first line, or a traceback's last", () => {
+    const middle = "  frame\n".repeat(2 ** 18);
+    expect(readableError(`Traceback (most recent call last):\n${middle}KeyError: 'x'`)).toBe("KeyError: 'x'");
+    expect(readableError(`Error: first\n${"    at f (a.js:1:1)\n".repeat(100_000)}`)).toBe("Error: first");
+    const m = errorNotice(`${"<!here> ".repeat(2 ** 18)}`);
+    expectWithinLimits(m);
+    expect(ofType(m, "section")[0]?.text?.text).toMatch(/^⚠️ \*The crew reported an error\*\n> (&lt;!here&gt; )+&lt;!here&gt;…$/);
+  });
+});
+
+describe("outputs that pose as the app", () => {
+  it("names the host of disguised links in an output shown whole, and in its excerpt", () => {
+    const output = "Done. [✅ Approve](https://phish.example/a) or [Reject](https://phish.example/r)";
+    const whole = reviewMessage({ reviewId: "r1", taskName: "t", round: 1, output, state: "pending" });
+    const markdown = whole.blocks.find((b) => b.type === "markdown") as { text: string } | undefined;
+    expect(markdown?.text).toBe("Done. [✅ Approve (phish.example)](https://phish.example/a) or [Reject (phish.example)](https://phish.example/r)");
+    const long = reviewMessage({ reviewId: "r1", taskName: "t", round: 1, output: `${output}\n\n${"filler ".repeat(3_000)}`, state: "pending", outputTruncated: true });
+    expect(
+      ofType(long, "section")
+        .map((b) => b.text?.text)
+        .join("\n"),
+    ).toContain("<https://phish.example/a|✅ Approve (phish.example)>");
+  });
 });
 
 describe("notification text (the `text` field is mrkdwn too)", () => {

@@ -10,11 +10,12 @@ import {
   excerpt,
   fitMarkdown,
   fitMrkdwn,
+  fitQuote,
   formatDuration,
   formatUtcTime,
   humanizeInputName,
-  quoteMrkdwn,
   revealLinkHosts,
+  safeSlice,
   truncatePlain,
   userMention,
 } from "./text.js";
@@ -42,6 +43,8 @@ const NOTE_MAX = 300;
 const ERROR_MAX = 700;
 const PERMALINK_MAX = 500;
 const INPUT_FIELDS_BUDGET = 6_000;
+/** Of a longer error, this much of its start and of its end is read. */
+const ERROR_READ = 16_384;
 
 const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
 const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
@@ -85,7 +88,9 @@ function defuseSlackTokens(markdown: string): string {
 
 /** One readable line or paragraph: stack frames are dropped, never shown to users. */
 export function readableError(error: string): string {
-  const text = error.replace(/\r\n?/g, "\n").trim();
+  // Only the start and the end of a long error can show (its first line, or a traceback's last).
+  const read = error.length > 2 * ERROR_READ ? `${safeSlice(error, ERROR_READ)}\n${error.slice(-ERROR_READ)}` : error;
+  const text = read.replace(/\r\n?/g, "\n").trim();
   const lines = text.split("\n").filter((l) => l.trim());
   if (/^Traceback \(most recent call last\):/m.test(text)) return (lines.at(-1) ?? "").trim();
   if (lines.some((l) => /^\s+at\s/.test(l))) return (lines[0] ?? "").trim();
@@ -248,7 +253,7 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
     return { text: `${p.edit ? "Approved with edits" : "Approved"}: ${name}`, blocks };
   }
   const decision = p.state === "approved" ? `✅ Approved${by}` : `↩️ Rejected${by} — retrying`;
-  const feedback = p.feedback?.trim() ? `\n${excerpt(quoteMrkdwn(escapeMrkdwn(p.feedback.trim())), FEEDBACK_MAX).text}` : "";
+  const feedback = p.feedback?.trim() ? `\n${fitQuote(p.feedback.trim(), FEEDBACK_MAX).text}` : "";
   blocks.push(section(decision + feedback));
   if (note) blocks.push(context(note));
   return { text: `${p.state === "approved" ? "Approved" : "Rejected"}: ${name}`, blocks };
@@ -324,6 +329,6 @@ export function errorNotice(text: string): SlackMessage {
   const message = readableError(text) || "Unknown error.";
   return {
     text: `⚠️ The crew reported an error: ${escapeMrkdwn(truncatePlain(message, 200))}`,
-    blocks: [section(`⚠️ *The crew reported an error*\n${excerpt(quoteMrkdwn(escapeMrkdwn(message)), 2_500).text}`)],
+    blocks: [section(`⚠️ *The crew reported an error*\n${fitQuote(message, 2_500).text}`)],
   };
 }

@@ -517,6 +517,11 @@ export function fitMrkdwn(text: string, maxChars: number): Excerpt {
  */
 export const MARKDOWN_READ_FACTOR = 4;
 
+/** User text as an escaped mrkdwn quote ("> " on every line), cut to fit; only what can show is read. */
+export function fitQuote(text: string, maxChars: number): Excerpt {
+  return excerpt(quoteMrkdwn(escapeMrkdwn(safeSlice(text, Math.max(0, maxChars) + 16))), maxChars);
+}
+
 /** Markdown converted to mrkdwn and cut to fit. Only the start of a long text is converted. */
 export function fitMarkdown(md: string, maxChars: number): Excerpt {
   const read = Math.max(0, maxChars) * MARKDOWN_READ_FACTOR + 64;

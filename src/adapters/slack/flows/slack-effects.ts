@@ -17,7 +17,7 @@ import {
   withRefusedHeader,
 } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
-import { EFFECT_EVENT_TYPE, findPostedMessage, openConversation } from "../notifier.js";
+import { EFFECT_EVENT_TYPE, findPostedMessage, NO_UNFURLS, openConversation } from "../notifier.js";
 
 /** Slack's limit of people in a group DM besides the bot. */
 const GROUP_DM_MAX = 8;
@@ -91,6 +91,7 @@ export class SlackFlowEffects implements FlowNotifier {
       channel: request.channelId,
       ...flowMessageFor(request, undefined, context),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+      ...NO_UNFURLS,
     });
     return { ts: posted.ts! };
   }
@@ -134,6 +135,7 @@ export class SlackFlowEffects implements FlowNotifier {
       thread_ts: request.messageTs ?? undefined,
       text: flowNoticeText(request, notice),
       metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
+      ...NO_UNFURLS,
     });
   }
 

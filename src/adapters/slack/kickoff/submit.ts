@@ -14,7 +14,7 @@ import {
   type ViewStateValues,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
-import { announcementFor } from "../notifier.js";
+import { announcementFor, NO_UNFURLS } from "../notifier.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./metadata.js";
 
@@ -110,7 +110,12 @@ function slackAnnouncements(client: WebClient): Announcements {
   return {
     async post(execution, threadTs) {
       try {
-        const posted = await client.chat.postMessage({ channel: execution.channelId, ...(threadTs ? { thread_ts: threadTs } : {}), ...announcementFor(execution) });
+        const posted = await client.chat.postMessage({
+          channel: execution.channelId,
+          ...(threadTs ? { thread_ts: threadTs } : {}),
+          ...announcementFor(execution),
+          ...NO_UNFURLS,
+        });
         return { ts: posted.ts! };
       } catch (err) {
         return { error: (err as { data?: { error?: string } }).data?.error ?? "unknown_error" };
