@@ -4,14 +4,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import {
-  dropPostgresDatabase,
-  EMBEDDED_TEMPLATE_ENV,
-  makeEmbeddedTemplate,
-  makePostgresTemplate,
-  POSTGRES_TEMPLATE_ENV,
-  usePostgres,
-} from "./test-database.js";
+import { dropPostgresDatabase, EMBEDDED_TEMPLATE_ENV, makeEmbeddedTemplate, makePostgresTemplate, POSTGRES_TEMPLATE_ENV, usePostgres } from "./test-database.js";
 
 export default async function setup(): Promise<(() => Promise<void>) | undefined> {
   if (usePostgres) {
