@@ -1,12 +1,22 @@
 import { defineConfig } from "vitest/config";
 
+// Three projects: `npm test` runs them all; `npm run test:unit`, `test:e2e` and `test:browser` one each.
 export default defineConfig({
   test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // End-to-end suites start servers and databases; two cores do best with few workers.
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    // One migrated database template per run, copied by every test database (test/support/test-database.ts).
+    globalSetup: ["test/support/global-setup.ts"],
+    projects: [
+      // Unit tests beside the code: shorter, so a slow one shows (some of them open a database).
+      { extends: true, test: { name: "unit", include: ["src/**/*.test.ts"], testTimeout: 15_000 } },
+      // The bot over real boundaries (signed HTTP, the Slack stand-in, the local crew service).
+      { extends: true, test: { name: "e2e", include: ["test/**/*.test.ts"], exclude: ["test/browser/**"] } },
+      // The playground in Debian's Chromium.
+      { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"] } },
+    ],
   },
 });

@@ -154,6 +154,8 @@ export interface SimCrewService {
   waitFor(pred: () => boolean, timeoutMs?: number): Promise<void>;
   /** Change behaviour at run time. Task changes apply to later kickoffs. */
   setOptions(patch: Partial<SimCrewOptions>): void;
+  /** True while a run is working through its tasks or its webhooks are being sent (tests wait for it to end). */
+  readonly busy: boolean;
   close(): Promise<void>;
 }
 
@@ -797,6 +799,9 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     requests,
     webhookDeliveries,
     executions,
+    get busy() {
+      return runs.size > 0;
+    },
     waitFor(pred, timeoutMs = 5000) {
       return new Promise<void>((resolve, reject) => {
         const started = Date.now();

@@ -62,6 +62,13 @@ export class ProgressCoalescer {
     }
   }
 
+  /** Runs with steps not yet handed to the outbox (tests wait for none). */
+  get unsent(): number {
+    let count = 0;
+    for (const run of this.runs.values()) if (run.dirty || run.flushing) count++;
+    return count;
+  }
+
   stop(): void {
     for (const run of this.runs.values()) clearTimeout(run.timer);
     this.runs.clear();

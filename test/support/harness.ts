@@ -44,7 +44,27 @@ export interface Harness {
   db: TestDatabase;
   requests: SlackRequester;
   config: AppConfig;
+  /**
+   * Resolves once nothing more happens without outside input: the crew service's runs and webhooks,
+   * recorded callbacks, steps waiting to be coalesced, and Slack effects due now are all done. Effects
+   * retried later (backoff) and timers (polling, reminders, deadlines) are not waited for.
+   */
+  settled(opts?: { timeoutMs?: number }): Promise<void>;
   close(): Promise<void>;
+}
+
+/** See Harness.settled: two quiet checks in a row, 20 ms apart. */
+export async function settled(bot: Crewline, crew: SimCrewService, opts: { timeoutMs?: number } = {}): Promise<void> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  for (let quiet = 0; quiet < 2; ) {
+    if (Date.now() > deadline) throw new Error("settled: the bot's queues did not drain");
+    const busy = crew.busy || bot.lifecycle.progress.unsent > 0;
+    await bot.lifecycle.callbacks.drain();
+    await bot.outboxWorker.idle();
+    const due = await bot.database.prisma.slackEffect.count({ where: { state: "due", runAt: { lte: new Date() } } });
+    quiet = busy || due > 0 ? 0 : quiet + 1;
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
@@ -82,6 +102,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     db,
     requests,
     config,
+    settled: (o) => settled(bot, crew, o),
     async close() {
       await bot.stop();
       await crew.close();

@@ -1,11 +1,23 @@
-// A fresh, migrated database per test file: in-memory PGlite by default, or a new database on the
-// local PostgreSQL server when CREWLINE_TEST_DATABASE=postgres (see .ci/run).
+// A fresh, migrated database per test: in-memory PGlite by default, or a new database on the local
+// PostgreSQL server when CREWLINE_TEST_DATABASE=postgres (see .ci/run).
+//
+// Each is a copy of one migrated template instead of an initdb plus every migration (2–3 s each):
+// PGlite starts from the template's files (dumpDataDir / loadDataDir), PostgreSQL copies it with
+// CREATE DATABASE … TEMPLATE. test/support/global-setup.ts makes the template once per test run and
+// hands it to the workers in the environment; without it (the bench, a script) each process makes
+// its own embedded template on first use, and PostgreSQL databases are migrated one by one.
 import crypto from "node:crypto";
+import fs from "node:fs";
 import pg from "pg";
 import { type Database, openDatabase } from "../../src/store/db/database.js";
 
 export const usePostgres = process.env.CREWLINE_TEST_DATABASE === "postgres";
 export const adminUrl = process.env.CREWLINE_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/** A file holding the migrated embedded template (PGlite's dumpDataDir tarball). */
+export const EMBEDDED_TEMPLATE_ENV = "CREWLINE_TEST_TEMPLATE_FILE";
+/** The name of the migrated template database on the PostgreSQL server. */
+export const POSTGRES_TEMPLATE_ENV = "CREWLINE_TEST_TEMPLATE_DB";
 
 export interface TestDatabase {
   database: Database;
@@ -14,32 +26,77 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabaseUrl(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `crewline_t_${crypto.randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function databaseUrl(name: string): string {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A new database on the PostgreSQL server: empty, or a copy of `template` (which nobody may be connected to). */
+export async function createTestDatabaseUrl(opts: { template?: string } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `crewline_t_${crypto.randomBytes(6).toString("hex")}`;
+  await admin((a) => a.query(`CREATE DATABASE ${name}${opts.template ? ` TEMPLATE ${opts.template}` : ""}`));
   return {
-    url: url.toString(),
-    drop: async () => {
-      const a = new pg.Client({ connectionString: adminUrl });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
-    },
+    url: databaseUrl(name),
+    drop: () => admin(async (a) => void (await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))),
   };
+}
+
+/** The migrated embedded database's files (a tarball for loadDataDir). */
+export async function makeEmbeddedTemplate(): Promise<Blob> {
+  const database = openDatabase({});
+  try {
+    await database.migrate();
+    return await database.dumpDataDir!();
+  } finally {
+    await database.close();
+  }
+}
+
+/** A migrated template database on the PostgreSQL server, closed to connections so that it can be copied; returns its name. */
+export async function makePostgresTemplate(): Promise<string> {
+  const { url } = await createTestDatabaseUrl();
+  const name = new URL(url).pathname.slice(1);
+  const database = openDatabase({ databaseUrl: url, poolSize: 1 });
+  try {
+    await database.migrate();
+  } finally {
+    await database.close();
+  }
+  await admin((a) => a.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`));
+  return name;
+}
+
+export function dropPostgresDatabase(name: string): Promise<void> {
+  return admin(async (a) => void (await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
+}
+
+let embeddedTemplate: Promise<Blob> | undefined;
+function embeddedTemplateFiles(): Promise<Blob> {
+  const file = process.env[EMBEDDED_TEMPLATE_ENV];
+  embeddedTemplate ??= file ? fs.promises.readFile(file).then((bytes) => new Blob([bytes])) : makeEmbeddedTemplate();
+  return embeddedTemplate;
 }
 
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (!usePostgres) {
-    const database = openDatabase({});
+    const database = openDatabase({ loadDataDir: await embeddedTemplateFiles() });
+    // Starts the engine now (the copy needs no migration; one that is missing would be applied).
     await database.migrate();
     return { database, drop: () => database.close() };
   }
-  const { url, drop } = await createTestDatabaseUrl();
+  const template = process.env[POSTGRES_TEMPLATE_ENV];
+  const { url, drop } = await createTestDatabaseUrl({ template });
   const database = openDatabase({ databaseUrl: url, poolSize: 5 });
   await database.migrate();
   return {

@@ -15,9 +15,11 @@ export function pgliteDir(dataDir: string): string {
 
 // The embedded engine's code is loaded on first use, so a PostgreSQL deployment never loads it
 // (about 6 MB of resident memory).
-export async function openPGlite(dataDir: string | undefined): Promise<PGlite> {
+// In memory (no dataDir), it may start from a copy of another database's files (`loadDataDir`, a
+// tarball from PGlite's dumpDataDir): tests copy one migrated template instead of running initdb.
+export async function openPGlite(dataDir: string | undefined, loadDataDir?: Blob): Promise<PGlite> {
   const { PGlite } = await import("@electric-sql/pglite");
-  if (!dataDir) return new PGlite();
+  if (!dataDir) return new PGlite(loadDataDir ? { loadDataDir } : undefined);
   const dir = pgliteDir(dataDir);
   fs.mkdirSync(dir, { recursive: true });
   if (!fs.existsSync(path.join(dir, "PG_VERSION"))) {

@@ -22,6 +22,8 @@ export interface Database {
   /** Applies pending migrations; returns the names applied. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;
+  /** Embedded only: the database's files as one tarball, for `loadDataDir` (tests copy a migrated template). */
+  dumpDataDir?(): Promise<Blob>;
 }
 
 export interface DatabaseOptions {
@@ -31,20 +33,22 @@ export interface DatabaseOptions {
   dataDir?: string;
   /** Pool size for PostgreSQL. */
   poolSize?: number;
+  /** Embedded and in memory only: start from these files (from dumpDataDir) instead of an empty database. */
+  loadDataDir?: Blob;
 }
 
 export function openDatabase(opts: DatabaseOptions): Database {
-  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openEmbedded(opts.dataDir);
+  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openEmbedded(opts.dataDir, opts.loadDataDir);
 }
 
-function openEmbedded(dataDir: string | undefined): Database {
+function openEmbedded(dataDir: string | undefined, loadDataDir: Blob | undefined): Database {
   // The engine loads asynchronously (see openPGlite); Prisma connects through it on its first query.
   // The data folder is locked first: PGlite would let a second process open it too.
   let unlock: (() => void) | undefined;
   const engine = Promise.resolve()
     .then(() => {
       if (dataDir) unlock = lockDataFolder(dataDir);
-      return openPGlite(dataDir);
+      return openPGlite(dataDir, loadDataDir);
     })
     .then(async (pglite) => ({ pglite, factory: await pgliteAdapterFactory(pglite) }));
   engine.catch(() => {}); // reported by the first query or migration that awaits it
@@ -74,6 +78,7 @@ function openEmbedded(dataDir: string | undefined): Database {
       await opened?.close();
       unlock?.();
     },
+    dumpDataDir: async () => (await pglite).dumpDataDir("none"),
   };
 }
 
