@@ -432,6 +432,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         database: database.kind,
         crews: crews.all().map((c) => c.name),
       });
+      if (oauth) logCrewOffers(log, crews.all());
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
@@ -453,4 +454,21 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       if (ownsDatabase) await database.close();
     },
   };
+}
+
+/**
+ * Installable by anyone (OAuth): which crews every workspace may use (teams: ["*"]), and which none
+ * may (no teams: in CREWS_FILE, or CREW_TEAMS, is offered to no workspace in this mode).
+ */
+function logCrewOffers(log: Logger, crews: CrewConfig[]): void {
+  const open = crews.filter((c) => !c.teams).map((c) => c.name);
+  const none = crews.filter((c) => c.teams?.length === 0).map((c) => c.name);
+  if (open.length) log.warn('crews open to every workspace that installs Crewline (teams: ["*"]): each may start them', { crews: open });
+  if (none.length)
+    log.warn(
+      'crews offered to no workspace: installable by anyone, Crewline offers a crew only to the workspaces its teams: lists (CREW_TEAMS for the one crew), or to all with teams: ["*"]',
+      {
+        crews: none,
+      },
+    );
 }
