@@ -347,7 +347,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   });
   const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
-  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
+  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name), ...(f.team ? { team: f.team } : {}) }));
   const health = healthHandler(() => pingDatabase(database.prisma));
   const metricsRoute = metricsHandler(metrics, config.metricsToken, log);
 
@@ -433,6 +433,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         crews: crews.all().map((c) => c.name),
       });
       if (oauth) logCrewOffers(log, crews.all());
+      // Installed in many workspaces, a flow is listed (help, App Home) only in its own workspace.
+      const homeless = flowHooks.filter((hook) => !hook.team).map((hook) => hook.name);
+      if (oauth && homeless.length) log.warn("flows with no workspace (team:) are listed in no workspace's /crew help or App Home", { flows: homeless });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });

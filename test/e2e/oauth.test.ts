@@ -68,7 +68,7 @@ async function startRunIn(h: Harness, ws: { team: string; channel: string; user:
 }
 
 describe("OAuth distribution", () => {
-  it('offers a crew without teams: to no workspace, and one with teams: ["*"] to every workspace; says which at start-up', async () => {
+  it('offers a crew without teams: to no workspace, one with teams: ["*"] to every workspace, and lists a flow only in its own; says which at start-up', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-offers-"));
     const file = path.join(dir, "crews.yaml");
     const entry = (name: string, teams?: string) => `  - name: ${name}\n    baseUrl: https://${name}.example.com\n    token: t\n${teams ? `    teams: ${teams}\n` : ""}`;
@@ -82,14 +82,34 @@ describe("OAuth distribution", () => {
       CREWS_FILE: file,
     });
     const lines: string[] = [];
-    h = await startHarness({ oauth: {}, config: { crews: parsed.crews }, crewline: { log: createLogger("info", (l) => lines.push(l)) } });
+    const flows = [
+      { name: "content", secret: "flow-webhook-secret", channel: "C0FLOWS", team: ONE.team },
+      { name: "stray", secret: "flow-webhook-secret", channel: "C0STRAY" }, // no workspace (config refuses it; built here)
+    ];
+    h = await startHarness({ oauth: {}, config: { crews: parsed.crews, flows }, crewline: { log: createLogger("info", (l) => lines.push(l)) } });
     expect(lines.find((l) => l.includes("crews open to every workspace"))).toContain('"everyone"');
     expect(lines.find((l) => l.includes("crews offered to no workspace"))).toContain('"quiet"');
+    expect(lines.find((l) => l.includes("flows with no workspace"))).toContain('"stray"');
 
     expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
-    const help = JSON.parse((await h.requests.command({ text: "help", user_id: ONE.user, channel_id: ONE.channel, team_id: ONE.team })).body).text as string;
+    expect((await installViaBrowser(h, TWO.team)).status).toBe(200);
+    const helpIn = async (ws: typeof ONE) =>
+      JSON.parse((await h.requests.command({ text: "help", user_id: ws.user, channel_id: ws.channel, team_id: ws.team })).body).text as string;
+    const help = await helpIn(ONE);
     expect(help).toContain("everyone");
     expect(help).not.toContain("quiet");
+    // The flow's name and webhook URL: in its own workspace only; the stray flow nowhere.
+    expect(help).toContain(`${h.botUrl}/hooks/flows/content`);
+    const other = await helpIn(TWO);
+    expect(other).toContain("everyone");
+    for (const text of [help, other]) expect(text).not.toContain("stray");
+    expect(other).not.toMatch(/content|hooks\/flows/);
+    const homeIn = async (ws: typeof ONE) => {
+      await h.requests.event({ type: "app_home_opened", user: ws.user, channel: `D${ws.user.slice(1)}`, tab: "home" }, { team_id: ws.team });
+      return JSON.stringify((await eventually(() => h.slack.callsTo("views.publish").find((c) => c.args.user_id === ws.user), { what: `${ws.team}'s Home` })).args.view);
+    };
+    expect(await homeIn(ONE)).toContain("/hooks/flows/content");
+    expect(await homeIn(TWO)).not.toMatch(/hooks\/flows|stray/);
     // Named, the quiet crew is not offered either: the kickoff form says there is no such crew.
     await h.requests.command({ text: "quiet", user_id: ONE.user, channel_id: ONE.channel, team_id: ONE.team, trigger_id: h.slack.issueTrigger(ONE.user) });
     const views = () => [...h.slack.callsTo("views.open"), ...h.slack.callsTo("views.update")].map((c) => JSON.stringify(c.args.view));
