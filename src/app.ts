@@ -389,7 +389,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   });
   const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
-  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name) }));
+  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name), ...(f.team ? { team: f.team } : {}) }));
   const health = healthHandler(() => pingDatabase(database.prisma));
   // The public port serves the figures only behind METRICS_TOKEN; METRICS_PORT serves them on loopback.
   const metricsRoute = metricsHandler(metrics, config.metricsToken ?? "off", log);
@@ -497,6 +497,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
               ? "GET /metrics with METRICS_TOKEN"
               : "off (set METRICS_TOKEN or METRICS_PORT)",
       });
+      if (oauth) logCrewOffers(log, crews.all());
+      // Installed in many workspaces, a flow is listed (help, App Home) only in its own workspace.
+      const homeless = flowHooks.filter((hook) => !hook.team).map((hook) => hook.name);
+      if (oauth && homeless.length) log.warn("flows with no workspace (team:) are listed in no workspace's /crew help or App Home", { flows: homeless });
       // The URL to paste into each flow's dashboard (Settings → Human in the Loop); never its secret.
       for (const hook of flowHooks)
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
@@ -524,4 +528,21 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       if (ownsDatabase) await database.close();
     },
   };
+}
+
+/**
+ * Installable by anyone (OAuth): which crews every workspace may use (teams: ["*"]), and which none
+ * may (no teams: in CREWS_FILE, or CREW_TEAMS, is offered to no workspace in this mode).
+ */
+function logCrewOffers(log: Logger, crews: CrewConfig[]): void {
+  const open = crews.filter((c) => !c.teams).map((c) => c.name);
+  const none = crews.filter((c) => c.teams?.length === 0).map((c) => c.name);
+  if (open.length) log.warn('crews open to every workspace that installs Crewline (teams: ["*"]): each may start them', { crews: open });
+  if (none.length)
+    log.warn(
+      'crews offered to no workspace: installable by anyone, Crewline offers a crew only to the workspaces its teams: lists (CREW_TEAMS for the one crew), or to all with teams: ["*"]',
+      {
+        crews: none,
+      },
+    );
 }

@@ -305,4 +305,22 @@ describe("loadConfig: distribution (OAuth) mode", () => {
     expect(config.crews[0]!.teams).toEqual(["T0ONE", "T0TWO"]);
     expect(config.flows?.[0]?.team).toBe("T0ONE");
   });
+
+  it('in OAuth mode offers a crew without teams: to no workspace; teams: ["*"] to every workspace; one bot token: unchanged', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-open-"));
+    const file = path.join(dir, "crews.yaml");
+    const crew = (name: string, teams?: string) => `  - name: ${name}\n    baseUrl: https://${name}.example.com\n    token: t\n${teams ? `    teams: ${teams}\n` : ""}`;
+    fs.writeFileSync(file, `crews:\n${crew("quiet")}${crew("open", '["*"]')}${crew("listed", "[T0ONE]")}`);
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = oauth;
+    const teams = (env: Record<string, string>) => Object.fromEntries(loadConfig(env).crews.map((c) => [c.name, c.teams]));
+    expect(teams({ ...rest, CREWS_FILE: file })).toEqual({ quiet: [], open: undefined, listed: ["T0ONE"] });
+    // One bot token: a crew without teams: is its workspace's, as before; "*" means the same.
+    const { CREW_BASE_URL: _c, CREW_TOKEN: _d, ...single } = base;
+    expect(teams({ ...single, CREWS_FILE: file })).toEqual({ quiet: undefined, open: undefined, listed: ["T0ONE"] });
+    // The one crew of the environment: CREW_TEAMS.
+    expect(loadConfig(oauth).crews[0]!.teams).toEqual([]);
+    expect(loadConfig({ ...oauth, CREW_TEAMS: "*" }).crews[0]!.teams).toBeUndefined();
+    expect(loadConfig({ ...oauth, CREW_TEAMS: "T0ONE,T0TWO" }).crews[0]!.teams).toEqual(["T0ONE", "T0TWO"]);
+    expect(problems({ ...oauth, CREW_TEAMS: "*,T0ONE" }).join("\n")).toMatch(/crew "crew" teams: "\*" \(every workspace\) cannot be listed together with workspace ids/);
+  });
 });

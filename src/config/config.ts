@@ -23,7 +23,10 @@ export interface CrewConfig {
   reviewers?: ReviewerRules;
   /** Ask the crew for its event stream (webhooks: {events, url, …}) on kickoff and resume. */
   eventStream?: boolean;
-  /** Workspace (team) ids that may use the crew; unset: every workspace the app is installed in. */
+  /**
+   * Workspace (team) ids that may use the crew; unset: every workspace. As parsed: `teams: ["*"]`
+   * leaves it unset; a crew without `teams:` in OAuth mode gets [] (offered to no workspace).
+   */
   teams?: string[];
   /** Distinct people who must approve a review before the crew is resumed (default 1). */
   approvals?: number;
@@ -116,6 +119,20 @@ export interface AppConfig {
   webhookEventRetentionMs?: number;
 }
 
+/**
+ * Which workspaces a crew is offered to. `teams: ["*"]`: every workspace (teams unset). No `teams:`:
+ * in OAuth mode none (teams []), since anyone may install the app from the public /slack/install and
+ * would spend the operator's crew budget; with one bot token, its workspace (unset, as before).
+ */
+function offerCrew(crew: CrewConfig, oauth: boolean, problems: string[]): CrewConfig {
+  const { teams, ...rest } = crew;
+  if (teams?.includes("*")) {
+    if (teams.length > 1) problems.push(`crew "${crew.name}" teams: "*" (every workspace) cannot be listed together with workspace ids`);
+    return rest;
+  }
+  return !teams && oauth ? { ...rest, teams: [] } : crew;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Crewline cannot start; fix its configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
@@ -145,6 +162,7 @@ const VARIABLES: Record<string, string> = {
   CREW_USER_TOKEN: "an optional user-scoped bearer token used for read-only crew calls",
   CREW_REVIEWERS: "comma-separated Slack user ids (U…) and user group ids (S…) allowed to decide reviews",
   CREW_CHANNELS: "comma-separated channel ids where the crew may be started",
+  CREW_TEAMS: 'comma-separated workspace (team) ids that may use the crew, or "*" for every workspace; with SLACK_CLIENT_ID unset means none',
   CREW_DECIDE_WITHIN: "how long a review may wait for a decision, e.g. 90s, 30m, 24h or 1h30m (unset: no deadline)",
   CREW_ON_TIMEOUT: "what happens when a review's deadline passes: reject, approve or remind (default remind)",
   CREW_ESCALATE_TO: "comma-separated Slack user ids (U…) and user group ids (S…) mentioned after a review's last reminder, who may then decide it too",
@@ -573,6 +591,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           token,
           userToken: optional(env, "CREW_USER_TOKEN"),
           channels: channels ? idList.parse(channels) : undefined,
+          ...(optional(env, "CREW_TEAMS") ? { teams: idList.parse(optional(env, "CREW_TEAMS")) } : {}),
           reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
           eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
           approvals: check("CREW_APPROVALS", z.coerce.number().int().min(1).max(10), optional(env, "CREW_APPROVALS") ?? "1") ?? 1,
@@ -582,6 +601,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       ];
     }
   }
+
+  crews = crews.map((crew) => offerCrew(crew, oauthWanted, problems));
 
   if (oauthWanted) {
     for (const flow of flows)

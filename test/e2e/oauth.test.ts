@@ -2,6 +2,10 @@
 // then the redirect with the state cookie), each run posts with its own workspace's token, tokens are
 // never in the database in plain text, crews are limited per workspace, and an uninstall stops only
 // its own workspace.
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   APPROVE_ACTION,
@@ -12,6 +16,8 @@ import {
   REASSIGN_USER_BLOCK,
   REVIEW_ACTIONS_BLOCK,
 } from "../../src/adapters/slack/blocks/index.js";
+import { loadConfig } from "../../src/config/config.js";
+import { createLogger } from "../../src/log/log.js";
 import type { InstallGrant } from "../../src/playground/slack-standin.js";
 import { startFlowService } from "../../src/sim/flow-service.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
@@ -62,6 +68,56 @@ async function startRunIn(h: Harness, ws: { team: string; channel: string; user:
 }
 
 describe("OAuth distribution", () => {
+  it('offers a crew without teams: to no workspace, one with teams: ["*"] to every workspace, and lists a flow only in its own; says which at start-up', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-offers-"));
+    const file = path.join(dir, "crews.yaml");
+    const entry = (name: string, teams?: string) => `  - name: ${name}\n    baseUrl: https://${name}.example.com\n    token: t\n${teams ? `    teams: ${teams}\n` : ""}`;
+    fs.writeFileSync(file, `crews:\n${entry("quiet")}${entry("everyone", '["*"]')}`);
+    const parsed = loadConfig({
+      SLACK_SIGNING_SECRET: "s",
+      SLACK_CLIENT_ID: "1111.2222",
+      SLACK_CLIENT_SECRET: "client-secret-value",
+      SLACK_STATE_SECRET: "state-secret-0123456789",
+      ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+      CREWS_FILE: file,
+    });
+    const lines: string[] = [];
+    const flows = [
+      { name: "content", secret: "flow-webhook-secret", channel: "C0FLOWS", team: ONE.team },
+      { name: "stray", secret: "flow-webhook-secret", channel: "C0STRAY" }, // no workspace (config refuses it; built here)
+    ];
+    h = await startHarness({ oauth: {}, config: { crews: parsed.crews, flows }, crewline: { log: createLogger("info", (l) => lines.push(l)) } });
+    expect(lines.find((l) => l.includes("crews open to every workspace"))).toContain('"everyone"');
+    expect(lines.find((l) => l.includes("crews offered to no workspace"))).toContain('"quiet"');
+    expect(lines.find((l) => l.includes("flows with no workspace"))).toContain('"stray"');
+
+    expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+    expect((await installViaBrowser(h, TWO.team)).status).toBe(200);
+    const helpIn = async (ws: typeof ONE) =>
+      JSON.parse((await h.requests.command({ text: "help", user_id: ws.user, channel_id: ws.channel, team_id: ws.team })).body).text as string;
+    const help = await helpIn(ONE);
+    expect(help).toContain("everyone");
+    expect(help).not.toContain("quiet");
+    // The flow's name and webhook URL: in its own workspace only; the stray flow nowhere.
+    expect(help).toContain(`${h.botUrl}/hooks/flows/content`);
+    const other = await helpIn(TWO);
+    expect(other).toContain("everyone");
+    for (const text of [help, other]) expect(text).not.toContain("stray");
+    expect(other).not.toMatch(/content|hooks\/flows/);
+    const homeIn = async (ws: typeof ONE) => {
+      await h.requests.event({ type: "app_home_opened", user: ws.user, channel: `D${ws.user.slice(1)}`, tab: "home" }, { team_id: ws.team });
+      return JSON.stringify((await eventually(() => h.slack.callsTo("views.publish").find((c) => c.args.user_id === ws.user), { what: `${ws.team}'s Home` })).args.view);
+    };
+    expect(await homeIn(ONE)).toContain("/hooks/flows/content");
+    expect(await homeIn(TWO)).not.toMatch(/hooks\/flows|stray/);
+    // Named, the quiet crew is not offered either: the kickoff form says there is no such crew.
+    await h.requests.command({ text: "quiet", user_id: ONE.user, channel_id: ONE.channel, team_id: ONE.team, trigger_id: h.slack.issueTrigger(ONE.user) });
+    const views = () => [...h.slack.callsTo("views.open"), ...h.slack.callsTo("views.update")].map((c) => JSON.stringify(c.args.view));
+    const refused = await eventually(() => views().find((v) => /no crew called “quiet”/.test(v)), { what: "the refusal" });
+    expect(refused).toContain("“everyone”");
+    expect(h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+  }, 60_000);
+
   it("installs in two workspaces; each run posts with its own token; tokens are sealed; uninstall stops only its workspace", async () => {
     const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
     h = await startHarness({
@@ -258,6 +314,7 @@ describe("OAuth distribution", () => {
 
   it("serves a Grid org-wide install in its workspaces, posts flow requests in the flow's workspace, and handles tokens_revoked", async () => {
     const FLOW_SECRET = "flow-webhook-secret";
+    // As parsed, a crew with teams: ["*"] has no teams list: every workspace may use it.
     h = await startHarness({ oauth: {}, crew: { inputs: ["topic"] }, config: { flows: [{ name: "content", secret: FLOW_SECRET, channel: "C0FLOWS", team: ONE.team }] } });
     const flow = await startFlowService({ secret: FLOW_SECRET, targetUrl: `${h.botUrl}/hooks/flows/content` });
     try {

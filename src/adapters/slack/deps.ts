@@ -29,10 +29,26 @@ export interface FeatureDeps {
   publishHome?: (userId: string, team?: TeamRef) => Promise<void>;
   /** Reassignment (and escalation) of pending reviews. */
   escalations?: ReviewEscalations;
-  /** Each configured flow's webhook URL, for admins (`/crew help`, App Home). */
-  flowHooks?: { name: string; webhookUrl: string }[];
+  /** Each configured flow's webhook URL and workspace, for admins (`/crew help`, App Home: flowHooksFor). */
+  flowHooks?: FlowHook[];
   /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */
   multiWorkspace?: boolean;
   /** Channel member lists, cached briefly for the access checks (adapters/slack/access.ts). */
   channelMembers?: MembershipCache<WebClient>;
+}
+
+/** A flow's webhook URL, shown to admins, and the workspace (team id) its requests are posted in. */
+export interface FlowHook {
+  name: string;
+  webhookUrl: string;
+  team?: string;
+}
+
+/**
+ * The flows a workspace is shown (`/crew help`, App Home): installed in many workspaces, only the
+ * flows of the asking workspace (a flow with no workspace: nowhere); with one bot token, every flow.
+ */
+export function flowHooksFor(deps: Pick<FeatureDeps, "flowHooks" | "multiWorkspace">, teamId: string | undefined): FlowHook[] {
+  const hooks = deps.flowHooks ?? [];
+  return deps.multiWorkspace ? hooks.filter((hook) => !!hook.team && hook.team === teamId) : hooks;
 }

@@ -17,7 +17,7 @@ import { accessPorts } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
-import type { FeatureDeps } from "../deps.js";
+import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { flowReplyFor } from "../flows/handlers.js";
 import { NOT_RECORDED, replyFor } from "../review/actions.js";
 
@@ -144,7 +144,7 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
     permalinks.set(key, permalink);
     try {
       const listing = await homeFor(homeDeps, userId, team?.teamId);
-      const params = await homeParams(listing, permalink, deps.flows, deps.flowHooks);
+      const params = await homeParams(listing, permalink, deps.flows, flowHooksFor(deps, team?.teamId));
       await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
     } catch (err) {
       deps.log.warn("could not publish the home tab", { user: userId, err });

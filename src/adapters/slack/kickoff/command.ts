@@ -5,7 +5,7 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
 import { accessPorts } from "../access.js";
 import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.js";
-import type { FeatureDeps } from "../deps.js";
+import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
 import { openKickoffModal } from "./modal.js";
@@ -60,7 +60,7 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         text: helpText(
           commandName,
           deps.crews.usableBy(payload.team_id || undefined).map((c) => c.name),
-          deps.flowHooks,
+          flowHooksFor(deps, payload.team_id || undefined),
         ),
       });
       return;
@@ -69,7 +69,7 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       // A flow-only set-up: there is nothing to start.
       await ack({
         response_type: "ephemeral",
-        text: `No crew is configured in Crewline, so there is nothing to start here. ${deps.flowHooks?.length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.`,
+        text: `No crew is configured in Crewline, so there is nothing to start here. ${flowHooksFor(deps, payload.team_id || undefined).length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.`,
       });
       return;
     }
