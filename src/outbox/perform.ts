@@ -97,7 +97,6 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     for (const method of calls) await gate?.({ team: at.teamId ?? "", channel, method });
   }
 
-
   /** A second effect of one kind for a subject that moved (its first was given up, or done, in the old channel). */
   const moved = (e: Execution) => (e.movedTo ? { part: MOVED_PART } : {});
 
