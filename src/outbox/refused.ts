@@ -8,6 +8,7 @@ import { type EffectJob, effectKey, type NewEffect } from "../domain/effects.js"
 import { isChannelRefusal } from "../domain/refusals.js";
 import { findExecution, findFlowRequest, findReview } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
+import { forgetMessageInOldChannel } from "../store/moves.js";
 import type { Sql } from "../store/sql.js";
 
 /**
@@ -27,6 +28,8 @@ export async function movesFor(tx: Sql, job: Pick<EffectJob, "kind" | "subjectId
   if (!execution) return [];
   if (!execution.movedTo) return [{ kind: "run.move", subjectId: execution.id, payload: { reason } }];
   if (job.kind === "review.post" && review && !review.messageTs) return [{ kind: "review.post", subjectId: review.id, part: MOVED_PART }];
+  // A review that came to wait for a decision on its message in the old channel after the move read it.
+  if (review && (await forgetMessageInOldChannel(tx, review.id))) return [{ kind: "review.post", subjectId: review.id, part: MOVED_PART }];
   if (job.kind === "run.completion" && !execution.completionTs) return [{ kind: "run.completion", subjectId: execution.id, part: MOVED_PART }];
   return [];
 }
