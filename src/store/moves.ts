@@ -54,3 +54,16 @@ export async function recordFlowMoved(db: SqlLike, move: { id: string; to: strin
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
+
+/** A review awaiting a decision on a message left in the refused channel forgets that message (to be posted where its run moved); false when it has none there. */
+export async function forgetMessageInOldChannel(db: SqlLike, reviewId: string): Promise<boolean> {
+  const result = await sqlOf(db)
+    .updateTable("Review")
+    .set({ messageTs: null, shownState: null, fileAttached: false })
+    .where("id", "=", reviewId)
+    .where("channelId", "is", null)
+    .where("messageTs", "is not", null)
+    .where("state", "in", ["pending", "deciding"])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
