@@ -1,7 +1,8 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
 // Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory review-calls, and
-// scale-out (1 vs 3 replicas on PostgreSQL) when named or under BENCH_FULL=1.
+// scale-out (1 vs 3 replicas on PostgreSQL) and kill-recovery (kill -9, embedded and 3 replicas) when
+// named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for the README, and bench/results/latest.json.
 import fs from "node:fs";
 import os from "node:os";
@@ -27,6 +28,7 @@ import {
   until,
 } from "./lib.js";
 import { reexecWithStartFlags, startNodeFlags } from "./node-flags.js";
+import { killRecovery } from "./recovery.js";
 import { reviewCalls } from "./review-calls.js";
 import { scaleOut } from "./scale-out.js";
 import { startupMemory } from "./startup-memory.js";
@@ -439,9 +441,10 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "startup-memory": startupMemory,
   "scale-out": scaleOut,
   "review-calls": reviewCalls,
+  "kill-recovery": killRecovery,
 };
 /** Run only when named or under BENCH_FULL=1: they take minutes. */
-const ON_REQUEST = new Set(["scale-out"]);
+const ON_REQUEST = new Set(["scale-out", "kill-recovery"]);
 
 function fmt(v: unknown): string {
   if (v === undefined || v === null) return "–";

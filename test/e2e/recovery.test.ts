@@ -19,9 +19,9 @@ import { usePostgres } from "../support/test-database.js";
 
 killReplicasAfterEach();
 
-const TASKS: SimTask[] = [{ id: "task-draft", name: "draft", agent: "Writer", humanInput: true, delayMs: 5000, steps: 0 }];
-/** A minute of lease; the replicas announce themselves every 500 ms and are dead after 1.5 s of silence. */
-const SLOW_LEASE = { CLAIM_STALE_MS: "60000", POLL_LEASE_MS: "60000", REPLICA_DEAD_AFTER_MS: "1500" };
+const TASKS: SimTask[] = [{ id: "task-draft", name: "draft", agent: "Writer", humanInput: true, delayMs: 15_000, steps: 0 }];
+/** A minute of lease; the default heartbeat (dead after 8 s of silence). */
+const SLOW_LEASE = { CLAIM_STALE_MS: "60000", POLL_LEASE_MS: "60000" };
 
 /** Review messages in Slack showing the draft, with or without their controls. */
 const draftPosts = (slack: FakeSlack) => slack.callsTo("chat.postMessage").filter((c) => !c.error && JSON.stringify(c.args.blocks ?? []).includes("draft"));
@@ -32,8 +32,11 @@ async function runWithPostHeld(slack: FakeSlack, replica: Replica) {
   // The announcement is posted while the kickoff is answered; the next post is the draft's.
   await submitKickoff(replica, form, "Deep sea vents");
   await eventually(() => slack.callsTo("chat.postMessage").length >= 1, { what: "the announcement", timeoutMs: 20_000 });
-  slack.delayNext("chat.postMessage", 600_000);
-  await eventually(() => slack.inFlight.some((c) => c.method === "chat.postMessage"), { what: "the draft's post, under way", timeoutMs: 60_000 });
+  slack.delayNext("chat.postMessage", 600_000, 3);
+  await eventually(() => slack.inFlight.some((c) => c.method === "chat.postMessage" && JSON.stringify(c.args.blocks ?? []).includes("draft")), {
+    what: "the draft's post, under way",
+    timeoutMs: 60_000,
+  });
 }
 
 /** The Slack stand-in, the crew service and a data folder for the embedded database, cleaned up after the test. */
@@ -85,7 +88,7 @@ describe.runIf(usePostgres)("recovery after a crash, PostgreSQL replicas", { tim
     // The survivor starts while the doomed replica, alive, holds the post: it leaves it alone.
     const survivor = await startReplica("survivor", { databaseUrl: db.url, slack, crew, webhooks: true, extra: SLOW_LEASE });
     await new Promise((r) => setTimeout(r, 2000));
-    expect(draftPosts(slack)).toHaveLength(0);
+    expect(draftPosts(slack), survivor.output() + doomed.output()).toHaveLength(0);
     await kill(doomed);
     const killedAt = Date.now();
     await eventually(() => [...pendingReviews(slack)][0], { what: "the review, posted by the survivor", timeoutMs: 20_000 });
@@ -104,16 +107,16 @@ describe("a live replica keeps its claims", { timeout: 120_000 }, () => {
   });
 
   it("its Slack call takes longer than the dead-after time: no other replica posts the review again", async () => {
-    const settings = { outbox: { leaseMs: 60_000, tickMs: 100 }, heartbeat: { deadAfterMs: 1000 } };
+    const settings = { outbox: { leaseMs: 60_000, tickMs: 100 }, heartbeat: { deadAfterMs: 2000 } };
     h = await startHarness({ crew: { tasks: [{ ...TASKS[0]!, delayMs: 3000 }] }, crewline: settings });
     const port = await freePort();
     const other = createCrewline({ ...h.config, port }, { log: silentLogger, database: h.db.database, slackRetries: { retries: 0 }, ...settings });
     extra.push(other);
     await other.start();
-    // The review's post takes 4 s at Slack: four times the dead-after time, well within the lease.
+    // The review's post takes 6 s at Slack: three times the dead-after time, well within the lease.
     await startRunViaSlack(h);
     await eventually(() => h.slack.callsTo("chat.postMessage").length >= 1, { what: "the announcement" });
-    h.slack.delayNext("chat.postMessage", 4000);
+    h.slack.delayNext("chat.postMessage", 6000);
     await eventually(() => h.slack.inFlight.some((c) => c.method === "chat.postMessage"), { what: "the slow post, under way", timeoutMs: 30_000 });
     await pendingReview(h, { containing: "draft", timeoutMs: 20_000 });
     await new Promise((r) => setTimeout(r, 1500));
