@@ -145,10 +145,11 @@ async function postgres(): Promise<Figure[]> {
     return { DATA_DIR: dir, DATABASE_URL: db.url };
   };
   try {
+    // The other two are up first; the doomed replica starts the runs, so its outbox is nudged and
+    // claims their posts, and it is killed well before its Web API calls would time out (20 s).
+    bots.push(...(await Promise.all([start(slack, crew.url, env()), start(slack, crew.url, env())])));
     const doomed = await start(slack, crew.url, env());
     const channels = await holdReviewPosts(slack, doomed, "P");
-    // The other two start while the doomed replica, alive, holds the posts: they leave them alone.
-    bots.push(...(await Promise.all([start(slack, crew.url, env()), start(slack, crew.url, env())])));
     const before = decidable(slack, channels);
     await kill(doomed);
     const killed = Date.now();
@@ -161,7 +162,7 @@ async function postgres(): Promise<Figure[]> {
         unit: "ms",
         target: "< 15000 ms",
         pass: shown === RUNS && before === 0 && ms < 15_000,
-        note: `${shown}/${RUNS} reviews whose post the killed replica had under way (${before} taken over while it was alive); claim lease 60 s (default), heartbeat every 2 s, dead after 8 s`,
+        note: `${shown}/${RUNS} reviews whose post the killed replica had under way (${before} shown before the kill); claim lease 60 s (default), heartbeat every 2 s, dead after 8 s`,
       },
     ];
   } finally {

@@ -66,7 +66,7 @@ async function expectOnePostWithControls() {
   expect(await h.bot.database.prisma.review.count()).toBe(1);
 }
 
-describe("Slack calls per review", { timeout: 90_000 }, () => {
+describe("Slack calls per review", { timeout: 240_000 }, () => {
   it("human-input request before the task webhook: one chat.postMessage with Approve/Reject, no chat.update", async () => {
     const run = await start();
     expect(await inputRequest(run)).toBe(202);
