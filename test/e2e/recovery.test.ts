@@ -33,7 +33,7 @@ async function runWithPostHeld(slack: FakeSlack, replica: Replica) {
   // The announcement is posted while the kickoff is answered; the next post is the draft's.
   await submitKickoff(replica, form, "Deep sea vents");
   await eventually(() => slack.callsTo("chat.postMessage").length >= 1, { what: "the announcement", timeoutMs: 20_000 });
-  slack.delayNext("chat.postMessage", 600_000, 3);
+  slack.delayNext("chat.postMessage", 600_000);
   await eventually(() => slack.inFlight.some((c) => c.method === "chat.postMessage" && JSON.stringify(c.args.blocks ?? []).includes("draft")), {
     what: "the draft's post, under way",
     timeoutMs: 60_000,
