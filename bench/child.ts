@@ -96,7 +96,8 @@ export async function startBot(env: Record<string, string>, port: number, flags:
         return false;
       }
     },
-    30_000,
+    // Generous: on a busy machine a cold start takes tens of seconds.
+    120_000,
     10,
   );
   const startMs = performance.now() - t0;

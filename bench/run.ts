@@ -1,8 +1,9 @@
 // Crewline benchmarks: intake speed, Slack-call economy, interaction latency and memory, all on
 // loopback (127.0.0.1 only). Usage: npx tsx bench/run.ts [figure…]   (npm run bench)
 // Figures: step-intake task-intake slack-economy modal-latency decision-latency startup-memory
-// forged-requests review-calls hostile-text hostile-bot, and scale-out (1 vs 3 replicas on PostgreSQL)
-// and slack-budget (reviews first under Slack's tiers) when named or under BENCH_FULL=1.
+// forged-requests review-calls hostile-text hostile-bot, and scale-out (1 vs 3 replicas on PostgreSQL),
+// slack-budget (reviews first under Slack's tiers) and kill-recovery (kill -9, embedded and 3 replicas)
+// when named or under BENCH_FULL=1.
 // Results: a table on stdout, a Markdown table for docs/benchmarks.md, and bench/results/latest.json.
 import fs from "node:fs";
 import http from "node:http";
@@ -36,6 +37,7 @@ import {
   until,
 } from "./lib.js";
 import { reexecWithStartFlags, startNodeFlags } from "./node-flags.js";
+import { killRecovery } from "./recovery.js";
 import { reviewCalls } from "./review-calls.js";
 import { scaleOut } from "./scale-out.js";
 import { slackBudget } from "./slack-budget.js";
@@ -531,9 +533,10 @@ const FIGURES: Record<string, () => Promise<Figure[]>> = {
   "forged-requests": forgedRequests,
   "slack-budget": slackBudget,
   "review-calls": reviewCalls,
+  "kill-recovery": killRecovery,
 };
 /** Run only when named or under BENCH_FULL=1: they take minutes. */
-const ON_REQUEST = new Set(["scale-out", "slack-budget"]);
+const ON_REQUEST = new Set(["scale-out", "slack-budget", "kill-recovery"]);
 
 function fmt(v: unknown): string {
   if (v === undefined || v === null) return "–";

@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
@@ -19,9 +20,9 @@ import { usePostgres } from "../support/test-database.js";
 
 killReplicasAfterEach();
 
-const TASKS: SimTask[] = [{ id: "task-draft", name: "draft", agent: "Writer", humanInput: true, delayMs: 5000, steps: 0 }];
-/** A minute of lease; the replicas announce themselves every 500 ms and are dead after 1.5 s of silence. */
-const SLOW_LEASE = { CLAIM_STALE_MS: "60000", POLL_LEASE_MS: "60000", REPLICA_DEAD_AFTER_MS: "1500" };
+const TASKS: SimTask[] = [{ id: "task-draft", name: "draft", agent: "Writer", humanInput: true, delayMs: 15_000, steps: 0 }];
+/** A minute of lease; the default heartbeat (dead after 8 s of silence). */
+const SLOW_LEASE = { CLAIM_STALE_MS: "60000", POLL_LEASE_MS: "60000" };
 
 /** Review messages in Slack showing the draft, with or without their controls. */
 const draftPosts = (slack: FakeSlack) => slack.callsTo("chat.postMessage").filter((c) => !c.error && JSON.stringify(c.args.blocks ?? []).includes("draft"));
@@ -33,7 +34,10 @@ async function runWithPostHeld(slack: FakeSlack, replica: Replica) {
   await submitKickoff(replica, form, "Deep sea vents");
   await eventually(() => slack.callsTo("chat.postMessage").length >= 1, { what: "the announcement", timeoutMs: 20_000 });
   slack.delayNext("chat.postMessage", 600_000);
-  await eventually(() => slack.inFlight.some((c) => c.method === "chat.postMessage"), { what: "the draft's post, under way", timeoutMs: 60_000 });
+  await eventually(() => slack.inFlight.some((c) => c.method === "chat.postMessage" && JSON.stringify(c.args.blocks ?? []).includes("draft")), {
+    what: "the draft's post, under way",
+    timeoutMs: 60_000,
+  });
 }
 
 /** The Slack stand-in, the crew service and a data folder for the embedded database, cleaned up after the test. */
@@ -47,6 +51,16 @@ async function embeddedServices() {
     async () => fs.rmSync(dataDir, { recursive: true, force: true }),
   );
   return { slack, crew, dataDir };
+}
+
+async function query<T>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows as T[];
+  } finally {
+    await client.end();
+  }
 }
 
 describe("recovery after a crash", { timeout: 900_000 }, () => {
@@ -80,11 +94,16 @@ describe("recovery after a crash", { timeout: 900_000 }, () => {
 describe.runIf(usePostgres)("recovery after a crash, PostgreSQL replicas", { timeout: 900_000 }, () => {
   it("a replica killed with its review post under way: another takes the post over by the heartbeat rule (lease 60 s)", async () => {
     const { slack, crew, db } = await replicaServices(TASKS);
+    // The survivor is up first; the doomed replica starts the run, so its outbox is nudged and claims the post.
+    const survivor = await startReplica("survivor", { databaseUrl: db.url, slack, crew, webhooks: true, extra: SLOW_LEASE });
     const doomed = await startReplica("doomed", { databaseUrl: db.url, slack, crew, webhooks: true, extra: SLOW_LEASE });
     await runWithPostHeld(slack, doomed);
-    // The survivor starts while the doomed replica, alive, holds the post: it leaves it alone.
-    const survivor = await startReplica("survivor", { databaseUrl: db.url, slack, crew, webhooks: true, extra: SLOW_LEASE });
-    await new Promise((r) => setTimeout(r, 2000));
+    // Killed well before its Web API call would time out (20 s); the post is the doomed replica's (the newest).
+    const [holder] = await query<{ holder: string | null; newest: string }>(
+      db.url,
+      `SELECT (SELECT "leaseOwner" FROM "SlackEffect" WHERE kind = 'review.post') AS holder, (SELECT id FROM "Replica" ORDER BY "startedAt" DESC LIMIT 1) AS newest`,
+    );
+    expect(holder!.holder).toBe(holder!.newest);
     expect(draftPosts(slack)).toHaveLength(0);
     await kill(doomed);
     const killedAt = Date.now();
@@ -104,16 +123,16 @@ describe("a live replica keeps its claims", { timeout: 120_000 }, () => {
   });
 
   it("its Slack call takes longer than the dead-after time: no other replica posts the review again", async () => {
-    const settings = { outbox: { leaseMs: 60_000, tickMs: 100 }, heartbeat: { deadAfterMs: 1000 } };
+    const settings = { outbox: { leaseMs: 60_000, tickMs: 100 }, heartbeat: { deadAfterMs: 2000 } };
     h = await startHarness({ crew: { tasks: [{ ...TASKS[0]!, delayMs: 3000 }] }, crewline: settings });
     const port = await freePort();
     const other = createCrewline({ ...h.config, port }, { log: silentLogger, database: h.db.database, slackRetries: { retries: 0 }, ...settings });
     extra.push(other);
     await other.start();
-    // The review's post takes 4 s at Slack: four times the dead-after time, well within the lease.
+    // The review's post takes 6 s at Slack: three times the dead-after time, well within the lease.
     await startRunViaSlack(h);
     await eventually(() => h.slack.callsTo("chat.postMessage").length >= 1, { what: "the announcement" });
-    h.slack.delayNext("chat.postMessage", 4000);
+    h.slack.delayNext("chat.postMessage", 6000);
     await eventually(() => h.slack.inFlight.some((c) => c.method === "chat.postMessage"), { what: "the slow post, under way", timeoutMs: 30_000 });
     await pendingReview(h, { containing: "draft", timeoutMs: 20_000 });
     await new Promise((r) => setTimeout(r, 1500));
