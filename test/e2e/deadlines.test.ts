@@ -219,10 +219,13 @@ describe("review deadlines", () => {
       pgUrl = created.url;
       dropLater.push(created.drop);
     }
-    h = await startHarness({ research: { decideWithinMs: 30 * MIN, onTimeout: "reject" }, crewline: { clock, database: open() } });
+    const firstDatabase = open();
+    h = await startHarness({ research: { decideWithinMs: 30 * MIN, onTimeout: "reject" }, crewline: { clock, database: firstDatabase } });
     await startRunViaSlack(h, "Deep sea vents", 20_000);
     const pending = await pendingReview(h, { timeoutMs: 20_000 });
+    // The bot goes down, and its database connection with it (an embedded data folder is one process's at a time).
     await h.bot.stop();
+    await firstDatabase.close();
 
     clock.offsetMs = 31 * MIN;
     const restarted = await secondBot(h, open(), clock);

@@ -214,14 +214,14 @@ describe("GET /metrics", () => {
   });
 
   it("reports the event loop's delay (prom-client's default figures), once per bot in a process running several", async () => {
-    h = await startHarness();
+    h = await startHarness({ config: { metricsToken: METRICS_TOKEN } });
     // Another bot's figures in the same process: default figures are registered per registry.
     const other = new Metrics({ crews: [] });
     // Work that holds the loop: the lag figures must show it.
     const until = Date.now() + 60;
     while (Date.now() < until);
     const m = await eventually(async () => {
-      const s = await scrape(h.botUrl);
+      const s = await scrape(h.botUrl, BEARER);
       return (s.value("nodejs_eventloop_lag_max_seconds") ?? 0) >= 0.05 ? s : undefined;
     });
     expect(m.samples.filter((s) => s.name === "nodejs_eventloop_lag_seconds")).toHaveLength(1);

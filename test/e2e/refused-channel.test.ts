@@ -200,7 +200,7 @@ describe("a channel that refuses the bot", () => {
   });
 
   it("a flow request with neither assignee nor reviewers, refused in its channel, is given up and counted; nothing loops", { timeout: 60_000 }, async () => {
-    f = await startFlowHarness();
+    f = await startFlowHarness({ config: { metricsToken: "metrics-token-0123456789abcdef" } });
     f.h.slack.denyChannel(FLOW_CHANNEL, "is_archived");
     await f.flow.send({});
     const move = await eventually(async () => (await f!.h.bot.database.prisma.slackEffect.findFirst({ where: { kind: "flow.move", state: "dead" } })) ?? undefined, {
@@ -210,7 +210,7 @@ describe("a channel that refuses the bot", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(await f.h.bot.database.prisma.slackEffect.count({ where: { kind: "flow.move" } })).toBe(1);
     expect(f.h.slack.callsTo("conversations.open")).toHaveLength(0);
-    const metrics = await fetch(`${f.h.botUrl}/metrics`).then((r) => r.text());
+    const metrics = await fetch(`${f.h.botUrl}/metrics`, { headers: { authorization: "Bearer metrics-token-0123456789abcdef" } }).then((r) => r.text());
     expect(metrics).toMatch(/effect="flow\.move"\} 1/);
   });
 });
