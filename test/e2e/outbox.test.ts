@@ -94,7 +94,10 @@ describe("outbox", () => {
   });
 
   it("finds a post whose answer was lost (the replica stalled past its lease) instead of posting it again", async () => {
-    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 3000, steps: 0 }] }, crewline: { outbox: { ...FAST, leaseMs: 800 } } });
+    h = await startHarness({
+      crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 3000, steps: 0 }] },
+      crewline: { outbox: { ...FAST, leaseMs: 800 } },
+    });
     const execution = await startRunViaSlack(h);
     // Slack takes the review post (the task takes 3 s: the post comes after this) but answers only after the lease ran out: another worker retakes the effect.
     h.slack.answerLateNext("chat.postMessage", 2500);
