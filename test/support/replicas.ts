@@ -74,15 +74,19 @@ export async function startReplica(
   proc.stdout!.on("data", (d) => (output += d));
   proc.stderr!.on("data", (d) => (output += d));
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
-  await eventually(
-    () =>
-      fetch(`${url}/healthz`)
-        .then((r) => r.status === 200)
-        .catch(() => false),
-    { timeoutMs: 300_000, what: `${name} /healthz` },
-  ).catch((err) => {
-    throw new Error(`${err.message}\n${output}`);
-  });
+  let gone: number | null | undefined;
+  void exited.then((code) => (gone = code));
+  // Until it answers /healthz; a process that stopped never will: say why at once (its output), not after the time-out.
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    if (gone !== undefined) throw new Error(`${name} exited (code ${gone}) before answering /healthz\n${output}`);
+    const up = await fetch(`${url}/healthz`)
+      .then((r) => r.status === 200)
+      .catch(() => false);
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${name} /healthz\n${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
   const requests = slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: env.slack.responseUrlBase });
   return { name, url, port, proc, requests, output: () => output, exited };
 }
