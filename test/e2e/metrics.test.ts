@@ -44,15 +44,19 @@ describe("GET /metrics", () => {
     });
     // Slack has the last message a moment before the bot's own bookkeeping ends.
     await eventually(async () => (await scrape(h.botUrl, BEARER)).value("crewline_runs_finished_total", { crew: "research", outcome: "completed" }) === 1);
-    const m = await eventually(async () => {
-      const s = await scrape(h.botUrl, BEARER);
-      // Quiet: every Slack effect done, and every call the stand-in answered counted (progress updates may trail).
-      return s.value("crewline_slack_api_calls_total", { method: "chat.postMessage" }) === h.slack.callsTo("chat.postMessage").length &&
-        s.value("crewline_slack_api_calls_total", { method: "chat.update" }) === h.slack.callsTo("chat.update").length &&
-        s.value("crewline_slack_effects_pending") === 0
-        ? s
-        : undefined;
-    });
+    const m = await eventually(
+      async () => {
+        const s = await scrape(h.botUrl, BEARER);
+        // Quiet: every Slack effect done, and every call the stand-in answered counted (progress updates may trail).
+        return s.value("crewline_slack_api_calls_total", { method: "chat.postMessage" }) === h.slack.callsTo("chat.postMessage").length &&
+          s.value("crewline_slack_api_calls_total", { method: "chat.update" }) === h.slack.callsTo("chat.update").length &&
+          s.value("crewline_slack_effects_pending") === 0
+          ? s
+          : undefined;
+        // Progress refused a Slack token waits a few seconds for the next (docs/slack-budget.md): quiet takes that long.
+      },
+      { timeoutMs: 30_000, what: "every Slack effect done and counted" },
+    );
 
     expect(m.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
 
