@@ -119,6 +119,11 @@ export async function startBaselineServer(): Promise<{ origin: string; close(): 
     });
   });
   server.keepAliveTimeout = 30_000;
+  return listenOnLoopback(server);
+}
+
+/** Listens on a free loopback port: its origin, and a close that also ends kept-alive connections. */
+export async function listenOnLoopback(server: http.Server): Promise<{ origin: string; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {

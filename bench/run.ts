@@ -7,7 +7,6 @@
 // Results: a table on stdout, a Markdown table for docs/benchmarks.md, and bench/results/latest.json.
 import fs from "node:fs";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,6 +24,7 @@ import {
   crewBody,
   type Figure,
   type LoadRequest,
+  listenOnLoopback,
   postgresReachable,
   round,
   runLoad,
@@ -505,17 +505,7 @@ async function forgedRequests(): Promise<Figure[]> {
 }
 
 async function startServer(handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): Promise<{ origin: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => void handle(req, res).catch(() => res.writeHead(400).end()));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(http.createServer((req, res) => void handle(req, res).catch(() => res.writeHead(400).end())));
 }
 
 // ------------------------------------------------------------------ driver
