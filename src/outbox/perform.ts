@@ -89,11 +89,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   async function spend(
     gate: SlackGate | undefined,
     job: EffectJob,
-    at: { teamId: string | null; channelId: string; threadTs?: string | null; movedTo?: string | null },
+    at: { teamId: string | null; channelId: string; movedTo?: string | null },
     calls: readonly string[] = EFFECT_KINDS[job.kind].calls,
   ) {
     // A run that moved to a direct message spends that conversation's pace, not its old channel's.
-    const channel = "movedTo" in at && at.movedTo ? at.movedTo : at.channelId;
+    const channel = at.movedTo ?? at.channelId;
     for (const method of calls) await gate?.({ team: at.teamId ?? "", channel, method });
   }
 
