@@ -205,7 +205,10 @@ describe("review deadlines", () => {
     await eventually(async () => (await review(h, pending.reviewId)).state === "rejected");
     expect(resumeCalls(h)).toHaveLength(1);
     expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision", actor: DEADLINE_ACTOR } })).toBe(1);
-    expect(h.slack.messages(CHANNEL).filter((m) => /Rejected by deadline/.test(JSON.stringify(m.blocks ?? [])))).toHaveLength(1);
+    // The review's message is updated by the outbox after the decision commits.
+    const decidedMessages = () => h.slack.messages(CHANNEL).filter((m) => /Rejected by deadline/.test(JSON.stringify(m.blocks ?? [])));
+    await eventually(() => decidedMessages().length > 0 || undefined, { what: "the review updated as rejected by deadline" });
+    expect(decidedMessages()).toHaveLength(1);
   });
 
   it("survives a restart: the deadline that passed while the bot was down is taken once by the next start", async () => {

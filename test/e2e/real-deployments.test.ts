@@ -186,12 +186,10 @@ describe("the event stream (opt-in per crew)", () => {
     expect(await h.bot.database.prisma.webhookEvent.count({ where: { executionId: execution.id } })).toBe(events);
     expect(h.slack.calls.filter((c) => c.method === "chat.postMessage").length).toBe(calls);
     expect(completionNotices(h)).toHaveLength(1);
-    const reviews = await h.bot.database.prisma.review.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
-    expect(reviews.map((r) => [r.taskName, r.state])).toEqual([
-      ["gather_task", "posted"],
-      ["draft_task", "approved"],
-      ["polish_task", "posted"],
-    ]);
+    // Reordered batches may record the tasks in another order; each task has one row in its final state.
+    const reviews = await h.bot.database.prisma.review.findMany({ where: { executionId: execution.id } });
+    expect(Object.fromEntries(reviews.map((r) => [r.taskName, r.state]))).toEqual({ gather_task: "posted", draft_task: "approved", polish_task: "posted" });
+    expect(reviews).toHaveLength(3);
   });
 
   it("task and crew events and callbacks describing the same thing have one effect, whichever comes first", async () => {
