@@ -7,12 +7,27 @@ export default defineConfig({
     hookTimeout: 60_000,
     // End-to-end suites start servers and databases; two cores do best with few workers.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    // The unit project runs in threads that keep their modules (and databases) from one file to the next;
+    // vitest reads that choice from here, not from the project.
+    poolOptions: { forks: { maxForks: 2, minForks: 1 }, threads: { isolate: false, maxThreads: 2, minThreads: 1 } },
     // One migrated database template per run, copied by every test database (test/support/test-database.ts).
     globalSetup: ["test/support/global-setup.ts"],
+    // Closes the databases a test file kept for reuse (test/support/test-database.ts).
+    setupFiles: ["test/support/setup-file.ts"],
     projects: [
       // Unit tests beside the code: shorter, so a slow one shows (some of them open a database).
-      { extends: true, test: { name: "unit", include: ["src/**/*.test.ts"], testTimeout: 15_000 } },
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["src/**/*.test.ts"],
+          testTimeout: 15_000,
+          // Pure and store tests share one module graph per worker, and so its databases (test-database.ts).
+          pool: "threads",
+          isolate: false,
+          env: { CREWLINE_TEST_SHARE_DATABASES: "1" },
+        },
+      },
       // The bot over real boundaries (signed HTTP, the Slack stand-in, the local crew service).
       { extends: true, test: { name: "e2e", include: ["test/**/*.test.ts"], exclude: ["test/browser/**"] } },
       // The playground in Debian's Chromium.

@@ -42,9 +42,24 @@ function databaseUrl(name: string): string {
   return url.toString();
 }
 
+/** The test run's id, set by global-setup.ts, that names its databases on the PostgreSQL server. */
+export const TEST_RUN_ENV = "CREWLINE_TEST_RUN";
+export function testDatabasePrefix(run = process.env[TEST_RUN_ENV] ?? "solo"): string {
+  return `crewline_t_${run}_`;
+}
+
+/** Drops every database a test run made on the PostgreSQL server. */
+export async function dropTestRunDatabases(run: string): Promise<void> {
+  await admin(async (a) => {
+    const { rows } = await a.query<{ datname: string }>("SELECT datname FROM pg_database WHERE starts_with(datname, $1)", [testDatabasePrefix(run)]);
+    for (const { datname } of rows) await a.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+  });
+}
+
 /** A new database on the PostgreSQL server: empty, or a copy of `template` (which nobody may be connected to). */
 export async function createTestDatabaseUrl(opts: { template?: string } = {}): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `crewline_t_${crypto.randomBytes(6).toString("hex")}`;
+  // Named after the test run (global-setup.ts), whose end drops whatever a worker left behind.
+  const name = `${testDatabasePrefix()}${crypto.randomBytes(6).toString("hex")}`;
   await admin((a) => a.query(`CREATE DATABASE ${name}${opts.template ? ` TEMPLATE ${opts.template}` : ""}`));
   return {
     url: databaseUrl(name),
@@ -88,7 +103,26 @@ function embeddedTemplateFiles(): Promise<Blob> {
   return embeddedTemplate;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+// Databases given back clean, for the next test of this worker. Opening one costs 1–2 s of CPU
+// (PGlite's engine starts; PostgreSQL copies the template); emptying its tables costs milliseconds.
+// On globalThis so that the per-file setup (setup-file.ts) can see whether any are kept without loading this module.
+const idle: { database: Database; url?: string; drop: () => Promise<void> }[] = ((globalThis as Record<string, unknown>).__crewlineIdleDatabases ??= []) as never;
+let tableList: string | undefined;
+
+/** Empties every table but the migrations' (and resets sequences), so the database reads as a fresh copy. */
+async function emptyTables(database: Database): Promise<void> {
+  const prisma = database.prisma;
+  tableList ??= (
+    await prisma.$queryRawUnsafe<{ name: string }[]>(
+      "SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> '_prisma_migrations' ORDER BY tablename",
+    )
+  )
+    .map((t) => t.name)
+    .join(", ");
+  if (tableList) await prisma.$executeRawUnsafe(`TRUNCATE TABLE ${tableList} RESTART IDENTITY CASCADE`);
+}
+
+async function openTestDatabase(): Promise<{ database: Database; url?: string; drop: () => Promise<void> }> {
   if (!usePostgres) {
     const database = openDatabase({ loadDataDir: await embeddedTemplateFiles() });
     // Starts the engine now (the copy needs no migration; one that is missing would be applied).
@@ -107,4 +141,43 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await drop();
     },
   };
+}
+
+/**
+ * A migrated database that holds no rows. Its `drop()` empties it and keeps it for the next test of
+ * this worker, unless the test closed it (a restart test): then it is dropped for good.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const opened = idle.pop() ?? (await openTestDatabase());
+  const { database } = opened;
+  const close = database.close;
+  let closed = false;
+  database.close = async () => {
+    closed = true;
+    await close();
+  };
+  return {
+    database,
+    ...(opened.url ? { url: opened.url } : {}),
+    drop: async () => {
+      database.close = close;
+      if (closed) return opened.drop();
+      try {
+        await emptyTables(database);
+        idle.push(opened);
+      } catch {
+        await opened.drop();
+      }
+    },
+  };
+}
+
+/**
+ * Closes (and on PostgreSQL drops) the databases kept for reuse, at the end of each test file; unless the
+ * project shares modules between its files (the unit project), where they serve the worker's next file and
+ * the run's end drops them.
+ */
+export async function closeIdleDatabases(): Promise<void> {
+  if (process.env.CREWLINE_TEST_SHARE_DATABASES === "1") return;
+  await Promise.all(idle.splice(0).map((d) => d.drop().catch(() => {})));
 }

@@ -83,7 +83,8 @@ function openEmbedded(dataDir: string | undefined, loadDataDir: Blob | undefined
 }
 
 function openPostgres(url: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // Idle connections keep no process alive on their own (a test worker that kept its database ends).
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, allowExitOnIdle: true });
   // A failed idle client must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
