@@ -2,11 +2,12 @@
 // for anything else, strangers ignored, repeated deliveries and two replicas deciding once, hostile
 // replies; and flow requests answered by reply. Through signed message events on /slack/events, the
 // Slack stand-in and the local crew service (and the local flow service).
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_QUESTION_BLOCK, REPLY_REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import { openDatabase } from "../../src/store/db/database.js";
+import { ReplyDecisions } from "../../src/usecases/reply-decisions.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
@@ -17,6 +18,7 @@ let h: Harness;
 let f: FlowHarness | undefined;
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
+  vi.restoreAllMocks();
   while (cleanups.length) await cleanups.pop()!().catch(() => {});
   // A flow harness closes its bot itself.
   if (f) await f.close();
@@ -228,6 +230,27 @@ describe("deciding a review by replying in its thread", () => {
     const question = await questionFor(USER);
     expect(JSON.stringify(question.blocks)).toContain("first 4,000 characters");
     expect(h.slack.violations).toEqual([]);
+  });
+});
+
+describe("a reply while the database is down", () => {
+  it("an approve or reject is told it was not taken (nothing reaches the crew); other talk gets nothing", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    const outage = vi.spyOn(ReplyDecisions.prototype, "onReply").mockRejectedValue(new Error("Can't reach database server at 127.0.0.1:5432"));
+    await h.requests.event(replyEvent("lgtm", threadTs));
+    const note = await eventually(() => ephemeralsFor(USER).at(-1));
+    expect(String((note.args as any).text)).toMatch(/not taken as a decision.*try again/);
+    expect(String((note.args as any).text)).not.toContain("5432");
+    await h.requests.event(replyEvent("what do you all think?", threadTs));
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(1);
+    expect(resumeCalls(h)).toHaveLength(0);
+    outage.mockRestore();
+    // Back: a new reply decides.
+    await h.requests.event(replyEvent("approve", threadTs));
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).decidedBy).toBe(USER);
   });
 });
 
