@@ -302,3 +302,8 @@ export async function claimDeadline(
 export async function markDeadlineDone(on: On, id: string, now: Date): Promise<void> {
   await sqlOf(on).updateTable("FlowRequest").set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();
 }
+
+/** The request whose message is (channelId, messageTs): a reply in its thread is about it. */
+export async function findFlowRequestByMessage(on: On, channelId: string, messageTs: string): Promise<FlowRequestRow | undefined> {
+  return sqlOf(on).selectFrom("FlowRequest").selectAll().where("messageTs", "=", messageTs).where("channelId", "=", channelId).limit(1).executeTakeFirst();
+}

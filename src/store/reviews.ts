@@ -316,3 +316,37 @@ export async function retakeDecision(db: Handle, id: string, p: { seen: Date; no
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
+
+/**
+ * The reviews a reply in the thread (channelId, threadTs) may be about, newest first: those of the run
+ * whose thread it is, and a review posted in a direct message (a moved run) whose own thread it is.
+ */
+export async function reviewsInThread(db: Handle, p: { channelId: string; threadTs: string; limit: number }): Promise<ReviewWithExecution[]> {
+  const sql = sqlOf(db);
+  const runs = await sql.selectFrom("Execution").selectAll().where("channelId", "=", p.channelId).where("threadTs", "=", p.threadTs).limit(5).execute();
+  const ofRuns = runs.length
+    ? await sql
+        .selectFrom("Review")
+        .selectAll()
+        .where(
+          "executionId",
+          "in",
+          runs.map((r) => r.id),
+        )
+        .where("state", "!=", "posted")
+        .orderBy("createdAt", "desc")
+        .limit(p.limit)
+        .execute()
+    : [];
+  const moved = await sql.selectFrom("Review").selectAll().where("channelId", "=", p.channelId).where("messageTs", "=", p.threadTs).limit(1).execute();
+  const executions = new Map(runs.map((r) => [r.id, r]));
+  for (const [id, run] of await findExecutions(
+    db,
+    moved.map((r) => r.executionId).filter((id) => !executions.has(id)),
+  ))
+    executions.set(id, run);
+  return [...ofRuns, ...moved].flatMap((review) => {
+    const execution = executions.get(review.executionId);
+    return execution ? [{ ...review, execution }] : [];
+  });
+}

@@ -180,3 +180,33 @@ export async function maySeeFlowRequest(ports: AccessPorts, request: FlowRequest
   if (ports.flows && (await ports.flows.isWaitingFor(request, asker.userId).catch(() => false))) return true;
   return inChannel(ports, request.channelId, asker.userId, "could not read the flow request's channel members", { flow: request.flowName });
 }
+
+/**
+ * Whether a reply in the thread (channelId, threadTs) is in the review's place, as a click must be on
+ * its message: the thread of its run in the run's channel, or, once the run moved to a direct message,
+ * the thread of the review's own message there.
+ */
+export function replyInReviewThread(found: ReviewOfRun<ReviewFacts, RunFacts & { threadTs: string | null }>, reply: { channelId: string; threadTs: string }): boolean {
+  if (found.channelId && found.channelId !== found.execution.channelId) return found.channelId === reply.channelId && found.messageTs === reply.threadTs;
+  return found.execution.channelId === reply.channelId && found.execution.threadTs === reply.threadTs;
+}
+
+/**
+ * Whether a reply may decide this review: in its place, from someone who may act on it and passes
+ * the reviewer rules (the rules of a click). Anyone else's reply is ignored.
+ */
+export async function replyMayDecide(
+  ports: AccessPorts,
+  found: ReviewOfRun<ReviewFacts, RunFacts & { threadTs: string | null }>,
+  reply: { userId: string; channelId: string; threadTs: string },
+): Promise<boolean> {
+  if (!replyInReviewThread(found, reply)) return false;
+  if (!(await mayActOnReview(ports, found, { userId: reply.userId, channelId: reply.channelId }))) return false;
+  return (await reviewerGate(ports, found, reply.userId).catch(() => ({ allowed: false }))).allowed;
+}
+
+/** Whether a reply may answer a flow request: in the thread of its message, from someone who may answer it. */
+export async function replyMayAnswerFlowRequest(ports: AccessPorts, request: FlowRequestFacts, reply: { userId: string; channelId: string; threadTs: string }): Promise<boolean> {
+  if (!clickFromFlowMessage(request, { channelId: reply.channelId, messageTs: reply.threadTs })) return false;
+  return mayAnswerFlowRequest(ports, request, reply.userId).catch(() => false);
+}

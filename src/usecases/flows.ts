@@ -81,6 +81,8 @@ export interface FlowDecision {
   byDeadline?: boolean;
   /** Approve clicked on App Home: not on the request's message (the handler checked it is shown to the user); reviewer rules still apply. */
   fromHome?: boolean;
+  /** Given by a reply in the request's thread (channelId and messageTs are then the thread's): said in the audit record. */
+  via?: "reply";
 }
 
 export type FlowDecisionOutcome =
@@ -323,7 +325,14 @@ export class FlowRequests {
               feedback: comment || null,
               outputHash: hashOutput(request.output),
               msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
-              detail: { flow: request.flowName, requestId: request.requestId, approvals: tally.approvers.length, required, ...(edited ? { edited: true } : {}) },
+              detail: {
+                flow: request.flowName,
+                requestId: request.requestId,
+                approvals: tally.approvers.length,
+                required,
+                ...(edited ? { edited: true } : {}),
+                ...(d.via ? { via: d.via } : {}),
+              },
             },
             runnerOf(tx),
           );
@@ -372,6 +381,7 @@ export class FlowRequests {
             flow: request.flowName,
             requestId: request.requestId,
             ...(d.byDeadline ? { byDeadline: true } : {}),
+            ...(d.via ? { via: d.via } : {}),
             ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
             ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
           },

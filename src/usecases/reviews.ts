@@ -54,6 +54,8 @@ export interface Decision {
   editedOutput?: string;
   /** Taken by the review's deadline (deadlines.ts): no reviewer gate and no approval count, the same claim as a click. */
   byDeadline?: boolean;
+  /** Given by a reply in the review's thread (reply-decisions.ts), not a click: said in the audit record. */
+  via?: "reply";
 }
 
 /** Each crew's approval rules (approvals:, selfApproval:). */
@@ -373,6 +375,7 @@ export class Reviews {
                 reviewId: review.id,
                 approvals: tally.approvers.length,
                 required: tally.required,
+                ...(decision.via ? { via: decision.via } : {}),
                 ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
               },
             },
@@ -424,6 +427,7 @@ export class Reviews {
             outcome,
             reviewId: review.id,
             ...(decision.byDeadline ? { byDeadline: true } : {}),
+            ...(decision.via ? { via: decision.via } : {}),
             ...(sent.message ? { message: sent.message } : {}),
             ...(sent.approvals.length > 1 ? { approvers: sent.approvals.map((a) => a.userId) } : {}),
             ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),

@@ -8,6 +8,7 @@ export * from "./kickoff.js";
 export * from "./limits.js";
 export * from "./notices.js";
 export * from "./refused.js";
+export * from "./reply.js";
 export * from "./review-extras.js";
 export * from "./run.js";
 export * from "./text.js";

@@ -1,0 +1,61 @@
+// The private question asked about a reply in a review's (or flow request's) thread that said neither
+// approve nor reject: never a guess, three buttons. Their value is the recorded reply's id only (its
+// text stays on the server). Pure builder.
+import type { types } from "@slack/bolt";
+import { REPLY_TEXT_MAX } from "../../../domain/reply-intent.js";
+import { LIMITS } from "./limits.js";
+import { escapeMrkdwn, truncatePlain } from "./text.js";
+
+export const REPLY_REJECT_ACTION = "reply_reject";
+export const REPLY_APPROVE_ACTION = "reply_approve";
+export const REPLY_IGNORE_ACTION = "reply_ignore";
+export const REPLY_QUESTION_BLOCK = "reply_question";
+
+/** What the question is about (usecases/reply-decisions.ts ReplyQuestion). */
+export type ReplyQuestionShown =
+  | { kind: "review"; replyId: string; taskName: string; round: number; otherPending: number; cut: boolean }
+  | { kind: "flow"; replyId: string; flowName: string; rejectOutcome?: string; approveOutcome?: string; freeText: boolean; outcomes: string[]; cut: boolean };
+
+const NAME_MAX = 80;
+const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
+const name = (text: string) => `*${escapeMrkdwn(truncatePlain(text, NAME_MAX))}*`;
+const button = (actionId: string, text: string, value: string, style?: "primary" | "danger"): types.Button => ({
+  type: "button",
+  action_id: actionId,
+  value,
+  text: { type: "plain_text", text: truncatePlain(text, LIMITS.buttonText) },
+  ...(style ? { style } : {}),
+});
+
+/** The question's words and buttons, for chat.postEphemeral. */
+export function replyQuestionMessage(q: ReplyQuestionShown): { text: string; blocks: types.KnownBlock[] } {
+  const buttons: types.Button[] = [];
+  const notes: string[] = [];
+  let question: string;
+  if (q.kind === "review") {
+    question = `Reject ${name(q.taskName)} round ${q.round} with your reply as feedback?`;
+    buttons.push(button(REPLY_REJECT_ACTION, "Reject with this", q.replyId, "danger"), button(REPLY_APPROVE_ACTION, "Approve", q.replyId, "primary"));
+    if (q.otherPending > 0)
+      notes.push(`${q.otherPending} other ${q.otherPending === 1 ? "review waits" : "reviews wait"} in this thread: a reply decides the latest round, this one.`);
+    notes.push("Next time, reply `approve`, `lgtm` or 👍 to approve, or `changes: …` to reject with feedback.");
+  } else if (q.freeText) {
+    question = `Send your reply to ${name(q.flowName)} as its feedback?`;
+    buttons.push(button(REPLY_REJECT_ACTION, "Send this", q.replyId, "primary"));
+  } else {
+    const outcomes = q.outcomes.map((o) => `\`${escapeMrkdwn(truncatePlain(o, NAME_MAX)).replaceAll("`", "'")}\``).join(", ");
+    question = q.rejectOutcome
+      ? `Answer ${name(q.flowName)} with ${name(q.rejectOutcome)} and your reply as feedback?`
+      : `Your reply names none of the outcomes ${name(q.flowName)} takes (${outcomes}).`;
+    if (q.rejectOutcome) buttons.push(button(REPLY_REJECT_ACTION, `${q.rejectOutcome} with this`, q.replyId, "danger"));
+    if (q.approveOutcome) buttons.push(button(REPLY_APPROVE_ACTION, q.approveOutcome, q.replyId, "primary"));
+    notes.push(`Next time, reply with one of its outcomes (${outcomes}), optionally followed by \`: your comment\`.`);
+  }
+  if (q.cut) notes.push(`Your reply is long: only its first ${REPLY_TEXT_MAX.toLocaleString("en-US")} characters would be sent.`);
+  buttons.push(button(REPLY_IGNORE_ACTION, "Ignore", q.replyId));
+  const blocks: types.KnownBlock[] = [
+    { type: "section", text: mrkdwn(question) },
+    { type: "actions", block_id: REPLY_QUESTION_BLOCK, elements: buttons },
+    ...(notes.length ? [{ type: "context" as const, elements: [mrkdwn(notes.join(" "))] }] : []),
+  ];
+  return { text: question, blocks };
+}

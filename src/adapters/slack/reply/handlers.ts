@@ -1,0 +1,132 @@
+// Deciding by replying in a review's (or flow request's) thread: message events (message.channels,
+// message.groups, and im for a run moved to a direct message) and the buttons of the private question
+// asked about a reply that said neither approve nor reject. Thin: the text is cut first, the event
+// parsed, and the use case (usecases/reply-decisions.ts) decides what happens.
+import type { App } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
+import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
+import { sanitizeText } from "../../../text/sanitize.js";
+import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
+import { accessPorts } from "../access.js";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionMessage } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { flowReplyFor } from "../flows/handlers.js";
+import { replyFor } from "../review/actions.js";
+
+export const REPLY_FEEDBACK_REQUIRED =
+  "Please write what should change after the colon (`changes: shorter intro`): the crew re-runs the task with it. Nothing was sent to the crew.";
+export const REPLY_NOT_RECORDED =
+  "⚠️ Your reply was not taken as a decision: Crewline could not reach its database. Nothing was sent and the review is still open; please try again in a moment.";
+export const QUESTION_UNKNOWN = "I can't match this button to a reply of yours, so nothing was sent.";
+export const QUESTION_ANSWERED = "You already answered this question.";
+export const NO_LONGER_ALLOWED = "You can no longer decide this from here, so nothing was sent.";
+
+const id = z.string().min(1).max(255);
+const ts = z.string().min(1).max(64);
+/** A person's reply in a thread: no subtype (edits, deletions, bot and system messages have one), no bot, a thread that is not the message itself. */
+const threadReply = z.object({
+  type: z.literal("message"),
+  subtype: z.undefined(),
+  bot_id: z.undefined(),
+  user: id,
+  channel: id,
+  ts,
+  thread_ts: ts,
+  /** Cut before it gets here. */
+  text: z.string(),
+});
+
+const questionClick = z.object({
+  user: z.object({ id }),
+  channel: z.object({ id }).optional(),
+  container: z
+    .object({ channel_id: z.string().max(255), thread_ts: z.string().max(64) })
+    .partial()
+    .optional(),
+  actions: z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2000) })).min(1),
+});
+
+const CHOICES: Record<string, ReplyChoice> = { [REPLY_REJECT_ACTION]: "reject", [REPLY_APPROVE_ACTION]: "approve", [REPLY_IGNORE_ACTION]: "ignore" };
+
+export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: ReplyDecisions): void {
+  app.event("message", async ({ event, client }) => {
+    const raw = event as unknown as Record<string, unknown>;
+    // Most messages are not replies in a thread: left before anything else is read.
+    if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || raw.subtype !== undefined || raw.bot_id !== undefined) return;
+    // Any size: cut first, then made storable (NUL, lone surrogates), then parsed.
+    const cut = cutReply(raw.text);
+    const parsed = threadReply.safeParse({ ...pick(raw), text: sanitizeText(cut.text) });
+    if (!parsed.success || parsed.data.thread_ts === parsed.data.ts) return;
+    const reply = { channelId: parsed.data.channel, threadTs: parsed.data.thread_ts, ts: parsed.data.ts, userId: parsed.data.user, text: parsed.data.text, cut: cut.cut };
+    const tell = (text: string, blocks?: unknown[]) => tellUser(client, reply.channelId, reply.userId, reply.threadTs, text, blocks, deps);
+    let outcome: ReplyOutcome;
+    try {
+      outcome = await replies.onReply(reply, accessPorts(client, deps));
+    } catch (err) {
+      deps.log.error("reply in a thread could not be handled", { err });
+      // Someone who meant to decide hears it was not taken; other talk in the thread stays unanswered.
+      if (replyIntent(reply.text).kind !== "other") await tell(REPLY_NOT_RECORDED);
+      return;
+    }
+    if (outcome.kind === "question") {
+      const message = replyQuestionMessage(outcome.question);
+      return void (await tell(message.text, message.blocks));
+    }
+    const text = wordsFor(outcome);
+    if (text) await tell(text);
+  });
+
+  for (const actionId of Object.keys(CHOICES)) {
+    app.action(actionId, async ({ ack, body, client }) => {
+      await ack();
+      const click = questionClick.safeParse(body);
+      if (!click.success) {
+        deps.log.warn("reply question click with an unexpected payload", { issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
+        return;
+      }
+      const { user, actions, container } = click.data;
+      const channel = container?.channel_id ?? click.data.channel?.id;
+      const tell = (text: string) => (channel ? tellUser(client, channel, user.id, container?.thread_ts, text, undefined, deps) : Promise.resolve());
+      let outcome: ReplyOutcome;
+      try {
+        outcome = await replies.onQuestionAnswer(actions[0]!.value, CHOICES[actions[0]!.action_id]!, user.id, accessPorts(client, deps));
+      } catch (err) {
+        deps.log.error("reply question answer could not be recorded", { err });
+        return void (await tell(REPLY_NOT_RECORDED));
+      }
+      const text = wordsFor(outcome);
+      if (text) await tell(text);
+    });
+  }
+}
+
+/** The fields of a message event the parser reads (the text apart: it is cut first). */
+function pick(raw: Record<string, unknown>) {
+  return { type: raw.type, subtype: raw.subtype, bot_id: raw.bot_id, user: raw.user, channel: raw.channel, ts: raw.ts, thread_ts: raw.thread_ts };
+}
+
+/** What the replier is told privately; undefined when the updated message says it all (or nothing is said). */
+export function wordsFor(outcome: ReplyOutcome): string | undefined {
+  switch (outcome.kind) {
+    case "ignored":
+    case "question":
+      return undefined;
+    case "review":
+      return outcome.outcome.kind === "feedback_required" ? REPLY_FEEDBACK_REQUIRED : replyFor(outcome.outcome);
+    case "flow":
+      return outcome.outcome.kind === "feedback_required" ? "Please write your feedback after the colon: it is what the flow receives." : flowReplyFor(outcome.outcome);
+    case "unknown_question":
+      return QUESTION_UNKNOWN;
+    case "answered_already":
+      return QUESTION_ANSWERED;
+    case "no_longer_allowed":
+      return NO_LONGER_ALLOWED;
+  }
+}
+
+async function tellUser(client: WebClient, channel: string, user: string, threadTs: string | undefined, text: string, blocks: unknown[] | undefined, deps: FeatureDeps) {
+  await client.chat
+    .postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}), ...(blocks ? { blocks: blocks as never } : {}) })
+    .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+}

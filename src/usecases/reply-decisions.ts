@@ -1,0 +1,219 @@
+// Deciding by replying in a review's thread (or a flow request's): the reply is matched to the review
+// it is about, checked against the rules of a click, recorded once per Slack message (a repeated
+// delivery, or the same message on another replica, does nothing), and then either mapped to the
+// same decide call a click makes, or, when it says neither approve nor reject, kept for the private
+// question the replier is asked ("Reject round 2 with your reply as feedback?"). No decision path of
+// its own: Reviews.decide and FlowRequests.decide take it from there, exactly once, with `via: "reply"`.
+import { outcomesOf } from "../domain/flow-outcomes.js";
+import { flowReplyChoices, flowReplyIntent, replyIntent } from "../domain/reply-intent.js";
+import type { Logger } from "../log/log.js";
+import type { Db } from "../store/db/database.js";
+import { findFlowRequestByMessage } from "../store/flow-requests.js";
+import { type ReviewWithExecution, reviewsInThread } from "../store/reviews.js";
+import { type Sql, sqlOf } from "../store/sql.js";
+import { claimThreadReplyAnswer, deleteThreadRepliesBefore, findThreadReply, type NewThreadReply, recordThreadReply } from "../store/thread-replies.js";
+import { type AccessPorts, replyInReviewThread, replyMayAnswerFlowRequest, replyMayDecide } from "./access.js";
+import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "./flows.js";
+import { type Clock, systemClock } from "./ports.js";
+import type { DecisionOutcome, Reviews } from "./reviews.js";
+
+/** A reply in a thread, as Slack delivered it (its text already cut: domain/reply-intent.ts cutReply). */
+export interface ThreadReplyIn {
+  channelId: string;
+  threadTs: string;
+  ts: string;
+  userId: string;
+  text: string;
+  /** The text was cut to REPLY_TEXT_MAX characters. */
+  cut: boolean;
+}
+
+/** The private question about a reply that said neither approve nor reject; its buttons carry `replyId`. */
+export type ReplyQuestion =
+  | { kind: "review"; replyId: string; taskName: string; round: number; otherPending: number; cut: boolean }
+  | {
+      kind: "flow";
+      replyId: string;
+      flowName: string;
+      /** The outcome "… with this" sends (undefined: the flow takes free feedback, or has no reject-like outcome). */
+      rejectOutcome?: string;
+      approveOutcome?: string;
+      /** The flow takes free feedback (no outcomes): the reply itself is the answer. */
+      freeText: boolean;
+      outcomes: string[];
+      cut: boolean;
+    };
+
+export type ReplyChoice = "reject" | "approve" | "ignore";
+
+export type ReplyOutcome =
+  /** Nothing to say: not a review's thread, not someone who may decide, a repeated delivery, talk after a decision, Ignore. */
+  | { kind: "ignored" }
+  | { kind: "review"; outcome: DecisionOutcome }
+  | { kind: "flow"; outcome: FlowDecisionOutcome }
+  | { kind: "question"; question: ReplyQuestion }
+  /** A question's button that names no reply of the clicker's. */
+  | { kind: "unknown_question" }
+  | { kind: "answered_already" }
+  /** The clicker may no longer decide what the question was about. */
+  | { kind: "no_longer_allowed" };
+
+/** How long a reply is remembered (repeated deliveries come within minutes; questions are answered or forgotten by then). */
+export const THREAD_REPLY_RETENTION_MS = 7 * 24 * 3600_000;
+const CLEANUP_EVERY_MS = 3600_000;
+/** At most this many reviews of a thread are read to find the one a reply is about. */
+const THREAD_REVIEWS = 50;
+const IGNORED: ReplyOutcome = { kind: "ignored" };
+
+export interface ReplyDecisionDeps {
+  db: Db;
+  reviews: Reviews;
+  flows?: FlowRequests;
+  log: Logger;
+  clock?: Clock;
+}
+
+export class ReplyDecisions {
+  private readonly sql: Sql;
+  private readonly clock: Clock;
+  private lastCleanup = 0;
+
+  constructor(private readonly deps: ReplyDecisionDeps) {
+    this.sql = sqlOf(deps.db);
+    this.clock = deps.clock ?? systemClock;
+  }
+
+  /** A reply in a thread: a decision, a question, or nothing at all. */
+  async onReply(reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
+    this.forgetOldReplies();
+    const reviews = await reviewsInThread(this.sql, { channelId: reply.channelId, threadTs: reply.threadTs, limit: THREAD_REVIEWS });
+    const here = reviews.filter((r) => replyInReviewThread(r, reply));
+    if (here.length) return this.onReviewReply(here, reply, ports);
+    if (!this.deps.flows) return IGNORED;
+    const request = await findFlowRequestByMessage(this.sql, reply.channelId, reply.threadTs);
+    return request ? this.onFlowReply(request, reply, ports) : IGNORED;
+  }
+
+  private async onReviewReply(reviews: ReviewWithExecution[], reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
+    const pending = reviews.filter((r) => r.state === "pending");
+    // Several waiting in one thread (tasks in parallel): the latest round, newest first among equals.
+    const target = pending.reduce<ReviewWithExecution | undefined>((best, r) => (!best || r.round > best.round ? r : best), undefined);
+    const intent = replyIntent(reply.text);
+    if (!target) {
+      // Decided already: talk in the thread is not for the bot, but an approve or reject is answered.
+      const latest = reviews[0]!;
+      if (intent.kind === "other" || !(await replyMayDecide(ports, latest, reply))) return IGNORED;
+      if (!(await this.record(reply, { text: null, reviewId: latest.id, round: latest.round, flowRequestId: null }))) return IGNORED;
+      return { kind: "review", outcome: { kind: "already_decided", review: latest } };
+    }
+    if (!(await replyMayDecide(ports, target, reply))) return IGNORED;
+    const asked = intent.kind === "other";
+    const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: target.id, round: target.round, flowRequestId: null });
+    if (!recorded) return IGNORED;
+    if (asked)
+      return {
+        kind: "question",
+        question: { kind: "review", replyId: recorded.id, taskName: target.taskName, round: target.round, otherPending: pending.length - 1, cut: reply.cut },
+      };
+    const outcome = await this.deps.reviews.decide({
+      reviewId: target.id,
+      userId: reply.userId,
+      approve: intent.kind === "approve",
+      feedback: intent.kind === "reject" ? intent.feedback : "",
+      via: "reply",
+    });
+    return { kind: "review", outcome };
+  }
+
+  private async onFlowReply(request: FlowRequest, reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
+    const flows = this.deps.flows!;
+    const emit = outcomesOf(request);
+    const intent = flowReplyIntent(reply.text, emit);
+    const decisive = intent.kind === "outcome" || replyIntent(reply.text).kind !== "other";
+    if (request.state !== "pending" && !decisive) return IGNORED;
+    if (!(await replyMayAnswerFlowRequest(ports, request, reply))) return IGNORED;
+    const asked = request.state === "pending" && intent.kind === "other";
+    const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: null, round: null, flowRequestId: request.id });
+    if (!recorded) return IGNORED;
+    if (request.state !== "pending") return { kind: "flow", outcome: { kind: "already_decided", request } };
+    if (intent.kind === "other") {
+      const choices = flowReplyChoices(emit);
+      return {
+        kind: "question",
+        question: {
+          kind: "flow",
+          replyId: recorded.id,
+          flowName: request.flowName,
+          ...(choices.reject !== undefined ? { rejectOutcome: emit[choices.reject]! } : {}),
+          ...(choices.approve !== undefined ? { approveOutcome: emit[choices.approve]! } : {}),
+          freeText: emit.length === 0,
+          outcomes: emit,
+          cut: reply.cut,
+        },
+      };
+    }
+    const outcome = await flows.decide({
+      requestId: request.id,
+      userId: reply.userId,
+      outcomeIndex: intent.index,
+      feedback: intent.comment,
+      channelId: reply.channelId,
+      messageTs: reply.threadTs,
+      via: "reply",
+    });
+    return { kind: "flow", outcome };
+  }
+
+  /**
+   * A button of the private question: "Reject with this" (the reply, kept server-side, as feedback),
+   * "Approve" or "Ignore". The question must be the clicker's, answered once, about a review (or
+   * request) still waiting in the same round, and the clicker must still pass the rules of a click.
+   */
+  async onQuestionAnswer(replyId: string, choice: ReplyChoice, userId: string, ports: AccessPorts): Promise<ReplyOutcome> {
+    const row = await findThreadReply(this.sql, replyId);
+    if (!row || row.userId !== userId || row.text === null) return { kind: "unknown_question" };
+    if (!(await claimThreadReplyAnswer(this.sql, row.id, this.clock.now()))) return choice === "ignore" ? IGNORED : { kind: "answered_already" };
+    if (choice === "ignore") return IGNORED;
+    const place = { userId, channelId: row.channelId, threadTs: row.threadTs };
+    if (row.reviewId) {
+      const found = await this.deps.reviews.get(row.reviewId);
+      if (!found) return { kind: "review", outcome: { kind: "unknown_review" } };
+      if (found.state !== "pending" || found.round !== row.round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
+      if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
+      const approve = choice === "approve";
+      return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: found.id, userId, approve, feedback: approve ? "" : row.text, via: "reply" }) };
+    }
+    const flows = this.deps.flows;
+    const request = row.flowRequestId && flows ? await flows.get(row.flowRequestId) : null;
+    if (!flows || !request) return { kind: "flow", outcome: { kind: "unknown_request" } };
+    if (request.state !== "pending") return { kind: "flow", outcome: { kind: "already_decided", request } };
+    if (!(await replyMayAnswerFlowRequest(ports, request, place))) return { kind: "no_longer_allowed" };
+    const emit = outcomesOf(request);
+    const choices = flowReplyChoices(emit);
+    const index = choice === "approve" ? choices.approve : choices.reject;
+    // A flow taking free feedback: "Send this" sends the reply itself.
+    if (index === undefined && emit.length > 0) return { kind: "flow", outcome: { kind: "unknown_outcome" } };
+    const outcome = await flows.decide({
+      requestId: request.id,
+      userId,
+      ...(index !== undefined ? { outcomeIndex: index } : {}),
+      feedback: choice === "approve" ? "" : row.text,
+      channelId: row.channelId,
+      messageTs: row.threadTs,
+      via: "reply",
+    });
+    return { kind: "flow", outcome };
+  }
+
+  private record(reply: ThreadReplyIn, about: Pick<NewThreadReply, "text" | "reviewId" | "round" | "flowRequestId">) {
+    return recordThreadReply(this.sql, { channelId: reply.channelId, ts: reply.ts, threadTs: reply.threadTs, userId: reply.userId, ...about }, this.clock.now());
+  }
+
+  /** About once an hour per process, replies older than the retention are deleted (in the background). */
+  private forgetOldReplies(): void {
+    const now = this.clock.now().getTime();
+    if (now - this.lastCleanup < CLEANUP_EVERY_MS) return;
+    this.lastCleanup = now;
+    deleteThreadRepliesBefore(this.sql, new Date(now - THREAD_REPLY_RETENTION_MS)).catch((err) => this.deps.log.warn("could not forget old thread replies", { err }));
+  }
+}

@@ -1,0 +1,323 @@
+// Deciding by replying in a review's thread (#24): approve words, reject prefixes, the private question
+// for anything else, strangers ignored, repeated deliveries and two replicas deciding once, hostile
+// replies; and flow requests answered by reply. Through signed message events on /slack/events, the
+// Slack stand-in and the local crew service (and the local flow service).
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_QUESTION_BLOCK, REPLY_REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { createCrewline } from "../../src/app.js";
+import { silentLogger } from "../../src/log/log.js";
+import { openDatabase } from "../../src/store/db/database.js";
+import { ReplyDecisions } from "../../src/usecases/reply-decisions.js";
+import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
+import { CHANNEL, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
+import { messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { slackRequester } from "../support/slack-requests.js";
+import { usePostgres } from "../support/test-database.js";
+
+let h: Harness;
+let f: FlowHarness | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  while (cleanups.length) await cleanups.pop()!().catch(() => {});
+  // A flow harness closes its bot itself.
+  if (f) await f.close();
+  else await h?.close();
+  h = undefined as unknown as Harness;
+  f = undefined;
+});
+
+const BOB = "U0BOB";
+let tsCounter = 0;
+/** A fresh Slack ts, later than every message the stand-in posted. */
+const newTs = () => `${Math.floor(Date.now() / 1000) + 1000}.${String(++tsCounter).padStart(6, "0")}`;
+/** Lets anything that would wrongly happen arrive before asserting that it did not. */
+const settle = () => new Promise((r) => setTimeout(r, 300));
+
+const resumeBody = (i: number) => resumeCalls(h)[i]!.body as { is_approve: boolean; human_feedback: string };
+const ephemeralsFor = (user: string) => h.slack.callsTo("chat.postEphemeral").filter((c) => (c.args as any).user === user);
+
+/** A person's reply in a thread, as Slack's Events API delivers it. */
+function replyEvent(text: string, threadTs: string, p: { user?: string; channel?: string; ts?: string; extra?: Record<string, unknown> } = {}) {
+  return { type: "message", channel: p.channel ?? CHANNEL, user: p.user ?? USER, text, ts: p.ts ?? newTs(), thread_ts: threadTs, channel_type: "channel", ...p.extra };
+}
+
+/** Starts a run and waits for its first review; resolves with the run's thread ts and the review. */
+async function runWaitingForReview() {
+  const execution = await startRunViaSlack(h);
+  const review = await pendingReview(h);
+  const run = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+  return { threadTs: run.threadTs!, review };
+}
+
+const decisionAudit = (reviewId: string) =>
+  h.bot.database.prisma.auditRecord.findMany({ where: { kind: "decision" } }).then((rows) => rows.filter((r) => (r.detail as any)?.reviewId === reviewId));
+
+/** The private question asked of a user (its blocks), once posted. */
+const questionFor = (user: string) =>
+  eventually(() => ephemeralsFor(user).find((c) => JSON.stringify((c.args as any).blocks ?? []).includes(REPLY_QUESTION_BLOCK))?.args as any, { what: "the private question" });
+
+function clickQuestion(question: any, actionId: string, user = USER) {
+  const actions = question.blocks.find((b: any) => b.block_id === REPLY_QUESTION_BLOCK);
+  const button = actions.elements.find((e: any) => e.action_id === actionId);
+  return h.requests.blockAction({
+    user_id: user,
+    channel_id: question.channel,
+    message_ts: newTs(),
+    thread_ts: question.thread_ts,
+    action: { action_id: actionId, block_id: REPLY_QUESTION_BLOCK, value: button.value },
+  });
+}
+
+describe("deciding a review by replying in its thread", () => {
+  it("'lgtm' from the starter approves: the crew is resumed once, the review message shows it like a click, the audit says it came from a reply", async () => {
+    // One task: once approved, no other review waits in the thread.
+    h = await startHarness({ crew: { tasks: [{ id: "task-research", name: "research_task", agent: "Senior Research Analyst", humanInput: true }] } });
+    const { threadTs, review } = await runWaitingForReview();
+    const event = replyEvent("LGTM!", threadTs);
+    expect((await h.requests.event(event)).status).toBe(200);
+
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: true });
+    const text = await eventually(() => {
+      const t = messageText(h, review.msg.ts);
+      return t.includes("Approved") ? t : undefined;
+    });
+    expect(text).toContain(`<@${USER}>`);
+    expect(text).not.toContain("review_approve");
+    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({ state: "approved", decidedBy: USER });
+    const audit = await decisionAudit(review.reviewId);
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor: USER, decision: "approve", detail: { outcome: "decided", via: "reply" } });
+
+    // Slack delivers the same message again (a retry): nothing more happens, nothing is said.
+    await h.requests.event(event, { retryNum: 1, retryReason: "http_timeout" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect(ephemeralsFor(USER)).toHaveLength(0);
+
+    // Another approve word later, on the decided review: answered privately, nothing sent.
+    await h.requests.event(replyEvent("approved", threadTs));
+    await eventually(() => ephemeralsFor(USER).some((c) => /already approved/.test((c.args as any).text)), { what: "the already-decided answer" });
+    // Talk in the thread after the decision is not for the bot.
+    await h.requests.event(replyEvent("great, thanks everyone", threadTs));
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(1);
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect(h.slack.violations).toEqual([]);
+  });
+
+  it("'changes: …' rejects with the rest as feedback; 'reject:' alone asks for the feedback", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    await h.requests.event(replyEvent("reject:", threadTs));
+    await eventually(() => ephemeralsFor(USER).some((c) => /after the colon/.test((c.args as any).text)), { what: "the feedback-needed answer" });
+    expect(resumeCalls(h)).toHaveLength(0);
+
+    await h.requests.event(replyEvent("Changes: shorter intro", threadTs));
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: "shorter intro" });
+    const stored = await eventually(async () => {
+      const r = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+      return r.state === "rejected" ? r : undefined;
+    });
+    expect(stored).toMatchObject({ decidedBy: USER, feedback: "shorter intro" });
+    expect((await decisionAudit(review.reviewId))[0]).toMatchObject({ decision: "reject", feedback: "shorter intro", detail: { via: "reply" } });
+    // Round 2 is posted in the same thread and waits.
+    await pendingReview(h, { exclude: new Set([review.reviewId]) });
+  });
+
+  it("any other reply gets a private question, never a guess: Reject with this sends the reply as feedback; Ignore does nothing", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    const reply = "Could you make the intro shorter and cite the 2019 survey?";
+    const event = replyEvent(reply, threadTs);
+    await h.requests.event(event);
+    const question = await questionFor(USER);
+    expect(question).toMatchObject({ channel: CHANNEL, thread_ts: threadTs });
+    expect(question.text).toContain("round 1 with your reply as feedback?");
+    expect(question.text).toContain("research_task");
+    const buttons = question.blocks.find((b: any) => b.block_id === REPLY_QUESTION_BLOCK).elements;
+    expect(buttons.map((b: any) => b.text.text)).toEqual(["Reject with this", "Approve", "Ignore"]);
+    // Only an id travels in the buttons: the text stays on the server.
+    expect(JSON.stringify(buttons)).not.toContain("2019 survey");
+    // The same event again (a retry) asks once.
+    await h.requests.event(event, { retryNum: 1 });
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(1);
+    expect(resumeCalls(h)).toHaveLength(0);
+
+    // Someone else cannot use the question's buttons.
+    await clickQuestion(question, REPLY_REJECT_ACTION, BOB);
+    await eventually(() => ephemeralsFor(BOB).some((c) => /can't match this button/.test((c.args as any).text)), { what: "the refusal" });
+    expect(resumeCalls(h)).toHaveLength(0);
+
+    await clickQuestion(question, REPLY_REJECT_ACTION);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: reply });
+    await eventually(() => messageText(h, review.msg.ts).includes("Rejected"), { what: "the rejected review message" });
+    expect((await decisionAudit(review.reviewId))[0]).toMatchObject({ decision: "reject", feedback: reply, detail: { via: "reply" } });
+    // A second click on the same question sends nothing more.
+    await clickQuestion(question, REPLY_APPROVE_ACTION);
+    await eventually(() => ephemeralsFor(USER).some((c) => /already answered/.test((c.args as any).text)));
+    expect(resumeCalls(h)).toHaveLength(1);
+
+    // Round 2: another question, ignored.
+    const round2 = await pendingReview(h, { exclude: new Set([review.reviewId]) });
+    const before = ephemeralsFor(USER).length;
+    await h.requests.event(replyEvent("hmm, not sure yet", threadTs));
+    await eventually(() => ephemeralsFor(USER).length === before + 1, { what: "the second question" });
+    const second = ephemeralsFor(USER).at(-1)!.args as any;
+    expect(second.text).toContain("round 2");
+    await clickQuestion(second, REPLY_IGNORE_ACTION);
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(before + 1);
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: round2.reviewId } })).state).toBe("pending");
+  });
+
+  it("replies from people who may not decide, bot messages, edits, other subtypes and other threads are ignored without a word", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    h.bot.crews.config("research")!.reviewers = { users: [USER], usergroups: [] };
+    const ignored = [
+      replyEvent("lgtm", threadTs, { user: BOB }),
+      replyEvent("changes: do it my way", threadTs, { user: BOB }),
+      replyEvent("what is this?", threadTs, { user: BOB }),
+      replyEvent("lgtm", threadTs, { extra: { bot_id: "B0OTHER" } }),
+      replyEvent("lgtm", threadTs, { extra: { subtype: "bot_message" } }),
+      replyEvent("lgtm", threadTs, { extra: { subtype: "thread_broadcast" } }),
+      { type: "message", subtype: "message_changed", channel: CHANNEL, ts: newTs(), message: { type: "message", user: USER, text: "lgtm", ts: newTs(), thread_ts: threadTs } },
+      { type: "message", subtype: "message_deleted", channel: CHANNEL, ts: newTs(), deleted_ts: threadTs },
+      replyEvent("lgtm", "1700000000.000100"),
+      replyEvent("lgtm", threadTs, { channel: "C0ELSEWHERE" }),
+      // A top-level message (no thread), and a thread's own parent.
+      { type: "message", channel: CHANNEL, user: USER, text: "lgtm", ts: newTs() },
+      { type: "message", channel: CHANNEL, user: USER, text: "lgtm", ts: threadTs, thread_ts: threadTs },
+      // Malformed: no user, a text that is not a string, ids that are not strings.
+      { type: "message", channel: CHANNEL, text: "lgtm", ts: newTs(), thread_ts: threadTs },
+      replyEvent("lgtm", threadTs, { extra: { text: { nested: ["lgtm"] } } }),
+      replyEvent("lgtm", threadTs, { extra: { user: 42 } }),
+      replyEvent("lgtm", threadTs, { extra: { thread_ts: ["x"] } }),
+    ];
+    for (const event of ignored) expect((await h.requests.event(event)).status, JSON.stringify(event)).toBe(200);
+    await settle();
+    await h.settled();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
+    expect(await h.bot.database.prisma.threadReply.count()).toBe(0);
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+
+    // The reviewer's reply still decides.
+    await h.requests.event(replyEvent("👍", threadTs));
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+  });
+
+  it("a reply of about 1 MiB of any text is cut, read fast and taken without a crash", async () => {
+    h = await startHarness();
+    const { threadTs } = await runWaitingForReview();
+    const filler = "\u0000<!here> ✓ 😀 \u202e".repeat(Math.floor((1024 * 1024 - 4096) / 30));
+    const started = Date.now();
+    expect((await h.requests.event(replyEvent(`changes: ${filler}`, threadTs))).status).toBe(200);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(Date.now() - started).toBeLessThan(5000);
+    const feedback = resumeBody(0).human_feedback;
+    expect(feedback.length).toBeLessThanOrEqual(4000);
+    expect(feedback).not.toContain("\u0000");
+    // Huge text that asks nothing: one question, which says the reply was cut.
+    await pendingReview(h, { index: 0, exclude: new Set((await h.bot.database.prisma.review.findMany()).map((r) => r.id)) });
+    await h.requests.event(replyEvent("x".repeat(1024 * 1024 - 4096), threadTs));
+    const question = await questionFor(USER);
+    expect(JSON.stringify(question.blocks)).toContain("first 4,000 characters");
+    expect(h.slack.violations).toEqual([]);
+  });
+});
+
+describe("a reply while the database is down", () => {
+  it("an approve or reject is told it was not taken (nothing reaches the crew); other talk gets nothing", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    const outage = vi.spyOn(ReplyDecisions.prototype, "onReply").mockRejectedValue(new Error("Can't reach database server at 127.0.0.1:5432"));
+    await h.requests.event(replyEvent("lgtm", threadTs));
+    const note = await eventually(() => ephemeralsFor(USER).at(-1));
+    expect(String((note.args as any).text)).toMatch(/not taken as a decision.*try again/);
+    expect(String((note.args as any).text)).not.toContain("5432");
+    await h.requests.event(replyEvent("what do you all think?", threadTs));
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(1);
+    expect(resumeCalls(h)).toHaveLength(0);
+    outage.mockRestore();
+    // Back: a new reply decides.
+    await h.requests.event(replyEvent("approve", threadTs));
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).decidedBy).toBe(USER);
+  });
+});
+
+describe.runIf(usePostgres)("deciding by reply with two replicas", () => {
+  it("the same reply delivered to both replicas at once, and again: one decision, one /resume, one question", async () => {
+    h = await startHarness();
+    // A second bot on the same database, with its own outbox worker and replica id.
+    const port = await freePort();
+    const second = createCrewline(
+      { ...h.config, port, publicUrl: `http://127.0.0.1:${port}` },
+      { log: silentLogger, database: openDatabase({ databaseUrl: h.db.url!, dataDir: "unused" }), progressIntervalMs: 200 },
+    );
+    await second.start();
+    cleanups.push(async () => {
+      await second.stop();
+      await second.database.close();
+    });
+    const other = slackRequester({ baseUrl: `http://127.0.0.1:${port}`, signingSecret: SIGNING_SECRET, responseUrlBase: h.slack.responseUrlBase });
+
+    const { threadTs, review } = await runWaitingForReview();
+    const approve = replyEvent("ship it", threadTs);
+    await Promise.all([h.requests.event(approve), other.event(approve), h.requests.event(approve, { retryNum: 1 }), other.event(approve, { retryNum: 2 })]);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect(await decisionAudit(review.reviewId)).toHaveLength(1);
+    expect(ephemeralsFor(USER)).toHaveLength(0);
+
+    await pendingReview(h, { exclude: new Set([review.reviewId]) });
+    const question = replyEvent("not sure about the second part", threadTs);
+    await Promise.all([h.requests.event(question), other.event(question), other.event(question, { retryNum: 1 })]);
+    await questionFor(USER);
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(1);
+  });
+});
+
+describe("answering a flow request by reply", () => {
+  it("an outcome named in the reply is what the flow receives; anything else asks first", async () => {
+    f = await startFlowHarness();
+    h = f.h;
+    await f.flow.send({ output: "Draft one", message: "Please review" });
+    const first = await pendingFlowRequest(f.h, "Draft one");
+    await f.h.requests.event(replyEvent("rejected: needs sources", first.msg.ts, { channel: FLOW_CHANNEL }));
+    await eventually(() => f!.flow.answers.length === 1, { what: "the answer" });
+    expect(f.flow.answers[0]).toMatchObject({ feedback: "rejected\n\nneeds sources", source: "slack" });
+    await eventually(async () => (await flowRow(f!.h, first.id)).state === "answered");
+    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: first.id, kind: "flow_decision" } });
+    expect(audit).toMatchObject({ actor: USER, decision: "rejected", feedback: "needs sources", detail: { via: "reply" } });
+
+    await f.flow.send({ output: "Draft two", message: "Again" });
+    const second = await pendingFlowRequest(f.h, "Draft two");
+    await f.h.requests.event(replyEvent("hm, the title?", second.msg.ts, { channel: FLOW_CHANNEL }));
+    const question = await questionFor(USER);
+    expect(question.blocks.find((b: any) => b.block_id === REPLY_QUESTION_BLOCK).elements.map((e: any) => e.text.text)).toEqual(["rejected with this", "approved", "Ignore"]);
+    await clickQuestion(question, REPLY_APPROVE_ACTION);
+    await eventually(() => f!.flow.answers.length === 2, { what: "the second answer" });
+    expect(f.flow.answers[1]).toMatchObject({ feedback: "approved" });
+
+    // Replies to an answered request: approve words are answered privately, talk is ignored.
+    const before = ephemeralsFor(USER).length;
+    await f.h.requests.event(replyEvent("lgtm", second.msg.ts, { channel: FLOW_CHANNEL }));
+    await eventually(() => ephemeralsFor(USER).length === before + 1);
+    expect((ephemeralsFor(USER).at(-1)!.args as any).text).toMatch(/already answered/);
+    await f.h.requests.event(replyEvent("thanks!", second.msg.ts, { channel: FLOW_CHANNEL }));
+    await settle();
+    expect(ephemeralsFor(USER)).toHaveLength(before + 1);
+    expect(f.flow.calls).toHaveLength(2);
+  });
+});
