@@ -9,7 +9,7 @@ export default defineConfig({
     pool: "forks",
     // The unit project runs in threads that keep their modules (and databases) from one file to the next;
     // vitest reads that choice from here, not from the project.
-    poolOptions: { forks: { maxForks: 2, minForks: 1 }, threads: { isolate: false, maxThreads: 2, minThreads: 1 } },
+    poolOptions: { forks: { maxForks: 2, minForks: 1, isolate: false }, threads: { isolate: false, maxThreads: 2, minThreads: 1 } },
     // One migrated database template per run, copied by every test database (test/support/test-database.ts).
     globalSetup: ["test/support/global-setup.ts"],
     // Closes the databases a test file kept for reuse (test/support/test-database.ts).
@@ -29,7 +29,7 @@ export default defineConfig({
         },
       },
       // The bot over real boundaries (signed HTTP, the Slack stand-in, the local crew service).
-      { extends: true, test: { name: "e2e", include: ["test/**/*.test.ts"], exclude: ["test/browser/**"] } },
+      { extends: true, test: { name: "e2e", include: ["test/**/*.test.ts"], exclude: ["test/browser/**"], isolate: false, env: { CREWLINE_TEST_SHARE_DATABASES: "1" } } },
       // The playground in Debian's Chromium.
       { extends: true, test: { name: "browser", include: ["test/browser/**/*.test.ts"] } },
     ],

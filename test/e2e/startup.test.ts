@@ -55,7 +55,8 @@ describe("start-up", () => {
     }
   });
 
-  it("applies migrations to the configured database and serves /healthz", async () => {
+  // A fresh data folder: the child makes its database and applies every migration before it answers.
+  it("applies migrations to the configured database and serves /healthz", { timeout: 90_000 }, async () => {
     slack = await startFakeSlack();
     const port = await freePort();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-data-"));
@@ -73,7 +74,7 @@ describe("start-up", () => {
     child = bot.proc;
     try {
       const health = await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => (r.status === 200 ? r.json() : undefined)), {
-        timeoutMs: 30_000,
+        timeoutMs: 80_000,
         what: "/healthz",
       });
       expect(health).toEqual({ ok: true });
