@@ -26,6 +26,7 @@ import { installerReceiverOptions } from "./adapters/slack/oauth.js";
 import { registerReviewActions } from "./adapters/slack/review/actions.js";
 import { registerReviewEdit } from "./adapters/slack/review/edit.js";
 import { registerReassignActions } from "./adapters/slack/review/reassign.js";
+import { registerStopActions } from "./adapters/slack/review/stop.js";
 import { registerUninstall } from "./adapters/slack/uninstall.js";
 import type { AppConfig, CrewConfig } from "./config/config.js";
 import { TokenCipher } from "./crypto/token-cipher.js";
@@ -419,6 +420,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewActions(app, deps);
   registerReviewEdit(app, deps);
   registerReassignActions(app, deps);
+  registerStopActions(app, deps);
   registerAppHome(app, deps, { store: new HomeStore(database.prisma), clock: opts.clock, clients: slackClients });
   registerFlowActions(app, flows, log);
   registerFlowReassign(app, deps);

@@ -316,3 +316,9 @@ export async function retakeDecision(db: Handle, id: string, p: { seen: Date; no
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
+
+/** The execution's reviews waiting for a decision (pending, or one being sent), oldest first. */
+export function openReviewsOf(db: Handle, executionId: string): Promise<ReviewRow[]> {
+  if (!isUuid(executionId)) return Promise.resolve([]);
+  return sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).where("state", "in", ["pending", "deciding"]).orderBy("createdAt").execute();
+}
