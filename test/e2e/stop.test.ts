@@ -2,11 +2,16 @@
 // the run's starter and whoever may decide its reviews; a crew without POST /stop gets an honest
 // answer and Stop following. Through signed requests to /slack/events, the Slack stand-in and the
 // local crew service (which implements POST /stop).
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, RUN_ACTIONS_BLOCK, STOP_ACTION, STOP_FOLLOWING_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, type HarnessOptions, startHarness, USER } from "../support/harness.js";
+import { kickoffForm, killReplicasAfterEach, replicaServices, startReplica, submitKickoff } from "../support/replicas.js";
 import { messageText, pendingReview, startRunViaSlack } from "../support/reviews.js";
+import { usePostgres } from "../support/test-database.js";
+
+killReplicasAfterEach();
 
 let h: Harness;
 afterEach(async () => {
@@ -253,4 +258,47 @@ describe("a crew without POST /stop", () => {
     await clickStopFollowing(execution.id, honest.ts);
     await said(USER, /already stopped following this run/, "already abandoned");
   });
+});
+
+describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
+  it("Stop clicked on two replicas at once, twice each: one POST /stop, one stop notice, one audit row", async () => {
+    const { slack, crew, db } = await replicaServices(TASKS);
+    const [a, b] = await Promise.all([
+      startReplica("a", { databaseUrl: db.url, slack, crew, webhooks: true }),
+      startReplica("b", { databaseUrl: db.url, slack, crew, webhooks: true }),
+    ]);
+    await submitKickoff(b, await kickoffForm(slack, a), "Replicated stop");
+    const announcement = await eventually(() => slack.messages(CHANNEL).find((m) => !m.thread_ts && JSON.stringify(m.blocks ?? []).includes(STOP_ACTION)), {
+      what: "the announcement's Stop button",
+      timeoutMs: 30_000,
+    });
+    const value = (announcement.blocks as any[]).flatMap((x) => x.elements ?? []).find((e: any) => e.action_id === STOP_ACTION).value as string;
+    const answers = await Promise.all(
+      [a, b, a, b].map((replica) =>
+        replica.requests.blockAction({ user_id: USER, channel_id: CHANNEL, message_ts: announcement.ts, action: { action_id: STOP_ACTION, block_id: RUN_ACTIONS_BLOCK, value } }),
+      ),
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const notices = () => slack.callsTo("chat.postMessage").filter((c) => /stopped this run/.test(String(c.args.text ?? "")));
+    await eventually(() => notices().length > 0, { what: "the stop notice", timeoutMs: 20_000 });
+    await eventually(() => /Stopped by/.test(JSON.stringify(slack.messages(CHANNEL).find((m) => m.ts === announcement.ts)?.blocks ?? [])), {
+      what: "the stopped announcement",
+      timeoutMs: 20_000,
+    });
+    await eventually(() => slack.ephemerals.length >= 4, { what: "four private answers", timeoutMs: 20_000 });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(crew.requests.filter((r) => r.path.startsWith("/stop/"))).toHaveLength(1);
+    expect(notices()).toHaveLength(1);
+    expect(slack.ephemerals.filter((e) => /You stopped the run/.test(e.text ?? ""))).toHaveLength(1);
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const rows = (
+        await client.query(`SELECT e.state, e."stoppedBy", (SELECT count(*) FROM "AuditRecord" r WHERE r."executionId" = e.id AND r.kind = 'stop') AS audits FROM "Execution" e`)
+      ).rows;
+      expect(rows).toEqual([{ state: "stopped", stoppedBy: USER, audits: "1" }]);
+    } finally {
+      await client.end();
+    }
+  }, 120_000);
 });
