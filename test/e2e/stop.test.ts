@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, RUN_ACTIONS_BLOCK, STOP_ACTION, STOP_FOLLOWING_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, type HarnessOptions, startHarness, USER } from "../support/harness.js";
+import { scrape } from "../support/metrics.js";
 import { kickoffForm, killReplicasAfterEach, replicaServices, startReplica, submitKickoff } from "../support/replicas.js";
 import { messageText, pendingReview, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
@@ -20,6 +21,7 @@ afterEach(async () => {
 });
 
 const BOB = "U0BOB";
+const METRICS_TOKEN = "metrics-token-0123456789abcdef";
 const CAROL = "U0CAROL";
 /** Two tasks, both waiting for a review: a run stays live until someone decides (or stops it). */
 const TASKS: SimTask[] = [
@@ -68,7 +70,7 @@ function lateCrewWebhook(executionId: string) {
 
 describe("Stop", () => {
   it("the starter's click: one POST /stop, the run ends stopped by them everywhere, its review closes, late webhooks get 410, nothing more is posted", async () => {
-    const { execution, review, announcement } = await start();
+    const { execution, review, announcement } = await start({ config: { metricsToken: METRICS_TOKEN } });
     const answer = await clickStop(execution.id, { messageTs: announcement.ts });
     expect(answer.status).toBe(200);
 
@@ -120,6 +122,11 @@ describe("Stop", () => {
     await h.requests.event({ type: "app_home_opened", user: USER, channel: "D0ALICE", tab: "home" });
     const home = await eventually(() => h.slack.callsTo("views.publish").find((c) => c.args.user_id === USER), { what: "the Home" });
     expect(JSON.stringify(home.args.view)).toContain("⏹️ stopped");
+
+    // Metrics: one run finished as stopped, one crew stop call.
+    const m = await scrape(h.botUrl, `Bearer ${METRICS_TOKEN}`);
+    expect(m.value("crewline_runs_finished_total", { crew: "research", outcome: "stopped" })).toBe(1);
+    expect(m.value("crewline_crew_api_calls_total", { crew: "research", operation: "stop" })).toBe(1);
 
     // A second click, later: already stopped, by whom; the crew hears nothing more.
     await clickStop(execution.id, { messageTs: announcement.ts });
