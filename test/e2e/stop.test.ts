@@ -193,6 +193,45 @@ describe("Stop", () => {
   });
 });
 
+describe("a stop whose sender died", () => {
+  it("holds the run for a minute (others hear who is stopping it), then anyone allowed may stop it", async () => {
+    const { execution, announcement } = await start();
+    // As left by a replica killed between its claim and the crew's answer.
+    await h.bot.database.prisma.execution.update({ where: { id: execution.id }, data: { stoppedBy: BOB, stopClaimedAt: new Date() } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await said(USER, new RegExp(`<@${BOB}> is stopping this run`), "who is stopping it");
+    expect(stopCalls()).toEqual([]);
+    expect(messageText(h, announcement.ts)).not.toContain("Stopped by");
+
+    await h.bot.database.prisma.execution.update({ where: { id: execution.id }, data: { stopClaimedAt: new Date(Date.now() - 120_000) } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await said(USER, /You stopped the run/, "the stop");
+    expect(stopCalls()).toHaveLength(1);
+    expect(await run(execution.id)).toMatchObject({ state: "stopped", stoppedBy: USER, stopClaimedAt: null });
+  });
+});
+
+describe("a stop the crew did not take", () => {
+  it("a server error: the run goes on, the asker is told, and a later click stops it", async () => {
+    const { execution, announcement, review } = await start({ crew: { failWith: [{ endpoint: "stop", status: 500, times: 1 }] } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await said(USER, /The stop did not reach the crew, so the run of \*research\* goes on/, "the failure");
+    expect(await run(execution.id)).toMatchObject({ state: "waiting", stoppedBy: null, stopClaimedAt: null });
+    expect(messageText(h, review.msg.ts)).toContain(APPROVE_ACTION);
+
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await said(USER, /You stopped the run/, "the stop");
+    expect(stopCalls()).toHaveLength(2);
+  });
+
+  it("the crew says the run had already ended (409): nothing is marked stopped", async () => {
+    const { execution, announcement } = await start({ crew: { failWith: [{ endpoint: "stop", status: 409 }] } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await said(USER, /The crew says this run of \*research\* had already ended/, "the answer");
+    expect(await run(execution.id)).toMatchObject({ state: "waiting", stoppedBy: null });
+  });
+});
+
 describe("/crew stop", () => {
   it("stops by kickoff id; any other text gets a clear usage answer; unknown and foreign ids get what an unknown id gets", async () => {
     const { execution } = await start();
