@@ -158,7 +158,7 @@ export class Metrics {
     });
     this.crewCalls = new Counter({
       name: "crewline_crew_api_calls_total",
-      help: "Calls to a crew's API (inputs, kickoff, status, resume; retries inside one call included), by crew and operation.",
+      help: "Calls to a crew's API (inputs, kickoff, status, resume, stop; retries inside one call included), by crew and operation.",
       labelNames: ["crew", "operation"],
       registers,
     });
