@@ -27,6 +27,7 @@ import { registerReplyDecisions } from "./adapters/slack/reply/handlers.js";
 import { registerReviewActions } from "./adapters/slack/review/actions.js";
 import { registerReviewEdit } from "./adapters/slack/review/edit.js";
 import { registerReassignActions } from "./adapters/slack/review/reassign.js";
+import { registerStopActions } from "./adapters/slack/review/stop.js";
 import { registerUninstall } from "./adapters/slack/uninstall.js";
 import type { AppConfig, CrewConfig } from "./config/config.js";
 import { TokenCipher } from "./crypto/token-cipher.js";
@@ -422,6 +423,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerReviewEdit(app, deps);
   registerReassignActions(app, deps);
   registerReplyDecisions(app, deps, new ReplyDecisions({ db: database.prisma, reviews: lifecycle.reviews, flows, log, clock }));
+  registerStopActions(app, deps);
   registerAppHome(app, deps, { store: new HomeStore(database.prisma), clock: opts.clock, clients: slackClients });
   registerFlowActions(app, flows, log);
   registerFlowReassign(app, deps);

@@ -25,6 +25,8 @@ describe("execution transitions", () => {
     failed: { starting: "failed", running: "failed", waiting: "failed" },
     lost: { running: "lost", waiting: "lost" },
     uninstalled: { starting: "uninstalled", running: "uninstalled", waiting: "uninstalled" },
+    stopped: { starting: "stopped", running: "stopped", waiting: "stopped" },
+    abandoned: { starting: "abandoned", running: "abandoned", waiting: "abandoned" },
   };
   for (const [event, allowed] of Object.entries(table) as [ExecutionEvent, Record<string, string>][]) {
     it(`${event}: ${Object.keys(allowed).join(", ")} only`, () => {
@@ -45,6 +47,7 @@ describe("review transitions", () => {
     resume_failed: { deciding: "pending" },
     not_waiting: { deciding: "closed" },
     run_finished: { pending: "closed" },
+    run_stopped: { posted: "closed", pending: "closed" },
     workspace_removed: { posted: "closed", pending: "closed" },
   };
   for (const [event, allowed] of Object.entries(table) as [ReviewEvent, Record<string, string>][]) {

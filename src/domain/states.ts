@@ -3,18 +3,21 @@
 // resolve in the database, and this table is the single place that says what may follow what.
 
 // "uninstalled": the app was removed from the run's workspace (src/adapters/slack/uninstall.ts); nothing more is
-// posted or polled for it.
-export const EXECUTION_STATES = ["starting", "running", "waiting", "completed", "failed", "lost", "kickoff_failed", "uninstalled"] as const;
+// posted or polled for it. "stopped": someone stopped it from Slack and the crew took the stop; "abandoned": the
+// crew cannot be stopped from Slack and someone chose to stop following it (src/usecases/stops.ts).
+export const EXECUTION_STATES = ["starting", "running", "waiting", "completed", "failed", "lost", "kickoff_failed", "uninstalled", "stopped", "abandoned"] as const;
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
 
-export const FINISHED_STATES: readonly ExecutionState[] = ["completed", "failed", "lost", "kickoff_failed", "uninstalled"];
+export const FINISHED_STATES: readonly ExecutionState[] = ["completed", "failed", "lost", "kickoff_failed", "uninstalled", "stopped", "abandoned"];
+/** Ended by a person from Slack: the run's messages say who (Execution.stoppedBy). */
+export const STOPPED_STATES: readonly ExecutionState[] = ["stopped", "abandoned"];
 /**
  * A run that may still produce news: status is polled, reviews are reminded and their deadlines kept,
  * and it shows on App Home. ("starting" counts: a fast crew can call back before the kickoff answer.)
  */
 export const LIVE_STATES: readonly ExecutionState[] = ["starting", "running", "waiting"];
 
-export type ExecutionEvent = "kicked_off" | "kickoff_failed" | "review_opened" | "review_decided" | "succeeded" | "failed" | "lost" | "uninstalled";
+export type ExecutionEvent = "kicked_off" | "kickoff_failed" | "review_opened" | "review_decided" | "succeeded" | "failed" | "lost" | "uninstalled" | "stopped" | "abandoned";
 
 const EXECUTION_TRANSITIONS: Record<ExecutionEvent, { from: readonly ExecutionState[]; to: ExecutionState }> = {
   kicked_off: { from: ["starting"], to: "running" },
@@ -27,6 +30,10 @@ const EXECUTION_TRANSITIONS: Record<ExecutionEvent, { from: readonly ExecutionSt
   lost: { from: ["running", "waiting"], to: "lost" },
   // The app was removed from the run's workspace: nothing more can be posted or decided.
   uninstalled: { from: LIVE_STATES, to: "uninstalled" },
+  // Someone stopped it from Slack and the crew took POST /stop.
+  stopped: { from: LIVE_STATES, to: "stopped" },
+  // The crew cannot be stopped from Slack (no /stop): Crewline stops following it.
+  abandoned: { from: LIVE_STATES, to: "abandoned" },
 };
 
 export function executionTransition(event: ExecutionEvent) {
@@ -47,7 +54,16 @@ export function isFinished(state: string): boolean {
 export const REVIEW_STATES = ["posted", "pending", "deciding", "approved", "rejected", "closed"] as const;
 export type ReviewState = (typeof REVIEW_STATES)[number];
 
-export type ReviewEvent = "wait_confirmed" | "claimed" | "resume_ok_approve" | "resume_ok_reject" | "resume_failed" | "not_waiting" | "run_finished" | "workspace_removed";
+export type ReviewEvent =
+  | "wait_confirmed"
+  | "claimed"
+  | "resume_ok_approve"
+  | "resume_ok_reject"
+  | "resume_failed"
+  | "not_waiting"
+  | "run_finished"
+  | "run_stopped"
+  | "workspace_removed";
 
 const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to: ReviewState }> = {
   // A human-input request or the status says the crew waits on this output: it becomes a review.
@@ -60,6 +76,8 @@ const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to
   resume_failed: { from: ["deciding"], to: "pending" },
   not_waiting: { from: ["deciding"], to: "closed" },
   run_finished: { from: ["pending"], to: "closed" },
+  // The run was stopped (or is no longer followed): its reviews close, and its task messages can no longer become one.
+  run_stopped: { from: ["posted", "pending"], to: "closed" },
   // The app was removed from the run's workspace: its messages can no longer change.
   workspace_removed: { from: ["posted", "pending"], to: "closed" },
 };

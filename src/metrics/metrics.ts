@@ -16,7 +16,7 @@ import { isCrewError } from "../protocols/crew/errors.js";
 import type { CrewApi } from "../protocols/crew/types.js";
 import type { DatabaseFigures } from "../store/figures.js";
 import type { Decision, DecisionOutcome } from "../usecases/lifecycle.js";
-import type { Execution, Review, ReviewContext, RunNotifier } from "../usecases/ports.js";
+import type { Execution, Review, ReviewContext, RunNotice, RunNotifier } from "../usecases/ports.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts; store/figures.ts says what each counts). */
 export type SharedFigures = DatabaseFigures;
@@ -42,7 +42,7 @@ export interface MetricsOptions {
 
 const CALLBACK_KINDS = new Set(["step", "task", "crew", "input", "events", "flow"]);
 const ANSWERS = new Set([200, 201, 202, 204, 400, 401, 403, 404, 405, 409, 413, 415, 422, 429, 500, 502, 503]);
-const CREW_OPERATIONS = ["inputs", "kickoff", "status", "resume"] as const;
+const CREW_OPERATIONS = ["inputs", "kickoff", "status", "resume", "stop"] as const;
 const CREW_ERROR_KINDS = new Set(["bad_request", "unauthorized", "not_found", "missing_inputs", "server", "timeout", "unreachable", "invalid_response"]);
 /** Slack error codes worth telling apart on a dashboard; any other code counts as "other". */
 const SLACK_ERRORS = new Set([
@@ -158,7 +158,7 @@ export class Metrics {
     });
     this.crewCalls = new Counter({
       name: "crewline_crew_api_calls_total",
-      help: "Calls to a crew's API (inputs, kickoff, status, resume; retries inside one call included), by crew and operation.",
+      help: "Calls to a crew's API (inputs, kickoff, status, resume, stop; retries inside one call included), by crew and operation.",
       labelNames: ["crew", "operation"],
       registers,
     });
@@ -189,7 +189,7 @@ export class Metrics {
     });
     this.runsFinished = new Counter({
       name: "crewline_runs_finished_total",
-      help: "Runs that ended (counted when the completion notice is posted), by crew and outcome: completed, failed or lost.",
+      help: "Runs that ended (counted when the completion notice is posted, or the thread says the run was stopped), by crew and outcome: completed, failed, lost, stopped or abandoned (no longer followed).",
       labelNames: ["crew", "outcome"],
       registers,
     });
@@ -340,6 +340,7 @@ export class Metrics {
       },
       status: (kickoffId) => timed("status", () => api.status(kickoffId)),
       resume: (req) => timed("resume", () => api.resume(req)),
+      ...(api.stop ? { stop: (kickoffId: string) => timed("stop", () => api.stop!(kickoffId)) } : {}),
       ...(api.close ? { close: () => api.close!() } : {}),
     };
   }
@@ -367,6 +368,11 @@ export class Metrics {
         this.arrivals.delete(`${execution.id}:task`);
         this.arrivals.delete(`${execution.id}:input`);
         return posted;
+      },
+      postThreadNotice: async (execution: Execution, notice: RunNotice, effectId: string) => {
+        await inner.postThreadNotice(execution, notice, effectId);
+        // A stopped run has no completion notice: its thread's stop notice (posted once) counts it.
+        if (notice.kind === "run_stopped") this.runsFinished.inc({ crew: this.crewLabel(execution.crewName), outcome: notice.how });
       },
     };
   }
@@ -479,7 +485,7 @@ function answerLabel(status: number): string {
 }
 
 function outcomeLabel(state: string): string {
-  return state === "completed" || state === "failed" || state === "lost" ? state : "other";
+  return state === "completed" || state === "failed" || state === "lost" || state === "stopped" || state === "abandoned" ? state : "other";
 }
 
 /** The object's methods bound to it, as a plain object (to override some and keep the rest). */

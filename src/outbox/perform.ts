@@ -2,7 +2,7 @@
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
 import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect } from "../domain/effects.js";
-import { shownAs } from "../domain/states.js";
+import { STOPPED_STATES, shownAs } from "../domain/states.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import {
@@ -281,8 +281,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.progress"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
-      // Progress is a courtesy of the run's thread: a run that moved to a direct message does without.
-      if (e.movedTo) return undefined;
+      // Progress is a courtesy of the run's thread: a run that moved to a direct message does without,
+      // and a run someone stopped shows none after its stop (steps still on their way when it was stopped).
+      if (e.movedTo || STOPPED_STATES.includes(e.state as (typeof STOPPED_STATES)[number])) return undefined;
       const existing = e.progressTs;
       await spend(gate, job, e, existing ? ["chat.update"] : ["chat.postMessage"]);
       // Read after the budget let it go: a wait for a token does not show older figures.

@@ -484,3 +484,31 @@ describe("crew simulator: runs, review and webhooks", () => {
     await expect(fetch(`${s.url}/`)).rejects.toThrow();
   });
 });
+
+describe("crew simulator: POST /stop/{kickoff_id}", () => {
+  it("stops a running execution: STOPPED, no more webhooks; a second stop is a 409", async () => {
+    const s = await sim({ tasks: [{ id: "t-slow", name: "slow_task", agent: "Writer", delayMs: 400, steps: 4 }] });
+    const r = await receiver();
+    const id = (await call(s, "POST", "/kickoff", { inputs: { topic: "x" }, ...hooks(r) })).json.kickoff_id as string;
+    await s.waitFor(() => r.of("/step").length >= 1);
+    const stopped = await call(s, "POST", `/stop/${id}`);
+    expect(stopped.status).toBe(200);
+    expect(s.executions.get(id)?.state).toBe("STOPPED");
+    expect((await call(s, "GET", `/${id}/status`)).json).toMatchObject({ state: "STOPPED" });
+    const seen = r.received.length;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(r.received.length).toBe(seen);
+    expect(r.of("/task")).toHaveLength(0);
+    expect(r.of("/crew")).toHaveLength(0);
+    expect((await call(s, "POST", `/stop/${id}`)).status).toBe(409);
+  });
+
+  it("answers 404 for an unknown id, 401 without the org token, and a scripted 405 like a deployment without /stop", async () => {
+    const s = await sim({ failWith: [{ endpoint: "stop", status: 405 }] });
+    expect((await call(s, "POST", "/stop/nope")).status).toBe(405);
+    s.setOptions({ failWith: [] });
+    expect((await call(s, "POST", "/stop/nope")).status).toBe(404);
+    expect((await call(s, "POST", "/stop/nope", undefined, USER_TOKEN)).status).toBe(401);
+    expect((await call(s, "GET", "/stop/nope")).status).toBe(405);
+  });
+});

@@ -38,7 +38,8 @@ export interface SimTask {
   expectedOutput?: string;
 }
 
-export type SimEndpoint = "inputs" | "kickoff" | "status" | "resume";
+/** "stop": POST /stop/{kickoff_id}; script a 404 or 405 for it (failWith) to act like a deployment without it. */
+export type SimEndpoint = "inputs" | "kickoff" | "status" | "resume" | "stop";
 
 export interface SimFailure {
   endpoint: SimEndpoint;
@@ -99,7 +100,8 @@ export interface SimRequestLog {
   at: number;
 }
 
-export type SimState = "PENDING" | "RUNNING" | "PAUSED" | "SUCCESS" | "FAILED";
+/** STOPPED: POST /stop ended the run; it sends no more webhooks. */
+export type SimState = "PENDING" | "RUNNING" | "PAUSED" | "SUCCESS" | "FAILED" | "STOPPED";
 
 export interface SimWebhookDelivery {
   url: string;
@@ -260,6 +262,7 @@ type Route =
   | { endpoint: "inputs" }
   | { endpoint: "kickoff" }
   | { endpoint: "resume" }
+  | { endpoint: "stop"; id: string }
   | { endpoint: "status"; id: string }
   | { endpoint: "notfound" }
   | { endpoint: "method"; allow: string };
@@ -343,17 +346,19 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     if (!batch.length) return;
     if (opts.eventStream?.chaos) batch = [...batch].reverse().concat(batch[0]!);
     const inner = internals.get(exec.id)!;
-    const p = inner.chain.then(() => send("events", url, { events: batch }, eventsAuth));
+    const p = inner.chain.then(() => (exec.state === "STOPPED" ? undefined : send("events", url, { events: batch }, eventsAuth)));
     inner.chain = p.catch(() => undefined);
   }
 
   function deliver(exec: SimExecution, kind: SimWebhookDelivery["kind"], body: Record<string, unknown>): Promise<void> {
+    // A stopped run says nothing more.
+    if (exec.state === "STOPPED") return Promise.resolve();
     stream(exec, kind, body);
     const url = opts.eventStream?.only ? undefined : exec.webhooks[kind as "step" | "task" | "crew" | "input"];
     if (!url) return Promise.resolve();
     if (exec.meta !== undefined) body = { ...body, meta: exec.meta };
     const inner = internals.get(exec.id)!;
-    const p = inner.chain.then(() => send(kind, url, body, kind === "input" ? exec.webhooks.inputAuth : undefined));
+    const p = inner.chain.then(() => (exec.state === "STOPPED" ? undefined : send(kind, url, body, kind === "input" ? exec.webhooks.inputAuth : undefined)));
     inner.chain = p.catch(() => undefined);
     return p;
   }
@@ -366,7 +371,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
 
   async function runFrom(exec: SimExecution): Promise<void> {
     for (;;) {
-      if (closed) return;
+      if (closed || exec.state === "STOPPED") return;
       const idx = exec.taskIndex;
       const failRun = opts.failRun;
       if (failRun && idx >= failRun.afterTask) return fail(exec, failRun.error);
@@ -381,6 +386,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
 
   /** Runs one task; false when the run stopped (closed or failed). */
   async function runTask(exec: SimExecution, task: SimTask): Promise<boolean> {
+    if (exec.state === "STOPPED") return false;
     exec.state = "RUNNING";
     touch(exec);
     const round = exec.rounds[task.id] ?? 1;
@@ -389,7 +395,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     const subject = exec.inputs["topic"] ?? Object.values(exec.inputs)[0] ?? "the inputs";
     for (let i = 0; i < steps; i++) {
       await sleep(slice);
-      if (closed) return false;
+      if (closed || isStopped(exec)) return false;
       const body: Record<string, unknown> =
         i % 2 === 0
           ? {
@@ -406,7 +412,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
       await deliver(exec, "step", body);
     }
     await sleep(slice);
-    if (closed) return false;
+    if (closed || isStopped(exec)) return false;
 
     let output: string;
     try {
@@ -479,6 +485,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     if (parts.length === 1 && parts[0] === "inputs") return want("GET", { endpoint: "inputs" });
     if (parts.length === 1 && parts[0] === "kickoff") return want("POST", { endpoint: "kickoff" });
     if (parts.length === 1 && parts[0] === "resume") return want("POST", { endpoint: "resume" });
+    if (parts.length === 2 && parts[0] === "stop") return want("POST", { endpoint: "stop", id: parts[1]! });
     if (parts.length === 2 && parts[1] === "status" && statusPath !== "legacy") return want("GET", { endpoint: "status", id: parts[0]! });
     if (parts.length === 2 && parts[0] === "status" && statusPath !== "spec") return want("GET", { endpoint: "status", id: parts[1]! });
     return { endpoint: "notfound" };
@@ -628,6 +635,19 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     return answer;
   }
 
+  /** POST /stop/{id}: the run ends at once (STOPPED) and sends nothing more; 409 when it had already ended. */
+  function handleStop(id: string): unknown {
+    const exec = executions.get(id);
+    if (!exec) throw new HttpError(404, { error: "Not found", message: "Execution not found" });
+    if (exec.state === "SUCCESS" || exec.state === "FAILED" || exec.state === "STOPPED") {
+      throw new HttpError(409, { error: "Conflict", message: `Execution already ended (${exec.state})` });
+    }
+    exec.state = "STOPPED";
+    exec.pausedTaskId = undefined;
+    touch(exec);
+    return { status: "stopped", message: "Execution stopped" };
+  }
+
   function readWebhooks(body: Record<string, unknown>): SimExecution["webhooks"] {
     const out: SimExecution["webhooks"] = {};
     const fields = [
@@ -715,7 +735,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
       res.end(method === "HEAD" ? undefined : "Healthy");
       return;
     }
-    if (r.endpoint === "inputs" || r.endpoint === "kickoff" || r.endpoint === "status" || r.endpoint === "resume") {
+    if (r.endpoint === "inputs" || r.endpoint === "kickoff" || r.endpoint === "status" || r.endpoint === "resume" || r.endpoint === "stop") {
       const scripted = takeFailure(r.endpoint);
       if (scripted) {
         const body = scripted.body === undefined ? { error: "Simulated failure", message: `Scripted ${scripted.status} for ${r.endpoint}` } : scripted.body;
@@ -757,6 +777,9 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
         case "resume":
           if (!jsonOk) throw badRequest("Request body must be valid JSON");
           out = handleResume(parsed);
+          break;
+        case "stop":
+          out = handleStop(r.id);
           break;
       }
       if (closed && res.destroyed) return;
@@ -847,6 +870,11 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
 // ---------------------------------------------------------------------------
 // Small utilities
 
+/** Whether POST /stop ended the run (a function, so that a check after an await is not narrowed away). */
+function isStopped(exec: SimExecution): boolean {
+  return exec.state === "STOPPED";
+}
+
 function armFailures(list: SimFailure[] | undefined): { entry: SimFailure; remaining: number | undefined }[] {
   return (list ?? []).map((entry) => ({ entry, remaining: entry.times === undefined ? undefined : Math.max(0, entry.times) }));
 }
@@ -864,6 +892,8 @@ function statusText(exec: SimExecution): string {
       return "Execution completed";
     case "FAILED":
       return `Execution failed: ${exec.error ?? "unknown error"}`;
+    case "STOPPED":
+      return "Execution stopped";
   }
 }
 

@@ -27,6 +27,8 @@ const EXECUTION_PATCHABLE = [
   "leaseOwner",
   "leaseExpiresAt",
   "notFoundSince",
+  "stoppedBy",
+  "stopClaimedAt",
 ] as const satisfies readonly (keyof ExecutionRow)[];
 
 export type ExecutionPatch = Partial<Pick<ExecutionRow, (typeof EXECUTION_PATCHABLE)[number]>>;
@@ -137,6 +139,35 @@ export async function updateExecution(db: Handle, id: string, patch: ExecutionPa
 export async function updateExecutionReturning(db: Handle, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<ExecutionRow | null> {
   if (cond.states?.length === 0) return null;
   return (await conditional(sqlOf(db), id, patch, cond, now).returningAll().executeTakeFirst()) ?? null;
+}
+
+/**
+ * Claims the right to send a stop to the crew, once: the row must be in one of `states` and carry no
+ * claim younger than `staleBefore` (a claim whose process died mid-call is retaken). The claimed row, or null.
+ */
+export async function claimStop(db: Handle, id: string, p: { userId: string; states: readonly string[]; staleBefore: Date; now: Date }): Promise<ExecutionRow | null> {
+  if (!isUuid(id) || !p.states.length) return null;
+  return (
+    (await sqlOf(db)
+      .updateTable("Execution")
+      .set({ stoppedBy: p.userId, stopClaimedAt: p.now, updatedAt: p.now })
+      .where("id", "=", id)
+      .where("state", "in", [...p.states])
+      .where((w) => w.or([w("stopClaimedAt", "is", null), w("stopClaimedAt", "<", p.staleBefore)]))
+      .returningAll()
+      .executeTakeFirst()) ?? null
+  );
+}
+
+/** Gives a stop claim back (the crew did not take the stop), unless the row is in one of `keep` (then it records who stopped it). */
+export async function releaseStopClaim(db: Handle, id: string, p: { claimedAt: Date; keep: readonly string[]; now: Date }): Promise<void> {
+  await sqlOf(db)
+    .updateTable("Execution")
+    .set({ stoppedBy: null, stopClaimedAt: null, updatedAt: p.now })
+    .where("id", "=", id)
+    .where("stopClaimedAt", "=", p.claimedAt)
+    .where("state", "not in", [...p.keep])
+    .execute();
 }
 
 /**

@@ -350,3 +350,9 @@ export async function reviewsInThread(db: Handle, p: { channelId: string; thread
     return execution ? [{ ...review, execution }] : [];
   });
 }
+
+/** The execution's reviews waiting for a decision (pending, or one being sent), oldest first. */
+export function openReviewsOf(db: Handle, executionId: string): Promise<ReviewRow[]> {
+  if (!isUuid(executionId)) return Promise.resolve([]);
+  return sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).where("state", "in", ["pending", "deciding"]).orderBy("createdAt").execute();
+}

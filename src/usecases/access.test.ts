@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import {
   type AccessPorts,
+  clickFromAnnouncement,
   clickFromFlowMessage,
   clickFromReviewMessage,
   clickMayDecide,
@@ -14,6 +15,7 @@ import {
   mayReassignReview,
   maySeeFlowRequest,
   maySeeRun,
+  mayStopRun,
   type ReviewerPort,
   type ReviewOfRun,
   reviewerGate,
@@ -219,5 +221,39 @@ describe("flow feedback requests", () => {
     expect(clickFromFlowMessage(request, { channelId: "CFLOW", messageTs: "5.7" })).toBe(false);
     expect(clickFromFlowMessage(request, { channelId: "COTHER", messageTs: "5.6" })).toBe(false);
     expect(clickFromFlowMessage({ ...request, messageTs: null }, { channelId: "CFLOW" })).toBe(false);
+  });
+});
+
+describe("who may stop a run (the rule of a decision)", () => {
+  const ports = (over: Partial<AccessPorts> = {}): AccessPorts => ({ members: members({ CRUN: ["UMEMBER", "UEDITOR"] }), ...over });
+
+  it("its starter, always; without reviewer rules, whoever may see it", async () => {
+    expect(await mayStopRun(ports(), run, { userId: "USTARTER", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await mayStopRun(ports(), run, { userId: "UMEMBER" })).toBe(true);
+    expect(await mayStopRun(ports(), run, { userId: "USTRANGER", channelId: "CELSEWHERE" })).toBe(false);
+  });
+
+  it("with reviewer rules: the crew's reviewers and whoever a waiting review was handed to; not other channel members", async () => {
+    const p = ports({ reviewers: reviewers({ research: editors }) });
+    expect(await mayStopRun(p, run, { userId: "UEDITOR" })).toBe(true);
+    expect(await mayStopRun(p, run, { userId: "UMEMBER", channelId: "CRUN" })).toBe(false);
+    expect(await mayStopRun(p, run, { userId: "UMEMBER", channelId: "CRUN" }, [review({ reassignedTo: "UMEMBER" })])).toBe(true);
+    expect(await mayStopRun(p, run, { userId: "USTARTER" })).toBe(true);
+  });
+
+  it("Slack unreachable counts as no", async () => {
+    expect(await mayStopRun(ports({ members: members("unreachable") }), run, { userId: "UMEMBER" })).toBe(false);
+  });
+});
+
+describe("a Stop click comes from the run's announcement", () => {
+  const announced = { channelId: "CRUN", threadTs: "100.1", announcementTs: null };
+  it("matches the announcement's channel and ts (the thread's parent, or its own ts when it is a reply)", () => {
+    expect(clickFromAnnouncement(announced, { channelId: "CRUN", messageTs: "100.1" })).toBe(true);
+    expect(clickFromAnnouncement({ ...announced, announcementTs: "100.2" }, { channelId: "CRUN", messageTs: "100.2" })).toBe(true);
+    expect(clickFromAnnouncement({ ...announced, announcementTs: "100.2" }, { channelId: "CRUN", messageTs: "100.1" })).toBe(false);
+    expect(clickFromAnnouncement(announced, { channelId: "COTHER", messageTs: "100.1" })).toBe(false);
+    expect(clickFromAnnouncement(announced, { channelId: "CRUN" })).toBe(false);
+    expect(clickFromAnnouncement({ ...announced, threadTs: null }, { channelId: "CRUN", messageTs: "100.1" })).toBe(false);
   });
 });

@@ -123,6 +123,30 @@ export async function clickMayDecide(ports: AccessPorts, found: ReviewOfRun, cli
   return mayActOnReview(ports, found, { userId: click.userId, channelId: click.channelId });
 }
 
+/**
+ * Whether the asker may stop a run (or stop following it): its starter, or whoever may decide its
+ * reviews, by the rule of a decision: whoever a review of it waiting for a decision was handed or
+ * escalated to, and otherwise the crew's reviewer rules and access to the run (without rules, anyone
+ * who may see the run). Unknown (Slack unreachable) counts as no.
+ */
+export async function mayStopRun(ports: AccessPorts, run: RunFacts, asker: Asker, openReviews: readonly ReviewFacts[] = []): Promise<boolean> {
+  if (asker.userId === run.userId) return true;
+  const { reviewers } = ports;
+  const team = teamOf(run);
+  for (const review of openReviews) if (reviewers && (await reviewers.isGranted(review, asker.userId, team).catch(() => false))) return true;
+  if (reviewers?.rulesFor(run.crewName) !== undefined && !(await reviewers.mayDecide(run.crewName, asker.userId, team).catch(() => false))) return false;
+  return maySeeRun(ports, run, asker);
+}
+
+/** Whether a click names the run its message announces: the message (channel, ts) must be the run's announcement. */
+export function clickFromAnnouncement(
+  run: Pick<RunFacts, "channelId"> & { threadTs: string | null; announcementTs: string | null },
+  click: { channelId?: string; messageTs?: string },
+): boolean {
+  const ts = run.announcementTs ?? run.threadTs;
+  return !!ts && !!click.channelId && click.channelId === run.channelId && click.messageTs === ts;
+}
+
 /** Whether the user passes the crew's reviewer rules for this review (or whoever it was handed to); `who` says who does. */
 export async function reviewerGate(ports: AccessPorts, found: ReviewOfRun, userId: string): Promise<{ allowed: true } | { allowed: false; who: string }> {
   const { reviewers } = ports;

@@ -10,7 +10,8 @@ import { type Clock, systemClock } from "./ports.js";
 
 export type AuditRecord = AuditRow;
 /** approval: one person's approval while more are needed (the last one needed is a decision row). */
-export type AuditKind = "kickoff" | "decision" | "approval" | "completion" | "flow_decision" | "flow_approval" | "deadline" | "escalation" | "reassignment";
+/** stop: someone ended the run from Slack (decision: stopped, or abandoned when its crew could not be stopped). */
+export type AuditKind = "kickoff" | "decision" | "approval" | "completion" | "flow_decision" | "flow_approval" | "deadline" | "escalation" | "reassignment" | "stop";
 
 export interface NewAuditRecord {
   /** The crew run; null for a flow feedback request (then flowRequestId is set). */

@@ -10,6 +10,7 @@ import { type Clock, type CrewDirectory, type Execution, type Outbox, systemCloc
 import { ProgressCoalescer } from "./progress.js";
 import { type ApprovalPolicyOf, anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
+import { RunStops } from "./stops.js";
 
 export interface LifecycleDeps {
   db: Db;
@@ -43,6 +44,7 @@ export class Lifecycle {
   readonly callbacks: Callbacks;
   readonly audit: Audit;
   readonly deadlines: ReviewDeadlines;
+  readonly stops: RunStops;
 
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
@@ -74,6 +76,18 @@ export class Lifecycle {
       this.deadlines.stamp,
     );
     this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency, clock, deps.webhookEventRetentionMs);
+    this.stops = new RunStops({
+      db: deps.db,
+      crews: deps.crews,
+      outbox: deps.outbox,
+      log: deps.log,
+      clock,
+      audit: this.audit,
+      onEnded: (id) => {
+        this.callbacks.forget(id);
+        this.progress.forget(id);
+      },
+    });
   }
 }
 

@@ -90,6 +90,8 @@ export type RunNotice =
   | { kind: "reassignment"; to: string; by: string; taskName: string; round: number; reason?: string }
   /** A decision interrupted before it reached the crew (its process died); the review is open again. */
   | { kind: "decision_interrupted"; by: string | null; taskName: string; round: number }
+  /** Someone ended the run from Slack (a user id): stopped, or no longer followed (its crew cannot be stopped from Slack). */
+  | { kind: "run_stopped"; by: string; how: "stopped" | "abandoned" }
   /** Worded already: a reply an earlier version of Crewline enqueued. */
   | { kind: "text"; text: string };
 

@@ -53,6 +53,15 @@ export class ProgressCoalescer {
     this.runs.delete(executionId);
   }
 
+  /** The run was stopped: its steps not handed over yet are dropped, nothing more is shown. */
+  forget(executionId: string): void {
+    const run = this.runs.get(executionId);
+    if (!run) return;
+    run.done = true;
+    clearTimeout(run.timer);
+    this.runs.delete(executionId);
+  }
+
   /** Hands over everything pending (shutdown, tests). */
   async drain(): Promise<void> {
     for (const run of this.runs.values()) {

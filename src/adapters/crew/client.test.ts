@@ -499,3 +499,29 @@ async function closedPortUrl(): Promise<string> {
   await new Promise((resolve) => server.close(resolve));
   return `http://127.0.0.1:${port}`;
 }
+
+describe("CrewClient stop", () => {
+  it("POSTs /stop/{kickoff_id} with the org token; any 2xx is stopped", async () => {
+    const crew = await startCrew((_req, res) => send(res, 202, ""));
+    expect(await client(crew.url, { userToken: USER }).stop("k/1")).toEqual({ outcome: "stopped" });
+    expect(crew.seen.map((r) => [r.method, r.path, r.headers.authorization])).toEqual([["POST", "/stop/k%2F1", `Bearer ${ORG}`]]);
+  });
+
+  it.each([404, 405])("reads %i as a deployment without /stop, asked once", async (status) => {
+    const crew = await startCrew((_req, res) => send(res, status, { detail: "Not Found" }));
+    expect(await client(crew.url).stop("k-1")).toEqual({ outcome: "not_supported", status });
+    expect(crew.seen).toHaveLength(1);
+  });
+
+  it.each([409, 400])("reads %i as a run that had already ended", async (status) => {
+    const crew = await startCrew((_req, res) => send(res, status, { message: "Execution already completed" }));
+    expect(await client(crew.url).stop("k-1")).toEqual({ outcome: "ended", message: "Execution already completed" });
+  });
+
+  it("throws other failures as crew errors naming the stop", async () => {
+    const crew = await startCrew((_req, res) => send(res, 401, { detail: "bad token" }));
+    const e = await failure(client(crew.url).stop("k-1"));
+    expect(e).toMatchObject({ kind: "unauthorized", operation: "stop" });
+    expectNoSecrets(e);
+  });
+});

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher, request } from "undici";
 import { CrewError, type CrewErrorKind, type CrewOperation, isCrewError } from "../../protocols/crew/errors.js";
 import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } from "../../protocols/crew/parse.js";
-import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult } from "../../protocols/crew/types.js";
+import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult, StopResult } from "../../protocols/crew/types.js";
 import { MAX_ANSWER_BYTES, readBoundedText } from "../../text/bounded-body.js";
 import { parseBoundedJson } from "../../text/bounded-json.js";
 import { sanitizeJson } from "../../text/sanitize.js";
@@ -142,6 +142,22 @@ export class CrewClient implements CrewApi {
     }
     // The resume took effect once we have a 2xx; an odd body must not turn it into a failure.
     return parseResume(tryJson(reply.text));
+  }
+
+  /**
+   * POST /stop/{kickoff_id}: any 2xx is "stopped" (its body is not published); 404 and 405 mean the
+   * deployment has no /stop; 409, or a 400, that the run had already ended. Other failures throw.
+   */
+  async stop(kickoffId: string): Promise<StopResult> {
+    try {
+      await this.send({ op: "stop", method: "POST", path: ["stop", kickoffId], token: this.token, body: {} });
+      return { outcome: "stopped" };
+    } catch (e) {
+      if (!isCrewError(e) || e.status === undefined) throw e;
+      if (e.status === 404 || e.status === 405) return { outcome: "not_supported", status: e.status };
+      if (e.status === 409 || e.status === 400) return { outcome: "ended", ...(e.serviceMessage ? { message: e.serviceMessage } : {}) };
+      throw e;
+    }
   }
 
   /** Closes the client's own connection pool; a dispatcher passed in is left to its owner. */

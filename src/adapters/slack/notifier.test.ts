@@ -32,6 +32,8 @@ const run = (patch: Partial<Execution>): Execution => ({
   movedTo: null,
   movedBecause: null,
   movedAt: null,
+  stoppedBy: null,
+  stopClaimedAt: null,
   leaseOwner: null,
   leaseExpiresAt: null,
   notFoundSince: null,

@@ -2,7 +2,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../../config/config.js";
 import { reviewChannel, runPlace } from "../../domain/refusals.js";
-import type { ExecutionState } from "../../domain/states.js";
+import { type ExecutionState, LIVE_STATES, STOPPED_STATES } from "../../domain/states.js";
 import type { Logger } from "../../log/log.js";
 import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotice, RunNotifier } from "../../usecases/ports.js";
 import {
@@ -37,7 +37,16 @@ export function announcementFor(execution: Execution): SlackMessage {
     startedAt: execution.startedAt ?? execution.createdAt,
     finishedAt: execution.finishedAt ?? undefined,
     summary: ["failed", "lost", "kickoff_failed", "uninstalled"].includes(execution.state) ? (execution.error ?? undefined) : undefined,
+    stoppedBy: execution.stoppedBy ?? undefined,
+    // A live run the crew knows (its kickoff id) can be stopped from its announcement.
+    stoppable: execution.kickoffId && LIVE_STATES.includes(execution.state as ExecutionState) ? execution.id : undefined,
   });
+}
+
+/** How a run someone ended from Slack shows on its closed reviews (undefined: it was not). */
+function runStopped(execution: Execution): { how: "stopped" | "abandoned"; by?: string } | undefined {
+  if (!STOPPED_STATES.includes(execution.state as ExecutionState)) return undefined;
+  return { how: execution.state === "stopped" ? "stopped" : "abandoned", ...(execution.stoppedBy ? { by: execution.stoppedBy } : {}) };
 }
 
 /**
@@ -58,7 +67,7 @@ export function editedOutputNeedsFile(review: Review, edit: { text: string }): b
   return editNeedsFile(review.output, edit.text, (t) => outputNeedsFile(t));
 }
 
-function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, now = new Date()): SlackMessage {
+function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, now = new Date(), stopped?: ReturnType<typeof runStopped>): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
   // A deadline already acted on (a reminder posted) is no longer announced.
   const deadline = review.decideBy && review.onTimeout && !review.deadlineHandledAt ? { at: review.decideBy, action: review.onTimeout as TimeoutAction } : undefined;
@@ -74,6 +83,8 @@ function reviewFor(review: Review, note?: string, context: ReviewContext = {}, o
     }),
     reassignable: true,
     byDeadline: review.decidedByDeadline,
+    // Closed by the stop, not by the crew's "not waiting" answer (which records its message).
+    ...(stopped && review.state === "closed" && !review.resumeMessage ? { runStopped: stopped } : {}),
     reviewId: review.id,
     taskName: review.taskName,
     agent: review.agent ?? undefined,
@@ -189,7 +200,8 @@ export class SlackRunNotifier implements RunNotifier {
   async updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void> {
     if (!review.messageTs) return;
     const client = await this.clientFor(execution);
-    await client.chat.update({ channel: reviewChannel(review, execution), ts: review.messageTs, ...placedReview(execution, review, reviewFor(review, note, context)) });
+    const message = reviewFor(review, note, context, undefined, undefined, runStopped(execution));
+    await client.chat.update({ channel: reviewChannel(review, execution), ts: review.messageTs, ...placedReview(execution, review, message) });
   }
 
   async attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void> {

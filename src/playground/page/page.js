@@ -141,7 +141,9 @@ function element(el, ctx, blockId, inInput, dispatch) {
     case "button": {
       const style = el.style === "primary" ? "primary" : el.style === "danger" ? "danger" : "";
       const url = el.url ? ` data-url="${escapeHtml(safeUrl(el.url))}"` : "";
-      return `<button type="button" class="btn ${style}" ${data} data-value="${escapeHtml(el.value ?? "")}"${url}>${escapeHtml(el.text?.text)}</button>`;
+      // A confirm dialog (Stop): asked like Slack asks, before the click is sent.
+      const confirm = el.confirm ? ` data-confirm="${escapeHtml([el.confirm.title?.text, el.confirm.text?.text].filter(Boolean).join("\n\n"))}"` : "";
+      return `<button type="button" class="btn ${style}" ${data} data-value="${escapeHtml(el.value ?? "")}"${url}${confirm}>${escapeHtml(el.text?.text)}</button>`;
     }
     case "image":
       return `<img class="image" src="${escapeHtml(safeUrl(el.image_url))}" alt="${escapeHtml(el.alt_text)}" style="width:72px;height:72px;object-fit:cover">`;
@@ -461,6 +463,7 @@ document.addEventListener("click", async (ev) => {
   }
   if (el.dataset.type === "button") {
     ev.preventDefault();
+    if (el.dataset.confirm && !window.confirm(el.dataset.confirm)) return;
     return void fire(el);
   }
   if (el.tagName === "A" && el.getAttribute("href")?.includes("/archives/")) {

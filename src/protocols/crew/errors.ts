@@ -1,7 +1,7 @@
 export type CrewErrorKind = "bad_request" | "unauthorized" | "not_found" | "missing_inputs" | "server" | "timeout" | "unreachable" | "invalid_response";
 
 /** "webhook" is for payloads the crew POSTs to us (see parseWebhook). */
-export type CrewOperation = "inputs" | "kickoff" | "status" | "resume" | "webhook";
+export type CrewOperation = "inputs" | "kickoff" | "status" | "resume" | "stop" | "webhook";
 
 export interface CrewErrorInit {
   kind: CrewErrorKind;
@@ -99,6 +99,7 @@ const GERUND: Record<CrewOperation, string> = {
   kickoff: "starting a run",
   status: "checking a run",
   resume: "sending your review",
+  stop: "stopping a run",
   webhook: "reporting progress",
 };
 

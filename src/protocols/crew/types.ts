@@ -109,9 +109,17 @@ export interface HumanInputEvent {
 
 export type CrewEvent = StepEvent | TaskEvent | CrewCompletionEvent | HumanInputEvent;
 
+/**
+ * What POST /stop/{kickoff_id} answered (field notes): any 2xx, stopped; 404 or 405, a deployment
+ * without /stop; 409, or a 400, the run had already ended. Other failures are thrown (CrewError).
+ */
+export type StopResult = { outcome: "stopped" } | { outcome: "not_supported"; status: number } | { outcome: "ended"; message?: string };
+
 export interface CrewApi {
   listInputs(): Promise<CrewInput[]>;
   kickoff(req: KickoffRequest): Promise<{ kickoffId: string }>;
   status(kickoffId: string): Promise<ExecutionStatus>;
   resume(req: ResumeRequest): Promise<ResumeResult>;
+  /** Asks the crew to stop a run; a client without it cannot stop runs (answered as not_supported). */
+  stop?(kickoffId: string): Promise<StopResult>;
 }

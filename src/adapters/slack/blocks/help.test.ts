@@ -4,7 +4,7 @@ import { helpText } from "./help.js";
 describe("helpText", () => {
   it("describes every subcommand, escaping the placeholders", () => {
     const text = helpText("/crew", ["research", "writer"]);
-    for (const part of ["`/crew`", "`/crew &lt;crew name&gt;`", "`/crew status &lt;kickoff_id&gt;`", "`/crew list`", "`/crew help`"]) {
+    for (const part of ["`/crew`", "`/crew &lt;crew name&gt;`", "`/crew status &lt;kickoff_id&gt;`", "`/crew stop &lt;kickoff_id&gt;`", "`/crew list`", "`/crew help`"]) {
       expect(text).toContain(part);
     }
     expect(text).toContain("`research`, `writer`");

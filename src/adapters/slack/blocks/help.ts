@@ -13,6 +13,7 @@ export function helpText(commandName = "/crew", crews: string[], flows: { name: 
   if (crews.length > 1) lines.push(`• \`${cmd} &lt;crew name&gt;\` — go straight to one crew's inputs`);
   lines.push(
     `• \`${cmd} status &lt;kickoff_id&gt;\` — where a run stands`,
+    `• \`${cmd} stop &lt;kickoff_id&gt;\` — stop a run you started or may review (the Stop button on its announcement does the same)`,
     `• \`${cmd} list\` — the crews you can start`,
     `• \`${cmd} audit &lt;kickoff_id&gt; [csv|json]\` — who decided what in a run (or a flow's feedback request, by its id), with an export file in its thread`,
     `• \`${cmd} help\` — this message`,

@@ -78,3 +78,8 @@ export const REASSIGN_REASON_BLOCK = "reassign_reason";
 export const REASSIGN_REASON_ACTION = "reason";
 /** Approve from the App Home tab (value: the review id). */
 export const HOME_APPROVE_ACTION = "home_review_approve";
+
+/** Stop on a run's announcement (value: the execution id), and Stop following in the private answer when the crew cannot be stopped. */
+export const STOP_ACTION = "run_stop";
+export const STOP_FOLLOWING_ACTION = "run_stop_following";
+export const RUN_ACTIONS_BLOCK = "run_actions";

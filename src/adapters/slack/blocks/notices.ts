@@ -21,9 +21,18 @@ export function runNoticeText(notice: RunNotice): string {
       return reassignmentText(notice);
     case "decision_interrupted":
       return abandonedDecisionText(notice);
+    case "run_stopped":
+      return runStoppedText(notice.by, notice.how);
     case "text":
       return notice.text;
   }
+}
+
+/** The thread's last word on a run someone ended from Slack. */
+export function runStoppedText(by: string, how: "stopped" | "abandoned"): string {
+  return how === "stopped"
+    ? `⏹️ ${userMention(by)} stopped this run. The crew was told to stop, its open reviews are closed, and nothing more is posted about it.`
+    : `⏹️ ${userMention(by)} stopped following this run: its crew cannot be stopped from Slack and may still be working, but its open reviews are closed and nothing more is posted about it.`;
 }
 
 /** A reply under a flow request's message. */

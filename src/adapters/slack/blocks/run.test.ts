@@ -1,9 +1,10 @@
 import type { types } from "@slack/bolt";
 import { describe, expect, it } from "vitest";
-import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "./ids.js";
+import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, STOP_ACTION, STOP_FOLLOWING_ACTION } from "./ids.js";
 import { blockTextLength, messageLimitViolations } from "./limits.js";
 import {
   announcementMessage,
+  cannotStopMessage,
   completionMessage,
   errorNotice,
   OUTPUT_EXCERPT_MAX,
@@ -336,5 +337,47 @@ describe("notification text (the `text` field is mrkdwn too)", () => {
     const error = errorNotice(`boom ${named}`);
     expect(error.text).not.toMatch(tokens);
     expect(error.text).toContain("&lt;!here&gt;");
+  });
+});
+
+describe("stopping a run", () => {
+  const base = { crewName: "Research <crew>", userId: "U012AB3CD", inputs: { topic: "tides" }, kickoffId: "k-1", startedAt: started };
+  const buttons = (m: SlackMessage) => ofType(m, "actions").flatMap((a) => a.elements) as types.Button[];
+
+  it("a live run's announcement has a Stop button (the run's id) with a confirm dialog", () => {
+    const m = announcementMessage({ ...base, state: "running", stoppable: "exec-1" });
+    const [stop] = buttons(m);
+    expect(stop).toMatchObject({ action_id: STOP_ACTION, value: "exec-1", style: "danger", text: { text: "Stop" } });
+    expect(stop?.confirm?.title?.text).toBe("Stop this run?");
+    expect(stop?.confirm?.text?.text).toContain("Research <crew>");
+    expect(stop?.confirm?.text?.type).toBe("plain_text");
+    expectWithinLimits(m);
+  });
+
+  it("without a run to stop, no button", () => {
+    expect(buttons(announcementMessage({ ...base, state: "completed", finishedAt: finished }))).toEqual([]);
+  });
+
+  it("after the stop: Stopped by who, in the blocks and the notification text", () => {
+    const m = announcementMessage({ ...base, state: "stopped", stoppedBy: "U0BOB", finishedAt: finished });
+    expect(ofType(m, "section")[0]?.text?.text).toContain("⏹️ <@U012AB3CD> started crew *Research &lt;crew&gt;* — Stopped by <@U0BOB> · took 2 min 5 s");
+    expect(m.text).toContain("Stopped by <@U0BOB>");
+    expect(buttons(m)).toEqual([]);
+    const abandoned = announcementMessage({ ...base, state: "abandoned", stoppedBy: "U0BOB", finishedAt: finished });
+    expect(ofType(abandoned, "section")[0]?.text?.text).toContain("No longer followed by <@U0BOB>");
+  });
+
+  it("a closed review of a stopped run says who stopped it", () => {
+    const m = reviewMessage({ reviewId: "r-1", taskName: "t", round: 1, output: "x", state: "closed", runStopped: { how: "stopped", by: "U0BOB" } });
+    expect(json(m)).toContain("No decision needed — ⏹️ The run was stopped by <@U0BOB>.");
+    expect(json(m)).not.toContain(APPROVE_ACTION);
+  });
+
+  it("the crew cannot be stopped: said plainly, with a Stop following button", () => {
+    const m = cannotStopMessage("exec-1", "Research <crew>");
+    expect(m.text).toContain("cannot be stopped from Slack");
+    expect(m.text).toContain("Research &lt;crew&gt;");
+    expect(buttons(m)).toMatchObject([{ action_id: STOP_FOLLOWING_ACTION, value: "exec-1", text: { text: "Stop following" } }]);
+    expectWithinLimits(m);
   });
 });

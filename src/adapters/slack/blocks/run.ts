@@ -2,7 +2,18 @@
 // reviews and errors in the thread, and the completion notice in the channel.
 import type { types } from "@slack/bolt";
 import type { ExecutionState } from "../../../domain/states.js";
-import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REASSIGN_ACTION, REJECT_ACTION, REVIEW_ACTIONS_BLOCK } from "./ids.js";
+import {
+  APPROVE_ACTION,
+  EDIT_ACTION,
+  FEEDBACK_ACTION,
+  FEEDBACK_BLOCK,
+  REASSIGN_ACTION,
+  REJECT_ACTION,
+  REVIEW_ACTIONS_BLOCK,
+  RUN_ACTIONS_BLOCK,
+  STOP_ACTION,
+  STOP_FOLLOWING_ACTION,
+} from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
 import {
@@ -109,6 +120,8 @@ export const RUN_STATE_LABELS: Record<ExecutionState, { emoji: string; label: st
   kickoff_failed: { emoji: "❌", label: "Did not start" },
   lost: { emoji: "⚠️", label: "Lost track of the run" },
   uninstalled: { emoji: "⚠️", label: "Lost track of the run: the app was removed from this workspace" },
+  stopped: { emoji: "⏹️", label: "Stopped" },
+  abandoned: { emoji: "⏹️", label: "No longer followed" },
 };
 
 /** The label of a stored state (an unknown one reads as itself). */
@@ -126,13 +139,18 @@ export interface AnnouncementParams {
   finishedAt?: Date;
   /** e.g. the failure reason */
   summary?: string;
+  /** Who stopped the run (stopped) or stopped following it (abandoned). */
+  stoppedBy?: string;
+  /** A live run that can be stopped from here: its execution id, the Stop button's value. */
+  stoppable?: string;
 }
 
 export function announcementMessage(p: AnnouncementParams): SlackMessage {
   const { emoji, label } = runStateLabel(p.state);
   const took = p.finishedAt ? ` · took ${formatDuration(p.finishedAt.getTime() - p.startedAt.getTime())}` : "";
   const summary = p.summary?.trim() ? `\n${fitMrkdwn(readableError(p.summary), ERROR_MAX).text}` : "";
-  const blocks: types.KnownBlock[] = [section(`${emoji} ${userMention(p.userId)} started crew ${bold(p.crewName, "Unnamed crew")} — ${label}${took}${summary}`)];
+  const by = p.stoppedBy && (p.state === "stopped" || p.state === "abandoned") ? ` by ${userMention(p.stoppedBy)}` : "";
+  const blocks: types.KnownBlock[] = [section(`${emoji} ${userMention(p.userId)} started crew ${bold(p.crewName, "Unnamed crew")} — ${label}${by}${took}${summary}`)];
   const entries = Object.entries(p.inputs);
   const shown = entries.slice(0, LIMITS.fields);
   if (shown.length) {
@@ -143,7 +161,45 @@ export function announcementMessage(p: AnnouncementParams): SlackMessage {
   if (more > 0) blocks.push(context(`+${plural(more, "more input")}`));
   const kickoff = p.kickoffId ? `Kickoff \`${escapeMrkdwn(truncatePlain(p.kickoffId, 100))}\`` : "";
   blocks.push(context([kickoff, startedAt(p.startedAt), "Activity in the thread 🧵"].filter(Boolean).join(" · ")));
-  return { text: `${emoji} Crew ${escapeMrkdwn(truncatePlain(p.crewName, NAME_MAX))}: ${label}`, blocks };
+  if (p.stoppable && p.stoppable.length <= LIMITS.buttonValue) blocks.push(stopButton(p.stoppable, p.crewName));
+  return { text: `${emoji} Crew ${escapeMrkdwn(truncatePlain(p.crewName, NAME_MAX))}: ${label}${by}`, blocks };
+}
+
+/** Stop, with a confirm dialog: a stop cannot be taken back. */
+function stopButton(executionId: string, crewName: string): types.ActionsBlock {
+  return {
+    type: "actions",
+    block_id: RUN_ACTIONS_BLOCK,
+    elements: [
+      {
+        type: "button",
+        action_id: STOP_ACTION,
+        style: "danger",
+        value: executionId,
+        text: plain("Stop", LIMITS.buttonText),
+        confirm: {
+          title: plain("Stop this run?", 100),
+          text: plain(`The crew ${truncatePlain(crewName, NAME_MAX)} is asked to stop now. Its open reviews close, and nothing more is posted about it.`, 300),
+          confirm: plain("Stop the run", 30),
+          deny: plain("Keep it running", 30),
+          style: "danger",
+        },
+      },
+    ],
+  };
+}
+
+/** Private: the crew has no way to be stopped from Slack (its deployment answered 404 or 405 to POST /stop). */
+export function cannotStopMessage(executionId: string, crewName: string): SlackMessage {
+  const text = `The crew ${bold(crewName, "Unnamed crew")} cannot be stopped from Slack: its deployment does not offer a stop. It goes on running. You can stop following it: Crewline then ends the run here (no more updates, its open reviews close), while the crew itself may still finish.`;
+  const blocks: types.KnownBlock[] = [section(`⚠️ ${text}`)];
+  if (executionId.length <= LIMITS.buttonValue)
+    blocks.push({
+      type: "actions",
+      block_id: RUN_ACTIONS_BLOCK,
+      elements: [{ type: "button", action_id: STOP_FOLLOWING_ACTION, value: executionId, text: plain("Stop following", LIMITS.buttonText) }],
+    });
+  return { text: `⚠️ ${text}`, blocks };
 }
 
 function inputField(name: string, value: string, max: number): string {
@@ -211,6 +267,8 @@ export interface ReviewParams {
   reassignable?: boolean;
   /** The decision was taken by the review's deadline, not by a person. */
   byDeadline?: boolean;
+  /** A closed review of a run someone stopped (or stopped following) from Slack: who. */
+  runStopped?: { how: "stopped" | "abandoned"; by?: string };
 }
 
 /** Room a review message keeps for its extra parts (diffs, approvals): its output is excerpted sooner. */
@@ -243,7 +301,10 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
   }
   if (p.state === "closed") {
-    blocks.push(section(`No decision needed — ${note || "the run moved on."}`));
+    const stopped =
+      p.runStopped &&
+      `⏹️ ${p.runStopped.how === "stopped" ? "The run was stopped" : "Crewline stopped following the run"}${p.runStopped.by ? ` by ${userMention(p.runStopped.by)}` : ""}.`;
+    blocks.push(section(`No decision needed — ${stopped || note || "the run moved on."}`));
     return { text: `No decision needed: ${name}`, blocks };
   }
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";

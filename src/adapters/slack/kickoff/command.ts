@@ -8,6 +8,7 @@ import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
+import { stopCommandReply } from "../review/stop.js";
 import { openKickoffModal } from "./modal.js";
 
 export type CrewCommand =
@@ -15,7 +16,10 @@ export type CrewCommand =
   | { kind: "help" }
   | { kind: "status"; kickoffId: string }
   | { kind: "list" }
-  | { kind: "audit"; kickoffId: string; format: AuditFormat };
+  | { kind: "audit"; kickoffId: string; format: AuditFormat }
+  | { kind: "stop"; kickoffId: string }
+  /** `/crew stop` without exactly one kickoff id after it. */
+  | { kind: "stop_usage" };
 
 export function parseCrewCommand(text: string): CrewCommand {
   const [word = "", ...rest] = text.trim().split(/\s+/);
@@ -30,6 +34,11 @@ export function parseCrewCommand(text: string): CrewCommand {
       return arg ? { kind: "status", kickoffId: arg } : { kind: "help" };
     case "list":
       return { kind: "list" };
+    case "stop": {
+      // Exactly one word: a kickoff id has no spaces (and a long one is simply unknown).
+      const words = arg.split(/\s+/).filter(Boolean);
+      return words.length === 1 ? { kind: "stop", kickoffId: words[0]! } : { kind: "stop_usage" };
+    }
     case "audit": {
       const [kickoffId, format = "both"] = arg.split(/\s+/);
       const fmt = format.toLowerCase();
@@ -63,6 +72,10 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
           flowHooksFor(deps, payload.team_id || undefined),
         ),
       });
+      return;
+    }
+    if (parsed.kind === "stop_usage") {
+      await ack({ response_type: "ephemeral", text: stopUsage(commandName) });
       return;
     }
     if (parsed.kind === "open" && deps.crews.all().length === 0) {
@@ -99,6 +112,13 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         teamId: payload.team_id || undefined,
       });
       await respond({ response_type: "ephemeral", text });
+    } else if (parsed.kind === "stop") {
+      const reply = await stopCommandReply(client, deps, parsed.kickoffId, {
+        userId: payload.user_id,
+        channelId: payload.channel_id,
+        ...(payload.team_id ? { teamId: payload.team_id } : {}),
+      });
+      await respond({ response_type: "ephemeral", ...reply });
     } else if (parsed.kind === "status") {
       const status = await statusFor({ access: accessPorts(client, deps), runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, {
         userId: payload.user_id,
@@ -109,6 +129,11 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       await respond({ response_type: "ephemeral", text: await listText(deps, payload.channel_id) });
     }
   });
+}
+
+/** How `/crew stop` is used, for an answer without exactly one kickoff id. */
+export function stopUsage(commandName = "/crew"): string {
+  return `Usage: \`${commandName} stop &lt;kickoff_id&gt;\` stops one run: its kickoff id is on the run's announcement (or in \`${commandName} list\`). The Stop button on the announcement does the same.`;
 }
 
 /** A run's status for someone who may see it (usecases/status-for.ts); everyone else hears "unknown id". */

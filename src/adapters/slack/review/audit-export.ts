@@ -57,6 +57,10 @@ export function auditLine(row: AuditRecord): string {
       const reason = row.feedback ? `: “${escapeMrkdwn(truncatePlain(row.feedback, 120))}”` : "";
       return `• ${at} — <@${row.actor}> reassigned ${task}${to}${reason}`;
     }
+    case "stop":
+      return row.decision === "abandoned"
+        ? `• ${at} — <@${row.actor}> stopped following the run (its crew cannot be stopped from Slack)`
+        : `• ${at} — <@${row.actor}> stopped the run`;
     case "completion":
       return `• ${at} — run ended: ${escapeMrkdwn(String(detail.event ?? "finished"))}`;
     case "flow_approval": {

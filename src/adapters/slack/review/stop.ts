@@ -1,0 +1,120 @@
+// Stop, clicked on a run's announcement (the click must come from that very message), and Stop
+// following, clicked in the private answer a crew without POST /stop gets. Both go through the run
+// stopper (usecases/stops.ts), which applies the rule of a decision and makes the stop happen once;
+// the asker hears the outcome privately. `/crew stop <kickoff id>` (kickoff/command.ts) answers with
+// the same words.
+import type { App, types } from "@slack/bolt";
+import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
+import type { Asker } from "../../../usecases/access.js";
+import type { StopOutcome } from "../../../usecases/stops.js";
+import { accessPorts } from "../access.js";
+import { cannotStopMessage, escapeMrkdwn, runStateLabel, STOP_ACTION, STOP_FOLLOWING_ACTION, truncatePlain, userMention } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+
+/** A private answer: words, and blocks when there is a button to offer. */
+export interface StopReply {
+  text: string;
+  blocks?: types.KnownBlock[];
+}
+
+export const STOP_NOT_RECORDED = "⚠️ Your stop was not recorded: Crewline could not reach its database. Nothing was sent to the crew; please try again in a moment.";
+
+const stopClick = z.object({
+  user: z.object({ id: z.string() }),
+  team: z.object({ id: z.string() }).nullish(),
+  channel: z.object({ id: z.string() }).optional(),
+  container: z.object({ channel_id: z.string().optional(), message_ts: z.string().optional(), thread_ts: z.string().optional() }).partial().optional(),
+  message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
+  actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
+});
+
+export function registerStopActions(app: App, deps: FeatureDeps): void {
+  for (const actionId of [STOP_ACTION, STOP_FOLLOWING_ACTION]) {
+    app.action(actionId, async ({ ack, body, client }) => {
+      await ack();
+      const click = stopClick.safeParse(body);
+      if (!click.success) {
+        deps.log.warn("stop click with an unexpected payload", { issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
+        return;
+      }
+      const { user, actions } = click.data;
+      const channelId = click.data.container?.channel_id ?? click.data.channel?.id;
+      const messageTs = click.data.container?.message_ts ?? click.data.message?.ts;
+      const threadTs = click.data.message?.thread_ts ?? click.data.container?.thread_ts;
+      const tell = async (reply: StopReply) => {
+        if (!channelId) return;
+        await client.chat
+          .postEphemeral({ channel: channelId, user: user.id, ...reply, ...(threadTs ? { thread_ts: threadTs } : {}) })
+          .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+      };
+      const executionId = actions[0]!.value;
+      const asker: Asker = { userId: user.id, ...(channelId ? { channelId } : {}), ...(click.data.team?.id ? { teamId: click.data.team.id } : {}) };
+      let outcome: StopOutcome;
+      try {
+        const access = accessPorts(client, deps);
+        outcome =
+          actionId === STOP_ACTION
+            ? // Stop is on the announcement: the click must come from that message.
+              await deps.lifecycle.stops.stop({ executionId, click: { channelId, messageTs } }, asker, access)
+            : // Stop following is in a private answer (no message of the run to check): the access rule alone decides.
+              await deps.lifecycle.stops.stopFollowing(executionId, asker, access);
+      } catch (err) {
+        deps.log.error("stop click could not be recorded", { err });
+        return void (await tell({ text: STOP_NOT_RECORDED }));
+      }
+      if (outcome.kind === "not_this_message" || outcome.kind === "unknown") deps.log.warn("stop click refused", { userId: user.id, why: outcome.kind });
+      await tell(stopReply(outcome));
+    });
+  }
+}
+
+/** What the asker of a stop is told privately (a button click or `/crew stop`); `kickoffId`: the id they typed. */
+export function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
+  const text = (t: string): StopReply => ({ text: t });
+  const crew = (run: { crewName: string }) => `*${escapeMrkdwn(truncatePlain(run.crewName, 150))}*`;
+  switch (outcome.kind) {
+    case "unknown":
+      return text(
+        kickoffId !== undefined
+          ? `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`
+          : "I can't find this run, so nothing was sent to the crew.",
+      );
+    case "not_this_message":
+      return text("This button does not belong to the run it names, so nothing was sent to the crew.");
+    case "not_allowed":
+      return text(`Only the run's starter (${userMention(outcome.run.userId)}) and whoever may decide its reviews may stop it, so nothing was sent to the crew.`);
+    case "not_started":
+      return text(`The run of ${crew(outcome.run)} is still starting (the crew has not answered its kickoff yet), so there is nothing to stop yet. Try again in a moment.`);
+    case "ended": {
+      const { run } = outcome;
+      if (run.state === "stopped") return text(`${run.stoppedBy ? userMention(run.stoppedBy) : "Someone"} already stopped this run of ${crew(run)}.`);
+      if (run.state === "abandoned") return text(`${run.stoppedBy ? userMention(run.stoppedBy) : "Someone"} already stopped following this run of ${crew(run)}.`);
+      return text(`This run of ${crew(run)} has already ended (${escapeMrkdwn(runStateLabel(run.state).label.toLowerCase())}), so there is nothing to stop.`);
+    }
+    case "stopping":
+      return text(`${outcome.by ? userMention(outcome.by) : "Someone"} is stopping this run of ${crew(outcome.run)} right now.`);
+    case "stopped":
+      return text(`⏹️ You stopped the run of ${crew(outcome.run)}. Its open reviews are closed and nothing more is posted about it.`);
+    case "abandoned":
+      return text(
+        `⏹️ Crewline no longer follows this run of ${crew(outcome.run)}: its open reviews are closed and nothing more is posted about it. The crew itself may still finish.`,
+      );
+    case "not_supported":
+      return cannotStopMessage(outcome.run.id, outcome.run.crewName);
+    case "crew_says_ended":
+      return text(`The crew says this run of ${crew(outcome.run)} had already ended, so there was nothing to stop. Its outcome shows here as soon as Crewline hears it.`);
+    case "failed":
+      return text(`The stop did not reach the crew, so the run of ${crew(outcome.run)} goes on. ${escapeMrkdwn(outcome.message)} Please try again in a moment.`);
+  }
+}
+
+/** Answers `/crew stop <kickoff id>` privately (through the command's response_url). */
+export async function stopCommandReply(client: WebClient, deps: FeatureDeps, kickoffId: string, asker: Asker): Promise<StopReply> {
+  try {
+    return stopReply(await deps.lifecycle.stops.stop({ kickoffId }, asker, accessPorts(client, deps)), kickoffId);
+  } catch (err) {
+    deps.log.error("stop command could not be recorded", { err });
+    return { text: STOP_NOT_RECORDED };
+  }
+}

@@ -1,0 +1,156 @@
+// Stopping a run from Slack (the Stop button on its announcement, `/crew stop <kickoff id>`), and
+// stopping following one whose crew cannot be stopped. Who may: the rule of a decision (access.ts
+// mayStopRun). Exactly once, whatever the clicks or replicas: the first asker claims the stop with a
+// conditional write (store/executions.ts claimStop), only the claim's holder calls POST /stop, and the
+// run ends with one conditional transition. In that transaction: its state and who stopped it, the
+// audit row, its open reviews closed, and the Slack effects (announcement, thread notice, the reviews'
+// messages). A run that has ended takes no more callbacks (410), is no longer polled, and the outbox
+// posts no more progress for it.
+
+import { executionTransition, isFinished, LIVE_STATES, reviewTransition, STOPPED_STATES } from "../domain/states.js";
+import type { Logger } from "../log/log.js";
+import { isCrewError } from "../protocols/crew/errors.js";
+import type { StopResult } from "../protocols/crew/types.js";
+import type { Db } from "../store/db/database.js";
+import { claimStop, findExecution, findExecutionByKickoffId, releaseStopClaim, updateExecution } from "../store/executions.js";
+import { moveReviewsOf, openReviewsOf } from "../store/reviews.js";
+import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { type AccessPorts, type Asker, clickFromAnnouncement, mayStopRun, visibleRun } from "./access.js";
+import type { Audit } from "./audit.js";
+import type { Clock, CrewDirectory, Execution, Outbox } from "./ports.js";
+
+/** A stop claimed this long ago whose process died before finishing it may be claimed again. */
+export const STOP_CLAIM_STALE_MS = 60_000;
+
+/** Which run: by kickoff id (`/crew stop`), or by execution id from a button, with the message it was clicked on. */
+export type StopTarget = { kickoffId: string } | { executionId: string; click?: { channelId?: string; messageTs?: string } };
+
+export type StopOutcome =
+  /** No such run, or one the asker may not see: the same answer. */
+  | { kind: "unknown" }
+  /** A Stop button clicked on another message than the run's announcement. */
+  | { kind: "not_this_message" }
+  | { kind: "not_allowed"; run: Execution }
+  /** The crew has not answered the kickoff yet: there is nothing to stop. */
+  | { kind: "not_started"; run: Execution }
+  /** It had ended already (stopped or no longer followed by `run.stoppedBy`, or finished). */
+  | { kind: "ended"; run: Execution }
+  /** Someone's stop is being sent to the crew now. */
+  | { kind: "stopping"; run: Execution; by: string }
+  | { kind: "stopped"; run: Execution }
+  | { kind: "abandoned"; run: Execution }
+  /** The crew's deployment has no POST /stop (404, 405): the run goes on; it can be no longer followed. */
+  | { kind: "not_supported"; run: Execution }
+  /** The crew said the run had ended already (409, 400); its outcome comes by webhook or status. */
+  | { kind: "crew_says_ended"; run: Execution }
+  /** The stop did not reach the crew (its words, for the asker); the run goes on. */
+  | { kind: "failed"; run: Execution; message: string };
+
+export interface StopDeps {
+  db: Db;
+  crews: CrewDirectory;
+  outbox: Outbox;
+  log: Logger;
+  clock: Clock;
+  audit?: Audit;
+  /** Called once a run has ended here (this process drops what it holds about it: cached rows, progress). */
+  onEnded?: (executionId: string) => void;
+}
+
+export class RunStops {
+  private readonly sql: Sql;
+
+  constructor(private readonly deps: StopDeps) {
+    this.sql = sqlOf(deps.db);
+  }
+
+  /** Stops the run once: the first asker's stop reaches the crew; everyone else hears who is stopping or stopped it. */
+  async stop(target: StopTarget, asker: Asker, access: AccessPorts): Promise<StopOutcome> {
+    const found = await this.allowed(target, asker, access);
+    if (!("run" in found) || found.kind !== "allowed") return found;
+    const { run } = found;
+    if (isFinished(run.state)) return { kind: "ended", run };
+    if (!run.kickoffId) return { kind: "not_started", run };
+    const now = this.deps.clock.now();
+    const claimed = await claimStop(this.sql, run.id, { userId: asker.userId, states: LIVE_STATES, staleBefore: new Date(now.getTime() - STOP_CLAIM_STALE_MS), now });
+    if (!claimed?.stopClaimedAt) return this.taken(run);
+
+    let result: StopResult | undefined;
+    let failure: string | undefined;
+    try {
+      const crew = this.deps.crews.get(run.crewName);
+      if (!crew) failure = `The crew “${run.crewName}” is no longer configured in Crewline.`;
+      else result = crew.stop ? await crew.stop(run.kickoffId) : { outcome: "not_supported", status: 405 };
+    } catch (err) {
+      this.deps.log.warn("stop did not reach the crew", { executionId: run.id, err });
+      failure = isCrewError(err) ? err.userMessage() : "Crewline could not send the stop to the crew.";
+    }
+    if (result?.outcome === "stopped") {
+      const ended = await this.end(run.id, "stopped", asker.userId);
+      if (ended) return { kind: "stopped", run: ended };
+    }
+    // Not stopped (or the run ended some other way meanwhile): the claim is given back.
+    await releaseStopClaim(this.sql, run.id, { claimedAt: claimed.stopClaimedAt, keep: STOPPED_STATES, now: this.deps.clock.now() });
+    const current = (await findExecution(this.sql, run.id)) ?? run;
+    if (isFinished(current.state)) return { kind: "ended", run: current };
+    if (result?.outcome === "not_supported") return { kind: "not_supported", run: current };
+    if (result?.outcome === "ended") return { kind: "crew_says_ended", run: current };
+    return { kind: "failed", run: current, message: failure ?? "Crewline could not send the stop to the crew." };
+  }
+
+  /** Stops following a run whose crew cannot be stopped from Slack: it ends here (abandoned), once. The crew is not called. */
+  async stopFollowing(executionId: string, asker: Asker, access: AccessPorts): Promise<StopOutcome> {
+    const found = await this.allowed({ executionId }, asker, access);
+    if (!("run" in found) || found.kind !== "allowed") return found;
+    const { run } = found;
+    if (isFinished(run.state)) return { kind: "ended", run };
+    const ended = await this.end(run.id, "abandoned", asker.userId);
+    if (ended) return { kind: "abandoned", run: ended };
+    return { kind: "ended", run: (await findExecution(this.sql, run.id)) ?? run };
+  }
+
+  /** The run, if it exists, the asker may see it, the click comes from its announcement, and the asker may stop it. */
+  private async allowed(target: StopTarget, asker: Asker, access: AccessPorts): Promise<{ kind: "allowed"; run: Execution } | StopOutcome> {
+    const find = () => ("kickoffId" in target ? findExecutionByKickoffId(this.sql, target.kickoffId) : findExecution(this.sql, target.executionId));
+    const run = await visibleRun(access, find, asker);
+    if (!run) return { kind: "unknown" };
+    if ("executionId" in target && target.click && !clickFromAnnouncement(run, target.click)) return { kind: "not_this_message" };
+    if (!(await mayStopRun(access, run, asker, await openReviewsOf(this.sql, run.id)))) return { kind: "not_allowed", run };
+    return { kind: "allowed", run };
+  }
+
+  /** Another asker holds the claim, or the run ended meanwhile. */
+  private async taken(run: Execution): Promise<StopOutcome> {
+    const current = (await findExecution(this.sql, run.id)) ?? run;
+    if (isFinished(current.state)) return { kind: "ended", run: current };
+    return { kind: "stopping", run: current, by: current.stoppedBy ?? "" };
+  }
+
+  /**
+   * Ends the run as stopped (or abandoned) by `by`, if it is still live, in one transaction: state,
+   * audit, its open reviews closed, and the Slack effects. The ended row, or null when it had ended.
+   */
+  private async end(id: string, how: "stopped" | "abandoned", by: string): Promise<Execution | null> {
+    const { from, to } = executionTransition(how);
+    const ended = await inTransaction(this.sql, async (tx) => {
+      const now = this.deps.clock.now();
+      const changed = await updateExecution(tx, id, { state: to, stoppedBy: by, stopClaimedAt: null, finishedAt: now }, { states: from }, now);
+      if (changed !== 1) return null;
+      const run = await findExecution(tx, id);
+      await this.deps.audit?.record({ executionId: id, kind: "stop", actor: by, decision: how, detail: { outcome: how, kickoffId: run?.kickoffId ?? null } }, tx);
+      // Reviews waiting for a decision lose their controls; task messages can no longer become one.
+      const move = reviewTransition("run_stopped");
+      const closed = await moveReviewsOf(tx, id, { from: move.from.filter((s) => s !== "posted"), to: move.to }, now);
+      await moveReviewsOf(tx, id, { from: ["posted"], to: move.to }, now);
+      for (const reviewId of closed) await this.deps.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: reviewId });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "run.announcement", subjectId: id });
+      await this.deps.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: id, part: how, payload: { notice: { kind: "run_stopped", by, how } } });
+      return run;
+    });
+    if (ended) {
+      this.deps.outbox.nudge();
+      this.deps.onEnded?.(id);
+    }
+    return ended;
+  }
+}
