@@ -54,6 +54,26 @@ describe("Slack stand-in state for the playground", () => {
     expect(slack.timeOf(slack.ephemerals[0]!.ts)).toBeGreaterThan(Date.now() - 5000);
   });
 
+  it("replaces or removes a clicked ephemeral through the click's response_url, for its own viewer only", async () => {
+    const respond = (url: string, body: unknown) => fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const question = await client.chat.postEphemeral({
+      channel: "C1",
+      user: "U1",
+      thread_ts: "1.0",
+      text: "Reject?",
+      blocks: [{ type: "actions", elements: [{ type: "button", action_id: "a", text: { type: "plain_text", text: "Yes" } }] }],
+    });
+    const ts = question.message_ts!;
+    // Another user's response_url does not reach U1's ephemeral.
+    expect((await respond(slack.responseUrlFor({ channel: "C1", user: "U2", messageTs: ts }), { replace_original: true, text: "hijacked" })).status).toBe(404);
+    const url = slack.responseUrlFor({ channel: "C1", user: "U1", messageTs: ts, threadTs: "1.0" });
+    expect((await respond(url, { replace_original: true, text: "Done." })).status).toBe(200);
+    expect(slack.ephemerals).toEqual([expect.objectContaining({ ts, user: "U1", thread_ts: "1.0", text: "Done." })]);
+    expect(slack.ephemerals[0]!.blocks).toBeUndefined();
+    expect((await respond(url, { delete_original: true })).status).toBe(200);
+    expect(slack.ephemerals).toEqual([]);
+  });
+
   it("gives a modal opened with an issued trigger to that user, and tells listeners", async () => {
     let changes = 0;
     slack.onChange(() => changes++);

@@ -104,6 +104,8 @@ export interface FakeEphemeral {
   thread_ts?: string;
   text?: string;
   blocks?: any[];
+  /** When a response_url answer replaced it (replace_original). */
+  updated?: number;
 }
 
 /** A payload that breaks one of Slack's documented limits (src/adapters/slack/blocks/limits.ts). */
@@ -173,7 +175,7 @@ export interface FakeSlack {
   messages(channel: string): FakeMessage[];
   files: FakeFile[];
   views: Map<string, FakeView>;
-  /** chat.postEphemeral and ephemeral response_url answers, per user. */
+  /** chat.postEphemeral and ephemeral response_url answers, per user (replaced or removed by replace_original / delete_original on a click's response_url). */
   ephemerals: FakeEphemeral[];
   /** Every payload that broke a documented Slack limit (recorded even when validateBlocks is off). */
   violations: LimitViolation[];
@@ -766,10 +768,18 @@ class FakeSlackServer implements FakeSlack {
     const uses = (this.responseUses.get(key) ?? 0) + 1;
     this.responseUses.set(key, uses);
     if (uses > 5) return { status: 404, body: { ok: false, error: "used_url" } };
+    const replace = args.replace_original === true || args.replace_original === "true";
+    const remove = args.delete_original === true || args.delete_original === "true";
     try {
-      if (channel && ts && (args.replace_original === true || args.replace_original === "true")) {
+      const ephemeral = channel && ts && (replace || remove) ? this.ephemeralAt(channel, ts, this.responseTargets.get(id)?.user) : undefined;
+      if (ephemeral) {
+        // The clicked message was an ephemeral: it is replaced (whole) or removed, for its one viewer.
+        this.checkMessageBlocks(args);
+        if (remove) this.ephemerals.splice(this.ephemerals.indexOf(ephemeral), 1);
+        else this.replaceEphemeral(ephemeral, args);
+      } else if (channel && ts && replace) {
         this.edit(this.existing(channel, ts), args);
-      } else if (channel && ts && (args.delete_original === true || args.delete_original === "true")) {
+      } else if (channel && ts && remove) {
         this.msgs.delete(this.key(channel, this.existing(channel, ts).ts));
       } else if (channel && args.response_type === "in_channel") {
         this.post(channel, args);
@@ -790,6 +800,20 @@ class FakeSlackServer implements FakeSlack {
       throw e;
     }
     return { status: 200, body: { ok: true } };
+  }
+
+  /** The ephemeral shown in this channel with this ts (to this user, when the response_url names one). */
+  private ephemeralAt(channel: string, ts: string, user: string | undefined): FakeEphemeral | undefined {
+    return this.ephemerals.find((e) => e.channel === channel && e.ts === ts && (!user || e.user === user));
+  }
+
+  /** A replacement is a whole new message in the same place: what it does not carry is gone. */
+  private replaceEphemeral(e: FakeEphemeral, args: Record<string, any>): void {
+    delete e.text;
+    delete e.blocks;
+    if (args.text !== undefined) e.text = String(args.text).slice(0, 40_000);
+    if (Array.isArray(args.blocks)) e.blocks = args.blocks;
+    e.updated = Date.now();
   }
 
   /** oauth.v2.access: the answer Slack gives for a bot install (and a user token when user scopes were granted). */
