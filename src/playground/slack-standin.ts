@@ -148,6 +148,8 @@ export interface FakeView {
 export interface FakeSlack {
   /** API base for clientOptions.slackApiUrl; ends with "/api/". */
   url: string;
+  /** The bot's user (its messages carry it); default U0BOT. */
+  readonly botUserId: string;
   /** Base for response_url values, ends with "/response/". */
   responseUrlBase: string;
   calls: SlackCall[];
@@ -173,6 +175,8 @@ export interface FakeSlack {
   /** A response_url that routes respond({replace_original|delete_original}) to the given message. */
   responseUrl(channel?: string, messageTs?: string): string;
   messages(channel: string): FakeMessage[];
+  /** A person's message (top level, or a reply in a thread), as typed in Slack: kept like any message. */
+  postAsUser(channel: string, user: string, text: string, threadTs?: string): FakeMessage;
   files: FakeFile[];
   views: Map<string, FakeView>;
   /** chat.postEphemeral and ephemeral response_url answers, per user (replaced or removed by replace_original / delete_original on a click's response_url). */
@@ -255,7 +259,7 @@ class FakeSlackServer implements FakeSlack {
   tierLimited: Record<string, number> = {};
   inFlight: SlackCall[] = [];
 
-  private readonly botUserId: string;
+  readonly botUserId: string;
   private readonly teamId: string;
   private msgs = new Map<string, FakeMessage>(); // key channel/ts
   private denied = new Map<string, string>();
@@ -430,6 +434,12 @@ class FakeSlackServer implements FakeSlack {
 
   messages(channel: string): FakeMessage[] {
     return [...this.msgs.values()].filter((m) => m.channel === channel).sort((a, b) => a.ts.localeCompare(b.ts));
+  }
+
+  postAsUser(channel: string, user: string, text: string, threadTs?: string): FakeMessage {
+    const msg = this.post(channel, { text, ...(threadTs ? { thread_ts: threadTs } : {}) }, user);
+    this.changed();
+    return msg;
   }
 
   reset(): void {
