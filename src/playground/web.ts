@@ -34,7 +34,7 @@ export interface PlaygroundWebOptions {
   usergroups?: { id: string; handle: string; members: string[] }[];
   /** Lines shown under the title (crew, reviewer rules). */
   notes?: string[];
-  /** Message shortcuts the app declares, offered in each message's ⋯ menu. */
+  /** Message shortcuts the app declares, offered in each message's ⋮ menu. */
   messageShortcuts?: PlaygroundShortcut[];
 }
 

@@ -141,7 +141,7 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
 
   it("starts a crew from a message with its shortcut, and decides the review by replying in the thread", async () => {
     await page.goto(`${url}/?user=U0STARTER`);
-    // A message of Sam's in the channel; "Run a crew on this message" from its ⋯ menu opens the form with its text.
+    // A message of Sam's in the channel; "Run a crew on this message" from its ⋮ menu opens the form with its text.
     const text = "Rock pools at low tide";
     await page.getByTestId("composer").fill(text);
     await page.getByTestId("composer").press("Enter");

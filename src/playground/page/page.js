@@ -10,7 +10,7 @@ const ui = {
   channel: params.get("channel") || "",
   view: "channel", // or "home"
   thread: null, // { channel, ts }
-  menu: null, // "<channel>|<ts>" of the message whose ⋯ menu is open
+  menu: null, // "<channel>|<ts>" of the message whose ⋮ menu is open
 };
 let state = null;
 /** Values typed into inputs, kept across re-renders: key surface|block_id|action_id. */
@@ -339,7 +339,7 @@ function render() {
 
 // ------------------------------------------------------------------ replies and message shortcuts
 
-/** A message's ⋯ menu: reply in its thread, and the message shortcuts the app declares. */
+/** A message's ⋮ menu (More actions): reply in its thread, and the message shortcuts the app declares. */
 function messageMenu(m) {
   const id = `${m.channel}|${m.ts}`;
   const open = ui.menu === id;
@@ -350,7 +350,7 @@ function messageMenu(m) {
       (s) => `<button type="button" class="menu-item" data-shortcut="${escapeHtml(s.callback_id)}" data-testid="shortcut">⚡ ${escapeHtml(s.name)}</button>`,
     ),
   ].join("");
-  return `<div class="msg-actions${open ? " open" : ""}"><button type="button" class="msg-more" data-menu="${escapeHtml(id)}" title="More actions" aria-label="More actions" data-testid="message-menu">⋯</button>${open ? `<div class="menu" role="menu">${items}</div>` : ""}</div>`;
+  return `<div class="msg-actions${open ? " open" : ""}"><button type="button" class="msg-more" data-menu="${escapeHtml(id)}" title="More actions" aria-label="More actions" data-testid="message-menu">⋮</button>${open ? `<div class="menu" role="menu">${items}</div>` : ""}</div>`;
 }
 
 /** The reply box under a thread: what is typed reaches the bot as a message event in that thread. */
