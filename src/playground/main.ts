@@ -10,13 +10,16 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
 import { type SimCrewService, type SimTask, startCrewService } from "../sim/crew-service.js";
 import { type SimFlowService, startFlowService } from "../sim/flow-service.js";
 import { freePort } from "./free-port.js";
 import { startFakeSlack } from "./slack-standin.js";
 import { mountPlayground, type PlaygroundUser } from "./web.js";
+import type { PlaygroundShortcut } from "./web-messages.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const CHANNEL = { id: "C0CREWRUNS", name: "crew-runs" };
@@ -63,6 +66,20 @@ function intEnv(name: string, fallback: number): number {
     process.exit(1);
   }
   return n;
+}
+
+/** The message shortcuts the app's manifest declares (manifest.yml), offered on the page's messages. */
+async function manifestShortcuts(): Promise<PlaygroundShortcut[]> {
+  try {
+    const manifest = parseYaml(await readFile(path.join(ROOT, "manifest.yml"), "utf8")) as { features?: { shortcuts?: unknown } };
+    const list = Array.isArray(manifest?.features?.shortcuts) ? manifest.features.shortcuts : [];
+    return list
+      .filter((s: any) => s?.type === "message" && typeof s.callback_id === "string" && typeof s.name === "string")
+      .map((s: any) => ({ callback_id: s.callback_id, name: s.name }));
+  } catch (err) {
+    console.error("playground: no message shortcuts (manifest.yml could not be read):", (err as Error).message);
+    return [];
+  }
 }
 
 async function waitForHealth(url: string, bot: ChildProcess, timeoutMs: number): Promise<void> {
@@ -166,6 +183,7 @@ async function main(): Promise<void> {
     users: USERS,
     channels: [CHANNEL],
     usergroups: [{ ...USERGROUP, members: ["U0EDITOR"] }],
+    messageShortcuts: await manifestShortcuts(),
     notes: ownCrew
       ? [
           "Crew *newsletter* (local crew service): research runs on its own, writing waits for a review, the report is long (excerpt + file).",

@@ -29,6 +29,8 @@ export interface BlockActionParams {
   channel_id: string;
   message_ts: string;
   thread_ts?: string;
+  /** The clicked message is an ephemeral (message_ts is its ts): Slack then sends no `message`. */
+  is_ephemeral?: boolean;
   /** Extra fields (selected_option, text, …) are passed through into actions[0]. */
   action: { action_id: string; block_id: string; value?: string; type?: string; [k: string]: unknown };
   stateValues?: Record<string, Record<string, any>>;
@@ -245,13 +247,13 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
         user: user(p.user_id, teamId),
         api_app_id: apiAppId,
         token: "legacy",
-        container: { type: "message", message_ts: p.message_ts, channel_id: p.channel_id, is_ephemeral: false, ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}) },
+        container: { type: "message", message_ts: p.message_ts, channel_id: p.channel_id, is_ephemeral: !!p.is_ephemeral, ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}) },
         trigger_id: p.trigger_id ?? `trig-${next()}`,
         team: team(teamId),
         enterprise: null,
         is_enterprise_install: false,
         channel: { id: p.channel_id, name: p.channel_id.toLowerCase() },
-        message: { type: "message", ts: p.message_ts, ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}), ...p.message },
+        ...(p.is_ephemeral ? {} : { message: { type: "message", ts: p.message_ts, ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}), ...p.message } }),
         state: { values: p.stateValues ?? {} },
         response_url: p.response_url ?? responseUrl(p.channel_id, p.message_ts),
         actions: [{ type, ...action, action_ts: nowTs() }],

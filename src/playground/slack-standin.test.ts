@@ -1,5 +1,7 @@
 // What the Slack stand-in keeps for the playground page: limit violations, ephemerals (direct and via
 // response_url), which user a modal belongs to; and the page API refuses malformed requests.
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
 import { WebClient } from "@slack/web-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeSlack, startFakeSlack } from "./slack-standin.js";
@@ -54,6 +56,26 @@ describe("Slack stand-in state for the playground", () => {
     expect(slack.timeOf(slack.ephemerals[0]!.ts)).toBeGreaterThan(Date.now() - 5000);
   });
 
+  it("replaces or removes a clicked ephemeral through the click's response_url, for its own viewer only", async () => {
+    const respond = (url: string, body: unknown) => fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const question = await client.chat.postEphemeral({
+      channel: "C1",
+      user: "U1",
+      thread_ts: "1.0",
+      text: "Reject?",
+      blocks: [{ type: "actions", elements: [{ type: "button", action_id: "a", text: { type: "plain_text", text: "Yes" } }] }],
+    });
+    const ts = question.message_ts!;
+    // Another user's response_url does not reach U1's ephemeral.
+    expect((await respond(slack.responseUrlFor({ channel: "C1", user: "U2", messageTs: ts }), { replace_original: true, text: "hijacked" })).status).toBe(404);
+    const url = slack.responseUrlFor({ channel: "C1", user: "U1", messageTs: ts, threadTs: "1.0" });
+    expect((await respond(url, { replace_original: true, text: "Done." })).status).toBe(200);
+    expect(slack.ephemerals).toEqual([expect.objectContaining({ ts, user: "U1", thread_ts: "1.0", text: "Done." })]);
+    expect(slack.ephemerals[0]!.blocks).toBeUndefined();
+    expect((await respond(url, { delete_original: true })).status).toBe(200);
+    expect(slack.ephemerals).toEqual([]);
+  });
+
   it("gives a modal opened with an issued trigger to that user, and tells listeners", async () => {
     let changes = 0;
     slack.onChange(() => changes++);
@@ -79,6 +101,64 @@ describe("playground page API", () => {
     const state = await fetch(`${base}/playground/state?user=U1`).then((r) => r.json());
     expect(state).toMatchObject({ channels: [{ id: "C1" }], messages: [], modal: null, violations: [] });
     expect(slack.calls).toHaveLength(0);
+  });
+});
+
+describe("playground page API: messages and message shortcuts", () => {
+  it("posts a visitor's reply in a thread and sends the bot the signed message event; a shortcut sends message_action", async () => {
+    const received: { headers: IncomingMessage["headers"]; body: string }[] = [];
+    const bot = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        received.push({ headers: req.headers, body });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => bot.listen(0, "127.0.0.1", r));
+    try {
+      const botUrl = `http://127.0.0.1:${(bot.address() as AddressInfo).port}`;
+      mountPlayground(slack, {
+        botUrl,
+        signingSecret: "s",
+        users: [{ id: "U1", name: "One", role: "r" }],
+        channels: [{ id: "C1", name: "general" }],
+        messageShortcuts: [{ callback_id: "crew_run_on_message", name: "Run a crew on this message" }],
+      });
+      const base = slack.url.replace(/\/api\/$/, "");
+      const call = (route: string, body: unknown) => fetch(`${base}${route}`, { method: "POST", body: JSON.stringify(body) }).then((r) => r.json());
+      const parent = await client.chat.postMessage({ channel: "C1", text: "A run" });
+
+      expect(await call("/playground/message", { user: "U1", channel: "C1", threadTs: parent.ts, text: "lgtm" })).toMatchObject({ ok: true });
+      expect(slack.messages("C1").map((m) => [m.user, m.text, m.thread_ts])).toEqual([
+        ["U0BOT", "A run", undefined],
+        ["U1", "lgtm", parent.ts],
+      ]);
+      const event = JSON.parse(received[0]!.body);
+      expect(event).toMatchObject({
+        type: "event_callback",
+        event: { type: "message", channel: "C1", user: "U1", text: "lgtm", thread_ts: parent.ts, ts: slack.messages("C1")[1]!.ts },
+      });
+      expect(received[0]!.headers["x-slack-signature"]).toMatch(/^v0=/);
+      // A thread that does not exist is refused before the bot hears of it.
+      expect(await call("/playground/message", { user: "U1", channel: "C1", threadTs: "1.2", text: "x" })).toMatchObject({ ok: false });
+
+      expect(await call("/playground/shortcut", { user: "U1", channel: "C1", ts: parent.ts, callbackId: "something_else" })).toMatchObject({ ok: false });
+      expect(await call("/playground/shortcut", { user: "U1", channel: "C1", ts: parent.ts, callbackId: "crew_run_on_message" })).toMatchObject({ ok: true });
+      expect(received).toHaveLength(2);
+      const shortcut = JSON.parse(new URLSearchParams(received[1]!.body).get("payload")!);
+      expect(shortcut).toMatchObject({
+        type: "message_action",
+        callback_id: "crew_run_on_message",
+        user: { id: "U1" },
+        channel: { id: "C1" },
+        message: { ts: parent.ts, text: "A run", bot_id: "B0BOT" },
+      });
+      expect(shortcut.trigger_id).toContain("U1");
+    } finally {
+      bot.closeAllConnections();
+      await new Promise((r) => bot.close(r));
+    }
   });
 });
 

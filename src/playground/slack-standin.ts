@@ -104,6 +104,8 @@ export interface FakeEphemeral {
   thread_ts?: string;
   text?: string;
   blocks?: any[];
+  /** When a response_url answer replaced it (replace_original). */
+  updated?: number;
 }
 
 /** A payload that breaks one of Slack's documented limits (src/adapters/slack/blocks/limits.ts). */
@@ -146,6 +148,8 @@ export interface FakeView {
 export interface FakeSlack {
   /** API base for clientOptions.slackApiUrl; ends with "/api/". */
   url: string;
+  /** The bot's user (its messages carry it); default U0BOT. */
+  readonly botUserId: string;
   /** Base for response_url values, ends with "/response/". */
   responseUrlBase: string;
   calls: SlackCall[];
@@ -171,9 +175,11 @@ export interface FakeSlack {
   /** A response_url that routes respond({replace_original|delete_original}) to the given message. */
   responseUrl(channel?: string, messageTs?: string): string;
   messages(channel: string): FakeMessage[];
+  /** A person's message (top level, or a reply in a thread), as typed in Slack: kept like any message. */
+  postAsUser(channel: string, user: string, text: string, threadTs?: string): FakeMessage;
   files: FakeFile[];
   views: Map<string, FakeView>;
-  /** chat.postEphemeral and ephemeral response_url answers, per user. */
+  /** chat.postEphemeral and ephemeral response_url answers, per user (replaced or removed by replace_original / delete_original on a click's response_url). */
   ephemerals: FakeEphemeral[];
   /** Every payload that broke a documented Slack limit (recorded even when validateBlocks is off). */
   violations: LimitViolation[];
@@ -253,7 +259,7 @@ class FakeSlackServer implements FakeSlack {
   tierLimited: Record<string, number> = {};
   inFlight: SlackCall[] = [];
 
-  private readonly botUserId: string;
+  readonly botUserId: string;
   private readonly teamId: string;
   private msgs = new Map<string, FakeMessage>(); // key channel/ts
   private denied = new Map<string, string>();
@@ -428,6 +434,12 @@ class FakeSlackServer implements FakeSlack {
 
   messages(channel: string): FakeMessage[] {
     return [...this.msgs.values()].filter((m) => m.channel === channel).sort((a, b) => a.ts.localeCompare(b.ts));
+  }
+
+  postAsUser(channel: string, user: string, text: string, threadTs?: string): FakeMessage {
+    const msg = this.post(channel, { text, ...(threadTs ? { thread_ts: threadTs } : {}) }, user);
+    this.changed();
+    return msg;
   }
 
   reset(): void {
@@ -766,10 +778,18 @@ class FakeSlackServer implements FakeSlack {
     const uses = (this.responseUses.get(key) ?? 0) + 1;
     this.responseUses.set(key, uses);
     if (uses > 5) return { status: 404, body: { ok: false, error: "used_url" } };
+    const replace = args.replace_original === true || args.replace_original === "true";
+    const remove = args.delete_original === true || args.delete_original === "true";
     try {
-      if (channel && ts && (args.replace_original === true || args.replace_original === "true")) {
+      const ephemeral = channel && ts && (replace || remove) ? this.ephemeralAt(channel, ts, this.responseTargets.get(id)?.user) : undefined;
+      if (ephemeral) {
+        // The clicked message was an ephemeral: it is replaced (whole) or removed, for its one viewer.
+        this.checkMessageBlocks(args);
+        if (remove) this.ephemerals.splice(this.ephemerals.indexOf(ephemeral), 1);
+        else this.replaceEphemeral(ephemeral, args);
+      } else if (channel && ts && replace) {
         this.edit(this.existing(channel, ts), args);
-      } else if (channel && ts && (args.delete_original === true || args.delete_original === "true")) {
+      } else if (channel && ts && remove) {
         this.msgs.delete(this.key(channel, this.existing(channel, ts).ts));
       } else if (channel && args.response_type === "in_channel") {
         this.post(channel, args);
@@ -790,6 +810,20 @@ class FakeSlackServer implements FakeSlack {
       throw e;
     }
     return { status: 200, body: { ok: true } };
+  }
+
+  /** The ephemeral shown in this channel with this ts (to this user, when the response_url names one). */
+  private ephemeralAt(channel: string, ts: string, user: string | undefined): FakeEphemeral | undefined {
+    return this.ephemerals.find((e) => e.channel === channel && e.ts === ts && (!user || e.user === user));
+  }
+
+  /** A replacement is a whole new message in the same place: what it does not carry is gone. */
+  private replaceEphemeral(e: FakeEphemeral, args: Record<string, any>): void {
+    delete e.text;
+    delete e.blocks;
+    if (args.text !== undefined) e.text = String(args.text).slice(0, 40_000);
+    if (Array.isArray(args.blocks)) e.blocks = args.blocks;
+    e.updated = Date.now();
   }
 
   /** oauth.v2.access: the answer Slack gives for a bot install (and a user token when user scopes were granted). */

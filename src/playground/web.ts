@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { type SlackRequester, slackRequester } from "./slack-requests.js";
 import type { FakeSlack, FakeView } from "./slack-standin.js";
+import { messageRoutes, type PlaygroundShortcut } from "./web-messages.js";
 
 export interface PlaygroundUser {
   id: string;
@@ -33,6 +34,8 @@ export interface PlaygroundWebOptions {
   usergroups?: { id: string; handle: string; members: string[] }[];
   /** Lines shown under the title (crew, reviewer rules). */
   notes?: string[];
+  /** Message shortcuts the app declares, offered in each message's ⋮ menu. */
+  messageShortcuts?: PlaygroundShortcut[];
 }
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -46,6 +49,8 @@ const actionBody = z.object({
   channel: z.string().max(40).optional(),
   ts: z.string().max(40).optional(),
   threadTs: z.string().max(40).optional(),
+  /** The clicked message is an ephemeral (ts is its ts). */
+  ephemeral: z.boolean().optional(),
   viewId: z.string().max(40).optional(),
   action: z.object({
     action_id: z.string().max(255),
@@ -95,6 +100,7 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       channels: opts.channels,
       usergroups: opts.usergroups ?? [],
       notes: opts.notes ?? [],
+      shortcuts: opts.messageShortcuts ?? [],
       messages: messages.map((m) => ({ ...m, at: slack.timeOf(m.ts) })),
       ephemerals: slack.ephemerals.filter((e) => e.user === user).map((e) => ({ ...e, at: slack.timeOf(e.ts) ?? ackTimes.get(e.ts) })),
       files: slack.files.map((f) => ({
@@ -170,13 +176,14 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
         channel_id: b.channel ?? "",
         message_ts: b.ts ?? "",
         thread_ts: b.threadTs,
+        is_ephemeral: b.ephemeral,
         action: b.action,
         stateValues: b.state,
         trigger_id: slack.issueTrigger(b.user),
         ...(entry
           ? { view: { id: entry.id, callback_id: entry.view.callback_id, private_metadata: entry.view.private_metadata, hash: entry.hash } }
           : {
-              message: messageOf(slack, b.channel, b.ts),
+              message: b.ephemeral ? undefined : messageOf(slack, b.channel, b.ts),
               response_url: slack.responseUrlFor({ channel: b.channel, user: b.user, messageTs: b.ts, threadTs: b.threadTs }),
             }),
       });
@@ -217,6 +224,7 @@ export function mountPlayground(slack: FakeSlack, opts: PlaygroundWebOptions): v
       const res = await requests.appHomeOpened({ user_id: b.user });
       return { ok: res.status === 200, status: res.status };
     },
+    ...messageRoutes(slack, requests, opts.messageShortcuts ?? []),
   };
 
   slack.mount(async (req: IncomingMessage, res: ServerResponse) => {

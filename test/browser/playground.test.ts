@@ -1,6 +1,7 @@
 // `npm run playground` in a real browser (Debian's Chromium, driven by playwright-core; no browser
 // download): start a crew from /crew, reject a review with feedback as one reviewer, see round 2,
-// approve as another reviewer, see the completion notice, open App Home.
+// approve as another reviewer, see the completion notice, open App Home; start a crew from a message
+// with the message shortcut and approve its review by replying in the thread.
 // Skipped (with a note) when /usr/bin/chromium is missing; .ci/run installs it.
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -137,6 +138,48 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
     expect(await home.textContent()).toContain("newsletter");
     await page.screenshot({ path: path.join(SHOTS, "home.png") });
   }, 150_000);
+
+  it("starts a crew from a message with its shortcut, and decides the review by replying in the thread", async () => {
+    await page.goto(`${url}/?user=U0STARTER`);
+    // A message of Sam's in the channel; "Run a crew on this message" from its ⋮ menu opens the form with its text.
+    const text = "Rock pools at low tide";
+    await page.getByTestId("composer").fill(text);
+    await page.getByTestId("composer").press("Enter");
+    const mine = page.getByTestId("timeline").getByTestId("message").filter({ hasText: text });
+    await mine.hover();
+    await mine.getByTestId("message-menu").click();
+    await mine.getByTestId("shortcut").filter({ hasText: "Run a crew on this message" }).click();
+    const modal = page.getByTestId("modal");
+    const topic = modal.locator(".block.input", { hasText: "Topic" }).locator("input, textarea");
+    await expect.poll(() => topic.inputValue().catch(() => "")).toBe(text);
+    await modal.locator(".block.input", { hasText: "Audience" }).locator("input, textarea").fill("Kids");
+    await modal.getByRole("button", { name: "Start" }).click();
+    await expect.poll(() => modal.textContent()).toContain("is running");
+    await modal.getByRole("button", { name: "Close" }).click();
+
+    // The run is announced in the message's thread; its writing task waits there for a review.
+    await mine.locator(".replies").click();
+    await review(1).getByRole("button", { name: "Approve", exact: true }).waitFor();
+    expect(await thread().getByTestId("message").filter({ hasText: "started crew" }).count()).toBe(1);
+
+    // A reviewer's reply that decides nothing gets a private question, only visible to them; Ignore removes it.
+    await actAs("U0REVIEWA");
+    const reply = async (words: string) => {
+      await thread().getByTestId("thread-reply").locator("input").fill(words);
+      await thread().getByTestId("thread-reply").locator("input").press("Enter");
+      await thread().getByTestId("message").filter({ hasText: words }).waitFor();
+    };
+    await reply("Is the tone right for kids?");
+    const question = thread().getByTestId("ephemeral").filter({ hasText: "with your reply as feedback?" });
+    await expect.poll(() => question.textContent()).toContain("Only visible to you");
+    await question.getByRole("button", { name: "Ignore" }).click();
+    await expect.poll(() => question.count()).toBe(0);
+
+    // "lgtm" in the thread approves the review.
+    await reply("lgtm");
+    await expect.poll(() => review(1).textContent()).toContain("Approved by @Riya Reviewer");
+    expect(await review(1).getByRole("button", { name: "Approve", exact: true }).count()).toBe(0);
+  }, 60_000);
 
   it("answers the local flow's feedback request from the channel", async () => {
     await page.goto(`${url}/?user=U0REVIEWB`);

@@ -53,18 +53,36 @@ async function runWaitingForReview() {
 const decisionAudit = (reviewId: string) =>
   h.bot.database.prisma.auditRecord.findMany({ where: { kind: "decision" } }).then((rows) => rows.filter((r) => (r.detail as any)?.reviewId === reviewId));
 
-/** The private question asked of a user (its blocks), once posted. */
-const questionFor = (user: string) =>
-  eventually(() => ephemeralsFor(user).find((c) => JSON.stringify((c.args as any).blocks ?? []).includes(REPLY_QUESTION_BLOCK))?.args as any, { what: "the private question" });
+/** A question as posted (chat.postEphemeral's arguments), with the ts of the ephemeral its replier sees. */
+const withTs = (args: any) => {
+  const shown = h.slack.ephemerals.find((e) => e.user === args.user && e.channel === args.channel && JSON.stringify(e.blocks) === JSON.stringify(args.blocks));
+  return { ...args, ts: shown!.ts };
+};
 
+/** The private question asked of a user (its blocks and ts), once posted. */
+const questionFor = (user: string) =>
+  eventually(
+    () => {
+      const call = ephemeralsFor(user).find((c) => JSON.stringify((c.args as any).blocks ?? []).includes(REPLY_QUESTION_BLOCK));
+      return call && withTs(call.args);
+    },
+    { what: "the private question" },
+  );
+
+/** What the question's replier sees in its place now (undefined once removed). */
+const shownQuestion = (question: any) => h.slack.ephemerals.find((e) => e.ts === question.ts && e.user === question.user);
+
+/** A click on one of the question's buttons, as Slack sends it from the ephemeral, with a response_url handed to the clicker. */
 function clickQuestion(question: any, actionId: string, user = USER) {
   const actions = question.blocks.find((b: any) => b.block_id === REPLY_QUESTION_BLOCK);
   const button = actions.elements.find((e: any) => e.action_id === actionId);
   return h.requests.blockAction({
     user_id: user,
     channel_id: question.channel,
-    message_ts: newTs(),
+    message_ts: question.ts,
     thread_ts: question.thread_ts,
+    is_ephemeral: true,
+    response_url: h.slack.responseUrlFor({ channel: question.channel, user, messageTs: question.ts, threadTs: question.thread_ts }),
     action: { action_id: actionId, block_id: REPLY_QUESTION_BLOCK, value: button.value },
   });
 }
@@ -157,9 +175,21 @@ describe("deciding a review by replying in its thread", () => {
     expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: reply });
     await eventually(() => messageText(h, review.msg.ts).includes("Rejected"), { what: "the rejected review message" });
     expect((await decisionAudit(review.reviewId))[0]).toMatchObject({ decision: "reject", feedback: reply, detail: { via: "reply" } });
-    // A second click on the same question sends nothing more.
+    // The answered question is replaced in place (through the click's response_url): what was done, no buttons left.
+    const answered = await eventually(() => (shownQuestion(question)?.text?.includes("sent as feedback") ? shownQuestion(question) : undefined), {
+      what: "the question replaced",
+    });
+    expect(JSON.stringify(answered!.blocks)).not.toContain(REPLY_QUESTION_BLOCK);
+    expect(JSON.stringify(answered!.blocks)).not.toContain('"button"');
+    expect(answered!.thread_ts).toBe(threadTs);
+    // Bob's click found no question of his to replace (he was told apart); the replier's did.
+    expect(h.slack.callsTo("response_url").map((c) => [(c.args as any).replace_original, c.error])).toEqual([
+      [true, "message_not_found"],
+      [true, undefined],
+    ]);
+    // A second click on the same question (a stale copy of it) sends nothing more, and says so in its place.
     await clickQuestion(question, REPLY_APPROVE_ACTION);
-    await eventually(() => ephemeralsFor(USER).some((c) => /already answered/.test((c.args as any).text)));
+    await eventually(() => /already answered/.test(shownQuestion(question)?.text ?? ""), { what: "the already-answered note" });
     expect(resumeCalls(h)).toHaveLength(1);
 
     // Round 2: another question, ignored.
@@ -167,9 +197,12 @@ describe("deciding a review by replying in its thread", () => {
     const before = ephemeralsFor(USER).length;
     await h.requests.event(replyEvent("hmm, not sure yet", threadTs));
     await eventually(() => ephemeralsFor(USER).length === before + 1, { what: "the second question" });
-    const second = ephemeralsFor(USER).at(-1)!.args as any;
+    const second = withTs(ephemeralsFor(USER).at(-1)!.args);
     expect(second.text).toContain("round 2");
+    expect(shownQuestion(second)).toBeDefined();
+    // Ignore removes the question.
     await clickQuestion(second, REPLY_IGNORE_ACTION);
+    await eventually(() => shownQuestion(second) === undefined, { what: "the ignored question removed" });
     await settle();
     expect(ephemeralsFor(USER)).toHaveLength(before + 1);
     expect(resumeCalls(h)).toHaveLength(1);
@@ -309,6 +342,7 @@ describe("answering a flow request by reply", () => {
     await clickQuestion(question, REPLY_APPROVE_ACTION);
     await eventually(() => f!.flow.answers.length === 2, { what: "the second answer" });
     expect(f.flow.answers[1]).toMatchObject({ feedback: "approved" });
+    await eventually(() => shownQuestion(question)?.text === "✅ Done: approved.", { what: "the question replaced" });
 
     // Replies to an answered request: approve words are answered privately, talk is ignored.
     const before = ephemeralsFor(USER).length;

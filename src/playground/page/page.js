@@ -10,6 +10,7 @@ const ui = {
   channel: params.get("channel") || "",
   view: "channel", // or "home"
   thread: null, // { channel, ts }
+  menu: null, // "<channel>|<ts>" of the message whose ⋮ menu is open
 };
 let state = null;
 /** Values typed into inputs, kept across re-renders: key surface|block_id|action_id. */
@@ -228,7 +229,7 @@ function messageHtml(m, { inThread = false } = {}) {
   const content = m.blocks?.length ? blocks(m.blocks, ctx) : `<div class="block">${mrkdwn(m.text)}</div>`;
   const replies = !inThread ? replyCount(m) : 0;
   const more = replies ? `<div class="replies" data-thread="${escapeHtml(m.channel)}|${escapeHtml(m.ts)}">${replies} ${replies === 1 ? "reply" : "replies"}</div>` : "";
-  return `<div class="msg" data-ts="${escapeHtml(m.ts)}" data-testid="message" data-surface="${escapeHtml(ctx.surface)}" data-channel="${escapeHtml(m.channel)}" data-thread-ts="${escapeHtml(m.thread_ts || "")}">
+  return `<div class="msg" data-ts="${escapeHtml(m.ts)}" data-testid="message" data-surface="${escapeHtml(ctx.surface)}" data-channel="${escapeHtml(m.channel)}" data-thread-ts="${escapeHtml(m.thread_ts || "")}">${messageMenu(m)}
     <div class="avatar">${isBot ? "🤖" : escapeHtml(who[0])}</div>
     <div class="body"><div class="meta"><b>${escapeHtml(who)}</b>${isBot ? '<span class="app-tag">APP</span>' : ""}${when}${m.updated ? ' <span class="edited">(edited)</span>' : ""}</div>${content}${more}</div></div>`;
 }
@@ -236,7 +237,8 @@ function messageHtml(m, { inThread = false } = {}) {
 function ephemeralHtml(e) {
   const ctx = { surface: `eph:${e.ts}`, channel: e.channel, ts: e.ts };
   const content = e.blocks?.length ? blocks(e.blocks, ctx) : `<div class="block">${mrkdwn(e.text)}</div>`;
-  return `<div class="msg ephemeral" data-testid="ephemeral"><div class="avatar">🤖</div><div class="body"><div class="meta"><b>Crewline</b><span class="app-tag">APP</span><span class="note">Only visible to you</span></div>${content}</div></div>`;
+  const where = `data-ephemeral="1" data-channel="${escapeHtml(e.channel)}" data-ts="${escapeHtml(e.ts)}" data-thread-ts="${escapeHtml(e.thread_ts || "")}"`;
+  return `<div class="msg ephemeral" data-testid="ephemeral" ${where}><div class="avatar">🤖</div><div class="body"><div class="meta"><b>Crewline</b><span class="app-tag">APP</span><span class="note">Only visible to you</span>${e.updated ? ' <span class="edited">(edited)</span>' : ""}</div>${content}</div></div>`;
 }
 
 function fileHtml(f) {
@@ -306,8 +308,10 @@ function render() {
   if (ui.thread && ui.view === "channel") {
     thread.hidden = false;
     const top = thread.scrollTop;
-    thread.innerHTML = `<div class="thread-head"><span>Thread · #${escapeHtml(channelName(ui.thread.channel))}</span><a href="#" id="close-thread">✕</a></div>${timeline(ui.thread.channel, ui.thread.ts)}`;
-    thread.scrollTop = top;
+    const atEnd = thread.scrollHeight - top - thread.clientHeight < 40;
+    thread.innerHTML = `<div class="thread-head"><span>Thread · #${escapeHtml(channelName(ui.thread.channel))}</span><a href="#" id="close-thread">✕</a></div>${timeline(ui.thread.channel, ui.thread.ts)}${threadReplyBox(ui.thread)}`;
+    // Kept where it was, or at the end when it was there (a new reply, or the private question, shows).
+    thread.scrollTop = atEnd ? thread.scrollHeight : top;
   } else {
     thread.hidden = true;
   }
@@ -334,6 +338,60 @@ function render() {
     }
   }
 }
+
+// ------------------------------------------------------------------ replies and message shortcuts
+
+/** A message's ⋮ menu (More actions): reply in its thread, and the message shortcuts the app declares. */
+function messageMenu(m) {
+  const id = `${m.channel}|${m.ts}`;
+  const open = ui.menu === id;
+  const threadTs = m.thread_ts && m.thread_ts !== m.ts ? m.thread_ts : m.ts;
+  const items = [
+    `<button type="button" class="menu-item" data-thread="${escapeHtml(m.channel)}|${escapeHtml(threadTs)}">💬 Reply in thread</button>`,
+    ...(state.shortcuts || []).map(
+      (s) => `<button type="button" class="menu-item" data-shortcut="${escapeHtml(s.callback_id)}" data-testid="shortcut">⚡ ${escapeHtml(s.name)}</button>`,
+    ),
+  ].join("");
+  return `<div class="msg-actions${open ? " open" : ""}"><button type="button" class="msg-more" data-menu="${escapeHtml(id)}" title="More actions" aria-label="More actions" data-testid="message-menu">⋮</button>${open ? `<div class="menu" role="menu">${items}</div>` : ""}</div>`;
+}
+
+/** The reply box under a thread: what is typed reaches the bot as a message event in that thread. */
+function threadReplyBox(t) {
+  const key = `reply|${t.channel}|${t.ts}`;
+  return `<form class="thread-reply" data-testid="thread-reply" data-channel="${escapeHtml(t.channel)}" data-thread-ts="${escapeHtml(t.ts)}">
+    <input data-key="${escapeHtml(key)}" autocomplete="off" placeholder="Reply… (lgtm, approve, 👍, changes: …)" value="${escapeHtml(drafts.get(key) ?? "")}">
+    <button type="submit">Reply</button></form>`;
+}
+
+document.addEventListener("submit", async (ev) => {
+  const form = ev.target.closest?.(".thread-reply");
+  if (!form) return;
+  ev.preventDefault();
+  const input = form.querySelector("input");
+  const text = input.value.trim();
+  if (!text) return;
+  drafts.delete(input.dataset.key);
+  input.value = "";
+  const answer = await post("/playground/message", { channel: form.dataset.channel, threadTs: form.dataset.threadTs, text });
+  if (answer.ok) requestAnimationFrame(() => ($("#thread").scrollTop = $("#thread").scrollHeight));
+});
+
+document.addEventListener("click", (ev) => {
+  const el = ev.target.closest("button");
+  if (el?.dataset.menu) {
+    ui.menu = ui.menu === el.dataset.menu ? null : el.dataset.menu;
+    return render();
+  }
+  if (el?.dataset.shortcut) {
+    const msg = el.closest(".msg");
+    void post("/playground/shortcut", { channel: msg.dataset.channel, ts: msg.dataset.ts, callbackId: el.dataset.shortcut });
+  }
+  // Any other click (a menu item included) closes the menu.
+  if (ui.menu) {
+    ui.menu = null;
+    render();
+  }
+});
 
 // ------------------------------------------------------------------ talking to the stand-in
 
@@ -412,7 +470,13 @@ async function fire(el) {
   const body = { action, state: collectState(root) };
   if (root.classList.contains("modal")) body.viewId = root.dataset.view;
   else if (root.classList.contains("home")) body.viewId = state.home?.id;
-  else Object.assign(body, { channel: root.dataset.channel, ts: root.dataset.ts, threadTs: root.dataset.threadTs || undefined });
+  else
+    Object.assign(body, {
+      channel: root.dataset.channel,
+      ts: root.dataset.ts,
+      threadTs: root.dataset.threadTs || undefined,
+      ephemeral: root.dataset.ephemeral === "1" || undefined,
+    });
   await post("/playground/action", body);
 }
 
@@ -492,7 +556,9 @@ $("#composer").addEventListener("submit", async (ev) => {
   const text = input.value.trim();
   if (!text) return;
   input.value = "";
-  await post("/playground/command", { channel: ui.channel, text });
+  // A slash command goes to the bot as one; anything else is your message in the channel.
+  if (text.startsWith("/")) await post("/playground/command", { channel: ui.channel, text });
+  else await post("/playground/message", { channel: ui.channel, text });
 });
 
 new EventSource("/playground/events").onmessage = () => refresh();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionMessage } from "./reply.js";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "./reply.js";
 
 const hostile = "<!here> *bold* <https://phish.example|x>";
 const buttons = (blocks: any[]) => blocks.find((b) => b.type === "actions").elements.map((e: any) => [e.action_id, e.text.text, e.value]);
@@ -34,5 +34,15 @@ describe("the private question about a reply", () => {
     const none = replyQuestionMessage({ ...base, freeText: false, outcomes: ["hold", "later"] });
     expect(none.text).toContain("`hold`, `later`");
     expect(buttons(none.blocks)).toEqual([[REPLY_IGNORE_ACTION, "Ignore", "r2"]]);
+  });
+});
+
+describe("what replaces an answered question", () => {
+  it("says what was done, or the answer's own words, with no buttons", () => {
+    expect(replyQuestionAnswered("reject", undefined).text).toContain("sent as feedback");
+    expect(replyQuestionAnswered("approve", undefined).text).toContain("approved");
+    const answered = replyQuestionAnswered("approve", "You already answered this question.");
+    expect(answered.text).toBe("You already answered this question.");
+    expect(JSON.stringify(answered.blocks)).not.toContain("button");
   });
 });

@@ -59,3 +59,13 @@ export function replyQuestionMessage(q: ReplyQuestionShown): { text: string; blo
   ];
   return { text: question, blocks };
 }
+
+/**
+ * What replaces the question once one of its buttons was used (through the click's `response_url`), so
+ * the answered question does not stay on screen with live buttons: the answer's words, or, when the
+ * updated review or request message says it all, a short note of what was done.
+ */
+export function replyQuestionAnswered(choice: "reject" | "approve", words: string | undefined): { text: string; blocks: types.KnownBlock[] } {
+  const text = words ?? (choice === "reject" ? "✅ Done: your reply was sent as feedback." : "✅ Done: approved.");
+  return { text, blocks: [{ type: "section", text: mrkdwn(text) }] };
+}

@@ -2,14 +2,14 @@
 // message.groups, and im for a run moved to a direct message) and the buttons of the private question
 // asked about a reply that said neither approve nor reject. Thin: the text is cut first, the event
 // parsed, and the use case (usecases/reply-decisions.ts) decides what happens.
-import type { App } from "@slack/bolt";
+import type { App, RespondArguments, RespondFn } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
 import { accessPorts } from "../access.js";
-import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionMessage } from "../blocks/index.js";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { flowReplyFor } from "../flows/handlers.js";
 import { replyFor } from "../review/actions.js";
@@ -78,7 +78,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
   });
 
   for (const actionId of Object.keys(CHOICES)) {
-    app.action(actionId, async ({ ack, body, client }) => {
+    app.action(actionId, async ({ ack, body, client, respond }) => {
       await ack();
       const click = questionClick.safeParse(body);
       if (!click.success) {
@@ -88,16 +88,34 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       const { user, actions, container } = click.data;
       const channel = container?.channel_id ?? click.data.channel?.id;
       const tell = (text: string) => (channel ? tellUser(client, channel, user.id, container?.thread_ts, text, undefined, deps) : Promise.resolve());
+      const choice = CHOICES[actions[0]!.action_id]!;
       let outcome: ReplyOutcome;
       try {
-        outcome = await replies.onQuestionAnswer(actions[0]!.value, CHOICES[actions[0]!.action_id]!, user.id, accessPorts(client, deps));
+        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps));
       } catch (err) {
+        // Nothing was taken: the question stays, with its buttons, for another try.
         deps.log.error("reply question answer could not be recorded", { err });
         return void (await tell(REPLY_NOT_RECORDED));
       }
       const text = wordsFor(outcome);
-      if (text) await tell(text);
+      // The question is answered: it is replaced by what happened (Ignore removes it), so no live
+      // buttons stay on screen. Without a response_url that works, the words come as a new message.
+      const replacement = choice === "ignore" ? { delete_original: true } : { replace_original: true, ...replyQuestionAnswered(choice, text) };
+      const replaced = await replaceQuestion(respond, replacement, deps);
+      if (!replaced && text) await tell(text);
     });
+  }
+}
+
+/** Answers the clicked question through the click's response_url; false when there is none or Slack refused it. */
+async function replaceQuestion(respond: RespondFn | undefined, message: RespondArguments, deps: FeatureDeps): Promise<boolean> {
+  if (!respond) return false;
+  try {
+    await respond(message);
+    return true;
+  } catch (err) {
+    deps.log.warn("could not replace the answered reply question", { err });
+    return false;
   }
 }
 
