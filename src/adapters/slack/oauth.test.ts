@@ -8,6 +8,6 @@ describe("OAuth install settings", () => {
     const manifest = YAML.parse(fs.readFileSync(new URL("../../../manifest.yml", import.meta.url), "utf8"));
     expect([...BOT_SCOPES].sort()).toEqual([...manifest.oauth_config.scopes.bot].sort());
     expect(manifest.oauth_config.redirect_urls).toEqual([`https://crewline.example.com${REDIRECT_PATH}`]);
-    expect(manifest.settings.event_subscriptions.bot_events).toEqual(expect.arrayContaining(["app_uninstalled", "tokens_revoked"]));
+    expect(manifest.settings.event_subscriptions.bot_events).toEqual(expect.arrayContaining(["app_uninstalled", "tokens_revoked", "message.channels", "message.groups"]));
   });
 });

@@ -17,6 +17,9 @@ export const BOT_SCOPES = [
   "im:write",
   "mpim:write",
   "channels:join",
+  // Replies in a review's thread decide it (message.channels / message.groups events).
+  "channels:history",
+  "groups:history",
   "files:write",
   "usergroups:read",
   "users:read",
