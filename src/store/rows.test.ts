@@ -10,7 +10,14 @@ import { auditOfExecution, insertAudit } from "./audit.js";
 import { findExecution, insertExecution, leaseDueExecutions, updateExecution, updateExecutionReturning } from "./executions.js";
 import { claimDeadline, findReviewWithExecution, insertReview, latestReviewForTask, latestReviewWithOutput, moveReview, moveReviewsOf, stampDeadline } from "./reviews.js";
 import { type Sql, sqlOf } from "./sql.js";
-import { insertWebhookEvent, markWebhookEventFailed, markWebhookEventProcessed, startWebhookEventAttempt, unprocessedWebhookEvents } from "./webhook-events.js";
+import {
+  insertWebhookEvent,
+  markWebhookEventFailed,
+  markWebhookEventProcessed,
+  startWebhookEventAttempt,
+  unprocessedWebhookEvents,
+  webhookEventPayload,
+} from "./webhook-events.js";
 
 let db: TestDatabase;
 let sql: Sql;
@@ -101,7 +108,8 @@ describe("store rows", () => {
     expect(await insertWebhookEvent(sql, event, at(1))).toBeUndefined();
     expect((await unprocessedWebhookEvents(sql, { receivedBy: at(-1), maxAttempts: 5, limit: 10 })).length).toBe(0);
     expect((await unprocessedWebhookEvents(sql, { receivedBy: T0, maxAttempts: 5, limit: 10 })).map((e) => e.id)).toEqual([id]);
-    expect(await startWebhookEventAttempt(sql, id!)).toMatchObject({ attempts: 1, processedAt: null, receivedAt: T0, payload: { state: "SUCCESS", result: "ok" } });
+    expect(await startWebhookEventAttempt(sql, id!)).toEqual({ id, executionId: run.id, kind: "crew", attempts: 1, processedAt: null });
+    expect(await webhookEventPayload(sql, id!)).toEqual({ state: "SUCCESS", result: "ok" });
     await markWebhookEventFailed(sql, id!, "boom");
     await markWebhookEventProcessed(sql, id!, at(5000));
     const stored = await db.database.prisma.webhookEvent.findUniqueOrThrow({ where: { id: id! } });

@@ -22,16 +22,25 @@ export async function insertWebhookEvent(db: Handle, e: { executionId: string; k
   return row?.id;
 }
 
-/** Counts a processing attempt and returns the event. */
-export async function startWebhookEventAttempt(db: Handle, id: string): Promise<WebhookEventRow | null> {
+/** A recorded event without its body (which may be megabytes: read it only when it is not at hand). */
+export type WebhookEventHead = Pick<WebhookEventRow, "id" | "executionId" | "kind" | "processedAt" | "attempts">;
+
+/** Counts a processing attempt and returns the event, without its body. */
+export async function startWebhookEventAttempt(db: Handle, id: string): Promise<WebhookEventHead | null> {
   return (
     (await sqlOf(db)
       .updateTable("WebhookEvent")
       .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
       .where("id", "=", id)
-      .returningAll()
+      .returning(["id", "executionId", "kind", "processedAt", "attempts"])
       .executeTakeFirst()) ?? null
   );
+}
+
+/** A recorded event's body. */
+export async function webhookEventPayload(db: Handle, id: string): Promise<unknown> {
+  const row = await sqlOf(db).selectFrom("WebhookEvent").select("payload").where("id", "=", id).executeTakeFirst();
+  return row?.payload;
 }
 
 export async function markWebhookEventProcessed(db: Handle, id: string, now: Date): Promise<void> {
@@ -43,10 +52,10 @@ export async function markWebhookEventFailed(db: Handle, id: string, error: stri
 }
 
 /** Events recorded at or before `receivedBy` and not processed, with attempts left; oldest first. */
-export function unprocessedWebhookEvents(db: Handle, p: { receivedBy: Date; maxAttempts: number; limit: number }): Promise<WebhookEventRow[]> {
+export function unprocessedWebhookEvents(db: Handle, p: { receivedBy: Date; maxAttempts: number; limit: number }): Promise<Pick<WebhookEventRow, "id">[]> {
   return sqlOf(db)
     .selectFrom("WebhookEvent")
-    .selectAll()
+    .select("id")
     .where("processedAt", "is", null)
     .where("attempts", "<", p.maxAttempts)
     .where("receivedAt", "<=", p.receivedBy)

@@ -18,6 +18,7 @@ import {
   pruneWebhookEvents,
   startWebhookEventAttempt,
   unprocessedWebhookEvents,
+  webhookEventPayload,
 } from "../store/webhook-events.js";
 import { type Clock, type Execution, systemClock } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
@@ -130,7 +131,8 @@ export class Callbacks {
     }
     const recorded = await this.record(execution.id, kind, body);
     if (!recorded) return { status: 200, message: "duplicate delivery ignored" };
-    return { status: 202, message: "accepted", after: () => this.work.push(() => this.process(recorded)) };
+    // The body is at hand: processing it here need not read megabytes back from the database.
+    return { status: 202, message: "accepted", after: () => this.work.push(() => this.process(recorded, body)) };
   }
 
   /**
@@ -167,8 +169,11 @@ export class Callbacks {
     for (const id of ids) await this.process(id).catch(() => {});
   }
 
-  /** Handles one recorded event; safe to call again (recovery) since every effect is idempotent. */
-  async process(eventId: string): Promise<void> {
+  /**
+   * Handles one recorded event; safe to call again (recovery) since every effect is idempotent. `body`
+   * is the event's recorded body when the caller has it (the request that recorded it); else it is read.
+   */
+  async process(eventId: string, body?: unknown): Promise<void> {
     const record = await startWebhookEventAttempt(this.sql, eventId);
     if (!record) throw new Error(`webhook event ${eventId} does not exist`);
     if (record.processedAt) return;
@@ -176,7 +181,8 @@ export class Callbacks {
       // The run as it is now, not as cached at intake (its state decides what the event may do).
       const execution = await findExecution(this.sql, record.executionId);
       if (!execution) throw new Error(`execution ${record.executionId} of webhook event ${eventId} does not exist`);
-      const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, record.payload);
+      const payload = body !== undefined ? body : await webhookEventPayload(this.sql, eventId);
+      const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, payload);
       await this.apply(execution, event);
       await markWebhookEventProcessed(this.sql, eventId, this.clock.now());
     } catch (err) {
