@@ -13,9 +13,10 @@ import { clickReview, pendingReview, startRunViaSlack } from "../support/reviews
 let h: Harness;
 afterEach(async () => h?.close());
 
+// Long enough for each task to be seen running: progress goes to Slack at most about once a second.
 const TASKS: SimTask[] = [
-  { id: "t-gather", name: "gather_task", agent: "Gatherer", delayMs: 600, steps: 4 },
-  { id: "t-draft", name: "draft_task", agent: "Writer", humanInput: true, delayMs: 600, steps: 4 },
+  { id: "t-gather", name: "gather_task", agent: "Gatherer", delayMs: 2500, steps: 6 },
+  { id: "t-draft", name: "draft_task", agent: "Writer", humanInput: true, delayMs: 2500, steps: 6 },
 ];
 
 const streamed = (h: Harness): FakeMessage[] => h.slack.messages(CHANNEL).filter((m) => m.stream);

@@ -165,6 +165,8 @@ describe.runIf(usePostgres)("outbox with three replicas", () => {
       crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 10, steps: 0 }] },
       crewline: { outbox: FAST, progressIntervalMs: 200 },
     });
+    // Progress as one updated message: the form where Slack refuses streaming (test/e2e/live-plan.test.ts has the plan).
+    h.slack.refuseStreaming("T0TEAM");
     const execution = await startRunViaSlack(h);
     await pendingReview(h);
     const replicas: string[] = [h.botUrl];
