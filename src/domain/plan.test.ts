@@ -22,11 +22,11 @@ describe("planOf", () => {
 
   it("completes a task with its output; steps older than the output start no new card", () => {
     const reviews = [review("gather", 100)];
-    expect(cards(planOf({ state: "running", reviews, step: { latest: "old", latestAt: 1_000_050 } }))).toEqual([["task-1", "gather", "complete", undefined]]);
+    expect(cards(planOf({ state: "running", reviews, step: { latest: "old", latestAt: 1_000_050 } }))).toEqual([["task-1", "gather", "complete", "Done"]]);
     // A step after it: the next task runs (the old task_started name is not its title).
     const next = planOf({ state: "running", reviews, step: { latest: "new", latestAt: 1_000_200, task: "gather", taskAt: 1_000_010 } });
     expect(cards(next)).toEqual([
-      ["task-1", "gather", "complete", undefined],
+      ["task-1", "gather", "complete", "Done"],
       ["task-2", "Task 2", "in_progress", "new"],
     ]);
   });
@@ -36,7 +36,7 @@ describe("planOf", () => {
     const redo = planOf({ state: "running", reviews: [review("draft", 0, { state: "rejected" })], step: { latest: "rewriting", latestAt: 1_000_100 } });
     expect(cards(redo)).toEqual([["task-1", "draft", "in_progress", "rewriting"]]);
     const round2 = planOf({ state: "running", reviews: [review("draft", 0, { state: "rejected" }), review("draft", 50, { round: 2, state: "approved" })] });
-    expect(cards(round2)).toEqual([["task-1", "draft", "complete", "Round 2"]]);
+    expect(cards(round2)).toEqual([["task-1", "draft", "complete", "Done (round 2)"]]);
   });
 
   it("ends: a task under way completes with the run, or fails with it", () => {
@@ -47,7 +47,7 @@ describe("planOf", () => {
     const failed = planOf({ state: "failed", error: "boom", reviews: [review("a", 0)], step });
     expect(failed).toMatchObject({ ended: true, failed: true });
     expect(cards(failed)).toEqual([
-      ["task-1", "a", "complete", undefined],
+      ["task-1", "a", "complete", "Done"],
       ["task-2", "Task 2", "error", "boom"],
     ]);
   });

@@ -99,7 +99,8 @@ function cardOf(r: PlanReview, index: number, ended: boolean): PlanTask {
   if (WAITING_STATES.has(r.state)) return { ...base, status: ended ? "complete" : "pending", details: "Waiting for a decision" };
   if (r.state === "rejected") return { ...base, status: "in_progress", details: "Sent back: the crew is doing it again" };
   if (r.state === "closed") return { ...base, status: "complete", details: "Closed without a decision" };
-  return { ...base, status: "complete", ...(r.round > 1 ? { details: `Round ${r.round}` } : {}) };
+  // Details said, so that the last step the card showed while it ran does not stay as if still under way.
+  return { ...base, status: "complete", details: r.round > 1 ? `Done (round ${r.round})` : "Done" };
 }
 
 /**
