@@ -20,9 +20,11 @@ describe("planOf", () => {
     expect(cards(named)).toEqual([["task-1", "gather", "in_progress", "💭 Thinking"]]);
   });
 
-  it("completes a task with its output; steps older than the output start no new card", () => {
+  it("completes a task with its output once the next one runs; steps older than the output start no new card", () => {
     const reviews = [review("gather", 100)];
-    expect(cards(planOf({ state: "running", reviews, step: { latest: "old", latestAt: 1_000_050 } }))).toEqual([["task-1", "gather", "complete", "Done"]]);
+    // Just posted, it may still become a review: it completes once the next task runs (never back from complete).
+    expect(cards(planOf({ state: "running", reviews, step: { latest: "old", latestAt: 1_000_050 } }))).toEqual([["task-1", "gather", "in_progress", "Output posted"]]);
+    expect(cards(planOf({ state: "running", reviews: [review("gather", 100, { state: "approved" })] }))).toEqual([["task-1", "gather", "complete", "Done"]]);
     // A step after it: the next task runs (the old task_started name is not its title).
     const next = planOf({ state: "running", reviews, step: { latest: "new", latestAt: 1_000_200, task: "gather", taskAt: 1_000_010 } });
     expect(cards(next)).toEqual([

@@ -72,6 +72,13 @@ export function planOf(facts: PlanFacts): RunPlan {
   const step = facts.step;
   const working = !!step && step.latest.trim() !== "" && step.latestAt > lastOutputAt;
   const last = tasks[tasks.length - 1];
+  const lastReview = order.length ? byTask.get(order[order.length - 1]!) : undefined;
+  if (!working && !ended && last && lastReview?.state === "posted") {
+    // The latest output may still turn into a review (a human-input request follows the task webhook):
+    // it completes once the next task runs or the run ends, so a card never goes back from complete.
+    last.status = "in_progress";
+    last.details = "Output posted";
+  }
   if (working && last && last.status === "in_progress") {
     // A rejected task the crew is doing again: its card shows the new steps.
     last.details = step.latest;
