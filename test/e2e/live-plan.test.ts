@@ -26,6 +26,12 @@ const TASKS: SimTask[] = [
 ];
 
 const streamed = (h: Harness): FakeMessage[] => h.slack.messages(CHANNEL).filter((m) => m.stream);
+/** Every chunk the bot streamed, in the order of its calls. */
+const streamChunks = (h: Harness) =>
+  ["chat.startStream", "chat.appendStream", "chat.stopStream"]
+    .flatMap((m) => h.slack.callsTo(m))
+    .sort((a, b) => a.at - b.at)
+    .flatMap((c) => (c.args.chunks as Record<string, string>[] | undefined) ?? []);
 const progressMessages = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts && /^(Working|Finished):/.test(m.text ?? ""));
 
 function recordingLogger(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
@@ -102,6 +108,16 @@ describe("a run's live plan", () => {
     expect(log.lines.filter((l) => /refused message streaming/.test(l.msg))).toHaveLength(1);
   });
 
+  it("titles a running task's card with the name its task_started event gave (a crew that sends only its event stream)", async () => {
+    h = await startHarness({ research: { eventStream: true }, crew: { tasks: [TASKS[0]!], eventStream: { only: true } } });
+    await startRunViaSlack(h);
+    await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the stream stopped", timeoutMs: 15_000 });
+    const chunks = streamChunks(h);
+    // Named while it ran, before its output said so.
+    expect(chunks.some((c) => c.type === "task_update" && c.status === "in_progress" && c.title === "gather_task")).toBe(true);
+    expect(streamed(h)[0]!.stream!.tasks.map((t) => [t.title, t.status])).toEqual([["gather_task", "complete"]]);
+  });
+
   it("cuts and escapes hostile task names, steps and outputs", async () => {
     const flood = "<!channel> *bold* <@U0ALICE> & ".repeat(20_000);
     h = await startHarness({
@@ -111,9 +127,7 @@ describe("a run's live plan", () => {
     await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the stream stopped", timeoutMs: 20_000 });
     await h.settled();
 
-    const chunks = [...h.slack.callsTo("chat.startStream"), ...h.slack.callsTo("chat.appendStream"), ...h.slack.callsTo("chat.stopStream")].flatMap(
-      (c) => (c.args.chunks as Record<string, string>[] | undefined) ?? [],
-    );
+    const chunks = streamChunks(h);
     expect(chunks.length).toBeGreaterThan(0);
     const text = JSON.stringify(chunks);
     // No mention or markup reaches Slack as such: every < > & is escaped.
