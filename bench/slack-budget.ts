@@ -4,13 +4,16 @@
 // channels, each streaming a step every 200 ms while its two tasks wait for review in turn; the bench
 // approves each review BENCH_BUDGET_THINK_MS after its controls are visible.
 //
-// Measured twice in one bench run: with the outbox's Slack budget (as shipped), and with it turned off
-// (the baseline: every effect spends as if Slack never said no, and retries its own 429s).
+// Measured in one bench run: with the outbox's Slack budget and message streaming (as shipped: each
+// run's progress is its live plan, chat.startStream/appendStream/stopStream); with the budget and Slack
+// refusing streaming in the workspace (progress as one chat.update-d message: the form before
+// streaming); and, unless BENCH_BUDGET_BASELINE=0, with the budget turned off (every effect spends as
+// if Slack never said no, and retries its own 429s).
 //
 // Figures: task webhook → review decidable (its controls visible in Slack) p50/p99; 429s as a share of
 // Slack calls; runs finished; messages posted twice; how stale each run's progress message got while
-// it streamed (for each step, the time until the progress message was next updated); Slack calls per
-// finished run by method.
+// it streamed (for each step, the time until the run's progress, its plan or its message, was next
+// updated); Slack calls per finished run by method, with streaming and without.
 //
 //   npm run bench -- slack-budget
 //   BENCH_BUDGET_RUNS=12 BENCH_BUDGET_CHANNELS=4 BENCH_BUDGET_TASK_MS=20000 BENCH_BUDGET_THINK_MS=2000
@@ -39,6 +42,7 @@ const TASKS: SimTask[] = [
 
 interface Measurement {
   budget: boolean;
+  streaming: boolean;
   decidable: ReturnType<typeof summarize>;
   missing: number;
   calls: number;
@@ -54,12 +58,18 @@ interface Measurement {
 }
 
 export async function slackBudget(): Promise<Figure[]> {
+  const variants = [
+    ...(BASELINE ? [{ budget: false, streaming: false, label: "the budget off (baseline), streaming refused" }] : []),
+    { budget: true, streaming: false, label: "the budget on, streaming refused (progress as one updated message)" },
+    { budget: true, streaming: true, label: "the budget on, streaming (live plan)" },
+  ];
   const results: Measurement[] = [];
-  for (const budget of BASELINE ? [false, true] : [true]) {
-    process.stderr.write(`bench: slack-budget with the budget ${budget ? "on" : "off (baseline)"}…\n`);
-    results.push(await measure(budget));
+  for (const v of variants) {
+    process.stderr.write(`bench: slack-budget with ${v.label}…\n`);
+    results.push(await measure(v.budget, v.streaming));
   }
-  const on = results.find((r) => r.budget)!;
+  const on = results.find((r) => r.budget && r.streaming)!;
+  const refused = results.find((r) => r.budget && !r.streaming)!;
   const off = results.find((r) => !r.budget);
   const vs = (f: (m: Measurement) => number) => (off ? { baseline: round(f(off), 0), ratio: f(off) > 0 ? round(f(on) / f(off), 2) : undefined } : {});
   const figure = `slack-budget (${RUNS} runs, ${CHANNELS} channels, one workspace, Slack's tiers)`;
@@ -70,8 +80,17 @@ export async function slackBudget(): Promise<Figure[]> {
       .join(", ");
   const describe = (m: Measurement) =>
     `${m.finished}/${RUNS} runs finished in ${round(m.elapsedMs / 1000, 0)} s; ${m.calls} Slack calls, ${m.limited} answered 429; per finished run: ${perRun(m)}; ` +
-    `${m.progressUpdates} progress updates; machine CPU ${round(m.busy * 100, 0)}% busy${m.cpuWait !== undefined ? `, tasks waiting for a CPU ${round(m.cpuWait * 100, 0)}% of the time` : ""}`;
+    `${m.progressUpdates} progress ${m.streaming ? "stream calls" : "posts and updates"}; machine CPU ${round(m.busy * 100, 0)}% busy${m.cpuWait !== undefined ? `, tasks waiting for a CPU ${round(m.cpuWait * 100, 0)}% of the time` : ""}`;
+  const total = (m: Measurement) => Object.values(m.byMethod).reduce((a, n) => a + n, 0) / Math.max(1, m.finished);
   return [
+    {
+      figure,
+      metric: "Slack calls per finished run, streaming",
+      value: round(total(on), 1),
+      unit: "calls",
+      baseline: round(total(refused), 1),
+      note: `by method, streaming: ${perRun(on)}. Streaming refused (before): ${perRun(refused)}`,
+    },
     {
       figure,
       metric: "task webhook → review decidable p50",
@@ -87,7 +106,7 @@ export async function slackBudget(): Promise<Figure[]> {
       target: `< ${P99_TARGET_MS} ms`,
       pass: on.decidable.n > 0 && on.missing === 0 && on.decidable.p99 < P99_TARGET_MS,
       ...vs((m) => m.decidable.p99),
-      note: `n=${on.decidable.n}, max ${round(on.decidable.max, 0)} ms${on.missing ? `, ${on.missing} reviews never decidable` : ""}${off ? `; baseline (budget off): n=${off.decidable.n}, max ${round(off.decidable.max, 0)} ms${off.missing ? `, ${off.missing} never decidable` : ""}` : ""}`,
+      note: `n=${on.decidable.n}, max ${round(on.decidable.max, 0)} ms${on.missing ? `, ${on.missing} reviews never decidable` : ""}; streaming refused: p50 ${round(refused.decidable.p50, 0)} ms, p99 ${round(refused.decidable.p99, 0)} ms${refused.missing ? `, ${refused.missing} never decidable` : ""}${off ? `; baseline (budget off): n=${off.decidable.n}, max ${round(off.decidable.max, 0)} ms${off.missing ? `, ${off.missing} never decidable` : ""}` : ""}`,
     },
     {
       figure,
@@ -97,7 +116,7 @@ export async function slackBudget(): Promise<Figure[]> {
       target: "< 1%",
       pass: on.limited / Math.max(1, on.calls) < 0.01,
       ...(off ? { baseline: round((100 * off.limited) / Math.max(1, off.calls), 2) } : {}),
-      note: `with the budget: ${describe(on)}${off ? `. Baseline (budget off): ${describe(off)}` : ""}`,
+      note: `with the budget and streaming: ${describe(on)}. Streaming refused: ${describe(refused)}${off ? `. Baseline (budget off): ${describe(off)}` : ""}`,
     },
     {
       figure,
@@ -120,13 +139,13 @@ export async function slackBudget(): Promise<Figure[]> {
     },
     {
       figure,
-      metric: "step → progress message updated, max",
+      metric: "step → progress updated, max",
       value: round(on.stale.max / 1000, 1),
       unit: "s",
       target: `≤ ${STALE_TARGET_MS / 1000} s`,
       pass: on.stale.n > 0 && on.stale.max <= STALE_TARGET_MS,
       ...vs((m) => m.stale.max / 1000),
-      note: `for every step the crew sent, the time until its run's progress message was next updated: p50 ${round(on.stale.p50 / 1000, 1)} s, p99 ${round(on.stale.p99 / 1000, 1)} s (n=${on.stale.n})${off ? `; baseline p50 ${round(off.stale.p50 / 1000, 1)} s, p99 ${round(off.stale.p99 / 1000, 1)} s` : ""}`,
+      note: `for every step the crew sent, the time until its run's progress (its live plan) was next updated: p50 ${round(on.stale.p50 / 1000, 1)} s, p99 ${round(on.stale.p99 / 1000, 1)} s (n=${on.stale.n}); streaming refused (one updated message): max ${round(refused.stale.max / 1000, 1)} s, p50 ${round(refused.stale.p50 / 1000, 1)} s, p99 ${round(refused.stale.p99 / 1000, 1)} s${off ? `; baseline p50 ${round(off.stale.p50 / 1000, 1)} s, p99 ${round(off.stale.p99 / 1000, 1)} s` : ""}`,
     },
   ];
 }
@@ -140,13 +159,14 @@ interface Seen {
   at: number;
 }
 
-async function measure(budget: boolean): Promise<Measurement> {
+async function measure(budget: boolean, streaming: boolean): Promise<Measurement> {
   const b = await startBenchBot({
     db: "embedded",
     slack: { tiers: true },
     crew: { inputs: ["topic"], tasks: TASKS },
     ...(budget ? {} : { outbox: { budget: false } }),
   });
+  if (!streaming) b.slack.refuseStreaming("T0TEAM");
   const seen = new Map<string, Seen>();
   const clicks: Promise<unknown>[] = [];
   let cursor = 0;
@@ -175,7 +195,7 @@ async function measure(budget: boolean): Promise<Measurement> {
     await Promise.all(
       Array.from({ length: RUNS }, async (_, i) => {
         await sleep((i * 2000) / RUNS);
-        const status = await submitKickoff(b.slack, b.requests, { channel: `C0BUDGET${i % CHANNELS}`, topic: `run-${i}`, trigger: `bench-budget-${budget}-${i}` });
+        const status = await submitKickoff(b.slack, b.requests, { channel: `C0BUDGET${i % CHANNELS}`, topic: `run-${i}`, trigger: `bench-budget-${budget}-${streaming}-${i}` });
         if (status !== 200) process.stderr.write(`bench: slack-budget kickoff ${i} answered ${status}\n`);
       }),
     );
@@ -188,7 +208,7 @@ async function measure(budget: boolean): Promise<Measurement> {
     const stall1 = cpuStallMs();
     await Promise.allSettled(clicks);
 
-    const executions = await prisma.execution.findMany({ select: { id: true, kickoffId: true, state: true, progressTs: true, channelId: true } });
+    const executions = await prisma.execution.findMany({ select: { id: true, kickoffId: true, state: true, progressTs: true, streamTs: true, channelId: true } });
     const reviews = await prisma.review.findMany({ select: { id: true, executionId: true, taskName: true, round: true } });
     const byKickoff = new Map(executions.map((e) => [e.kickoffId, e]));
     // Task webhook → review decidable, per review (round 1: the bench approves every review).
@@ -203,15 +223,17 @@ async function measure(budget: boolean): Promise<Measurement> {
       if (shown) decidable.push(shown.at - d.sentAt);
       else missing++;
     }
-    // Each step: how long until its run's progress message was next updated.
+    // Each step: how long until its run's progress (its message, or its streamed plan) was next updated.
     const stale: number[] = [];
     let progressUpdates = 0;
+    const progressCalls = new Set(["chat.update", "chat.appendStream", "chat.stopStream"]);
     for (const e of executions) {
-      if (!e.progressTs) continue;
-      const posted = b.slack.timeOf(e.progressTs);
+      const ts = e.progressTs ?? e.streamTs;
+      if (!ts) continue;
+      const posted = b.slack.timeOf(ts);
       const updates = [
         ...(posted !== undefined ? [posted] : []),
-        ...b.slack.calls.filter((c) => c.method === "chat.update" && !c.error && c.args.ts === e.progressTs && c.args.channel === e.channelId).map((c) => c.at),
+        ...b.slack.calls.filter((c) => progressCalls.has(c.method) && !c.error && c.args.ts === ts && c.args.channel === e.channelId).map((c) => c.at),
       ].sort((x, y) => x - y);
       progressUpdates += updates.length;
       for (const d of b.crew.webhookDeliveries) {
@@ -230,6 +252,7 @@ async function measure(budget: boolean): Promise<Measurement> {
     for (const c of b.slack.calls) if (c.method !== "views.open") byMethod[c.method] = (byMethod[c.method] ?? 0) + 1;
     return {
       budget,
+      streaming,
       decidable: summarize(decidable),
       missing,
       calls: b.slack.calls.length,

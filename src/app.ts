@@ -294,6 +294,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       reviewContext: (execution, review) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName))),
       flowContext: (request) => flows.context(request),
       flowRecipients: (request) => flows.directRecipients(request),
+      log,
     }),
     log,
     clock,

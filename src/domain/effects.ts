@@ -46,8 +46,11 @@ export const EFFECT_KINDS = {
   "run.file": { repeatable: false, thread: "run", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** The run's announcement (thread parent) re-rendered with its final state. */
   "run.announcement": { repeatable: true, thread: null, priority: 1, calls: ["chat.update"] },
-  /** The run's one progress message: posted once, then updated (at most about once a second). */
-  "run.progress": { repeatable: true, thread: null, priority: 2, calls: ["chat.update"] },
+  /**
+   * The run's progress: its live plan streamed (chat.startStream once, chat.appendStream, chat.stopStream at
+   * its end), or, where Slack refuses streaming, one message posted once and then updated (at most about once a second).
+   */
+  "run.progress": { repeatable: true, thread: null, priority: 2, calls: ["chat.appendStream"] },
   /** A flow feedback request's message in its channel; chains flow.file and flow.show. */
   "flow.post": { repeatable: false, thread: "flow", priority: 0, calls: ["chat.postMessage"] },
   "flow.file": { repeatable: false, thread: "flow", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },

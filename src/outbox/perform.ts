@@ -2,13 +2,17 @@
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
 import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect } from "../domain/effects.js";
-import { STOPPED_STATES, shownAs } from "../domain/states.js";
+import { planOf, STREAM_GONE, STREAMING_REFUSALS } from "../domain/plan.js";
+import { isFinished, STOPPED_STATES, shownAs } from "../domain/states.js";
+import type { Logger } from "../log/log.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import {
   findExecution,
   findFlowRequest,
   findReview,
+  forgetStream,
+  planReviews,
   recordCompletionPosted,
   recordFlowAssignee,
   recordFlowFileAttached,
@@ -17,6 +21,9 @@ import {
   recordReviewFileAttached,
   recordReviewPosted,
   recordReviewShown,
+  recordStreamingRefused,
+  recordStreamShown,
+  streamingRefused,
 } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
 import { effectGivenUp, recordFlowMoved, recordRunMoved, reviewsToPostAgain } from "../store/moves.js";
@@ -53,6 +60,8 @@ export interface PerformerDeps {
   flowContext?: (request: FlowRequest) => Promise<FlowRequestContext>;
   /** Who a flow request goes to directly when Slack refuses its channel: its assignee (or reassignee), else the flow's reviewers. */
   flowRecipients?: (request: FlowRequest) => { users: string[]; usergroups: string[] };
+  /** Where the performer says what it decided on its own (Slack refusing streaming in a workspace). */
+  log?: Logger;
 }
 
 /** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
@@ -144,6 +153,90 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     };
   }
 
+  /**
+   * Whether the run's progress is its live plan (Slack's message streaming): the notifier streams,
+   * the run has a thread to stream into and no progress message already (a run keeps the form it
+   * started with), and Slack has not refused streaming in its workspace.
+   */
+  async function streams(e: Execution): Promise<boolean> {
+    if (!notifier.planCall || !e.threadTs || e.progressTs) return false;
+    return !(await streamingRefused(sql, e.teamId));
+  }
+
+  /** A task's output posted or its decision shown: its card in the live plan follows (no step may come to say so). */
+  async function planFollows(e: Execution): Promise<NewEffect[]> {
+    return !e.movedTo && !e.streamStoppedAt && (await streams(e)) ? [{ kind: "run.progress", subjectId: e.id }] : [];
+  }
+
+  /** The live plan: one streaming call that brings the run's streamed message up to what the run shows now. */
+  async function streamPlan(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload): Promise<EffectOutcome | undefined> {
+    const reviews = await planReviews(sql, e.id);
+    const step = { latest: String(p.latest ?? ""), latestAt: Number(p.latestAt ?? 0), task: p.task ? String(p.task) : undefined, taskAt: Number(p.taskAt ?? 0) };
+    const plan = planOf({ state: e.state, error: e.error, reviews, step });
+    // No card yet: no stream (a run that shows nothing gets no message, as before).
+    if (!e.streamTs && plan.tasks.length === 0) return undefined;
+    const call = notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown });
+    if (!call) return undefined;
+    await spend(gate, job, e, [call.method]);
+    let ts: string;
+    try {
+      ({ ts } = await call.send());
+    } catch (err) {
+      const code = slackErrorCode(err);
+      const again: NewEffect[] = [{ kind: "run.progress", subjectId: e.id }];
+      if (code && STREAMING_REFUSALS.includes(code)) {
+        // Not offered in this workspace: remembered for every replica; this run's progress goes on as a message.
+        return {
+          record: async (tx) => {
+            if (await recordStreamingRefused(tx, { teamId: e.teamId, error: code, now: clock.now() }))
+              deps.log?.warn("Slack refused message streaming in this workspace: progress is shown as one updated message there", {
+                teamId: e.teamId,
+                error: code,
+                method: call.method,
+              });
+          },
+          next: again,
+        };
+      }
+      // Slack ended the stream itself (it was left idle too long): the next call starts a new one.
+      if (code && e.streamTs && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: again };
+      throw err;
+    }
+    const stopped = call.method === "chat.stopStream";
+    return {
+      record: (tx) => recordStreamShown(tx, { executionId: e.id, ts, shown: call.shown, ...(stopped ? { stoppedAt: clock.now() } : {}) }),
+      // Started for a run that had ended already: the stop follows.
+      next: !stopped && plan.ended ? [{ kind: "run.progress", subjectId: e.id }] : [],
+    };
+  }
+
+  /** Progress as one message (no streaming): posted once, then updated with the step count and the latest step. */
+  async function progressMessage(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload): Promise<EffectOutcome | undefined> {
+    const existing = e.progressTs;
+    // Nothing to show yet (the run's end or a task output asked before any step): no message.
+    if (!existing && !Number(p.steps ?? 0)) return undefined;
+    await spend(gate, job, e, existing ? ["chat.update"] : ["chat.postMessage"]);
+    // Read after the budget let it go: a wait for a token does not show older figures.
+    const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done || isFinished(e.state), updatedAt: clock.now() };
+    if (existing) {
+      await notifier.showProgress(e, snapshot, existing, job.id);
+      return undefined;
+    }
+    const { ts, found } = await postOnce(
+      job,
+      () => notifier.findPosted(e, e.threadTs, job.id),
+      async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
+    );
+    return {
+      record: async (tx) => {
+        await recordProgressPosted(tx, e.id, ts);
+        // Found again after an interruption: it shows the figures of then, so it is updated once
+        // more (the last figures may already be in, with no step left to come).
+        if (found) await enqueueEffect(tx, { kind: "run.progress", subjectId: e.id, payload: { steps: 0, latest: "" } }, clock.now());
+      },
+    };
+  }
+
   const performers: Record<Exclude<EffectJob["kind"], "run.move" | "flow.move">, (job: EffectJob, gate?: SlackGate) => Promise<EffectOutcome | undefined>> = {
     async "review.post"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
@@ -169,6 +262,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         next: [
           ...(files.output ? [{ kind: "review.file" as const, subjectId: r.id, ...moved(e) }] : []),
           ...(files.diff ? [{ kind: "review.diff" as const, subjectId: r.id, ...moved(e) }] : []),
+          ...(await planFollows(e)),
         ],
       };
     },
@@ -201,7 +295,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!r.messageTs) return undefined;
       await spend(gate, job, e);
       await notifier.updateReview(e, r, reviewNote(r), await contextOf(e, r));
-      return { record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)) };
+      return { record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)), next: await planFollows(e) };
     },
     async "review.reminder"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
@@ -281,31 +375,16 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.progress"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
-      // Progress is a courtesy of the run's thread: a run that moved to a direct message does without,
-      // and a run someone stopped shows none after its stop (steps still on their way when it was stopped).
-      if (e.movedTo || STOPPED_STATES.includes(e.state as (typeof STOPPED_STATES)[number])) return undefined;
-      const existing = e.progressTs;
-      await spend(gate, job, e, existing ? ["chat.update"] : ["chat.postMessage"]);
-      // Read after the budget let it go: a wait for a token does not show older figures.
-      const p = (job.payload ?? {}) as { steps?: number; latest?: string; done?: boolean };
-      const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done, updatedAt: clock.now() };
-      if (existing) {
-        await notifier.showProgress(e, snapshot, existing, job.id);
-        return undefined;
-      }
-      const { ts, found } = await postOnce(
-        job,
-        () => notifier.findPosted(e, e.threadTs, job.id),
-        async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
-      );
-      return {
-        record: async (tx) => {
-          await recordProgressPosted(tx, e.id, ts);
-          // Found again after an interruption: it shows the figures of then, so it is updated once
-          // more (the last figures may already be in, with no step left to come).
-          if (found) await enqueueEffect(tx, { kind: "run.progress", subjectId: e.id, payload: { steps: 0, latest: "" } }, clock.now());
-        },
-      };
+      // Progress is a courtesy of the run's thread: a run that moved to a direct message does without.
+      // A stopped stream showed the run's end: nothing more to show.
+      if (e.movedTo || e.streamStoppedAt) return undefined;
+      const p = (job.payload ?? {}) as ProgressPayload;
+      // A run someone stopped shows no progress after its stop (steps still on their way when it was
+      // stopped); a live plan it had is ended, showing the stop.
+      const stopped = STOPPED_STATES.includes(e.state as (typeof STOPPED_STATES)[number]);
+      if (await streams(e)) return stopped && !e.streamTs ? undefined : streamPlan(job, gate, e, p);
+      if (stopped) return undefined;
+      return progressMessage(job, gate, e, p);
     },
     async "flow.post"(job, gate) {
       const flows = deps.flows!;
@@ -386,6 +465,22 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     if (!perform) throw new GiveUp(`unknown effect kind ${job.kind}`);
     return perform(job, gate);
   };
+}
+
+/** The run.progress row's payload: steps coalesced so far, the latest step and when it came, the task a task_started event named. */
+interface ProgressPayload {
+  steps?: number;
+  latest?: string;
+  latestAt?: number;
+  task?: string;
+  taskAt?: number;
+  done?: boolean;
+}
+
+/** Slack's error code of a failed Web API call (an error answer), if it is one. */
+function slackErrorCode(err: unknown): string | undefined {
+  const e = err as { code?: string; data?: { error?: unknown } };
+  return e?.code === "slack_webapi_platform_error" && typeof e.data?.error === "string" ? e.data.error : undefined;
 }
 
 /** A reply's facts from its effect's payload ({ notice }); a row enqueued by an earlier version holds its words ({ text }). */

@@ -31,6 +31,10 @@ export const METHOD_TIERS: Readonly<Record<string, TierName>> = {
   "chat.delete": "tier3",
   "chat.postEphemeral": "tier4",
   "chat.getPermalink": "tier4",
+  // Message streaming (a run's live plan): starting and stopping a stream is Tier 2, appending Tier 4.
+  "chat.startStream": "tier2",
+  "chat.appendStream": "tier4",
+  "chat.stopStream": "tier2",
   "conversations.replies": "tier3",
   "conversations.history": "tier3",
   "conversations.info": "tier3",

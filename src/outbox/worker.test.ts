@@ -176,10 +176,13 @@ describe("outbox worker", () => {
     const later = (ms: number) => {
       clock.at = new Date(clock.at.getTime() + ms);
     };
-    /** A performer that asks the budget for its kind's last call in the workspace named in its payload, as perform.ts does. */
+    /**
+     * A performer that asks the budget for its kind's last call in the workspace named in its payload, as perform.ts does.
+     * Progress updates its message (chat.update, where Slack refuses streaming), competing with reviews for the tier.
+     */
     const slack = (performed: string[], fail?: (job: EffectJob) => unknown): Performer => {
       return async (job: EffectJob, gate?: SlackGate) => {
-        const calls = EFFECT_KINDS[job.kind].calls;
+        const calls = job.kind === "run.progress" ? ["chat.update"] : EFFECT_KINDS[job.kind].calls;
         await gate?.({ team: String(job.payload?.team ?? "T1"), channel: "C1", method: calls[calls.length - 1]! });
         performed.push(`${job.kind} ${String(job.payload?.name)}`);
         const err = fail?.(job);

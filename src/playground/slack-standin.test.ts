@@ -202,3 +202,35 @@ describe("Slack stand-in: OAuth installs", () => {
     }
   });
 });
+
+describe("Slack stand-in message streaming", () => {
+  const errorOf = (p: Promise<unknown>) =>
+    p.then(
+      () => "ok",
+      (e: { data?: { error?: string } }) => e.data?.error,
+    );
+
+  it("starts, appends to and stops a streamed reply with task cards, checking arguments like Slack", async () => {
+    const thread = (await client.chat.postMessage({ channel: "C1", text: "run" })).ts!;
+    const task = { type: "task_update" as const, id: "task-1", title: "gather", status: "in_progress" as const, details: "🔧 search" };
+    // In a channel a stream needs its recipient; a thread; and chunks Slack knows.
+    expect(await errorOf(client.chat.startStream({ channel: "C1", thread_ts: thread, chunks: [task] }))).toBe("invalid_arguments");
+    const recipient = { recipient_user_id: "U1", recipient_team_id: "T0TEAM" };
+    expect(await errorOf(client.chat.startStream({ channel: "C1", thread_ts: thread, ...recipient, chunks: [{ ...task, status: "done" as never }] }))).toBe("invalid_chunks");
+    const started = await client.chat.startStream({ channel: "C1", thread_ts: thread, ...recipient, chunks: [{ type: "plan_update", title: "research" }, task] });
+    await client.chat.appendStream({ channel: "C1", ts: started.ts!, chunks: [{ ...task, status: "complete", output: "found" }] });
+    await client.chat.stopStream({ channel: "C1", ts: started.ts! });
+    expect(await errorOf(client.chat.appendStream({ channel: "C1", ts: started.ts!, chunks: [task] }))).toBe("message_not_in_streaming_state");
+
+    const msg = slack.messages("C1").find((m) => m.ts === started.ts)!;
+    expect(msg.thread_ts).toBe(thread);
+    expect(msg.stream).toMatchObject({ state: "stopped", title: "research", recipientUserId: "U1", appends: 1 });
+    expect(msg.stream!.tasks).toEqual([{ id: "task-1", title: "gather", status: "complete", details: "🔧 search", output: "found", history: ["in_progress", "complete"] }]);
+    expect(slack.callsTo("chat.appendStream").map((c) => c.error)).toEqual([undefined, "message_not_in_streaming_state"]);
+  });
+
+  it("refuses streaming in a workspace when told to", async () => {
+    slack.refuseStreaming("T0TEAM", "missing_scope");
+    expect(await errorOf(client.chat.startStream({ channel: "D1", thread_ts: "1.0", markdown_text: "hi" }))).toBe("missing_scope");
+  });
+});

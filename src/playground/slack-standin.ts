@@ -22,6 +22,7 @@ import type { AddressInfo } from "node:net";
 import type { types } from "@slack/bolt";
 import { messageLimitViolations, modalLimitViolations } from "../adapters/slack/blocks/limits.js";
 import { bucketKey, TIERS, type TierName, type TierRate, takeCell, tierOf } from "../outbox/tiers.js";
+import { applyChunks, chunksProblem, type FakeStream, streamText } from "./slack-stream.js";
 
 export interface SlackCall {
   /** e.g. "chat.postMessage"; "response_url" for response_url POSTs; "upload" for file bytes. */
@@ -95,6 +96,8 @@ export interface FakeMessage {
   updated?: number;
   /** Message metadata (event_type, event_payload), as Slack keeps it. */
   metadata?: { event_type: string; event_payload: Record<string, unknown> };
+  /** A streamed message (chat.startStream): its plan title, task cards and state. */
+  stream?: FakeStream;
 }
 
 export interface FakeEphemeral {
@@ -164,6 +167,8 @@ export interface FakeSlack {
   outage(ms: number): void;
   /** Posts and updates in this channel (and conversations.info/join) answer `error` (is_archived, not_in_channel…); join clears a not_in_channel denial. */
   denyChannel(channel: string, error?: string): void;
+  /** Message streaming (chat.startStream/appendStream/stopStream) in this workspace answers `error` (unknown_method: Slack has no streaming there). */
+  refuseStreaming(teamId: string, error?: string): void;
   /** The direct message (one user) or group DM (several) conversations.open made with these users, if any. */
   conversationWith(...userIds: string[]): string | undefined;
   setUsergroup(id: string, userIds: string[]): void;
@@ -233,7 +238,7 @@ const required = (args: Record<string, any>, name: string, code = "invalid_argum
 };
 
 /** Form fields the WebClient JSON-encodes (non-primitive values); parsed back to objects. */
-const JSON_FIELDS = new Set(["blocks", "attachments", "view", "files", "metadata", "unfurls", "user_auth_blocks", "options"]);
+const JSON_FIELDS = new Set(["chunks", "blocks", "attachments", "view", "files", "metadata", "unfurls", "user_auth_blocks", "options"]);
 
 const TS_BASE = 1_700_000_000_000_000; // microseconds; stays well under 2^53
 let seq = 0; // process-wide so ids and ts never repeat across fakes or resets
@@ -263,6 +268,8 @@ class FakeSlackServer implements FakeSlack {
   private readonly teamId: string;
   private msgs = new Map<string, FakeMessage>(); // key channel/ts
   private denied = new Map<string, string>();
+  /** Workspaces where streaming answers an error (refuseStreaming), and the error. */
+  private streamingRefused = new Map<string, string>();
   /** Direct messages and group DMs conversations.open made: the sorted user ids → channel id. */
   private conversations = new Map<string, string>();
   private usergroups = new Map<string, string[]>();
@@ -360,6 +367,10 @@ class FakeSlackServer implements FakeSlack {
     this.denied.set(channel, error);
   }
 
+  refuseStreaming(teamId: string, error = "unknown_method"): void {
+    this.streamingRefused.set(teamId, error);
+  }
+
   conversationWith(...userIds: string[]): string | undefined {
     return this.conversations.get([...new Set(userIds)].sort().join(","));
   }
@@ -451,7 +462,19 @@ class FakeSlackServer implements FakeSlack {
     this.ephemerals = [];
     this.violations = [];
     this.rateLimited = 0;
-    for (const m of [this.msgs, this.conversations, this.denied, this.usergroups, this.users, this.uploads, this.responseUses, this.updatesByChannel, this.faults, this.delays])
+    for (const m of [
+      this.msgs,
+      this.conversations,
+      this.denied,
+      this.streamingRefused,
+      this.usergroups,
+      this.users,
+      this.uploads,
+      this.responseUses,
+      this.updatesByChannel,
+      this.faults,
+      this.delays,
+    ])
       m.clear();
     this.usedTriggers.clear();
     this.triggerUsers.clear();
@@ -623,6 +646,32 @@ class FakeSlackServer implements FakeSlack {
   private checkChannel(channel: string): void {
     const denied = this.denied.get(channel);
     if (denied) fail(denied);
+  }
+
+  private checkStreaming(call: SlackCall): void {
+    const refused = this.streamingRefused.get(call.team ?? this.teamId);
+    if (refused) fail(refused);
+  }
+
+  /** chat.appendStream and chat.stopStream: chunks onto a message still streaming. */
+  private continueStream(args: Record<string, any>, call: SlackCall, stop: boolean): Result {
+    this.checkStreaming(call);
+    if (typeof args.channel === "string") this.checkChannel(args.channel);
+    required(args, "ts", "invalid_arguments");
+    const msg = this.existing(args.channel, args.ts);
+    const stream = msg.stream?.state === "streaming" ? msg.stream : fail("message_not_in_streaming_state");
+    if (!stop || args.chunks !== undefined || args.markdown_text !== undefined) {
+      const problem = chunksProblem(args.chunks, args.markdown_text);
+      if (problem) fail(problem);
+    }
+    applyChunks(stream, args.chunks, args.markdown_text);
+    if (stop) {
+      stream.state = "stopped";
+      if (Array.isArray(args.blocks)) msg.blocks = args.blocks;
+    } else stream.appends++;
+    msg.text = streamText(stream);
+    msg.updated = Date.now();
+    return { channel: msg.channel, ts: msg.ts };
   }
 
   private existing(channel: unknown, ts: unknown): FakeMessage {
@@ -923,6 +972,32 @@ class FakeSlackServer implements FakeSlack {
       this.edit(msg, args);
       return { channel: msg.channel, ts: msg.ts, text: msg.text ?? "", message: this.messageJson(msg) };
     },
+    // Message streaming: a streamed reply in a thread, built by chunks (src/playground/slack-stream.ts).
+    "chat.startStream": (args, call) => {
+      this.checkStreaming(call);
+      const channel = String(required(args, "channel", "channel_not_found"));
+      this.checkChannel(channel);
+      const threadTs = String(required(args, "thread_ts", "invalid_arguments"));
+      // Outside a direct message a stream is addressed to someone: both recipient fields are required.
+      if (!channel.startsWith("D") && (!args.recipient_user_id || !args.recipient_team_id)) fail("invalid_arguments");
+      const problem = chunksProblem(args.chunks, args.markdown_text);
+      if (problem) fail(problem);
+      const stream: FakeStream = {
+        state: "streaming",
+        recipientUserId: args.recipient_user_id ? String(args.recipient_user_id) : undefined,
+        recipientTeamId: args.recipient_team_id ? String(args.recipient_team_id) : undefined,
+        displayMode: args.task_display_mode ? String(args.task_display_mode) : undefined,
+        tasks: [],
+        text: "",
+        appends: 0,
+      };
+      applyChunks(stream, args.chunks, args.markdown_text);
+      const msg: FakeMessage = { channel, ts: this.newTs(), user: this.botUserId, thread_ts: threadTs, stream, text: streamText(stream) };
+      this.msgs.set(this.key(channel, msg.ts), msg);
+      return { channel, ts: msg.ts };
+    },
+    "chat.appendStream": (args, call) => this.continueStream(args, call, false),
+    "chat.stopStream": (args, call) => this.continueStream(args, call, true),
     "chat.postEphemeral": (args) => {
       const channel = String(required(args, "channel", "channel_not_found"));
       required(args, "user", "user_not_found");

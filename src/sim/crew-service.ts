@@ -337,10 +337,14 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
 
   /** Sends the events a callback stands for as one batch (shuffled, with a repeat, under chaos). */
   function stream(exec: SimExecution, kind: SimWebhookDelivery["kind"], body: Record<string, unknown>): void {
+    streamEvents(exec, eventsFor(kind, body));
+  }
+
+  function streamEvents(exec: SimExecution, events: { type: string; data: Record<string, unknown> }[]): void {
     const { events: url, eventsAuth, eventTypes } = exec.webhooks;
     if (!url) return;
     const now = Date.now();
-    let batch = eventsFor(kind, body)
+    let batch = events
       .filter((e) => !eventTypes || eventTypes.includes(e.type))
       .map((e, i) => ({ id: randomUUID(), execution_id: exec.id, timestamp: new Date(now + i).toISOString(), type: e.type, data: e.data }));
     if (!batch.length) return;
@@ -393,6 +397,8 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     const steps = Math.max(0, Math.floor(task.steps ?? DEFAULT_STEPS));
     const slice = Math.max(0, task.delayMs ?? DEFAULT_TASK_DELAY_MS) / (steps + 1);
     const subject = exec.inputs["topic"] ?? Object.values(exec.inputs)[0] ?? "the inputs";
+    // The event stream (only) tells when a task starts, with its name.
+    streamEvents(exec, [{ type: "task_started", data: { task_name: task.name, agent_role: task.agent } }]);
     for (let i = 0; i < steps; i++) {
       await sleep(slice);
       if (closed || isStopped(exec)) return false;

@@ -7,7 +7,7 @@
 // whether its file is attached) is bookkeeping about Slack, not a change of the row's state, and
 // usecases/reviews.ts compares a review's updatedAt with when a callback was observed.
 import type { JsonValue } from "@prisma/client/runtime/client";
-import type { Selectable } from "kysely";
+import { type Selectable, sql } from "kysely";
 import type { Execution, FlowRequest, Review } from "../generated/prisma/client.js";
 import type { SqlLike } from "./effects.js";
 import { type DB, sqlOf } from "./sql.js";
@@ -24,7 +24,11 @@ function jsonValue(value: unknown): JsonValue {
   throw new Error(`not a JSON value: ${typeof value}`);
 }
 
-const executionOf = (row: Selectable<DB["Execution"]>): Execution => ({ ...row, inputs: jsonValue(row.inputs) });
+const executionOf = (row: Selectable<DB["Execution"]>): Execution => ({
+  ...row,
+  inputs: jsonValue(row.inputs),
+  streamShown: row.streamShown == null ? null : jsonValue(row.streamShown),
+});
 const flowRequestOf = (row: Selectable<DB["FlowRequest"]>): FlowRequest => ({ ...row, emit: jsonValue(row.emit) });
 
 export async function findReview(db: SqlLike, id: string): Promise<Review | undefined> {
@@ -91,4 +95,50 @@ export async function recordFlowPosted(db: SqlLike, posted: { id: string; messag
 
 export async function recordFlowFileAttached(db: SqlLike, id: string): Promise<void> {
   await sqlOf(db).updateTable("FlowRequest").set({ fileAttached: true }).where("id", "=", id).execute();
+}
+
+// ---------------------------------------------------------------- the live plan (message streaming)
+
+/** Characters of a task's output the plan reads (its card shows fewer). */
+const PLAN_OUTPUT_READ = 2_000;
+
+/** The run's task outputs as its live plan reads them: every round, oldest first, outputs cut short in SQL. */
+export async function planReviews(db: SqlLike, executionId: string) {
+  return sqlOf(db)
+    .selectFrom("Review")
+    .select(["taskKey", "taskName", "round", "state", "createdAt", sql<string>`left("output", ${PLAN_OUTPUT_READ})`.as("output")])
+    .where("executionId", "=", executionId)
+    .orderBy("createdAt")
+    .orderBy("round")
+    .execute();
+}
+
+/** The run's stream was started (ts) or appended to, and now shows `shown`; stopped when `stoppedAt` is given. */
+export async function recordStreamShown(db: SqlLike, s: { executionId: string; ts: string; shown: Record<string, string>; stoppedAt?: Date }): Promise<void> {
+  await sqlOf(db)
+    .updateTable("Execution")
+    .set({ streamTs: s.ts, streamShown: JSON.stringify(s.shown), ...(s.stoppedAt ? { streamStoppedAt: s.stoppedAt } : {}) })
+    .where("id", "=", s.executionId)
+    .execute();
+}
+
+/** Slack said the stream is over (it stopped it itself): the next progress starts a new one. */
+export async function forgetStream(db: SqlLike, executionId: string): Promise<void> {
+  await sqlOf(db).updateTable("Execution").set({ streamTs: null, streamShown: null }).where("id", "=", executionId).execute();
+}
+
+/** Whether Slack refused message streaming in this workspace (every replica reads the same row). */
+export async function streamingRefused(db: SqlLike, teamId: string): Promise<boolean> {
+  const row = await sqlOf(db).selectFrom("StreamingRefusal").select("teamId").where("teamId", "=", teamId).executeTakeFirst();
+  return !!row;
+}
+
+/** Records that Slack refused streaming in this workspace; true for the first refusal only (logged once). */
+export async function recordStreamingRefused(db: SqlLike, r: { teamId: string; error: string; now: Date }): Promise<boolean> {
+  const result = await sqlOf(db)
+    .insertInto("StreamingRefusal")
+    .values({ teamId: r.teamId, error: r.error, refusedAt: r.now })
+    .onConflict((oc) => oc.column("teamId").doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }

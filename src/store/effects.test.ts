@@ -46,12 +46,19 @@ describe("store: outbox effects", () => {
   it("adds up progress steps, keeps the latest text, and spaces an update from the last one", async () => {
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 2, latest: "one" } }, t0);
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 3, latest: "" } }, at(1));
-    expect((await row(`run.progress:${run}`)).payload).toEqual({ steps: 5, latest: "one", latestAt: 0, done: false });
+    expect((await row(`run.progress:${run}`)).payload).toEqual({ steps: 5, latest: "one", latestAt: 0, task: "", taskAt: 0, done: false });
     const [job] = await claimAll(at(2));
     await completeEffect(sql, { id: job!.id, generation: job!.generation, owner: "r1", now: at(100) });
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "two", done: true } }, at(200));
     expect(await row(`run.progress:${run}`)).toMatchObject({ state: "due", runAt: at(1100), payload: { steps: 6, latest: "two", done: true } });
     expect(await claimAll(at(1099))).toEqual([]);
     expect(await claimAll(at(1100))).toHaveLength(1);
+  });
+
+  it("keeps the task a task_started event named last, whichever replica hands it over last", async () => {
+    await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "x", latestAt: 5, task: "second", taskAt: 5 } }, t0);
+    await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "y", latestAt: 3, task: "first", taskAt: 3 } }, at(1));
+    await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "z", latestAt: 6, task: "", taskAt: 0 } }, at(2));
+    expect((await row(`run.progress:${run}`)).payload).toMatchObject({ steps: 3, latest: "z", task: "second", taskAt: 5 });
   });
 });

@@ -19,7 +19,8 @@ export type SqlLike = Sql | SqlRunner | Db;
  * Enqueues an effect on the given connection (a transaction's, to commit with the state change).
  * One-time: a second enqueue of the same key does nothing. Repeatable: a due row stays due; a done
  * row is due again; the generation is bumped so that a run already under way leaves it due.
- * run.progress accumulates its step count and keeps the text received last, and is spaced from its last update.
+ * run.progress accumulates its step count and keeps the text (and the task a task_started event named) received
+ * last, and is spaced from its last update.
  * A one-time message is stamped with its thread (see claimEffects). Returns whether a row changed.
  */
 export async function enqueueEffect(db: SqlLike, effect: NewEffect, now: Date): Promise<boolean> {
@@ -62,6 +63,10 @@ export async function enqueueEffect(db: SqlLike, effect: NewEffect, now: Date): 
                     'latest', CASE WHEN NULLIF(EXCLUDED.payload->>'latest', '') IS NOT NULL
                                     AND COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0) >= COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)
                                    THEN EXCLUDED.payload->>'latest' ELSE COALESCE("SlackEffect".payload->>'latest', '') END,
+                    'task', CASE WHEN NULLIF(EXCLUDED.payload->>'task', '') IS NOT NULL
+                                  AND COALESCE((EXCLUDED.payload->>'taskAt')::bigint, 0) >= COALESCE(("SlackEffect".payload->>'taskAt')::bigint, 0)
+                                 THEN EXCLUDED.payload->>'task' ELSE COALESCE("SlackEffect".payload->>'task', '') END,
+                    'taskAt', GREATEST(COALESCE((EXCLUDED.payload->>'taskAt')::bigint, 0), COALESCE(("SlackEffect".payload->>'taskAt')::bigint, 0)),
                     'latestAt', GREATEST(COALESCE((EXCLUDED.payload->>'latestAt')::bigint, 0), COALESCE(("SlackEffect".payload->>'latestAt')::bigint, 0)),
                     'done', COALESCE((EXCLUDED.payload->>'done')::boolean, false) OR COALESCE(("SlackEffect".payload->>'done')::boolean, false))`,
                   // Spaced from its last update, whichever replica made it.

@@ -2,6 +2,7 @@
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 
 import type { EffectKind, NewEffect } from "../domain/effects.js";
+import type { RunPlan } from "../domain/plan.js";
 import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../protocols/crew/types.js";
 import type { SqlRunner } from "../store/db/sql.js";
 import type { ExecutionRow } from "../store/executions.js";
@@ -39,6 +40,14 @@ export interface ReviewContext {
   previous?: { round: number; output: string; feedback?: string; decidedBy?: string };
 }
 
+/** One streaming call, prepared: its method (the budget is asked first), what the stream shows once it is made, and the call. */
+export interface PlanCall {
+  method: "chat.startStream" | "chat.appendStream" | "chat.stopStream";
+  shown: Record<string, string>;
+  /** Makes the call; the streamed message's ts. */
+  send(): Promise<{ ts: string }>;
+}
+
 /**
  * The run's Slack effects, one Web API call each, performed by the outbox worker (src/outbox/) and
  * never by the lifecycle itself, which only enqueues them. `effectId` goes into the message's
@@ -63,6 +72,13 @@ export interface RunNotifier {
   updateAnnouncement(execution: Execution): Promise<void>;
   /** Posts (ts null) or updates the run's single progress message; returns its ts. */
   showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }>;
+  /**
+   * The run's live plan in Slack's message streaming: the one call that brings the run's streamed
+   * message up to `plan` (chat.startStream when `stream.ts` is null, chat.stopStream once the plan
+   * ended, else chat.appendStream with the cards that changed), or undefined when it shows that
+   * already. Absent: the notifier does not stream (progress is one updated message).
+   */
+  planCall?(execution: Execution, plan: RunPlan, stream: { ts: string | null; shown: unknown }): PlanCall | undefined;
   /** A reminder under a review nobody has decided. */
   postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
   /** The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it can be found. */

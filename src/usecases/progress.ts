@@ -15,6 +15,9 @@ interface RunProgress {
   latest: string;
   /** When `latest` arrived here (ms): steps of one run reach several replicas, and the newest text must win the merge. */
   latestAt: number;
+  /** The task a task_started event named last, and when it came (the live plan's card title). */
+  task: string;
+  taskAt: number;
   dirty: boolean;
   lastFlushAt: number;
   timer?: NodeJS.Timeout;
@@ -38,6 +41,10 @@ export class ProgressCoalescer {
     run.unsent += 1;
     run.latest = step.summary;
     run.latestAt = this.clock.now().getTime();
+    if (step.task) {
+      run.task = step.task;
+      run.taskAt = run.latestAt;
+    }
     run.dirty = true;
     this.schedule(run);
   }
@@ -84,7 +91,7 @@ export class ProgressCoalescer {
   }
 
   private track(executionId: string): RunProgress {
-    const run: RunProgress = { executionId, unsent: 0, latest: "", latestAt: 0, dirty: false, lastFlushAt: 0, done: false };
+    const run: RunProgress = { executionId, unsent: 0, latest: "", latestAt: 0, task: "", taskAt: 0, dirty: false, lastFlushAt: 0, done: false };
     this.runs.set(executionId, run);
     return run;
   }
@@ -112,7 +119,11 @@ export class ProgressCoalescer {
     run.unsent = 0;
     run.lastFlushAt = this.clock.now().getTime();
     try {
-      await this.outbox.request({ kind: "run.progress", subjectId: run.executionId, payload: { steps, latest: run.latest, latestAt: run.latestAt, done } });
+      await this.outbox.request({
+        kind: "run.progress",
+        subjectId: run.executionId,
+        payload: { steps, latest: run.latest, latestAt: run.latestAt, task: run.task, taskAt: run.taskAt, done },
+      });
     } catch (err) {
       // Not handed over: counted again with the next flush.
       run.unsent += steps;

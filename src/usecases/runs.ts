@@ -142,6 +142,8 @@ export class Runs {
       const closed = await moveReviewsOf(tx, id, reviewTransition("run_finished"), now);
       for (const reviewId of closed) await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: reviewId });
       await this.outbox.add(runnerOf(tx), { kind: "run.completion", subjectId: id });
+      // The run's progress shows its end (its live plan stops), whether or not steps came here.
+      await this.outbox.add(runnerOf(tx), { kind: "run.progress", subjectId: id, payload: { steps: 0, latest: "", done: true } });
       return true;
     });
     if (won) this.outbox.nudge();

@@ -1,7 +1,7 @@
 // `npm run playground` in a real browser (Debian's Chromium, driven by playwright-core; no browser
 // download): start a crew from /crew, reject a review with feedback as one reviewer, see round 2,
 // approve as another reviewer, see the completion notice, open App Home; start a crew from a message
-// with the message shortcut and approve its review by replying in the thread.
+// with the message shortcut and approve its review by replying in the thread; the run's live plan in its thread.
 // Skipped (with a note) when /usr/bin/chromium is missing; .ci/run installs it.
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -73,6 +73,8 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
   const review = (round: number): Locator =>
     thread()
       .getByTestId("message")
+      // The review messages, not the live plan (its card names the task too).
+      .filter({ hasNot: page.getByTestId("plan") })
       .filter({ hasText: "writing_task" })
       .filter({ hasText: `round ${round}` });
 
@@ -98,6 +100,15 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
     // The writing task waits for a review in the thread.
     await announcement.locator(".replies").click();
     await review(1).getByRole("button", { name: "Reject", exact: true }).waitFor();
+
+    // The run's live plan in the thread: one card per task so far, the reviewed one waiting for its decision.
+    const plan = thread().getByTestId("plan");
+    await expect.poll(() => plan.locator("[data-testid=task-card][data-status=pending]").count()).toBe(1);
+    expect(await plan.getByTestId("task-card").first().textContent()).toContain("research_task");
+    expect(await plan.getByTestId("task-card").first().getAttribute("data-status")).toBe("complete");
+    expect(await plan.textContent()).toContain("newsletter");
+    await plan.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(SHOTS, "live-plan.png") });
 
     // A reviewer rejects it with feedback; the crew runs the task again with it.
     await actAs("U0REVIEWA");

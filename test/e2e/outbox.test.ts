@@ -6,7 +6,7 @@ import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import type { FakeMessage } from "../support/fake-slack.js";
-import { CHANNEL, eventually, freePort, type Harness, startHarness } from "../support/harness.js";
+import { CHANNEL, eventually, freePort, type Harness, moreReplicas, startHarness } from "../support/harness.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
@@ -165,16 +165,11 @@ describe.runIf(usePostgres)("outbox with three replicas", () => {
       crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 10, steps: 0 }] },
       crewline: { outbox: FAST, progressIntervalMs: 200 },
     });
+    // Progress as one updated message: the form where Slack refuses streaming (test/e2e/live-plan.test.ts has the plan).
+    h.slack.refuseStreaming("T0TEAM");
     const execution = await startRunViaSlack(h);
     await pendingReview(h);
-    const replicas: string[] = [h.botUrl];
-    for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      const bot = createCrewline({ ...h.config, port }, { log: silentLogger, database: h.db.database, outbox: FAST, progressIntervalMs: 200, slackRetries: { retries: 0 } });
-      extra.push(bot);
-      await bot.start();
-      replicas.push(`http://127.0.0.1:${port}`);
-    }
+    const replicas = await moreReplicas(h, 2, { outbox: FAST, progressIntervalMs: 200 }, extra);
     const stepUrl = (base: string) => `${base}/hooks/${execution.id}/step/${execution.webhookSecret}`;
     const started = Date.now();
     for (let i = 1; i <= 60; i++) {

@@ -154,6 +154,8 @@ describe("the event stream (opt-in per crew)", () => {
 
   it("a crew that sends only its event stream shows progress, its review and its completion, each once", async () => {
     h = await startHarness({ research: { eventStream: true }, crew: { tasks: AUTO_HUMAN_AUTO, eventStream: { only: true, chaos: true } } });
+    // Progress as one updated message: the form where Slack refuses streaming (test/e2e/live-plan.test.ts has the plan).
+    h.slack.refuseStreaming("T0TEAM");
     const execution = await startRunViaSlack(h);
     const kickoff = h.crew.requests.find((r) => r.path === "/kickoff")!.body as Record<string, any>;
     expect(kickoff.webhooks).toMatchObject({ realtime: false, url: expect.stringContaining(`/hooks/${execution.id}/events/`), authentication: { strategy: "bearer" } });

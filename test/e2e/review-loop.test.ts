@@ -240,6 +240,8 @@ describe("review loop", () => {
 
   it("coalesces a burst of 500 step callbacks into a bounded number of updates showing the last step", async () => {
     h = await startHarness({ crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 5000, steps: 0 }] } });
+    // Progress as one updated message: the form where Slack refuses streaming.
+    h.slack.refuseStreaming("T0TEAM");
     const execution = await startRunViaSlack(h);
     const url = (h.crew.requests.find((r) => r.path === "/kickoff")!.body as any).stepWebhookUrl as string;
     const started = Date.now();

@@ -26,6 +26,8 @@ describe("Slack's budget", () => {
       crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 10, steps: 0 }] },
       crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers: SQUEEZED } }, progressIntervalMs: 200 },
     });
+    // Progress as one updated message (where Slack refuses streaming): it competes with reviews for chat.update.
+    h.slack.refuseStreaming("T0TEAM");
     const first = await startRunViaSlack(h, "Tide pools");
     const firstReview = await pendingReview(h);
     // The first run streams its steps (one every 50 ms) while the second run's review comes.

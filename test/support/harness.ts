@@ -168,3 +168,19 @@ export function submitKickoffForm(h: Harness, form: any, inputs: Record<string, 
     view: { id: viewId, callback_id: form.callback_id, private_metadata: form.private_metadata, state: { values } },
   });
 }
+
+/**
+ * More replicas of the harness's bot, in this process, on its database (the PostgreSQL pass shares it
+ * with them): their base URLs, the harness's own first. `started` collects them for the test to stop.
+ */
+export async function moreReplicas(h: Harness, count: number, options: CrewlineOptions, started: Crewline[]): Promise<string[]> {
+  const urls = [h.botUrl];
+  for (let i = 0; i < count; i++) {
+    const port = await freePort();
+    const bot = createCrewline({ ...h.config, port }, { log: silentLogger, database: h.db.database, slackRetries: { retries: 0 }, ...options });
+    started.push(bot);
+    await bot.start();
+    urls.push(`http://127.0.0.1:${port}`);
+  }
+  return urls;
+}

@@ -1,10 +1,11 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
 import type { TimeoutAction } from "../../config/config.js";
+import type { RunPlan } from "../../domain/plan.js";
 import { reviewChannel, runPlace } from "../../domain/refusals.js";
 import { type ExecutionState, LIVE_STATES, STOPPED_STATES } from "../../domain/states.js";
 import type { Logger } from "../../log/log.js";
-import type { DeadlineNotice, Execution, ProgressSnapshot, Review, ReviewContext, RunNotice, RunNotifier } from "../../usecases/ports.js";
+import type { DeadlineNotice, Execution, PlanCall, ProgressSnapshot, Review, ReviewContext, RunNotice, RunNotifier } from "../../usecases/ports.js";
 import {
   announcementMessage,
   completionMessage,
@@ -13,6 +14,9 @@ import {
   editNeedsFile,
   outputNeedsFile,
   pendingReviewNotes,
+  planChunks,
+  planShownOf,
+  planTitle,
   progressMessage,
   type RefusedChannelFacts,
   reminderText,
@@ -255,6 +259,56 @@ export class SlackRunNotifier implements RunNotifier {
     }
     const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
     return { ts: posted.ts! };
+  }
+
+  planCall(execution: Execution, plan: RunPlan, stream: { ts: string | null; shown: unknown }): PlanCall | undefined {
+    const title = planTitle({ crewName: execution.crewName, inputs: execution.inputs as Record<string, unknown>, plan });
+    const { chunks, shown } = planChunks(title, plan, stream.ts ? planShownOf(stream.shown) : {});
+    const channel = execution.channelId;
+    const ts = stream.ts;
+    // One call per effect, each on the outbox's client (no retries of its own): the SDK's chatStream()
+    // helper buffers text and keeps the stream's ts in memory, which a run whose steps reach several
+    // replicas, and an outbox that may perform its next effect on another one, cannot share.
+    if (!ts) {
+      return {
+        method: "chat.startStream",
+        shown,
+        send: async () => {
+          const client = await this.clientFor(execution);
+          const started = await client.chat.startStream({
+            channel,
+            thread_ts: execution.threadTs ?? "",
+            // A stream in a channel is addressed to the person who asked: the run's starter.
+            recipient_user_id: execution.userId,
+            recipient_team_id: execution.teamId,
+            task_display_mode: "plan",
+            chunks,
+          });
+          return { ts: String(started.ts ?? "") };
+        },
+      };
+    }
+    if (plan.ended) {
+      return {
+        method: "chat.stopStream",
+        shown,
+        send: async () => {
+          const client = await this.clientFor(execution);
+          await client.chat.stopStream({ channel, ts, ...(chunks.length ? { chunks } : {}) });
+          return { ts };
+        },
+      };
+    }
+    if (!chunks.length) return undefined;
+    return {
+      method: "chat.appendStream",
+      shown,
+      send: async () => {
+        const client = await this.clientFor(execution);
+        await client.chat.appendStream({ channel, ts, chunks });
+        return { ts };
+      },
+    };
   }
 
   async postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void> {

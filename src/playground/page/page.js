@@ -226,12 +226,30 @@ function messageHtml(m, { inThread = false } = {}) {
   const isBot = m.user === "U0BOT" || !state.names[m.user];
   const who = isBot ? "Crewline" : userName(m.user);
   const when = new Date(m.at ?? Date.now()).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
-  const content = m.blocks?.length ? blocks(m.blocks, ctx) : `<div class="block">${mrkdwn(m.text)}</div>`;
+  const content = m.stream ? planHtml(m.stream) : m.blocks?.length ? blocks(m.blocks, ctx) : `<div class="block">${mrkdwn(m.text)}</div>`;
   const replies = !inThread ? replyCount(m) : 0;
   const more = replies ? `<div class="replies" data-thread="${escapeHtml(m.channel)}|${escapeHtml(m.ts)}">${replies} ${replies === 1 ? "reply" : "replies"}</div>` : "";
   return `<div class="msg" data-ts="${escapeHtml(m.ts)}" data-testid="message" data-surface="${escapeHtml(ctx.surface)}" data-channel="${escapeHtml(m.channel)}" data-thread-ts="${escapeHtml(m.thread_ts || "")}">${messageMenu(m)}
     <div class="avatar">${isBot ? "🤖" : escapeHtml(who[0])}</div>
     <div class="body"><div class="meta"><b>${escapeHtml(who)}</b>${isBot ? '<span class="app-tag">APP</span>' : ""}${when}${m.updated ? ' <span class="edited">(edited)</span>' : ""}</div>${content}${more}</div></div>`;
+}
+
+/** A streamed message (chat.startStream): its plan title and one card per task, as Slack shows a plan. */
+const TASK_ICONS = { pending: "○", in_progress: "◔", complete: "✓", error: "✕" };
+function planHtml(stream) {
+  const cards = (stream.tasks || [])
+    .map(
+      (t) => `<li class="task ${escapeHtml(t.status)}" data-testid="task-card" data-status="${escapeHtml(t.status)}">
+        <span class="task-icon">${TASK_ICONS[t.status] || "○"}</span>
+        <div class="task-body"><div class="task-title">${mrkdwn(t.title)}</div>${t.details ? `<div class="task-details">${mrkdwn(t.details)}</div>` : ""}${
+          t.output ? `<div class="task-output">${mrkdwn(t.output)}</div>` : ""
+        }</div></li>`,
+    )
+    .join("");
+  const live = stream.state === "streaming" ? '<span class="plan-live">live</span>' : "";
+  return `<div class="block plan" data-testid="plan" data-state="${escapeHtml(stream.state)}"><div class="plan-title">${mrkdwn(stream.title || "Plan")}${live}</div><ol class="tasks">${cards}</ol>${
+    stream.text ? `<div class="block">${mrkdwn(stream.text)}</div>` : ""
+  }</div>`;
 }
 
 function ephemeralHtml(e) {

@@ -31,7 +31,9 @@ describe("effectOf", () => {
       step: { summary: "🔧 search: tides · Researcher" },
     });
     expect(effectOf(ev("llm_call_started"))).toMatchObject({ kind: "progress" });
-    expect(effectOf(ev("task_started", { task_name: "research" }))).toMatchObject({ kind: "progress", step: { summary: "▶️ Task research" } });
+    // The task's name also titles its card in the live plan.
+    expect(effectOf(ev("task_started", { task_name: "research" }))).toMatchObject({ kind: "progress", step: { summary: "▶️ Task research", task: "research" } });
+    expect(effectOf(ev("tool_usage_started", { tool_name: "search" }))).not.toHaveProperty("step.task");
   });
   it("turns task and crew ends into callback bodies the lifecycle already reads", () => {
     expect(effectOf(ev("task_completed", { task_name: "draft", agent_role: "Writer", output: "Text" }))).toEqual({

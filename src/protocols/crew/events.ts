@@ -84,8 +84,8 @@ function line(s: string, max = 300): string {
   return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
 }
 
-function progress(summary: string, agent?: string): StreamEffect {
-  return { kind: "progress", step: { kind: "step", summary: line(agent ? `${summary} · ${agent}` : summary) } };
+function progress(summary: string, agent?: string, task?: string): StreamEffect {
+  return { kind: "progress", step: { kind: "step", summary: line(agent ? `${summary} · ${agent}` : summary), ...(task ? { task: line(task) } : {}) } };
 }
 
 export function effectOf(e: StreamEvent): StreamEffect {
@@ -94,7 +94,7 @@ export function effectOf(e: StreamEvent): StreamEffect {
   const taskName = str(d.task_name) ?? str(task.name) ?? str(d.name);
   switch (e.type) {
     case "task_started":
-      return progress(`▶️ Task ${taskName ?? "started"}`, agentOf(d));
+      return progress(`▶️ Task ${taskName ?? "started"}`, agentOf(d), taskName);
     case "agent_execution_started":
       return progress(`🤖 ${agentOf(d) ?? "An agent"} is working`);
     case "tool_usage_started":

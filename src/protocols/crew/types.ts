@@ -73,6 +73,8 @@ export interface StepEvent {
   result?: string;
   /** One-line summary for the progress message. */
   summary: string;
+  /** The task that started (an event stream's task_started names it): the live plan's card title. */
+  task?: string;
 }
 
 export interface TaskEvent {

@@ -7,6 +7,7 @@ export * from "./ids.js";
 export * from "./kickoff.js";
 export * from "./limits.js";
 export * from "./notices.js";
+export * from "./plan.js";
 export * from "./refused.js";
 export * from "./reply.js";
 export * from "./review-extras.js";

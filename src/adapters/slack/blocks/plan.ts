@@ -1,0 +1,75 @@
+// A run's live plan in Slack's message streaming (chat.startStream → appendStream → stopStream):
+// the plan's title (plan_update) and one task card per crew task (task_update). Pure: the chunks a
+// call sends, and what each card then shows, so the next append sends only the cards that changed.
+// Every text from outside (crew name, inputs, task names, steps, outputs) is cut first, then escaped
+// (a `<!channel>` in a task's output shows as text, and a million characters cost what 300 do).
+
+import type { types } from "@slack/bolt";
+import type { PlanTask, RunPlan } from "../../../domain/plan.js";
+import { escapeMrkdwn, humanizeInputName, truncatePlain } from "./text.js";
+
+export type PlanChunk = types.PlanUpdateChunk | types.TaskUpdateChunk;
+
+/** Characters kept of each text before escaping (escaping may lengthen it up to five times). */
+export const PLAN_LIMITS = { title: 150, taskTitle: 120, details: 300, output: 500, inputs: 3, inputValue: 40 } as const;
+
+/** What the stream shows now: the plan's title and each card, keyed by card id (stored with the run). */
+export type PlanShown = Record<string, string>;
+
+const TITLE_KEY = "#title";
+
+const cut = (text: string, max: number) => escapeMrkdwn(truncatePlain(text, max));
+
+/** The plan's title: the crew and (the first few of) its inputs; its outcome once the run ended. */
+export function planTitle(p: { crewName: string; inputs: Record<string, unknown>; plan?: Pick<RunPlan, "ended" | "failed"> }): string {
+  const entries = Object.entries(p.inputs ?? {}).slice(0, PLAN_LIMITS.inputs);
+  const inputs = entries.map(
+    ([k, v]) => `${truncatePlain(humanizeInputName(k), 30)}: ${truncatePlain(typeof v === "string" ? v : (JSON.stringify(v) ?? ""), PLAN_LIMITS.inputValue)}`,
+  );
+  const outcome = p.plan?.ended ? (p.plan.failed ? " — failed" : " — finished") : "";
+  const crew = truncatePlain(p.crewName || "Unnamed crew", 60);
+  return cut(`${crew}${inputs.length ? ` (${inputs.join(", ")})` : ""}${outcome}`, PLAN_LIMITS.title + outcome.length);
+}
+
+export function taskChunk(t: PlanTask): types.TaskUpdateChunk {
+  const details = t.details?.trim() ? cut(t.details, PLAN_LIMITS.details) : undefined;
+  const output = t.output?.trim() ? cut(t.output, PLAN_LIMITS.output) : undefined;
+  return {
+    type: "task_update",
+    id: t.id,
+    title: cut(t.title || t.id, PLAN_LIMITS.taskTitle) || t.id,
+    status: t.status,
+    ...(details ? { details } : {}),
+    ...(output ? { output } : {}),
+  };
+}
+
+/**
+ * The chunks to send so that the stream shows `plan` under `title`, given what it shows already
+ * (`shown`; empty for a new stream): the title when it changed, then every card that changed, in
+ * order. `shown` is what the stream will show once they are sent.
+ */
+export function planChunks(title: string, plan: RunPlan, shown: PlanShown = {}): { chunks: PlanChunk[]; shown: PlanShown } {
+  const next: PlanShown = { ...shown };
+  const chunks: PlanChunk[] = [];
+  if (shown[TITLE_KEY] !== title) {
+    chunks.push({ type: "plan_update", title });
+    next[TITLE_KEY] = title;
+  }
+  for (const task of plan.tasks) {
+    const chunk = taskChunk(task);
+    const fingerprint = JSON.stringify([chunk.title, chunk.status, chunk.details ?? "", chunk.output ?? ""]);
+    if (shown[task.id] === fingerprint) continue;
+    chunks.push(chunk);
+    next[task.id] = fingerprint;
+  }
+  return { chunks, shown: next };
+}
+
+/** A stored `shown` read back (a jsonb column: anything else counts as nothing shown). */
+export function planShownOf(value: unknown): PlanShown {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return {};
+  const out: PlanShown = {};
+  for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v;
+  return out;
+}

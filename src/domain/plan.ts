@@ -1,0 +1,130 @@
+// A run's live plan: one card per crew task, as the run's facts show it (pure; no Slack words).
+// The cards come from what the crew told us: the task outputs recorded as reviews (a task finished),
+// the latest step or event of the task under way (with the name a task_started event gave it), and
+// the run's end. Card ids are the task's place in the run (task-1, task-2…), so the card a running
+// task showed before its name was known is the one its output completes.
+
+import { isFinished } from "./states.js";
+
+export type PlanTaskStatus = "pending" | "in_progress" | "complete" | "error";
+
+export interface PlanTask {
+  id: string;
+  title: string;
+  status: PlanTaskStatus;
+  /** What it is doing (the latest tool or thought), or why it waits. */
+  details?: string;
+  /** Its output, when finished (the words are cut and escaped where they are shown). */
+  output?: string;
+}
+
+/** One review round of a task (the store's Review row, the fields the plan reads). */
+export interface PlanReview {
+  taskKey: string;
+  taskName: string;
+  round: number;
+  state: string;
+  output: string;
+  createdAt: Date;
+}
+
+/** The latest step of the task under way, as the progress effect's payload carries it. */
+export interface PlanStep {
+  latest: string;
+  /** When `latest` arrived (ms since the epoch). */
+  latestAt: number;
+  /** The task's name from a task_started event, and when that arrived. */
+  task?: string;
+  taskAt?: number;
+}
+
+export interface PlanFacts {
+  /** The run's state (src/domain/states.ts). */
+  state: string;
+  error?: string | null;
+  reviews: readonly PlanReview[];
+  step?: PlanStep;
+}
+
+export interface RunPlan {
+  tasks: PlanTask[];
+  /** The run ended (completed, failed…): the stream stops with these cards. */
+  ended: boolean;
+  failed: boolean;
+}
+
+const WAITING_STATES = new Set(["pending", "deciding"]);
+
+export function planOf(facts: PlanFacts): RunPlan {
+  const ended = isFinished(facts.state);
+  const failed = ended && facts.state !== "completed";
+  // Tasks in the order their first output came; each shows its latest round.
+  const byTask = new Map<string, PlanReview>();
+  const order: string[] = [];
+  let lastOutputAt = 0;
+  for (const r of [...facts.reviews].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.round - b.round)) {
+    if (!byTask.has(r.taskKey)) order.push(r.taskKey);
+    const seen = byTask.get(r.taskKey);
+    if (!seen || r.round >= seen.round) byTask.set(r.taskKey, r);
+    lastOutputAt = Math.max(lastOutputAt, r.createdAt.getTime());
+  }
+  const tasks: PlanTask[] = order.map((key, i) => cardOf(byTask.get(key)!, i, ended));
+  const step = facts.step;
+  const working = !!step && step.latest.trim() !== "" && step.latestAt > lastOutputAt;
+  const last = tasks[tasks.length - 1];
+  const lastReview = order.length ? byTask.get(order[order.length - 1]!) : undefined;
+  if (!working && !ended && last && lastReview?.state === "posted") {
+    // The latest output may still turn into a review (a human-input request follows the task webhook):
+    // it completes once the next task runs or the run ends, so a card never goes back from complete.
+    last.status = "in_progress";
+    last.details = "Output posted";
+  }
+  if (working && last && last.status === "in_progress") {
+    // A rejected task the crew is doing again: its card shows the new steps.
+    last.details = step.latest;
+  } else if (working) {
+    const named = step.task && (step.taskAt ?? 0) > lastOutputAt ? step.task : undefined;
+    tasks.push({ id: taskId(tasks.length), title: named ?? `Task ${tasks.length + 1}`, status: "in_progress", details: step.latest });
+  }
+  if (ended) {
+    for (const t of tasks) {
+      if (t.status !== "in_progress" && t.status !== "pending") continue;
+      // The run ended while this task was under way (or waited): it failed with the run, or finished.
+      t.status = failed ? "error" : "complete";
+      if (failed && facts.error) t.details = facts.error;
+    }
+  }
+  return { tasks, ended, failed };
+}
+
+export function taskId(index: number): string {
+  return `task-${index + 1}`;
+}
+
+function cardOf(r: PlanReview, index: number, ended: boolean): PlanTask {
+  const base = { id: taskId(index), title: r.taskName || r.taskKey, output: r.output };
+  if (WAITING_STATES.has(r.state)) return { ...base, status: ended ? "complete" : "pending", details: "Waiting for a decision" };
+  if (r.state === "rejected") return { ...base, status: "in_progress", details: "Sent back: the crew is doing it again" };
+  if (r.state === "closed") return { ...base, status: "complete", details: "Closed without a decision" };
+  // Details said, so that the last step the card showed while it ran does not stay as if still under way.
+  return { ...base, status: "complete", details: r.round > 1 ? `Done (round ${r.round})` : "Done" };
+}
+
+/**
+ * Slack errors of a streaming call that mean Slack does not offer streaming there: a method it does
+ * not know, a scope or token type it does not grant, a feature not enabled in the workspace. The
+ * workspace's runs then show progress as one updated message (remembered in the database).
+ */
+export const STREAMING_REFUSALS: readonly string[] = [
+  "unknown_method",
+  "method_deprecated",
+  "missing_scope",
+  "not_allowed_token_type",
+  "not_allowed",
+  "feature_not_enabled",
+  "team_not_enabled",
+  "no_permission",
+];
+
+/** Errors of an append or stop that mean the stream is over on Slack's side (the next progress starts a new one). */
+export const STREAM_GONE: readonly string[] = ["message_not_in_streaming_state", "message_not_found", "cant_update_message"];

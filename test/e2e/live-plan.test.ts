@@ -1,0 +1,169 @@
+// A run's live plan (issue #24): its thread shows one streamed message (chat.startStream →
+// chat.appendStream → chat.stopStream) with one task card per crew task, while reviews stay ordinary
+// messages with buttons; where Slack refuses streaming, the workspace falls back to the one updated
+// progress message, remembered for every replica and said once in the log.
+import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import type { Crewline } from "../../src/app.js";
+import type { Logger } from "../../src/log/log.js";
+import type { FakeMessage } from "../../src/playground/slack-standin.js";
+import type { SimTask } from "../../src/sim/crew-service.js";
+import { CHANNEL, eventually, type Harness, moreReplicas, startHarness, USER } from "../support/harness.js";
+import { clickReview, pendingReview, startRunViaSlack } from "../support/reviews.js";
+import { usePostgres } from "../support/test-database.js";
+
+let h: Harness;
+const extra: Crewline[] = [];
+afterEach(async () => {
+  for (const bot of extra.splice(0)) await bot.stop().catch(() => {});
+  await h?.close();
+});
+
+// Long enough for each task to be seen running: progress goes to Slack at most about once a second.
+const TASKS: SimTask[] = [
+  { id: "t-gather", name: "gather_task", agent: "Gatherer", delayMs: 2500, steps: 6 },
+  { id: "t-draft", name: "draft_task", agent: "Writer", humanInput: true, delayMs: 2500, steps: 6 },
+];
+
+const streamed = (h: Harness): FakeMessage[] => h.slack.messages(CHANNEL).filter((m) => m.stream);
+/** Every chunk the bot streamed, in the order of its calls. */
+const streamChunks = (h: Harness) =>
+  ["chat.startStream", "chat.appendStream", "chat.stopStream"]
+    .flatMap((m) => h.slack.callsTo(m))
+    .sort((a, b) => a.at - b.at)
+    .flatMap((c) => (c.args.chunks as Record<string, string>[] | undefined) ?? []);
+const progressMessages = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts && /^(Working|Finished):/.test(m.text ?? ""));
+
+function recordingLogger(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
+  const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => void lines.push({ level, msg, fields });
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+describe("a run's live plan", () => {
+  it("streams one plan in the thread: cards start, run, wait for the review and complete; the stream stops at the end", async () => {
+    h = await startHarness({ crew: { tasks: TASKS } });
+    const execution = await startRunViaSlack(h, "Tidal energy");
+
+    const review = await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 });
+    // The review is an ordinary message with its buttons, not part of the stream.
+    expect(JSON.stringify(review.msg.blocks)).toContain(APPROVE_ACTION);
+    expect(review.msg.stream).toBeUndefined();
+    await eventually(() => streamed(h)[0]?.stream?.tasks.find((t) => t.id === "task-2" && t.status === "pending"), { what: "the review's card waiting", timeoutMs: 10_000 });
+
+    await clickReview(h, review, true, "Good");
+    await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the stream stopped", timeoutMs: 15_000 });
+    await h.settled();
+
+    // One streamed message in the run's thread, addressed to its starter.
+    expect(streamed(h)).toHaveLength(1);
+    const start = h.slack.callsTo("chat.startStream");
+    expect(start).toHaveLength(1);
+    expect(start[0]!.args).toMatchObject({ channel: CHANNEL, thread_ts: execution.threadTs, recipient_user_id: USER, recipient_team_id: "T0TEAM" });
+    expect(h.slack.callsTo("chat.appendStream").filter((c) => !c.error).length).toBeGreaterThan(0);
+    expect(h.slack.callsTo("chat.stopStream").filter((c) => !c.error)).toHaveLength(1);
+
+    const stream = streamed(h)[0]!.stream!;
+    expect(stream.title).toContain("research");
+    expect(stream.title).toContain("Tidal energy");
+    expect(stream.title).toContain("finished");
+    expect(stream.tasks.map((t) => [t.id, t.title, t.status])).toEqual([
+      ["task-1", "gather_task", "complete"],
+      ["task-2", "draft_task", "complete"],
+    ]);
+    // Each card ran before it completed (its steps as details); the reviewed one waited for its decision.
+    expect(stream.tasks[0]!.history).toEqual(["in_progress", "complete"]);
+    expect(stream.tasks[1]!.history).toEqual(["in_progress", "pending", "complete"]);
+
+    // Progress spent no chat.update and posted no progress message.
+    expect(progressMessages(h)).toHaveLength(0);
+    const streamTs = streamed(h)[0]!.ts;
+    expect(h.slack.callsTo("chat.update").filter((c) => c.args.ts === streamTs)).toHaveLength(0);
+
+    const row = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+    expect(row.streamTs).toBe(streamTs);
+    expect(row.streamStoppedAt).not.toBeNull();
+    expect(row.progressTs).toBeNull();
+  });
+
+  it("falls back to the one progress message where Slack refuses streaming, remembered for the workspace and logged once", async () => {
+    const log = recordingLogger();
+    h = await startHarness({ crew: { tasks: [{ id: "t-a", name: "a_task", agent: "A", delayMs: 600, steps: 4 }] }, crewline: { log } });
+    h.slack.refuseStreaming("T0TEAM", "unknown_method");
+
+    await startRunViaSlack(h, "First");
+    await eventually(() => progressMessages(h).find((m) => /^Finished/.test(m.text ?? "")), { what: "the first run's progress message finished", timeoutMs: 15_000 });
+    await startRunViaSlack(h, "Second");
+    await eventually(() => progressMessages(h).filter((m) => /^Finished/.test(m.text ?? "")).length === 2 || undefined, {
+      what: "the second run's progress message finished",
+      timeoutMs: 15_000,
+    });
+    await h.settled();
+
+    // Slack was asked to stream once; the refusal is remembered (in the database, for every replica).
+    expect(h.slack.callsTo("chat.startStream").map((c) => c.error)).toEqual(["unknown_method"]);
+    expect(h.slack.callsTo("chat.appendStream")).toHaveLength(0);
+    expect(streamed(h)).toHaveLength(0);
+    expect(await h.bot.database.prisma.streamingRefusal.findMany()).toMatchObject([{ teamId: "T0TEAM", error: "unknown_method" }]);
+    expect(log.lines.filter((l) => /refused message streaming/.test(l.msg))).toHaveLength(1);
+  });
+
+  it("titles a running task's card with the name its task_started event gave (a crew that sends only its event stream)", async () => {
+    h = await startHarness({ research: { eventStream: true }, crew: { tasks: [TASKS[0]!], eventStream: { only: true } } });
+    await startRunViaSlack(h);
+    await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the stream stopped", timeoutMs: 15_000 });
+    const chunks = streamChunks(h);
+    // Named while it ran, before its output said so.
+    expect(chunks.some((c) => c.type === "task_update" && c.status === "in_progress" && c.title === "gather_task")).toBe(true);
+    expect(streamed(h)[0]!.stream!.tasks.map((t) => [t.title, t.status])).toEqual([["gather_task", "complete"]]);
+  });
+
+  it("cuts and escapes hostile task names, steps and outputs", async () => {
+    const flood = "<!channel> *bold* <@U0ALICE> & ".repeat(20_000);
+    h = await startHarness({
+      crew: { tasks: [{ id: "t-x", name: `<!here> ${"n".repeat(50_000)}`, agent: `<!everyone> ${"a".repeat(10_000)}`, delayMs: 600, steps: 4, output: flood }] },
+    });
+    await startRunViaSlack(h, `<!channel> ${"t".repeat(30_000)}`);
+    await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the stream stopped", timeoutMs: 20_000 });
+    await h.settled();
+
+    const chunks = streamChunks(h);
+    expect(chunks.length).toBeGreaterThan(0);
+    const text = JSON.stringify(chunks);
+    // No mention or markup reaches Slack as such: every < > & is escaped.
+    expect(text).not.toMatch(/<!(channel|here|everyone)>|<@U/);
+    for (const c of chunks) for (const v of Object.values(c)) expect(String(v).length).toBeLessThanOrEqual(3_000);
+    const card = streamed(h)[0]!.stream!.tasks[0]!;
+    expect(card.title.startsWith("&lt;!here&gt;")).toBe(true);
+    expect(card.output).toContain("&lt;!channel&gt;");
+    expect(card.status).toBe("complete");
+  });
+});
+
+describe.runIf(usePostgres)("a run's live plan with three replicas", () => {
+  it("is one stream whichever replicas receive its steps, appended to about once a second, ending on the last step", async () => {
+    const FAST = { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100 };
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: "t", agent: "A", humanInput: true, delayMs: 10, steps: 0 }] }, crewline: { outbox: FAST } });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    const replicas = await moreReplicas(h, 2, { outbox: FAST, progressIntervalMs: 200 }, extra);
+    const started = Date.now();
+    for (let i = 1; i <= 60; i++) {
+      const answer = await fetch(`${replicas[i % 3]}/hooks/${execution.id}/step/${execution.webhookSecret}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ execution_id: execution.kickoffId, agent: "A", thought: `step ${i} of 60`, output: "" }),
+      });
+      expect(answer.status).toBe(202);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const card = () => streamed(h)[0]?.stream?.tasks.find((t) => t.id === "task-2");
+    await eventually(() => /step 60 of 60/.test(card()?.details ?? "") || undefined, { what: "the plan showing the last step", timeoutMs: 15_000 });
+    const seconds = (Date.now() - started) / 1000;
+    expect(streamed(h)).toHaveLength(1);
+    expect(h.slack.callsTo("chat.startStream")).toHaveLength(1);
+    // The review's card waits; the steps that came after it run on the next card.
+    expect(streamed(h)[0]!.stream!.tasks.map((t) => t.status)).toEqual(["pending", "in_progress"]);
+    expect(h.slack.callsTo("chat.appendStream").length).toBeLessThanOrEqual(Math.ceil(seconds) + 3);
+  });
+});
