@@ -53,4 +53,14 @@ describe("planOf", () => {
       ["task-2", "Task 2", "error", "boom"],
     ]);
   });
+
+  it("ends a stopped run: its closed review says so, and the task under way says it was stopped", () => {
+    const stopped = planOf({ state: "stopped", reviews: [review("a", 0, { state: "closed" })], step: { latest: "x", latestAt: 1_000_005 } });
+    expect(stopped).toMatchObject({ ended: true, failed: true });
+    expect(cards(stopped)).toEqual([
+      ["task-1", "a", "complete", "Closed without a decision"],
+      ["task-2", "Task 2", "error", "Stopped from Slack"],
+    ]);
+    expect(cards(planOf({ state: "abandoned", reviews: [], step: { latest: "x", latestAt: 1_000_005 } }))).toEqual([["task-1", "Task 1", "error", "No longer followed"]]);
+  });
 });

@@ -4,7 +4,7 @@
 // the run's end. Card ids are the task's place in the run (task-1, task-2…), so the card a running
 // task showed before its name was known is the one its output completes.
 
-import { isFinished } from "./states.js";
+import { isFinished, STOPPED_STATES } from "./states.js";
 
 export type PlanTaskStatus = "pending" | "in_progress" | "complete" | "error";
 
@@ -92,6 +92,7 @@ export function planOf(facts: PlanFacts): RunPlan {
       // The run ended while this task was under way (or waited): it failed with the run, or finished.
       t.status = failed ? "error" : "complete";
       if (failed && facts.error) t.details = facts.error;
+      else if (STOPPED_STATES.includes(facts.state as (typeof STOPPED_STATES)[number])) t.details = facts.state === "stopped" ? "Stopped from Slack" : "No longer followed";
     }
   }
   return { tasks, ended, failed };
