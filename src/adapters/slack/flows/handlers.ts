@@ -3,9 +3,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import type { Logger } from "../../../log/log.js";
-import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
+import type { FlowRequests } from "../../../usecases/flows.js";
 import { BodyTooLarge, readBody } from "../../http/routes.js";
-import { escapeMrkdwn, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION, userMention } from "../blocks/index.js";
+import { FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION } from "../blocks/index.js";
+import { flowReplyFor } from "../decisions/replies.js";
 
 export const FLOW_HOOK_PREFIX = "/hooks/flows/";
 export const FLOW_HOOK_PATH = "/hooks/flows/:flowName";
@@ -96,37 +97,4 @@ export function registerFlowActions(app: App, flows: FlowRequests, log: Logger):
     if (text && channelId)
       await client.chat.postEphemeral({ channel: channelId, user: user.id, text }).catch((err) => log.warn("could not send ephemeral reply", { err: (err as Error).message }));
   });
-}
-
-/** What the clicker is told privately; undefined when the updated message says it all. */
-export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
-  switch (outcome.kind) {
-    case "answered":
-      return undefined;
-    case "unknown_request":
-    case "wrong_message":
-      return "I can't match this button to a feedback request, so nothing was sent to the flow.";
-    case "unknown_outcome":
-      return "That choice is not one the flow offers, so nothing was sent to the flow.";
-    case "feedback_required":
-      return "Please write your feedback in the field first: it is what the flow receives.";
-    case "not_allowed":
-      return `Only ${outcome.who} may answer this request, so nothing was sent to the flow.`;
-    case "approval_recorded":
-      return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The flow gets the answer once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
-    case "approval_counted":
-      return "Your approval is recorded and counted: with it the request had the approvals it needs, and the flow is being answered.";
-    case "already_approved":
-      return `You already approved this request (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
-    case "already_decided": {
-      const r = outcome.request;
-      if (r.state === "closed") return "This request is closed: the flow no longer takes an answer to it.";
-      return r.decidedBy ? `${userMention(r.decidedBy)} already ${r.state === "deciding" ? "is answering" : "answered"} this request.` : "This request was already answered.";
-    }
-    case "closed":
-      // The flow's own words (its answer's message or 4xx body): escaped like all outside text.
-      return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
-    case "failed":
-      return `Your answer did not reach the flow (${escapeMrkdwn(outcome.message)}), so the request is open again. Try again in a moment.`;
-  }
 }

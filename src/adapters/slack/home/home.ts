@@ -17,9 +17,8 @@ import { accessPorts } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
+import { flowReplyFor, NOT_RECORDED, replyFor } from "../decisions/replies.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
-import { flowReplyFor } from "../flows/handlers.js";
-import { NOT_RECORDED, replyFor } from "../review/actions.js";
 
 export interface HomeDeps {
   /** The rows a Home lists (the composition root opens it on the database). */

@@ -6,15 +6,11 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { clickMayDecide } from "../../../usecases/access.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
 import { accessPorts } from "../access.js";
-import { APPROVE_ACTION, escapeMrkdwn, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, userMention } from "../blocks/index.js";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../blocks/index.js";
+import { NOT_RECORDED, NOT_THIS_MESSAGE, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
 
-export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
 export const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
-export const SELF_APPROVAL_REFUSED =
-  "You started this run, and this crew needs its reviews approved by someone else, so your approval was not counted and nothing was sent to the crew. You may still reject with feedback.";
-export const NOT_RECORDED =
-  "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
 
 const reviewClick = z.object({
   user: z.object({ id: z.string() }),
@@ -65,39 +61,6 @@ export function registerReviewActions(app: App, deps: FeatureDeps): void {
       const reply = replyFor(outcome);
       if (reply) await tell(reply);
     });
-  }
-}
-
-/** What the clicker is told privately; undefined when the updated message says it all. */
-export function replyFor(outcome: DecisionOutcome): string | undefined {
-  switch (outcome.kind) {
-    case "decided":
-      return undefined;
-    case "unknown_review":
-      return "I can't find this review any more, so nothing was sent to the crew.";
-    case "feedback_required":
-      return "Please write what should change in the feedback field before rejecting: the crew re-runs the task with it.";
-    case "not_allowed":
-      return `Only ${outcome.who} may decide this review, so nothing was sent to the crew.`;
-    case "self_approval_refused":
-      return SELF_APPROVAL_REFUSED;
-    case "approval_recorded":
-      return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The crew goes on once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
-    case "approval_counted":
-      return "Your approval is recorded and counted: with it the review had the approvals it needs, and the crew is being told.";
-    case "already_approved":
-      return `You already approved this review (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
-    case "already_decided": {
-      const { review } = outcome;
-      if (review.state === "closed") return "This review is closed: the run no longer needs a decision on it.";
-      const verb = review.decision === "reject" ? "rejected" : "approved";
-      return review.decidedBy ? `${userMention(review.decidedBy)} already ${review.state === "deciding" ? "is deciding" : verb} this review.` : "This review was already decided.";
-    }
-    case "not_waiting":
-      // The crew's own words (its error message, its name) are outside text: escaped.
-      return `The crew wasn't waiting for this decision, so nothing changed. ${escapeMrkdwn(outcome.message)}`;
-    case "resume_failed":
-      return `Your decision did not reach the crew, so the review is open again. ${escapeMrkdwn(outcome.message)}`;
   }
 }
 

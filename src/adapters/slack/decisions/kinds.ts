@@ -1,0 +1,173 @@
+// The two kinds of decision request as the Slack handlers see them (edit.ts, reassign.ts): a crew's
+// review round and a flow's feedback request. Everything a handler does is the same for both; what
+// differs is this small port: how one is found and checked against the message clicked, who may act
+// on it, how an edited approval and a reassignment reach its use case, and its words.
+import { approvalPolicy, selfApprovalRefused } from "../../../domain/approvals.js";
+import { flowEditable, outcomeLeaning, outcomesOf } from "../../../domain/flow-outcomes.js";
+import { reviewChannel } from "../../../domain/refusals.js";
+import { type AccessPorts, clickFromFlowMessage, clickFromReviewMessage, clickMayDecide, mayAnswerFlowRequest, mayReassignReview, reviewerGate } from "../../../usecases/access.js";
+import type { FlowRequests } from "../../../usecases/flows.js";
+import type { TeamRef } from "../../../usecases/ports.js";
+import {
+  EDIT_ACTION,
+  EDIT_VIEW_CALLBACK,
+  FLOW_EDIT_ACTION,
+  FLOW_EDIT_VIEW_CALLBACK,
+  FLOW_REASSIGN_ACTION,
+  FLOW_REASSIGN_VIEW_CALLBACK,
+  REASSIGN_ACTION,
+  REASSIGN_VIEW_CALLBACK,
+} from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { type DecisionKind, FLOW_NOT_RECORDED, flowReplyFor, NOT_RECORDED, NOT_THIS_MESSAGE, NOT_THIS_REQUEST, replyFor, SELF_APPROVAL_REFUSED, WORDS } from "./replies.js";
+
+/** One decision request, as a handler needs it. */
+export interface Subject {
+  id: string;
+  state: string;
+  output: string;
+  /** What the edit and reassign modals name it by. */
+  title: string;
+  /** What the reassign modal names it by, when more than its title. */
+  fullTitle?: string;
+  round?: number;
+}
+
+/** A click or a submission: who, and on which message. */
+export interface Place {
+  userId: string;
+  channelId?: string;
+  messageTs?: string;
+}
+
+export interface KindPort<S extends Subject = Subject> {
+  kind: DecisionKind;
+  ids: { edit: string; editView: string; reassign: string; reassignView: string };
+  words: (typeof WORDS)[DecisionKind] & { notThisMessage: string; notThisReassign: string; editNotPending: string; editExpired: string; notRecorded: string; editEmpty: string };
+  find(id: string): Promise<S | null>;
+  /** Whether the click names the request its message shows. */
+  fromMessage(found: S, place: Place): boolean;
+  /** That, and (for a review) the user may act on its run. */
+  mayAct(found: S, place: Place, ports: AccessPorts): Promise<boolean>;
+  /** Why the edit form is not opened for this user (said privately), or undefined; may answer late (undefined then). */
+  editRefused(found: S, userId: string, ports: AccessPorts): Promise<string | undefined>;
+  /** Approves with an edit (or a note only when nothing changed): the private reply, if any. */
+  approveEdited(found: S, place: Required<Place>, note: string, editedOutput: string | undefined): Promise<string | undefined>;
+  mayReassign(found: S, userId: string, ports: AccessPorts): Promise<{ ok: true } | { ok: false; who?: string }>;
+  /** Hands it on; undefined when there is nobody to do it. */
+  reassign(found: S, p: { by: string; to: string; reason: string }): Promise<"reassigned" | "same_person" | "not_pending" | undefined>;
+  /** Where the user is told privately about it later (after a modal): its channel, and thread if any. */
+  replyPlace(found: S, channelId?: string): { channel: string; threadTs?: string };
+  team(found: S): TeamRef | undefined;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** How long opening the edit form waits for the reviewer rules before opening it anyway (trigger_id lives 3 s). */
+const GATE_WAIT_MS = 1_000;
+
+export const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
+export const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
+
+export function reviewKind(deps: FeatureDeps) {
+  const reviews = deps.lifecycle.reviews;
+  const get = async (id: string) => {
+    const found = UUID.test(id) ? await reviews.get(id) : null;
+    return found && { ...found, title: found.taskName };
+  };
+  type Found = NonNullable<Awaited<ReturnType<typeof get>>>;
+  const port: KindPort<Found> = {
+    kind: "review",
+    ids: { edit: EDIT_ACTION, editView: EDIT_VIEW_CALLBACK, reassign: REASSIGN_ACTION, reassignView: REASSIGN_VIEW_CALLBACK },
+    words: {
+      ...WORDS.review,
+      notThisMessage: NOT_THIS_MESSAGE,
+      notThisReassign: NOT_THIS_MESSAGE,
+      editNotPending: EDIT_NOT_PENDING,
+      editExpired: EDIT_EXPIRED,
+      notRecorded: NOT_RECORDED,
+      editEmpty: "The edited output is empty. To reject the task, close this and use Reject with feedback.",
+    },
+    find: get,
+    fromMessage: (found, place) => clickFromReviewMessage(found, place),
+    mayAct: (found, place, ports) => clickMayDecide(ports, found, place),
+    async editRefused(found, userId, ports) {
+      if (selfApprovalRefused(approvalPolicy(deps.crews.config(found.execution.crewName)), found.execution.userId, userId)) return SELF_APPROVAL_REFUSED;
+      // Who may decide, when it is known at once (group members are cached): no form for someone refused.
+      // A slow answer does not hold the trigger: the submission is checked again either way.
+      const gate = reviewerGate(ports, found, userId).catch(() => undefined);
+      const early = await Promise.race([gate, new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref())]);
+      return early && !early.allowed ? replyFor({ kind: "not_allowed", who: early.who }) : undefined;
+    },
+    async approveEdited(found, place, note, editedOutput) {
+      return replyFor(await reviews.decide({ reviewId: found.id, userId: place.userId, approve: true, feedback: note, ...(editedOutput !== undefined ? { editedOutput } : {}) }));
+    },
+    mayReassign: (found, userId, ports) => mayReassignReview(ports, found, userId),
+    async reassign(found, p) {
+      const outcome = await deps.escalations?.reassign({ reviewId: found.id, ...p });
+      return outcome && (outcome.kind === "reassigned" || outcome.kind === "same_person" ? outcome.kind : "not_pending");
+    },
+    // In the direct message the run moved to, replies are not threaded.
+    replyPlace: (found, channelId) => ({
+      channel: channelId ?? reviewChannel(found, found.execution),
+      ...(found.execution.threadTs && !found.channelId ? { threadTs: found.execution.threadTs } : {}),
+    }),
+    team: (found) => ({ teamId: found.execution.teamId, enterpriseId: found.execution.enterpriseId }),
+  };
+  return port;
+}
+
+export function flowKind(flows: FlowRequests) {
+  const get = async (id: string) => {
+    const found = await flows.get(id);
+    return found && { ...found, title: found.methodName ?? found.flowName, fullTitle: `${found.flowName}${found.methodName ? ` · ${found.methodName}` : ""}` };
+  };
+  type Found = NonNullable<Awaited<ReturnType<typeof get>>>;
+  const port: KindPort<Found> = {
+    kind: "flow",
+    ids: { edit: FLOW_EDIT_ACTION, editView: FLOW_EDIT_VIEW_CALLBACK, reassign: FLOW_REASSIGN_ACTION, reassignView: FLOW_REASSIGN_VIEW_CALLBACK },
+    words: {
+      ...WORDS.flow,
+      notThisMessage: NOT_THIS_REQUEST,
+      notThisReassign: "I can't match this button to a feedback request, so nothing was reassigned.",
+      editNotPending: NOT_THIS_REQUEST,
+      editExpired: NOT_THIS_REQUEST,
+      notRecorded: FLOW_NOT_RECORDED,
+      editEmpty: "The edited output is empty. To refuse it, close this and answer with the request's buttons.",
+    },
+    find: get,
+    fromMessage: (found, place) => clickFromFlowMessage(found, place),
+    mayAct: async (found, place) => clickFromFlowMessage(found, place),
+    editRefused: async (found) => (flowEditable(outcomesOf(found)) ? undefined : NOT_THIS_REQUEST),
+    // The flow gets its first approve-like outcome (or, for free-feedback flows, no outcome); its
+    // use case checks the message and the reviewer rules.
+    async approveEdited(found, place, note, editedOutput) {
+      const approveIndex = outcomesOf(found).findIndex((e) => outcomeLeaning(e) === "approve");
+      return flowReplyFor(
+        await flows.decide({
+          requestId: found.id,
+          userId: place.userId,
+          ...(approveIndex >= 0 ? { outcomeIndex: approveIndex } : {}),
+          feedback: note,
+          channelId: place.channelId,
+          messageTs: place.messageTs,
+          ...(editedOutput !== undefined ? { editedOutput } : {}),
+        }),
+      );
+    },
+    mayReassign: async (found, userId, ports) => ((await mayAnswerFlowRequest(ports, found, userId)) ? { ok: true } : { ok: false, who: flows.who(found) }),
+    reassign: async (found, p) => {
+      const outcome = await flows.reassign({ requestId: found.id, ...p });
+      return outcome.kind === "reassigned" || outcome.kind === "same_person" ? outcome.kind : "not_pending";
+    },
+    replyPlace: (found) => ({ channel: found.channelId }),
+    team: (found) => (found.teamId ? { teamId: found.teamId } : undefined),
+  };
+  return port;
+}
+
+/** Registers handlers once for each kind this app serves (flows when configured). */
+export function forEachKind(deps: FeatureDeps, register: <S extends Subject>(port: KindPort<S>) => void): void {
+  register(reviewKind(deps));
+  if (deps.flows) register(flowKind(deps.flows));
+}
