@@ -1,11 +1,10 @@
 // Review rounds: one per task output, decided once, each decision resumed exactly once.
 import crypto from "node:crypto";
-import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
+import { type ApprovalPolicy, approvalFeedback, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../protocols/crew/types.js";
-import { addApproval, approvalsOf } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";
 import { isUuid } from "../store/ids.js";
 import {
@@ -16,7 +15,6 @@ import {
   latestReviewForTask,
   latestReviewOf,
   latestReviewWithOutput,
-  lockReview,
   moveReview,
   type ReviewDecisionPatch,
   type ReviewWithExecution,
@@ -25,6 +23,8 @@ import {
 } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import type { Audit } from "./audit.js";
+import { DecisionCore } from "./decisions/core.js";
+import { crewReviewTarget } from "./decisions/crew-review.js";
 import type { Clock, CrewDirectory, Execution, Outbox, Review, RunNotice, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
 
@@ -130,6 +130,7 @@ export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
   private readonly sql: Sql;
+  private readonly core: DecisionCore;
 
   constructor(
     db: Db,
@@ -145,6 +146,7 @@ export class Reviews {
     private readonly onPending?: OnPending,
   ) {
     this.sql = sqlOf(db);
+    this.core = new DecisionCore({ db, outbox, audit, log, clock });
   }
 
   /**
@@ -286,20 +288,37 @@ export class Reviews {
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
     let humanFeedback = feedback || (decision.approve ? "Approved" : "");
     let approvals: StoredApproval[] = [];
+    const claim = async (db: Sql) =>
+      !!(await moveReview(db, review.id, reviewTransition("claimed"), this.clock.now(), {
+        decidedBy: decision.userId,
+        decision: decision.approve ? "approve" : "reject",
+        feedback: feedback || null,
+        decidedAt: this.clock.now(),
+        decidedByDeadline: !!decision.byDeadline,
+      }));
+    let claimed: boolean;
     if (decision.approve && !decision.byDeadline) {
-      const step = await this.approve(execution, review, decision);
-      if (step.kind === "wait") return step.outcome;
+      const policy = this.policyOf(execution.crewName);
+      if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "self_approval_refused" };
+      const edited = decision.editedOutput;
+      // Approvals toward the crew's number of distinct people (the decision core): the last one needed claims the decision.
+      const step = await this.core.tally(
+        crewReviewTarget(),
+        found,
+        { userId: decision.userId, note: feedback || null, editedOutput: edited, required: policy.required },
+        {
+          claim,
+          audit: { kind: "approval", decision: "approve", feedback: feedback || null },
+          detail: { ...(decision.via ? { via: decision.via } : {}), ...(edited !== undefined ? { edited: true, editedOutputHash: hashOutput(edited) } : {}) },
+        },
+      );
+      if (step.kind === "taken") return { kind: "already_decided", review: step.current ?? review };
+      if (step.kind === "waiting") return { kind: step.recorded ? "approval_recorded" : "already_approved", review, approvals: step.approvals, required: policy.required };
       approvals = step.approvals;
       humanFeedback = approvalFeedback(approvals);
-    }
+      claimed = step.claimed;
+    } else claimed = await claim(this.sql);
 
-    const claimed = await moveReview(this.sql, review.id, reviewTransition("claimed"), this.clock.now(), {
-      decidedBy: decision.userId,
-      decision: decision.approve ? "approve" : "reject",
-      feedback: feedback || null,
-      decidedAt: this.clock.now(),
-      decidedByDeadline: !!decision.byDeadline,
-    });
     if (!claimed) {
       const current = (await findReview(this.sql, review.id)) ?? review;
       // Two approvals completed the count at once: the other one sends it, and this one is part of it.
@@ -331,65 +350,6 @@ export class Reviews {
     } catch (err) {
       return this.resumeFailed(execution, review, err, decision, approvals, humanFeedback);
     }
-  }
-
-  /**
-   * An approval, in one transaction: stored once per person, counted, and (while more are needed)
-   * audited and shown on the message. The review's row is locked while its approvals are counted, so
-   * approvals given at the same moment are counted one after the other: the one that completes the
-   * count sees all of them. "enough" when the crew's required number of distinct people have now
-   * approved; otherwise the outcome to report.
-   */
-  private async approve(
-    execution: Execution,
-    review: Review,
-    decision: Decision,
-  ): Promise<{ kind: "wait"; outcome: DecisionOutcome } | { kind: "enough"; approvals: StoredApproval[] }> {
-    const policy = this.policyOf(execution.crewName);
-    if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "wait", outcome: { kind: "self_approval_refused" } };
-    const note = decision.feedback.trim() || null;
-    const step = await inTransaction(
-      this.sql,
-      async (tx): Promise<{ kind: "wait"; outcome: DecisionOutcome; shown?: boolean } | { kind: "enough"; approvals: StoredApproval[] }> => {
-        const current = await lockReview(tx, review.id);
-        if (current?.state !== "pending") return { kind: "wait", outcome: { kind: "already_decided", review: current ?? review } };
-        const now = this.clock.now();
-        const added = await addApproval(tx, { reviewId: review.id, userId: decision.userId, note, editedOutput: decision.editedOutput ?? null }, now);
-        const approvals = await approvalsOf(tx, review.id);
-        const tally = approvalTally(approvals, policy.required);
-        if (tally.done) return { kind: "enough", approvals };
-        const recorded = added || decision.editedOutput !== undefined;
-        if (recorded) {
-          await this.audit?.record(
-            {
-              executionId: review.executionId,
-              kind: "approval",
-              taskKey: review.taskKey,
-              round: review.round,
-              actor: decision.userId,
-              decision: "approve",
-              feedback: note,
-              outputHash: review.outputHash,
-              msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
-              detail: {
-                reviewId: review.id,
-                approvals: tally.approvers.length,
-                required: tally.required,
-                ...(decision.via ? { via: decision.via } : {}),
-                ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
-              },
-            },
-            tx,
-          );
-          // The message shows who approved so far ("1 of 2 approvals").
-          await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
-        }
-        const kind = recorded ? "approval_recorded" : "already_approved";
-        return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required }, shown: recorded };
-      },
-    );
-    if (step.kind === "wait" && step.shown) this.outbox.nudge();
-    return step;
   }
 
   /**
