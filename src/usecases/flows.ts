@@ -25,7 +25,6 @@ import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/c
 import { flowRequestTarget } from "./decisions/flow-request.js";
 import { type Clock, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
-import { hashOutput } from "./reviews.js";
 
 /** A flow feedback request as stored (src/store/flow-requests.ts). */
 export type FlowRequest = FlowRequestRow;
@@ -292,107 +291,101 @@ export class FlowRequests {
 
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
     // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
-    let answerComment = comment;
-    let approvals: StoredApproval[] = [];
     const required = approvalPolicy(this.flow(request.flowName)).required;
     const approving = outcome ? outcomeLeaning(outcome) === "approve" : d.editedOutput !== undefined;
     const edited = d.editedOutput !== undefined;
     const decidedAt = this.clock.now();
-    const claim = flowRequestTransition("claimed");
     const decision: store.DecisionClaim = { decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline };
-    let claimed: boolean;
-    const claimNow = (tx: Sql) => store.claimDecision(tx, request.id, claim, decision, decidedAt);
-    if (approving && !d.byDeadline && (required > 1 || edited)) {
-      // The approval, its audit row and the message's update commit together, and with the last
-      // approval needed, the claim (the decision core counts them one at a time).
-      const step = await this.core.tally(
-        this.target,
-        request,
-        { userId: d.userId, note: comment || null, editedOutput: d.editedOutput, outcome: outcome ?? null, required },
-        {
-          claim: claimNow,
-          audit: { kind: "flow_approval", decision: outcome ?? "feedback", feedback: comment || null },
-          detail: { ...(edited ? { edited: true } : {}), ...(d.via ? { via: d.via } : {}) },
+    const decided = (current: FlowRequest | null | undefined): FlowDecisionOutcome => (current ? { kind: "already_decided", request: current } : { kind: "unknown_request" });
+    return this.core.decide<FlowRequest, FlowDecisionOutcome>(this.target, request, {
+      userId: d.userId,
+      ...(approving && !d.byDeadline && (required > 1 || edited)
+        ? {
+            approval: {
+              required,
+              note: comment || null,
+              editedOutput: d.editedOutput,
+              outcome: outcome ?? null,
+              audit: { kind: "flow_approval", decision: outcome ?? "feedback", feedback: comment || null },
+              detail: { ...(edited ? { edited: true } : {}), ...(d.via ? { via: d.via } : {}) },
+            },
+          }
+        : {}),
+      claim: (tx) => store.claimDecision(tx, request.id, flowRequestTransition("claimed"), decision, decidedAt),
+      named: {
+        taken: decided,
+        waiting: (recorded, approvals) => ({ kind: recorded ? "approval_recorded" : "already_approved", request, approvals, required }),
+        lost: async (approvals) => {
+          const current = await store.findFlowRequest(this.sql, request.id);
+          // Two approvals completed the count at once: the other one answers, and this one is part of it.
+          if (current && approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
+          return decided(current);
         },
-      );
-      if (step.kind === "waiting") return { kind: step.recorded ? "approval_recorded" : "already_approved", request, approvals: step.approvals, required };
-      if (step.kind === "complete") approvals = step.approvals;
-      claimed = step.kind === "complete" && step.claimed;
-      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
-    } else {
-      claimed = await claimNow(this.sql);
-    }
-    if (!claimed) {
-      const current = await store.findFlowRequest(this.sql, request.id);
-      if (!current) return { kind: "unknown_request" };
-      // Two approvals completed the count at once: the other one answers, and this one is part of it.
-      if (approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
-      return { kind: "already_decided", request: current };
-    }
-
-    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
-    const edit = latestEdit(approvals);
-    // The decision's audit row commits with the state its answer leads to.
-    const audit = (result: string, tx: Sql) =>
-      this.deps.audit?.record(
-        {
-          executionId: null,
-          flowRequestId: request.id,
-          kind: "flow_decision",
-          taskKey: request.methodName,
-          actor: d.userId,
-          decision: outcome ?? "feedback",
-          feedback: comment || null,
-          outputHash: hashOutput(request.output),
-          msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
-          resumeStatus: answer.status ? String(answer.status) : null,
-          resumeMessage: answer.message,
-          detail: {
-            outcome: result,
-            flow: request.flowName,
-            requestId: request.requestId,
-            ...(d.byDeadline ? { byDeadline: true } : {}),
-            ...(d.via ? { via: d.via } : {}),
-            ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
-            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
-          },
-        },
-        runnerOf(tx),
-      );
-
-    if (answer.kind === "ok" || answer.kind === "refused") {
-      const move = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
-      const state = move.to;
-      const settled = await inTransaction(this.sql, async (tx) => {
-        const row = await store.settleDecision(tx, request.id, move, { status: answer.status, message: answer.message, deadlineDone: !!d.byDeadline }, this.clock.now());
-        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
-        await audit(state, tx);
-        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
-        if (edit && state === "answered") await this.deps.outbox.add(runnerOf(tx), { kind: "flow.edited", subjectId: request.id });
-        return row;
-      });
-      this.deps.outbox.nudge();
-      return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
-    }
-    // 5xx, time-out or unreachable: open again, so someone can decide again.
-    this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
-    const message = answer.message ?? "the flow could not be reached";
-    const reopened = await inTransaction(this.sql, async (tx) => {
-      const row = await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone: !!d.byDeadline }, this.clock.now());
-      if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
-      await audit("failed", tx);
-      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
-      if (d.byDeadline)
-        await this.deps.outbox.add(runnerOf(tx), {
-          kind: "flow.reminder",
-          subjectId: request.id,
-          part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
-          payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
-        });
-      return row;
+      },
+      deliver: (approvals) => {
+        const several = approvals.length > 1 || latestEdit(approvals);
+        return this.deliver(request, d, { outcome, comment, decidedAt, approvals }, feedbackText(outcome, several ? approvalFeedback(approvals, "the output") : comment));
+      },
     });
-    if (d.byDeadline) this.deps.outbox.nudge();
-    return { kind: "failed", request: reopened, message };
+  }
+
+  /** Answers the flow (its callback) with the claimed decision and settles what came of it. */
+  private async deliver(
+    request: FlowRequest,
+    d: FlowDecision,
+    c: { outcome: string | undefined; comment: string; decidedAt: Date; approvals: StoredApproval[] },
+    feedback: string,
+  ): Promise<FlowDecisionOutcome> {
+    const answer = await this.answer(request.callbackUrl, feedback);
+    const ok = answer.kind === "ok" || answer.kind === "refused";
+    const state = ok ? flowRequestTransition(answer.kind === "ok" ? "answered" : "refused").to : "failed";
+    // 5xx, time-out or unreachable: open again, so someone can decide again.
+    if (!ok) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
+    const message = answer.message ?? "the flow could not be reached";
+    const settled = await this.core.settle(this.target, request, {
+      move: async (tx) => {
+        const now = this.clock.now();
+        const deadlineDone = !!d.byDeadline;
+        const row = ok
+          ? await store.settleDecision(
+              tx,
+              request.id,
+              flowRequestTransition(answer.kind === "ok" ? "answered" : "refused"),
+              { status: answer.status, message: answer.message, deadlineDone },
+              now,
+            )
+          : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, now);
+        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
+        return row;
+      },
+      audit: {
+        kind: "flow_decision",
+        actor: d.userId,
+        decision: c.outcome ?? "feedback",
+        feedback: c.comment || null,
+        msToDecision: Math.max(0, c.decidedAt.getTime() - request.createdAt.getTime()),
+        resumeStatus: answer.status ? String(answer.status) : null,
+        resumeMessage: answer.message,
+        detail: { outcome: state, ...(d.byDeadline ? { byDeadline: true } : {}), ...(d.via ? { via: d.via } : {}) },
+      },
+      approvals: c.approvals,
+      show: ok,
+      taken: state === "answered",
+      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
+      effects:
+        !ok && d.byDeadline
+          ? [
+              {
+                kind: "flow.reminder",
+                subjectId: request.id,
+                part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+                payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
+              },
+            ]
+          : [],
+    });
+    if (state === "answered") return { kind: "answered", request: settled };
+    return state === "closed" ? { kind: "closed", request: settled, reason: answer.message ?? "" } : { kind: "failed", request: settled, message };
   }
 
   private approvals(flowRequestId: string): Promise<StoredApproval[]> {

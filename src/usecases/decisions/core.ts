@@ -7,7 +7,7 @@
 // effect shows or notices it (crew-review.ts, flow-request.ts).
 import crypto from "node:crypto";
 import type { ReviewerRules as RulesConfig } from "../../config/config.js";
-import { approvalTally, type StoredApproval } from "../../domain/approvals.js";
+import { approvalTally, latestEdit, type StoredApproval } from "../../domain/approvals.js";
 import type { Logger } from "../../log/log.js";
 import type { Db } from "../../store/db/database.js";
 import {
@@ -68,6 +68,8 @@ export interface DecisionTarget<R extends RequestBase> {
   reminder(r: R, count: number, facts: { who: string; waitedMs: number }): NewEffect;
   /** The effect of the reminder its deadline posts (an action it cannot take is `lacking`). */
   deadlineNotice(r: R, facts: { who: string; withinMs: number; lacking?: "approve" | "reject" }): NewEffect;
+  /** The effect that attaches the edited version after an edit and approve. */
+  edited(r: R, by: string): NewEffect;
   /** Whom it is escalated to after its last reminder (escalateTo); undefined: nobody. */
   escalateTo(r: R): RulesConfig | undefined;
 }
@@ -95,6 +97,10 @@ export type DeadlinePlan =
   | { kind: "decide"; action: "approve" | "reject"; withinMs: number; decide(feedback: string): Promise<NewEffect | undefined> }
   | { kind: "remind"; withinMs: number; lacking?: "approve" | "reject"; detail(claimed: RequestBase): Record<string, unknown> };
 
+export function hashOutput(output: string): string {
+  return crypto.createHash("sha256").update(output).digest("hex");
+}
+
 /** When reminder number `sent + 1` is due, for a request created at `createdAt`. */
 export function reminderDue(createdAt: Date, sent: number, afterMs: number): Date {
   // afterMs, then 2·afterMs later, then 4·afterMs later…: due at createdAt + afterMs·(2^(sent+1) − 1).
@@ -111,9 +117,11 @@ export class DecisionCore {
   }
 
   /** Its audit row, in the transaction `tx`: what the request names, then the row's own facts. */
-  private audit<R extends RequestBase>(tx: Sql, target: DecisionTarget<R>, r: R, kind: string, row: Record<string, unknown>, detail: Record<string, unknown>) {
+  private audit<R extends RequestBase>(tx: Sql, target: DecisionTarget<R>, r: R, kind: string, row: Record<string, unknown>, detail: Record<string, unknown>, first?: string) {
     const { ref, ...names } = target.audited(r);
-    return this.deps.audit?.record({ ...names, kind, ...row, detail: { ...ref, ...detail } } as Parameters<Audit["record"]>[0], runnerOf(tx));
+    // A decision's detail names its outcome first (`first`), then the request.
+    const lead = first ? { [first]: detail[first] } : {};
+    return this.deps.audit?.record({ ...names, kind, ...row, detail: { ...lead, ...ref, ...detail } } as Parameters<Audit["record"]>[0], runnerOf(tx));
   }
 
   private waited(r: RequestBase, now: Date): number {
@@ -241,41 +249,133 @@ export class DecisionCore {
   }
 
   /**
-   * An approval, in one transaction: stored once per person, counted, and (while more are needed)
-   * audited and shown on the message. The request's row is locked while its approvals are counted, so
-   * approvals given at the same moment are counted one after the other: the one that completes the
-   * count sees all of them, and claims the decision in the same transaction (`claim`).
+   * What happens when someone decides, up to the delivery: an approval (not the deadline's) is counted
+   * toward N first, in one transaction that stores it once per person, counts, and, while more are
+   * needed, audits it and shows it on the message. The request's row is locked meanwhile, so approvals
+   * given at the same moment are counted one after the other, and the one that completes the count
+   * claims the decision in the same transaction. Anything else claims it at once. The first claim
+   * wins (pending → deciding) and is delivered by its kind exactly once; a lost claim is named by it.
    */
-  async tally<R extends RequestBase>(
-    target: DecisionTarget<R>,
-    r: R,
-    a: { userId: string; note: string | null; editedOutput?: string; outcome?: string | null; required: number },
-    then: { claim(tx: Sql): Promise<boolean>; audit: { kind: string; decision: string; feedback: string | null }; detail: Record<string, unknown> },
-  ): Promise<
-    { kind: "taken"; current: R | null } | { kind: "waiting"; recorded: boolean; approvals: number } | { kind: "complete"; claimed: boolean; approvals: StoredApproval[] }
-  > {
+  async decide<R extends RequestBase, O>(target: DecisionTarget<R>, r: R, call: DecisionCall<R, O>): Promise<O> {
+    const a = call.approval;
+    if (!a) return (await call.claim(this.sql)) ? call.deliver([]) : call.named.lost([]);
     const step = await inTransaction(this.sql, async (tx) => {
       const locked = (await lockRequest(tx, target.table, r.id)) as R | null;
       if (locked?.state !== "pending") return { kind: "taken" as const, current: locked };
       const now = this.clock.now();
-      const edited = a.editedOutput !== undefined;
-      const added = await addApproval(tx, target.table, { requestId: r.id, userId: a.userId, note: a.note, editedOutput: a.editedOutput ?? null, outcome: a.outcome }, now);
+      const added = await addApproval(tx, target.table, { requestId: r.id, userId: call.userId, note: a.note, editedOutput: a.editedOutput ?? null, outcome: a.outcome }, now);
       const approvals = await approvalsOf(tx, target.table, r.id);
       const tally = approvalTally(approvals, a.required);
-      if (tally.done) return { kind: "complete" as const, approvals, claimed: await then.claim(tx) };
-      const recorded = added || edited;
+      if (tally.done) return { kind: "complete" as const, approvals, claimed: await call.claim(tx) };
+      const recorded = added || a.editedOutput !== undefined;
       if (recorded) {
-        const counted = { approvals: tally.approvers.length, required: tally.required };
-        const { kind, ...row } = then.audit;
-        await this.audit(tx, target, r, kind, { actor: a.userId, ...row, msToDecision: this.waited(r, now) }, { ...counted, ...then.detail });
+        const { kind, ...row } = a.audit;
+        await this.audit(
+          tx,
+          target,
+          r,
+          kind,
+          { actor: call.userId, ...row, msToDecision: this.waited(r, now) },
+          { approvals: tally.approvers.length, required: tally.required, ...a.detail },
+        );
         // The message shows who approved so far ("1 of 2 approvals").
         await this.deps.outbox.add(runnerOf(tx), target.show(r));
       }
       return { kind: "waiting" as const, recorded, approvals: tally.approvers.length };
     });
-    if (step.kind === "waiting" && step.recorded) this.deps.outbox.nudge();
-    return step;
+    if (step.kind === "taken") return call.named.taken(step.current);
+    if (step.kind === "waiting") {
+      if (step.recorded) this.deps.outbox.nudge();
+      return call.named.waiting(step.recorded, step.approvals);
+    }
+    return step.claimed ? call.deliver(step.approvals) : call.named.lost(step.approvals);
   }
+
+  /**
+   * What came of a claimed decision, in one transaction: the request's new state (`move`, with its
+   * run's when it has one), the decision's audit row, the message shown again from its row (unless
+   * it opened again), the edited version after an edit and approve that was taken, and any notice.
+   */
+  async settle<R extends RequestBase>(target: DecisionTarget<R>, r: R, s: Settlement<R>): Promise<R> {
+    const edit = latestEdit(s.approvals);
+    const settled = await inTransaction(this.sql, async (tx) => {
+      const moved = await s.move(tx);
+      const { kind, detail, ...row } = s.audit;
+      await this.audit(
+        tx,
+        target,
+        r,
+        kind,
+        row,
+        {
+          ...detail,
+          ...(s.approvals.length > 1 ? { approvers: s.approvals.map((a) => a.userId) } : {}),
+          ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
+          ...s.detailAfter,
+        },
+        "outcome",
+      );
+      if (s.show) await this.deps.outbox.add(runnerOf(tx), target.show(r));
+      if (edit && s.taken) await this.deps.outbox.add(runnerOf(tx), target.edited(r, edit.userId));
+      for (const effect of s.effects ?? []) await this.deps.outbox.add(runnerOf(tx), effect);
+      return moved;
+    });
+    if (s.show || edit || s.effects?.length) this.deps.outbox.nudge();
+    return settled;
+  }
+}
+
+/** One decision, as its kind hands it to the core: how it is counted, claimed, named and delivered. */
+export interface DecisionCall<R, O> {
+  userId: string;
+  /** Counted toward N before the claim (an approval that is not the deadline's); undefined: claimed at once. */
+  approval?: {
+    required: number;
+    note: string | null;
+    editedOutput?: string;
+    /** The approve-like outcome chosen (flow requests). */
+    outcome?: string | null;
+    audit: { kind: string; decision: string; feedback: string | null };
+    detail: Record<string, unknown>;
+  };
+  /** The claim (pending → deciding) with the decision's columns: false when another decision took it. */
+  claim(db: Sql): Promise<boolean>;
+  /** How the kind names what happened short of a delivery. */
+  named: {
+    /** Decided meanwhile (while the approval waited for the row). */
+    taken(current: R | null): O;
+    /** Counted (or given already by this person); more approvals are needed. */
+    waiting(recorded: boolean, approvals: number): O;
+    /** The claim went to another decision (perhaps one this approval was counted in). */
+    lost(approvals: StoredApproval[]): Promise<O>;
+  };
+  /** Delivers the claimed decision (the crew's /resume, the flow's callback) and settles it. */
+  deliver(approvals: StoredApproval[]): Promise<O>;
+}
+
+/** What came of a delivery, for DecisionCore.settle. */
+export interface Settlement<R> {
+  /** The request's (and its run's) new state; the row as it is then. */
+  move(tx: Sql): Promise<R>;
+  /** The decision's audit row; its detail starts with the outcome, then what names the request. */
+  audit: {
+    kind: string;
+    actor: string;
+    decision: string;
+    feedback: string | null;
+    msToDecision: number;
+    resumeStatus: string | null;
+    resumeMessage: string | null;
+    detail: Record<string, unknown>;
+  };
+  /** Detail after the approvers and the edit (what the crew was sent, when it is more than the note). */
+  detailAfter?: Record<string, unknown>;
+  approvals: StoredApproval[];
+  /** The message is shown again (not when the request opened again: it looks as it did). */
+  show: boolean;
+  /** The answer was taken: an edit's version is attached. */
+  taken: boolean;
+  effects?: NewEffect[];
 }
 
 /** The feedback the crew (or flow) receives when the deadline decides: "No decision within 30 minutes: rejected automatically by Crewline". */

@@ -13,6 +13,7 @@ export function crewReviewTarget(escalateToOf?: (crewName: string) => RulesConfi
     table: "Review",
     audited: (r) => ({ executionId: r.executionId, taskKey: r.taskKey, round: r.round, outputHash: r.outputHash, ref: { reviewId: r.id } }),
     show: (r) => ({ kind: "review.show", subjectId: r.id }),
+    edited: (r, by) => ({ kind: "review.edited", subjectId: r.id, payload: { by } }),
     // Each reply in the thread is its own message (its caller claimed the event that calls for it).
     notice: (r, notice) => ({
       kind: "run.message",

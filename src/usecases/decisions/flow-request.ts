@@ -3,8 +3,7 @@
 import type { FlowConfig } from "../../config/config.js";
 import type { FlowRequestRow } from "../../store/flow-requests.js";
 import type { FlowNotice } from "../ports.js";
-import { hashOutput } from "../reviews.js";
-import type { DecisionTarget } from "./core.js";
+import { type DecisionTarget, hashOutput } from "./core.js";
 
 export function flowRequestTarget(flowOf: (name: string) => FlowConfig | undefined): DecisionTarget<FlowRequestRow> {
   const notice = (r: FlowRequestRow, part: string | number, notice: FlowNotice) => ({ kind: "flow.reminder", subjectId: r.id, part, payload: { notice } }) as const;
@@ -12,6 +11,7 @@ export function flowRequestTarget(flowOf: (name: string) => FlowConfig | undefin
     table: "FlowRequest",
     audited: (r) => ({ executionId: null, flowRequestId: r.id, taskKey: r.methodName, outputHash: hashOutput(r.output), ref: { flow: r.flowName, requestId: r.requestId } }),
     show: (r) => ({ kind: "flow.show", subjectId: r.id }),
+    edited: (r) => ({ kind: "flow.edited", subjectId: r.id }),
     notice: (r, n, part) => notice(r, part, n),
     reminder: (r, count, facts) => notice(r, count, { kind: "reminder", ...facts }),
     deadlineNotice: (r, facts) => notice(r, `deadline:${r.decideBy?.getTime() ?? 0}`, { kind: "deadline_passed", ...facts }),
