@@ -42,6 +42,7 @@ import { sqlRunnerFor } from "./store/db/sql.js";
 import { HomeStore } from "./store/home.js";
 import { pingDatabase } from "./store/sql.js";
 import type { ReviewDeadlines } from "./usecases/deadlines.js";
+import { DecisionLoops } from "./usecases/decisions/loops.js";
 import { ReviewEscalations } from "./usecases/escalation.js";
 import { FlowRequests } from "./usecases/flows.js";
 import { Lifecycle } from "./usecases/lifecycle.js";
@@ -433,6 +434,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     });
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
+  // One loop for the reminders and deadlines of reviews and flow requests (the decision core).
+  const decisionLoops = new DecisionLoops(log, [
+    ...(reminderSettings.max > 0 ? [{ what: "review reminders", everyMs: opts.reminderIntervalMs ?? 60_000, run: () => reminders.tick() }] : []),
+    { what: "review deadlines", everyMs: opts.deadlineIntervalMs ?? 10_000, run: () => lifecycle.deadlines.tick() },
+    ...flows.jobs({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs }),
+  ]);
   let server: Server | undefined;
   return {
     app,
@@ -469,9 +476,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       // Installed in many workspaces, a crew's groups are read on first use, in the run's workspace.
       if (!oauth) reviewers.prefetch();
       flowRules.prefetch();
-      reminders.start(opts.reminderIntervalMs);
-      lifecycle.deadlines.start(opts.deadlineIntervalMs);
-      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs });
+      decisionLoops.start();
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
@@ -507,9 +512,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     },
     async stop() {
       await watcher.stop();
-      reminders.stop();
-      lifecycle.deadlines.stop();
-      await flows.stop();
+      await decisionLoops.stop();
       await app.stop().catch(() => {});
       if (metricsServer?.listening) {
         metricsServer.closeAllConnections();

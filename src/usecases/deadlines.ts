@@ -52,7 +52,6 @@ export interface DeadlineDeps {
 
 export class ReviewDeadlines {
   private readonly clock: Clock;
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
 
   constructor(private readonly deps: DeadlineDeps) {
@@ -71,21 +70,10 @@ export class ReviewDeadlines {
     return (await stampDeadline(tx, review.id, { decideBy, onTimeout: deadline.onTimeout }, now)) ?? review;
   };
 
-  /** Takes every deadline that has passed; returns how many actions were taken. Overlapping calls share one pass. */
+  /** Takes every deadline that has passed (DecisionLoops calls it); returns how many actions were taken. Overlapping calls share one pass. */
   tick(): Promise<number> {
     this.running ??= this.takeDue().finally(() => (this.running = undefined));
     return this.running;
-  }
-
-  start(intervalMs = 10_000): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.tick().catch((err) => this.deps.log.warn("review deadlines failed", { err })), intervalMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   private async takeDue(): Promise<number> {

@@ -23,6 +23,7 @@ import { truncatePlain } from "../text/truncate.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { flowRequestTarget } from "./decisions/flow-request.js";
+import type { DecisionJob } from "./decisions/loops.js";
 import { type Clock, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 
@@ -124,10 +125,6 @@ export class FlowRequests {
   private readonly clock: Clock;
   private readonly sql: Sql;
   private readonly byName = new Map<string, FlowConfig>();
-  private reminderTimer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
-  private readonly inflight = new Set<Promise<unknown>>();
   private readonly refusals: SampledLog;
   private readonly core: DecisionCore;
   private readonly target: DecisionTarget<FlowRequest>;
@@ -522,36 +519,14 @@ export class FlowRequests {
     return mine;
   }
 
-  start(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): void {
-    if (this.deps.flows.length === 0) return;
-    if (this.deps.flows.some((f) => f.decideWithinMs)) {
-      this.deadlineTimer = setInterval(
-        () => this.track(this.deadlinesDue().catch((err) => this.deps.log.warn("flow deadlines failed", { err: errText(err) }))),
-        opts.deadlineIntervalMs ?? 10_000,
-      );
-      this.deadlineTimer.unref();
-    }
-    this.sweepTimer = setInterval(() => this.track(this.recover().catch((err) => this.deps.log.warn("flow recovery sweep failed", { err: errText(err) }))), opts.sweepMs ?? 30_000);
-    this.sweepTimer.unref();
-    if (this.deps.reminders && this.deps.reminders.max > 0) {
-      this.reminderTimer = setInterval(
-        () => this.track(this.remindDue().catch((err) => this.deps.log.warn("flow reminders failed", { err: errText(err) }))),
-        opts.reminderIntervalMs ?? 60_000,
-      );
-      this.reminderTimer.unref();
-    }
-  }
-
-  async stop(): Promise<void> {
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
-    if (this.reminderTimer) clearInterval(this.reminderTimer);
-    if (this.deadlineTimer) clearInterval(this.deadlineTimer);
-    await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
-  }
-
-  private track(p: Promise<unknown>): void {
-    this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p));
+  /** Its passes in the decision core's loop (DecisionLoops): deadlines, the recovery sweep, reminders. */
+  jobs(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): DecisionJob[] {
+    if (this.deps.flows.length === 0) return [];
+    return [
+      ...(this.deps.flows.some((f) => f.decideWithinMs) ? [{ what: "flow deadlines", everyMs: opts.deadlineIntervalMs ?? 10_000, run: () => this.deadlinesDue() }] : []),
+      { what: "flow recovery sweep", everyMs: opts.sweepMs ?? 30_000, run: () => this.recover() },
+      ...(this.deps.reminders && this.deps.reminders.max > 0 ? [{ what: "flow reminders", everyMs: opts.reminderIntervalMs ?? 60_000, run: () => this.remindDue() }] : []),
+    ];
   }
 }
 

@@ -41,7 +41,6 @@ export { reminderDue };
 
 export class ReviewReminders {
   private readonly clock: Clock;
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
 
   constructor(
@@ -51,21 +50,10 @@ export class ReviewReminders {
     this.clock = deps.clock ?? systemClock;
   }
 
-  /** Sends every reminder that is due; returns how many were sent. Overlapping calls share one pass. */
+  /** Sends every reminder that is due (DecisionLoops calls it); returns how many were sent. Overlapping calls share one pass. */
   tick(): Promise<number> {
     this.running ??= this.sendDue().finally(() => (this.running = undefined));
     return this.running;
-  }
-
-  start(intervalMs = 60_000): void {
-    if (this.timer || this.settings.max <= 0) return;
-    this.timer = setInterval(() => void this.tick().catch((err) => this.deps.log.warn("review reminders failed", { err })), intervalMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
   }
 
   private async sendDue(): Promise<number> {
