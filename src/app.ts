@@ -9,10 +9,11 @@ import { metricsHandler } from "./adapters/http/metrics-route.js";
 import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./adapters/http/routes.js";
 import { channelMembersCache } from "./adapters/slack/access.js";
 import { InstalledClients, type SlackClients, singleTokenClients } from "./adapters/slack/clients.js";
+import { registerDecisionClicks } from "./adapters/slack/decisions/clicks.js";
 import { registerDecisionEdit } from "./adapters/slack/decisions/edit.js";
 import { registerDecisionReassign } from "./adapters/slack/decisions/reassign.js";
 import type { FeatureDeps } from "./adapters/slack/deps.js";
-import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./adapters/slack/flows/handlers.js";
+import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl } from "./adapters/slack/flows/handlers.js";
 import { SlackFlowEffects } from "./adapters/slack/flows/slack-effects.js";
 import { answerHandlerError, guardSlackEvents } from "./adapters/slack/guard.js";
 import { registerAppHome } from "./adapters/slack/home/home.js";
@@ -24,7 +25,6 @@ import { registerKickoffSubmission } from "./adapters/slack/kickoff/submit.js";
 import { SlackRunNotifier } from "./adapters/slack/notifier.js";
 import { installerReceiverOptions } from "./adapters/slack/oauth.js";
 import { registerReplyDecisions } from "./adapters/slack/reply/handlers.js";
-import { registerReviewActions } from "./adapters/slack/review/actions.js";
 import { registerUninstall } from "./adapters/slack/uninstall.js";
 import type { AppConfig, CrewConfig } from "./config/config.js";
 import { TokenCipher } from "./crypto/token-cipher.js";
@@ -417,12 +417,11 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerMessageShortcut(app, deps);
-  registerReviewActions(app, deps);
+  registerDecisionClicks(app, deps);
   registerDecisionEdit(app, deps);
   registerDecisionReassign(app, deps);
   registerReplyDecisions(app, deps, new ReplyDecisions({ db: database.prisma, reviews: lifecycle.reviews, flows, log, clock }));
   registerAppHome(app, deps, { store: new HomeStore(database.prisma), clock: opts.clock, clients: slackClients });
-  registerFlowActions(app, flows, log);
   if (installations && installedClients)
     registerUninstall(app, {
       db: database.prisma,

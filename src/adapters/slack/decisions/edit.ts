@@ -26,7 +26,7 @@ export const decisionClick = z.object({
 const editValues = z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough()));
 
 /** The click's facts, and how to tell the clicker something privately (in the thread it was in). */
-export function clickFacts(deps: FeatureDeps, client: App["client"], click: z.infer<typeof decisionClick>) {
+export function clickFacts(deps: FeatureDeps, client: App["client"], click: Omit<z.infer<typeof decisionClick>, "trigger_id" | "actions">) {
   const channel = click.container?.channel_id ?? click.channel?.id;
   const messageTs = click.container?.message_ts ?? click.message?.ts;
   const threadTs = click.message?.thread_ts ?? click.container?.thread_ts;

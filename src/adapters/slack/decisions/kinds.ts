@@ -9,14 +9,22 @@ import { type AccessPorts, clickFromFlowMessage, clickFromReviewMessage, clickMa
 import type { FlowRequests } from "../../../usecases/flows.js";
 import type { TeamRef } from "../../../usecases/ports.js";
 import {
+  APPROVE_ACTION,
   EDIT_ACTION,
   EDIT_VIEW_CALLBACK,
+  FEEDBACK_ACTION,
+  FEEDBACK_BLOCK,
   FLOW_EDIT_ACTION,
   FLOW_EDIT_VIEW_CALLBACK,
+  FLOW_FEEDBACK_ACTION,
+  FLOW_FEEDBACK_BLOCK,
+  FLOW_OUTCOME_ACTION_PREFIX,
   FLOW_REASSIGN_ACTION,
   FLOW_REASSIGN_VIEW_CALLBACK,
+  FLOW_SEND_ACTION,
   REASSIGN_ACTION,
   REASSIGN_VIEW_CALLBACK,
+  REJECT_ACTION,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { type DecisionKind, FLOW_NOT_RECORDED, flowReplyFor, NOT_RECORDED, NOT_THIS_MESSAGE, NOT_THIS_REQUEST, replyFor, SELF_APPROVAL_REFUSED, WORDS } from "./replies.js";
@@ -33,6 +41,16 @@ export interface Subject {
   round?: number;
 }
 
+/** A decision button clicked: which, its value (the request's id), the feedback field, who and where. */
+export interface Click {
+  actionId: string;
+  value: string;
+  feedback: string;
+  userId: string;
+  channelId?: string;
+  messageTs?: string;
+}
+
 /** A click or a submission: who, and on which message. */
 export interface Place {
   userId: string;
@@ -42,9 +60,11 @@ export interface Place {
 
 export interface KindPort<S extends Subject = Subject> {
   kind: DecisionKind;
-  ids: { edit: string; editView: string; reassign: string; reassignView: string };
+  ids: { decide: (string | RegExp)[]; feedback: [block: string, action: string]; edit: string; editView: string; reassign: string; reassignView: string };
   words: (typeof WORDS)[DecisionKind] & { notThisMessage: string; notThisReassign: string; editNotPending: string; editExpired: string; notRecorded: string; editEmpty: string };
   find(id: string): Promise<S | null>;
+  /** A decision button on its message (Approve, Reject, a flow's outcome, Send feedback): decided through its use case; the private reply, if any. */
+  click(c: Click, ports: AccessPorts): Promise<string | undefined>;
   /** Whether the click names the request its message shows. */
   fromMessage(found: S, place: Place): boolean;
   /** That, and (for a review) the user may act on its run. */
@@ -69,6 +89,23 @@ const GATE_WAIT_MS = 1_000;
 export const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
 export const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
 
+export const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
+const FLOW_ACTION_PATTERN = new RegExp(`^(${FLOW_OUTCOME_ACTION_PREFIX}\\d{1,2}|${FLOW_SEND_ACTION})$`);
+
+/**
+ * The request, once the ts of its message is recorded: Slack shows a message a moment before the
+ * outbox records its ts, and a click in that moment would otherwise be refused as coming from
+ * another message. Waits up to about 2 s (the click was acknowledged already).
+ */
+async function posted<S extends { messageTs: string | null }>(get: (id: string) => Promise<S | null>, id: string): Promise<S | null> {
+  let found = await get(id);
+  for (let i = 0; found && !found.messageTs && i < 10; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    found = await get(id);
+  }
+  return found;
+}
+
 export function reviewKind(deps: FeatureDeps) {
   const reviews = deps.lifecycle.reviews;
   const get = async (id: string) => {
@@ -78,7 +115,14 @@ export function reviewKind(deps: FeatureDeps) {
   type Found = NonNullable<Awaited<ReturnType<typeof get>>>;
   const port: KindPort<Found> = {
     kind: "review",
-    ids: { edit: EDIT_ACTION, editView: EDIT_VIEW_CALLBACK, reassign: REASSIGN_ACTION, reassignView: REASSIGN_VIEW_CALLBACK },
+    ids: {
+      decide: [APPROVE_ACTION, REJECT_ACTION],
+      feedback: [FEEDBACK_BLOCK, FEEDBACK_ACTION],
+      edit: EDIT_ACTION,
+      editView: EDIT_VIEW_CALLBACK,
+      reassign: REASSIGN_ACTION,
+      reassignView: REASSIGN_VIEW_CALLBACK,
+    },
     words: {
       ...WORDS.review,
       notThisMessage: NOT_THIS_MESSAGE,
@@ -89,6 +133,20 @@ export function reviewKind(deps: FeatureDeps) {
       editEmpty: "The edited output is empty. To reject the task, close this and use Reject with feedback.",
     },
     find: get,
+    async click(c, ports) {
+      // The review must be the one this message shows, in a run the clicker may see.
+      const found = await posted(get, c.value);
+      if (found && !found.messageTs) {
+        // Slack shows the message; its ts is not recorded yet (a slow or retaken post): nothing to match it against.
+        deps.log.warn("review click before its message was recorded", { userId: c.userId });
+        return STILL_POSTING;
+      }
+      if (found && !(await clickMayDecide(ports, found, c))) {
+        deps.log.warn("review click from another message refused", { userId: c.userId });
+        return NOT_THIS_MESSAGE;
+      }
+      return replyFor(await reviews.decide({ reviewId: c.value, userId: c.userId, approve: c.actionId === APPROVE_ACTION, feedback: c.feedback }));
+    },
     fromMessage: (found, place) => clickFromReviewMessage(found, place),
     mayAct: (found, place, ports) => clickMayDecide(ports, found, place),
     async editRefused(found, userId, ports) {
@@ -125,7 +183,14 @@ export function flowKind(flows: FlowRequests) {
   type Found = NonNullable<Awaited<ReturnType<typeof get>>>;
   const port: KindPort<Found> = {
     kind: "flow",
-    ids: { edit: FLOW_EDIT_ACTION, editView: FLOW_EDIT_VIEW_CALLBACK, reassign: FLOW_REASSIGN_ACTION, reassignView: FLOW_REASSIGN_VIEW_CALLBACK },
+    ids: {
+      decide: [FLOW_ACTION_PATTERN],
+      feedback: [FLOW_FEEDBACK_BLOCK, FLOW_FEEDBACK_ACTION],
+      edit: FLOW_EDIT_ACTION,
+      editView: FLOW_EDIT_VIEW_CALLBACK,
+      reassign: FLOW_REASSIGN_ACTION,
+      reassignView: FLOW_REASSIGN_VIEW_CALLBACK,
+    },
     words: {
       ...WORDS.flow,
       notThisMessage: NOT_THIS_REQUEST,
@@ -136,6 +201,18 @@ export function flowKind(flows: FlowRequests) {
       editEmpty: "The edited output is empty. To refuse it, close this and answer with the request's buttons.",
     },
     find: get,
+    // Its use case checks the message, the outcome and who may answer.
+    click: async (c) =>
+      flowReplyFor(
+        await flows.decide({
+          requestId: c.value,
+          userId: c.userId,
+          outcomeIndex: c.actionId === FLOW_SEND_ACTION ? undefined : Number(c.actionId.slice(FLOW_OUTCOME_ACTION_PREFIX.length)),
+          feedback: c.feedback,
+          channelId: c.channelId,
+          messageTs: c.messageTs,
+        }),
+      ),
     fromMessage: (found, place) => clickFromFlowMessage(found, place),
     mayAct: async (found, place) => clickFromFlowMessage(found, place),
     editRefused: async (found) => (flowEditable(outcomesOf(found)) ? undefined : NOT_THIS_REQUEST),
