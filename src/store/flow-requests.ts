@@ -1,5 +1,6 @@
-// The FlowRequest aggregate: flow feedback requests and their approvals (FlowApproval). Every read and
-// write of these tables by the flows use case (src/usecases/flows.ts) goes through here; the rules
+// The FlowRequest aggregate: flow feedback requests, their intake and their decision columns (the
+// approvals and the claims both kinds of decision request share are in decision-requests.ts). Every
+// read and write of this table by the flows use case (src/usecases/flows.ts) goes through here; the rules
 // (which state moves to which, what is audited, which Slack effect follows) stay with the use case,
 // which passes in the states a write moves between and the time it happens (its Clock).
 import crypto from "node:crypto";
@@ -7,9 +8,6 @@ import type { Selectable } from "kysely";
 import { type DB, inTransaction, sqlOf } from "./sql.js";
 
 export type FlowRequestRow = Selectable<DB["FlowRequest"]>;
-export type FlowApprovalRow = Selectable<DB["FlowApproval"]>;
-/** What the approval rules read of an approval (StoredApproval in domain/approvals.ts). */
-export type FlowApprovalView = Pick<FlowApprovalRow, "userId" | "note" | "editedOutput" | "createdAt">;
 
 /** A database, a runner or a Kysely handle (possibly one transaction's). */
 type On = Parameters<typeof sqlOf>[0];

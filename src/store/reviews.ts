@@ -1,5 +1,6 @@
 // Review rows (one round of one task's output): storing a round, its conditional state moves, the
-// decision columns, and the claims of its reminders, deadline, escalation and reassignment. Every
+// decision columns, and its deadline's stamp (the claims of its reminders, deadline, escalation and
+// reassignment, and its approvals, are in decision-requests.ts, shared with flow requests). Every
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";

@@ -1,11 +1,9 @@
 // Review deadlines (issue #14): a crew may say how long its reviews may wait (decideWithin) and what
 // happens then (onTimeout: reject, approve or remind). The deadline is stamped on the Review row when
 // the round becomes a review, so the message can show it and restarts keep it. At the deadline the
-// action is claimed with a conditional write on the row (deadlineHandledAt), so with several replicas
-// and across restarts it is taken once: reject and approve go to the crew through Reviews.decide (the
-// same claim → resume → settle path as a click, without the reviewer gate); remind posts a reminder
-// in the thread, which counts as one of the review's reminders: its claim, its audit record and its
-// Slack effects are one transaction.
+// decision core (decisions/core.ts) takes the action once: reject and approve go to the crew through
+// Reviews.decide (the same path as a click, without the reviewer gate); remind posts a reminder in
+// the thread, counted as one of the review's reminders.
 import type { TimeoutAction } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";

@@ -1,7 +1,7 @@
-// Escalation and reassignment of a pending review (issue #14). Both are stored on the Review row
-// (claimed with conditional writes, so replicas and restarts agree), audited, announced in the run's
-// thread (an outbox run.message in the same transaction), and shown on the review message. Who they let decide is read back
-// by the reviewer gate (reviewer-rules.ts reviewGrants).
+// Escalation and reassignment of a pending review (issue #14): the review kind's settings (its
+// crew's escalateTo, REVIEW_REMINDER_MAX) over the decision core (decisions/core.ts), which claims,
+// audits, announces in the run's thread and shows them. Who they let decide is read back by the
+// reviewer gate (reviewer-rules.ts reviewGrants).
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";
 import type { Db } from "../store/db/database.js";

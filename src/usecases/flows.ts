@@ -1,8 +1,8 @@
 // Flow feedback requests: intake (verified, recorded durably with its post enqueued in the outbox,
-// answered fast), decisions (answered to the platform exactly once, via an atomic pending → deciding
-// claim) and reminders. Every Slack effect is an outbox effect (flow.post, flow.file, flow.show,
-// flow.reminder), performed by the outbox worker through FlowNotifier (slack-effects.ts).
-
+// answered fast), and the flow request's side of the decision core (decisions/core.ts): its checks
+// and outcome names, and the delivery of a decision to the flow's callback, exactly once. Every Slack
+// effect is an outbox effect (flow.post, flow.file, flow.show, flow.reminder), performed by the
+// outbox worker through FlowNotifier (slack-effects.ts).
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.js";
 import { approvalFeedback, approvalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";

@@ -1,10 +1,8 @@
 // Reminders for reviews nobody has decided: after REVIEW_REMINDER_MINUTES the run's thread gets a
 // reply mentioning who may decide (or the run's starter when the crew has no reviewer rules), then
 // again after twice as long, and so on up to REVIEW_REMINDER_MAX. The schedule lives on the Review
-// row (remindersSent, nextReminderAt), so it survives restarts; each reminder is claimed with a
-// conditional update on remindersSent that enqueues the reminder in the outbox in the same
-// transaction, so with several replicas it is posted once.
-
+// row (remindersSent, nextReminderAt) and each reminder is claimed once by the decision core
+// (decisions/core.ts), as a flow request's are.
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
@@ -12,7 +10,7 @@ import type { Db } from "../store/db/database.js";
 import { approvalsOf, remindersDue } from "../store/decision-requests.js";
 import { withExecutions } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
-import { DecisionCore, reminderDue } from "./decisions/core.js";
+import { DecisionCore } from "./decisions/core.js";
 import { crewReviewTarget } from "./decisions/crew-review.js";
 import { type Clock, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
 import { describeWaitingReviewers } from "./reviewer-rules.js";
@@ -36,8 +34,6 @@ export interface ReminderDeps {
   /** Called after a reminder was posted, with the reminders the review has had (escalation.ts). */
   afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<unknown>;
 }
-
-export { reminderDue };
 
 export class ReviewReminders {
   private readonly clock: Clock;

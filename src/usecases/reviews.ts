@@ -1,3 +1,5 @@
+// Review rounds: one per task output, decided once through the decision core (decisions/core.ts),
+// each decision resumed exactly once (/resume with the run's webhook settings).
 import { type ApprovalPolicy, approvalFeedback, DEFAULT_APPROVAL_POLICY, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";

@@ -12,8 +12,6 @@ import type { FeatureDeps } from "../deps.js";
 import { openEdit, sealEdit } from "./edit-binding.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
-export { EDIT_EXPIRED, EDIT_NOT_PENDING } from "./kinds.js";
-
 export const decisionClick = z.object({
   user: z.object({ id: z.string() }),
   trigger_id: z.string().min(1).max(255),

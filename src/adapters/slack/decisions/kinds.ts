@@ -86,8 +86,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** How long opening the edit form waits for the reviewer rules before opening it anyway (trigger_id lives 3 s). */
 const GATE_WAIT_MS = 1_000;
 
-export const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
-export const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
+const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
+const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
 
 export const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
 const FLOW_ACTION_PATTERN = new RegExp(`^(${FLOW_OUTCOME_ACTION_PREFIX}\\d{1,2}|${FLOW_SEND_ACTION})$`);
