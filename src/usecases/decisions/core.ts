@@ -38,7 +38,6 @@ export interface RequestBase {
   createdAt: Date;
   remindersSent: number;
   decideBy: Date | null;
-  onTimeout: string | null;
   deadlineHandledAt: Date | null;
   reassignedTo: string | null;
 }
@@ -97,6 +96,7 @@ export type DeadlinePlan =
   | { kind: "decide"; action: "approve" | "reject"; withinMs: number; decide(feedback: string): Promise<NewEffect | undefined> }
   | { kind: "remind"; withinMs: number; lacking?: "approve" | "reject"; detail(claimed: RequestBase): Record<string, unknown> };
 
+/** An output's sha256: what audit rows and round detection name an output by. */
 export function hashOutput(output: string): string {
   return crypto.createHash("sha256").update(output).digest("hex");
 }
