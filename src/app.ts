@@ -9,10 +9,11 @@ import { metricsHandler } from "./adapters/http/metrics-route.js";
 import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./adapters/http/routes.js";
 import { channelMembersCache } from "./adapters/slack/access.js";
 import { InstalledClients, type SlackClients, singleTokenClients } from "./adapters/slack/clients.js";
+import { registerDecisionClicks } from "./adapters/slack/decisions/clicks.js";
+import { registerDecisionEdit } from "./adapters/slack/decisions/edit.js";
+import { registerDecisionReassign } from "./adapters/slack/decisions/reassign.js";
 import type { FeatureDeps } from "./adapters/slack/deps.js";
-import { registerFlowEdit } from "./adapters/slack/flows/edit.js";
-import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl, registerFlowActions } from "./adapters/slack/flows/handlers.js";
-import { registerFlowReassign } from "./adapters/slack/flows/reassign.js";
+import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl } from "./adapters/slack/flows/handlers.js";
 import { SlackFlowEffects } from "./adapters/slack/flows/slack-effects.js";
 import { answerHandlerError, guardSlackEvents } from "./adapters/slack/guard.js";
 import { registerAppHome } from "./adapters/slack/home/home.js";
@@ -24,9 +25,6 @@ import { registerKickoffSubmission } from "./adapters/slack/kickoff/submit.js";
 import { SlackRunNotifier } from "./adapters/slack/notifier.js";
 import { installerReceiverOptions } from "./adapters/slack/oauth.js";
 import { registerReplyDecisions } from "./adapters/slack/reply/handlers.js";
-import { registerReviewActions } from "./adapters/slack/review/actions.js";
-import { registerReviewEdit } from "./adapters/slack/review/edit.js";
-import { registerReassignActions } from "./adapters/slack/review/reassign.js";
 import { registerStopActions } from "./adapters/slack/review/stop.js";
 import { registerUninstall } from "./adapters/slack/uninstall.js";
 import type { AppConfig, CrewConfig } from "./config/config.js";
@@ -45,6 +43,7 @@ import { sqlRunnerFor } from "./store/db/sql.js";
 import { HomeStore } from "./store/home.js";
 import { pingDatabase } from "./store/sql.js";
 import type { ReviewDeadlines } from "./usecases/deadlines.js";
+import { DecisionLoops } from "./usecases/decisions/loops.js";
 import { ReviewEscalations } from "./usecases/escalation.js";
 import { FlowRequests } from "./usecases/flows.js";
 import { Lifecycle } from "./usecases/lifecycle.js";
@@ -420,14 +419,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
   registerMessageShortcut(app, deps);
-  registerReviewActions(app, deps);
-  registerReviewEdit(app, deps);
-  registerReassignActions(app, deps);
+  registerDecisionClicks(app, deps);
+  registerDecisionEdit(app, deps);
+  registerDecisionReassign(app, deps);
   registerReplyDecisions(app, deps, new ReplyDecisions({ db: database.prisma, reviews: lifecycle.reviews, flows, log, clock }));
   registerStopActions(app, deps);
   registerAppHome(app, deps, { store: new HomeStore(database.prisma), clock: opts.clock, clients: slackClients });
-  registerFlowActions(app, flows, log);
-  registerFlowReassign(app, deps);
   if (installations && installedClients)
     registerUninstall(app, {
       db: database.prisma,
@@ -437,9 +434,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       log,
       clock: opts.clock,
     });
-  registerFlowEdit(app, flows, log, formKey);
   app.error(async (error) => log.error("slack handler failed", { err: error }));
 
+  // One loop for the reminders and deadlines of reviews and flow requests (the decision core).
+  const decisionLoops = new DecisionLoops(log, [
+    ...(reminderSettings.max > 0 ? [{ what: "review reminders", everyMs: opts.reminderIntervalMs ?? 60_000, run: () => reminders.tick() }] : []),
+    { what: "review deadlines", everyMs: opts.deadlineIntervalMs ?? 10_000, run: () => lifecycle.deadlines.tick() },
+    ...flows.jobs({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs }),
+  ]);
   let server: Server | undefined;
   return {
     app,
@@ -476,9 +478,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       // Installed in many workspaces, a crew's groups are read on first use, in the run's workspace.
       if (!oauth) reviewers.prefetch();
       flowRules.prefetch();
-      reminders.start(opts.reminderIntervalMs);
-      lifecycle.deadlines.start(opts.deadlineIntervalMs);
-      flows.start({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs });
+      decisionLoops.start();
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
@@ -514,9 +514,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     },
     async stop() {
       await watcher.stop();
-      reminders.stop();
-      lifecycle.deadlines.stop();
-      await flows.stop();
+      await decisionLoops.stop();
       await app.stop().catch(() => {});
       if (metricsServer?.listening) {
         metricsServer.closeAllConnections();

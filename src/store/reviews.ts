@@ -1,5 +1,6 @@
 // Review rows (one round of one task's output): storing a round, its conditional state moves, the
-// decision columns, and the claims of its reminders, deadline, escalation and reassignment. Every
+// decision columns, and its deadline's stamp (the claims of its reminders, deadline, escalation and
+// reassignment, and its approvals, are in decision-requests.ts, shared with flow requests). Every
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";
@@ -160,7 +161,7 @@ export async function stampDeadline(db: Handle, id: string, deadline: { decideBy
 }
 
 /** Attaches each review's run (reviews whose run is gone are left out). */
-async function withExecutions(db: Handle, reviews: ReviewRow[]): Promise<ReviewWithExecution[]> {
+export async function withExecutions(db: Handle, reviews: ReviewRow[]): Promise<ReviewWithExecution[]> {
   const executions = await findExecutions(
     db,
     reviews.map((r) => r.executionId),
@@ -169,133 +170,6 @@ async function withExecutions(db: Handle, reviews: ReviewRow[]): Promise<ReviewW
     const execution = executions.get(r.executionId);
     return execution ? [{ ...r, execution }] : [];
   });
-}
-
-/**
- * Pending reviews, with a message, whose deadline has passed at `now` and whose action was not taken:
- * not claimed yet, or claimed before `staleBefore` and never finished. Only of live runs with a
- * thread and a kickoff id.
- */
-export async function reviewsPastDeadline(db: Handle, p: { now: Date; staleBefore: Date; liveStates: readonly string[]; limit: number }): Promise<ReviewWithExecution[]> {
-  const sql = sqlOf(db);
-  const rows = await sql
-    .selectFrom("Review")
-    .selectAll()
-    .where("state", "=", "pending")
-    .where("messageTs", "is not", null)
-    .where("decideBy", "<=", p.now)
-    .where("deadlineDoneAt", "is", null)
-    .where((w) => w.or([w("deadlineHandledAt", "is", null), w("deadlineHandledAt", "<", p.staleBefore)]))
-    .where("executionId", "in", (eb) =>
-      eb
-        .selectFrom("Execution")
-        .select("id")
-        .where("state", "in", [...p.liveStates])
-        .where("threadTs", "is not", null)
-        .where("kickoffId", "is not", null),
-    )
-    .orderBy("decideBy")
-    .limit(p.limit)
-    .execute();
-  return withExecutions(sql, rows);
-}
-
-/**
- * The claim on a review's deadline action: only whoever moves deadlineHandledAt from the value it
- * read takes it. A remind counts as one of the review's reminders and finishes with the claim
- * (`done`). The claimed row, or null.
- */
-export async function claimDeadline(db: Handle, id: string, p: { handledAt: Date | null; now: Date; remind: boolean; done: boolean }): Promise<ReviewRow | null> {
-  const sql = sqlOf(db);
-  let query = sql
-    .updateTable("Review")
-    .set((eb) => ({
-      deadlineHandledAt: p.now,
-      updatedAt: p.now,
-      ...(p.remind ? { remindersSent: eb("remindersSent", "+", 1) } : {}),
-      ...(p.done ? { deadlineDoneAt: p.now } : {}),
-    }))
-    .where("id", "=", id)
-    .where("state", "=", "pending")
-    .where("deadlineDoneAt", "is", null);
-  query = p.handledAt ? query.where("deadlineHandledAt", "=", p.handledAt) : query.where("deadlineHandledAt", "is", null);
-  return (await query.returningAll().executeTakeFirst()) ?? null;
-}
-
-/** The deadline's action finished. */
-export async function deadlineDone(db: Handle, id: string, now: Date): Promise<void> {
-  await sqlOf(db).updateTable("Review").set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).execute();
-}
-
-/**
- * Pending reviews, with a message, due a reminder at `now`: the next one planned is due, or none was
- * sent and the review is older than `afterMs`. Only of live runs with a thread; oldest first.
- */
-export async function reviewsDueReminder(db: Handle, p: { now: Date; afterMs: number; max: number; liveStates: readonly string[]; limit: number }): Promise<ReviewWithExecution[]> {
-  const sql = sqlOf(db);
-  const firstDueBefore = new Date(p.now.getTime() - p.afterMs);
-  const rows = await sql
-    .selectFrom("Review")
-    .selectAll()
-    .where("state", "=", "pending")
-    .where("messageTs", "is not", null)
-    .where("remindersSent", "<", p.max)
-    .where((w) => w.or([w("nextReminderAt", "<=", p.now), w.and([w("nextReminderAt", "is", null), w("remindersSent", "=", 0), w("createdAt", "<=", firstDueBefore)])]))
-    .where("executionId", "in", (eb) =>
-      eb
-        .selectFrom("Execution")
-        .select("id")
-        .where("state", "in", [...p.liveStates])
-        .where("threadTs", "is not", null),
-    )
-    .orderBy("createdAt")
-    .limit(p.limit)
-    .execute();
-  return withExecutions(sql, rows);
-}
-
-/** The claim on reminder number `sent`: only whoever moves remindersSent from `sent - 1` sends it. */
-export async function claimReminder(db: Handle, id: string, p: { sent: number; nextReminderAt: Date | null; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
-    .updateTable("Review")
-    .set({ remindersSent: p.sent, nextReminderAt: p.nextReminderAt, updatedAt: p.now })
-    .where("id", "=", id)
-    .where("state", "=", "pending")
-    .where("remindersSent", "=", p.sent - 1)
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
-}
-
-/** Escalates a pending review once; the escalated row, or null (decided, or escalated already). */
-export async function claimEscalation(db: Handle, id: string, p: { to: string; now: Date }): Promise<ReviewRow | null> {
-  return (
-    (await sqlOf(db)
-      .updateTable("Review")
-      .set({ escalatedAt: p.now, escalatedTo: p.to, updatedAt: p.now })
-      .where("id", "=", id)
-      .where("state", "=", "pending")
-      .where("escalatedAt", "is", null)
-      .returningAll()
-      .executeTakeFirst()) ?? null
-  );
-}
-
-/** Hands a pending review to someone; the reassigned row, or null (no longer pending). */
-export async function claimReassignment(db: Handle, id: string, p: { to: string; by: string; reason: string | null; now: Date }): Promise<ReviewRow | null> {
-  return (
-    (await sqlOf(db)
-      .updateTable("Review")
-      .set({ reassignedTo: p.to, reassignedBy: p.by, reassignReason: p.reason, reassignedAt: p.now, updatedAt: p.now })
-      .where("id", "=", id)
-      .where("state", "=", "pending")
-      .returningAll()
-      .executeTakeFirst()) ?? null
-  );
-}
-
-/** Locks a review's row until the transaction ends (its approvals are counted one at a time); the row, or null. */
-export async function lockReview(tx: Sql, id: string): Promise<ReviewRow | null> {
-  return (await tx.selectFrom("Review").selectAll().where("id", "=", id).forUpdate().executeTakeFirst()) ?? null;
 }
 
 /** Decisions claimed (deciding) before `before` and never concluded: their process died mid-call. */

@@ -5,10 +5,10 @@
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { addApproval, approvalsOf, approverIds } from "./approvals.js";
 import { auditOfExecution, insertAudit } from "./audit.js";
+import { addApproval, approvalsOf, approvedBy, claimDeadline } from "./decision-requests.js";
 import { findExecution, insertExecution, leaseDueExecutions, updateExecution, updateExecutionReturning } from "./executions.js";
-import { claimDeadline, findReviewWithExecution, insertReview, latestReviewForTask, latestReviewWithOutput, moveReview, moveReviewsOf, stampDeadline } from "./reviews.js";
+import { findReviewWithExecution, insertReview, latestReviewForTask, latestReviewWithOutput, moveReview, moveReviewsOf, stampDeadline } from "./reviews.js";
 import { type Sql, sqlOf } from "./sql.js";
 import {
   insertWebhookEvent,
@@ -190,9 +190,9 @@ describe("store rows", () => {
     const stamped = await stampDeadline(sql, review.id, { decideBy: at(60_000), onTimeout: "remind" }, at(1));
     expect(stamped).toMatchObject({ decideBy: at(60_000), onTimeout: "remind" });
     expect(await stampDeadline(sql, review.id, { decideBy: at(99_000), onTimeout: "reject" }, at(2))).toMatchObject({ decideBy: at(60_000), onTimeout: "remind" });
-    const claimed = await claimDeadline(sql, review.id, { handledAt: null, now: at(61_000), remind: true, done: true });
+    const claimed = await claimDeadline(sql, "Review", review.id, { handledAt: null, now: at(61_000), remind: true, done: true });
     expect(claimed).toMatchObject({ deadlineHandledAt: at(61_000), deadlineDoneAt: at(61_000), remindersSent: 1 });
-    expect(await claimDeadline(sql, review.id, { handledAt: null, now: at(62_000), remind: true, done: true })).toBeNull();
+    expect(await claimDeadline(sql, "Review", review.id, { handledAt: null, now: at(62_000), remind: true, done: true })).toBeNull();
   });
 
   it("stores one approval per person; a later note or edit replaces the earlier one", async () => {
@@ -202,13 +202,13 @@ describe("store rows", () => {
       { executionId: run.id, taskKey: "t1", taskName: "t", agent: null, round: 1, output: "o", outputHash: "h", state: "pending", resumeTaskId: null },
       T0,
     ))!;
-    expect(await addApproval(sql, { reviewId: review.id, userId: "U1", note: null, editedOutput: null }, at(1))).toBe(true);
-    expect(await addApproval(sql, { reviewId: review.id, userId: "U2", note: "fine", editedOutput: null }, at(2))).toBe(true);
-    expect(await addApproval(sql, { reviewId: review.id, userId: "U1", note: "ok", editedOutput: "edited" }, at(3))).toBe(false);
-    expect(await approvalsOf(sql, review.id)).toEqual([
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: null, editedOutput: null }, at(1))).toBe(true);
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U2", note: "fine", editedOutput: null }, at(2))).toBe(true);
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: "ok", editedOutput: "edited" }, at(3))).toBe(false);
+    expect(await approvalsOf(sql, "Review", review.id)).toEqual([
       { userId: "U2", note: "fine", editedOutput: null, createdAt: at(2) },
       { userId: "U1", note: "ok", editedOutput: "edited", createdAt: at(3) },
     ]);
-    expect((await approverIds(sql, review.id)).sort()).toEqual(["U1", "U2"]);
+    expect([...(await approvedBy(sql, "Review", "U1", [review.id]))]).toEqual([review.id]);
   });
 });

@@ -1,17 +1,17 @@
 // Flow feedback requests: intake (verified, recorded durably with its post enqueued in the outbox,
-// answered fast), decisions (answered to the platform exactly once, via an atomic pending → deciding
-// claim) and reminders. Every Slack effect is an outbox effect (flow.post, flow.file, flow.show,
-// flow.reminder), performed by the outbox worker through FlowNotifier (slack-effects.ts).
-
-import crypto from "node:crypto";
+// answered fast), and the flow request's side of the decision core (decisions/core.ts): its checks
+// and outcome names, and the delivery of a decision to the flow's callback, exactly once. Every Slack
+// effect is an outbox effect (flow.post, flow.file, flow.show, flow.reminder), performed by the
+// outbox worker through FlowNotifier (slack-effects.ts).
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.js";
-import { approvalFeedback, approvalPolicy, approvalTally, latestEdit, type StoredApproval } from "../domain/approvals.js";
+import { approvalFeedback, approvalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { flowRequestTransition } from "../domain/states.js";
 import { type Logger, type SampledLog, sampledLog } from "../log/log.js";
 import { parseFlowBody } from "../protocols/flows/request.js";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../protocols/flows/signature.js";
 import type { Db } from "../store/db/database.js";
+import { approvalsOf, approvedBy, deadlinesDue, remindersDue } from "../store/decision-requests.js";
 import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
@@ -21,11 +21,11 @@ import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { truncatePlain } from "../text/truncate.js";
 import type { Audit } from "./audit.js";
-import { DEADLINE_ACTOR, timeoutFeedback } from "./deadlines.js";
+import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
+import { flowRequestTarget } from "./decisions/flow-request.js";
+import type { DecisionJob } from "./decisions/loops.js";
 import { type Clock, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
-import { reminderDue } from "./reminders.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
-import { hashOutput } from "./reviews.js";
 
 /** A flow feedback request as stored (src/store/flow-requests.ts). */
 export type FlowRequest = FlowRequestRow;
@@ -125,15 +125,15 @@ export class FlowRequests {
   private readonly clock: Clock;
   private readonly sql: Sql;
   private readonly byName = new Map<string, FlowConfig>();
-  private reminderTimer: NodeJS.Timeout | undefined;
-  private sweepTimer: NodeJS.Timeout | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
-  private readonly inflight = new Set<Promise<unknown>>();
   private readonly refusals: SampledLog;
+  private readonly core: DecisionCore;
+  private readonly target: DecisionTarget<FlowRequest>;
 
   constructor(private readonly deps: FlowServiceDeps) {
     this.clock = deps.clock ?? systemClock;
     this.sql = sqlOf(deps.db);
+    this.core = new DecisionCore({ ...deps, clock: this.clock });
+    this.target = flowRequestTarget((name) => this.flow(name));
     this.refusals = sampledLog(deps.log);
     for (const flow of deps.flows) this.byName.set(flow.name.toLowerCase(), flow);
   }
@@ -288,144 +288,105 @@ export class FlowRequests {
 
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
     // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
-    let answerComment = comment;
-    let approvals: StoredApproval[] = [];
     const required = approvalPolicy(this.flow(request.flowName)).required;
     const approving = outcome ? outcomeLeaning(outcome) === "approve" : d.editedOutput !== undefined;
     const edited = d.editedOutput !== undefined;
     const decidedAt = this.clock.now();
-    const claim = flowRequestTransition("claimed");
     const decision: store.DecisionClaim = { decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline };
-    let claimed: boolean;
-    if (approving && !d.byDeadline && (required > 1 || edited)) {
-      // One transaction: the approval, its audit row and the message's update commit together, and
-      // with the last approval needed, the claim. The request is locked meanwhile, so approvals given
-      // at once are counted one after the other (the one that completes the count sees the others).
-      const step = await inTransaction(this.sql, async (tx) => {
-        const locked = await store.lockFlowRequest(tx, request.id);
-        if (!locked || !(claim.from as readonly string[]).includes(locked.state)) return { kind: "taken" as const };
-        const now = this.clock.now();
-        const added = await store.addFlowApproval(
-          tx,
-          { flowRequestId: request.id, userId: d.userId, outcome: outcome ?? null, note: comment || null, editedOutput: d.editedOutput ?? null },
-          now,
-        );
-        const all = await store.listFlowApprovals(tx, request.id);
-        const tally = approvalTally(all, required);
-        if (tally.done) return { kind: "complete" as const, approvals: all, claimed: await store.claimDecision(tx, request.id, claim, decision, now) };
-        if (added || edited) {
-          await this.deps.audit?.record(
-            {
-              executionId: null,
-              flowRequestId: request.id,
-              kind: "flow_approval",
-              taskKey: request.methodName,
-              actor: d.userId,
-              decision: outcome ?? "feedback",
-              feedback: comment || null,
-              outputHash: hashOutput(request.output),
-              msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
-              detail: {
-                flow: request.flowName,
-                requestId: request.requestId,
-                approvals: tally.approvers.length,
-                required,
-                ...(edited ? { edited: true } : {}),
-                ...(d.via ? { via: d.via } : {}),
-              },
+    const decided = (current: FlowRequest | null | undefined): FlowDecisionOutcome => (current ? { kind: "already_decided", request: current } : { kind: "unknown_request" });
+    return this.core.decide<FlowRequest, FlowDecisionOutcome>(this.target, request, {
+      userId: d.userId,
+      ...(approving && !d.byDeadline && (required > 1 || edited)
+        ? {
+            approval: {
+              required,
+              note: comment || null,
+              editedOutput: d.editedOutput,
+              outcome: outcome ?? null,
+              audit: { kind: "flow_approval", decision: outcome ?? "feedback", feedback: comment || null },
+              detail: { ...(edited ? { edited: true } : {}), ...(d.via ? { via: d.via } : {}) },
             },
-            runnerOf(tx),
-          );
-          // The message shows who approved so far.
-          await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
-        }
-        return { kind: "waiting" as const, recorded: added || edited, approvals: tally.approvers.length };
-      });
-      if (step.kind === "waiting") {
-        if (step.recorded) this.deps.outbox.nudge();
-        return { kind: step.recorded ? "approval_recorded" : "already_approved", request, approvals: step.approvals, required };
-      }
-      if (step.kind === "complete") approvals = step.approvals;
-      claimed = step.kind === "complete" && step.claimed;
-      if (approvals.length > 1 || latestEdit(approvals)) answerComment = approvalFeedback(approvals, "the output");
-    } else {
-      claimed = await store.claimDecision(this.sql, request.id, claim, decision, decidedAt);
-    }
-    if (!claimed) {
-      const current = await store.findFlowRequest(this.sql, request.id);
-      if (!current) return { kind: "unknown_request" };
-      // Two approvals completed the count at once: the other one answers, and this one is part of it.
-      if (approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
-      return { kind: "already_decided", request: current };
-    }
-
-    const answer = await this.answer(request.callbackUrl, feedbackText(outcome, answerComment));
-    const edit = latestEdit(approvals);
-    // The decision's audit row commits with the state its answer leads to.
-    const audit = (result: string, tx: Sql) =>
-      this.deps.audit?.record(
-        {
-          executionId: null,
-          flowRequestId: request.id,
-          kind: "flow_decision",
-          taskKey: request.methodName,
-          actor: d.userId,
-          decision: outcome ?? "feedback",
-          feedback: comment || null,
-          outputHash: hashOutput(request.output),
-          msToDecision: Math.max(0, decidedAt.getTime() - request.createdAt.getTime()),
-          resumeStatus: answer.status ? String(answer.status) : null,
-          resumeMessage: answer.message,
-          detail: {
-            outcome: result,
-            flow: request.flowName,
-            requestId: request.requestId,
-            ...(d.byDeadline ? { byDeadline: true } : {}),
-            ...(d.via ? { via: d.via } : {}),
-            ...(approvals.length > 1 ? { approvers: approvals.map((a) => a.userId) } : {}),
-            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
-          },
+          }
+        : {}),
+      claim: (tx) => store.claimDecision(tx, request.id, flowRequestTransition("claimed"), decision, decidedAt),
+      named: {
+        taken: decided,
+        waiting: (recorded, approvals) => ({ kind: recorded ? "approval_recorded" : "already_approved", request, approvals, required }),
+        lost: async (approvals) => {
+          const current = await store.findFlowRequest(this.sql, request.id);
+          // Two approvals completed the count at once: the other one answers, and this one is part of it.
+          if (current && approvals.some((a) => a.userId === d.userId) && current.outcome === (outcome ?? null)) return { kind: "approval_counted", request: current };
+          return decided(current);
         },
-        runnerOf(tx),
-      );
-
-    if (answer.kind === "ok" || answer.kind === "refused") {
-      const move = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
-      const state = move.to;
-      const settled = await inTransaction(this.sql, async (tx) => {
-        const row = await store.settleDecision(tx, request.id, move, { status: answer.status, message: answer.message, deadlineDone: !!d.byDeadline }, this.clock.now());
-        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
-        await audit(state, tx);
-        await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
-        if (edit && state === "answered") await this.deps.outbox.add(runnerOf(tx), { kind: "flow.edited", subjectId: request.id });
-        return row;
-      });
-      this.deps.outbox.nudge();
-      return state === "answered" ? { kind: "answered", request: settled } : { kind: "closed", request: settled, reason: answer.message ?? "" };
-    }
-    // 5xx, time-out or unreachable: open again, so someone can decide again.
-    this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
-    const message = answer.message ?? "the flow could not be reached";
-    const reopened = await inTransaction(this.sql, async (tx) => {
-      const row = await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone: !!d.byDeadline }, this.clock.now());
-      if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
-      await audit("failed", tx);
-      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
-      if (d.byDeadline)
-        await this.deps.outbox.add(runnerOf(tx), {
-          kind: "flow.reminder",
-          subjectId: request.id,
-          part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
-          payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
-        });
-      return row;
+      },
+      deliver: (approvals) => {
+        const several = approvals.length > 1 || latestEdit(approvals);
+        return this.deliver(request, d, { outcome, comment, decidedAt, approvals }, feedbackText(outcome, several ? approvalFeedback(approvals, "the output") : comment));
+      },
     });
-    if (d.byDeadline) this.deps.outbox.nudge();
-    return { kind: "failed", request: reopened, message };
+  }
+
+  /** Answers the flow (its callback) with the claimed decision and settles what came of it. */
+  private async deliver(
+    request: FlowRequest,
+    d: FlowDecision,
+    c: { outcome: string | undefined; comment: string; decidedAt: Date; approvals: StoredApproval[] },
+    feedback: string,
+  ): Promise<FlowDecisionOutcome> {
+    const answer = await this.answer(request.callbackUrl, feedback);
+    const ok = answer.kind === "ok" || answer.kind === "refused";
+    const state = ok ? flowRequestTransition(answer.kind === "ok" ? "answered" : "refused").to : "failed";
+    // 5xx, time-out or unreachable: open again, so someone can decide again.
+    if (!ok) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
+    const message = answer.message ?? "the flow could not be reached";
+    const settled = await this.core.settle(this.target, request, {
+      move: async (tx) => {
+        const now = this.clock.now();
+        const deadlineDone = !!d.byDeadline;
+        const row = ok
+          ? await store.settleDecision(
+              tx,
+              request.id,
+              flowRequestTransition(answer.kind === "ok" ? "answered" : "refused"),
+              { status: answer.status, message: answer.message, deadlineDone },
+              now,
+            )
+          : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, now);
+        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
+        return row;
+      },
+      audit: {
+        kind: "flow_decision",
+        actor: d.userId,
+        decision: c.outcome ?? "feedback",
+        feedback: c.comment || null,
+        msToDecision: Math.max(0, c.decidedAt.getTime() - request.createdAt.getTime()),
+        resumeStatus: answer.status ? String(answer.status) : null,
+        resumeMessage: answer.message,
+        detail: { outcome: state, ...(d.byDeadline ? { byDeadline: true } : {}), ...(d.via ? { via: d.via } : {}) },
+      },
+      approvals: c.approvals,
+      show: ok,
+      taken: state === "answered",
+      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
+      effects:
+        !ok && d.byDeadline
+          ? [
+              {
+                kind: "flow.reminder",
+                subjectId: request.id,
+                part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+                payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
+              },
+            ]
+          : [],
+    });
+    if (state === "answered") return { kind: "answered", request: settled };
+    return state === "closed" ? { kind: "closed", request: settled, reason: answer.message ?? "" } : { kind: "failed", request: settled, message };
   }
 
   private approvals(flowRequestId: string): Promise<StoredApproval[]> {
-    return store.listFlowApprovals(this.sql, flowRequestId);
+    return approvalsOf(this.sql, "FlowRequest", flowRequestId);
   }
 
   /** What the request's message shows beside its row (approvals so far, the edit). */
@@ -475,35 +436,12 @@ export class FlowRequests {
 
   // ------------------------------------------------------------------ reminders
 
-  /** Reminds who may decide (or the assignee) about requests nobody answered; once per replica set. */
+  /** Reminds who may decide (or the assignee) about requests nobody answered; once per replica set (the decision core). */
   async remindDue(): Promise<number> {
     const settings = this.deps.reminders;
     if (!settings || settings.max <= 0) return 0;
-    const now = this.clock.now();
-    const due = await store.listRemindersDue(this.sql, { now, max: settings.max, firstBefore: new Date(now.getTime() - settings.afterMs), limit: 50 });
-    let sent = 0;
-    for (const request of due) {
-      const count = request.remindersSent + 1;
-      const who = await this.remindWho(request);
-      // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
-      const claimed = await inTransaction(this.sql, async (tx) => {
-        const next = { count, nextReminderAt: count < settings.max ? reminderDue(request.createdAt, count, settings.afterMs) : null };
-        if (!(await store.claimReminder(tx, request, next, now))) return false;
-        await this.deps.outbox.add(runnerOf(tx), {
-          kind: "flow.reminder",
-          subjectId: request.id,
-          part: count,
-          payload: { notice: { kind: "reminder", who, waitedMs: now.getTime() - request.createdAt.getTime() } satisfies FlowNotice },
-        });
-        return true;
-      });
-      if (!claimed) continue;
-      sent++;
-      // The last reminder may escalate the request: its mention follows the reminder.
-      await this.escalateAfter(request, count).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
-    }
-    if (sent) this.deps.outbox.nudge();
-    return sent;
+    const due = await remindersDue(this.sql, "FlowRequest", { now: this.clock.now(), afterMs: settings.afterMs, max: settings.max, limit: 50 });
+    return this.core.remind(this.target, due, { settings, who: (r) => this.remindWho(r), afterReminder: (r, sent) => this.escalateAfter(r, sent) });
   }
 
   /** Who a reminder mentions: the flow's named reviewers who have not approved yet (groups stay), its assignee and reassignee. */
@@ -516,158 +454,49 @@ export class FlowRequests {
     return mentions.filter(Boolean).join(", ") || "Reviewers";
   }
 
-  // ------------------------------------------------------------------ escalation and reassignment
+  // ------------------------------------------------------------------ escalation, reassignment, deadlines (the decision core)
 
-  /**
-   * After a reminder (a deadline's remind counts as one): the one that reaches REVIEW_REMINDER_MAX
-   * escalates the request to the flow's escalateTo, once (claimed on escalatedAt): they are mentioned
-   * under the request and may answer it from then on.
-   */
-  private async escalateAfter(request: FlowRequest, remindersSent: number): Promise<boolean> {
-    if (remindersSent < (this.deps.reminders?.max ?? 0)) return false;
-    const rules = this.flow(request.flowName)?.escalateTo;
-    const ids = rules ? [...rules.users, ...rules.usergroups] : [];
-    if (ids.length === 0) return false;
-    const now = this.clock.now();
-    // One transaction: the claim, its audit row and both Slack effects.
-    const escalated = await inTransaction(this.sql, async (tx) => {
-      if (!(await store.claimEscalation(tx, request.id, ids.join(","), now))) return false;
-      await this.deps.audit?.record(
-        {
-          executionId: null,
-          flowRequestId: request.id,
-          kind: "escalation",
-          taskKey: request.methodName,
-          actor: "crewline:escalation",
-          outputHash: hashOutput(request.output),
-          msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
-          detail: { flow: request.flowName, requestId: request.requestId, escalatedTo: ids, remindersSent },
-        },
-        runnerOf(tx),
-      );
-      await this.deps.outbox.add(runnerOf(tx), {
-        kind: "flow.reminder",
-        subjectId: request.id,
-        part: "escalation",
-        payload: { notice: { kind: "escalation", ids, reminders: remindersSent } satisfies FlowNotice },
-      });
-      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
-      return true;
-    });
-    if (escalated) this.deps.outbox.nudge();
-    return escalated;
+  /** After a reminder (a deadline's remind counts as one): the one that reaches REVIEW_REMINDER_MAX escalates the request to the flow's escalateTo, once. */
+  private async escalateAfter(request: FlowRequest, remindersSent: number): Promise<void> {
+    await this.core
+      .escalate(this.target, request, remindersSent, this.deps.reminders?.max ?? 0)
+      .catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
   }
 
   /** Hands a pending request to `to` (the caller checked that `by` may answer it): mentioned under it, they may answer it. */
   async reassign(p: { requestId: string; by: string; to: string; reason: string }): Promise<FlowReassignOutcome> {
     const request = await this.get(p.requestId);
     if (!request) return { kind: "unknown_request" };
-    if (request.state !== "pending") return { kind: "not_pending" };
-    if (request.reassignedTo === p.to) return { kind: "same_person" };
-    const now = this.clock.now();
-    const reason = p.reason.trim().slice(0, 500);
-    // One transaction: the change, its audit row and both Slack effects.
-    const reassigned = await inTransaction(this.sql, async (tx) => {
-      const row = await store.reassignFlowRequest(tx, request.id, { to: p.to, by: p.by, reason: reason || null }, now);
-      if (!row) return undefined;
-      await this.deps.audit?.record(
-        {
-          executionId: null,
-          flowRequestId: request.id,
-          kind: "reassignment",
-          taskKey: request.methodName,
-          actor: p.by,
-          feedback: reason || null,
-          outputHash: hashOutput(request.output),
-          detail: { flow: request.flowName, requestId: request.requestId, reassignedTo: p.to, previously: request.reassignedTo ?? null },
-        },
-        runnerOf(tx),
-      );
-      await this.deps.outbox.add(runnerOf(tx), {
-        kind: "flow.reminder",
-        subjectId: request.id,
-        part: `reassign:${crypto.randomUUID()}`,
-        payload: { notice: { kind: "reassignment", to: p.to, by: p.by, ...(reason ? { reason } : {}) } satisfies FlowNotice },
-      });
-      await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
-      return row;
-    });
-    if (!reassigned) return { kind: "not_pending" };
-    this.deps.outbox.nudge();
-    return { kind: "reassigned", request: reassigned };
+    const outcome = await this.core.reassign(this.target, request, p);
+    return outcome.kind === "reassigned" ? { kind: "reassigned", request: outcome.row } : outcome;
   }
 
-  // ------------------------------------------------------------------ deadlines
-
   /**
-   * Requests whose deadline passed, acted on once (claimed on deadlineHandledAt): reject / approve send
-   * the flow's matching outcome (the reject-like or approve-like one of `emit`, or just the feedback when
-   * it routes on none) through decide(), like a click; remind, or an outcome the flow does not offer,
-   * posts a reminder under the request instead (counted as one).
+   * Requests whose deadline passed, acted on once: reject / approve send the flow's matching outcome
+   * (the reject-like or approve-like one of `emit`, or just the feedback when it routes on none)
+   * through decide(), like a click; remind, or an outcome the flow does not offer, posts a reminder
+   * under the request instead (counted as one).
    */
   async deadlinesDue(): Promise<number> {
     const now = this.clock.now();
     // Not claimed yet, or claimed by a process that died before the action finished.
-    const stale = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
-    const due = await store.listDeadlinesDue(this.sql, { now, stale, limit: 50 });
-    let taken = 0;
-    for (const request of due) {
-      const emit = outcomesOf(request);
-      const wanted = request.onTimeout === "approve" || request.onTimeout === "reject" ? request.onTimeout : undefined;
-      const index = wanted && emit.length ? emit.findIndex((o) => outcomeLeaning(o) === wanted) : -1;
-      const decides = !!wanted && (emit.length === 0 || index >= 0);
-      const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
-      try {
-        if (decides) {
-          // The claim keeps other replicas off while the flow is called; the decision itself (its
-          // state, audit row and Slack effects, one transaction) is decide()'s, like a click's.
-          if (!(await store.claimDeadline(this.sql, request, { countsAsReminder: false, done: false }, now))) continue;
-          await this.decide({
-            requestId: request.id,
-            userId: DEADLINE_ACTOR,
-            outcomeIndex: emit.length ? index : undefined,
-            feedback: timeoutFeedback(wanted, withinMs),
-            byDeadline: true,
-          });
-          // Whatever it led to (answered, refused, failed, or decided by someone meanwhile), it is done.
-          await store.markDeadlineDone(this.sql, request.id, this.clock.now());
-        } else {
-          const who = await this.remindWho(request);
-          const notice: FlowNotice = { kind: "deadline_passed", who, withinMs, ...(wanted ? { lacking: wanted } : {}) };
-          // One transaction: the claim (counted as a reminder, and done), its audit row and both Slack effects.
-          const claimed = await inTransaction(this.sql, async (tx) => {
-            if (!(await store.claimDeadline(tx, request, { countsAsReminder: true, done: true }, now))) return false;
-            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.reminder", subjectId: request.id, part: `deadline:${request.decideBy?.getTime() ?? 0}`, payload: { notice } });
-            await this.deps.audit?.record(
-              {
-                executionId: null,
-                flowRequestId: request.id,
-                kind: "deadline",
-                taskKey: request.methodName,
-                actor: DEADLINE_ACTOR,
-                outputHash: hashOutput(request.output),
-                msToDecision: Math.max(0, now.getTime() - request.createdAt.getTime()),
-                detail: { action: "remind", flow: request.flowName, requestId: request.requestId, ...(wanted ? { wanted: request.onTimeout } : {}) },
-              },
-              runnerOf(tx),
-            );
-            // The message stops announcing a deadline that has passed.
-            await this.deps.outbox.add(runnerOf(tx), { kind: "flow.show", subjectId: request.id });
-            return true;
-          });
-          if (!claimed) continue;
-          this.deps.outbox.nudge();
-          // Counted as a reminder: it may be the last one, which escalates the request.
-          const current = await store.findFlowRequest(this.sql, request.id);
-          if (current)
-            await this.escalateAfter(current, current.remindersSent).catch((err) => this.deps.log.warn("could not escalate a flow request", { id: request.id, err: errText(err) }));
-        }
-        taken++;
-      } catch (err) {
-        this.deps.log.warn("could not take a flow request's deadline action", { id: request.id, err: errText(err) });
-      }
-    }
-    return taken;
+    const staleBefore = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
+    const due = await deadlinesDue(this.sql, "FlowRequest", { now, staleBefore, limit: 50 });
+    return this.core.takeDeadlines(this.target, due, {
+      plan: (request, now) => {
+        const emit = outcomesOf(request);
+        const wanted = request.onTimeout === "approve" || request.onTimeout === "reject" ? request.onTimeout : undefined;
+        const index = wanted && emit.length ? emit.findIndex((o) => outcomeLeaning(o) === wanted) : -1;
+        const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
+        if (!wanted || (emit.length > 0 && index < 0)) return { kind: "remind", withinMs, ...(wanted ? { lacking: wanted } : {}), detail: () => (wanted ? { wanted } : {}) };
+        // decide() answers the flow and records it (its notice when the answer did not arrive included).
+        const decide = async (feedback: string) =>
+          void (await this.decide({ requestId: request.id, userId: DEADLINE_ACTOR, outcomeIndex: emit.length ? index : undefined, feedback, byDeadline: true }));
+        return { kind: "decide", action: wanted, withinMs, decide };
+      },
+      who: (r) => this.remindWho(r),
+      afterReminder: (r, sent) => this.escalateAfter(r, sent),
+    });
   }
 
   /** A request by the platform's id (for `/crew audit <id>`). */
@@ -679,8 +508,9 @@ export class FlowRequests {
   async waitingFor(userId: string): Promise<FlowRequest[]> {
     const pending = await store.listPostedPending(this.sql, 500);
     // Someone who approved a request still waiting for more approvals is not waited for.
-    const approved = await store.approvedBy(
+    const approved = await approvedBy(
       this.sql,
+      "FlowRequest",
       userId,
       pending.map((r) => r.id),
     );
@@ -689,36 +519,14 @@ export class FlowRequests {
     return mine;
   }
 
-  start(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): void {
-    if (this.deps.flows.length === 0) return;
-    if (this.deps.flows.some((f) => f.decideWithinMs)) {
-      this.deadlineTimer = setInterval(
-        () => this.track(this.deadlinesDue().catch((err) => this.deps.log.warn("flow deadlines failed", { err: errText(err) }))),
-        opts.deadlineIntervalMs ?? 10_000,
-      );
-      this.deadlineTimer.unref();
-    }
-    this.sweepTimer = setInterval(() => this.track(this.recover().catch((err) => this.deps.log.warn("flow recovery sweep failed", { err: errText(err) }))), opts.sweepMs ?? 30_000);
-    this.sweepTimer.unref();
-    if (this.deps.reminders && this.deps.reminders.max > 0) {
-      this.reminderTimer = setInterval(
-        () => this.track(this.remindDue().catch((err) => this.deps.log.warn("flow reminders failed", { err: errText(err) }))),
-        opts.reminderIntervalMs ?? 60_000,
-      );
-      this.reminderTimer.unref();
-    }
-  }
-
-  async stop(): Promise<void> {
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
-    if (this.reminderTimer) clearInterval(this.reminderTimer);
-    if (this.deadlineTimer) clearInterval(this.deadlineTimer);
-    await Promise.race([Promise.allSettled([...this.inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
-  }
-
-  private track(p: Promise<unknown>): void {
-    this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p));
+  /** Its passes in the decision core's loop (DecisionLoops): deadlines, the recovery sweep, reminders. */
+  jobs(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): DecisionJob[] {
+    if (this.deps.flows.length === 0) return [];
+    return [
+      ...(this.deps.flows.some((f) => f.decideWithinMs) ? [{ what: "flow deadlines", everyMs: opts.deadlineIntervalMs ?? 10_000, run: () => this.deadlinesDue() }] : []),
+      { what: "flow recovery sweep", everyMs: opts.sweepMs ?? 30_000, run: () => this.recover() },
+      ...(this.deps.reminders && this.deps.reminders.max > 0 ? [{ what: "flow reminders", everyMs: opts.reminderIntervalMs ?? 60_000, run: () => this.remindDue() }] : []),
+    ];
   }
 }
 

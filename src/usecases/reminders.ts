@@ -1,17 +1,17 @@
 // Reminders for reviews nobody has decided: after REVIEW_REMINDER_MINUTES the run's thread gets a
 // reply mentioning who may decide (or the run's starter when the crew has no reviewer rules), then
 // again after twice as long, and so on up to REVIEW_REMINDER_MAX. The schedule lives on the Review
-// row (remindersSent, nextReminderAt), so it survives restarts; each reminder is claimed with a
-// conditional update on remindersSent that enqueues the reminder in the outbox in the same
-// transaction, so with several replicas it is posted once.
-
+// row (remindersSent, nextReminderAt) and each reminder is claimed once by the decision core
+// (decisions/core.ts), as a flow request's are.
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import { approverIds } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";
-import { claimReminder, reviewsDueReminder } from "../store/reviews.js";
-import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { approvalsOf, remindersDue } from "../store/decision-requests.js";
+import { withExecutions } from "../store/reviews.js";
+import type { Sql } from "../store/sql.js";
+import { DecisionCore } from "./decisions/core.js";
+import { crewReviewTarget } from "./decisions/crew-review.js";
 import { type Clock, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
 import { describeWaitingReviewers } from "./reviewer-rules.js";
 
@@ -35,15 +35,8 @@ export interface ReminderDeps {
   afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<unknown>;
 }
 
-/** When reminder number `sent + 1` is due, for a review created at `createdAt`. */
-export function reminderDue(createdAt: Date, sent: number, afterMs: number): Date {
-  // afterMs, then 2·afterMs later, then 4·afterMs later…: due at createdAt + afterMs·(2^(sent+1) − 1).
-  return new Date(createdAt.getTime() + afterMs * (2 ** (sent + 1) - 1));
-}
-
 export class ReviewReminders {
   private readonly clock: Clock;
-  private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
 
   constructor(
@@ -53,54 +46,29 @@ export class ReviewReminders {
     this.clock = deps.clock ?? systemClock;
   }
 
-  /** Sends every reminder that is due; returns how many were sent. Overlapping calls share one pass. */
+  /** Sends every reminder that is due (DecisionLoops calls it); returns how many were sent. Overlapping calls share one pass. */
   tick(): Promise<number> {
     this.running ??= this.sendDue().finally(() => (this.running = undefined));
     return this.running;
   }
 
-  start(intervalMs = 60_000): void {
-    if (this.timer || this.settings.max <= 0) return;
-    this.timer = setInterval(() => void this.tick().catch((err) => this.deps.log.warn("review reminders failed", { err })), intervalMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
   private async sendDue(): Promise<number> {
-    const sql = sqlOf(this.deps.db);
     const { afterMs, max } = this.settings;
     if (max <= 0) return 0;
-    const now = this.clock.now();
-    const candidates = await reviewsDueReminder(sql, { now, afterMs, max, liveStates: LIVE_STATES, limit: 50 });
-    let sent = 0;
-    for (const { execution, ...review } of candidates) {
-      const count = review.remindersSent + 1;
-      const who =
-        (await reviewersStillWaited(this.deps.db, this.deps.rulesOf?.(execution.crewName), review.id)) ?? this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`;
-      const { outbox } = this.deps;
-      // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
-      const claimed = await inTransaction(sql, async (tx) => {
-        if (!(await claimReminder(tx, review.id, { sent: count, nextReminderAt: count < max ? reminderDue(review.createdAt, count, afterMs) : null, now }))) return false;
-        await outbox.add(runnerOf(tx), { kind: "review.reminder", subjectId: review.id, part: count, payload: { who, waitedMs: now.getTime() - review.createdAt.getTime() } });
-        return true;
-      });
-      if (!claimed) continue;
-      sent++;
+    const due = await remindersDue(this.deps.db, "Review", { now: this.clock.now(), afterMs, max, liveRuns: { states: LIVE_STATES }, limit: 50 });
+    return new DecisionCore(this.deps).remind(crewReviewTarget(), await withExecutions(this.deps.db, due), {
+      settings: this.settings,
+      who: async ({ execution, id }) =>
+        (await reviewersStillWaited(this.deps.db, this.deps.rulesOf?.(execution.crewName), id)) ?? this.deps.reviewersOf(execution.crewName) ?? `<@${execution.userId}>`,
       // The last reminder may escalate the review (escalation.ts): its mention follows the reminder.
-      await this.deps.afterReminder?.(execution, { ...review, remindersSent: count }, count);
-    }
-    if (sent) this.deps.outbox.nudge();
-    return sent;
+      afterReminder: async ({ execution, ...review }, sent) => this.deps.afterReminder?.(execution, review, sent),
+    });
   }
 }
 
 /** A review's named reviewers who have not approved it yet (groups stay), as mentions; undefined when nobody approved or the rules name no user. */
 export async function reviewersStillWaited(db: Db | Sql, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
   if (!rules?.users.length) return undefined;
-  const approvers = await approverIds(db, reviewId);
+  const approvers = (await approvalsOf(db, "Review", reviewId)).map((a) => a.userId);
   return approvers.length ? describeWaitingReviewers(rules, approvers) : undefined;
 }

@@ -1,11 +1,11 @@
 // What a review message shows beside its own row (ReviewContext): the approvals so far, the edit that
 // goes to the crew, and the previous round. Read for every review message the outbox renders; the
-// rows come from the store (store/approvals.ts, store/reviews.ts).
+// rows come from the store (store/decision-requests.ts, store/reviews.ts).
 
 import { type ApprovalPolicy, latestEdit } from "../domain/approvals.js";
-import { approvalsOf } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";
 import type { SqlRunner } from "../store/db/sql.js";
+import { approvalsOf } from "../store/decision-requests.js";
 import { findRound } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import type { Review, ReviewContext } from "./ports.js";
@@ -18,7 +18,7 @@ export class ApprovalRows {
     const context: ReviewContext = {};
     // A rejected or closed round shows its decision only; approvals given before a reject stay in the audit trail.
     if (review.state === "pending" || review.state === "deciding" || review.state === "approved") {
-      const approvals = await approvalsOf(this.db, review.id);
+      const approvals = await approvalsOf(this.db, "Review", review.id);
       const edit = latestEdit(approvals);
       if (approvals.length && (policy.required > 1 || edit)) {
         context.approvals = {

@@ -1,11 +1,10 @@
-// Review rounds: one per task output, decided once, each decision resumed exactly once.
-import crypto from "node:crypto";
-import { type ApprovalPolicy, approvalFeedback, approvalTally, DEFAULT_APPROVAL_POLICY, latestEdit, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
+// Review rounds: one per task output, decided once through the decision core (decisions/core.ts),
+// each decision resumed exactly once (/resume with the run's webhook settings).
+import { type ApprovalPolicy, approvalFeedback, DEFAULT_APPROVAL_POLICY, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../protocols/crew/types.js";
-import { addApproval, approvalsOf } from "../store/approvals.js";
 import type { Db } from "../store/db/database.js";
 import { isUuid } from "../store/ids.js";
 import {
@@ -16,7 +15,6 @@ import {
   latestReviewForTask,
   latestReviewOf,
   latestReviewWithOutput,
-  lockReview,
   moveReview,
   type ReviewDecisionPatch,
   type ReviewWithExecution,
@@ -25,6 +23,8 @@ import {
 } from "../store/reviews.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
 import type { Audit } from "./audit.js";
+import { DecisionCore, hashOutput } from "./decisions/core.js";
+import { crewReviewTarget } from "./decisions/crew-review.js";
 import type { Clock, CrewDirectory, Execution, Outbox, Review, RunNotice, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
 
@@ -122,14 +122,13 @@ export function sameOutputVerdict(
   return { kind: "open", taskKey: task.taskKey };
 }
 
-export function hashOutput(output: string): string {
-  return crypto.createHash("sha256").update(output).digest("hex");
-}
+export { hashOutput };
 
 export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
   private readonly sql: Sql;
+  private readonly core: DecisionCore;
 
   constructor(
     db: Db,
@@ -140,11 +139,12 @@ export class Reviews {
     private readonly log: Logger,
     private readonly clock: Clock,
     private readonly gate: ReviewerGate = anyoneMayDecide,
-    private readonly audit?: Audit,
+    readonly audit?: Audit,
     private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
     private readonly onPending?: OnPending,
   ) {
     this.sql = sqlOf(db);
+    this.core = new DecisionCore({ db, outbox, audit, log, clock });
   }
 
   /**
@@ -284,31 +284,50 @@ export class Reviews {
     if (review.state !== "pending") return { kind: "already_decided", review };
     const gate = decision.byDeadline ? ({ allowed: true } as const) : await this.gate(execution, decision.userId, review);
     if (!gate.allowed) return { kind: "not_allowed", who: gate.who };
-    let humanFeedback = feedback || (decision.approve ? "Approved" : "");
-    let approvals: StoredApproval[] = [];
-    if (decision.approve && !decision.byDeadline) {
-      const step = await this.approve(execution, review, decision);
-      if (step.kind === "wait") return step.outcome;
-      approvals = step.approvals;
-      humanFeedback = approvalFeedback(approvals);
-    }
-
-    const claimed = await moveReview(this.sql, review.id, reviewTransition("claimed"), this.clock.now(), {
-      decidedBy: decision.userId,
-      decision: decision.approve ? "approve" : "reject",
-      feedback: feedback || null,
-      decidedAt: this.clock.now(),
-      decidedByDeadline: !!decision.byDeadline,
+    const policy = this.policyOf(execution.crewName);
+    const counted = decision.approve && !decision.byDeadline;
+    if (counted && selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "self_approval_refused" };
+    const edited = decision.editedOutput;
+    return this.core.decide<ReviewWithExecution, DecisionOutcome>(crewReviewTarget(), found, {
+      userId: decision.userId,
+      // Approvals toward the crew's number of distinct people: the last one needed claims the decision.
+      ...(counted
+        ? {
+            approval: {
+              required: policy.required,
+              note: feedback || null,
+              editedOutput: edited,
+              audit: { kind: "approval", decision: "approve", feedback: feedback || null },
+              detail: { ...(decision.via ? { via: decision.via } : {}), ...(edited !== undefined ? { edited: true, editedOutputHash: hashOutput(edited) } : {}) },
+            },
+          }
+        : {}),
+      claim: async (db) =>
+        !!(await moveReview(db, review.id, reviewTransition("claimed"), this.clock.now(), {
+          decidedBy: decision.userId,
+          decision: decision.approve ? "approve" : "reject",
+          feedback: feedback || null,
+          decidedAt: this.clock.now(),
+          decidedByDeadline: !!decision.byDeadline,
+        })),
+      named: {
+        taken: (current) => ({ kind: "already_decided", review: current ?? review }),
+        waiting: (recorded, approvals) => ({ kind: recorded ? "approval_recorded" : "already_approved", review, approvals, required: policy.required }),
+        lost: async (approvals) => {
+          const current = (await findReview(this.sql, review.id)) ?? review;
+          // Two approvals completed the count at once: the other one sends it, and this one is part of it.
+          if (policy.required > 1 && decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId))
+            return { kind: "approval_counted", review: current };
+          return { kind: "already_decided", review: current };
+        },
+      },
+      deliver: (approvals) => this.resume(found, decision, approvals, approvals.length ? approvalFeedback(approvals) : feedback || (decision.approve ? "Approved" : "")),
     });
-    if (!claimed) {
-      const current = (await findReview(this.sql, review.id)) ?? review;
-      // Two approvals completed the count at once: the other one sends it, and this one is part of it.
-      const several = this.policyOf(execution.crewName).required > 1;
-      if (several && decision.approve && current.decision === "approve" && approvals.some((a) => a.userId === decision.userId))
-        return { kind: "approval_counted", review: current };
-      return { kind: "already_decided", review: current };
-    }
+  }
 
+  /** Sends the claimed decision to the crew (/resume with the run's webhook settings) and settles what came of it. */
+  private async resume(found: ReviewWithExecution, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
+    const { execution, ...review } = found;
     const crew = this.crews.get(execution.crewName);
     try {
       if (!crew) throw new Error(`crew "${execution.crewName}" is no longer configured`);
@@ -320,7 +339,7 @@ export class Reviews {
         ...this.webhookUrls(execution),
       });
       const decided = await this.conclude(
-        review,
+        { ...review, execution },
         decision,
         decision.approve ? "resume_ok_approve" : "resume_ok_reject",
         "decided",
@@ -334,118 +353,50 @@ export class Reviews {
   }
 
   /**
-   * An approval, in one transaction: stored once per person, counted, and (while more are needed)
-   * audited and shown on the message. The review's row is locked while its approvals are counted, so
-   * approvals given at the same moment are counted one after the other: the one that completes the
-   * count sees all of them. "enough" when the crew's required number of distinct people have now
-   * approved; otherwise the outcome to report.
-   */
-  private async approve(
-    execution: Execution,
-    review: Review,
-    decision: Decision,
-  ): Promise<{ kind: "wait"; outcome: DecisionOutcome } | { kind: "enough"; approvals: StoredApproval[] }> {
-    const policy = this.policyOf(execution.crewName);
-    if (selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "wait", outcome: { kind: "self_approval_refused" } };
-    const note = decision.feedback.trim() || null;
-    const step = await inTransaction(
-      this.sql,
-      async (tx): Promise<{ kind: "wait"; outcome: DecisionOutcome; shown?: boolean } | { kind: "enough"; approvals: StoredApproval[] }> => {
-        const current = await lockReview(tx, review.id);
-        if (current?.state !== "pending") return { kind: "wait", outcome: { kind: "already_decided", review: current ?? review } };
-        const now = this.clock.now();
-        const added = await addApproval(tx, { reviewId: review.id, userId: decision.userId, note, editedOutput: decision.editedOutput ?? null }, now);
-        const approvals = await approvalsOf(tx, review.id);
-        const tally = approvalTally(approvals, policy.required);
-        if (tally.done) return { kind: "enough", approvals };
-        const recorded = added || decision.editedOutput !== undefined;
-        if (recorded) {
-          await this.audit?.record(
-            {
-              executionId: review.executionId,
-              kind: "approval",
-              taskKey: review.taskKey,
-              round: review.round,
-              actor: decision.userId,
-              decision: "approve",
-              feedback: note,
-              outputHash: review.outputHash,
-              msToDecision: Math.max(0, now.getTime() - review.createdAt.getTime()),
-              detail: {
-                reviewId: review.id,
-                approvals: tally.approvers.length,
-                required: tally.required,
-                ...(decision.via ? { via: decision.via } : {}),
-                ...(decision.editedOutput !== undefined ? { edited: true, editedOutputHash: hashOutput(decision.editedOutput) } : {}),
-              },
-            },
-            tx,
-          );
-          // The message shows who approved so far ("1 of 2 approvals").
-          await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
-        }
-        const kind = recorded ? "approval_recorded" : "already_approved";
-        return { kind: "wait", outcome: { kind, review, approvals: tally.approvers.length, required: tally.required }, shown: recorded };
-      },
-    );
-    if (step.kind === "wait" && step.shown) this.outbox.nudge();
-    return step;
-  }
-
-  /**
    * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
    * it), the audit record, and the Slack effects (the message rendered from the row, note included;
    * the edited version as a file after an edit and approve).
    */
   private async conclude(
-    review: Review,
+    found: ReviewWithExecution,
     decision: Decision,
     event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
     sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; notice: RunNotice } },
   ): Promise<Review> {
-    const edit = latestEdit(sent.approvals);
-    const settled = await inTransaction(this.sql, async (tx) => {
-      const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), patch)) ?? (await findReview(tx, review.id)) ?? review;
-      // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
-      if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
-      await this.audit?.record(
-        {
-          executionId: review.executionId,
-          kind: "decision",
-          taskKey: review.taskKey,
-          round: review.round,
-          actor: decision.userId,
-          decision: decision.approve ? "approve" : "reject",
-          feedback: decision.feedback.trim() || null,
-          outputHash: review.outputHash,
-          msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
-          resumeStatus: patch.resumeStatus ?? null,
-          resumeMessage: patch.resumeMessage ?? null,
-          detail: {
-            outcome,
-            reviewId: review.id,
-            ...(decision.byDeadline ? { byDeadline: true } : {}),
-            ...(decision.via ? { via: decision.via } : {}),
-            ...(sent.message ? { message: sent.message } : {}),
-            ...(sent.approvals.length > 1 ? { approvers: sent.approvals.map((a) => a.userId) } : {}),
-            ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
-            // What the crew was sent, when it is more than the note (several approvers, an edit).
-            ...(sent.humanFeedback !== (decision.feedback.trim() || "Approved") ? { humanFeedback: sent.humanFeedback } : {}),
-          },
+    const { execution: _, ...review } = found;
+    const note = decision.feedback.trim() || null;
+    return this.core.settle(crewReviewTarget(), found, {
+      move: async (tx) => {
+        const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), patch)) ?? (await findReview(tx, review.id)) ?? review;
+        // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
+        if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+        return { ...moved, execution: found.execution };
+      },
+      audit: {
+        kind: "decision",
+        actor: decision.userId,
+        decision: decision.approve ? "approve" : "reject",
+        feedback: note,
+        msToDecision: Math.max(0, this.clock.now().getTime() - review.createdAt.getTime()),
+        resumeStatus: patch.resumeStatus ?? null,
+        resumeMessage: patch.resumeMessage ?? null,
+        detail: {
+          outcome,
+          ...(decision.byDeadline ? { byDeadline: true } : {}),
+          ...(decision.via ? { via: decision.via } : {}),
+          ...(sent.message ? { message: sent.message } : {}),
         },
-        tx,
-      );
+      },
+      // What the crew was sent, when it is more than the note (several approvers, an edit).
+      detailAfter: sent.humanFeedback !== (note || "Approved") ? { humanFeedback: sent.humanFeedback } : {},
+      approvals: sent.approvals,
       // Reopened (resume failed): it looks as it did, pending; nothing to show.
-      if (outcome !== "resume_failed") await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: review.id });
-      if (edit && outcome === "decided") await this.outbox.add(runnerOf(tx), { kind: "review.edited", subjectId: review.id, payload: { by: edit.userId } });
-      if (sent.threadNotice)
-        await this.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { notice: sent.threadNotice.notice } });
-      return moved;
+      show: outcome !== "resume_failed",
+      taken: outcome === "decided",
+      effects: sent.threadNotice ? [{ kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { notice: sent.threadNotice.notice } }] : [],
     });
-    this.outbox.nudge();
-    return settled;
   }
 
   private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
@@ -453,7 +404,7 @@ export class Reviews {
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
       const closed = await this.conclude(
-        review,
+        { ...review, execution },
         decision,
         "not_waiting",
         "not_waiting",
@@ -465,7 +416,7 @@ export class Reviews {
     if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(execution, review))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
       const decided = await this.conclude(
-        review,
+        { ...review, execution },
         decision,
         decision.approve ? "resume_ok_approve" : "resume_ok_reject",
         "decided",
@@ -476,7 +427,7 @@ export class Reviews {
     }
     this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
     const reopened = await this.conclude(
-      review,
+      { ...review, execution },
       decision,
       "resume_failed",
       "resume_failed",
@@ -516,12 +467,12 @@ export class Reviews {
       const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
       if (execution.kickoffId && this.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
         const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
-        await this.conclude(review, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", patch, sent);
+        await this.conclude({ ...review, execution }, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", patch, sent);
         continue;
       }
       this.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
       await this.conclude(
-        review,
+        { ...review, execution },
         decision,
         "resume_failed",
         "resume_failed",

@@ -4,7 +4,7 @@
 // Slack stand-in answers is_archived / not_in_channel for the channel, clicks are signed requests.
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import { NOT_THIS_MESSAGE } from "../../src/adapters/slack/review/actions.js";
+import { NOT_THIS_MESSAGE } from "../../src/adapters/slack/decisions/replies.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";

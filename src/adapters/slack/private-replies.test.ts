@@ -2,9 +2,8 @@
 // kickoff ids): Slack reads them as mrkdwn, so outside text in them is escaped.
 import { describe, expect, it } from "vitest";
 import type { Execution } from "../../usecases/ports.js";
-import { flowReplyFor } from "./flows/handlers.js";
+import { flowReplyFor, replyFor } from "./decisions/replies.js";
 import { statusText } from "./kickoff/command.js";
-import { replyFor } from "./review/actions.js";
 
 const hostile = "<!here> <@U0VICTIM> <https://phish.example|Approve>";
 const escaped = "&lt;!here&gt; &lt;@U0VICTIM&gt; &lt;https://phish.example|Approve&gt;";

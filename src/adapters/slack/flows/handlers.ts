@@ -1,11 +1,8 @@
 // The HTTP intake (POST /hooks/flows/<name>) and the Slack buttons of flow feedback requests.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { App } from "@slack/bolt";
-import { z } from "zod";
 import type { Logger } from "../../../log/log.js";
-import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
+import type { FlowRequests } from "../../../usecases/flows.js";
 import { BodyTooLarge, readBody } from "../../http/routes.js";
-import { escapeMrkdwn, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_SEND_ACTION, userMention } from "../blocks/index.js";
 
 export const FLOW_HOOK_PREFIX = "/hooks/flows/";
 export const FLOW_HOOK_PATH = "/hooks/flows/:flowName";
@@ -60,73 +57,4 @@ export function flowIntakeHandler(flows: FlowRequests, log: Logger) {
       if (!res.headersSent) reply(res, 500, { error: "internal error" });
     }
   };
-}
-
-const flowClick = z.object({
-  user: z.object({ id: z.string() }),
-  container: z.object({ channel_id: z.string().optional(), message_ts: z.string().optional() }).partial().optional(),
-  channel: z.object({ id: z.string() }).optional(),
-  message: z.object({ ts: z.string() }).partial().optional(),
-  actions: z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2000) })).min(1),
-  state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough())) }).optional(),
-});
-
-export const FLOW_ACTION_PATTERN = new RegExp(`^(${FLOW_OUTCOME_ACTION_PREFIX}\\d{1,2}|${FLOW_SEND_ACTION})$`);
-
-export function registerFlowActions(app: App, flows: FlowRequests, log: Logger): void {
-  app.action(FLOW_ACTION_PATTERN, async ({ ack, body, client }) => {
-    await ack();
-    const click = flowClick.safeParse(body);
-    if (!click.success) {
-      log.warn("flow click with an unexpected payload", { issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
-      return;
-    }
-    const { user, actions, state, container } = click.data;
-    const action = actions[0]!;
-    const channelId = container?.channel_id ?? click.data.channel?.id;
-    const outcome = await flows.decide({
-      requestId: action.value,
-      userId: user.id,
-      outcomeIndex: action.action_id === FLOW_SEND_ACTION ? undefined : Number(action.action_id.slice(FLOW_OUTCOME_ACTION_PREFIX.length)),
-      feedback: state?.values[FLOW_FEEDBACK_BLOCK]?.[FLOW_FEEDBACK_ACTION]?.value ?? "",
-      channelId,
-      messageTs: container?.message_ts ?? click.data.message?.ts,
-    });
-    const text = flowReplyFor(outcome);
-    if (text && channelId)
-      await client.chat.postEphemeral({ channel: channelId, user: user.id, text }).catch((err) => log.warn("could not send ephemeral reply", { err: (err as Error).message }));
-  });
-}
-
-/** What the clicker is told privately; undefined when the updated message says it all. */
-export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
-  switch (outcome.kind) {
-    case "answered":
-      return undefined;
-    case "unknown_request":
-    case "wrong_message":
-      return "I can't match this button to a feedback request, so nothing was sent to the flow.";
-    case "unknown_outcome":
-      return "That choice is not one the flow offers, so nothing was sent to the flow.";
-    case "feedback_required":
-      return "Please write your feedback in the field first: it is what the flow receives.";
-    case "not_allowed":
-      return `Only ${outcome.who} may answer this request, so nothing was sent to the flow.`;
-    case "approval_recorded":
-      return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. The flow gets the answer once ${outcome.required - outcome.approvals} more ${outcome.required - outcome.approvals === 1 ? "person approves" : "people approve"}.`;
-    case "approval_counted":
-      return "Your approval is recorded and counted: with it the request had the approvals it needs, and the flow is being answered.";
-    case "already_approved":
-      return `You already approved this request (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
-    case "already_decided": {
-      const r = outcome.request;
-      if (r.state === "closed") return "This request is closed: the flow no longer takes an answer to it.";
-      return r.decidedBy ? `${userMention(r.decidedBy)} already ${r.state === "deciding" ? "is answering" : "answered"} this request.` : "This request was already answered.";
-    }
-    case "closed":
-      // The flow's own words (its answer's message or 4xx body): escaped like all outside text.
-      return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
-    case "failed":
-      return `Your answer did not reach the flow (${escapeMrkdwn(outcome.message)}), so the request is open again. Try again in a moment.`;
-  }
 }

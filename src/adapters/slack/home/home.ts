@@ -17,9 +17,8 @@ import { accessPorts } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
+import { flowReplyFor, NOT_RECORDED, replyFor } from "../decisions/replies.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
-import { flowReplyFor } from "../flows/handlers.js";
-import { NOT_RECORDED, replyFor } from "../review/actions.js";
 
 export interface HomeDeps {
   /** The rows a Home lists (the composition root opens it on the database). */
@@ -172,49 +171,43 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
     await publish(client, event.user, undefined, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
   });
 
-  // Approve from the Home tab: the same rules (who may see the run or was handed the review, the
-  // reviewer gate) and the same exactly-once decision as a click in the thread; then the tab is
-  // published again, saying what happened.
-  app.action(HOME_APPROVE_ACTION, async ({ ack, body, client, context }) => {
-    await ack();
-    const click = homeApproveClick.safeParse(body);
-    if (!click.success) return void deps.log.warn("home approve with an unexpected payload");
-    const userId = click.data.user.id;
-    const reviewId = click.data.actions[0]!.value;
-    let notice: string;
-    try {
-      const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
-      if (!found || !(await mayActOnReview(accessPorts(client, deps), found, { userId }))) notice = homeNotice(undefined, "");
-      else notice = homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
-    } catch (err) {
-      deps.log.error("home approval could not be recorded", { err });
-      notice = NOT_RECORDED;
-    }
-    await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
-  });
-
-  // Approve a flow request from the Home tab: only one listed there for this user (assigned, handed or
-  // escalated to them, or by the flow's rules), with the flow's approve-like outcome, through the same
-  // decide() (reviewer rules, approvals, the exactly-once claim) as a click on its message.
-  app.action(HOME_FLOW_APPROVE_ACTION, async ({ ack, body, client, context }) => {
-    await ack();
-    const click = homeApproveClick.safeParse(body);
-    if (!click.success || !deps.flows) return void deps.log.warn("home flow approve with an unexpected payload");
-    const userId = click.data.user.id;
-    let notice: string;
-    try {
-      const request = await deps.flows.get(click.data.actions[0]!.value);
-      const approval = request ? deps.flows.homeApproval(request) : undefined;
-      if (!request || !approval || !(await mayAnswerFlowRequestFromHome({ flows: deps.flows }, request, userId))) notice = homeFlowNotice(undefined, "");
-      else
-        notice = homeFlowNotice(
-          await deps.flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true }),
-          `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`,
-        );
-    } catch (err) {
-      deps.log.error("home flow approval could not be recorded", { err });
-      notice = NOT_RECORDED;
-    }
-    await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
-  });
+  // Approve from the Home tab, a review or a flow request (with the flow's approve-like outcome, and
+  // only one listed there for this user): the same rules and the same exactly-once decision as a click
+  // on its message; then the tab is published again, saying what happened.
+  const approvals: [string, (id: string, userId: string, client: WebClient) => Promise<string>][] = [
+    [
+      HOME_APPROVE_ACTION,
+      async (reviewId, userId, client) => {
+        const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
+        if (!found || !(await mayActOnReview(accessPorts(client, deps), found, { userId }))) return homeNotice(undefined, "");
+        return homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
+      },
+    ],
+    [
+      HOME_FLOW_APPROVE_ACTION,
+      async (id, userId) => {
+        const flows = deps.flows;
+        const request = flows ? await flows.get(id) : null;
+        const approval = request ? flows!.homeApproval(request) : undefined;
+        if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome({ flows }, request, userId))) return homeFlowNotice(undefined, "");
+        const outcome = await flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true });
+        return homeFlowNotice(outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`);
+      },
+    ],
+  ];
+  for (const [actionId, approve] of approvals)
+    app.action(actionId, async ({ ack, body, client, context }) => {
+      await ack();
+      const click = homeApproveClick.safeParse(body);
+      if (!click.success) return void deps.log.warn("home approve with an unexpected payload", { actionId });
+      const userId = click.data.user.id;
+      let notice: string;
+      try {
+        notice = await approve(click.data.actions[0]!.value, userId, client);
+      } catch (err) {
+        deps.log.error("home approval could not be recorded", { actionId, err });
+        notice = NOT_RECORDED;
+      }
+      await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+    });
 }

@@ -10,9 +10,8 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
 import { accessPorts } from "../access.js";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
+import { flowReplyFor, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
-import { flowReplyFor } from "../flows/handlers.js";
-import { replyFor } from "../review/actions.js";
 
 export const REPLY_FEEDBACK_REQUIRED =
   "Please write what should change after the colon (`changes: shorter intro`): the crew re-runs the task with it. Nothing was sent to the crew.";

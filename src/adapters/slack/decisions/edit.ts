@@ -1,0 +1,107 @@
+// "Edit and approve…" on a review or a flow request: the button opens a modal with the output
+// pre-filled; submitting it approves with the edited text. The submission is sealed to the message and
+// the person who clicked (edit-binding.ts), and goes through the same access rules and the same
+// exactly-once claim as an Approve click (the kind's use case, kinds.ts).
+import type { App } from "@slack/bolt";
+import { z } from "zod";
+import { editableSplit, joinEdit, unchangedEdit } from "../../../domain/approvals.js";
+import { sanitizeText } from "../../../text/sanitize.js";
+import { accessPorts } from "../access.js";
+import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { openEdit, sealEdit } from "./edit-binding.js";
+import { forEachKind, type KindPort, type Subject } from "./kinds.js";
+
+export const decisionClick = z.object({
+  user: z.object({ id: z.string() }),
+  trigger_id: z.string().min(1).max(255),
+  channel: z.object({ id: z.string() }).optional(),
+  container: z.object({ channel_id: z.string().optional(), thread_ts: z.string().optional(), message_ts: z.string().optional() }).partial().optional(),
+  message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
+  actions: z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2000) })).min(1),
+});
+
+const editValues = z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough()));
+
+/** The click's facts, and how to tell the clicker something privately (in the thread it was in). */
+export function clickFacts(deps: FeatureDeps, client: App["client"], click: Omit<z.infer<typeof decisionClick>, "trigger_id" | "actions">) {
+  const channel = click.container?.channel_id ?? click.channel?.id;
+  const messageTs = click.container?.message_ts ?? click.message?.ts;
+  const threadTs = click.message?.thread_ts ?? click.container?.thread_ts;
+  const tell = async (text: string) => {
+    if (!channel) return;
+    await client.chat
+      .postEphemeral({ channel, user: click.user.id, text, ...(threadTs ? { thread_ts: threadTs } : {}) })
+      .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+  };
+  return { channel, messageTs, tell };
+}
+
+export function registerDecisionEdit(app: App, deps: FeatureDeps): void {
+  forEachKind(deps, (kind) => registerEdit(app, deps, kind));
+}
+
+function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: KindPort<S>): void {
+  const w = kind.words;
+  app.action(kind.ids.edit, async ({ ack, body, client }) => {
+    await ack();
+    const click = decisionClick.safeParse(body);
+    if (!click.success)
+      return void deps.log.warn("edit click with an unexpected payload", { kind: kind.kind, issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
+    const { user, actions, trigger_id } = click.data;
+    const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
+    try {
+      // Only one quick read before views.open: the trigger_id lives 3 s. Every rule is checked again on submission.
+      const found = await kind.find(actions[0]!.value);
+      if (!found || !channel || !messageTs || !kind.fromMessage(found, { userId: user.id, channelId: channel, messageTs })) return void (await tell(w.notThisMessage));
+      if (found.state !== "pending") return void (await tell(w.editNotPending));
+      const refused = await kind.editRefused(found, user.id, accessPorts(client, deps));
+      if (refused) return void (await tell(refused));
+      const { head, rest } = editableSplit(found.output);
+      const metadata = sealEdit(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
+      const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.editView, receiver: "flow" } as const) : {};
+      await client.views.open({ trigger_id, view: editModal({ taskName: found.title, round: found.round, head, restLength: rest.length, metadata, ...flow }) });
+    } catch (err) {
+      deps.log.warn("could not open the edit form", { kind: kind.kind, err });
+      await tell("I could not open the edit form. Please try again in a moment.");
+    }
+  });
+
+  app.view(kind.ids.editView, async ({ ack, body, view, client }) => {
+    const userId = body.user.id;
+    const facts = openEdit(deps.formKey, view.private_metadata, userId);
+    const values = editValues.safeParse(view.state.values);
+    if (!facts || !values.success) {
+      deps.log.warn("edit form submitted that was not opened by this user; refused", { userId });
+      const errors = { [EDIT_TEXT_BLOCK]: `This form was opened by someone else or has expired: nothing was sent to the ${w.receiver}.` };
+      return void (await ack({ response_action: "errors", errors }));
+    }
+    const edited = sanitizeText(values.data[EDIT_TEXT_BLOCK]?.[EDIT_INPUT_ACTION]?.value ?? "");
+    const note = sanitizeText(values.data[EDIT_NOTE_BLOCK]?.[EDIT_INPUT_ACTION]?.value ?? "");
+    if (!edited.trim()) return void (await ack({ response_action: "errors", errors: { [EDIT_TEXT_BLOCK]: w.editEmpty } }));
+    // Answer Slack now (the answer's delivery can take longer than 3 s); the message shows the outcome.
+    await ack();
+    let threadTs: string | undefined;
+    const tell = (text: string) =>
+      client.chat
+        .postEphemeral({ channel: facts.c, user: userId, text, ...(threadTs ? { thread_ts: threadTs } : {}) })
+        .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+    let reply: string | undefined;
+    try {
+      const found = await kind.find(facts.r);
+      threadTs = found ? kind.replyPlace(found, facts.c).threadTs : undefined;
+      const place = { userId, channelId: facts.c, messageTs: facts.m };
+      if (!found || facts.h > found.output.length || !(await kind.mayAct(found, place, accessPorts(client, deps)))) {
+        deps.log.warn("edit submission for another message refused", { userId });
+        return void (await tell(w.editExpired));
+      }
+      // Nothing changed: an approval with a note, not an edit.
+      const changed = !unchangedEdit(found.output.slice(0, facts.h), edited);
+      reply = await kind.approveEdited(found, place, note, changed ? joinEdit(edited, found.output.slice(facts.h)) : undefined);
+    } catch (err) {
+      deps.log.error("edit and approve could not be recorded", { kind: kind.kind, err });
+      return void (await tell(w.notRecorded));
+    }
+    if (reply) await tell(reply);
+  });
+}

@@ -1,0 +1,76 @@
+// Reassign, clicked on a pending review or flow request: whoever may decide it picks a person and
+// gives a reason in a modal; it is handed to that person (its use case), who is mentioned under it, may
+// decide it, and sees it on their App Home at once.
+import type { App } from "@slack/bolt";
+import { z } from "zod";
+import { sanitizeText } from "../../../text/sanitize.js";
+import { accessPorts } from "../access.js";
+import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal } from "../blocks/index.js";
+import type { FeatureDeps } from "../deps.js";
+import { clickFacts, decisionClick } from "./edit.js";
+import { forEachKind, type KindPort, type Subject } from "./kinds.js";
+
+const reassignSubmission = z.object({
+  user: z.object({ id: z.string() }),
+  view: z.object({
+    private_metadata: z.string().max(100),
+    state: z.object({
+      values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish(), selected_user: z.string().nullish() }).passthrough())),
+    }),
+  }),
+});
+
+const USER_ID = /^[UW][A-Z0-9]{2,}$/;
+
+export function registerDecisionReassign(app: App, deps: FeatureDeps): void {
+  forEachKind(deps, (kind) => registerReassign(app, deps, kind));
+}
+
+function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: KindPort<S>): void {
+  const w = kind.words;
+  app.action(kind.ids.reassign, async ({ ack, body, client }) => {
+    await ack();
+    const click = decisionClick.safeParse(body);
+    if (!click.success) return void deps.log.warn("reassign click with an unexpected payload", { kind: kind.kind });
+    const { user, actions, trigger_id } = click.data;
+    const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
+    const found = await kind.find(actions[0]!.value);
+    // Only from its own message.
+    if (!found || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps)))) return tell(w.notThisReassign);
+    if (found.state !== "pending") return tell(`This ${w.noun} is no longer ${w.waiting}, so it cannot be reassigned.`);
+    const may = await kind.mayReassign(found, user.id, accessPorts(client, deps));
+    if (!may.ok) return tell(`Only ${may.who ?? `people who may ${w.verb} this ${w.noun}`} may reassign it.`);
+    const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.reassignView, what: "request" } as const) : {};
+    await client.views.open({ trigger_id, view: reassignModal({ reviewId: found.id, taskName: found.fullTitle ?? found.title, ...flow }) });
+  });
+
+  app.view(kind.ids.reassignView, async ({ ack, body, client }) => {
+    const submission = reassignSubmission.safeParse(body);
+    if (!submission.success) return void (await ack());
+    const { user, view } = submission.data;
+    const refuse = (block: string, text: string) => ack({ response_action: "errors", errors: { [block]: text } });
+    const to = view.state.values[REASSIGN_USER_BLOCK]?.[REASSIGN_USER_ACTION]?.selected_user ?? "";
+    const reason = sanitizeText(view.state.values[REASSIGN_REASON_BLOCK]?.[REASSIGN_REASON_ACTION]?.value ?? "").trim();
+    if (!USER_ID.test(to)) return void (await refuse(REASSIGN_USER_BLOCK, `Choose the person who should ${w.verb} it.`));
+    if (!reason) return void (await refuse(REASSIGN_REASON_BLOCK, `Say why they should ${w.verb} it.`));
+    const found = await kind.find(view.private_metadata);
+    if (!found) return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} no longer exists.`));
+    if (!(await kind.mayReassign(found, user.id, accessPorts(client, deps))).ok) return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));
+    if (found.state !== "pending") return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} is no longer ${w.waiting}.`));
+    await ack();
+    const outcome = await kind.reassign(found, { by: user.id, to, reason });
+    // Published with the token of its workspace (installed in many, the app-level client is not it).
+    if (outcome === "reassigned") await deps.publishHome?.(to, kind.team(found));
+    if (outcome === "not_pending") {
+      const place = kind.replyPlace(found);
+      await client.chat
+        .postEphemeral({
+          channel: place.channel,
+          user: user.id,
+          text: `The ${w.noun} was ${w.done} before it could be reassigned.`,
+          ...(place.threadTs ? { thread_ts: place.threadTs } : {}),
+        })
+        .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+    }
+  });
+}

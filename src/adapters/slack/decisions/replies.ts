@@ -1,0 +1,90 @@
+// What whoever decides a review round or answers a flow request is told privately: one reply table for
+// both kinds of decision request, worded by the kind (its noun, who receives the answer, its verbs).
+import type { FlowDecisionOutcome } from "../../../usecases/flows.js";
+import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
+import { escapeMrkdwn, userMention } from "../blocks/index.js";
+
+export type DecisionKind = "review" | "flow";
+
+/** The words of each kind ("review" … "crew", "request" … "flow"). */
+export const WORDS = {
+  review: { noun: "review", receiver: "crew", verb: "decide", waiting: "waiting for a decision", done: "decided", goesOn: "The crew goes on", told: "the crew is being told" },
+  flow: {
+    noun: "request",
+    receiver: "flow",
+    verb: "answer",
+    waiting: "waiting for an answer",
+    done: "answered",
+    goesOn: "The flow gets the answer",
+    told: "the flow is being answered",
+  },
+} as const;
+
+export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
+export const NOT_THIS_REQUEST = "I can't match this button to a feedback request, so nothing was sent to the flow.";
+export const SELF_APPROVAL_REFUSED =
+  "You started this run, and this crew needs its reviews approved by someone else, so your approval was not counted and nothing was sent to the crew. You may still reject with feedback.";
+export const NOT_RECORDED =
+  "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
+export const FLOW_NOT_RECORDED = "⚠️ Your answer was not recorded: Crewline could not reach its database. Nothing was sent to the flow; please try again in a moment.";
+
+/** What the clicker is told privately about a review's decision; undefined when the updated message says it all. */
+export function replyFor(outcome: DecisionOutcome): string | undefined {
+  return decisionReply("review", outcome);
+}
+
+/** What the clicker is told privately about a flow request's answer; undefined when the updated message says it all. */
+export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
+  return decisionReply("flow", outcome);
+}
+
+function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome): string | undefined {
+  const w = WORDS[kind];
+  switch (outcome.kind) {
+    case "decided":
+    case "answered":
+      return undefined;
+    case "unknown_review":
+      return "I can't find this review any more, so nothing was sent to the crew.";
+    case "unknown_request":
+    case "wrong_message":
+      return NOT_THIS_REQUEST;
+    case "unknown_outcome":
+      return "That choice is not one the flow offers, so nothing was sent to the flow.";
+    case "feedback_required":
+      return kind === "review"
+        ? "Please write what should change in the feedback field before rejecting: the crew re-runs the task with it."
+        : "Please write your feedback in the field first: it is what the flow receives.";
+    case "not_allowed":
+      return `Only ${outcome.who} may ${w.verb} this ${w.noun}, so nothing was sent to the ${w.receiver}.`;
+    case "self_approval_refused":
+      return SELF_APPROVAL_REFUSED;
+    case "approval_recorded": {
+      const more = outcome.required - outcome.approvals;
+      return `Your approval is recorded: ${outcome.approvals} of ${outcome.required} approvals. ${w.goesOn} once ${more} more ${more === 1 ? "person approves" : "people approve"}.`;
+    }
+    case "approval_counted":
+      return `Your approval is recorded and counted: with it the ${w.noun} had the approvals it needs, and ${w.told}.`;
+    case "already_approved":
+      return `You already approved this ${w.noun} (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
+    case "already_decided": {
+      const subject = "review" in outcome ? outcome.review : outcome.request;
+      if (subject.state === "closed")
+        return kind === "review" ? "This review is closed: the run no longer needs a decision on it." : "This request is closed: the flow no longer takes an answer to it.";
+      const done = "review" in outcome ? (outcome.review.decision === "reject" ? "rejected" : "approved") : w.done;
+      const doing = kind === "review" ? "is deciding" : "is answering";
+      return subject.decidedBy
+        ? `${userMention(subject.decidedBy)} already ${subject.state === "deciding" ? doing : done} this ${w.noun}.`
+        : `This ${w.noun} was already ${w.done}.`;
+    }
+    // The crew's or the flow's own words (an error message, an answer's body) are outside text: escaped.
+    case "not_waiting":
+      return `The crew wasn't waiting for this decision, so nothing changed. ${escapeMrkdwn(outcome.message)}`;
+    case "resume_failed":
+      return `Your decision did not reach the crew, so the review is open again. ${escapeMrkdwn(outcome.message)}`;
+    case "closed":
+      return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
+    case "failed":
+      return `Your answer did not reach the flow (${escapeMrkdwn(outcome.message)}), so the request is open again. Try again in a moment.`;
+  }
+}
