@@ -220,8 +220,11 @@ describe("flow feedback requests", () => {
     await eventually(() => f!.flow.answers.length === 1);
     expect(f.flow.answers[0]!.feedback).toBe("approved\n\nsecond try");
     expect(f.flow.calls).toHaveLength(2);
-    const audit = await f.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id }, orderBy: { createdAt: "asc" } });
-    expect(audit.map((a) => (a.detail as any).outcome)).toEqual(["failed", "answered"]);
+    // The flow has its answer before the bot records what it said: the audit row follows.
+    const outcomes = async () =>
+      (await f!.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id }, orderBy: { createdAt: "asc" } })).map((a) => (a.detail as any).outcome);
+    await eventually(async () => (await outcomes()).length >= 2 || undefined, { what: "the second attempt's audit row" });
+    expect(await outcomes()).toEqual(["failed", "answered"]);
   });
 
   it("mentions an assignee found by e-mail, who may decide besides the reviewers; an outsider is refused", async () => {
