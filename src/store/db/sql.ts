@@ -77,21 +77,36 @@ export function pgSqlRunner(pool: pg.Pool, pgTypes: typeof pg.types): SqlRunner 
   return runner;
 }
 
+/**
+ * Lets the event loop turn before a PGlite statement. PGlite runs each statement synchronously on the
+ * bot's thread and resolves its promise at once, so a chain of statements (a transaction writing a
+ * megabyte-sized output, its audit row and its effects) would otherwise run as one block of microtasks:
+ * with a turn between them, requests (a click, /healthz) are answered between statements.
+ */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export function pgliteSqlRunner(engine: Promise<PGlite>): SqlRunner {
   const options = { parsers: { [TIMESTAMP_OID]: parseUtcTimestamp } };
   type Queryable = Pick<PGlite, "query">;
-  const on = (db: () => Promise<Queryable>): Omit<SqlRunner, "transaction"> => ({
-    async run<T>(text: string, values: readonly unknown[]) {
-      const result = await (await db()).query<T>(text, toParams(values), options);
-      return { rows: result.rows, rowCount: result.affectedRows ?? 0 };
-    },
-    async query<T>(text: string, values: readonly SqlValue[]) {
-      return (await (await db()).query<T>(text, toParams(values), options)).rows;
-    },
-    async execute(text: string, values: readonly SqlValue[]) {
-      return (await (await db()).query(text, toParams(values), options)).affectedRows ?? 0;
-    },
-  });
+  const on = (db: () => Promise<Queryable>): Omit<SqlRunner, "transaction"> => {
+    const query = async <T>(text: string, values: readonly unknown[]) => {
+      const engine = await db();
+      await turn();
+      return engine.query<T>(text, toParams(values), options);
+    };
+    return {
+      async run<T>(text: string, values: readonly unknown[]) {
+        const result = await query<T>(text, values);
+        return { rows: result.rows, rowCount: result.affectedRows ?? 0 };
+      },
+      async query<T>(text: string, values: readonly SqlValue[]) {
+        return (await query<T>(text, values)).rows;
+      },
+      async execute(text: string, values: readonly SqlValue[]) {
+        return (await query(text, values)).affectedRows ?? 0;
+      },
+    };
+  };
   return {
     ...on(() => engine),
     async transaction<T>(fn: (tx: SqlRunner) => Promise<T>) {
