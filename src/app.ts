@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "@slack/bolt";
 import { CrewRegistry } from "./adapters/crew/registry.js";
+import { flowCallbackClient } from "./adapters/flows/callback-client.js";
 import { metricsHandler } from "./adapters/http/metrics-route.js";
 import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./adapters/http/routes.js";
 import { channelMembersCache } from "./adapters/slack/access.js";
@@ -390,6 +391,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     clock: opts.clock,
     abandonedAfterMs: config.polling?.claimStaleMs,
     reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
+    callback: flowCallbackClient(),
   });
   const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
   const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name), ...(f.team ? { team: f.team } : {}) }));

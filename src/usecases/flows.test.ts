@@ -5,6 +5,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
+import { flowCallbackClient } from "../adapters/flows/callback-client.js";
 import type { FlowConfig } from "../config/config.js";
 import { silentLogger } from "../log/log.js";
 import { DurableOutbox, type NewEffect } from "../outbox/index.js";
@@ -45,7 +46,7 @@ function flowsWith(flow: Partial<FlowConfig>): { flows: FlowRequests; outbox: Fa
     audit: new Audit(db.database.prisma, silentLogger),
     log: silentLogger,
     clock,
-    callbackTimeoutMs: 2000,
+    callback: flowCallbackClient({ timeoutMs: 2000 }),
   });
   return { flows, outbox };
 }
@@ -191,6 +192,7 @@ describe("flow requests on the database: state, audit and effects commit togethe
       log: silentLogger,
       clock,
       reminders: { afterMs: 60_000, max: 1 },
+      callback: flowCallbackClient({ timeoutMs: 2000 }),
     });
     const failing = await pendingRequest();
     const escalated = await pendingRequest();

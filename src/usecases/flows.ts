@@ -16,7 +16,6 @@ import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
-import { readBoundedText } from "../text/bounded-body.js";
 import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
 import { sanitizeJson } from "../text/sanitize.js";
 import { truncatePlain } from "../text/truncate.js";
@@ -24,7 +23,7 @@ import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { flowRequestTarget } from "./decisions/flow-request.js";
 import type { DecisionJob } from "./decisions/loops.js";
-import { type Clock, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
+import { type Clock, type FlowCallback, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 
 /** A flow feedback request as stored (src/store/flow-requests.ts). */
@@ -54,8 +53,8 @@ export interface FlowServiceDeps {
   clock?: Clock;
   /** A decision left "deciding" this long (its process died mid-call) opens again (default 60 s, at least twice the callback time-out). */
   abandonedAfterMs?: number;
-  /** The platform's callback is given this long to answer. */
-  callbackTimeoutMs?: number;
+  /** Delivers an answer to the flow's callback (an undici adapter in production). */
+  callback: FlowCallback;
   reminders?: { afterMs: number; max: number };
 }
 
@@ -219,7 +218,7 @@ export class FlowRequests {
    * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
    */
   private async reopenAbandoned(): Promise<void> {
-    const limit = Math.max(2 * (this.deps.callbackTimeoutMs ?? 15_000), this.deps.abandonedAfterMs ?? 60_000);
+    const limit = Math.max(2 * this.deps.callback.timeoutMs, this.deps.abandonedAfterMs ?? 60_000);
     const before = new Date(this.clock.now().getTime() - limit);
     const { from, to } = flowRequestTransition("abandoned");
     const abandoned = await store.listAbandoned(this.sql, from, before, 100);
@@ -333,7 +332,7 @@ export class FlowRequests {
     c: { outcome: string | undefined; comment: string; decidedAt: Date; approvals: StoredApproval[] },
     feedback: string,
   ): Promise<FlowDecisionOutcome> {
-    const answer = await this.answer(request.callbackUrl, feedback);
+    const answer = await this.deps.callback.answer(request.callbackUrl, feedback);
     const ok = answer.kind === "ok" || answer.kind === "refused";
     const state = ok ? flowRequestTransition(answer.kind === "ok" ? "answered" : "refused").to : "failed";
     // 5xx, time-out or unreachable: open again, so someone can decide again.
@@ -401,37 +400,6 @@ export class FlowRequests {
     }
     if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
     return context;
-  }
-
-  /** POST {feedback, source: "slack"} to the callback; the URL is never logged or shown. */
-  private async answer(callbackUrl: string, feedback: string): Promise<{ kind: "ok" | "refused" | "failed"; status: number | null; message: string | null }> {
-    try {
-      const res = await fetch(callbackUrl, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify({ feedback, source: "slack" }),
-        redirect: "error",
-        signal: AbortSignal.timeout(this.deps.callbackTimeoutMs ?? 15_000),
-      });
-      // The status decides; the body only words it, read up to a limit (an endless answer is cut off).
-      const text = ((await readBoundedText(res.body).catch(() => "")) ?? "").slice(0, 4000);
-      if (res.ok) {
-        let message: string | null = null;
-        try {
-          const json = JSON.parse(text) as Record<string, unknown>;
-          message = typeof json.message === "string" ? truncatePlain(json.message, 300) : typeof json.status === "string" ? truncatePlain(json.status, 100) : null;
-        } catch {
-          /* an empty or non-JSON 2xx is fine */
-        }
-        return { kind: "ok", status: res.status, message };
-      }
-      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429)
-        return { kind: "refused", status: res.status, message: answerReason(res.status, text) };
-      return { kind: "failed", status: res.status, message: `the flow answered ${answerReason(res.status, text)}` };
-    } catch (err) {
-      const timedOut = (err as Error).name === "TimeoutError";
-      return { kind: "failed", status: null, message: timedOut ? "the flow did not answer in time" : "the flow could not be reached" };
-    }
   }
 
   // ------------------------------------------------------------------ reminders

@@ -185,3 +185,18 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
+
+/** What a flow's callback said to an answer (src/adapters/flows/callback-client.ts). */
+export interface FlowCallbackAnswer {
+  /** ok: taken; refused: a 4xx that will not change (the request expired, was answered); failed: may be tried again. */
+  kind: "ok" | "refused" | "failed";
+  status: number | null;
+  message: string | null;
+}
+
+/** Delivers an answer to a flow: POST {feedback, source: "slack"} to the callback URL its request carried. */
+export interface FlowCallback {
+  /** How long the flow is given to answer. */
+  readonly timeoutMs: number;
+  answer(callbackUrl: string, feedback: string): Promise<FlowCallbackAnswer>;
+}

@@ -1,0 +1,46 @@
+// A flow's answer on the wire: POST {feedback, source: "slack"} to the callback URL its request
+// carried, through undici like the crew client. The status decides; the body only words the outcome,
+// and is read up to a limit (an endless answer is cut off). The URL is never logged or shown.
+import { request } from "undici";
+import { readBoundedText } from "../../text/bounded-body.js";
+import { truncatePlain } from "../../text/truncate.js";
+import { answerReason } from "../../usecases/flows.js";
+import type { FlowCallback, FlowCallbackAnswer } from "../../usecases/ports.js";
+
+export function flowCallbackClient(opts: { timeoutMs?: number } = {}): FlowCallback {
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  return {
+    timeoutMs,
+    async answer(callbackUrl: string, feedback: string): Promise<FlowCallbackAnswer> {
+      try {
+        const res = await request(callbackUrl, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json" },
+          body: JSON.stringify({ feedback, source: "slack" }),
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        const text = ((await readBoundedText(res.body).catch(() => "")) ?? "").slice(0, 4000);
+        const status = res.statusCode;
+        if (status >= 200 && status < 300) {
+          let message: string | null = null;
+          try {
+            const json = JSON.parse(text) as Record<string, unknown>;
+            message = typeof json.message === "string" ? truncatePlain(json.message, 300) : typeof json.status === "string" ? truncatePlain(json.status, 100) : null;
+          } catch {
+            /* an empty or non-JSON 2xx is fine */
+          }
+          return { kind: "ok", status, message };
+        }
+        // undici does not follow redirects: a 3xx is an answer that failed, like a 5xx.
+        if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { kind: "refused", status, message: answerReason(status, text) };
+        return { kind: "failed", status, message: `the flow answered ${answerReason(status, text)}` };
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? "";
+        const timedOut = (err as Error).name === "TimeoutError" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
+        return { kind: "failed", status: null, message: timedOut ? "the flow did not answer in time" : "the flow could not be reached" };
+      }
+    },
+  };
+}
