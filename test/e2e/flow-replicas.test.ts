@@ -2,68 +2,26 @@
 // PostgreSQL database: a request delivered to both posts once, clicks on both answer the flow once, and a
 // request whose post failed on one replica is posted by the other's recovery sweep, once.
 // Runs only with CREWLINE_TEST_DATABASE=postgres.
-import { type ChildProcess, spawn } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FLOW_ACTIONS_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import { startFlowService } from "../../src/sim/flow-service.js";
-import { startFakeSlack } from "../support/fake-slack.js";
+import { type FakeSlack, startFakeSlack } from "../support/fake-slack.js";
 import { FLOW_CHANNEL, FLOW_SECRET } from "../support/flows.js";
-import { BOT_TOKEN, eventually, freePort, SIGNING_SECRET, USER } from "../support/harness.js";
-import { slackRequester } from "../support/slack-requests.js";
+import { eventually, USER } from "../support/harness.js";
+import { cleanups, killReplicasAfterEach, startReplica } from "../support/replicas.js";
 import { createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
 
-const children = new Set<ChildProcess>();
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const child of children) child.kill("SIGKILL");
-  children.clear();
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-});
+killReplicasAfterEach();
 
-async function startReplica(env: { databaseUrl: string; slackUrl: string; responseUrlBase: string }) {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      PATH: process.env.PATH!,
-      LOG_LEVEL: "warn",
-      SLACK_BOT_TOKEN: BOT_TOKEN,
-      SLACK_SIGNING_SECRET: SIGNING_SECRET,
-      SLACK_API_URL: env.slackUrl,
-      PORT: String(port),
-      PUBLIC_URL: url,
-      DATABASE_URL: env.databaseUrl,
-      DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "crewline-flow-replica-")),
-      FLOW_NAME: "content",
-      FLOW_WEBHOOK_SECRET: FLOW_SECRET,
-      FLOW_CHANNEL,
-      POLL_SWEEP_MS: "500",
-      CLAIM_STALE_MS: "1500",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+/** A flow-only replica (no crew) on the shared database; `hook` is its flow's webhook URL. */
+async function flowReplica(name: string, databaseUrl: string, slack: FakeSlack) {
+  const replica = await startReplica(name, {
+    databaseUrl,
+    slack,
+    webhooks: true,
+    extra: { FLOW_NAME: "content", FLOW_WEBHOOK_SECRET: FLOW_SECRET, FLOW_CHANNEL, POLL_SWEEP_MS: "500", CLAIM_STALE_MS: "1500" },
   });
-  children.add(proc);
-  let output = "";
-  proc.stdout!.on("data", (d) => (output += d));
-  proc.stderr!.on("data", (d) => (output += d));
-  await eventually(
-    () =>
-      fetch(`${url}/healthz`)
-        .then((r) => r.status === 200)
-        .catch(() => false),
-    { timeoutMs: 60_000, what: "replica /healthz" },
-  ).catch((err) => {
-    throw new Error(`${err.message}\n${output}`);
-  });
-  return {
-    url,
-    hook: `${url}/hooks/flows/content`,
-    requests: slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: env.responseUrlBase }),
-    output: () => output,
-  };
+  return { ...replica, hook: `${replica.url}/hooks/flows/content` };
 }
 
 describe.runIf(usePostgres)("flow feedback requests on two replicas (PostgreSQL)", () => {
@@ -76,9 +34,8 @@ describe.runIf(usePostgres)("flow feedback requests on two replicas (PostgreSQL)
       () => flow.close(),
       () => db.drop(),
     );
-    const env = { databaseUrl: db.url, slackUrl: slack.url, responseUrlBase: slack.responseUrlBase };
-    const a = await startReplica(env);
-    const b = await startReplica(env);
+    const a = await flowReplica("a", db.url, slack);
+    const b = await flowReplica("b", db.url, slack);
 
     // The start-up log names each flow's webhook URL, never its secret.
     expect(a.output()).not.toContain(FLOW_SECRET);

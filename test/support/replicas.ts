@@ -45,7 +45,8 @@ export const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", PO
 /** Starts `src/main.ts` as a child process: on PostgreSQL (`databaseUrl`) or on the embedded database in `dataDir`. */
 export async function startReplica(
   name: string,
-  env: { databaseUrl?: string; dataDir?: string; slack: FakeSlack; crew: SimCrewService; webhooks: boolean; port?: number; extra?: Record<string, string> },
+  /** Without `crew`, the replica runs with no crew configured (a flow-only deployment: give FLOW_* in `extra`). */
+  env: { databaseUrl?: string; dataDir?: string; slack: FakeSlack; crew?: SimCrewService; webhooks: boolean; port?: number; extra?: Record<string, string> },
 ): Promise<Replica> {
   const port = env.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
@@ -61,9 +62,7 @@ export async function startReplica(
       ...(env.webhooks ? { PUBLIC_URL: url } : {}),
       ...(env.databaseUrl ? { DATABASE_URL: env.databaseUrl } : {}),
       DATA_DIR: dataDir,
-      CREW_BASE_URL: env.crew.url,
-      CREW_TOKEN,
-      CREW_NAME: "research",
+      ...(env.crew ? { CREW_BASE_URL: env.crew.url, CREW_TOKEN, CREW_NAME: "research" } : {}),
       ...POLLING,
       ...env.extra,
     },
