@@ -5,16 +5,13 @@
 // written once against `Review`'s type (Kysely types each table apart) and runs on the table given.
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
-import { type DB, type Sql, sqlOf } from "./sql.js";
+import { ownerGone } from "./replicas.js";
+import type { DB, Sql } from "./sql.js";
 
 /** A table of decision requests. */
 export type RequestTable = "Review" | "FlowRequest";
 /** The rows each table holds. */
 export type RequestRow<T extends RequestTable> = Selectable<DB[T]>;
-
-type Handle = Sql | SqlRunner | Db;
 
 /** Statements written once: the table's name is given, its type is Review's (their shared columns). */
 const shared = (table: RequestTable) => table as "Review";
@@ -38,12 +35,12 @@ export async function lockRequest<T extends RequestTable>(tx: Sql, table: T, id:
  * approve-like outcome chosen (flow requests only).
  */
 export async function addApproval(
-  db: Handle,
+  db: Sql,
   table: RequestTable,
   a: { requestId: string; userId: string; note: string | null; editedOutput: string | null; outcome?: string | null },
   now: Date,
 ): Promise<boolean> {
-  const sql = sqlOf(db);
+  const sql = db;
   const { table: approvals, key } = approvalsTable(table);
   const inserted = await sql
     .insertInto(approvals)
@@ -72,16 +69,16 @@ export async function addApproval(
 }
 
 /** A request's approvals, oldest first. */
-export function approvalsOf(db: Handle, table: RequestTable, requestId: string): Promise<ApprovalEntry[]> {
+export function approvalsOf(db: Sql, table: RequestTable, requestId: string): Promise<ApprovalEntry[]> {
   const { table: approvals, key } = approvalsTable(table);
-  return sqlOf(db).selectFrom(approvals).select(["userId", "note", "editedOutput", "createdAt"]).where(key, "=", requestId).orderBy("createdAt").orderBy("id").execute();
+  return db.selectFrom(approvals).select(["userId", "note", "editedOutput", "createdAt"]).where(key, "=", requestId).orderBy("createdAt").orderBy("id").execute();
 }
 
 /** Which of these requests the user has approved. */
-export async function approvedBy(db: Handle, table: RequestTable, userId: string, requestIds: readonly string[]): Promise<Set<string>> {
+export async function approvedBy(db: Sql, table: RequestTable, userId: string, requestIds: readonly string[]): Promise<Set<string>> {
   if (requestIds.length === 0) return new Set();
   const { table: approvals, key } = approvalsTable(table);
-  const rows = await sqlOf(db).selectFrom(approvals).select(key).where("userId", "=", userId).where(key, "in", requestIds).execute();
+  const rows = await db.selectFrom(approvals).select(key).where("userId", "=", userId).where(key, "in", requestIds).execute();
   return new Set(rows.map((r) => r[key]));
 }
 
@@ -106,12 +103,12 @@ function pendingShown(sql: Sql, table: RequestTable, liveRuns: LiveRuns | undefi
  * sent and the request is older than `afterMs`. Oldest first.
  */
 export async function remindersDue<T extends RequestTable>(
-  db: Handle,
+  db: Sql,
   table: T,
   p: { now: Date; afterMs: number; max: number; limit: number; liveRuns?: LiveRuns },
 ): Promise<RequestRow<T>[]> {
   const firstDueBefore = new Date(p.now.getTime() - p.afterMs);
-  return (await pendingShown(sqlOf(db), table, p.liveRuns)
+  return (await pendingShown(db, table, p.liveRuns)
     .where("remindersSent", "<", p.max)
     .where((w) => w.or([w("nextReminderAt", "<=", p.now), w.and([w("nextReminderAt", "is", null), w("remindersSent", "=", 0), w("createdAt", "<=", firstDueBefore)])]))
     .orderBy("createdAt")
@@ -121,18 +118,46 @@ export async function remindersDue<T extends RequestTable>(
 
 /**
  * Pending requests, with a message, whose deadline has passed at `now` and whose action was not taken:
- * not claimed yet, or claimed before `staleBefore` and never finished. Soonest deadline first.
+ * not claimed yet, or claimed and never finished, its claim made before `staleBefore` or held by a
+ * replica gone since `deadBefore` (replicas.ts). `takeoversOnly`: only the claims of gone replicas.
+ * Soonest deadline first.
  */
 export async function deadlinesDue<T extends RequestTable>(
-  db: Handle,
+  db: Sql,
   table: T,
-  p: { now: Date; staleBefore: Date; limit: number; liveRuns?: LiveRuns },
+  p: { now: Date; staleBefore: Date; deadBefore?: Date; takeoversOnly?: boolean; limit: number; liveRuns?: LiveRuns },
 ): Promise<RequestRow<T>[]> {
-  return (await pendingShown(sqlOf(db), table, p.liveRuns)
+  if (p.takeoversOnly && !p.deadBefore) return [];
+  const gone = p.deadBefore ? [ownerGone(`${table}.deadlineClaimedBy`, p.deadBefore)] : [];
+  return (await pendingShown(db, table, p.liveRuns)
     .where("decideBy", "<=", p.now)
     .where("deadlineDoneAt", "is", null)
-    .where((w) => w.or([w("deadlineHandledAt", "is", null), w("deadlineHandledAt", "<", p.staleBefore)]))
+    .where((w) =>
+      p.takeoversOnly
+        ? w.and([w("deadlineHandledAt", "is not", null), w.or(gone)])
+        : w.or([w("deadlineHandledAt", "is", null), w("deadlineHandledAt", "<", p.staleBefore), ...gone]),
+    )
     .orderBy("decideBy")
+    .limit(p.limit)
+    .execute()) as RequestRow<T>[];
+}
+
+/**
+ * Decisions whose process died between the claim and the answer's delivery: in one of `states` (the
+ * claim's), claimed before `before`, or held by a replica gone since `deadBefore` (replicas.ts).
+ * Oldest claim first.
+ */
+export async function abandonedRequests<T extends RequestTable>(
+  db: Sql,
+  table: T,
+  p: { states: readonly string[]; before: Date; deadBefore?: Date; limit: number },
+): Promise<RequestRow<T>[]> {
+  return (await db
+    .selectFrom(shared(table))
+    .selectAll()
+    .where("state", "in", [...p.states])
+    .where((w) => w.or([w("decidedAt", "<", p.before), ...(p.deadBefore ? [ownerGone(`${table}.claimedBy`, p.deadBefore)] : [])]))
+    .orderBy("decidedAt")
     .limit(p.limit)
     .execute()) as RequestRow<T>[];
 }
@@ -148,8 +173,8 @@ function liveRunIds(sql: Sql, runs: LiveRuns) {
 }
 
 /** The claim on reminder number `sent`: only whoever moves remindersSent from `sent - 1` sends it. */
-export async function claimReminder(db: Handle, table: RequestTable, id: string, p: { sent: number; nextReminderAt: Date | null; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
+export async function claimReminder(db: Sql, table: RequestTable, id: string, p: { sent: number; nextReminderAt: Date | null; now: Date }): Promise<boolean> {
+  const result = await db
     .updateTable(shared(table))
     .set({ remindersSent: p.sent, nextReminderAt: p.nextReminderAt, updatedAt: p.now })
     .where("id", "=", id)
@@ -160,9 +185,9 @@ export async function claimReminder(db: Handle, table: RequestTable, id: string,
 }
 
 /** Escalates a pending request once; the escalated row, or null (decided, or escalated already). */
-export async function claimEscalation<T extends RequestTable>(db: Handle, table: T, id: string, p: { to: string; now: Date }): Promise<RequestRow<T> | null> {
+export async function claimEscalation<T extends RequestTable>(db: Sql, table: T, id: string, p: { to: string; now: Date }): Promise<RequestRow<T> | null> {
   return rowOf<T>(
-    await sqlOf(db)
+    await db
       .updateTable(shared(table))
       .set({ escalatedAt: p.now, escalatedTo: p.to, updatedAt: p.now })
       .where("id", "=", id)
@@ -175,13 +200,13 @@ export async function claimEscalation<T extends RequestTable>(db: Handle, table:
 
 /** Hands a pending request to someone; the reassigned row, or null (no longer pending). */
 export async function claimReassignment<T extends RequestTable>(
-  db: Handle,
+  db: Sql,
   table: T,
   id: string,
   p: { to: string; by: string; reason: string | null; now: Date },
 ): Promise<RequestRow<T> | null> {
   return rowOf<T>(
-    await sqlOf(db)
+    await db
       .updateTable(shared(table))
       .set({ reassignedTo: p.to, reassignedBy: p.by, reassignReason: p.reason, reassignedAt: p.now, updatedAt: p.now })
       .where("id", "=", id)
@@ -192,20 +217,21 @@ export async function claimReassignment<T extends RequestTable>(
 }
 
 /**
- * The claim on a request's deadline action: only whoever moves deadlineHandledAt from the value it
- * read takes it. A remind counts as one of its reminders and finishes with the claim (`done`). The
+ * The claim on a request's deadline action, for replica `owner`: only whoever moves deadlineHandledAt
+ * from the value it read takes it. A remind counts as one of its reminders and finishes with the claim (`done`). The
  * claimed row, or null.
  */
 export async function claimDeadline<T extends RequestTable>(
-  db: Handle,
+  db: Sql,
   table: T,
   id: string,
-  p: { handledAt: Date | null; now: Date; remind: boolean; done: boolean },
+  p: { handledAt: Date | null; now: Date; remind: boolean; done: boolean; owner?: string },
 ): Promise<RequestRow<T> | null> {
-  let query = sqlOf(db)
+  let query = db
     .updateTable(shared(table))
     .set((eb) => ({
       deadlineHandledAt: p.now,
+      deadlineClaimedBy: p.owner ?? null,
       updatedAt: p.now,
       ...(p.remind ? { remindersSent: eb("remindersSent", "+", 1) } : {}),
       ...(p.done ? { deadlineDoneAt: p.now } : {}),
@@ -218,6 +244,6 @@ export async function claimDeadline<T extends RequestTable>(
 }
 
 /** The deadline's action finished (whatever it led to): it is not taken again. */
-export async function deadlineDone(db: Handle, table: RequestTable, id: string, now: Date): Promise<void> {
-  await sqlOf(db).updateTable(shared(table)).set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();
+export async function deadlineDone(db: Sql, table: RequestTable, id: string, now: Date): Promise<void> {
+  await db.updateTable(shared(table)).set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();
 }

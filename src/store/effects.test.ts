@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { claimEffects, completeEffect, countPendingEffects, enqueueEffect } from "./effects.js";
-import { type Sql, sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
 
 let db: TestDatabase;
 let sql: Sql;
@@ -13,7 +13,7 @@ const run = "00000000-0000-4000-8000-0000000000c1";
 
 beforeEach(async () => {
   db = await createTestDatabase();
-  sql = sqlOf(db.database.prisma);
+  sql = db.database.sql;
 });
 afterEach(async () => db.drop());
 

@@ -5,15 +5,12 @@
 import crypto from "node:crypto";
 import { type Expression, type Selectable, type SqlBool, sql } from "kysely";
 import { EFFECT_KINDS, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../domain/effects.js";
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
 import { ownerGone } from "./replicas.js";
-import { type DB, type Sql, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type EffectRow = Selectable<DB["SlackEffect"]>;
 
 /** A connection, a transaction, or a typed handle on either. */
-export type SqlLike = Sql | SqlRunner | Db;
 
 /**
  * Enqueues an effect on the given connection (a transaction's, to commit with the state change).
@@ -23,8 +20,8 @@ export type SqlLike = Sql | SqlRunner | Db;
  * last, and is spaced from its last update.
  * A one-time message is stamped with its thread (see claimEffects). Returns whether a row changed.
  */
-export async function enqueueEffect(db: SqlLike, effect: NewEffect, now: Date): Promise<boolean> {
-  const q = sqlOf(db);
+export async function enqueueEffect(db: Sql, effect: NewEffect, now: Date): Promise<boolean> {
+  const q = db;
   const { repeatable, thread } = EFFECT_KINDS[effect.kind];
   const runAt = effect.runAt ?? now;
   const payload = effect.payload ? JSON.stringify(effect.payload) : null;
@@ -88,6 +85,36 @@ export async function enqueueEffect(db: SqlLike, effect: NewEffect, now: Date): 
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
+/**
+ * Makes a one-time message held for later (never tried yet) due now, with the messages of its kind held
+ * before it in its thread, so that it cannot overtake them (claimEffects lets a message held for later
+ * be overtaken). A task message held for its review's controls (src/usecases/reviews.ts) goes at once
+ * when the crew says it waits on it. Returns how many rows were moved.
+ */
+export async function hurryEffect(db: Sql, effect: Pick<NewEffect, "kind" | "subjectId" | "part">, now: Date): Promise<number> {
+  const q = db;
+  const result = await q
+    .updateTable("SlackEffect as s")
+    .set({ runAt: now, updatedAt: now })
+    .where("s.state", "=", "due")
+    .where("s.runAt", ">", now)
+    .where("s.attempts", "=", 0)
+    .where("s.kind", "=", effect.kind)
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom("SlackEffect as t")
+          .select(sql<number>`1`.as("one"))
+          .where("t.key", "=", effectKey(effect))
+          .where((inner) =>
+            inner.or([inner("t.id", "=", inner.ref("s.id")), inner.and([inner("t.threadId", "=", inner.ref("s.threadId")), inner("t.seq", ">", inner.ref("s.seq"))])]),
+          ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** A claimed row, with the error its previous attempt left (or the in-flight mark of an attempt cut short). */
 export type ClaimedEffect = Pick<EffectRow, "id" | "kind" | "subjectId" | "key" | "payload" | "attempts" | "generation"> & { previousError: string | null };
 
@@ -109,7 +136,7 @@ export interface ClaimRequest {
 const priorityOrder = (() => {
   const kindsOf = (p: number) => Object.entries(EFFECT_KINDS).flatMap(([kind, k]) => (k.priority === p ? [kind] : []));
   const list = (p: number) => sql.join(kindsOf(p).map((kind) => sql.lit(kind)));
-  return sql<number>`CASE WHEN e.kind IN (${list(0)}) THEN 0 WHEN e.kind IN (${list(2)}) THEN 2 ELSE 1 END`;
+  return sql<number>`CASE WHEN e.kind IN (${list(0)}) THEN 0 WHEN e.kind IN (${list(2)}) THEN 2 WHEN e.kind IN (${list(3)}) THEN 3 ELSE 1 END`;
 })();
 
 /**
@@ -128,8 +155,8 @@ const priorityOrder = (() => {
  * updates (review.show, run.progress…) have no thread and neither wait nor are waited for. A message
  * that keeps failing holds its thread until it succeeds or is given up (maxAttempts), never forever.
  */
-export async function claimEffects(db: SqlLike, r: ClaimRequest): Promise<ClaimedEffect[]> {
-  const q = sqlOf(db);
+export async function claimEffects(db: Sql, r: ClaimRequest): Promise<ClaimedEffect[]> {
+  const q = db;
   const picked = q
     .selectFrom("SlackEffect as e")
     .select(["e.id", "e.lastError as previous"])
@@ -177,13 +204,16 @@ export async function claimEffects(db: SqlLike, r: ClaimRequest): Promise<Claime
 
 /**
  * Marks a performed effect done, if this claimer still holds it. Re-armed while it ran (its
- * generation moved on: a newer state to show), it stays due, to run again from the row.
+ * generation moved on: a newer state to show), it stays due, to run again from the row. With
+ * `again`, it stays due until then (a repeatable effect with more to do later).
  */
-export async function completeEffect(db: SqlLike, done: { id: string; generation: number; owner: string; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
+export async function completeEffect(db: Sql, done: { id: string; generation: number; owner: string; now: Date; again?: Date }): Promise<boolean> {
+  const result = await db
     .updateTable("SlackEffect")
     .set((eb) => {
       const same = eb("generation", "=", done.generation);
+      // More to do later (EffectOutcome.again): due again then, whatever was re-armed meanwhile.
+      if (done.again) return { state: "due", attempts: 0, runAt: done.again, doneAt: done.now, updatedAt: done.now, leaseOwner: null, leaseExpiresAt: null, lastError: null };
       return {
         state: eb.case().when(same).then("done").else("due").end(),
         attempts: eb.case().when(same).then(eb.ref("attempts")).else(0).end(),
@@ -201,8 +231,8 @@ export async function completeEffect(db: SqlLike, done: { id: string; generation
 }
 
 /** Records a failed attempt, if this claimer still holds it: due again at `runAt`, or given up (dead). */
-export async function failEffect(db: SqlLike, failure: { id: string; owner: string; giveUp: boolean; attempts: number; runAt: Date; error: string; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
+export async function failEffect(db: Sql, failure: { id: string; owner: string; giveUp: boolean; attempts: number; runAt: Date; error: string; now: Date }): Promise<boolean> {
+  const result = await db
     .updateTable("SlackEffect")
     .set({
       state: failure.giveUp ? "dead" : "due",
@@ -220,8 +250,8 @@ export async function failEffect(db: SqlLike, failure: { id: string; owner: stri
 }
 
 /** Deletes done effects finished before `doneBefore` and given-up ones last touched before `deadBefore`. */
-export async function pruneEffects(db: SqlLike, before: { doneBefore: Date; deadBefore: Date }): Promise<number> {
-  const result = await sqlOf(db)
+export async function pruneEffects(db: Sql, before: { doneBefore: Date; deadBefore: Date }): Promise<number> {
+  const result = await db
     .deleteFrom("SlackEffect")
     .where((eb) => eb.or([eb.and([eb("state", "=", "done"), eb("doneAt", "<", before.doneBefore)]), eb.and([eb("state", "=", "dead"), eb("updatedAt", "<", before.deadBefore)])]))
     .executeTakeFirst();
@@ -229,8 +259,8 @@ export async function pruneEffects(db: SqlLike, before: { doneBefore: Date; dead
 }
 
 /** Effects not done and not given up, all replicas, and when the oldest of them was enqueued. */
-export async function countPendingEffects(db: SqlLike): Promise<{ count: number; oldest: Date | null }> {
-  const row = await sqlOf(db)
+export async function countPendingEffects(db: Sql): Promise<{ count: number; oldest: Date | null }> {
+  const row = await db
     .selectFrom("SlackEffect")
     .select((eb) => [eb.fn.countAll<string>().as("count"), eb.fn.min("createdAt").as("oldest")])
     .where("state", "=", "due")

@@ -2,11 +2,9 @@
 // Every write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
 import { isUuid } from "./ids.js";
 import { ownerGone } from "./replicas.js";
-import { type DB, type Sql, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type ExecutionRow = Selectable<DB["Execution"]>;
 
@@ -29,6 +27,7 @@ const EXECUTION_PATCHABLE = [
   "notFoundSince",
   "stoppedBy",
   "stopClaimedAt",
+  "stopClaimedBy",
 ] as const satisfies readonly (keyof ExecutionRow)[];
 
 export type ExecutionPatch = Partial<Pick<ExecutionRow, (typeof EXECUTION_PATCHABLE)[number]>>;
@@ -57,10 +56,8 @@ export interface NewExecutionRow {
   humanInputToken: string;
 }
 
-type Handle = Sql | SqlRunner | Db;
-
-export async function insertExecution(db: Handle, row: NewExecutionRow, now: Date): Promise<ExecutionRow> {
-  return sqlOf(db)
+export async function insertExecution(db: Sql, row: NewExecutionRow, now: Date): Promise<ExecutionRow> {
+  return db
     .insertInto("Execution")
     .values({
       id: crypto.randomUUID(),
@@ -84,30 +81,30 @@ export async function insertExecution(db: Handle, row: NewExecutionRow, now: Dat
 }
 
 /** The execution, or null (also for an id that is not a uuid, which no execution has). */
-export async function findExecution(db: Handle, id: string): Promise<ExecutionRow | null> {
+export async function findExecution(db: Sql, id: string): Promise<ExecutionRow | null> {
   if (!isUuid(id)) return null;
-  return (await sqlOf(db).selectFrom("Execution").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
+  return (await db.selectFrom("Execution").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
 }
 
-export async function findExecutionByRequestId(db: Handle, requestId: string): Promise<ExecutionRow | null> {
-  return (await sqlOf(db).selectFrom("Execution").selectAll().where("requestId", "=", requestId).executeTakeFirst()) ?? null;
+export async function findExecutionByRequestId(db: Sql, requestId: string): Promise<ExecutionRow | null> {
+  return (await db.selectFrom("Execution").selectAll().where("requestId", "=", requestId).executeTakeFirst()) ?? null;
 }
 
-export async function findExecutionByKickoffId(db: Handle, kickoffId: string): Promise<ExecutionRow | null> {
-  return (await sqlOf(db).selectFrom("Execution").selectAll().where("kickoffId", "=", kickoffId).executeTakeFirst()) ?? null;
+export async function findExecutionByKickoffId(db: Sql, kickoffId: string): Promise<ExecutionRow | null> {
+  return (await db.selectFrom("Execution").selectAll().where("kickoffId", "=", kickoffId).executeTakeFirst()) ?? null;
 }
 
 /** Executions by id (missing ids are left out). */
-export async function findExecutions(db: Handle, ids: readonly string[]): Promise<Map<string, ExecutionRow>> {
+export async function findExecutions(db: Sql, ids: readonly string[]): Promise<Map<string, ExecutionRow>> {
   const wanted = [...new Set(ids)].filter(isUuid);
   if (!wanted.length) return new Map();
-  const rows = await sqlOf(db).selectFrom("Execution").selectAll().where("id", "in", wanted).execute();
+  const rows = await db.selectFrom("Execution").selectAll().where("id", "in", wanted).execute();
   return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** A channel's most recent runs, newest first. */
-export function recentExecutionsInChannel(db: Handle, channelId: string, take: number): Promise<ExecutionRow[]> {
-  return sqlOf(db).selectFrom("Execution").selectAll().where("channelId", "=", channelId).orderBy("createdAt", "desc").limit(take).execute();
+export function recentExecutionsInChannel(db: Sql, channelId: string, take: number): Promise<ExecutionRow[]> {
+  return db.selectFrom("Execution").selectAll().where("channelId", "=", channelId).orderBy("createdAt", "desc").limit(take).execute();
 }
 
 function changes(patch: ExecutionPatch, now: Date): Updateable<DB["Execution"]> {
@@ -129,41 +126,46 @@ function conditional(sql: Sql, id: string, patch: ExecutionPatch, cond: Executio
 }
 
 /** Applies the patch if the condition holds; returns how many rows changed (0 or 1). */
-export async function updateExecution(db: Handle, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<number> {
+export async function updateExecution(db: Sql, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<number> {
   if (cond.states?.length === 0) return 0;
-  const result = await conditional(sqlOf(db), id, patch, cond, now).executeTakeFirst();
+  const result = await conditional(db, id, patch, cond, now).executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
 /** As updateExecution, returning the changed row (null when the condition did not hold). */
-export async function updateExecutionReturning(db: Handle, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<ExecutionRow | null> {
+export async function updateExecutionReturning(db: Sql, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<ExecutionRow | null> {
   if (cond.states?.length === 0) return null;
-  return (await conditional(sqlOf(db), id, patch, cond, now).returningAll().executeTakeFirst()) ?? null;
+  return (await conditional(db, id, patch, cond, now).returningAll().executeTakeFirst()) ?? null;
 }
 
 /**
- * Claims the right to send a stop to the crew, once: the row must be in one of `states` and carry no
- * claim younger than `staleBefore` (a claim whose process died mid-call is retaken). The claimed row, or null.
+ * Claims the right to send a stop to the crew, once, for replica `owner`: the row must be in one of
+ * `states` and carry no claim, or one younger than `staleBefore` whose holder is gone (heartbeat older
+ * than `deadBefore`, replicas.ts), or a stale one (a process with no heartbeat row). The claimed row, or null.
  */
-export async function claimStop(db: Handle, id: string, p: { userId: string; states: readonly string[]; staleBefore: Date; now: Date }): Promise<ExecutionRow | null> {
+export async function claimStop(
+  db: Sql,
+  id: string,
+  p: { userId: string; states: readonly string[]; staleBefore: Date; now: Date; owner?: string; deadBefore?: Date },
+): Promise<ExecutionRow | null> {
   if (!isUuid(id) || !p.states.length) return null;
   return (
-    (await sqlOf(db)
+    (await db
       .updateTable("Execution")
-      .set({ stoppedBy: p.userId, stopClaimedAt: p.now, updatedAt: p.now })
+      .set({ stoppedBy: p.userId, stopClaimedAt: p.now, stopClaimedBy: p.owner ?? null, updatedAt: p.now })
       .where("id", "=", id)
       .where("state", "in", [...p.states])
-      .where((w) => w.or([w("stopClaimedAt", "is", null), w("stopClaimedAt", "<", p.staleBefore)]))
+      .where((w) => w.or([w("stopClaimedAt", "is", null), w("stopClaimedAt", "<", p.staleBefore), ...(p.deadBefore ? [ownerGone("Execution.stopClaimedBy", p.deadBefore)] : [])]))
       .returningAll()
       .executeTakeFirst()) ?? null
   );
 }
 
 /** Gives a stop claim back (the crew did not take the stop), unless the row is in one of `keep` (then it records who stopped it). */
-export async function releaseStopClaim(db: Handle, id: string, p: { claimedAt: Date; keep: readonly string[]; now: Date }): Promise<void> {
-  await sqlOf(db)
+export async function releaseStopClaim(db: Sql, id: string, p: { claimedAt: Date; keep: readonly string[]; now: Date }): Promise<void> {
+  await db
     .updateTable("Execution")
-    .set({ stoppedBy: null, stopClaimedAt: null, updatedAt: p.now })
+    .set({ stoppedBy: null, stopClaimedAt: null, stopClaimedBy: null, updatedAt: p.now })
     .where("id", "=", id)
     .where("stopClaimedAt", "=", p.claimedAt)
     .where("state", "not in", [...p.keep])
@@ -176,10 +178,10 @@ export async function releaseStopClaim(db: Handle, id: string, p: { claimedAt: D
  * without waiting.
  */
 export function leaseDueExecutions(
-  db: Handle,
+  db: Sql,
   p: { owner: string; states: readonly string[]; leaseMs: number; limit: number; now: Date; deadBefore?: Date },
 ): Promise<ExecutionRow[]> {
-  const sql = sqlOf(db);
+  const sql = db;
   return sql
     .updateTable("Execution")
     .set({ leaseOwner: p.owner, leaseExpiresAt: new Date(p.now.getTime() + Math.round(p.leaseMs)), updatedAt: p.now })

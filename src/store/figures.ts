@@ -1,10 +1,6 @@
 // Counts over the shared database that /metrics reports (read at scrape time, never per event), so
 // any replica tells the same numbers. Each is a count on indexed columns.
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
-import { type Sql, sqlOf } from "./sql.js";
-
-type Handle = Sql | SqlRunner | Db;
+import type { Sql } from "./sql.js";
 
 export interface DatabaseFigures {
   /** Crew reviews with decision controls, waiting for a person. */
@@ -21,8 +17,8 @@ export interface DatabaseFigures {
 }
 
 /** The figures as of `now` (poll leases expiring after it are held). */
-export async function databaseFigures(db: Handle, now: Date): Promise<DatabaseFigures> {
-  const sql = sqlOf(db);
+export async function databaseFigures(db: Sql, now: Date): Promise<DatabaseFigures> {
+  const sql = db;
   const row = await sql
     .selectNoFrom((eb) => [
       eb

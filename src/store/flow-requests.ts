@@ -5,12 +5,13 @@
 // which passes in the states a write moves between and the time it happens (its Clock).
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
-import { type DB, inTransaction, sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
+import { type DB, inTransaction } from "./sql.js";
 
 export type FlowRequestRow = Selectable<DB["FlowRequest"]>;
 
 /** A database, a runner or a Kysely handle (possibly one transaction's). */
-type On = Parameters<typeof sqlOf>[0];
+type On = Sql;
 
 export { inTransaction };
 
@@ -33,7 +34,7 @@ export interface NewFlowRequest {
 
 /** Records a request once per (flow, platform request id); undefined when it was recorded already. */
 export async function insertFlowRequest(on: On, row: NewFlowRequest, now: Date): Promise<{ id: string } | undefined> {
-  return sqlOf(on)
+  return on
     .insertInto("FlowRequest")
     .values({ id: crypto.randomUUID(), ...row, emit: JSON.stringify(row.emit), createdAt: now, updatedAt: now })
     .onConflict((oc) => oc.columns(["flowName", "requestId"]).doNothing())
@@ -42,31 +43,26 @@ export async function insertFlowRequest(on: On, row: NewFlowRequest, now: Date):
 }
 
 export async function findFlowRequest(on: On, id: string): Promise<FlowRequestRow | undefined> {
-  return sqlOf(on).selectFrom("FlowRequest").selectAll().where("id", "=", id).executeTakeFirst();
+  return on.selectFrom("FlowRequest").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
 /** The latest request with this platform request id (for `/crew audit <id>`). */
 export async function findFlowRequestByPlatformId(on: On, requestId: string): Promise<FlowRequestRow | undefined> {
-  return sqlOf(on).selectFrom("FlowRequest").selectAll().where("requestId", "=", requestId).orderBy("createdAt", "desc").limit(1).executeTakeFirst();
+  return on.selectFrom("FlowRequest").selectAll().where("requestId", "=", requestId).orderBy("createdAt", "desc").limit(1).executeTakeFirst();
 }
 
 /** Pending requests whose message is posted (App Home), oldest first. */
 export async function listPostedPending(on: On, limit: number): Promise<FlowRequestRow[]> {
-  return sqlOf(on).selectFrom("FlowRequest").selectAll().where("state", "=", "pending").where("messageTs", "is not", null).orderBy("createdAt", "asc").limit(limit).execute();
+  return on.selectFrom("FlowRequest").selectAll().where("state", "=", "pending").where("messageTs", "is not", null).orderBy("createdAt", "asc").limit(limit).execute();
 }
 
 // ------------------------------------------------------------------ decisions
 
-/** Decisions left in one of `states` since before `before` (their process died mid-call). */
-export async function listAbandoned(on: On, states: readonly string[], before: Date, limit: number): Promise<FlowRequestRow[]> {
-  return sqlOf(on).selectFrom("FlowRequest").selectAll().where("state", "in", states).where("decidedAt", "<", before).limit(limit).execute();
-}
-
 /** Opens an abandoned decision again, if it is still the one read (same decidedAt). */
 export async function reopenAbandoned(on: On, request: Pick<FlowRequestRow, "id" | "decidedAt">, move: { from: readonly string[]; to: string }, now: Date): Promise<boolean> {
-  let q = sqlOf(on)
+  let q = on
     .updateTable("FlowRequest")
-    .set({ state: move.to, decidedBy: null, outcome: null, feedback: null, decidedAt: null, updatedAt: now })
+    .set({ state: move.to, decidedBy: null, outcome: null, feedback: null, decidedAt: null, claimedBy: null, updatedAt: now })
     .where("id", "=", request.id)
     .where("state", "in", move.from);
   q = request.decidedAt === null ? q.where("decidedAt", "is", null) : q.where("decidedAt", "=", request.decidedAt);
@@ -79,11 +75,13 @@ export interface DecisionClaim {
   feedback: string | null;
   decidedAt: Date;
   decidedByDeadline: boolean;
+  /** The replica holding the decision while it is "deciding". */
+  claimedBy: string | null;
 }
 
 /** The first decision's claim (pending → deciding); false when another took it first. */
 export async function claimDecision(on: On, id: string, move: { from: readonly string[]; to: string }, claim: DecisionClaim, now: Date): Promise<boolean> {
-  const r = await sqlOf(on)
+  const r = await on
     .updateTable("FlowRequest")
     .set({ state: move.to, ...claim, updatedAt: now })
     .where("id", "=", id)
@@ -100,7 +98,7 @@ export async function settleDecision(
   answer: { status: number | null; message: string | null; deadlineDone: boolean },
   now: Date,
 ): Promise<FlowRequestRow | undefined> {
-  const sql = sqlOf(on);
+  const sql = on;
   const row = await sql
     .updateTable("FlowRequest")
     .set({
@@ -126,7 +124,7 @@ export async function reopenFailedDecision(
   opts: { deadlineDone: boolean },
   now: Date,
 ): Promise<FlowRequestRow | undefined> {
-  const sql = sqlOf(on);
+  const sql = on;
   await sql
     .updateTable("FlowRequest")
     .set({
@@ -147,5 +145,5 @@ export async function reopenFailedDecision(
 
 /** The request whose message is (channelId, messageTs): a reply in its thread is about it. */
 export async function findFlowRequestByMessage(on: On, channelId: string, messageTs: string): Promise<FlowRequestRow | undefined> {
-  return sqlOf(on).selectFrom("FlowRequest").selectAll().where("messageTs", "=", messageTs).where("channelId", "=", channelId).limit(1).executeTakeFirst();
+  return on.selectFrom("FlowRequest").selectAll().where("messageTs", "=", messageTs).where("channelId", "=", channelId).limit(1).executeTakeFirst();
 }

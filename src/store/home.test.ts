@@ -1,6 +1,7 @@
 // What App Home reads, on the embedded database and (CREWLINE_TEST_DATABASE=postgres) on PostgreSQL:
 // the same rows the model API reads, UTC timestamps exact, in the order the Home lists them.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { HomeStore } from "./home.js";
 
@@ -9,7 +10,7 @@ let db: TestDatabase;
 const at = (s: string) => new Date(`2026-03-29T01:${s}.123Z`);
 
 async function run(over: { teamId?: string; userId?: string; state?: string; createdAt?: Date; requestId: string }) {
-  return db.database.prisma.execution.create({
+  return prismaOf(db.database).execution.create({
     data: {
       crewName: "research",
       teamId: over.teamId ?? "T1",
@@ -25,7 +26,7 @@ async function run(over: { teamId?: string; userId?: string; state?: string; cre
 }
 
 async function review(executionId: string, over: { taskKey: string; state?: string; messageTs?: string | null; createdAt: Date }) {
-  return db.database.prisma.review.create({
+  return prismaOf(db.database).review.create({
     data: {
       executionId,
       taskKey: over.taskKey,
@@ -57,10 +58,10 @@ describe("App Home store", () => {
     await review(live.id, { taskKey: "d", createdAt: at("06:00"), state: "approved" });
     await review(done.id, { taskKey: "e", createdAt: at("07:00") }); // its run is over
 
-    const store = new HomeStore(db.database.prisma);
+    const store = new HomeStore(db.database.sql);
     const pending = await store.pendingReviews();
     expect(pending.map((r) => r.id)).toEqual([first.id, second.id]);
-    const viaModel = await db.database.prisma.review.findMany({
+    const viaModel = await prismaOf(db.database).review.findMany({
       where: { id: { in: [first.id, second.id] } },
       include: { execution: true },
       orderBy: { createdAt: "asc" },
@@ -78,8 +79,8 @@ describe("App Home store", () => {
     const live = await run({ requestId: "r1" });
     const a = await review(live.id, { taskKey: "a", createdAt: at("10:00") });
     const b = await review(live.id, { taskKey: "b", createdAt: at("11:00") });
-    await db.database.prisma.reviewApproval.create({ data: { reviewId: a.id, userId: "U7" } });
-    const store = new HomeStore(db.database.prisma);
+    await prismaOf(db.database).reviewApproval.create({ data: { reviewId: a.id, userId: "U7" } });
+    const store = new HomeStore(db.database.sql);
     expect([...(await store.approvedBy("U7", [a.id, b.id]))]).toEqual([a.id]);
     expect([...(await store.approvedBy("U8", [a.id, b.id]))]).toEqual([]);
     expect([...(await store.approvedBy("U7", []))]).toEqual([]);
@@ -90,10 +91,10 @@ describe("App Home store", () => {
     const mid = await run({ requestId: "r2", createdAt: at("02:00"), teamId: "T2" });
     const last = await run({ requestId: "r3", createdAt: at("03:00"), state: "completed" });
     await run({ requestId: "r4", createdAt: at("04:00"), userId: "USOMEONE" });
-    const store = new HomeStore(db.database.prisma);
+    const store = new HomeStore(db.database.sql);
     const runs = await store.recentRuns("U1", { limit: 10 });
     expect(runs.map((r) => r.id)).toEqual([last.id, mid.id, old.id]);
-    expect(runs).toEqual(await db.database.prisma.execution.findMany({ where: { userId: "U1" }, orderBy: { createdAt: "desc" } }));
+    expect(runs).toEqual(await prismaOf(db.database).execution.findMany({ where: { userId: "U1" }, orderBy: { createdAt: "desc" } }));
     expect((await store.recentRuns("U1", { limit: 2 })).map((r) => r.id)).toEqual([last.id, mid.id]);
     expect((await store.recentRuns("U1", { limit: 10, teamId: "T1" })).map((r) => r.id)).toEqual([last.id, old.id]);
   });

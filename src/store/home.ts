@@ -2,9 +2,7 @@
 // user approved already, and the user's recent runs. Typed rows, read with Kysely (store/sql.ts).
 import type { Selectable } from "kysely";
 import { LIVE_STATES } from "../domain/states.js";
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
-import { type DB, type Sql, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type ReviewRow = Selectable<DB["Review"]>;
 export type ExecutionRow = Selectable<DB["Execution"]>;
@@ -17,8 +15,8 @@ export const HOME_PENDING_LIMIT = 500;
 export class HomeStore {
   private readonly sql: Sql;
 
-  constructor(db: Db | Sql | SqlRunner) {
-    this.sql = sqlOf(db);
+  constructor(db: Sql) {
+    this.sql = db;
   }
 
   /** Reviews waiting for a decision, shown in Slack, of live runs (of one workspace when given), oldest first. */

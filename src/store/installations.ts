@@ -3,12 +3,12 @@
 // seals and opens them); this module only reads and writes them.
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
-import { type DB, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type SlackInstallationRow = Selectable<DB["SlackInstallation"]>;
 
 /** A database, a runner or a Kysely handle (possibly one transaction's). */
-type On = Parameters<typeof sqlOf>[0];
+type On = Sql;
 
 export const SEALED_FIELDS = ["botToken", "botRefreshToken", "userToken", "userRefreshToken"] as const;
 export type SealedField = (typeof SEALED_FIELDS)[number];
@@ -31,7 +31,7 @@ export interface InstallationWrite {
 
 /** The stored Installation JSON of an install, if there is one. */
 export async function installationData(on: On, installKey: string): Promise<unknown> {
-  const row = await sqlOf(on).selectFrom("SlackInstallation").select("data").where("installKey", "=", installKey).executeTakeFirst();
+  const row = await on.selectFrom("SlackInstallation").select("data").where("installKey", "=", installKey).executeTakeFirst();
   return row?.data;
 }
 
@@ -41,7 +41,7 @@ export async function installationData(on: On, installKey: string): Promise<unkn
  */
 export async function upsertInstallation(on: On, installKey: string, row: InstallationWrite, update: Partial<InstallationWrite>, now: Date): Promise<void> {
   const { data: updateData, ...updateRest } = update;
-  await sqlOf(on)
+  await on
     .insertInto("SlackInstallation")
     .values({ id: crypto.randomUUID(), installKey, ...row, data: JSON.stringify(row.data), createdAt: now, updatedAt: now })
     .onConflict((oc) => oc.column("installKey").doUpdateSet({ ...updateRest, ...(updateData !== undefined ? { data: JSON.stringify(updateData) } : {}), updatedAt: now }))
@@ -51,23 +51,23 @@ export async function upsertInstallation(on: On, installKey: string, row: Instal
 /** The installs with these keys (any order). */
 export async function installationsByKeys(on: On, keys: readonly string[]): Promise<SlackInstallationRow[]> {
   if (keys.length === 0) return [];
-  return sqlOf(on).selectFrom("SlackInstallation").selectAll().where("installKey", "in", keys).execute();
+  return on.selectFrom("SlackInstallation").selectAll().where("installKey", "in", keys).execute();
 }
 
 export async function allInstallations(on: On): Promise<SlackInstallationRow[]> {
-  return sqlOf(on).selectFrom("SlackInstallation").selectAll().orderBy("installKey").execute();
+  return on.selectFrom("SlackInstallation").selectAll().orderBy("installKey").execute();
 }
 
 /** Deletes an install; returns how many rows went (0 or 1). */
 export async function deleteInstallation(on: On, installKey: string): Promise<number> {
-  const r = await sqlOf(on).deleteFrom("SlackInstallation").where("installKey", "=", installKey).executeTakeFirst();
+  const r = await on.deleteFrom("SlackInstallation").where("installKey", "=", installKey).executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
 /** Forgets the user tokens of these users in these installs (the bot's stay). */
 export async function forgetUserTokens(on: On, installKeys: readonly string[], userIds: readonly string[], now: Date): Promise<void> {
   if (installKeys.length === 0 || userIds.length === 0) return;
-  await sqlOf(on)
+  await on
     .updateTable("SlackInstallation")
     .set({ userToken: null, userRefreshToken: null, updatedAt: now })
     .where("installKey", "in", installKeys)
@@ -86,7 +86,7 @@ export async function replaceSealedTokens(
   was: Partial<Record<SealedField, string>>,
   now: Date,
 ): Promise<boolean> {
-  let q = sqlOf(on)
+  let q = on
     .updateTable("SlackInstallation")
     .set({ ...sealed, updatedAt: now })
     .where("id", "=", id);
@@ -99,7 +99,7 @@ export async function replaceSealedTokens(
 
 /** The teams of an Enterprise Grid org that have an install of their own (they keep working when the org's goes). */
 export async function teamsInstalledOnTheirOwn(on: On, enterpriseId: string): Promise<string[]> {
-  const rows = await sqlOf(on)
+  const rows = await on
     .selectFrom("SlackInstallation")
     .select("teamId")
     .where("enterpriseId", "=", enterpriseId)

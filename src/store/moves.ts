@@ -1,11 +1,10 @@
 // A run or a flow request moving out of a channel Slack refused (src/outbox/refused.ts): what is
 // recorded about the move, and which messages are to be shown again where it moved.
-import type { SqlLike } from "./effects.js";
-import { sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
 
 /** The run's messages go to `movedTo` from now on; once only (false: it had moved already). */
-export async function recordRunMoved(db: SqlLike, move: { id: string; movedTo: string; movedBecause: string; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
+export async function recordRunMoved(db: Sql, move: { id: string; movedTo: string; movedBecause: string; now: Date }): Promise<boolean> {
+  const result = await db
     .updateTable("Execution")
     .set({ movedTo: move.movedTo, movedBecause: move.movedBecause, movedAt: move.now, updatedAt: move.now })
     .where("id", "=", move.id)
@@ -19,8 +18,8 @@ export async function recordRunMoved(db: SqlLike, move: { id: string; movedTo: s
  * refused or is still to come), and those awaiting a decision on a message in the refused channel,
  * which forget that message (a click on it no longer matches). Returns their ids, oldest first.
  */
-export async function reviewsToPostAgain(db: SqlLike, executionId: string): Promise<string[]> {
-  const q = sqlOf(db);
+export async function reviewsToPostAgain(db: Sql, executionId: string): Promise<string[]> {
+  const q = db;
   const rows = await q
     .selectFrom("Review")
     .select("id")
@@ -36,8 +35,8 @@ export async function reviewsToPostAgain(db: SqlLike, executionId: string): Prom
 }
 
 /** Whether the effect with this key was given up (dead). */
-export async function effectGivenUp(db: SqlLike, key: string): Promise<boolean> {
-  const row = await sqlOf(db).selectFrom("SlackEffect").select("state").where("key", "=", key).executeTakeFirst();
+export async function effectGivenUp(db: Sql, key: string): Promise<boolean> {
+  const row = await db.selectFrom("SlackEffect").select("state").where("key", "=", key).executeTakeFirst();
   return row?.state === "dead";
 }
 
@@ -45,8 +44,8 @@ export async function effectGivenUp(db: SqlLike, key: string): Promise<boolean> 
  * A flow request moves to `to` (a direct message): its channel becomes that one, the refused one is
  * kept in movedFrom, and its message there is forgotten, to be posted again. Once only.
  */
-export async function recordFlowMoved(db: SqlLike, move: { id: string; to: string; because: string; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
+export async function recordFlowMoved(db: Sql, move: { id: string; to: string; because: string; now: Date }): Promise<boolean> {
+  const result = await db
     .updateTable("FlowRequest")
     .set((eb) => ({ movedFrom: eb.ref("channelId"), channelId: move.to, messageTs: null, fileAttached: false, movedBecause: move.because, movedAt: move.now, updatedAt: move.now }))
     .where("id", "=", move.id)
@@ -56,8 +55,8 @@ export async function recordFlowMoved(db: SqlLike, move: { id: string; to: strin
 }
 
 /** A review awaiting a decision on a message left in the refused channel forgets that message (to be posted where its run moved); false when it has none there. */
-export async function forgetMessageInOldChannel(db: SqlLike, reviewId: string): Promise<boolean> {
-  const result = await sqlOf(db)
+export async function forgetMessageInOldChannel(db: Sql, reviewId: string): Promise<boolean> {
+  const result = await db
     .updateTable("Review")
     .set({ messageTs: null, shownState: null, fileAttached: false })
     .where("id", "=", reviewId)

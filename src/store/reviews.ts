@@ -4,17 +4,13 @@
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
 import { type ExecutionRow, findExecution, findExecutions } from "./executions.js";
 import { isUuid } from "./ids.js";
-import { type DB, type Sql, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type ReviewRow = Selectable<DB["Review"]>;
 /** A review with the run it belongs to. */
 export type ReviewWithExecution = ReviewRow & { execution: ExecutionRow };
-
-type Handle = Sql | SqlRunner | Db;
 
 export interface NewReviewRow {
   executionId: string;
@@ -29,8 +25,11 @@ export interface NewReviewRow {
   outputHash: string;
 }
 
-const REVIEW_DECISION_COLUMNS = new Set(["decidedBy", "decision", "feedback", "decidedAt", "decidedByDeadline", "resumeStatus", "resumeMessage"]);
-export type ReviewDecisionPatch = Partial<Pick<ReviewRow, "decidedBy" | "decision" | "feedback" | "decidedAt" | "decidedByDeadline" | "resumeStatus" | "resumeMessage">>;
+const REVIEW_DECISION_COLUMNS = new Set(["decidedBy", "decision", "feedback", "decidedAt", "claimedBy", "decidedByDeadline", "resumeStatus", "resumeMessage"]);
+/** The decision's columns; claimedBy: the replica holding it while it is "deciding". */
+export type ReviewDecisionPatch = Partial<
+  Pick<ReviewRow, "decidedBy" | "decision" | "feedback" | "decidedAt" | "claimedBy" | "decidedByDeadline" | "resumeStatus" | "resumeMessage">
+>;
 
 /** A state move: only from one of `from`, to `to`. */
 export interface ReviewMove {
@@ -38,13 +37,13 @@ export interface ReviewMove {
   to: string;
 }
 
-export async function findReview(db: Handle, id: string): Promise<ReviewRow | null> {
+export async function findReview(db: Sql, id: string): Promise<ReviewRow | null> {
   if (!isUuid(id)) return null;
-  return (await sqlOf(db).selectFrom("Review").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
+  return (await db.selectFrom("Review").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
 }
 
 /** The review and its run, or null. */
-export async function findReviewWithExecution(db: Handle, id: string): Promise<ReviewWithExecution | null> {
+export async function findReviewWithExecution(db: Sql, id: string): Promise<ReviewWithExecution | null> {
   const review = await findReview(db, id);
   if (!review) return null;
   const execution = await findExecution(db, review.executionId);
@@ -52,17 +51,16 @@ export async function findReviewWithExecution(db: Handle, id: string): Promise<R
 }
 
 /** The execution's most recent task output of all. */
-export async function latestReviewOf(db: Handle, executionId: string): Promise<ReviewRow | null> {
+export async function latestReviewOf(db: Sql, executionId: string): Promise<ReviewRow | null> {
   return (
-    (await sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).orderBy("createdAt", "desc").orderBy("round", "desc").limit(1).executeTakeFirst()) ??
-    null
+    (await db.selectFrom("Review").selectAll().where("executionId", "=", executionId).orderBy("createdAt", "desc").orderBy("round", "desc").limit(1).executeTakeFirst()) ?? null
   );
 }
 
 /** The execution's most recent review of this exact output, if any. */
-export async function latestReviewWithOutput(db: Handle, executionId: string, outputHash: string): Promise<ReviewRow | null> {
+export async function latestReviewWithOutput(db: Sql, executionId: string, outputHash: string): Promise<ReviewRow | null> {
   return (
-    (await sqlOf(db)
+    (await db
       .selectFrom("Review")
       .selectAll()
       .where("executionId", "=", executionId)
@@ -75,22 +73,21 @@ export async function latestReviewWithOutput(db: Handle, executionId: string, ou
 }
 
 /** The task's last round, if any. */
-export async function latestReviewForTask(db: Handle, executionId: string, taskKey: string): Promise<ReviewRow | null> {
+export async function latestReviewForTask(db: Sql, executionId: string, taskKey: string): Promise<ReviewRow | null> {
   return (
-    (await sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).where("taskKey", "=", taskKey).orderBy("round", "desc").limit(1).executeTakeFirst()) ??
-    null
+    (await db.selectFrom("Review").selectAll().where("executionId", "=", executionId).where("taskKey", "=", taskKey).orderBy("round", "desc").limit(1).executeTakeFirst()) ?? null
   );
 }
 
 /** One round of a task (what the next round's message shows of it). */
 export async function findRound(
-  db: Handle,
+  db: Sql,
   executionId: string,
   taskKey: string,
   round: number,
 ): Promise<Pick<ReviewRow, "round" | "output" | "feedback" | "decidedBy" | "decision"> | null> {
   return (
-    (await sqlOf(db)
+    (await db
       .selectFrom("Review")
       .select(["round", "output", "feedback", "decidedBy", "decision"])
       .where("executionId", "=", executionId)
@@ -101,8 +98,8 @@ export async function findRound(
 }
 
 /** Stores a round; undefined when another delivery (or replica) stored the same round first. */
-export async function insertReview(db: Handle, row: NewReviewRow, now: Date): Promise<ReviewRow | undefined> {
-  return sqlOf(db)
+export async function insertReview(db: Sql, row: NewReviewRow, now: Date): Promise<ReviewRow | undefined> {
+  return db
     .insertInto("Review")
     .values({ id: crypto.randomUUID(), ...row, createdAt: now, updatedAt: now })
     .onConflict((oc) => oc.columns(["executionId", "taskKey", "round"]).doNothing())
@@ -111,7 +108,7 @@ export async function insertReview(db: Handle, row: NewReviewRow, now: Date): Pr
 }
 
 /** Moves a row between states with the decision columns given (conditional on the current state); the moved row, or null. */
-export async function moveReview(db: Handle, id: string, move: ReviewMove, now: Date, patch: ReviewDecisionPatch & { resumeTaskId?: string } = {}): Promise<ReviewRow | null> {
+export async function moveReview(db: Sql, id: string, move: ReviewMove, now: Date, patch: ReviewDecisionPatch & { resumeTaskId?: string } = {}): Promise<ReviewRow | null> {
   if (!move.from.length) return null;
   const set: Updateable<DB["Review"]> = { state: move.to, updatedAt: now };
   for (const [column, value] of Object.entries(patch)) {
@@ -120,7 +117,7 @@ export async function moveReview(db: Handle, id: string, move: ReviewMove, now: 
     (set as Record<string, unknown>)[column] = value;
   }
   return (
-    (await sqlOf(db)
+    (await db
       .updateTable("Review")
       .set(set)
       .where("id", "=", id)
@@ -130,14 +127,31 @@ export async function moveReview(db: Handle, id: string, move: ReviewMove, now: 
   );
 }
 
-export async function setResumeTaskId(db: Handle, id: string, resumeTaskId: string, now: Date): Promise<void> {
-  await sqlOf(db).updateTable("Review").set({ resumeTaskId, updatedAt: now }).where("id", "=", id).execute();
+export async function setResumeTaskId(db: Sql, id: string, resumeTaskId: string, now: Date): Promise<void> {
+  await db.updateTable("Review").set({ resumeTaskId, updatedAt: now }).where("id", "=", id).execute();
+}
+
+/**
+ * Locks the run's reviews in one of `states` (in a transaction, until it ends), before a write to the
+ * run's own row: the order in which a review's promotion takes them (the review, then the run). A
+ * transaction ending the run that took the run first and then its reviews could wait on a promotion
+ * that waits on it: PostgreSQL would break that deadlock by failing one of them.
+ */
+export async function lockReviewsOf(tx: Sql, executionId: string, states: readonly string[]): Promise<void> {
+  if (!states.length) return;
+  await tx
+    .selectFrom("Review")
+    .select("id")
+    .where("executionId", "=", executionId)
+    .where("state", "in", [...states])
+    .forNoKeyUpdate()
+    .execute();
 }
 
 /** Moves every review of an execution in one of `from` to `to`; returns the ids moved. */
-export async function moveReviewsOf(db: Handle, executionId: string, move: ReviewMove, now: Date): Promise<string[]> {
+export async function moveReviewsOf(db: Sql, executionId: string, move: ReviewMove, now: Date): Promise<string[]> {
   if (!move.from.length) return [];
-  const rows = await sqlOf(db)
+  const rows = await db
     .updateTable("Review")
     .set({ state: move.to, updatedAt: now })
     .where("executionId", "=", executionId)
@@ -148,8 +162,8 @@ export async function moveReviewsOf(db: Handle, executionId: string, move: Revie
 }
 
 /** Stamps a review's deadline once (a later promotion keeps the first); the row as it is now. */
-export async function stampDeadline(db: Handle, id: string, deadline: { decideBy: Date; onTimeout: string }, now: Date): Promise<ReviewRow | null> {
-  const sql = sqlOf(db);
+export async function stampDeadline(db: Sql, id: string, deadline: { decideBy: Date; onTimeout: string }, now: Date): Promise<ReviewRow | null> {
+  const sql = db;
   const stamped = await sql
     .updateTable("Review")
     .set({ decideBy: deadline.decideBy, onTimeout: deadline.onTimeout, updatedAt: now })
@@ -161,7 +175,7 @@ export async function stampDeadline(db: Handle, id: string, deadline: { decideBy
 }
 
 /** Attaches each review's run (reviews whose run is gone are left out). */
-export async function withExecutions(db: Handle, reviews: ReviewRow[]): Promise<ReviewWithExecution[]> {
+export async function withExecutions(db: Sql, reviews: ReviewRow[]): Promise<ReviewWithExecution[]> {
   const executions = await findExecutions(
     db,
     reviews.map((r) => r.executionId),
@@ -172,18 +186,11 @@ export async function withExecutions(db: Handle, reviews: ReviewRow[]): Promise<
   });
 }
 
-/** Decisions claimed (deciding) before `before` and never concluded: their process died mid-call. */
-export async function abandonedDecisions(db: Handle, p: { before: Date; limit: number }): Promise<ReviewWithExecution[]> {
-  const sql = sqlOf(db);
-  const rows = await sql.selectFrom("Review").selectAll().where("state", "=", "deciding").where("decidedAt", "<", p.before).orderBy("decidedAt").limit(p.limit).execute();
-  return withExecutions(sql, rows);
-}
-
-/** Takes over an abandoned decision: only whoever moves decidedAt from the value it read takes it. */
-export async function retakeDecision(db: Handle, id: string, p: { seen: Date; now: Date }): Promise<boolean> {
-  const result = await sqlOf(db)
+/** Takes over an abandoned decision for replica `owner`: only whoever moves decidedAt from the value it read takes it. */
+export async function retakeDecision(db: Sql, id: string, p: { seen: Date; now: Date; owner?: string }): Promise<boolean> {
+  const result = await db
     .updateTable("Review")
-    .set({ decidedAt: p.now, updatedAt: p.now })
+    .set({ decidedAt: p.now, claimedBy: p.owner ?? null, updatedAt: p.now })
     .where("id", "=", id)
     .where("state", "=", "deciding")
     .where("decidedAt", "=", p.seen)
@@ -195,8 +202,8 @@ export async function retakeDecision(db: Handle, id: string, p: { seen: Date; no
  * The reviews a reply in the thread (channelId, threadTs) may be about, newest first: those of the run
  * whose thread it is, and a review posted in a direct message (a moved run) whose own thread it is.
  */
-export async function reviewsInThread(db: Handle, p: { channelId: string; threadTs: string; limit: number }): Promise<ReviewWithExecution[]> {
-  const sql = sqlOf(db);
+export async function reviewsInThread(db: Sql, p: { channelId: string; threadTs: string; limit: number }): Promise<ReviewWithExecution[]> {
+  const sql = db;
   const runs = await sql.selectFrom("Execution").selectAll().where("channelId", "=", p.channelId).where("threadTs", "=", p.threadTs).limit(5).execute();
   const ofRuns = runs.length
     ? await sql
@@ -226,7 +233,26 @@ export async function reviewsInThread(db: Handle, p: { channelId: string; thread
 }
 
 /** The execution's reviews waiting for a decision (pending, or one being sent), oldest first. */
-export function openReviewsOf(db: Handle, executionId: string): Promise<ReviewRow[]> {
+export function openReviewsOf(db: Sql, executionId: string): Promise<ReviewRow[]> {
   if (!isUuid(executionId)) return Promise.resolve([]);
-  return sqlOf(db).selectFrom("Review").selectAll().where("executionId", "=", executionId).where("state", "in", ["pending", "deciding"]).orderBy("createdAt").execute();
+  return db.selectFrom("Review").selectAll().where("executionId", "=", executionId).where("state", "in", ["pending", "deciding"]).orderBy("createdAt").execute();
+}
+
+/**
+ * The tasks (crew and task name) whose output a crew waited on since `since` (their review became
+ * decidable), the most recent last, at most `limit`: what a process that starts knows of them.
+ */
+export async function recentlyAwaitedTasks(db: Sql, p: { since: Date; limit: number }): Promise<{ crewName: string; taskName: string }[]> {
+  const rows = await db
+    .selectFrom("Review as r")
+    .innerJoin("Execution as e", "e.id", "r.executionId")
+    .select(["e.crewName", "r.taskName"])
+    .select((eb) => eb.fn.max("r.createdAt").as("last"))
+    .where("r.state", "in", ["pending", "deciding", "approved", "rejected"])
+    .where("r.createdAt", ">=", p.since)
+    .groupBy(["e.crewName", "r.taskName"])
+    .orderBy("last", "desc")
+    .limit(p.limit)
+    .execute();
+  return rows.reverse().map(({ crewName, taskName }) => ({ crewName, taskName }));
 }

@@ -4,12 +4,13 @@
 // under their conditions.
 import crypto from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { auditOfExecution, insertAudit } from "./audit.js";
 import { addApproval, approvalsOf, approvedBy, claimDeadline } from "./decision-requests.js";
 import { findExecution, insertExecution, leaseDueExecutions, updateExecution, updateExecutionReturning } from "./executions.js";
 import { findReviewWithExecution, insertReview, latestReviewForTask, latestReviewWithOutput, moveReview, moveReviewsOf, stampDeadline } from "./reviews.js";
-import { type Sql, sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
 import {
   insertWebhookEvent,
   markWebhookEventFailed,
@@ -39,13 +40,13 @@ const newRun = {
 describe("store rows", () => {
   beforeEach(async () => {
     db = await createTestDatabase();
-    sql = sqlOf(db.database.prisma);
+    sql = db.database.sql;
   });
   afterEach(async () => db.drop());
 
   it("inserts and finds executions as the model API reads them back, defaults included, times from the caller", async () => {
     const inserted = await insertExecution(sql, newRun, T0);
-    const viaModel = await db.database.prisma.execution.findUniqueOrThrow({ where: { id: inserted.id } });
+    const viaModel = await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: inserted.id } });
     expect(inserted).toEqual(viaModel);
     expect(await findExecution(sql, inserted.id)).toEqual(viaModel);
     expect(viaModel).toMatchObject({ inputs: { topic: "tides" }, pollBackoffMs: 2000, kickoffId: null, threadTs: null });
@@ -62,7 +63,7 @@ describe("store rows", () => {
     expect(await updateExecution(sql, run.id, { state: "completed", finishedAt, output: null }, { states: ["running"] }, at(1000))).toBe(0);
     expect(await updateExecution(sql, run.id, { state: "completed", finishedAt, output: "done" }, { states: ["starting", "running"] }, at(2000))).toBe(1);
     expect(await updateExecution(sql, run.id, { state: "x" }, { states: [] }, at(2500))).toBe(0);
-    const after = await db.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } });
+    const after = await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: run.id } });
     expect(after).toMatchObject({ state: "completed", finishedAt, output: "done", updatedAt: at(2000) });
 
     expect(await updateExecution(sql, run.id, { leaseOwner: null }, { leaseOwner: "someone-else" }, at(3000))).toBe(0);
@@ -74,7 +75,7 @@ describe("store rows", () => {
     const now = new Date();
     const make = async (data: Record<string, unknown>) => {
       const run = await insertExecution(sql, { ...newRun, requestId: crypto.randomUUID() }, at(-1000));
-      await db.database.prisma.execution.update({
+      await prismaOf(db.database).execution.update({
         where: { id: run.id },
         data: { state: "running", kickoffId: crypto.randomUUID(), nextPollAt: new Date(now.getTime() - 1000), ...data },
       });
@@ -96,13 +97,13 @@ describe("store rows", () => {
     expect(await lease("b", 10)).toHaveLength(0);
     // The owner itself may take its rows again; the limit applies.
     expect(await lease("a", 2)).toHaveLength(2);
-    const stored = await db.database.prisma.execution.findUniqueOrThrow({ where: { id: due.id } });
+    const stored = await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: due.id } });
     expect(stored.leaseExpiresAt).toEqual(new Date(now.getTime() + 30_000));
   });
 
   it("stores a callback once per delivery, counts its attempts and finds it unprocessed", async () => {
     const run = await insertExecution(sql, newRun, T0);
-    const event = { executionId: run.id, kind: "crew", dedupeKey: "key-1", payload: { state: "SUCCESS", result: "ok" } };
+    const event = { executionId: run.id, kind: "crew", dedupeKey: "key-1", payloadJson: JSON.stringify({ state: "SUCCESS", result: "ok" }) };
     const id = await insertWebhookEvent(sql, event, T0);
     expect(id).toBeTruthy();
     expect(await insertWebhookEvent(sql, event, at(1))).toBeUndefined();
@@ -112,7 +113,7 @@ describe("store rows", () => {
     expect(await webhookEventPayload(sql, id!)).toEqual({ state: "SUCCESS", result: "ok" });
     await markWebhookEventFailed(sql, id!, "boom");
     await markWebhookEventProcessed(sql, id!, at(5000));
-    const stored = await db.database.prisma.webhookEvent.findUniqueOrThrow({ where: { id: id! } });
+    const stored = await prismaOf(db.database).webhookEvent.findUniqueOrThrow({ where: { id: id! } });
     expect(stored).toMatchObject({ attempts: 1, lastError: null, kind: "crew", processedAt: at(5000) });
     expect(await unprocessedWebhookEvents(sql, { receivedBy: at(10_000), maxAttempts: 5, limit: 10 })).toEqual([]);
   });
@@ -137,7 +138,7 @@ describe("store rows", () => {
       { ...base, kind: "decision", taskKey: "t1", round: 2, actor: "U2", decision: "approve", msToDecision: 1500, detail: { note: "ok" } },
       at(1000),
     );
-    const read = await db.database.prisma.auditRecord.findMany({ where: { executionId: run.id }, orderBy: { createdAt: "asc" } });
+    const read = await prismaOf(db.database).auditRecord.findMany({ where: { executionId: run.id }, orderBy: { createdAt: "asc" } });
     expect(read).toEqual([a, b]);
     expect(await auditOfExecution(sql, run.id)).toEqual([a, b]);
     expect(a).toMatchObject({ round: 2, msToDecision: 1500, detail: { note: "ok" }, createdAt: at(1000) });
@@ -158,7 +159,7 @@ describe("store rows", () => {
       resumeTaskId: null,
     });
     const first = await insertReview(sql, round(1, "h1"), T0);
-    expect(first).toEqual(await db.database.prisma.review.findUniqueOrThrow({ where: { id: first!.id } }));
+    expect(first).toEqual(await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: first!.id } }));
     expect(first).toMatchObject({ state: "pending", messageTs: null, fileAttached: false, remindersSent: 0, createdAt: T0, updatedAt: T0 });
     expect(await insertReview(sql, round(1, "h1-again"), at(1))).toBeUndefined(); // same round stored by someone else
     const second = await insertReview(sql, round(2, "h2"), at(2));

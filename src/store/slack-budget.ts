@@ -5,8 +5,7 @@
 // src/outbox/tiers.ts's takeCell; the rates and keys come from there (src/outbox/budget.ts).
 // Every time written here is handed in by the caller, from its injected clock.
 import { sql } from "kysely";
-import type { SqlLike } from "./effects.js";
-import { sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
 
 export interface BudgetTake {
   /** The bucket (src/outbox/tiers.ts, bucketKey). */
@@ -23,8 +22,8 @@ export interface BudgetTake {
 const ms = (n: number) => sql`(${n}::float8 * interval '1 millisecond')`;
 
 /** Spends one token of the bucket if it has one and the method is not paused; else says when to try again. */
-export async function takeBudget(db: SqlLike, t: BudgetTake): Promise<{ ok: true } | { ok: false; retryAt: Date }> {
-  const q = sqlOf(db);
+export async function takeBudget(db: Sql, t: BudgetTake): Promise<{ ok: true } | { ok: false; retryAt: Date }> {
+  const q = db;
   const now = sql`${t.now}::timestamp(3)`;
   const taken = await sql<{ key: string }>`
     INSERT INTO "SlackBudget" (key, tat, "updatedAt")
@@ -45,8 +44,8 @@ export async function takeBudget(db: SqlLike, t: BudgetTake): Promise<{ ok: true
 }
 
 /** A Retry-After: no call of the method in the workspace before `until` (a later pause already there stands). */
-export async function pauseBudget(db: SqlLike, p: { pauseKey: string; until: Date; now: Date }): Promise<void> {
-  await sqlOf(db)
+export async function pauseBudget(db: Sql, p: { pauseKey: string; until: Date; now: Date }): Promise<void> {
+  await db
     .insertInto("SlackBudget")
     .values({ key: p.pauseKey, tat: p.now, pausedUntil: p.until, updatedAt: p.now })
     .onConflict((oc) =>
@@ -59,8 +58,8 @@ export async function pauseBudget(db: SqlLike, p: { pauseKey: string; until: Dat
 }
 
 /** Deletes buckets idle since `before` (full again, and not paused): a channel's bucket is not kept forever. */
-export async function pruneBudget(db: SqlLike, before: Date): Promise<number> {
-  const result = await sqlOf(db)
+export async function pruneBudget(db: Sql, before: Date): Promise<number> {
+  const result = await db
     .deleteFrom("SlackBudget")
     .where("tat", "<", before)
     .where((eb) => eb.or([eb("pausedUntil", "is", null), eb("pausedUntil", "<", before)]))

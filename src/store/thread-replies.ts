@@ -4,11 +4,11 @@
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
 import { isUuid } from "./ids.js";
-import { type DB, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type ThreadReplyRow = Selectable<DB["ThreadReply"]>;
 
-type On = Parameters<typeof sqlOf>[0];
+type On = Sql;
 
 export interface NewThreadReply {
   channelId: string;
@@ -23,7 +23,7 @@ export interface NewThreadReply {
 
 /** Records the reply once; undefined when this message was recorded already (a repeated delivery). */
 export async function recordThreadReply(on: On, row: NewThreadReply, now: Date): Promise<ThreadReplyRow | undefined> {
-  return sqlOf(on)
+  return on
     .insertInto("ThreadReply")
     .values({ id: crypto.randomUUID(), ...row, createdAt: now })
     .onConflict((oc) => oc.columns(["channelId", "ts"]).doNothing())
@@ -33,17 +33,17 @@ export async function recordThreadReply(on: On, row: NewThreadReply, now: Date):
 
 export async function findThreadReply(on: On, id: string): Promise<ThreadReplyRow | undefined> {
   if (!isUuid(id)) return undefined;
-  return sqlOf(on).selectFrom("ThreadReply").selectAll().where("id", "=", id).executeTakeFirst();
+  return on.selectFrom("ThreadReply").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
 /** Marks the question about the reply answered, once: false when it was answered already. */
 export async function claimThreadReplyAnswer(on: On, id: string, now: Date): Promise<boolean> {
-  const res = await sqlOf(on).updateTable("ThreadReply").set({ answeredAt: now }).where("id", "=", id).where("answeredAt", "is", null).executeTakeFirst();
+  const res = await on.updateTable("ThreadReply").set({ answeredAt: now }).where("id", "=", id).where("answeredAt", "is", null).executeTakeFirst();
   return Number(res.numUpdatedRows) === 1;
 }
 
 /** Forgets replies recorded before `before` (no delivery is repeated that late, and questions are answered by then). */
 export async function deleteThreadRepliesBefore(on: On, before: Date): Promise<number> {
-  const res = await sqlOf(on).deleteFrom("ThreadReply").where("createdAt", "<", before).executeTakeFirst();
+  const res = await on.deleteFrom("ThreadReply").where("createdAt", "<", before).executeTakeFirst();
   return Number(res.numDeletedRows);
 }

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { insertExecution } from "./executions.js";
-import { type Sql, sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
 import { insertWebhookEvent, markWebhookEventProcessed, pruneWebhookEvents, startWebhookEventAttempt } from "./webhook-events.js";
 
 let db: TestDatabase;
@@ -14,7 +14,7 @@ const at = (ms: number) => new Date(t0.getTime() + ms);
 
 beforeEach(async () => {
   db = await createTestDatabase();
-  sql = sqlOf(db.database.prisma);
+  sql = db.database.sql;
 });
 afterEach(async () => db.drop());
 
@@ -37,7 +37,7 @@ const run = (state: string, n: number) =>
   );
 
 async function event(executionId: string, key: string, opts: { processedAt?: Date; attempts?: number }) {
-  const id = (await insertWebhookEvent(sql, { executionId, kind: "task", dedupeKey: key, payload: { key } }, t0))!;
+  const id = (await insertWebhookEvent(sql, { executionId, kind: "task", dedupeKey: key, payloadJson: JSON.stringify({ key }) }, t0))!;
   for (let i = 0; i < (opts.attempts ?? 0); i++) await startWebhookEventAttempt(sql, id);
   if (opts.processedAt) await markWebhookEventProcessed(sql, id, opts.processedAt);
   return id;

@@ -3,19 +3,18 @@
 import crypto from "node:crypto";
 import type { Selectable } from "kysely";
 import { FINISHED_STATES } from "../domain/states.js";
-import type { Db } from "./db/database.js";
-import type { SqlRunner } from "./db/sql.js";
-import { type DB, type Sql, sqlOf } from "./sql.js";
+import type { DB, Sql } from "./sql.js";
 
 export type WebhookEventRow = Selectable<DB["WebhookEvent"]>;
 
-type Handle = Sql | SqlRunner | Db;
-
-/** Stores a callback unless the same delivery was stored before; returns its id when new. */
-export async function insertWebhookEvent(db: Handle, e: { executionId: string; kind: string; dedupeKey: string; payload: unknown }, now: Date): Promise<string | undefined> {
-  const row = await sqlOf(db)
+/**
+ * Stores a callback unless the same delivery was stored before; returns its id when new. The body comes
+ * as JSON text: the caller has it already (a megabyte-sized body is serialised once, not per use).
+ */
+export async function insertWebhookEvent(db: Sql, e: { executionId: string; kind: string; dedupeKey: string; payloadJson: string }, now: Date): Promise<string | undefined> {
+  const row = await db
     .insertInto("WebhookEvent")
-    .values({ id: crypto.randomUUID(), executionId: e.executionId, kind: e.kind, dedupeKey: e.dedupeKey, payload: JSON.stringify(e.payload), receivedAt: now })
+    .values({ id: crypto.randomUUID(), executionId: e.executionId, kind: e.kind, dedupeKey: e.dedupeKey, payload: e.payloadJson, receivedAt: now })
     .onConflict((oc) => oc.columns(["executionId", "dedupeKey"]).doNothing())
     .returning("id")
     .executeTakeFirst();
@@ -26,9 +25,9 @@ export async function insertWebhookEvent(db: Handle, e: { executionId: string; k
 export type WebhookEventHead = Pick<WebhookEventRow, "id" | "executionId" | "kind" | "processedAt" | "attempts">;
 
 /** Counts a processing attempt and returns the event, without its body. */
-export async function startWebhookEventAttempt(db: Handle, id: string): Promise<WebhookEventHead | null> {
+export async function startWebhookEventAttempt(db: Sql, id: string): Promise<WebhookEventHead | null> {
   return (
-    (await sqlOf(db)
+    (await db
       .updateTable("WebhookEvent")
       .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
       .where("id", "=", id)
@@ -38,22 +37,22 @@ export async function startWebhookEventAttempt(db: Handle, id: string): Promise<
 }
 
 /** A recorded event's body. */
-export async function webhookEventPayload(db: Handle, id: string): Promise<unknown> {
-  const row = await sqlOf(db).selectFrom("WebhookEvent").select("payload").where("id", "=", id).executeTakeFirst();
+export async function webhookEventPayload(db: Sql, id: string): Promise<unknown> {
+  const row = await db.selectFrom("WebhookEvent").select("payload").where("id", "=", id).executeTakeFirst();
   return row?.payload;
 }
 
-export async function markWebhookEventProcessed(db: Handle, id: string, now: Date): Promise<void> {
-  await sqlOf(db).updateTable("WebhookEvent").set({ processedAt: now, lastError: null }).where("id", "=", id).execute();
+export async function markWebhookEventProcessed(db: Sql, id: string, now: Date): Promise<void> {
+  await db.updateTable("WebhookEvent").set({ processedAt: now, lastError: null }).where("id", "=", id).execute();
 }
 
-export async function markWebhookEventFailed(db: Handle, id: string, error: string): Promise<void> {
-  await sqlOf(db).updateTable("WebhookEvent").set({ lastError: error }).where("id", "=", id).execute();
+export async function markWebhookEventFailed(db: Sql, id: string, error: string): Promise<void> {
+  await db.updateTable("WebhookEvent").set({ lastError: error }).where("id", "=", id).execute();
 }
 
 /** Events recorded at or before `receivedBy` and not processed, with attempts left; oldest first. */
-export function unprocessedWebhookEvents(db: Handle, p: { receivedBy: Date; maxAttempts: number; limit: number }): Promise<Pick<WebhookEventRow, "id">[]> {
-  return sqlOf(db)
+export function unprocessedWebhookEvents(db: Sql, p: { receivedBy: Date; maxAttempts: number; limit: number }): Promise<Pick<WebhookEventRow, "id">[]> {
+  return db
     .selectFrom("WebhookEvent")
     .select("id")
     .where("processedAt", "is", null)
@@ -70,8 +69,8 @@ export function unprocessedWebhookEvents(db: Handle, p: { receivedBy: Date; maxA
  * (`maxAttempts` used) received before it. Events of live runs are kept: they stop a redelivery from
  * being applied twice.
  */
-export async function pruneWebhookEvents(db: Handle, p: { before: Date; maxAttempts: number }): Promise<number> {
-  const result = await sqlOf(db)
+export async function pruneWebhookEvents(db: Sql, p: { before: Date; maxAttempts: number }): Promise<number> {
+  const result = await db
     .deleteFrom("WebhookEvent")
     .where((eb) => eb.or([eb("processedAt", "<", p.before), eb.and([eb("processedAt", "is", null), eb("attempts", ">=", p.maxAttempts), eb("receivedAt", "<", p.before)])]))
     .where("executionId", "in", (eb) =>

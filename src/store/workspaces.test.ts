@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { stopWorkspace, UNINSTALLED_NOTE } from "../usecases/workspaces.js";
 import { insertFlowRequest } from "./flow-requests.js";
-import { type Sql, sqlOf } from "./sql.js";
+import type { Sql } from "./sql.js";
 
 let db: TestDatabase;
 let sql: Sql;
@@ -66,7 +66,7 @@ const effect = async (subjectId: string) => sql.selectFrom("SlackEffect").select
 describe("store: a removed workspace's rows", () => {
   beforeEach(async () => {
     db = await createTestDatabase();
-    sql = sqlOf(db.database.prisma);
+    sql = db.database.sql;
   });
   afterEach(async () => db.drop());
 
@@ -77,7 +77,7 @@ describe("store: a removed workspace's rows", () => {
     const myFlow = await flowRequest("T1");
     const theirFlow = await flowRequest("T2");
 
-    expect(await stopWorkspace(db.database.prisma, { teamId: "T1" }, now)).toEqual({ runs: 1, reviews: 2, flowRequests: 1 });
+    expect(await stopWorkspace(db.database.sql, { teamId: "T1" }, now)).toEqual({ runs: 1, reviews: 2, flowRequests: 1 });
     expect(await state("Execution", mine.run)).toEqual({ state: "uninstalled", updatedAt: now });
     expect((await sql.selectFrom("Execution").select(["error", "finishedAt"]).where("id", "=", mine.run).executeTakeFirstOrThrow()).error).toBe(UNINSTALLED_NOTE);
     expect((await state("Execution", finished.run)).state).toBe("completed");
@@ -97,7 +97,7 @@ describe("store: a removed workspace's rows", () => {
     const otherOrg = await run("T3", "E2");
     const flow = await flowRequest("T1");
 
-    expect(await stopWorkspace(db.database.prisma, { enterpriseId: "E1", exceptTeams: ["T2"] }, now)).toEqual({ runs: 1, reviews: 1, flowRequests: 0 });
+    expect(await stopWorkspace(db.database.sql, { enterpriseId: "E1", exceptTeams: ["T2"] }, now)).toEqual({ runs: 1, reviews: 1, flowRequests: 0 });
     expect((await state("Execution", orgTeam.run)).state).toBe("uninstalled");
     expect((await effect(orgTeam.review)).state).toBe("dead");
     expect((await state("Execution", ownInstall.run)).state).toBe("running");

@@ -1,10 +1,10 @@
 // A workspace's rows across aggregates, for when the app is removed from it (src/usecases/workspaces.ts
 // says what happens to them; this module writes it): its unfinished runs, its open reviews, its open
 // flow requests and its Slack effects still due, all in one transaction.
-import { inTransaction, type Sql, sqlOf } from "./sql.js";
+import { inTransaction, type Sql } from "./sql.js";
 
 /** A database, a runner or a Kysely handle (possibly one transaction's). */
-type On = Parameters<typeof sqlOf>[0];
+type On = Sql;
 
 /** Which workspace: one team, or every team of a Grid org that has no install of its own. */
 export type WorkspaceMatch = { teamId: string } | { enterpriseId: string; exceptTeams: string[] };
@@ -32,7 +32,7 @@ function runsOf(sql: Sql, match: WorkspaceMatch) {
 
 /** Closes what the workspace still had going; returns how many runs, reviews and flow requests it closed. */
 export function closeWorkspace(on: On, match: WorkspaceMatch, closing: WorkspaceClosing, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
-  return inTransaction(sqlOf(on), async (tx) => {
+  return inTransaction(on, async (tx) => {
     const reviews = await tx
       .updateTable("Review")
       // shownState too: the message cannot be updated any more (its effects are given up below).

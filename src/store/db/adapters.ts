@@ -1,9 +1,9 @@
 // Driver adapters for Prisma's JS engine: embedded PGlite by default, PostgreSQL when DATABASE_URL says so.
-import fs from "node:fs";
 import path from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import type { PGliteThread } from "./pglite-thread.js";
 
 export function isPostgresUrl(url: string | undefined): url is string {
   return !!url && /^postgres(ql)?:\/\//i.test(url);
@@ -13,30 +13,11 @@ export function pgliteDir(dataDir: string): string {
   return path.join(dataDir, "pglite");
 }
 
-// The embedded engine's code is loaded on first use, so a PostgreSQL deployment never loads it
-// (about 6 MB of resident memory).
-// In memory (no dataDir), it may start from a copy of another database's files (`loadDataDir`, a
-// tarball from PGlite's dumpDataDir): tests copy one migrated template instead of running initdb.
-export async function openPGlite(dataDir: string | undefined, loadDataDir?: Blob): Promise<PGlite> {
-  const { PGlite } = await import("@electric-sql/pglite");
-  if (!dataDir) return new PGlite(loadDataDir ? { loadDataDir } : undefined);
-  const dir = pgliteDir(dataDir);
-  fs.mkdirSync(dir, { recursive: true });
-  if (!fs.existsSync(path.join(dir, "PG_VERSION"))) {
-    // A new folder is closed once right after it is created: PGlite 0.3 writes some of its files
-    // (global/pg_filenode.map) only when it closes, and a folder whose first process was killed
-    // before closing it cannot be opened again.
-    const created = new PGlite(dir);
-    await created.waitReady;
-    await created.close();
-  }
-  return new PGlite(dir);
-}
-
-export async function pgliteAdapterFactory(pglite: PGlite): Promise<PrismaPg> {
+export async function pgliteAdapterFactory(pglite: PGliteThread | PGlite): Promise<PrismaPg> {
   const { PrismaPGlite } = await import("pglite-prisma-adapter");
-  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils; the runtime contract is the same.
-  return new PrismaPGlite(pglite) as unknown as PrismaPg;
+  // pglite-prisma-adapter is typed against an older @prisma/driver-adapter-utils and PGlite itself; it uses only
+  // query, exec and transaction, which the engine's thread offers as PGlite does.
+  return new PrismaPGlite(pglite as never) as unknown as PrismaPg;
 }
 
 // @prisma/adapter-pg 6.19 cannot deserialize PostgreSQL's `name` type (OID 19), which the schema
@@ -74,5 +55,24 @@ export async function migrationAdapterFactory(env: NodeJS.ProcessEnv): Promise<P
   if (isPostgresUrl(env.DATABASE_URL)) {
     return new PrismaPg(new NameAsTextPool({ connectionString: env.DATABASE_URL, max: 2 }));
   }
-  return pgliteAdapterFactory(await openPGlite(env.DATA_DIR ?? "./data"));
+  // The CLI opens the engine on its own thread: it runs one command, and an engine on a worker thread
+  // kept it from exiting.
+  const { openPGlite } = await import(new URL("./pglite-open.mjs", import.meta.url).href);
+  unrefEngineTimers();
+  return pgliteAdapterFactory(await openPGlite(pgliteDir(env.DATA_DIR ?? "./data")));
+}
+
+/**
+ * PostgreSQL arms timers while it is idle (PGlite 0.5 runs them as Node timers: its statistics are
+ * flushed 10 s after the last statement), and the CLI never closes its adapter, so they held the
+ * command open after it had answered. In the CLI's process only, the engine's timers do not keep it alive.
+ */
+function unrefEngineTimers(): void {
+  const setTimer = globalThis.setTimeout;
+  const engineTimer = (callback: unknown) => typeof callback === "function" && callback.toString().includes("__emscripten_timeout");
+  globalThis.setTimeout = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const timer = setTimer(callback, ms, ...args);
+    if (engineTimer(callback)) timer.unref();
+    return timer;
+  }) as typeof setTimeout;
 }

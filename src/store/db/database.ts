@@ -1,17 +1,20 @@
-// Opens the configured database (embedded PGlite or PostgreSQL), applies migrations, hands out Prisma.
+// Opens the configured database (embedded PGlite or PostgreSQL), applies migrations, and hands out
+// the one handle the bot queries it through: a Kysely instance (store/sql.ts). Prisma owns the schema,
+// the migrations and the generated types; the bot itself never builds a Prisma client.
 
 import { PrismaPg } from "@prisma/adapter-pg";
+import type { Kysely } from "kysely";
 import pg from "pg";
-import { PrismaClient } from "../../generated/prisma/client.js";
-import { isPostgresUrl, openPGlite, pgliteAdapterFactory } from "./adapters.js";
+import type { DB } from "../../generated/kysely/db.js";
+import { isPostgresUrl, pgliteAdapterFactory, pgliteDir } from "./adapters.js";
 import { lockDataFolder } from "./data-lock.js";
 import { applyMigrations, type MigrationSession } from "./migrate.js";
-import { pgliteSqlRunner, pgSqlRunner, registerSqlRunner } from "./sql.js";
-
-export type Db = PrismaClient;
+import { type Conversion, convertDataFolder } from "./pglite-convert.js";
+import { sqlOnPGlite, sqlOnPostgres } from "./sql.js";
 
 export interface Database {
-  prisma: Db;
+  /** The handle every query goes through. */
+  sql: Kysely<DB>;
   kind: "embedded" | "postgres";
   /**
    * No other process can be using this database: an embedded one in a data folder this process has
@@ -24,6 +27,12 @@ export interface Database {
   close(): Promise<void>;
   /** Embedded only: the database's files as one tarball, for `loadDataDir` (tests copy a migrated template). */
   dumpDataDir?(): Promise<Blob>;
+  /**
+   * A Prisma driver adapter on the same connection, for Prisma's model API in tests (which read rows
+   * the way Prisma's types describe them: test/support/prisma.ts). The bot itself does not load Prisma's
+   * client (about 8 MB resident).
+   */
+  prismaAdapter(): PrismaPg;
 }
 
 export interface DatabaseOptions {
@@ -35,50 +44,59 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Embedded and in memory only: start from these files (from dumpDataDir) instead of an empty database. */
   loadDataDir?: Blob;
+  /** Embedded only: told once when a data folder of an earlier engine was converted at start (pglite-convert.ts). */
+  onConverted?: (conversion: Conversion) => void;
+  /** Embedded only: told once if the engine's thread stops while the database is open (nothing more can be stored). */
+  onEngineStopped?: (err: Error) => void;
 }
 
 export function openDatabase(opts: DatabaseOptions): Database {
-  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openEmbedded(opts.dataDir, opts.loadDataDir);
+  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openEmbedded(opts);
 }
 
-function openEmbedded(dataDir: string | undefined, loadDataDir: Blob | undefined): Database {
-  // The engine loads asynchronously (see openPGlite); Prisma connects through it on its first query.
-  // The data folder is locked first: PGlite would let a second process open it too.
+function openEmbedded({ dataDir, loadDataDir, onConverted, onEngineStopped }: DatabaseOptions): Database {
+  // The engine starts on its own thread (pglite-thread.ts). The data folder is locked first: PGlite
+  // would let a second process open it too.
   let unlock: (() => void) | undefined;
-  const engine = Promise.resolve()
-    .then(() => {
-      if (dataDir) unlock = lockDataFolder(dataDir);
-      return openPGlite(dataDir, loadDataDir);
-    })
-    .then(async (pglite) => ({ pglite, factory: await pgliteAdapterFactory(pglite) }));
-  engine.catch(() => {}); // reported by the first query or migration that awaits it
-  const adapter = {
-    provider: "postgres",
-    adapterName: "pglite-prisma-adapter",
-    connect: async () => (await engine).factory.connect(),
-    connectToShadowDb: async () => (await engine).factory.connectToShadowDb(),
-  } as unknown as PrismaPg;
-  const prisma = new PrismaClient({ adapter });
-  const pglite = engine.then((e) => e.pglite);
-  pglite.catch(() => {}); // reported where it is awaited
-  registerSqlRunner(prisma, pgliteSqlRunner(pglite));
+  const pglite = Promise.resolve().then(async () => {
+    if (dataDir) {
+      unlock = lockDataFolder(dataDir);
+      const converted = await convertDataFolder(pgliteDir(dataDir), async (dir) => {
+        const { openPGlite } = await import(new URL("./pglite-open.mjs", import.meta.url).href);
+        return openPGlite(dir);
+      });
+      if (converted) onConverted?.(converted);
+    }
+    // Loaded on first use, so a PostgreSQL deployment never loads the engine's code.
+    const { PGliteThread } = await import("./pglite-thread.js");
+    return new PGliteThread(dataDir ? pgliteDir(dataDir) : undefined, await loadDataDir?.arrayBuffer(), onEngineStopped);
+  });
+  pglite.catch(() => {}); // reported by the first query or migration that awaits it
   const session: MigrationSession = {
     exec: async (sql) => void (await (await pglite).exec(sql)),
     query: async <T>(sql: string, params?: unknown[]) => (await (await pglite).query<T>(sql, params)).rows,
   };
   return {
-    prisma,
+    sql: sqlOnPGlite(pglite),
     kind: "embedded",
     exclusive: !!dataDir,
     // One process owns an embedded database (its folder is locked), so no advisory lock is needed.
     migrate: () => applyMigrations(session, undefined, { advisoryLock: false }),
     close: async () => {
-      await prisma.$disconnect();
       const opened = await pglite.catch(() => undefined);
       await opened?.close();
       unlock?.();
     },
-    dumpDataDir: async () => (await pglite).dumpDataDir("none"),
+    dumpDataDir: async () => (await pglite).dumpDataDir(),
+    prismaAdapter: () => {
+      const factory = pglite.then(pgliteAdapterFactory);
+      return {
+        provider: "postgres",
+        adapterName: "pglite-prisma-adapter",
+        connect: async () => (await factory).connect(),
+        connectToShadowDb: async () => (await factory).connectToShadowDb(),
+      } as unknown as PrismaPg;
+    },
   };
 }
 
@@ -87,10 +105,8 @@ function openPostgres(url: string, poolSize: number): Database {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, allowExitOnIdle: true });
   // A failed idle client must not crash the process; the pool replaces it.
   pool.on("error", () => {});
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-  registerSqlRunner(prisma, pgSqlRunner(pool, pg.types));
   return {
-    prisma,
+    sql: sqlOnPostgres(pool, pg.types),
     kind: "postgres",
     exclusive: false,
     migrate: async () => {
@@ -104,9 +120,7 @@ function openPostgres(url: string, poolSize: number): Database {
         client.release();
       }
     },
-    close: async () => {
-      await prisma.$disconnect();
-      await pool.end();
-    },
+    close: () => pool.end(),
+    prismaAdapter: () => new PrismaPg(pool),
   };
 }

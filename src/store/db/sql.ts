@@ -1,28 +1,12 @@
-// Plain parameterized SQL on the connection Prisma uses (the pg pool, or the PGlite instance), for
-// the few statements every run makes (lifecycle/rows.ts). Why not Prisma's $queryRaw: each call
-// costs about 0.4 ms of CPU there (the query is compiled in WebAssembly even when raw) against about
-// 0.15 ms on the driver, and a run makes a dozen of them. Results are converted the way Prisma
-// returns them (timestamps are UTC, as Prisma stores DateTime), which rows.test.ts checks.
-
-import type { PGlite } from "@electric-sql/pglite";
+// Kysely drivers for the two databases: the pg pool, and the embedded engine's thread. The store speaks
+// Kysely only (store/sql.ts); these turn its compiled statements into driver calls, with values
+// converted the way Prisma writes them (timestamps are UTC wall time, as Prisma stores DateTime), which
+// rows.test.ts checks against Prisma's model API. Transactions are Kysely's: a connection of its own on
+// PostgreSQL, the engine's own transaction on PGlite (which keeps every other statement out meanwhile).
+import { type CompiledQuery, type DatabaseConnection, type Driver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type QueryResult } from "kysely";
 import type pg from "pg";
-import type { PrismaClient } from "../../generated/prisma/client.js";
-
-export type SqlValue = string | number | boolean | Date | null;
-
-export interface SqlRunner {
-  /** Rows and the count of rows changed, of a statement with $1…$n placeholders (the store's Kysely driver runs everything through this). */
-  run<T>(text: string, values: readonly unknown[]): Promise<{ rows: T[]; rowCount: number }>;
-  /** Rows of a statement with $1…$n placeholders. */
-  query<T>(text: string, values: readonly SqlValue[]): Promise<T[]>;
-  /** Rows changed by a statement. */
-  execute(text: string, values: readonly SqlValue[]): Promise<number>;
-  /**
-   * Runs `fn` in one transaction on one connection: everything it writes through the runner it is
-   * handed commits together or not at all (a state change and the Slack effect it calls for).
-   */
-  transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
-}
+import type { DB } from "../../generated/kysely/db.js";
+import type { PGliteQueryable, PGliteThread } from "./pglite-thread.js";
 
 const TIMESTAMP_OID = 1114; // timestamp without time zone: what Prisma's DateTime maps to
 
@@ -37,97 +21,103 @@ function toParams(values: readonly unknown[]): unknown[] {
   return values.map((v) => (v instanceof Date ? v.toISOString() : v));
 }
 
-type PgQueryable = Pick<pg.Pool, "query"> | Pick<pg.PoolClient, "query">;
+type Run = (text: string, values: unknown[]) => Promise<{ rows: unknown[]; rowCount: number }>;
 
-export function pgSqlRunner(pool: pg.Pool, pgTypes: typeof pg.types): SqlRunner {
-  const types = {
-    getTypeParser: ((oid: number, format?: string) => (oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text"))) as typeof pgTypes.getTypeParser,
-  };
-  const on = (db: PgQueryable): Omit<SqlRunner, "transaction"> => ({
-    async run<T>(text: string, values: readonly unknown[]) {
-      const result = await db.query({ text, values: toParams(values), types });
-      return { rows: result.rows as T[], rowCount: result.rowCount ?? 0 };
-    },
-    async query<T>(text: string, values: readonly SqlValue[]) {
-      return (await db.query({ text, values: toParams(values), types })).rows as T[];
-    },
-    async execute(text: string, values: readonly SqlValue[]) {
-      return (await db.query({ text, values: toParams(values), types })).rowCount ?? 0;
+class Connection implements DatabaseConnection {
+  constructor(public run: Run) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const { rows, rowCount } = await this.run(query.sql, toParams(query.parameters));
+    return { rows: rows as R[], numAffectedRows: BigInt(rowCount) };
+  }
+
+  // biome-ignore lint/correctness/useYield: streaming is not offered; the store reads bounded pages
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error("the store does not stream queries");
+  }
+}
+
+class PgDriver implements Driver {
+  private readonly clients = new WeakMap<Connection, pg.PoolClient>();
+  private readonly types;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    pgTypes: typeof pg.types,
+  ) {
+    this.types = {
+      getTypeParser: ((oid: number, format?: string) => (oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text"))) as typeof pgTypes.getTypeParser,
+    };
+  }
+  async init(): Promise<void> {}
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const client = await this.pool.connect();
+    const connection = new Connection(async (text, values) => {
+      const result = await client.query({ text, values, types: this.types });
+      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+    });
+    this.clients.set(connection, client);
+    return connection;
+  }
+  async beginTransaction(c: DatabaseConnection): Promise<void> {
+    await (c as Connection).run("BEGIN", []);
+  }
+  async commitTransaction(c: DatabaseConnection): Promise<void> {
+    await (c as Connection).run("COMMIT", []);
+  }
+  async rollbackTransaction(c: DatabaseConnection): Promise<void> {
+    await (c as Connection).run("ROLLBACK", []);
+  }
+  async releaseConnection(c: DatabaseConnection): Promise<void> {
+    this.clients.get(c as Connection)?.release();
+  }
+  async destroy(): Promise<void> {}
+}
+
+/** A connection to the embedded engine: its statements run on the engine, or on the transaction it opened. */
+class PGliteConnection extends Connection {
+  transaction?: Awaited<ReturnType<PGliteThread["begin"]>>;
+
+  constructor(readonly engine: PGliteThread) {
+    super(async (text, values) => {
+      const on: PGliteQueryable = this.transaction ?? engine;
+      const result = await on.query(text, values, PGLITE_OPTIONS);
+      return { rows: result.rows, rowCount: result.affectedRows ?? 0 };
+    });
+  }
+}
+const PGLITE_OPTIONS = { parsers: { [TIMESTAMP_OID]: parseUtcTimestamp } };
+
+class PGliteDriver implements Driver {
+  constructor(private readonly engine: Promise<PGliteThread>) {}
+  async init(): Promise<void> {}
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new PGliteConnection(await this.engine);
+  }
+  async beginTransaction(c: DatabaseConnection): Promise<void> {
+    const connection = c as PGliteConnection;
+    connection.transaction = await connection.engine.begin();
+  }
+  async commitTransaction(c: DatabaseConnection): Promise<void> {
+    await (c as PGliteConnection).transaction?.end("commit");
+  }
+  async rollbackTransaction(c: DatabaseConnection): Promise<void> {
+    await (c as PGliteConnection).transaction?.end("rollback");
+  }
+  async releaseConnection(): Promise<void> {}
+  async destroy(): Promise<void> {}
+}
+
+function kyselyOn(driver: Driver): Kysely<DB> {
+  return new Kysely<DB>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => driver,
+      createIntrospector: (db) => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
     },
   });
-  const runner: SqlRunner = {
-    ...on(pool),
-    async transaction<T>(fn: (tx: SqlRunner) => Promise<T>) {
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        // Nested transactions run inside this one.
-        const tx: SqlRunner = { ...on(client), transaction: (inner) => inner(tx) };
-        const result = await fn(tx);
-        await client.query("COMMIT");
-        return result;
-      } catch (err) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
-  };
-  return runner;
 }
 
-/**
- * Lets the event loop turn before a PGlite statement. PGlite runs each statement synchronously on the
- * bot's thread and resolves its promise at once, so a chain of statements (a transaction writing a
- * megabyte-sized output, its audit row and its effects) would otherwise run as one block of microtasks:
- * with a turn between them, requests (a click, /healthz) are answered between statements.
- */
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-export function pgliteSqlRunner(engine: Promise<PGlite>): SqlRunner {
-  const options = { parsers: { [TIMESTAMP_OID]: parseUtcTimestamp } };
-  type Queryable = Pick<PGlite, "query">;
-  const on = (db: () => Promise<Queryable>): Omit<SqlRunner, "transaction"> => {
-    const query = async <T>(text: string, values: readonly unknown[]) => {
-      const engine = await db();
-      await turn();
-      return engine.query<T>(text, toParams(values), options);
-    };
-    return {
-      async run<T>(text: string, values: readonly unknown[]) {
-        const result = await query<T>(text, values);
-        return { rows: result.rows, rowCount: result.affectedRows ?? 0 };
-      },
-      async query<T>(text: string, values: readonly SqlValue[]) {
-        return (await query<T>(text, values)).rows;
-      },
-      async execute(text: string, values: readonly SqlValue[]) {
-        return (await query(text, values)).affectedRows ?? 0;
-      },
-    };
-  };
-  return {
-    ...on(() => engine),
-    async transaction<T>(fn: (tx: SqlRunner) => Promise<T>) {
-      return (await engine).transaction(async (t) => {
-        const tx: SqlRunner = { ...on(async () => t as unknown as Queryable), transaction: (inner) => inner(tx) };
-        return fn(tx);
-      });
-    },
-  };
-}
-
-// openDatabase registers the runner of each client it makes, so that code holding only the Prisma
-// client (the lifecycle) reaches the same connection without another constructor argument.
-const runners = new WeakMap<PrismaClient, SqlRunner>();
-
-export function registerSqlRunner(prisma: PrismaClient, runner: SqlRunner): void {
-  runners.set(prisma, runner);
-}
-
-export function sqlRunnerFor(prisma: PrismaClient): SqlRunner {
-  const runner = runners.get(prisma);
-  if (!runner) throw new Error("this Prisma client was not made by openDatabase, which gives it its SQL connection");
-  return runner;
-}
+export const sqlOnPostgres = (pool: pg.Pool, pgTypes: typeof pg.types): Kysely<DB> => kyselyOn(new PgDriver(pool, pgTypes));
+export const sqlOnPGlite = (engine: Promise<PGliteThread>): Kysely<DB> => kyselyOn(new PGliteDriver(engine));

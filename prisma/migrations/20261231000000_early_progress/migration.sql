@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "Execution" ADD COLUMN     "earlyStepAt" TIMESTAMP(3),
+ADD COLUMN     "earlyTs" TEXT;
