@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { parseExposition } from "../../test/support/metrics.js";
 import { bearerMatches } from "../adapters/http/metrics-route.js";
 import { CrewError } from "../protocols/crew/errors.js";
@@ -38,9 +38,9 @@ describe("Metrics labels", () => {
 
   it("bounds callback kinds and answers", async () => {
     const c = new Metrics({ crews: [], processMetrics: false });
-    c.callbackAnswered("task", 202);
-    c.callbackAnswered("../../d2f6c1e0-secret", 404);
-    c.callbackAnswered("input", 418);
+    c.telemetry.emit({ type: "callback.answered", kind: "task", status: 202 });
+    c.telemetry.emit({ type: "callback.answered", kind: "../../d2f6c1e0-secret", status: 404 });
+    c.telemetry.emit({ type: "callback.answered", kind: "input", status: 418 });
     const s = await samples(c);
     expect(sampleValue(s, "crewline_callbacks_received_total", { kind: "task", answer: "202" })).toBe(1);
     expect(sampleValue(s, "crewline_callbacks_received_total", { kind: "other", answer: "404" })).toBe(1);
@@ -103,10 +103,13 @@ describe("Metrics adapters", () => {
       // The client still reads the body it was given.
       if (res && res.status === 200) expect(((await res.json()) as { ok: unknown }).ok).toBeTypeOf("boolean");
     }
-    await new Promise((r) => setTimeout(r, 10));
-    const s = await samples(m);
     const method = "chat.postMessage";
-    expect(sampleValue(s, "crewline_slack_api_calls_total", { method })).toBe(6);
+    // An answer is counted once its body is read (the client's own reading included).
+    const s = await vi.waitFor(async () => {
+      const now = await samples(m);
+      expect(sampleValue(now, "crewline_slack_api_calls_total", { method })).toBe(6);
+      return now;
+    });
     expect(sampleValue(s, "crewline_slack_api_rate_limited_total", { method })).toBe(1);
     expect(sampleValue(s, "crewline_slack_api_errors_total", { method, error: "channel_not_found" })).toBe(1);
     expect(sampleValue(s, "crewline_slack_api_errors_total", { method, error: "other" })).toBe(1);
@@ -149,7 +152,7 @@ describe("shared figures", () => {
       },
       pendingEffects: async () => ({ count: 0, oldestAgeSeconds: 0 }),
     });
-    m.callbackAnswered("step", 202);
+    m.telemetry.emit({ type: "callback.answered", kind: "step", status: 202 });
     const s = await samples(m);
     expect(sampleValue(s, "crewline_shared_figures_up")).toBe(0);
     expect(sampleValue(s, "crewline_reviews_waiting")).toBeUndefined();

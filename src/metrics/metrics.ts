@@ -1,6 +1,7 @@
-// Prometheus figures (GET /metrics). One instance per bot, made in the composition root and handed to
-// the adapters it instruments: the crew callback routes, the crew clients, the Slack Web API client's
-// fetch, the run notifier and review decisions. Lifecycle code does not know about it.
+// Prometheus figures (GET /metrics). One instance per bot, made in the composition root: a listener of
+// the events the use cases, the outbox and the HTTP routes emit (usecases/telemetry.ts), and the
+// wrapper of the two outside clients it times (the crew clients, the Slack Web API client's fetch).
+// Nothing but the composition root imports it (a dependency-cruiser rule): a leaf.
 //
 // Labels never carry ids, tokens or user names, and every label takes values from a fixed set:
 // callback kinds, HTTP answers, Slack method names, configured crew names, crew operations and error
@@ -9,14 +10,11 @@
 // read from it when scraped, so every replica reports the same truth; counters and histograms are
 // this process's own.
 
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { OutboxEvents } from "../outbox/worker.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { CrewApi } from "../protocols/crew/types.js";
 import type { DatabaseFigures } from "../store/figures.js";
-import type { Decision, DecisionOutcome } from "../usecases/lifecycle.js";
-import type { Execution, Review, ReviewContext, RunNotice, RunNotifier } from "../usecases/ports.js";
+import type { Telemetry } from "../usecases/telemetry.js";
 
 /** Figures describing the shared database, read at scrape time (see shared-figures.ts; store/figures.ts says what each counts). */
 export type SharedFigures = DatabaseFigures;
@@ -86,8 +84,6 @@ const DECISION_BUCKETS = [10, 30, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 
 const MAX_ARRIVALS = 10_000;
 
 type Fetch = typeof globalThis.fetch;
-type RoutedRequest = IncomingMessage & { params?: Record<string, string> };
-export type CallbackRoute = (req: RoutedRequest, res: ServerResponse) => Promise<void>;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -116,6 +112,7 @@ export class Metrics {
   private readonly decisionTime: Histogram<"decision">;
   private readonly sharedUp: Gauge;
   private readonly effectsGivenUp: Counter<"effect">;
+  private readonly budgetWaits: Counter<"method">;
 
   constructor(opts: MetricsOptions) {
     this.crewNames = new Map(opts.crews.map((name) => [name.toLowerCase(), name]));
@@ -179,6 +176,12 @@ export class Metrics {
       name: "crewline_slack_effects_given_up_total",
       help: "Slack effects the outbox gave up (a permanent Slack error, or too many failed attempts), by kind of effect.",
       labelNames: ["effect"],
+      registers,
+    });
+    this.budgetWaits = new Counter({
+      name: "crewline_slack_budget_waits_total",
+      help: "Web API calls the outbox held back because their workspace (or channel) had no budget left for them, by method; the effect waits for its token (src/outbox/budget.ts; not an attempt, nothing was sent).",
+      labelNames: ["method"],
       registers,
     });
     this.runsStarted = new Counter({
@@ -251,31 +254,37 @@ export class Metrics {
     return method.length <= 64 && SLACK_METHOD.test(method) ? method : "other";
   }
 
-  // --- adapters -------------------------------------------------------------------------------
+  // --- the listener ---------------------------------------------------------------------------
 
-  /** Counts a callback's answer. */
-  callbackAnswered(kind: string, status: number): void {
-    this.callbacks.inc({ kind: CALLBACK_KINDS.has(kind) ? kind : "other", answer: answerLabel(status) });
-  }
-
-  /** Wraps an HTTP handler for callbacks: each answer is counted once it is sent; accepted task and input callbacks are noted (see reviewShown). */
-  instrumentCallbacks(kindOf: (req: RoutedRequest) => string, handler: CallbackRoute): CallbackRoute {
-    return (req, res) => {
-      const kind = kindOf(req);
-      res.once("finish", () => this.callbackAnswered(kind, res.statusCode));
-      if (kind === "task" || kind === "input") {
-        // Noted as the 202 is written: the Slack work may begin before the answer has left.
-        const arrived = Date.now();
-        const writeHead = res.writeHead;
-        res.writeHead = ((status: number, ...rest: unknown[]) => {
-          const executionId = req.params?.executionId;
-          if (status === 202 && executionId) this.noteArrival(`${executionId}:${kind}`, arrived);
-          return (writeHead as (...args: unknown[]) => ServerResponse).call(res, status, ...rest);
-        }) as ServerResponse["writeHead"];
+  /** What the use cases, the outbox and the HTTP routes report (usecases/telemetry.ts). */
+  readonly telemetry: Telemetry = {
+    emit: (event) => {
+      switch (event.type) {
+        case "callback.answered":
+          return void this.callbacks.inc({ kind: CALLBACK_KINDS.has(event.kind) ? event.kind : "other", answer: answerLabel(event.status) });
+        case "callback.accepted":
+          // Task and input callbacks: their review's time to be visible (reviewShown) is measured from here.
+          if (event.kind === "task" || event.kind === "input") this.noteArrival(`${event.executionId}:${event.kind}`, event.at);
+          return;
+        case "review.shown":
+          return this.reviewShown(event.executionId, event.source, event.callStartedAt);
+        case "run.ended":
+          this.runsFinished.inc({ crew: this.crewLabel(event.crewName), outcome: outcomeLabel(event.outcome) });
+          // Nothing more of this run is waited for.
+          this.arrivals.delete(`${event.executionId}:task`);
+          this.arrivals.delete(`${event.executionId}:input`);
+          return;
+        case "review.decided":
+          return void this.decisionTime.observe({ decision: event.approve ? "approve" : "reject" }, event.waitedMs / 1000);
+        case "effect.given_up":
+          return void this.effectsGivenUp.inc({ effect: event.effect });
+        case "effect.budget_wait":
+          return void this.budgetWaits.inc({ method: event.method.length <= 64 && SLACK_METHOD.test(event.method) ? event.method : "other" });
       }
-      return handler(req, res);
-    };
-  }
+    },
+  };
+
+  // --- adapters -------------------------------------------------------------------------------
 
   /** A fetch for the Slack WebClient (`clientOptions.fetch`): every HTTP request to Slack is counted. */
   slackFetch(inner: Fetch = globalThis.fetch): Fetch {
@@ -342,58 +351,6 @@ export class Metrics {
       resume: (req) => timed("resume", () => api.resume(req)),
       ...(api.stop ? { stop: (kickoffId: string) => timed("stop", () => api.stop!(kickoffId)) } : {}),
       ...(api.close ? { close: () => api.close!() } : {}),
-    };
-  }
-
-  /** The run notifier, observed: when reviews become visible, and runs announced as ended. */
-  instrumentNotifier(inner: RunNotifier): RunNotifier {
-    return {
-      ...bindAll(inner),
-      postReview: async (execution: Execution, review: Review, effectId: string, context?: ReviewContext) => {
-        const started = Date.now();
-        const posted = await inner.postReview(execution, review, effectId, context);
-        this.reviewShown(execution.id, "task", started);
-        if (review.state === "pending") this.reviewShown(execution.id, "input", started);
-        return posted;
-      },
-      updateReview: async (execution: Execution, review: Review, note?: string, context?: ReviewContext) => {
-        const started = Date.now();
-        await inner.updateReview(execution, review, note, context);
-        // A task message getting its decision controls in place (posted → pending).
-        if (review.state === "pending") this.reviewShown(execution.id, "input", started);
-      },
-      postCompletion: async (execution: Execution, effectId: string) => {
-        const posted = await inner.postCompletion(execution, effectId);
-        this.runsFinished.inc({ crew: this.crewLabel(execution.crewName), outcome: outcomeLabel(execution.state) });
-        this.arrivals.delete(`${execution.id}:task`);
-        this.arrivals.delete(`${execution.id}:input`);
-        return posted;
-      },
-      postThreadNotice: async (execution: Execution, notice: RunNotice, effectId: string) => {
-        await inner.postThreadNotice(execution, notice, effectId);
-        // A stopped run has no completion notice: its thread's stop notice (posted once) counts it.
-        if (notice.kind === "run_stopped") this.runsFinished.inc({ crew: this.crewLabel(execution.crewName), outcome: notice.how });
-      },
-    };
-  }
-
-  /** What the outbox worker reports: effects given up (kinds are a fixed set). */
-  outboxEvents(): OutboxEvents {
-    return { gaveUp: (kind) => this.effectsGivenUp.inc({ effect: kind }) };
-  }
-
-  /** Observes human decisions that reached the crew (decided, or the crew was not waiting). */
-  instrumentDecisions(reviews: { decide(decision: Decision): Promise<DecisionOutcome> }): void {
-    const decide = reviews.decide.bind(reviews);
-    reviews.decide = async (decision: Decision) => {
-      const outcome = await decide(decision);
-      // Decisions taken by a deadline (deadlines.ts) are not a person's decision time.
-      if (!decision.byDeadline && (outcome.kind === "decided" || outcome.kind === "not_waiting")) {
-        const { review } = outcome;
-        const decidedAt = review.decidedAt ?? new Date();
-        this.decisionTime.observe({ decision: decision.approve ? "approve" : "reject" }, Math.max(0, decidedAt.getTime() - review.createdAt.getTime()) / 1000);
-      }
-      return outcome;
     };
   }
 
@@ -486,16 +443,4 @@ function answerLabel(status: number): string {
 
 function outcomeLabel(state: string): string {
   return state === "completed" || state === "failed" || state === "lost" || state === "stopped" || state === "abandoned" ? state : "other";
-}
-
-/** The object's methods bound to it, as a plain object (to override some and keep the rest). */
-function bindAll<T extends object>(inner: T): T {
-  const proto = Object.getPrototypeOf(inner) as object;
-  const names = new Set([...Object.getOwnPropertyNames(proto), ...Object.keys(inner)].filter((k) => k !== "constructor"));
-  const out: Record<string, unknown> = {};
-  for (const name of names) {
-    const value = (inner as Record<string, unknown>)[name];
-    if (typeof value === "function") out[name] = value.bind(inner);
-  }
-  return out as T;
 }

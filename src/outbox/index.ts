@@ -2,8 +2,7 @@
 // changes the state, or on its own), and let the worker of this process know there is work.
 
 import type { NewEffect } from "../domain/effects.js";
-import type { SqlRunner } from "../store/db/sql.js";
-import { enqueueEffect } from "../store/effects.js";
+import { enqueueEffect, hurryEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
 import type { Clock, Outbox } from "../usecases/ports.js";
 import type { OutboxWorker } from "./worker.js";
@@ -15,7 +14,7 @@ export class DurableOutbox implements Outbox {
   private worker?: OutboxWorker;
 
   constructor(
-    readonly sql: SqlRunner,
+    readonly sql: Sql,
     private readonly clock: Clock,
   ) {}
 
@@ -23,8 +22,12 @@ export class DurableOutbox implements Outbox {
     this.worker = worker;
   }
 
-  add(tx: SqlRunner | Sql, effect: NewEffect): Promise<boolean> {
+  add(tx: Sql, effect: NewEffect): Promise<boolean> {
     return enqueueEffect(tx, effect, this.clock.now());
+  }
+
+  async hurry(tx: Sql, effect: Pick<NewEffect, "kind" | "subjectId" | "part">): Promise<void> {
+    await hurryEffect(tx, effect, this.clock.now());
   }
 
   async request(effect: NewEffect): Promise<void> {

@@ -1,29 +1,34 @@
+import { CompiledQuery } from "kysely";
 // What a review post records, on a real database: a fresh post shows the state it was made in; a
 // message found again after an interrupted attempt shows the state of that attempt, unknown here, so
 // it is brought up to date with a review.show. A thread reply is handed to Slack as the facts its
-// use case enqueued, or as the words an earlier version stored.
+// use case enqueued, or as the words an earlier version stored. The announcement's live render
+// (run.started) never leaves a stopped run's announcement showing it live.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import type { EffectJob } from "../domain/effects.js";
-import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
-import { inTransaction, sqlOf } from "../store/sql.js";
+import type { Sql } from "../store/sql.js";
+import { inTransaction } from "../store/sql.js";
 import type { RunNotifier } from "../usecases/ports.js";
 import { slackEffectPerformer } from "./perform.js";
 
 let db: TestDatabase;
-let sql: SqlRunner;
+let sql: Sql;
+/** Rows of a statement written as text. */
+const query = async <T = unknown>(text: string, values: unknown[] = []): Promise<T[]> => (await sql.executeQuery<T>(CompiledQuery.raw(text, values))).rows;
 
 beforeEach(async () => {
   db = await createTestDatabase();
-  sql = sqlRunnerFor(db.database.prisma);
+  sql = db.database.sql;
 });
 afterEach(async () => db.drop());
 
 async function pendingReview(): Promise<string> {
-  const execution = await db.database.prisma.execution.create({
+  const execution = await prismaOf(db.database).execution.create({
     data: { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: {}, state: "waiting", requestId: "r", webhookSecret: "s", threadTs: "100.000" },
   });
-  const review = await db.database.prisma.review.create({
+  const review = await prismaOf(db.database).review.create({
     data: { executionId: execution.id, taskKey: "t1", taskName: "draft", round: 1, output: "text", outputHash: "h", state: "pending" },
   });
   return review.id;
@@ -52,15 +57,15 @@ const job = (reviewId: string, interrupted: boolean): EffectJob => ({
   interrupted,
 });
 
-const shown = (id: string) => sql.query<{ messageTs: string | null; shownState: string | null }>(`SELECT "messageTs", "shownState" FROM "Review" WHERE id = $1::uuid`, [id]);
-const showsDue = (id: string) => sql.query(`SELECT 1 FROM "SlackEffect" WHERE kind = 'review.show' AND "subjectId" = $1::uuid AND state = 'due'`, [id]);
+const shown = (id: string) => query<{ messageTs: string | null; shownState: string | null }>(`SELECT "messageTs", "shownState" FROM "Review" WHERE id = $1::uuid`, [id]);
+const showsDue = (id: string) => query(`SELECT 1 FROM "SlackEffect" WHERE kind = 'review.show' AND "subjectId" = $1::uuid AND state = 'due'`, [id]);
 
 describe("review.post", () => {
   it("records a fresh post as showing the review's state, with nothing more to show", async () => {
     const id = await pendingReview();
     const posts: string[] = [];
     const outcome = await slackEffectPerformer({ sql, notifier: notifier(undefined, posts) })(job(id, false));
-    await inTransaction(sqlOf(sql), (tx) => outcome!.record!(tx));
+    await inTransaction(sql, (tx) => outcome!.record!(tx));
     expect(posts).toEqual(["post"]);
     expect(await shown(id)).toEqual([{ messageTs: "200.000", shownState: "pending" }]);
     expect(await showsDue(id)).toHaveLength(0);
@@ -70,7 +75,7 @@ describe("review.post", () => {
     const id = await pendingReview();
     const posts: string[] = [];
     const outcome = await slackEffectPerformer({ sql, notifier: notifier("150.000", posts) })(job(id, true));
-    await inTransaction(sqlOf(sql), (tx) => outcome!.record!(tx));
+    await inTransaction(sql, (tx) => outcome!.record!(tx));
     expect(posts).toEqual([]);
     expect(await shown(id)).toEqual([{ messageTs: "150.000", shownState: null }]);
     expect(await showsDue(id)).toHaveLength(1);
@@ -88,7 +93,7 @@ describe("run.message", () => {
     generation: 0,
     interrupted: false,
   });
-  const runOf = async (reviewId: string) => (await db.database.prisma.review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
+  const runOf = async (reviewId: string) => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
 
   it("hands the notice's facts to Slack, and a row an earlier version enqueued as the words it holds", async () => {
     const run = await runOf(await pendingReview());
@@ -98,5 +103,39 @@ describe("run.message", () => {
     await perform(message(run, { notice }));
     await perform(message(run, { text: "🔺 <@U2>: *draft* is still waiting" }));
     expect(posts.map((p) => JSON.parse(p))).toEqual([notice, { kind: "text", text: "🔺 <@U2>: *draft* is still waiting" }]);
+  });
+});
+
+describe("run.started", () => {
+  const started = (subjectId: string): EffectJob => ({
+    id: "00000000-0000-4000-8000-0000000000e3",
+    kind: "run.started",
+    subjectId,
+    key: `run.started:${subjectId}`,
+    payload: null,
+    attempts: 0,
+    generation: 0,
+    interrupted: false,
+  });
+  const runOf = async (reviewId: string) => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
+  /** Slack's answer to the live render comes back after the run was stopped (by another effect, another replica). */
+  const stoppedWhileShown = (shownStates: string[]): RunNotifier =>
+    ({
+      updateAnnouncement: async (e: { id: string; state: string }) => {
+        shownStates.push(e.state);
+        await query(`UPDATE "Execution" SET state = 'stopped', "finishedAt" = now() WHERE id = $1::uuid`, [e.id]);
+      },
+    }) as Partial<RunNotifier> as RunNotifier;
+
+  it("shows the live run; when the run ended meanwhile, asks for the final state to be shown again after it", async () => {
+    const run = await runOf(await pendingReview());
+    const shownStates: string[] = [];
+    const outcome = await slackEffectPerformer({ sql, notifier: stoppedWhileShown(shownStates) })(started(run));
+    expect(shownStates).toEqual(["waiting"]);
+    expect(outcome?.next).toEqual([{ kind: "run.announcement", subjectId: run }]);
+    // An ended run: nothing to show (run.announcement shows its final state).
+    shownStates.length = 0;
+    expect(await slackEffectPerformer({ sql, notifier: stoppedWhileShown(shownStates) })(started(run))).toBeUndefined();
+    expect(shownStates).toEqual([]);
   });
 });

@@ -1,19 +1,31 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
-import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect } from "../domain/effects.js";
-import { planOf, STREAM_GONE, STREAMING_REFUSALS } from "../domain/plan.js";
+import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../domain/effects.js";
+import {
+  appendSpacing,
+  EARLY_PROGRESS_AFTER_MS,
+  EARLY_PROGRESS_REFRESH_MS,
+  type PlanStep,
+  planOf,
+  type RunPlan,
+  STOP_YIELDS_MS,
+  STREAM_GONE,
+  STREAMING_REFUSALS,
+} from "../domain/plan.js";
 import { isFinished, STOPPED_STATES, shownAs } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import {
+  adoptEarlyProgress,
+  countLiveStreams,
   findExecution,
   findFlowRequest,
   findReview,
   forgetStream,
   planReviews,
   recordCompletionPosted,
+  recordEarlyProgress,
+  recordEarlyStopped,
   recordFlowAssignee,
   recordFlowFileAttached,
   recordFlowPosted,
@@ -43,13 +55,15 @@ import {
   systemClock,
 } from "../usecases/ports.js";
 import { reviewNote } from "../usecases/reviews.js";
-import type { SlackGate } from "./budget.js";
+import { noTelemetry, type Telemetry } from "../usecases/telemetry.js";
+import { BudgetWait, type SlackCall, type SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
 import { MOVED_PART } from "./refused.js";
+import { cellRate, tierOf } from "./tiers.js";
 import type { EffectOutcome, Performer } from "./worker.js";
 
 export interface PerformerDeps {
-  sql: Sql | SqlRunner | Db;
+  sql: Sql;
   /** The times written with Slack's answers (default: the system clock). */
   clock?: Clock;
   notifier: RunNotifier;
@@ -62,13 +76,24 @@ export interface PerformerDeps {
   flowRecipients?: (request: FlowRequest) => { users: string[]; usergroups: string[] };
   /** Where the performer says what it decided on its own (Slack refusing streaming in a workspace). */
   log?: Logger;
+  /** Where what reached Slack is reported (metrics listen): reviews shown, runs ended. */
+  telemetry?: Telemetry;
 }
+
+/** One chat.appendStream token of Slack's Tier 4 (100 a minute per workspace): 600 ms. */
+const APPEND_INTERVAL_MS = cellRate(tierOf("chat.appendStream") ?? { perMinute: 100, burst: 1 }).intervalMs;
 
 /** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
 const assignees = (request: FlowRequest) => ({ users: [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u), usergroups: [] });
 
 export function slackEffectPerformer(deps: PerformerDeps): Performer {
   const { sql, notifier } = deps;
+  const telemetry = deps.telemetry ?? noTelemetry;
+  /** A review message is in Slack: as the task's (a post), and as the input's once its decision controls are (pending). */
+  const shown = (e: Execution, r: Review, callStartedAt: number, asTask: boolean) => {
+    if (asTask) telemetry.emit({ type: "review.shown", executionId: e.id, source: "task", callStartedAt });
+    if (r.state === "pending") telemetry.emit({ type: "review.shown", executionId: e.id, source: "input", callStartedAt });
+  };
   const clock = deps.clock ?? systemClock;
   const contextOf = (e: Execution, r: Review): Promise<ReviewContext> => deps.reviewContext?.(e, r) ?? Promise.resolve({});
   const flowContextOf = (request: FlowRequest): Promise<FlowRequestContext> => deps.flowContext?.(request) ?? Promise.resolve({});
@@ -100,10 +125,25 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     job: EffectJob,
     at: { teamId: string | null; channelId: string; movedTo?: string | null },
     calls: readonly string[] = EFFECT_KINDS[job.kind].calls,
+    how: Pick<SlackCall, "yields" | "exact" | "waitedOn"> = {},
   ) {
     // A run that moved to a direct message spends that conversation's pace, not its old channel's.
     const channel = at.movedTo ?? at.channelId;
-    for (const method of calls) await gate?.({ team: at.teamId ?? "", channel, method });
+    for (const method of calls) await gate?.({ team: at.teamId ?? "", channel, method, ...how });
+  }
+
+  /** The run's announcement re-rendered from its row (`whileLive`: only while the run is live). */
+  async function showAnnouncement(job: EffectJob, gate: SlackGate | undefined, o: { whileLive?: boolean } = {}): Promise<EffectOutcome | undefined> {
+    const e = await execution(job.subjectId);
+    if (!e) throw new GiveUp("its run no longer exists");
+    if (e.movedTo || (o.whileLive && isFinished(e.state))) return undefined;
+    await spend(gate, job, e);
+    await notifier.updateAnnouncement(e);
+    if (!o.whileLive) return undefined;
+    // Another effect kind shows the final state (run.announcement): if the run ended while this live
+    // render was on its way, it may have landed after that one, so the final state is shown once more.
+    const now = await execution(job.subjectId);
+    return now && isFinished(now.state) ? { next: [{ kind: "run.announcement", subjectId: e.id }] } : undefined;
   }
 
   /** A second effect of one kind for a subject that moved (its first was given up, or done, in the old channel). */
@@ -177,7 +217,18 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     if (!e.streamTs && plan.tasks.length === 0) return undefined;
     const call = notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown });
     if (!call) return undefined;
-    await spend(gate, job, e, [call.method]);
+    // A finished run's stop leaves the Tier 2 token to plans waiting to start, for a while.
+    const yields = call.method === "chat.stopStream" && !!e.finishedAt && clock.now().getTime() - e.finishedAt.getTime() < STOP_YIELDS_MS;
+    try {
+      // Refused, they wait exactly for their token: the plans waiting to start then try again together, in
+      // the order of their effects (created with each run's first step), so they start about in the order
+      // their runs did; appends are spaced below already.
+      await spend(gate, job, e, [call.method], { yields, exact: true, waitedOn: call.method === "chat.startStream" });
+    } catch (err) {
+      if (err instanceof BudgetWait && call.method === "chat.startStream" && !plan.ended) return earlyProgress(job, gate!, e, plan, step, err);
+      if (err instanceof BudgetWait && call.method === "chat.stopStream") return finalAppend(job, gate!, e, plan, err);
+      throw err;
+    }
     let ts: string;
     try {
       ({ ts } = await call.send());
@@ -188,6 +239,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         // Not offered in this workspace: remembered for every replica; this run's progress goes on as a message.
         return {
           record: async (tx) => {
+            // A message that showed its steps while the plan waited to start becomes its progress message.
+            await adoptEarlyProgress(tx, e.id);
             if (await recordStreamingRefused(tx, { teamId: e.teamId, error: code, now: clock.now() }))
               deps.log?.warn("Slack refused message streaming in this workspace: progress is shown as one updated message there", {
                 teamId: e.teamId,
@@ -203,11 +256,94 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       throw err;
     }
     const stopped = call.method === "chat.stopStream";
+    // An append: the plan's next one waits its share of Tier 4 among the workspace's plans (none waits long).
+    const spacing = call.method === "chat.appendStream" ? appendSpacing(await countLiveStreams(sql, e.teamId), APPEND_INTERVAL_MS) : 0;
     return {
       record: (tx) => recordStreamShown(tx, { executionId: e.id, ts, shown: call.shown, ...(stopped ? { stoppedAt: clock.now() } : {}) }),
       // Started for a run that had ended already: the stop follows.
       next: !stopped && plan.ended ? [{ kind: "run.progress", subjectId: e.id }] : [],
+      ...(spacing > PROGRESS_SPACING_MS ? { again: new Date(clock.now().getTime() + spacing) } : {}),
     };
+  }
+
+  /**
+   * The live plan cannot start yet: Slack's Tier 2 (chat.startStream, about 20 a minute per workspace)
+   * is spent, as when a dozen runs start together. Unless its token is there within about 2 s, the run's
+   * latest step shows meanwhile in one message of its thread (chat.postMessage, paced per channel, not
+   * per workspace), refreshed when it shows a step older than EARLY_PROGRESS_REFRESH_MS (chat.update at
+   * progress's priority: reviews and decisions keep their tokens). The effect stays due for the plan's
+   * token (EffectOutcome.again); the plan then starts below the message, which is left as it is.
+   */
+  async function earlyProgress(job: EffectJob, gate: SlackGate, e: Execution, plan: RunPlan, step: PlanStep, wait: BudgetWait): Promise<EffectOutcome> {
+    const show = notifier.showEarlyProgress?.bind(notifier);
+    const now = clock.now().getTime();
+    const planAt = wait.retryAt.getTime();
+    if (!show || (!e.earlyTs && planAt - now <= EARLY_PROGRESS_AFTER_MS)) throw wait;
+    const stepAt = step.latestAt > 0 ? Math.min(step.latestAt, now) : now;
+    const shownAt = e.earlyStepAt?.getTime() ?? 0;
+    // Due again for the plan's token, or before it to refresh the message. A refresh due within a second of
+    // the token waits for it: the plans waiting then try together, in the order of their effects.
+    const again = (at: number): EffectOutcome => ({ again: new Date(at >= planAt - 1000 ? planAt : Math.max(now + 1000, at)) });
+    if (e.earlyTs) {
+      // Nothing newer to show: look again in a while (a step re-arms a due effect without bringing it forward).
+      if (stepAt <= shownAt) return again(now + EARLY_PROGRESS_REFRESH_MS / 2);
+      if (now < shownAt + EARLY_PROGRESS_REFRESH_MS) return again(shownAt + EARLY_PROGRESS_REFRESH_MS);
+    }
+    try {
+      await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true });
+    } catch (err) {
+      // No token for the message either: tried again when the sooner of the two is there.
+      if (err instanceof BudgetWait) throw err.retryAt < wait.retryAt ? err : wait;
+      throw err;
+    }
+    const shown = { stepAt: new Date(stepAt) };
+    const earlyTs = e.earlyTs;
+    const { ts } = earlyTs
+      ? await show(e, plan, shown, earlyTs, job.id)
+      : await postOnce(
+          job,
+          () => notifier.findPosted(e, e.threadTs, job.id),
+          async () => (await show(e, plan, shown, null, job.id)).ts,
+        );
+    return { record: (tx) => recordEarlyProgress(tx, { executionId: e.id, ts, stepAt: shown.stepAt }), ...again(stepAt + EARLY_PROGRESS_REFRESH_MS) };
+  }
+
+  /**
+   * The run ended but its plan's stop (Tier 2, like a start) waits for a token: its last cards and its
+   * finished title are appended meanwhile (Tier 4), so the plan shows the end at once and the stop that
+   * follows has nothing left to send.
+   */
+  async function finalAppend(job: EffectJob, gate: SlackGate, e: Execution, plan: RunPlan, wait: BudgetWait): Promise<EffectOutcome> {
+    const append = notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown, appendOnly: true });
+    if (!append) throw wait;
+    try {
+      await spend(gate, job, e, [append.method], { exact: true });
+    } catch (err) {
+      if (err instanceof BudgetWait) throw err.retryAt < wait.retryAt ? err : wait;
+      throw err;
+    }
+    try {
+      await append.send();
+    } catch (err) {
+      const code = slackErrorCode(err);
+      // Slack ended the stream itself: the next call starts a new one (and stops it).
+      if (code && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
+      throw err;
+    }
+    return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: e.streamTs!, shown: append.shown }), again: wait.retryAt };
+  }
+
+  /** A run stopped before its live plan started: the message that showed its steps says so, once (at progress's priority). */
+  async function earlyStopped(job: EffectJob, gate: SlackGate | undefined, e: Execution): Promise<EffectOutcome | undefined> {
+    // Said once: steps of the run still on their way at its stop bring no second edit.
+    if (!e.earlyTs || e.streamStoppedAt || !notifier.showEarlyProgress) return undefined;
+    await spend(gate, job, e, ["chat.update"]);
+    const reviews = await planReviews(sql, e.id);
+    const p = (job.payload ?? {}) as ProgressPayload;
+    const plan = planOf({ state: e.state, error: e.error, reviews, step: { latest: String(p.latest ?? ""), latestAt: Number(p.latestAt ?? 0) } });
+    const stepAt = e.earlyStepAt ?? clock.now();
+    await notifier.showEarlyProgress(e, plan, { stepAt, stopped: true }, e.earlyTs, job.id);
+    return { record: (tx) => recordEarlyStopped(tx, e.id, clock.now()) };
   }
 
   /** Progress as one message (no streaming): posted once, then updated with the step count and the latest step. */
@@ -246,7 +382,12 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { ts, found } = await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),
-        async () => (await notifier.postReview(e, r, job.id, context)).ts,
+        async () => {
+          const started = Date.now();
+          const { ts } = await notifier.postReview(e, r, job.id, context);
+          shown(e, r, started, true);
+          return ts;
+        },
       );
       const files = notifier.reviewFiles(r, context);
       return {
@@ -294,7 +435,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       // Not posted yet: the post shows the state it finds, and asks for an update if that changes.
       if (!r.messageTs) return undefined;
       await spend(gate, job, e);
-      await notifier.updateReview(e, r, reviewNote(r), await contextOf(e, r));
+      const context = await contextOf(e, r);
+      const started = Date.now();
+      await notifier.updateReview(e, r, reviewNote(r), context);
+      shown(e, r, started, false);
       return { record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)), next: await planFollows(e) };
     },
     async "review.reminder"(job, gate) {
@@ -337,6 +481,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         () => notifier.findPosted(e, e.threadTs, job.id),
         async () => {
           await notifier.postThreadNotice(e, notice, job.id);
+          // A stopped run has no completion notice: its thread's stop notice (posted once) counts it.
+          if (notice.kind === "run_stopped") telemetry.emit({ type: "run.ended", executionId: e.id, crewName: e.crewName, outcome: notice.how });
           return "";
         },
       );
@@ -350,7 +496,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { ts } = await postOnce(
         job,
         () => notifier.findPosted(e, null, job.id),
-        async () => (await notifier.postCompletion(e, job.id)).ts,
+        async () => {
+          const { ts } = await notifier.postCompletion(e, job.id);
+          telemetry.emit({ type: "run.ended", executionId: e.id, crewName: e.crewName, outcome: e.state });
+          return ts;
+        },
       );
       // The announcement stays in the channel that refused the run: not updated once the run moved.
       const next: NewEffect[] = e.movedTo ? [] : [{ kind: "run.announcement", subjectId: e.id }];
@@ -364,14 +514,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await notifier.attachCompletionFile(e);
       return undefined;
     },
-    async "run.announcement"(job, gate) {
-      const e = await execution(job.subjectId);
-      if (!e) throw new GiveUp("its run no longer exists");
-      if (e.movedTo) return undefined;
-      await spend(gate, job, e);
-      await notifier.updateAnnouncement(e);
-      return undefined;
-    },
+    "run.announcement": (job, gate) => showAnnouncement(job, gate),
+    // An ended run's announcement is shown by run.announcement (its final state).
+    "run.started": (job, gate) => showAnnouncement(job, gate, { whileLive: true }),
     async "run.progress"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
@@ -382,7 +527,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       // A run someone stopped shows no progress after its stop (steps still on their way when it was
       // stopped); a live plan it had is ended, showing the stop.
       const stopped = STOPPED_STATES.includes(e.state as (typeof STOPPED_STATES)[number]);
-      if (await streams(e)) return stopped && !e.streamTs ? undefined : streamPlan(job, gate, e, p);
+      if (await streams(e)) return stopped && !e.streamTs ? earlyStopped(job, gate, e) : streamPlan(job, gate, e, p);
       if (stopped) return undefined;
       return progressMessage(job, gate, e, p);
     },

@@ -67,14 +67,38 @@ describe("Slack tiers", () => {
     expect(take(0)).toBe(false);
   });
 
-  it("reserves by priority: none for what a person waits on, one for notices, half the bucket for progress", () => {
-    expect([reserveFor(0, 7), reserveFor(1, 7), reserveFor(2, 7)]).toEqual([0, 1, 3]);
-    expect(reserveFor(2, 1)).toBe(0);
+  it("reserves by priority: none for what a person waits on, one for notices, half the bucket for progress, all but two when Slack is idle", () => {
+    expect([reserveFor(0, 7), reserveFor(1, 7), reserveFor(2, 7), reserveFor(3, 7)]).toEqual([0, 1, 3, 5]);
+    expect([reserveFor(2, 1), reserveFor(3, 1)]).toEqual([0, 0]);
+    expect(reserveFor(3, 3)).toBe(1);
     // The outbox keeps one token of headroom below Slack's bucket: Tier 3's 8 become 7 it may spend.
     const update = budgetFor({ team: "T1", method: "chat.update" }, 0)!;
     expect(update).toMatchObject({ key: "T1|chat.update", pauseKey: "T1|chat.update", intervalMs: 1200, toleranceMs: 6 * 1200 });
     expect(budgetFor({ team: "T1", method: "chat.update" }, 2)!.toleranceMs).toBe(3 * 1200);
     expect(budgetFor({ team: "T1", method: "chat.postMessage", channel: "C9" }, 0)).toMatchObject({ key: "T1|chat.postMessage|C9", pauseKey: "T1|chat.postMessage" });
     expect(budgetFor({ team: "T1", method: "no.such.method" }, 0)).toBeUndefined();
+  });
+
+  it("a live plan's stop yields the Tier 2 token to starts: it goes only with one more token left than a start needs", () => {
+    // Tier 2: 4 a burst, 3 spendable, progress leaves 1: a start goes with 2 left (tolerance one interval of 3 s), a stop only with all 3.
+    expect(budgetFor({ team: "T1", method: "chat.startStream" }, 2)).toMatchObject({ intervalMs: 3000, toleranceMs: 3000 });
+    expect(budgetFor({ team: "T1", method: "chat.stopStream", yields: true }, 2)).toMatchObject({ intervalMs: 3000, toleranceMs: 0 });
+    expect(budgetFor({ team: "T1", method: "chat.stopStream" }, 2)!.toleranceMs).toBe(3000);
+    // Plans starting one every 3 s keep the bucket from filling: the stop waits until they are done.
+    const rate = { perMinute: 20, burst: 3 };
+    let tat: number | undefined;
+    const take = (now: number, reserve: number) => {
+      const r = takeCell(tat, now, rate, reserve);
+      if (r.ok) tat = r.tat;
+      return r.ok;
+    };
+    const t0 = 9_000_000;
+    expect([take(t0, 1), take(t0, 1)]).toEqual([true, true]);
+    for (let t = t0; t < t0 + 12_000; t += 3000) {
+      expect(take(t, 2), `stop at +${t - t0}`).toBe(false);
+      expect(take(t, 1), `start at +${t - t0}`).toBe(t > t0);
+    }
+    // No start left waiting: the bucket fills and the stop goes.
+    expect(take(t0 + 18_000, 2)).toBe(true);
   });
 });

@@ -1,32 +1,34 @@
 // The worker on a real database (embedded by default, PostgreSQL in the second pass), with a
 // performer of its own: what becomes of effects that succeed, fail, cannot be done, or grow old.
 import crypto from "node:crypto";
+import { CompiledQuery } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { EFFECT_KINDS, type EffectJob } from "../domain/effects.js";
 import { silentLogger } from "../log/log.js";
-import { type SqlRunner, sqlRunnerFor } from "../store/db/sql.js";
 import { enqueueEffect as enqueue } from "../store/effects.js";
-import { sqlOf } from "../store/sql.js";
-import type { SlackGate } from "./budget.js";
+import type { Sql } from "../store/sql.js";
+import { SlackBudget, type SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
-import { type OutboxOptions, OutboxWorker, type Performer } from "./worker.js";
+import { type OutboxEvents, type OutboxOptions, OutboxWorker, type Performer } from "./worker.js";
 
 let db: TestDatabase;
-let sql: SqlRunner;
+let sql: Sql;
+/** Rows of a statement written as text. */
+const query = async <T = unknown>(text: string, values: unknown[] = []): Promise<T[]> => (await sql.executeQuery<T>(CompiledQuery.raw(text, values))).rows;
 const clock = { at: new Date("2026-11-23T10:00:00.000Z"), now: () => clock.at };
 const subject = "00000000-0000-4000-8000-0000000000a1";
 
 beforeEach(async () => {
   db = await createTestDatabase();
-  sql = sqlRunnerFor(db.database.prisma);
+  sql = db.database.sql;
 });
 afterEach(async () => db.drop());
 
 const rows = () =>
-  sql.query<{ kind: string; state: string; attempts: number; lastError: string | null }>(`SELECT kind, state, attempts, "lastError" FROM "SlackEffect" ORDER BY kind`, []);
-const worker = (perform: Performer, options: Partial<OutboxOptions> = {}) =>
-  new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000, ...options });
+  query<{ kind: string; state: string; attempts: number; lastError: string | null }>(`SELECT kind, state, attempts, "lastError" FROM "SlackEffect" ORDER BY kind`, []);
+const worker = (perform: Performer, options: Partial<OutboxOptions> = {}, events: OutboxEvents = {}) =>
+  new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000, ...options }, events);
 
 describe("outbox worker", () => {
   it("performs what is due once, retries a failure after its backoff, and gives up what cannot be done", async () => {
@@ -61,16 +63,39 @@ describe("outbox worker", () => {
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
   });
 
+  it("keeps a repeatable effect that has more to do later (again) due until then, re-armed or not, and records what it did meanwhile", async () => {
+    await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 1, latest: "a" } }, clock.at);
+    const recorded: number[] = [];
+    let rounds = 0;
+    const w = worker(async () => {
+      rounds++;
+      // A step handed over while it runs re-arms it: it must not run again before `again` for that.
+      if (rounds === 1) await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 1, latest: "b" } }, clock.at);
+      return rounds < 3 ? { record: async () => void recorded.push(rounds), again: new Date(clock.at.getTime() + 5000) } : undefined;
+    });
+    expect(await w.runDue()).toBe(1);
+    const state = async () => (await query<{ state: string; runAt: Date; attempts: number }>(`SELECT state, "runAt", attempts FROM "SlackEffect"`))[0]!;
+    expect(await state()).toMatchObject({ state: "due", attempts: 0 });
+    expect(new Date((await state()).runAt).getTime()).toBe(clock.at.getTime() + 5000);
+    expect(await w.runDue()).toBe(0);
+    clock.at = new Date(clock.at.getTime() + 5000);
+    expect(await w.runDue()).toBe(1);
+    clock.at = new Date(clock.at.getTime() + 5000);
+    expect(await w.runDue()).toBe(1);
+    expect(recorded).toEqual([1, 2]);
+    expect((await state()).state).toBe("done");
+  });
+
   it("merges one run's progress from several replicas: steps add up, and the text received last wins whatever order they are handed over in", async () => {
     await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 3, latest: "step 60 of 60", latestAt: 2000 } }, clock.at);
     // Another replica flushes an older step afterwards.
     await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 2, latest: "step 58 of 60", latestAt: 1000 } }, clock.at);
     // A handover with no new text (the final count) keeps the text.
     await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 0, latest: "", done: true } }, clock.at);
-    const [row] = await sql.query<{ payload: Record<string, unknown> }>(`SELECT payload FROM "SlackEffect" WHERE kind = 'run.progress'`, []);
+    const [row] = await query<{ payload: Record<string, unknown> }>(`SELECT payload FROM "SlackEffect" WHERE kind = 'run.progress'`, []);
     expect(row!.payload).toMatchObject({ steps: 5, latest: "step 60 of 60", latestAt: 2000, done: true });
     await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 1, latest: "step 61", latestAt: 3000 } }, clock.at);
-    const [later] = await sql.query<{ payload: Record<string, unknown> }>(`SELECT payload FROM "SlackEffect" WHERE kind = 'run.progress'`, []);
+    const [later] = await query<{ payload: Record<string, unknown> }>(`SELECT payload FROM "SlackEffect" WHERE kind = 'run.progress'`, []);
     expect(later!.payload).toMatchObject({ steps: 6, latest: "step 61", latestAt: 3000 });
   });
 
@@ -141,7 +166,7 @@ describe("outbox worker", () => {
     });
 
     it("of a review are ordered with the other messages of its run's thread", async () => {
-      const store = sqlOf(sql);
+      const store = sql;
       const execution = { id: crypto.randomUUID() };
       const review = { id: crypto.randomUUID() };
       await store
@@ -191,10 +216,10 @@ describe("outbox worker", () => {
       };
     };
     const rateLimited = (seconds: number) => Object.assign(new Error("rate limited"), { code: "slack_webapi_rate_limited_error", retryAfter: seconds });
-    const effect = (kind: "run.announcement" | "run.progress" | "review.show", subjectId: string, name: string, team = "T1") =>
+    const effect = (kind: "run.announcement" | "run.started" | "run.progress" | "review.show", subjectId: string, name: string, team = "T1") =>
       enqueue(sql, { kind, subjectId, payload: { team, name } }, clock.at);
     const row = async (subjectId: string) =>
-      (await sql.query<{ state: string; attempts: number; runAt: Date }>(`SELECT state, attempts, "runAt" FROM "SlackEffect" WHERE "subjectId" = $1`, [subjectId]))[0]!;
+      (await query<{ state: string; attempts: number; runAt: Date }>(`SELECT state, attempts, "runAt" FROM "SlackEffect" WHERE "subjectId" = $1`, [subjectId]))[0]!;
 
     it("a 429 with Retry-After pauses that method for the whole workspace, for every effect, and no other workspace", async () => {
       await effect("run.announcement", s1, "a", "T1");
@@ -229,10 +254,13 @@ describe("outbox worker", () => {
       await effect("run.progress", s3, "p3");
       await effect("review.show", s4, "r1");
       const performed: string[] = [];
-      const w = worker(slack(performed), tight);
+      const waits: string[] = [];
+      const w = worker(slack(performed), tight, { deferred: (kind, method) => waits.push(`${kind} ${method}`) });
       while ((await w.runDue()) > 0);
       // Three tokens: the review first (claimed first), one progress update, and one left for what a person waits on.
       expect(performed).toEqual(["review.show r1", "run.progress p1"]);
+      // Each refusal is counted (crewline_slack_budget_waits_total), by the method that waits.
+      expect(waits).toEqual(["run.progress chat.update", "run.progress chat.update"]);
       const waiting = [await row(s2), await row(s3)];
       expect(waiting.map((r) => [r.state, r.attempts])).toEqual([
         ["due", 0],
@@ -243,6 +271,62 @@ describe("outbox worker", () => {
       await effect("review.show", "00000000-0000-4000-8000-0000000000d1", "r2");
       while ((await w.runDue()) > 0);
       expect(performed).toEqual(["review.show r1", "run.progress p1", "review.show r2"]);
+    });
+
+    it("the announcement's kickoff id (run.started) goes after progress, and only from an all but full bucket", async () => {
+      // chat.update with a bucket of 7 and a token every 10 s: progress may take 4, the idle priority only the first 2.
+      const idle = { budget: { headroom: 0, tiers: { ...TIGHT, tier3: { perMinute: 6, burst: 7, scope: "workspace" as const } } }, concurrency: 1 };
+      await effect("run.started", s4, "kickoff id");
+      await effect("run.progress", s1, "p1");
+      await effect("run.progress", s2, "p2");
+      await effect("run.progress", s3, "p3");
+      const performed: string[] = [];
+      const w = worker(slack(performed), idle);
+      while ((await w.runDue()) > 0);
+      expect(performed).toEqual(["run.progress p1", "run.progress p2", "run.progress p3"]);
+      expect(await row(s4)).toMatchObject({ state: "due", attempts: 0 });
+      later(20_000);
+      while ((await w.runDue()) > 0);
+      expect(performed.at(-1)).toBe("run.started kickoff id");
+    });
+
+    it("counts a refused token even when the effect waits for it in another way than being put back", async () => {
+      for (const [i, id] of ids(3).entries()) await effect("run.announcement", id, `n${i}`);
+      const waits: string[] = [];
+      const performed: string[] = [];
+      // Like a live plan whose start is refused: it shows its steps meanwhile and is done for now.
+      const patient: Performer = async (job, gate) => {
+        await gate?.({ team: "T1", channel: "C1", method: "chat.update" }).catch(() => undefined);
+        performed.push(String(job.payload?.name));
+        return undefined;
+      };
+      const w = worker(patient, { budget: { headroom: 0, tiers: { ...TIGHT } }, concurrency: 1 }, { deferred: (kind, method) => waits.push(`${kind} ${method}`) });
+      while ((await w.runDue()) > 0);
+      expect(performed).toEqual(["n0", "n1", "n2"]);
+      // Notices leave one token of three to what a person waits on: the third was refused.
+      expect(waits).toEqual(["run.announcement chat.update"]);
+      expect((await rows()).every((r) => r.state === "done")).toBe(true);
+    });
+
+    it("a call in a Slack request's own answer waits a moment for its token, then goes and is counted: the outbox's calls wait for it", async () => {
+      const budget = new SlackBudget(sql, { headroom: 0, tiers: { ...TIGHT } });
+      const call = { team: "T1", channel: "C1", method: "chat.postMessage" };
+      for (let i = 0; i < 3; i++) expect((await budget.take(call, 0, clock.at)).ok).toBe(true);
+      const refused = await budget.take(call, 0, clock.at);
+      if (refused.ok) throw new Error("the bucket of three should be empty");
+      // Its token is 10 s away, more than it may wait: it goes now, in debt.
+      await budget.spendNow(call, 0, { now: () => clock.at }, 50);
+      expect(await budget.take(call, 0, clock.at)).toEqual({ ok: false, retryAt: new Date(refused.retryAt.getTime() + 10_000) });
+    });
+
+    it("a live plan's start is what a person waits on: progress's effect takes the tokens progress would leave", async () => {
+      const budget = new SlackBudget(sql, { headroom: 0, tiers: { ...TIGHT } });
+      const start = { team: "T1", method: "chat.startStream" };
+      // A bucket of three: progress leaves one, so its second call waits; a plan's start takes it.
+      expect((await budget.take(start, 2, clock.at)).ok).toBe(true);
+      expect((await budget.take(start, 2, clock.at)).ok).toBe(true);
+      expect((await budget.take(start, 2, clock.at)).ok).toBe(false);
+      expect((await budget.take({ ...start, waitedOn: true }, 2, clock.at)).ok).toBe(true);
     });
 
     it("is shared by replicas: two workers on one database spend from one bucket", async () => {

@@ -14,11 +14,9 @@
 
 import { EFFECT_KINDS, type EffectJob, type EffectKind, isEffectKind, type NewEffect, retryDelay } from "../domain/effects.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import { type ClaimedEffect, claimEffects, completeEffect, enqueueEffect, failEffect, pruneEffects } from "../store/effects.js";
 import { pruneBudget } from "../store/slack-budget.js";
-import { inTransaction, type Sql, sqlOf } from "../store/sql.js";
+import { inTransaction, type Sql } from "../store/sql.js";
 import type { Clock } from "../usecases/ports.js";
 import { type BudgetOptions, BudgetWait, SlackBudget, type SlackCall, type SlackGate } from "./budget.js";
 import { judgeFailure } from "./failures.js";
@@ -28,6 +26,11 @@ export interface EffectOutcome {
   record?: (tx: Sql) => Promise<void>;
   /** What the chain does next (a file after its post, an update of a message changed meanwhile). */
   next?: NewEffect[];
+  /**
+   * A repeatable effect that did what it could now and has more to do later (a run's live plan waiting
+   * for Slack to let it start): it stays due until then, instead of being marked done.
+   */
+  again?: Date;
 }
 
 /** Performs one effect; asks `gate` (Slack's budget) before each Web API call it makes. */
@@ -113,7 +116,7 @@ export class OutboxWorker {
   private wake?: { at: number; timer: NodeJS.Timeout };
 
   constructor(
-    db: Sql | SqlRunner | Db,
+    db: Sql,
     private readonly perform: Performer,
     private readonly log: Logger,
     private readonly clock: Clock,
@@ -122,7 +125,7 @@ export class OutboxWorker {
   ) {
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<OutboxOptions>;
     this.options = { ...DEFAULT_OUTBOX_OPTIONS, replicaId: options.replicaId, ...defined };
-    this.sql = sqlOf(db);
+    this.sql = db;
     if (this.options.budget !== false) this.budget = new SlackBudget(this.sql, this.options.budget);
   }
 
@@ -285,7 +288,12 @@ export class OutboxWorker {
     const gate: SlackGate | undefined = budget
       ? async (call) => {
           const taken = await budget.take(call, priority, this.clock.now());
-          if (!taken.ok) throw new BudgetWait(call, taken.retryAt);
+          if (!taken.ok) {
+            // Counted here, where the token is refused: some effects wait for it in another way than
+            // being put back (a live plan shows its steps in the meantime and tries again later).
+            this.events.deferred?.(job.kind, call.method);
+            throw new BudgetWait(call, taken.retryAt);
+          }
           called = call;
         }
       : undefined;
@@ -308,19 +316,19 @@ export class OutboxWorker {
   private async complete(job: EffectJob, outcome: EffectOutcome): Promise<void> {
     const now = this.clock.now();
     // Re-armed while it ran (a newer state to show): it stays due, to run again from the row.
-    const markDone = (db: Sql) => completeEffect(db, { id: job.id, generation: job.generation, owner: this.options.replicaId, now });
+    const again = outcome.again;
+    const markDone = (db: Sql) => completeEffect(db, { id: job.id, generation: job.generation, owner: this.options.replicaId, now, ...(again ? { again } : {}) });
     const next = outcome.next ?? [];
     // Nothing to record and nothing after it: one statement, no transaction.
-    if (!outcome.record && next.length === 0) {
-      await markDone(this.sql);
-      return;
-    }
-    await inTransaction(this.sql, async (tx) => {
-      await outcome.record?.(tx);
-      for (const effect of next) await enqueueEffect(tx, effect, now);
-      await markDone(tx);
-    });
+    if (!outcome.record && next.length === 0) await markDone(this.sql);
+    else
+      await inTransaction(this.sql, async (tx) => {
+        await outcome.record?.(tx);
+        for (const effect of next) await enqueueEffect(tx, effect, now);
+        await markDone(tx);
+      });
     if (next.length) this.wanted = true;
+    if (again) this.wakeAt(again.getTime());
   }
 
   /**
@@ -338,7 +346,6 @@ export class OutboxWorker {
       error: `${job.interrupted ? AMBIGUOUS : ""}waiting for Slack's ${wait.call.method} budget`,
       now,
     });
-    this.events.deferred?.(job.kind, wait.call.method);
     this.wakeAt(wait.retryAt.getTime());
   }
 
