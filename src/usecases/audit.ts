@@ -3,8 +3,6 @@
 import crypto from "node:crypto";
 import type { Logger } from "../log/log.js";
 import { type AuditRow, auditOfExecution, auditOfFlowRequest, insertAudit, type NewAuditRow } from "../store/audit.js";
-import type { Db } from "../store/db/database.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import type { Sql } from "../store/sql.js";
 import { type Clock, systemClock } from "./ports.js";
 
@@ -37,7 +35,7 @@ export function sha256(text: string): string {
 
 export class Audit {
   constructor(
-    private readonly db: Db,
+    private readonly db: Sql,
     private readonly log: Logger,
     private readonly clock: Clock = systemClock,
   ) {}
@@ -46,7 +44,7 @@ export class Audit {
    * Appends a row. Given the transaction of the state change it records, it commits (or fails) with
    * it; on its own, a failure is logged, never thrown into the flow it records.
    */
-  async record(row: NewAuditRecord, tx?: Sql | SqlRunner): Promise<AuditRecord | undefined> {
+  async record(row: NewAuditRecord, tx?: Sql): Promise<AuditRecord | undefined> {
     if (tx) return insertAudit(tx, auditRow(row), this.clock.now());
     try {
       return await insertAudit(this.db, auditRow(row), this.clock.now());

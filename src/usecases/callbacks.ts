@@ -7,10 +7,9 @@ import { isCrewError } from "../protocols/crew/errors.js";
 import { effectOf, parseEventBatch, type StreamEvent } from "../protocols/crew/events.js";
 import { parseWebhook } from "../protocols/crew/parse.js";
 import type { CrewEvent } from "../protocols/crew/types.js";
-import type { Db } from "../store/db/database.js";
 import { findExecution } from "../store/executions.js";
 import { isUuid } from "../store/ids.js";
-import { type Sql, sqlOf } from "../store/sql.js";
+import type { Sql } from "../store/sql.js";
 import {
   insertWebhookEvent,
   markWebhookEventFailed,
@@ -28,12 +27,17 @@ import type { Runs } from "./runs.js";
 import { WorkQueue } from "./work-queue.js";
 
 /**
- * Recorded callbacks processed at once; the rest wait their turn (they are durable already). Two
- * overlap one job's Slack call with another's queries on PostgreSQL. The embedded database runs one
- * query at a time on the bot's own thread, where a second job adds nothing but makes callbacks wait
- * longer for their answer (the app passes 1 there).
+ * Recorded callbacks processed at once; the rest wait their turn (they are durable already).
+ * Processing makes no Slack call (it enqueues outbox effects), so a job's time is its database round
+ * trips, and on PostgreSQL several jobs overlap them. Measured with 50 runs in flight on one replica
+ * (`npm run bench -- scale-out`, a loaded 2-core machine): recorded → processed p50 4–5 s with 2 at a
+ * time (reviews mostly came through status polling), 0.7 s with 4, 0.2–0.6 s with 8; 8 also took
+ * pool connections (10) from the intake, whose burst answered fewer callbacks a second
+ * (`npm run bench -- task-intake`). The embedded database runs one query at a time (on its own
+ * thread), where a second job adds nothing but makes callbacks wait longer for their answer (the app
+ * passes 1 there).
  */
-export const DEFAULT_PROCESSING_CONCURRENCY = 2;
+export const DEFAULT_PROCESSING_CONCURRENCY = 4;
 
 /** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION). */
 export const DEFAULT_WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
@@ -53,12 +57,18 @@ export interface AuthenticatedCallback {
   kind: CallbackKind;
 }
 
-export interface CallbackAnswer {
-  status: number;
-  message: string;
-  /** Schedules the work to do after the HTTP answer (the durable record exists already). */
-  after?: () => void;
-}
+/** Why a callback was refused before its body was read (adapters/http/routes.ts words each as an HTTP answer). */
+export type CallbackRefusal = { kind: "unknown_callback" } | { kind: "unknown_run" } | { kind: "bad_secret" } | { kind: "bad_authorization" } | { kind: "run_ended" };
+
+/** What became of a callback's body. */
+export type CallbackOutcome =
+  /** Taken; `after` schedules the work to do once the crew has its answer (the durable record exists already). */
+  | { kind: "accepted"; after?: () => void }
+  | { kind: "duplicate" }
+  /** An event batch with nothing not seen before. */
+  | { kind: "nothing_new" }
+  | { kind: "names_another_run" }
+  | { kind: "malformed"; problem: string };
 
 export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
@@ -67,45 +77,57 @@ export class Callbacks {
   private readonly sql: Sql;
   private lastPrune = 0;
 
-  constructor(
-    db: Db,
-    private readonly runs: Runs,
-    private readonly reviews: Reviews,
-    private readonly progress: ProgressCoalescer,
-    private readonly log: Logger,
-    processingConcurrency = DEFAULT_PROCESSING_CONCURRENCY,
-    private readonly clock: Clock = systemClock,
-    private readonly retentionMs = DEFAULT_WEBHOOK_EVENT_RETENTION_MS,
-  ) {
+  private readonly runs: Runs;
+  private readonly reviews: Reviews;
+  private readonly progress: ProgressCoalescer;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly retentionMs: number;
+
+  constructor(deps: {
+    db: Sql;
+    runs: Runs;
+    reviews: Reviews;
+    progress: ProgressCoalescer;
+    log: Logger;
+    clock?: Clock;
+    processingConcurrency?: number;
+    /** How long the recorded callbacks of an ended run are kept. */
+    retentionMs?: number;
+  }) {
+    ({ runs: this.runs, reviews: this.reviews, progress: this.progress, log: this.log } = deps);
+    this.clock = deps.clock ?? systemClock;
+    this.retentionMs = deps.retentionMs ?? DEFAULT_WEBHOOK_EVENT_RETENTION_MS;
+    const processingConcurrency = deps.processingConcurrency ?? DEFAULT_PROCESSING_CONCURRENCY;
     // process() logs its own failures with the event they belong to.
     this.work = new WorkQueue(processingConcurrency, () => {});
-    this.sql = sqlOf(db);
+    this.sql = deps.db;
   }
 
   /**
    * Who is calling, from the URL and headers alone (execution id, secret, and for `input` / `events`
    * the bearer token): checked before the body is read, so a forged request costs no parsing.
    */
-  async authenticate(executionId: string, kind: string, secret: string, authorization?: string): Promise<{ caller: AuthenticatedCallback } | { refused: CallbackAnswer }> {
-    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { refused: { status: 404, message: "unknown callback" } };
+  async authenticate(executionId: string, kind: string, secret: string, authorization?: string): Promise<{ caller: AuthenticatedCallback } | { refused: CallbackRefusal }> {
+    if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { refused: { kind: "unknown_callback" } };
     // Step callbacks come in floods and do nothing once the run has ended: the cached row will do.
     // The others are few, and whether the run has ended must be current for them.
     if (kind !== "step") this.cache.delete(executionId);
     const execution = await this.lookup(executionId);
-    if (!execution) return { refused: { status: 404, message: "unknown execution" } };
-    if (!sameSecret(secret, execution.webhookSecret)) return { refused: { status: 401, message: "invalid callback secret" } };
+    if (!execution) return { refused: { kind: "unknown_run" } };
+    if (!sameSecret(secret, execution.webhookSecret)) return { refused: { kind: "bad_secret" } };
     if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
-      return { refused: { status: 401, message: "invalid or missing authorization" } };
+      return { refused: { kind: "bad_authorization" } };
     }
-    // A run that has ended takes no more news, and nothing about it is stored: 410, whatever the
-    // kind, a repeat of the crew callback that ended it included (the crew does not retry, and a
-    // repeat arriving while that callback is still being processed is answered 200 as a duplicate).
-    if (isFinished(execution.state)) return { refused: { status: 410, message: "this run has ended; its callbacks are no longer taken" } };
+    // A run that has ended takes no more news, and nothing about it is stored, whatever the kind, a
+    // repeat of the crew callback that ended it included (the crew does not retry, and a repeat
+    // arriving while that callback is still being processed is a duplicate).
+    if (isFinished(execution.state)) return { refused: { kind: "run_ended" } };
     return { caller: { execution, kind: kind as CallbackKind } };
   }
 
   /** The body of an authenticated callback: checked against its run, recorded, answered. */
-  async accept(caller: AuthenticatedCallback, body: unknown): Promise<CallbackAnswer> {
+  async accept(caller: AuthenticatedCallback, body: unknown): Promise<CallbackOutcome> {
     const { kind } = caller;
     let { execution } = caller;
     if (!namesOwnRun(execution, body)) {
@@ -114,7 +136,7 @@ export class Callbacks {
       execution = (await this.lookup(execution.id)) ?? execution;
       if (!namesOwnRun(execution, body)) {
         this.log.warn("callback names another run; refused", { executionId: execution.id, kind });
-        return { status: 409, message: "this callback names another run than its URL" };
+        return { kind: "names_another_run" };
       }
     }
 
@@ -123,16 +145,16 @@ export class Callbacks {
     try {
       event = parseWebhook(kind as Exclude<CallbackKind, "events">, body);
     } catch (err) {
-      return { status: 400, message: isCrewError(err) ? err.message : "malformed callback body" };
+      return { kind: "malformed", problem: isCrewError(err) ? err.message : "malformed callback body" };
     }
     if (event.kind === "step") {
       if (!isFinished(execution.state)) this.progress.step(execution, event);
-      return { status: 202, message: "accepted" };
+      return { kind: "accepted" };
     }
     const recorded = await this.record(execution.id, kind, body);
-    if (!recorded) return { status: 200, message: "duplicate delivery ignored" };
+    if (!recorded) return { kind: "duplicate" };
     // The body is at hand: processing it here need not read megabytes back from the database.
-    return { status: 202, message: "accepted", after: () => this.work.push(() => this.process(recorded, body)) };
+    return { kind: "accepted", after: () => this.work.push(() => this.process(recorded, body)) };
   }
 
   /**
@@ -140,12 +162,12 @@ export class Callbacks {
    * task and crew events are recorded (deduplicated by event id) and then go through the same path as
    * task and crew callbacks, in timestamp order, so whichever source arrives first has the effect.
    */
-  private async acceptEvents(execution: Execution, body: unknown): Promise<CallbackAnswer> {
+  private async acceptEvents(execution: Execution, body: unknown): Promise<CallbackOutcome> {
     let events: StreamEvent[];
     try {
       events = parseEventBatch(body);
     } catch (err) {
-      return { status: 400, message: isCrewError(err) ? err.message : "malformed event batch" };
+      return { kind: "malformed", problem: isCrewError(err) ? err.message : "malformed event batch" };
     }
     const recorded: string[] = [];
     for (const event of events) {
@@ -156,13 +178,13 @@ export class Callbacks {
       if (effect.kind !== "callback") continue;
       const id = await insertWebhookEvent(
         this.sql,
-        { executionId: execution.id, kind: effect.callback, dedupeKey: eventDedupeKey(event.id), payload: effect.body },
+        { executionId: execution.id, kind: effect.callback, dedupeKey: eventDedupeKey(event.id), payloadJson: JSON.stringify(effect.body) },
         this.clock.now(),
       );
       if (id) recorded.push(id);
     }
-    if (!recorded.length) return { status: 200, message: "nothing new" };
-    return { status: 202, message: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
+    if (!recorded.length) return { kind: "nothing_new" };
+    return { kind: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
   }
 
   private async processInOrder(ids: string[]): Promise<void> {
@@ -235,8 +257,9 @@ export class Callbacks {
   }
 
   private async record(executionId: string, kind: string, body: unknown): Promise<string | undefined> {
-    const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(JSON.stringify(body)).digest("hex");
-    return insertWebhookEvent(this.sql, { executionId, kind, dedupeKey, payload: body }, this.clock.now());
+    const payloadJson = JSON.stringify(body);
+    const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(payloadJson).digest("hex");
+    return insertWebhookEvent(this.sql, { executionId, kind, dedupeKey, payloadJson }, this.clock.now());
   }
 
   private async lookup(id: string): Promise<Execution | undefined> {

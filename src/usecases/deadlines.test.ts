@@ -1,13 +1,12 @@
 // A deadline's remind is one transaction: the claim (counted as one of the review's reminders), its
 // audit record and its Slack effects commit together, or not at all (and the deadline is taken later).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { silentLogger } from "../log/log.js";
 import { DurableOutbox } from "../outbox/index.js";
-import { sqlRunnerFor } from "../store/db/sql.js";
 import { insertExecution, updateExecution } from "../store/executions.js";
 import { insertReview } from "../store/reviews.js";
-import { sqlOf } from "../store/sql.js";
 import { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, ReviewDeadlines } from "./deadlines.js";
 import type { Review } from "./ports.js";
@@ -25,8 +24,8 @@ class FailingAudit extends Audit {
 
 function deadlines(audit: Audit, reminded: number[] = []): ReviewDeadlines {
   return new ReviewDeadlines({
-    db: db.database.prisma,
-    outbox: new DurableOutbox(sqlRunnerFor(db.database.prisma), clock),
+    db: db.database.sql,
+    outbox: new DurableOutbox(db.database.sql, clock),
     audit,
     log: silentLogger,
     clock,
@@ -39,7 +38,7 @@ function deadlines(audit: Audit, reminded: number[] = []): ReviewDeadlines {
 describe("a deadline's remind", () => {
   beforeEach(async () => {
     db = await createTestDatabase();
-    const sql = sqlOf(db.database.prisma);
+    const sql = db.database.sql;
     const run = await insertExecution(
       sql,
       { crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: false, state: "waiting", requestId: "r", webhookSecret: "s", humanInputToken: "t" },
@@ -51,19 +50,19 @@ describe("a deadline's remind", () => {
       { executionId: run.id, taskKey: "t1", taskName: "research_task", agent: null, round: 1, output: "o", outputHash: "h", state: "pending", resumeTaskId: null },
       T0,
     ))!;
-    await db.database.prisma.review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
+    await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
   });
   afterEach(async () => db.drop());
 
   it("claims, audits and enqueues its notices in one transaction, once; a failure leaves none of it", async () => {
-    const prisma = db.database.prisma;
-    expect(await deadlines(new FailingAudit(prisma, silentLogger, clock)).tick()).toBe(0);
+    const prisma = prismaOf(db.database);
+    expect(await deadlines(new FailingAudit(db.database.sql, silentLogger, clock)).tick()).toBe(0);
     expect(await prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ remindersSent: 0, deadlineHandledAt: null, deadlineDoneAt: null });
     expect(await prisma.auditRecord.count()).toBe(0);
     expect(await prisma.slackEffect.count()).toBe(0);
 
     const reminded: number[] = [];
-    const ok = deadlines(new Audit(prisma, silentLogger, clock), reminded);
+    const ok = deadlines(new Audit(db.database.sql, silentLogger, clock), reminded);
     expect(await ok.tick()).toBe(1);
     expect(await ok.tick()).toBe(0); // taken already
     expect(await prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ remindersSent: 1, deadlineHandledAt: clock.now(), deadlineDoneAt: clock.now() });

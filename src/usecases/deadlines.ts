@@ -7,15 +7,13 @@
 import type { TimeoutAction } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import { deadlinesDue } from "../store/decision-requests.js";
 import { stampDeadline, withExecutions } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, timeoutFeedback } from "./decisions/core.js";
 import { crewReviewTarget } from "./decisions/crew-review.js";
-import { type Clock, type DeadlineNotice, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
+import { type ClaimHolder, type Clock, type DeadlineNotice, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
 
 export { DEADLINE_ACTOR, timeoutFeedback };
@@ -32,20 +30,37 @@ export function deadlineNoticeEffect(review: Review, notice: DeadlineNotice) {
   return { kind: "review.deadline", subjectId: review.id, part: `${notice.kind}:${review.decideBy?.getTime() ?? 0}`, payload: notice } as const;
 }
 
+/**
+ * The review became pending: stamps its deadline (once; a later promotion keeps the first) and returns
+ * the row to show. No write when the crew has no deadline. (Reviews calls it: a function of the policy
+ * alone, so Reviews needs no ReviewDeadlines, which needs Reviews.decide.)
+ */
+export function deadlineStamper(policy: DeadlinePolicy | undefined, clock: Clock = systemClock) {
+  return async (execution: Execution, review: Review, tx: Sql): Promise<Review> => {
+    const deadline = policy?.deadlineOf(execution.crewName);
+    if (!deadline || review.decideBy) return review;
+    const now = clock.now();
+    const decideBy = new Date(now.getTime() + deadline.withinMs);
+    return (await stampDeadline(tx, review.id, { decideBy, onTimeout: deadline.onTimeout }, now)) ?? review;
+  };
+}
+
 export interface DeadlineDeps {
-  db: Db;
+  db: Sql;
   /** Where the Slack effects it asks for are enqueued. */
   outbox: Outbox;
   audit: Audit;
   log: Logger;
   clock?: Clock;
   policy?: DeadlinePolicy;
-  /** Reviews.decide (looked up at call time, so instrumentation applies). */
+  /** Reviews.decide: reject and approve go to the crew like a click. */
   decide: (decision: Decision) => Promise<DecisionOutcome>;
   /** Called after a reminder was posted for a review, with the number of reminders it has had (escalation hooks in here). */
-  afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<void>;
-  /** A claim whose action never finished (the process died) is retaken after this long (CLAIM_STALE_MS). */
+  afterReminder?: (execution: Execution, review: Review, remindersSent: number) => Promise<unknown>;
+  /** A claim whose action never finished (the process died) is retaken after this long (CLAIM_STALE_MS), or once its holder is gone. */
   claimStaleMs?: number;
+  /** This replica: named in its claims; the claims of a holder gone are taken over at once. */
+  holder?: ClaimHolder;
 }
 
 export class ReviewDeadlines {
@@ -56,29 +71,24 @@ export class ReviewDeadlines {
     this.clock = deps.clock ?? systemClock;
   }
 
-  /**
-   * The review became pending: stamps its deadline (once; a later promotion keeps the first) and
-   * returns the row to show. No write when the crew has no deadline.
-   */
-  readonly stamp = async (execution: Execution, review: Review, tx: Sql | SqlRunner | Db = this.deps.db): Promise<Review> => {
-    const deadline = this.deps.policy?.deadlineOf(execution.crewName);
-    if (!deadline || review.decideBy) return review;
-    const now = this.clock.now();
-    const decideBy = new Date(now.getTime() + deadline.withinMs);
-    return (await stampDeadline(tx, review.id, { decideBy, onTimeout: deadline.onTimeout }, now)) ?? review;
-  };
-
   /** Takes every deadline that has passed (DecisionLoops calls it); returns how many actions were taken. Overlapping calls share one pass. */
   tick(): Promise<number> {
     this.running ??= this.takeDue().finally(() => (this.running = undefined));
     return this.running;
   }
 
-  private async takeDue(): Promise<number> {
+  /** Takes over only the deadline actions whose holder is gone (a dead replica's), at once. */
+  takeOver(): Promise<number> {
+    return this.takeDue(true);
+  }
+
+  private async takeDue(takeoversOnly = false): Promise<number> {
     const now = this.clock.now();
     // Not claimed yet, or claimed by a process that died before the action finished.
     const staleBefore = new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000));
-    const due = await deadlinesDue(this.deps.db, "Review", { now, staleBefore, liveRuns: { states: LIVE_STATES, kickoff: true }, limit: 50 });
+    const deadBefore = this.deps.holder?.deadBefore(now);
+    const due = await deadlinesDue(this.deps.db, "Review", { now, staleBefore, deadBefore, takeoversOnly, liveRuns: { states: LIVE_STATES, kickoff: true }, limit: 50 });
+    if (due.length === 0) return 0;
     return new DecisionCore(this.deps).takeDeadlines(crewReviewTarget(), await withExecutions(this.deps.db, due), {
       plan: (review, now) => {
         const action = (review.onTimeout ?? "remind") as TimeoutAction;

@@ -1,13 +1,12 @@
 // Escalation and reassignment are each one transaction: the claim on the review, its audit record
 // and its Slack effects (the thread reply, the message shown again) commit together or not at all.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { silentLogger } from "../log/log.js";
 import { DurableOutbox } from "../outbox/index.js";
-import { sqlRunnerFor } from "../store/db/sql.js";
 import { insertExecution } from "../store/executions.js";
 import { insertReview } from "../store/reviews.js";
-import { sqlOf } from "../store/sql.js";
 import { Audit } from "./audit.js";
 import { ReviewEscalations } from "./escalation.js";
 import type { Execution, Review } from "./ports.js";
@@ -18,9 +17,9 @@ let review: Review;
 const clock = { now: () => new Date("2026-05-01T10:00:00.000Z") };
 
 function escalations(audit: Audit): ReviewEscalations {
-  const outbox = new DurableOutbox(sqlRunnerFor(db.database.prisma), clock);
+  const outbox = new DurableOutbox(db.database.sql, clock);
   return new ReviewEscalations({
-    db: db.database.prisma,
+    db: db.database.sql,
     outbox,
     audit,
     log: silentLogger,
@@ -38,7 +37,7 @@ class FailingAudit extends Audit {
 }
 
 async function state() {
-  const prisma = db.database.prisma;
+  const prisma = prismaOf(db.database);
   return {
     review: await prisma.review.findUniqueOrThrow({ where: { id: review.id } }),
     audit: await prisma.auditRecord.findMany({ where: { executionId: execution.id } }),
@@ -49,7 +48,7 @@ async function state() {
 describe("escalation and reassignment", () => {
   beforeEach(async () => {
     db = await createTestDatabase();
-    const sql = sqlOf(db.database.prisma);
+    const sql = db.database.sql;
     const at = clock.now();
     execution = await insertExecution(
       sql,
@@ -65,14 +64,14 @@ describe("escalation and reassignment", () => {
   afterEach(async () => db.drop());
 
   it("reassigns with its audit record and its thread reply in one transaction, and rolls all of it back when one fails", async () => {
-    const failed = escalations(new FailingAudit(db.database.prisma, silentLogger, clock));
+    const failed = escalations(new FailingAudit(db.database.sql, silentLogger, clock));
     await expect(failed.reassign({ reviewId: review.id, by: "U1", to: "U7", reason: "on leave" })).rejects.toThrow(/audit write failed/);
     let now = await state();
     expect(now.review.reassignedTo).toBeNull();
     expect(now.audit).toEqual([]);
     expect(now.effects).toEqual([]);
 
-    const outcome = await escalations(new Audit(db.database.prisma, silentLogger, clock)).reassign({ reviewId: review.id, by: "U1", to: "U7", reason: "on leave" });
+    const outcome = await escalations(new Audit(db.database.sql, silentLogger, clock)).reassign({ reviewId: review.id, by: "U1", to: "U7", reason: "on leave" });
     expect(outcome).toMatchObject({ kind: "reassigned", review: { reassignedTo: "U7", reassignedBy: "U1", reassignReason: "on leave", reassignedAt: clock.now() } });
     now = await state();
     expect(now.review.reassignedTo).toBe("U7");
@@ -84,14 +83,14 @@ describe("escalation and reassignment", () => {
   });
 
   it("escalates once, with its audit record and its thread reply in one transaction, and rolls all of it back when one fails", async () => {
-    const failed = escalations(new FailingAudit(db.database.prisma, silentLogger, clock));
+    const failed = escalations(new FailingAudit(db.database.sql, silentLogger, clock));
     await expect(failed.afterReminder(execution, review, 2)).rejects.toThrow(/audit write failed/);
     let now = await state();
     expect(now.review.escalatedAt).toBeNull();
     expect(now.audit).toEqual([]);
     expect(now.effects).toEqual([]);
 
-    const ok = escalations(new Audit(db.database.prisma, silentLogger, clock));
+    const ok = escalations(new Audit(db.database.sql, silentLogger, clock));
     expect(await ok.afterReminder(execution, review, 1)).toBe(false); // not the last reminder yet
     expect(await ok.afterReminder(execution, review, 2)).toBe(true);
     expect(await ok.afterReminder(execution, review, 2)).toBe(false); // claimed already

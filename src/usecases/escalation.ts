@@ -4,16 +4,15 @@
 // reviewer gate (reviewer-rules.ts reviewGrants).
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
 import { findReviewWithExecution, type ReviewWithExecution } from "../store/reviews.js";
-import { type Sql, sqlOf } from "../store/sql.js";
+import type { Sql } from "../store/sql.js";
 import type { Audit } from "./audit.js";
 import { DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { crewReviewTarget } from "./decisions/crew-review.js";
 import type { Clock, Execution, Outbox, Review } from "./ports.js";
 
 export interface EscalationDeps {
-  db: Db;
+  db: Sql;
   /** Where the Slack effects it asks for are enqueued (in the transaction of the claim). */
   outbox: Outbox;
   audit: Audit;
@@ -33,7 +32,7 @@ export class ReviewEscalations {
   private readonly target: DecisionTarget<ReviewWithExecution>;
 
   constructor(private readonly deps: EscalationDeps) {
-    this.sql = sqlOf(deps.db);
+    this.sql = deps.db;
     this.core = new DecisionCore(deps);
     this.target = crewReviewTarget(deps.escalateToOf);
   }

@@ -9,9 +9,8 @@ import { flowCallbackClient } from "../adapters/flows/callback-client.js";
 import type { FlowConfig } from "../config/config.js";
 import { silentLogger } from "../log/log.js";
 import { DurableOutbox, type NewEffect } from "../outbox/index.js";
-import { sqlRunnerFor } from "../store/db/sql.js";
 import { findFlowRequest, insertFlowRequest } from "../store/flow-requests.js";
-import { type Sql, sqlOf } from "../store/sql.js";
+import type { Sql } from "../store/sql.js";
 import { Audit } from "./audit.js";
 import { FlowRequests, type FlowRules } from "./flows.js";
 import type { Clock } from "./ports.js";
@@ -37,13 +36,13 @@ class FailingOutbox extends DurableOutbox {
 const rules: FlowRules = { rulesFor: () => undefined, mayDecide: async () => true, isGranted: async () => false };
 
 function flowsWith(flow: Partial<FlowConfig>): { flows: FlowRequests; outbox: FailingOutbox } {
-  const outbox = new FailingOutbox(sqlRunnerFor(db.database.prisma), clock);
+  const outbox = new FailingOutbox(db.database.sql, clock);
   const flows = new FlowRequests({
-    db: db.database.prisma,
+    db: db.database.sql,
     flows: [{ name: FLOW, secret: "s", channel: "C0FLOWS", ...flow }],
     outbox,
     rules,
-    audit: new Audit(db.database.prisma, silentLogger),
+    audit: new Audit(db.database.sql, silentLogger),
     log: silentLogger,
     clock,
     callback: flowCallbackClient({ timeoutMs: 2000 }),
@@ -84,7 +83,7 @@ const row = async (id: string) => (await findFlowRequest(sql, id))!;
 describe("flow requests on the database: state, audit and effects commit together", () => {
   beforeEach(async () => {
     db = await createTestDatabase();
-    sql = sqlOf(db.database.prisma);
+    sql = db.database.sql;
     t = Date.parse("2026-03-29T01:30:00.000Z");
   });
   afterEach(async () => db.drop());
@@ -182,13 +181,13 @@ describe("flow requests on the database: state, audit and effects commit togethe
   });
 
   it("an escalation writes its claim, its audit row and its effects at once, or none of them", async () => {
-    const outbox = new FailingOutbox(sqlRunnerFor(db.database.prisma), clock);
+    const outbox = new FailingOutbox(db.database.sql, clock);
     const flows = new FlowRequests({
-      db: db.database.prisma,
+      db: db.database.sql,
       flows: [{ name: FLOW, secret: "s", channel: "C0FLOWS", escalateTo: { users: [CAROL], usergroups: [] } }],
       outbox,
       rules,
-      audit: new Audit(db.database.prisma, silentLogger),
+      audit: new Audit(db.database.sql, silentLogger),
       log: silentLogger,
       clock,
       reminders: { afterMs: 60_000, max: 1 },

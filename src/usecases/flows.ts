@@ -7,23 +7,19 @@ import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.
 import { approvalFeedback, approvalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { flowRequestTransition } from "../domain/states.js";
-import { type Logger, type SampledLog, sampledLog } from "../log/log.js";
-import { parseFlowBody } from "../protocols/flows/request.js";
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyFlowSignature } from "../protocols/flows/signature.js";
-import type { Db } from "../store/db/database.js";
-import { approvalsOf, approvedBy, deadlinesDue, remindersDue } from "../store/decision-requests.js";
+import type { Logger } from "../log/log.js";
+import type { FlowRequestInput } from "../protocols/flows/request.js";
+import { abandonedRequests, approvalsOf, approvedBy, deadlinesDue, remindersDue } from "../store/decision-requests.js";
 import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
-import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
-import { JsonTooComplex, parseBoundedJson } from "../text/bounded-json.js";
-import { sanitizeJson } from "../text/sanitize.js";
+import { inTransaction, type Sql } from "../store/sql.js";
 import { truncatePlain } from "../text/truncate.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { flowRequestTarget } from "./decisions/flow-request.js";
-import type { DecisionJob } from "./decisions/loops.js";
-import { type Clock, type FlowCallback, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
+import type { Job } from "./jobs.js";
+import { type ClaimHolder, type Clock, type FlowCallback, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 
 /** A flow feedback request as stored (src/store/flow-requests.ts). */
@@ -43,7 +39,7 @@ export type FlowRequestAccess = Pick<FlowRequest, "flowName" | "assigneeUserId" 
 export type FlowReassignOutcome = { kind: "reassigned"; request: FlowRequest } | { kind: "not_pending" } | { kind: "unknown_request" } | { kind: "same_person" };
 
 export interface FlowServiceDeps {
-  db: Db;
+  db: Sql;
   flows: FlowConfig[];
   /** Where its Slack effects are enqueued. */
   outbox: Outbox;
@@ -56,14 +52,12 @@ export interface FlowServiceDeps {
   /** Delivers an answer to the flow's callback (an undici adapter in production). */
   callback: FlowCallback;
   reminders?: { afterMs: number; max: number };
+  /** This replica: named in the decisions and deadline actions it claims; a gone holder's are taken over at once. */
+  holder?: ClaimHolder;
 }
 
-export interface IntakeAnswer {
-  status: number;
-  body: Record<string, unknown>;
-  /** Work to do after the HTTP answer went out (posting to Slack). */
-  after?: () => void;
-}
+/** What became of a feedback request: recorded (`after` is the work once the flow has its answer), or a repeat. */
+export type FlowIntakeOutcome = { kind: "recorded"; after: () => void } | { kind: "duplicate" };
 
 export interface FlowDecision {
   requestId: string;
@@ -124,16 +118,14 @@ export class FlowRequests {
   private readonly clock: Clock;
   private readonly sql: Sql;
   private readonly byName = new Map<string, FlowConfig>();
-  private readonly refusals: SampledLog;
   private readonly core: DecisionCore;
   private readonly target: DecisionTarget<FlowRequest>;
 
   constructor(private readonly deps: FlowServiceDeps) {
     this.clock = deps.clock ?? systemClock;
-    this.sql = sqlOf(deps.db);
+    this.sql = deps.db;
     this.core = new DecisionCore({ ...deps, clock: this.clock });
     this.target = flowRequestTarget((name) => this.flow(name));
-    this.refusals = sampledLog(deps.log);
     for (const flow of deps.flows) this.byName.set(flow.name.toLowerCase(), flow);
   }
 
@@ -145,36 +137,11 @@ export class FlowRequests {
     return this.deps.flows;
   }
 
-  /** POST /hooks/flows/<name>: verify, record, answer; posting happens in `after`. */
-  async intake(flowName: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<IntakeAnswer> {
-    const flow = this.flow(flowName);
-    if (!flow) return { status: 404, body: { error: "unknown flow" } };
-    const verdict = verifyFlowSignature({
-      secret: flow.secret,
-      timestamp: headers[TIMESTAMP_HEADER],
-      signature: headers[SIGNATURE_HEADER],
-      rawBody,
-      nowMs: this.clock.now().getTime(),
-    });
-    if (!verdict.ok) {
-      // Anyone can send these: one line per flow and reason a minute, with the count left out.
-      this.refusals.warn("flow request refused: bad signature", `${flow.name}\0${verdict.reason}`, { flow: flow.name, reason: verdict.reason });
-      return { status: 401, body: { error: "invalid or missing signature" } };
-    }
-    let body: unknown;
-    try {
-      // Bounded before parsing (nesting, value count), then text PostgreSQL can store (like crew callbacks).
-      body = sanitizeJson(parseBoundedJson(rawBody.toString("utf8")));
-    } catch (err) {
-      return { status: 400, body: { error: err instanceof JsonTooComplex ? `feedback request refused: ${err.message}` : "the body must be JSON" } };
-    }
-    const parsed = parseFlowBody(body);
-    if (parsed.kind === "invalid") return { status: 400, body: { error: `malformed feedback request: ${parsed.problem}` } };
-    if (parsed.kind === "ignored") {
-      this.deps.log.info("flow event ignored", { flow: flow.name, eventType: parsed.eventType });
-      return { status: 200, body: { ok: true, ignored: true } };
-    }
-    const r = parsed.request;
+  /**
+   * Records a feedback request of `flow` whose signature and body the HTTP intake has checked
+   * (adapters/http/flow-intake.ts); posting it to Slack happens in `after`.
+   */
+  async record(flow: FlowConfig, r: FlowRequestInput): Promise<FlowIntakeOutcome> {
     const now = this.clock.now();
     // The deadline starts when the request arrives (deadlinesDue acts on it).
     const decideBy = flow.decideWithinMs ? new Date(now.getTime() + flow.decideWithinMs) : null;
@@ -199,17 +166,21 @@ export class FlowRequests {
         },
         now,
       );
-      if (row) await this.deps.outbox.add(runnerOf(tx), { kind: "flow.post", subjectId: row.id });
+      if (row) await this.deps.outbox.add(tx, { kind: "flow.post", subjectId: row.id });
       return row;
     });
-    if (!stored) return { status: 200, body: { ok: true, duplicate: true } };
+    if (!stored) return { kind: "duplicate" };
     this.deps.log.info("flow feedback request recorded", { flow: flow.name, id: stored.id });
-    return { status: 202, body: { ok: true }, after: () => this.deps.outbox.nudge() };
+    return { kind: "recorded", after: () => this.deps.outbox.nudge() };
   }
 
-  /** Decisions abandoned mid-call (their process died) open again; posting needs no sweep (the outbox). */
-  async recover(): Promise<void> {
-    await this.reopenAbandoned();
+  /**
+   * Decisions abandoned mid-call (their process died) open again; posting needs no sweep (the outbox).
+   * `earlierRun`: at the start of a process alone in its database, before it serves anything, every
+   * decision still "deciding" was its earlier incarnation's, whose call died with it: opened at once.
+   */
+  async recover(earlierRun = false): Promise<void> {
+    await this.reopenAbandoned(earlierRun ? 0 : undefined);
   }
 
   /**
@@ -217,15 +188,23 @@ export class FlowRequests {
    * any callback could still be running, it opens again so someone can answer; should the first call
    * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
    */
-  private async reopenAbandoned(): Promise<void> {
-    const limit = Math.max(2 * this.deps.callback.timeoutMs, this.deps.abandonedAfterMs ?? 60_000);
-    const before = new Date(this.clock.now().getTime() - limit);
+  private async reopenAbandoned(afterMs?: number): Promise<void> {
+    const limit = afterMs ?? Math.max(2 * this.deps.callback.timeoutMs, this.deps.abandonedAfterMs ?? 60_000);
+    const now = this.clock.now();
+    const before = new Date(now.getTime() - limit);
     const { from, to } = flowRequestTransition("abandoned");
-    const abandoned = await store.listAbandoned(this.sql, from, before, 100);
+    // Long abandoned, or held by a replica gone (its heartbeat stale), whose call died with it.
+    const abandoned = await abandonedRequests(this.sql, "FlowRequest", { states: from, before, deadBefore: this.deps.holder?.deadBefore(now), limit: 100 });
     for (const request of abandoned) {
       if (await store.reopenAbandoned(this.sql, request, { from, to }, this.clock.now()))
         this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
     }
+  }
+
+  /** The decisions and deadline actions of a replica gone (its heartbeat stale), taken over at once. */
+  async takeOver(): Promise<void> {
+    await this.reopenAbandoned();
+    if (this.deps.flows.some((f) => f.decideWithinMs)) await this.deadlinesDue(true);
   }
 
   /** A request by its id (FlowRequest.id), or null. */
@@ -291,7 +270,14 @@ export class FlowRequests {
     const approving = outcome ? outcomeLeaning(outcome) === "approve" : d.editedOutput !== undefined;
     const edited = d.editedOutput !== undefined;
     const decidedAt = this.clock.now();
-    const decision: store.DecisionClaim = { decidedBy: d.userId, outcome: outcome ?? null, feedback: comment || null, decidedAt, decidedByDeadline: !!d.byDeadline };
+    const decision: store.DecisionClaim = {
+      decidedBy: d.userId,
+      outcome: outcome ?? null,
+      feedback: comment || null,
+      decidedAt,
+      decidedByDeadline: !!d.byDeadline,
+      claimedBy: this.deps.holder?.replicaId ?? null,
+    };
     const decided = (current: FlowRequest | null | undefined): FlowDecisionOutcome => (current ? { kind: "already_decided", request: current } : { kind: "unknown_request" });
     return this.core.decide<FlowRequest, FlowDecisionOutcome>(this.target, request, {
       userId: d.userId,
@@ -443,13 +429,14 @@ export class FlowRequests {
    * Requests whose deadline passed, acted on once: reject / approve send the flow's matching outcome
    * (the reject-like or approve-like one of `emit`, or just the feedback when it routes on none)
    * through decide(), like a click; remind, or an outcome the flow does not offer, posts a reminder
-   * under the request instead (counted as one).
+   * under the request instead (counted as one). `takeoversOnly`: only the actions whose holder is gone.
    */
-  async deadlinesDue(): Promise<number> {
+  async deadlinesDue(takeoversOnly = false): Promise<number> {
     const now = this.clock.now();
-    // Not claimed yet, or claimed by a process that died before the action finished.
+    // Not claimed yet, or claimed by a process that died before the action finished (its claim stale, or its holder gone).
     const staleBefore = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
-    const due = await deadlinesDue(this.sql, "FlowRequest", { now, staleBefore, limit: 50 });
+    const due = await deadlinesDue(this.sql, "FlowRequest", { now, staleBefore, deadBefore: this.deps.holder?.deadBefore(now), takeoversOnly, limit: 50 });
+    if (due.length === 0) return 0;
     return this.core.takeDeadlines(this.target, due, {
       plan: (request, now) => {
         const emit = outcomesOf(request);
@@ -487,13 +474,18 @@ export class FlowRequests {
     return mine;
   }
 
-  /** Its passes in the decision core's loop (DecisionLoops): deadlines, the recovery sweep, reminders. */
-  jobs(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number } = {}): DecisionJob[] {
-    if (this.deps.flows.length === 0) return [];
+  /**
+   * Its jobs (usecases/jobs.ts): deadlines, the recovery sweep (a first pass at start), reminders.
+   * `earlierRun`: the database is this process's alone, so what is left mid-decision at start was left by
+   * its earlier incarnation and is reopened at once.
+   */
+  jobs(opts: { reminderIntervalMs?: number; sweepMs?: number; deadlineIntervalMs?: number; earlierRun?: boolean } = {}): Job[] {
+    const sweep: Job = { name: "flow recovery sweep", atStart: () => this.recover(opts.earlierRun) };
+    if (this.deps.flows.length === 0) return [sweep];
     return [
-      ...(this.deps.flows.some((f) => f.decideWithinMs) ? [{ what: "flow deadlines", everyMs: opts.deadlineIntervalMs ?? 10_000, run: () => this.deadlinesDue() }] : []),
-      { what: "flow recovery sweep", everyMs: opts.sweepMs ?? 30_000, run: () => this.recover() },
-      ...(this.deps.reminders && this.deps.reminders.max > 0 ? [{ what: "flow reminders", everyMs: opts.reminderIntervalMs ?? 60_000, run: () => this.remindDue() }] : []),
+      ...(this.deps.flows.some((f) => f.decideWithinMs) ? [{ name: "flow deadlines", every: { ms: opts.deadlineIntervalMs ?? 10_000, run: () => this.deadlinesDue() } }] : []),
+      { ...sweep, every: { ms: opts.sweepMs ?? 30_000, run: () => this.recover() } },
+      ...(this.deps.reminders && this.deps.reminders.max > 0 ? [{ name: "flow reminders", every: { ms: opts.reminderIntervalMs ?? 60_000, run: () => this.remindDue() } }] : []),
     ];
   }
 }

@@ -2,18 +2,19 @@
 // enqueued in the outbox (performed by its worker), the crew is reached through CrewDirectory.
 
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
+import type { Sql } from "../store/sql.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
-import { type DeadlineDeps, type DeadlinePolicy, ReviewDeadlines } from "./deadlines.js";
-import { type Clock, type CrewDirectory, type Execution, type Outbox, systemClock, type WebhookUrls } from "./ports.js";
+import { type DeadlineDeps, type DeadlinePolicy, deadlineStamper, ReviewDeadlines } from "./deadlines.js";
+import { type ClaimHolder, type Clock, type CrewDirectory, type Execution, type Outbox, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
-import { type ApprovalPolicyOf, anyoneMayDecide, type ReviewerGate, Reviews } from "./reviews.js";
+import { type ApprovalPolicyOf, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
 import { RunStops } from "./stops.js";
+import type { Telemetry } from "./telemetry.js";
 
 export interface LifecycleDeps {
-  db: Db;
+  db: Sql;
   crews: CrewDirectory;
   /** Where Slack effects are enqueued (src/outbox/). */
   outbox: Outbox;
@@ -33,8 +34,14 @@ export interface LifecycleDeps {
   claimStaleMs?: number;
   /** Per-crew review deadlines (decideWithin / onTimeout); unset: no deadlines. */
   deadlinePolicy?: DeadlinePolicy;
+  /** The audit trail (one shared with escalations and flow requests); default: one of its own. */
+  audit?: Audit;
+  /** Where use cases report what happened (metrics listen). */
+  telemetry?: Telemetry;
   /** After a review's reminder (escalation). */
   afterReminder?: DeadlineDeps["afterReminder"];
+  /** This replica, named in the claims of decisions, deadlines and stops (a gone holder's are taken over at once). */
+  holder?: ClaimHolder;
 }
 
 export class Lifecycle {
@@ -48,9 +55,25 @@ export class Lifecycle {
 
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
-    this.audit = new Audit(deps.db, deps.log, clock);
+    this.audit = deps.audit ?? new Audit(deps.db, deps.log, clock);
     this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
+    const reviews = new Reviews({
+      db: deps.db,
+      runs: this.runs,
+      crews: deps.crews,
+      outbox: deps.outbox,
+      webhookUrls: deps.webhookUrls,
+      log: deps.log,
+      clock,
+      gate: deps.gate,
+      audit: this.audit,
+      approvalPolicy: deps.approvalPolicy,
+      onPending: deadlineStamper(deps.deadlinePolicy, clock),
+      telemetry: deps.telemetry,
+      holder: deps.holder,
+    });
+    this.reviews = reviews;
     this.deadlines = new ReviewDeadlines({
       db: deps.db,
       outbox: deps.outbox,
@@ -58,24 +81,21 @@ export class Lifecycle {
       log: deps.log,
       clock,
       policy: deps.deadlinePolicy,
-      decide: (decision) => this.reviews.decide(decision),
-      afterReminder: (execution, review, sent) => deps.afterReminder?.(execution, review, sent) ?? Promise.resolve(),
+      decide: (decision) => reviews.decide(decision),
+      afterReminder: deps.afterReminder,
       claimStaleMs: deps.claimStaleMs,
+      holder: deps.holder,
     });
-    this.reviews = new Reviews(
-      deps.db,
-      this.runs,
-      deps.crews,
-      deps.outbox,
-      deps.webhookUrls,
-      deps.log,
+    this.callbacks = new Callbacks({
+      db: deps.db,
+      runs: this.runs,
+      reviews,
+      progress: this.progress,
+      log: deps.log,
       clock,
-      deps.gate ?? anyoneMayDecide,
-      this.audit,
-      deps.approvalPolicy,
-      this.deadlines.stamp,
-    );
-    this.callbacks = new Callbacks(deps.db, this.runs, this.reviews, this.progress, deps.log, deps.processingConcurrency, clock, deps.webhookEventRetentionMs);
+      processingConcurrency: deps.processingConcurrency,
+      retentionMs: deps.webhookEventRetentionMs,
+    });
     this.stops = new RunStops({
       db: deps.db,
       crews: deps.crews,
@@ -83,6 +103,7 @@ export class Lifecycle {
       log: deps.log,
       clock,
       audit: this.audit,
+      holder: deps.holder,
       onEnded: (id) => {
         this.callbacks.forget(id);
         this.progress.forget(id);

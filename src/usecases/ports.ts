@@ -4,7 +4,6 @@
 import type { EffectKind, NewEffect } from "../domain/effects.js";
 import type { RunPlan } from "../domain/plan.js";
 import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../protocols/crew/types.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import type { ExecutionRow } from "../store/executions.js";
 import type { FlowRequestRow } from "../store/flow-requests.js";
 import type { ReviewRow } from "../store/reviews.js";
@@ -76,9 +75,16 @@ export interface RunNotifier {
    * The run's live plan in Slack's message streaming: the one call that brings the run's streamed
    * message up to `plan` (chat.startStream when `stream.ts` is null, chat.stopStream once the plan
    * ended, else chat.appendStream with the cards that changed), or undefined when it shows that
-   * already. Absent: the notifier does not stream (progress is one updated message).
+   * already. `appendOnly`: an ended plan's cards appended without stopping it (its stop waits for a token).
+   * Absent: the notifier does not stream (progress is one updated message).
    */
-  planCall?(execution: Execution, plan: RunPlan, stream: { ts: string | null; shown: unknown }): PlanCall | undefined;
+  planCall?(execution: Execution, plan: RunPlan, stream: { ts: string | null; shown: unknown; appendOnly?: boolean }): PlanCall | undefined;
+  /**
+   * While the run's live plan waits for Slack to let it start: posts (ts null) or updates the message
+   * in the run's thread showing its latest card and when its step came; its ts. `stopped`: the run was
+   * stopped before its plan started (the message's last words). Absent: the plan just waits.
+   */
+  showEarlyProgress?(execution: Execution, plan: RunPlan, shown: { stepAt: Date; stopped?: boolean }, ts: string | null, effectId: string): Promise<{ ts: string }>;
   /** A reminder under a review nobody has decided. */
   postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
   /** The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it can be found. */
@@ -167,9 +173,11 @@ export interface WebhookUrls {
  */
 export interface Outbox {
   /** Enqueues on the caller's transaction (a runner's, or a store handle on one); call nudge() once it has committed. Resolves false when the one-time effect was enqueued already. */
-  add(tx: SqlRunner | Sql, effect: NewEffect): Promise<boolean>;
+  add(tx: Sql, effect: NewEffect): Promise<boolean>;
   /** Enqueues on its own and wakes the worker. */
   request(effect: NewEffect): Promise<void>;
+  /** A one-time message enqueued for later (runAt) goes now instead, on the caller's transaction; call nudge() once committed. */
+  hurry(tx: Sql, effect: Pick<NewEffect, "kind" | "subjectId" | "part">): Promise<void>;
   /** Wakes this process's worker (other replicas find the work at their next tick). */
   nudge(): void;
 }
@@ -185,6 +193,16 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
+
+/**
+ * This process as the holder of claims (a decision under way, a deadline's action, a stop): the id its
+ * heartbeat announces, which each claim records, and the time before which another holder's last
+ * heartbeat means it is gone, so its claims are taken over at once (ReplicaHeartbeat, replicas.ts).
+ */
+export interface ClaimHolder {
+  readonly replicaId: string;
+  deadBefore(now: Date): Date;
+}
 
 /** What a flow's callback said to an answer (src/adapters/flows/callback-client.ts). */
 export interface FlowCallbackAnswer {

@@ -6,7 +6,6 @@
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
 import { approvalsOf, remindersDue } from "../store/decision-requests.js";
 import { withExecutions } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
@@ -23,7 +22,7 @@ export interface ReminderSettings {
 }
 
 export interface ReminderDeps {
-  db: Db;
+  db: Sql;
   outbox: Outbox;
   /** Who may decide a crew's reviews, as mentions; undefined when anyone may. */
   reviewersOf: (crewName: string) => string | undefined;
@@ -67,7 +66,7 @@ export class ReviewReminders {
 }
 
 /** A review's named reviewers who have not approved it yet (groups stay), as mentions; undefined when nobody approved or the rules name no user. */
-export async function reviewersStillWaited(db: Db | Sql, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
+export async function reviewersStillWaited(db: Sql, rules: RulesConfig | undefined, reviewId: string): Promise<string | undefined> {
   if (!rules?.users.length) return undefined;
   const approvers = (await approvalsOf(db, "Review", reviewId)).map((a) => a.userId);
   return approvers.length ? describeWaitingReviewers(rules, approvers) : undefined;

@@ -4,11 +4,11 @@
 // (src/store/replicas.ts: the rule); a live replica keeps its own however long a call takes. A replica
 // that owns its database alone (the embedded one) takes back every claim at start instead: they can
 // only be its earlier incarnation's.
+import { STOPPED_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
 import { beat, pruneReplicas, releaseAllClaims, retire } from "../store/replicas.js";
-import { type Sql, sqlOf } from "../store/sql.js";
-import { type Clock, systemClock } from "./ports.js";
+import type { Sql } from "../store/sql.js";
+import { type ClaimHolder, type Clock, systemClock } from "./ports.js";
 
 export interface HeartbeatOptions {
   /** How often this replica announces itself (default 2 000 ms). */
@@ -22,25 +22,30 @@ export const DEFAULT_HEARTBEAT_OPTIONS: HeartbeatOptions = { everyMs: 2000, dead
 /** Rows of replicas silent this long are deleted (each replica looks once an hour). */
 const FORGET_AFTER_MS = 24 * 3600_000;
 
-export class ReplicaHeartbeat {
+export class ReplicaHeartbeat implements ClaimHolder {
   readonly options: HeartbeatOptions;
   private timer?: NodeJS.Timeout;
   private beating?: Promise<void>;
   private lastPrune = 0;
   private readonly sql: Sql;
 
-  constructor(
-    db: Db,
-    readonly replicaId: string,
-    private readonly log: Logger,
-    options: Partial<HeartbeatOptions> = {},
-    private readonly clock: Clock = systemClock,
-  ) {
-    const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<HeartbeatOptions>;
+  readonly replicaId: string;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Sql; replicaId: string; log: Logger; clock?: Clock; options?: Partial<HeartbeatOptions> }) {
+    ({ replicaId: this.replicaId, log: this.log } = deps);
+    this.clock = deps.clock ?? systemClock;
+    const defined = Object.fromEntries(Object.entries(deps.options ?? {}).filter(([, v]) => v !== undefined)) as Partial<HeartbeatOptions>;
     const merged = { ...DEFAULT_HEARTBEAT_OPTIONS, ...defined };
     // A heartbeat at least three times within the dead-after time: one late beat is no death.
     this.options = { ...merged, everyMs: Math.max(50, Math.min(merged.everyMs, Math.floor(merged.deadAfterMs / 3))) };
-    this.sql = sqlOf(db);
+    this.sql = deps.db;
+  }
+
+  /** A holder whose last heartbeat is older than this is gone: its claims are taken over. */
+  deadBefore(now: Date): Date {
+    return new Date(now.getTime() - this.options.deadAfterMs);
   }
 
   /** Announces this replica (awaited: its claims carry its id from the first one), then keeps announcing it. */
@@ -62,11 +67,17 @@ export class ReplicaHeartbeat {
     this.timer = undefined;
   }
 
-  /** Takes back every claim (a process that owns its database alone, at start); returns how many. */
+  /**
+   * Takes back every claim (a process that owns its database alone, at start, before it serves any
+   * request): outbox leases, status polls, deadlines and stops at once; returns how many. Decisions
+   * left "deciding" go through their recovery right after (RunWatcher.recover, FlowRequests.recover
+   * with `earlierRun`), which asks the crew or flow first.
+   */
   async takeBackClaims(): Promise<number> {
-    const { effects, polls } = await releaseAllClaims(this.sql, this.clock.now());
-    if (effects + polls) this.log.info("took back the claims of the previous run", { effects, polls });
-    return effects + polls;
+    const taken = await releaseAllClaims(this.sql, this.clock.now(), STOPPED_STATES);
+    const total = taken.effects + taken.polls + taken.deadlines + taken.stops;
+    if (total) this.log.info("took back the claims of the previous run", taken);
+    return total;
   }
 
   private schedule(): void {

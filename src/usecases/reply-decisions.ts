@@ -7,10 +7,9 @@
 import { outcomesOf } from "../domain/flow-outcomes.js";
 import { flowReplyChoices, flowReplyIntent, replyIntent } from "../domain/reply-intent.js";
 import type { Logger } from "../log/log.js";
-import type { Db } from "../store/db/database.js";
 import { findFlowRequestByMessage } from "../store/flow-requests.js";
 import { type ReviewWithExecution, reviewsInThread } from "../store/reviews.js";
-import { type Sql, sqlOf } from "../store/sql.js";
+import type { Sql } from "../store/sql.js";
 import { claimThreadReplyAnswer, deleteThreadRepliesBefore, findThreadReply, type NewThreadReply, recordThreadReply } from "../store/thread-replies.js";
 import { type AccessPorts, replyInReviewThread, replyMayAnswerFlowRequest, replyMayDecide } from "./access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "./flows.js";
@@ -66,7 +65,7 @@ const THREAD_REVIEWS = 50;
 const IGNORED: ReplyOutcome = { kind: "ignored" };
 
 export interface ReplyDecisionDeps {
-  db: Db;
+  db: Sql;
   reviews: Reviews;
   flows?: FlowRequests;
   log: Logger;
@@ -79,7 +78,7 @@ export class ReplyDecisions {
   private lastCleanup = 0;
 
   constructor(private readonly deps: ReplyDecisionDeps) {
-    this.sql = sqlOf(deps.db);
+    this.sql = deps.db;
     this.clock = deps.clock ?? systemClock;
   }
 

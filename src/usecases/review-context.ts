@@ -3,15 +3,13 @@
 // rows come from the store (store/decision-requests.ts, store/reviews.ts).
 
 import { type ApprovalPolicy, latestEdit } from "../domain/approvals.js";
-import type { Db } from "../store/db/database.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import { approvalsOf } from "../store/decision-requests.js";
 import { findRound } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import type { Review, ReviewContext } from "./ports.js";
 
 export class ApprovalRows {
-  constructor(private readonly db: Db | Sql | SqlRunner) {}
+  constructor(private readonly db: Sql) {}
 
   /** What the review's message shows besides the row: approvals so far, the edit, the previous round. */
   async context(review: Review, policy: ApprovalPolicy): Promise<ReviewContext> {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { silentLogger } from "../log/log.js";
 import type { Execution, Review } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers, ReviewerRules, reviewGrants } from "./reviewer-rules.js";
@@ -85,8 +85,7 @@ describe("ReviewerRules", () => {
   it("prefetches configured groups", async () => {
     const { rules, lookups } = setup({ S1: ["U2"] });
     rules.prefetch();
-    await new Promise((r) => setTimeout(r, 0));
-    expect(lookups).toEqual(["S1"]);
+    await vi.waitFor(() => expect(lookups).toEqual(["S1"]));
     expect(await rules.mayDecide("research", "U2")).toBe(true);
     expect(lookups).toEqual(["S1"]);
   });

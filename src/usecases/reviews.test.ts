@@ -1,5 +1,6 @@
 // The decision path without Slack or HTTP: a real database, the crew and Slack as in-memory ports.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { silentLogger } from "../log/log.js";
 import { DurableOutbox } from "../outbox/index.js";
@@ -7,7 +8,6 @@ import { slackEffectPerformer } from "../outbox/perform.js";
 import { OutboxWorker } from "../outbox/worker.js";
 import { CrewError } from "../protocols/crew/errors.js";
 import type { CrewApi, ExecutionStatus, ResumeRequest } from "../protocols/crew/types.js";
-import { sqlRunnerFor } from "../store/db/sql.js";
 import { Lifecycle } from "./lifecycle.js";
 import { type CrewDirectory, type Execution, type Review, type RunNotifier, systemClock } from "./ports.js";
 
@@ -52,11 +52,11 @@ const notifier: RunNotifier = {
 
 /** The lifecycle with its outbox; `effects()` performs every Slack effect due (through the in-memory notifier). */
 function lifecycleWith(crews: CrewDirectory, required = 1): { lifecycle: Lifecycle; effects: () => Promise<void> } {
-  const sql = sqlRunnerFor(db.database.prisma);
+  const sql = db.database.sql;
   const outbox = new DurableOutbox(sql, systemClock);
   const worker = new OutboxWorker(sql, slackEffectPerformer({ sql, notifier }), silentLogger, systemClock, { replicaId: "test" });
   const lifecycle = new Lifecycle({
-    db: db.database.prisma,
+    db: db.database.sql,
     crews,
     outbox,
     webhookUrls: () => undefined,
@@ -98,7 +98,7 @@ describe("a decision whose /resume answer timed out", () => {
     await effects();
     expect(outcome.kind).toBe("decided");
     expect(resumes).toHaveLength(1);
-    const stored = await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } });
+    const stored = await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } });
     expect(stored).toMatchObject({ state: "approved", decidedBy: "U2" });
     expect(updates.at(-1)!.note).toMatch(/timed out, but its status shows it took the decision/);
     // A second click finds it decided: the crew hears nothing more.
@@ -113,7 +113,7 @@ describe("a decision whose /resume answer timed out", () => {
     const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: false, feedback: "More sources" });
     expect(outcome.kind).toBe("resume_failed");
     if (outcome.kind === "resume_failed") expect(outcome.message).toMatch(/check the thread/i);
-    expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending");
+    expect((await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending");
   });
 });
 
@@ -149,7 +149,7 @@ describe("confirming a pause from the status after a task webhook", () => {
     await effects(); // the task message is in Slack
     status = { rawState: "PENDING_HUMAN_INPUT", phase: "paused", lastTask: { output: review.output, taskId: "t-9" } };
     await lifecycle.reviews.confirmWaiting(execution, review, [0]);
-    expect(await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending", resumeTaskId: "t-9" });
+    expect(await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending", resumeTaskId: "t-9" });
     // The task message gets its decision controls in place.
     await effects();
     expect(updates.at(-1)!.review).toMatchObject({ id: review.id, state: "pending" });
@@ -163,7 +163,7 @@ describe("confirming a pause from the status after a task webhook", () => {
     status = { rawState: "RUNNING", phase: "running" };
     await lifecycle.reviews.confirmWaiting(execution, review, [0, 0, 0]);
     expect(statusCalls).toBe(0);
-    expect((await db.database.prisma.review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("posted");
+    expect((await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("posted");
   });
 });
 
@@ -179,7 +179,7 @@ describe("an approval while more are needed", () => {
 
   it("is stored with its audit record and the message update in one transaction, or not at all", async () => {
     const { review } = await pendingReview(lifecycle);
-    const prisma = db.database.prisma;
+    const prisma = prismaOf(db.database);
     const shows = () => prisma.slackEffect.count({ where: { kind: "review.show", subjectId: review.id } });
     expect(await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "fine" })).toMatchObject({
       kind: "approval_recorded",

@@ -5,10 +5,9 @@ import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../do
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { ResumeResult, TaskEvent } from "../protocols/crew/types.js";
-import type { Db } from "../store/db/database.js";
+import { abandonedRequests } from "../store/decision-requests.js";
 import { isUuid } from "../store/ids.js";
 import {
-  abandonedDecisions,
   findReview,
   findReviewWithExecution,
   insertReview,
@@ -18,15 +17,18 @@ import {
   moveReview,
   type ReviewDecisionPatch,
   type ReviewWithExecution,
+  recentlyAwaitedTasks,
   retakeDecision,
   setResumeTaskId,
+  withExecutions,
 } from "../store/reviews.js";
-import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { inTransaction, type Sql } from "../store/sql.js";
 import type { Audit } from "./audit.js";
 import { DecisionCore, hashOutput } from "./decisions/core.js";
 import { crewReviewTarget } from "./decisions/crew-review.js";
-import type { Clock, CrewDirectory, Execution, Outbox, Review, RunNotice, WebhookUrls } from "./ports.js";
+import type { ClaimHolder, Clock, CrewDirectory, Execution, Outbox, Review, RunNotice, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
+import { noTelemetry, type Telemetry } from "./telemetry.js";
 
 export type DecisionOutcome =
   | { kind: "unknown_review" }
@@ -81,6 +83,14 @@ export type ReviewOrigin = { source: "webhook" } | { source: "input" } | { sourc
 /** A task output the crew waits on, with the task id /resume wants when the crew named one. */
 export type AwaitedTask = Pick<TaskEvent, "taskKey" | "name" | "agent" | "output"> & { resumeTaskId?: string };
 
+/**
+ * How long a task message is held back when its crew waited on the same task before (a human-input
+ * request, or the status, said so): the wait that follows makes it go at once, as a review with its
+ * controls in one chat.postMessage instead of a post and then a chat.update (Tier 3, the scarce
+ * one: docs/slack-budget.md). A task that does not wait this time is posted when the hold ends.
+ */
+export const TASK_MESSAGE_HOLD_MS = 3000;
+
 /** How long after a task webhook the status is asked whether the crew waits on it (seed deployments send no human-input request). */
 export const CONFIRM_DELAYS_MS = [250, 500, 1000, 2000, 4000] as const;
 
@@ -124,27 +134,66 @@ export function sameOutputVerdict(
 
 export { hashOutput };
 
+export interface ReviewsDeps {
+  db: Sql;
+  runs: Runs;
+  crews: CrewDirectory;
+  /** Where Slack effects are enqueued. */
+  outbox: Outbox;
+  /** Webhook URLs for an execution (sent again with every /resume), or undefined without a public URL. */
+  webhookUrls: (execution: Execution) => WebhookUrls | undefined;
+  log: Logger;
+  clock: Clock;
+  /** Who may decide (default: anyone). */
+  gate?: ReviewerGate;
+  audit?: Audit;
+  /** Each crew's approval rules (default: one approval, starters may approve). */
+  approvalPolicy?: ApprovalPolicyOf;
+  /** A review became pending (the deadline is stamped here). */
+  onPending?: OnPending;
+  /** Where decisions are reported (metrics listen). */
+  telemetry?: Telemetry;
+  /** How long a task message is held for a wait that may follow (default TASK_MESSAGE_HOLD_MS; 0: never). */
+  holdMs?: number;
+  /** This replica: named in the decisions it claims; a decision whose holder is gone is taken over at once. */
+  holder?: ClaimHolder;
+}
+
+const awaitedKey = (crewName: string, taskName: string) => `${crewName}\0${taskName}`;
+/** How many tasks awaited before are remembered (the most recent). */
+const AWAITED_TASKS_KEPT = 1000;
+
 export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
+  /** Tasks (crew and task name) whose output a crew waited on before (this process): their task messages are held (TASK_MESSAGE_HOLD_MS). */
+  private readonly tasksAwaited = new Set<string>();
   private readonly sql: Sql;
   private readonly core: DecisionCore;
 
-  constructor(
-    db: Db,
-    private readonly runs: Runs,
-    private readonly crews: CrewDirectory,
-    private readonly outbox: Outbox,
-    private readonly webhookUrls: (execution: Execution) => WebhookUrls | undefined,
-    private readonly log: Logger,
-    private readonly clock: Clock,
-    private readonly gate: ReviewerGate = anyoneMayDecide,
-    readonly audit?: Audit,
-    private readonly policyOf: ApprovalPolicyOf = () => DEFAULT_APPROVAL_POLICY,
-    private readonly onPending?: OnPending,
-  ) {
-    this.sql = sqlOf(db);
-    this.core = new DecisionCore({ db, outbox, audit, log, clock });
+  private readonly runs: Runs;
+  private readonly crews: CrewDirectory;
+  private readonly outbox: Outbox;
+  private readonly webhookUrls: ReviewsDeps["webhookUrls"];
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly gate: ReviewerGate;
+  private readonly policyOf: ApprovalPolicyOf;
+  private readonly onPending?: OnPending;
+  private readonly telemetry: Telemetry;
+  private readonly holdMs: number;
+  private readonly holder?: ClaimHolder;
+
+  constructor(deps: ReviewsDeps) {
+    ({ runs: this.runs, crews: this.crews, outbox: this.outbox, webhookUrls: this.webhookUrls, log: this.log, clock: this.clock } = deps);
+    this.gate = deps.gate ?? anyoneMayDecide;
+    this.policyOf = deps.approvalPolicy ?? (() => DEFAULT_APPROVAL_POLICY);
+    this.onPending = deps.onPending;
+    this.telemetry = deps.telemetry ?? noTelemetry;
+    this.holdMs = deps.holdMs ?? TASK_MESSAGE_HOLD_MS;
+    this.sql = deps.db;
+    this.holder = deps.holder;
+    this.core = new DecisionCore({ db: deps.db, outbox: deps.outbox, audit: deps.audit, log: deps.log, clock: deps.clock, holder: deps.holder });
   }
 
   /**
@@ -152,7 +201,9 @@ export class Reviews {
    * with no decision controls (state "posted"). It becomes a review only through awaitDecision.
    */
   async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "taskId" | "name" | "agent" | "output">): Promise<Review | undefined> {
-    return this.store(execution, { ...task, resumeTaskId: task.taskId }, { source: "webhook" }, "posted");
+    // The crew waited on this task before: it most likely does again, and says so in a moment.
+    const hold = this.holdMs > 0 && this.tasksAwaited.has(awaitedKey(execution.crewName, task.name ?? task.taskKey));
+    return this.store(execution, { ...task, resumeTaskId: task.taskId }, { source: "webhook" }, "posted", hold ? this.holdMs : 0);
   }
 
   /**
@@ -218,15 +269,20 @@ export class Reviews {
       // Posted already: the message gets its controls in place (an update). Not posted yet: the post
       // renders the row as it is when performed, so it shows the controls in one call; a post already
       // under way with the older state asks for the update itself when it records its ts (perform.ts).
-      if (moved.messageTs) await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: moved.id });
+      if (moved.messageTs) await this.outbox.add(tx, { kind: "review.show", subjectId: moved.id });
+      // Held back for this very moment (open): it goes now, with its controls.
+      else await this.outbox.hurry(tx, { kind: "review.post", subjectId: moved.id });
       return shown;
     });
-    if (promoted) this.outbox.nudge();
+    if (promoted) {
+      this.learnAwaited(execution, promoted);
+      this.outbox.nudge();
+    }
     return promoted ?? undefined;
   }
 
   /** Stores a round for a task output (idempotent) in the given state, then posts it. */
-  private async store(execution: Execution, awaited: AwaitedTask, origin: ReviewOrigin, state: "posted" | "pending"): Promise<Review | undefined> {
+  private async store(execution: Execution, awaited: AwaitedTask, origin: ReviewOrigin, state: "posted" | "pending", holdMs = 0): Promise<Review | undefined> {
     // One identity per task whatever the source: its name when known (a real deployment's task
     // webhook names no id while its status and human-input request do), so that sources racing for
     // the same output collide on the same (task, round) row instead of opening two.
@@ -262,11 +318,35 @@ export class Reviews {
       // Another delivery (or replica) stored this round first.
       if (!stored) return undefined;
       if (state === "pending") await this.runs.transition(execution.id, "review_opened", {}, tx);
-      await this.outbox.add(runnerOf(tx), { kind: "review.post", subjectId: stored.id });
+      const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
+      await this.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
       return state === "pending" && this.onPending ? this.onPending(execution, stored, tx) : stored;
     });
-    if (review) this.outbox.nudge();
+    if (review) {
+      if (review.state === "pending") this.learnAwaited(execution, review);
+      this.outbox.nudge();
+    }
     return review;
+  }
+
+  /** The crew waited on this task: its next task messages are held for their controls (open). */
+  private learnAwaited(execution: Pick<Execution, "crewName">, review: Pick<Review, "taskName">): void {
+    // Bounded: the oldest entries go first (a Set keeps insertion order).
+    const key = awaitedKey(execution.crewName, review.taskName);
+    this.tasksAwaited.delete(key);
+    if (this.tasksAwaited.size >= AWAITED_TASKS_KEPT) this.tasksAwaited.delete(this.tasksAwaited.values().next().value!);
+    this.tasksAwaited.add(key);
+  }
+
+  /**
+   * At start: the tasks crews waited on in the last 30 days, from the database, so that a restarted
+   * process (or another replica) holds their task messages as the one that saw the waits did.
+   */
+  async recallAwaited(): Promise<number> {
+    const since = new Date(this.clock.now().getTime() - 30 * 24 * 3600_000);
+    const tasks = await recentlyAwaitedTasks(this.sql, { since, limit: AWAITED_TASKS_KEPT });
+    for (const task of tasks) this.learnAwaited(task, task);
+    return tasks.length;
   }
 
   /** The review and its run, or null. */
@@ -276,6 +356,17 @@ export class Reviews {
 
   /** The first decision wins atomically; the crew hears it exactly once. */
   async decide(decision: Decision): Promise<DecisionOutcome> {
+    const outcome = await this.decideOnce(decision);
+    // A person's decision that reached the crew (a deadline's is not a person's decision time).
+    if (!decision.byDeadline && (outcome.kind === "decided" || outcome.kind === "not_waiting")) {
+      const { review } = outcome;
+      const waitedMs = Math.max(0, (review.decidedAt ?? this.clock.now()).getTime() - review.createdAt.getTime());
+      this.telemetry.emit({ type: "review.decided", approve: decision.approve, waitedMs });
+    }
+    return outcome;
+  }
+
+  private async decideOnce(decision: Decision): Promise<DecisionOutcome> {
     const found = isUuid(decision.reviewId) ? await this.get(decision.reviewId) : null;
     if (!found) return { kind: "unknown_review" };
     const { execution, ...review } = found;
@@ -308,6 +399,7 @@ export class Reviews {
           decision: decision.approve ? "approve" : "reject",
           feedback: feedback || null,
           decidedAt: this.clock.now(),
+          claimedBy: this.holder?.replicaId ?? null,
           decidedByDeadline: !!decision.byDeadline,
         })),
       named: {
@@ -444,18 +536,22 @@ export class Reviews {
    */
   /**
    * Decisions whose process died between the claim and the crew's answer (kill -9, a lost replica):
-   * left alone they would stay "deciding" for ever, and the run with them. One replica takes each
-   * over (a conditional write on decidedAt) and asks the crew's status: if the crew moved on, the
+   * left alone they would stay "deciding" for ever, and the run with them. Claimed more than `staleMs`
+   * ago, or held by a replica gone (its heartbeat stale) however recent. One replica takes each
+   * over (a conditional write on decidedAt, naming itself) and asks the crew's status: if the crew moved on, the
    * decision reached it and is recorded as taken; otherwise the review opens again, and the thread
    * says so, for a person to decide again (sending it again could apply it twice if the first call
    * is still under way in the crew).
    */
   async recoverAbandoned(staleMs: number): Promise<number> {
     const now = this.clock.now();
-    const abandoned = await abandonedDecisions(this.sql, { before: new Date(now.getTime() - staleMs), limit: 50 });
+    // Left where the first click put it (deciding).
+    const states = [reviewTransition("claimed").to];
+    const rows = await abandonedRequests(this.sql, "Review", { states, before: new Date(now.getTime() - staleMs), deadBefore: this.holder?.deadBefore(now), limit: 50 });
+    const abandoned = await withExecutions(this.sql, rows);
     let recovered = 0;
     for (const { execution, ...review } of abandoned) {
-      if (!review.decidedAt || !(await retakeDecision(this.sql, review.id, { seen: review.decidedAt, now }))) continue;
+      if (!review.decidedAt || !(await retakeDecision(this.sql, review.id, { seen: review.decidedAt, now, owner: this.holder?.replicaId }))) continue;
       recovered++;
       const decision: Decision = {
         reviewId: review.id,
@@ -482,7 +578,8 @@ export class Reviews {
           message: "interrupted while being sent",
           threadNotice: {
             part: `abandoned:${review.id}:${review.decidedAt.getTime()}`,
-            notice: { kind: "decision_interrupted", by: review.decidedBy, taskName: review.taskName, round: review.round },
+            // A deadline's decision is "The decision" (its actor is no Slack user to mention).
+            notice: { kind: "decision_interrupted", by: review.decidedByDeadline ? null : review.decidedBy, taskName: review.taskName, round: review.round },
           },
         },
       );

@@ -1,8 +1,6 @@
 // Execution records: creation before kickoff, the kickoff outcome, and the one-time finish.
 import crypto from "node:crypto";
 import { type ExecutionEvent, executionTransition, reviewTransition } from "../domain/states.js";
-import type { Db } from "../store/db/database.js";
-import type { SqlRunner } from "../store/db/sql.js";
 import {
   type ExecutionPatch,
   findExecution,
@@ -15,7 +13,7 @@ import {
   updateExecutionReturning,
 } from "../store/executions.js";
 import { moveReviewsOf } from "../store/reviews.js";
-import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { inTransaction, type Sql } from "../store/sql.js";
 import { type Audit, sha256 } from "./audit.js";
 import type { Clock, Execution, Outbox } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
@@ -36,13 +34,13 @@ export class Runs {
   private readonly sql: Sql;
 
   constructor(
-    db: Db,
+    db: Sql,
     private readonly outbox: Outbox,
     private readonly clock: Clock,
     private readonly progress: ProgressCoalescer,
     private readonly audit?: Audit,
   ) {
-    this.sql = sqlOf(db);
+    this.sql = db;
   }
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */
@@ -75,7 +73,7 @@ export class Runs {
   /**
    * Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). In
    * the same transaction: the kickoff's audit record (when who started it is given) and the update of
-   * the run's announcement.
+   * the run's announcement (run.started: when Slack is idle).
    */
   async kickedOff(id: string, kickoffId: string, startedBy?: { userId: string; inputs: Record<string, string> }): Promise<Execution> {
     const data = { kickoffId, startedAt: this.clock.now() };
@@ -95,7 +93,7 @@ export class Runs {
           },
           tx,
         );
-      await this.outbox.add(runnerOf(tx), { kind: "run.announcement", subjectId: id });
+      await this.outbox.add(tx, { kind: "run.started", subjectId: id });
       return run;
     });
     this.outbox.nudge();
@@ -112,7 +110,7 @@ export class Runs {
   }
 
   /** Applies a state event if the current state allows it; returns whether it applied. */
-  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}, tx?: Sql | SqlRunner): Promise<boolean> {
+  async transition(id: string, event: ExecutionEvent, data: ExecutionPatch = {}, tx?: Sql): Promise<boolean> {
     const { from, to } = executionTransition(event);
     return (await updateExecution(tx ?? this.sql, id, { ...data, state: to }, { states: from }, this.clock.now())) === 1;
   }
@@ -140,10 +138,10 @@ export class Runs {
       );
       // Reviews still waiting were not needed after all: their messages lose their controls.
       const closed = await moveReviewsOf(tx, id, reviewTransition("run_finished"), now);
-      for (const reviewId of closed) await this.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: reviewId });
-      await this.outbox.add(runnerOf(tx), { kind: "run.completion", subjectId: id });
+      for (const reviewId of closed) await this.outbox.add(tx, { kind: "review.show", subjectId: reviewId });
+      await this.outbox.add(tx, { kind: "run.completion", subjectId: id });
       // The run's progress shows its end (its live plan stops), whether or not steps came here.
-      await this.outbox.add(runnerOf(tx), { kind: "run.progress", subjectId: id, payload: { steps: 0, latest: "", done: true } });
+      await this.outbox.add(tx, { kind: "run.progress", subjectId: id, payload: { steps: 0, latest: "", done: true } });
       return true;
     });
     if (won) this.outbox.nudge();

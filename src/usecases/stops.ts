@@ -11,16 +11,18 @@ import { executionTransition, isFinished, LIVE_STATES, reviewTransition, STOPPED
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { StopResult } from "../protocols/crew/types.js";
-import type { Db } from "../store/db/database.js";
 import { claimStop, findExecution, findExecutionByKickoffId, releaseStopClaim, updateExecution } from "../store/executions.js";
-import { moveReviewsOf, openReviewsOf } from "../store/reviews.js";
-import { inTransaction, runnerOf, type Sql, sqlOf } from "../store/sql.js";
+import { lockReviewsOf, moveReviewsOf, openReviewsOf } from "../store/reviews.js";
+import { inTransaction, type Sql } from "../store/sql.js";
 import { type AccessPorts, type Asker, clickFromAnnouncement, mayStopRun, visibleRun } from "./access.js";
 import type { Audit } from "./audit.js";
-import type { Clock, CrewDirectory, Execution, Outbox } from "./ports.js";
+import type { ClaimHolder, Clock, CrewDirectory, Execution, Outbox } from "./ports.js";
 
 /** A stop claimed this long ago whose process died before finishing it may be claimed again. */
 export const STOP_CLAIM_STALE_MS = 60_000;
+
+/** How many times recording a stop the crew took is tried (RunStops.endTaken). */
+const END_ATTEMPTS = 3;
 
 /** Which run: by kickoff id (`/crew stop`), or by execution id from a button, with the message it was clicked on. */
 export type StopTarget = { kickoffId: string } | { executionId: string; click?: { channelId?: string; messageTs?: string } };
@@ -44,10 +46,12 @@ export type StopOutcome =
   /** The crew said the run had ended already (409, 400); its outcome comes by webhook or status. */
   | { kind: "crew_says_ended"; run: Execution }
   /** The stop did not reach the crew (its words, for the asker); the run goes on. */
-  | { kind: "failed"; run: Execution; message: string };
+  | { kind: "failed"; run: Execution; message: string }
+  /** The crew took the stop, but Crewline could not record it (its database failed every try). */
+  | { kind: "taken_not_recorded"; run: Execution };
 
 export interface StopDeps {
-  db: Db;
+  db: Sql;
   crews: CrewDirectory;
   outbox: Outbox;
   log: Logger;
@@ -55,13 +59,15 @@ export interface StopDeps {
   audit?: Audit;
   /** Called once a run has ended here (this process drops what it holds about it: cached rows, progress). */
   onEnded?: (executionId: string) => void;
+  /** This replica: named in the stops it claims; the claim of a holder gone is taken at once by the next asker. */
+  holder?: ClaimHolder;
 }
 
 export class RunStops {
   private readonly sql: Sql;
 
   constructor(private readonly deps: StopDeps) {
-    this.sql = sqlOf(deps.db);
+    this.sql = deps.db;
   }
 
   /** Stops the run once: the first asker's stop reaches the crew; everyone else hears who is stopping or stopped it. */
@@ -72,7 +78,14 @@ export class RunStops {
     if (isFinished(run.state)) return { kind: "ended", run };
     if (!run.kickoffId) return { kind: "not_started", run };
     const now = this.deps.clock.now();
-    const claimed = await claimStop(this.sql, run.id, { userId: asker.userId, states: LIVE_STATES, staleBefore: new Date(now.getTime() - STOP_CLAIM_STALE_MS), now });
+    const claimed = await claimStop(this.sql, run.id, {
+      userId: asker.userId,
+      states: LIVE_STATES,
+      staleBefore: new Date(now.getTime() - STOP_CLAIM_STALE_MS),
+      now,
+      owner: this.deps.holder?.replicaId,
+      deadBefore: this.deps.holder?.deadBefore(now),
+    });
     if (!claimed?.stopClaimedAt) return this.taken(run);
 
     let result: StopResult | undefined;
@@ -86,7 +99,12 @@ export class RunStops {
       failure = isCrewError(err) ? err.userMessage() : "Crewline could not send the stop to the crew.";
     }
     if (result?.outcome === "stopped") {
-      const ended = await this.end(run.id, "stopped", asker.userId);
+      const ended = await this.endTaken(run.id, asker.userId).catch((err) => {
+        // The claim stays held (others hear who is stopping it) until it goes stale.
+        this.deps.log.error("a stop the crew took could not be recorded", { executionId: run.id, err });
+        return "not_recorded" as const;
+      });
+      if (ended === "not_recorded") return { kind: "taken_not_recorded", run };
       if (ended) return { kind: "stopped", run: ended };
     }
     // Not stopped (or the run ended some other way meanwhile): the claim is given back.
@@ -127,24 +145,42 @@ export class RunStops {
   }
 
   /**
+   * The crew took the stop: it must be recorded. A transaction PostgreSQL fails (a deadlock's victim, a
+   * dropped connection) is tried again, twice, before the error reaches the asker.
+   */
+  private async endTaken(id: string, by: string): Promise<Execution | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.end(id, "stopped", by);
+      } catch (err) {
+        if (attempt >= END_ATTEMPTS) throw err;
+        this.deps.log.warn("a stop the crew took could not be recorded; trying again", { executionId: id, attempt, err });
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      }
+    }
+  }
+
+  /**
    * Ends the run as stopped (or abandoned) by `by`, if it is still live, in one transaction: state,
    * audit, its open reviews closed, and the Slack effects. The ended row, or null when it had ended.
    */
   private async end(id: string, how: "stopped" | "abandoned", by: string): Promise<Execution | null> {
     const { from, to } = executionTransition(how);
+    const move = reviewTransition("run_stopped");
     const ended = await inTransaction(this.sql, async (tx) => {
       const now = this.deps.clock.now();
-      const changed = await updateExecution(tx, id, { state: to, stoppedBy: by, stopClaimedAt: null, finishedAt: now }, { states: from }, now);
+      // The reviews first, then the run: the order of a review's promotion (store/reviews.ts lockReviewsOf).
+      await lockReviewsOf(tx, id, move.from);
+      const changed = await updateExecution(tx, id, { state: to, stoppedBy: by, stopClaimedAt: null, stopClaimedBy: null, finishedAt: now }, { states: from }, now);
       if (changed !== 1) return null;
       const run = await findExecution(tx, id);
       await this.deps.audit?.record({ executionId: id, kind: "stop", actor: by, decision: how, detail: { outcome: how, kickoffId: run?.kickoffId ?? null } }, tx);
       // Reviews waiting for a decision lose their controls; task messages can no longer become one.
-      const move = reviewTransition("run_stopped");
       const closed = await moveReviewsOf(tx, id, { from: move.from.filter((s) => s !== "posted"), to: move.to }, now);
       await moveReviewsOf(tx, id, { from: ["posted"], to: move.to }, now);
-      for (const reviewId of closed) await this.deps.outbox.add(runnerOf(tx), { kind: "review.show", subjectId: reviewId });
-      await this.deps.outbox.add(runnerOf(tx), { kind: "run.announcement", subjectId: id });
-      await this.deps.outbox.add(runnerOf(tx), { kind: "run.message", subjectId: id, part: how, payload: { notice: { kind: "run_stopped", by, how } } });
+      for (const reviewId of closed) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: reviewId });
+      await this.deps.outbox.add(tx, { kind: "run.announcement", subjectId: id });
+      await this.deps.outbox.add(tx, { kind: "run.message", subjectId: id, part: how, payload: { notice: { kind: "run_stopped", by, how } } });
       return run;
     });
     if (ended) {

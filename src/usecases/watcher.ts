@@ -9,9 +9,8 @@ import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { ExecutionStatus } from "../protocols/crew/types.js";
-import type { Db } from "../store/db/database.js";
 import { findExecution, leaseDueExecutions, updateExecution } from "../store/executions.js";
-import { type Sql, sqlOf } from "../store/sql.js";
+import type { Sql } from "../store/sql.js";
 import type { Lifecycle } from "./lifecycle.js";
 import type { Clock, CrewDirectory, Execution } from "./ports.js";
 import { systemClock } from "./ports.js";
@@ -120,17 +119,17 @@ export class RunWatcher {
 
   private readonly sql: Sql;
 
-  constructor(
-    db: Db,
-    private readonly lifecycle: Lifecycle,
-    private readonly crews: CrewDirectory,
-    private readonly log: Logger,
-    options: Partial<WatcherOptions> = {},
-    private readonly clock: Clock = systemClock,
-  ) {
-    const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<WatcherOptions>;
+  private readonly lifecycle: Lifecycle;
+  private readonly crews: CrewDirectory;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+
+  constructor(deps: { db: Sql; lifecycle: Lifecycle; crews: CrewDirectory; log: Logger; clock?: Clock; options?: Partial<WatcherOptions> }) {
+    ({ lifecycle: this.lifecycle, crews: this.crews, log: this.log } = deps);
+    this.clock = deps.clock ?? systemClock;
+    const defined = Object.fromEntries(Object.entries(deps.options ?? {}).filter(([, v]) => v !== undefined)) as Partial<WatcherOptions>;
     this.options = { ...DEFAULT_WATCHER_OPTIONS, replicaId: crypto.randomUUID(), ...defined };
-    this.sql = sqlOf(db);
+    this.sql = deps.db;
   }
 
   get replicaId(): string {
@@ -151,6 +150,11 @@ export class RunWatcher {
     await this.ticking?.catch(() => {});
   }
 
+  /** A polling round is under way (tests wait for none). */
+  get polling(): boolean {
+    return !!this.ticking;
+  }
+
   /** Look at a run soon (a new kickoff, a decision): due now, backoff reset. */
   async watch(executionId: string): Promise<void> {
     const now = this.clock.now();
@@ -163,10 +167,14 @@ export class RunWatcher {
    * takes over decisions whose process died between the claim and the crew's answer, and deletes old
    * callbacks of ended runs.
    * Slack effects need no such sweep: they are outbox rows, which the outbox worker picks up.
+   * `earlierRun`: called at start by a process alone in its database, before it serves anything: every
+   * decision still "deciding" was its earlier incarnation's, and is taken over at once.
    */
-  async recover(webhookOlderThanMs = 0): Promise<void> {
+  async recover(webhookOlderThanMs = 0, earlierRun = false): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
-    await this.lifecycle.reviews.recoverAbandoned(this.options.abandonedDecisionMs).catch((err) => this.log.warn("abandoned decisions could not be recovered", { err }));
+    await this.lifecycle.reviews
+      .recoverAbandoned(earlierRun ? 0 : this.options.abandonedDecisionMs)
+      .catch((err) => this.log.warn("abandoned decisions could not be recovered", { err }));
     // Old callbacks of ended runs go (hourly at most), so the table does not grow for ever.
     await this.lifecycle.callbacks.prune().catch((err) => this.log.warn("old webhook events could not be deleted", { err }));
   }

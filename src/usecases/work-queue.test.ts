@@ -12,6 +12,7 @@ describe("WorkQueue", () => {
       queue.push(async () => {
         running += 1;
         peak = Math.max(peak, running);
+        // The job's own work, long enough for others to overlap it.
         await new Promise((r) => setTimeout(r, 5));
         running -= 1;
         if (i === 3) throw new Error("job 3 failed");

@@ -5,14 +5,14 @@
 // transaction); the Slack side is src/adapters/slack/uninstall.ts.
 
 import { executionTransition, flowRequestTransition, reviewTransition } from "../domain/states.js";
-import type { Db } from "../store/db/database.js";
+import type { Sql } from "../store/sql.js";
 import { closeWorkspace, type WorkspaceMatch } from "../store/workspaces.js";
 
 export type { WorkspaceMatch };
 
 export const UNINSTALLED_NOTE = "Crewline was removed from this workspace";
 
-export function stopWorkspace(db: Db, match: WorkspaceMatch, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
+export function stopWorkspace(db: Sql, match: WorkspaceMatch, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
   return closeWorkspace(
     db,
     match,

@@ -9,7 +9,6 @@ import crypto from "node:crypto";
 import type { ReviewerRules as RulesConfig } from "../../config/config.js";
 import { approvalTally, latestEdit, type StoredApproval } from "../../domain/approvals.js";
 import type { Logger } from "../../log/log.js";
-import type { Db } from "../../store/db/database.js";
 import {
   addApproval,
   approvalsOf,
@@ -21,10 +20,10 @@ import {
   lockRequest,
   type RequestTable,
 } from "../../store/decision-requests.js";
-import { inTransaction, runnerOf, type Sql, sqlOf } from "../../store/sql.js";
+import { inTransaction, type Sql } from "../../store/sql.js";
 import { describeDuration } from "../../text/duration.js";
 import type { Audit } from "../audit.js";
-import { type Clock, type NewEffect, type Outbox, systemClock } from "../ports.js";
+import { type ClaimHolder, type Clock, type NewEffect, type Outbox, systemClock } from "../ports.js";
 
 /** The actor recorded for decisions taken by a deadline (never a Slack user id). */
 export const DEADLINE_ACTOR = "crewline:deadline";
@@ -74,11 +73,13 @@ export interface DecisionTarget<R extends RequestBase> {
 }
 
 export interface DecisionCoreDeps {
-  db: Db;
+  db: Sql;
   outbox: Outbox;
   audit?: Audit;
   log: Logger;
   clock?: Clock;
+  /** This replica, named in the deadline claims it makes (unset: claims name no holder, and go by their age alone). */
+  holder?: ClaimHolder;
 }
 
 export type ReassignResult<R> = { kind: "reassigned"; row: R } | { kind: "not_pending" } | { kind: "same_person" };
@@ -112,7 +113,7 @@ export class DecisionCore {
   private readonly clock: Clock;
 
   constructor(private readonly deps: DecisionCoreDeps) {
-    this.sql = sqlOf(deps.db);
+    this.sql = deps.db;
     this.clock = deps.clock ?? systemClock;
   }
 
@@ -121,7 +122,7 @@ export class DecisionCore {
     const { ref, ...names } = target.audited(r);
     // A decision's detail names its outcome first (`first`), then the request.
     const lead = first ? { [first]: detail[first] } : {};
-    return this.deps.audit?.record({ ...names, kind, ...row, detail: { ...lead, ...ref, ...detail } } as Parameters<Audit["record"]>[0], runnerOf(tx));
+    return this.deps.audit?.record({ ...names, kind, ...row, detail: { ...lead, ...ref, ...detail } } as Parameters<Audit["record"]>[0], tx);
   }
 
   private waited(r: RequestBase, now: Date): number {
@@ -143,8 +144,8 @@ export class DecisionCore {
       const claimed = await claimEscalation(tx, target.table, r.id, { to: ids.join(","), now });
       if (!claimed) return false;
       await this.audit(tx, target, r, "escalation", { actor: ESCALATION_ACTOR, msToDecision: this.waited(r, now) }, { escalatedTo: ids, remindersSent });
-      await this.deps.outbox.add(runnerOf(tx), target.notice(r, { kind: "escalation", ids, reminders: remindersSent }, "escalation"));
-      await this.deps.outbox.add(runnerOf(tx), target.show(r));
+      await this.deps.outbox.add(tx, target.notice(r, { kind: "escalation", ids, reminders: remindersSent }, "escalation"));
+      await this.deps.outbox.add(tx, target.show(r));
       return true;
     });
     if (escalated) this.deps.outbox.nudge();
@@ -162,8 +163,8 @@ export class DecisionCore {
       if (!row) return null;
       await this.audit(tx, target, r, "reassignment", { actor: p.by, feedback: reason || null }, { reassignedTo: p.to, previously: r.reassignedTo ?? null });
       const notice = { kind: "reassignment", to: p.to, by: p.by, ...(reason ? { reason } : {}) } as const;
-      await this.deps.outbox.add(runnerOf(tx), target.notice(r, notice, `reassign:${crypto.randomUUID()}`));
-      await this.deps.outbox.add(runnerOf(tx), target.show(r));
+      await this.deps.outbox.add(tx, target.notice(r, notice, `reassign:${crypto.randomUUID()}`));
+      await this.deps.outbox.add(tx, target.show(r));
       return { ...r, ...row } as R;
     });
     if (!reassigned) return { kind: "not_pending" };
@@ -187,7 +188,7 @@ export class DecisionCore {
       const claimed = await inTransaction(this.sql, async (tx) => {
         const next = count < max ? reminderDue(r.createdAt, count, afterMs) : null;
         if (!(await claimReminder(tx, target.table, r.id, { sent: count, nextReminderAt: next, now }))) return false;
-        await this.deps.outbox.add(runnerOf(tx), target.reminder(r, count, { who, waitedMs: now.getTime() - r.createdAt.getTime() }));
+        await this.deps.outbox.add(tx, target.reminder(r, count, { who, waitedMs: now.getTime() - r.createdAt.getTime() }));
         return true;
       });
       if (!claimed) continue;
@@ -216,23 +217,24 @@ export class DecisionCore {
       const plan = plans.plan(r, now);
       try {
         if (plan.kind === "decide") {
-          if (!(await claimDeadline(this.sql, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: false, done: false }))) continue;
+          if (!(await claimDeadline(this.sql, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: false, done: false, owner: this.deps.holder?.replicaId })))
+            continue;
           const notice = await plan.decide(timeoutFeedback(plan.action, plan.withinMs));
           // Whatever it led to (decided, refused, failed, or decided by someone meanwhile), it is done.
           await inTransaction(this.sql, async (tx) => {
-            if (notice) await this.deps.outbox.add(runnerOf(tx), notice);
+            if (notice) await this.deps.outbox.add(tx, notice);
             await deadlineDone(tx, target.table, r.id, this.clock.now());
           });
           if (notice) this.deps.outbox.nudge();
         } else {
           const who = await plans.who(r);
           const current = await inTransaction(this.sql, async (tx) => {
-            const claimed = await claimDeadline(tx, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: true, done: true });
+            const claimed = await claimDeadline(tx, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: true, done: true, owner: this.deps.holder?.replicaId });
             if (!claimed) return null;
             await this.audit(tx, target, r, "deadline", { actor: DEADLINE_ACTOR, msToDecision: this.waited(r, now) }, { action: "remind", ...plan.detail(claimed) });
-            await this.deps.outbox.add(runnerOf(tx), target.deadlineNotice(r, { who, withinMs: plan.withinMs, ...(plan.lacking ? { lacking: plan.lacking } : {}) }));
+            await this.deps.outbox.add(tx, target.deadlineNotice(r, { who, withinMs: plan.withinMs, ...(plan.lacking ? { lacking: plan.lacking } : {}) }));
             // The message stops announcing a deadline that has passed.
-            await this.deps.outbox.add(runnerOf(tx), target.show(r));
+            await this.deps.outbox.add(tx, target.show(r));
             return { ...r, ...claimed } as R;
           });
           if (!current) continue;
@@ -279,7 +281,7 @@ export class DecisionCore {
           { approvals: tally.approvers.length, required: tally.required, ...a.detail },
         );
         // The message shows who approved so far ("1 of 2 approvals").
-        await this.deps.outbox.add(runnerOf(tx), target.show(r));
+        await this.deps.outbox.add(tx, target.show(r));
       }
       return { kind: "waiting" as const, recorded, approvals: tally.approvers.length };
     });
@@ -315,9 +317,9 @@ export class DecisionCore {
         },
         "outcome",
       );
-      if (s.show) await this.deps.outbox.add(runnerOf(tx), target.show(r));
-      if (edit && s.taken) await this.deps.outbox.add(runnerOf(tx), target.edited(r, edit.userId));
-      for (const effect of s.effects ?? []) await this.deps.outbox.add(runnerOf(tx), effect);
+      if (s.show) await this.deps.outbox.add(tx, target.show(r));
+      if (edit && s.taken) await this.deps.outbox.add(tx, target.edited(r, edit.userId));
+      for (const effect of s.effects ?? []) await this.deps.outbox.add(tx, effect);
       return moved;
     });
     if (s.show || edit || s.effects?.length) this.deps.outbox.nudge();
