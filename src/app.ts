@@ -1,30 +1,30 @@
-// Composition root: config → database → crews → lifecycle → Slack app and HTTP routes.
+// Composition root: config → database → crews → use cases → jobs → Slack app and HTTP routes. Every
+// part is built once, in dependency order, and handed what it needs: nothing is bound after it is made.
 
 import crypto from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel, webApi } from "@slack/bolt";
+import { type App, webApi } from "@slack/bolt";
 import { CrewRegistry } from "./adapters/crew/registry.js";
 import { flowCallbackClient } from "./adapters/flows/callback-client.js";
+import { flowIntakeHandler, flowWebhookUrl } from "./adapters/http/flow-intake.js";
 import { metricsHandler } from "./adapters/http/metrics-route.js";
-import { CALLBACK_PATH, callbackHandler, healthHandler, isCallbackPath, matchCallbackUrl } from "./adapters/http/routes.js";
+import { callbackHandler, healthHandler } from "./adapters/http/routes.js";
+import { webhookUrlBuilder } from "./adapters/http/webhook-urls.js";
 import { channelMembersCache } from "./adapters/slack/access.js";
 import { InstalledClients, type SlackClients, singleTokenClients } from "./adapters/slack/clients.js";
 import { registerDecisionClicks } from "./adapters/slack/decisions/clicks.js";
 import { registerDecisionEdit } from "./adapters/slack/decisions/edit.js";
 import { registerDecisionReassign } from "./adapters/slack/decisions/reassign.js";
 import type { FeatureDeps } from "./adapters/slack/deps.js";
-import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX, flowIntakeHandler, flowWebhookUrl } from "./adapters/slack/flows/handlers.js";
 import { SlackFlowEffects } from "./adapters/slack/flows/slack-effects.js";
-import { answerHandlerError, guardSlackEvents } from "./adapters/slack/guard.js";
-import { registerAppHome } from "./adapters/slack/home/home.js";
+import { homeRepublisher, registerAppHome } from "./adapters/slack/home/home.js";
 import { DbInstallationStore } from "./adapters/slack/installations.js";
 import { registerCrewCommand } from "./adapters/slack/kickoff/command.js";
 import { registerCrewPicker } from "./adapters/slack/kickoff/modal.js";
 import { registerMessageShortcut } from "./adapters/slack/kickoff/shortcut.js";
 import { registerKickoffSubmission } from "./adapters/slack/kickoff/submit.js";
 import { SlackRunNotifier } from "./adapters/slack/notifier.js";
-import { installerReceiverOptions } from "./adapters/slack/oauth.js";
 import { registerReplyDecisions } from "./adapters/slack/reply/handlers.js";
 import { registerStopActions } from "./adapters/slack/review/stop.js";
 import { registerUninstall } from "./adapters/slack/uninstall.js";
@@ -34,28 +34,31 @@ import { approvalPolicy } from "./domain/approvals.js";
 import { createLogger, type Logger } from "./log/log.js";
 import { Metrics } from "./metrics/metrics.js";
 import { pendingEffectsReader, sharedFiguresReader } from "./metrics/shared-figures.js";
+import { SlackBudget, type SlackCall } from "./outbox/budget.js";
 import { DurableOutbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
 import { moveOnRefusal } from "./outbox/refused.js";
 import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import type { CrewApi } from "./protocols/crew/types.js";
+import { boltLogger, metricsServer as createMetricsServer, createSlackApp } from "./root/slack-app.js";
 import { type Database, openDatabase } from "./store/db/database.js";
-import { sqlRunnerFor } from "./store/db/sql.js";
 import { HomeStore } from "./store/home.js";
 import { pingDatabase } from "./store/sql.js";
+import { Audit } from "./usecases/audit.js";
 import type { ReviewDeadlines } from "./usecases/deadlines.js";
-import { DecisionLoops } from "./usecases/decisions/loops.js";
 import { ReviewEscalations } from "./usecases/escalation.js";
 import { FlowRequests } from "./usecases/flows.js";
+import { type Job, Jobs } from "./usecases/jobs.js";
 import { Lifecycle } from "./usecases/lifecycle.js";
-import type { TeamRef } from "./usecases/ports.js";
-import { type Clock, type Execution, type Review, systemClock, type WebhookUrls } from "./usecases/ports.js";
+import { type Clock, systemClock, type TeamRef } from "./usecases/ports.js";
 import { ReviewReminders, reviewersStillWaited } from "./usecases/reminders.js";
 import { type HeartbeatOptions, ReplicaHeartbeat } from "./usecases/replicas.js";
 import { ReplyDecisions } from "./usecases/reply-decisions.js";
 import { ApprovalRows } from "./usecases/review-context.js";
 import { ReviewerRules } from "./usecases/reviewer-rules.js";
 import { RunWatcher, type WatcherOptions } from "./usecases/watcher.js";
+
+export { STREAM_EVENTS, webhookUrlBuilder } from "./adapters/http/webhook-urls.js";
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -75,6 +78,8 @@ export interface CrewlineOptions {
   deadlineIntervalMs?: number;
   /** Heartbeat tuning (tests shorten it); overrides config.polling.replicaDeadAfterMs. */
   heartbeat?: Partial<HeartbeatOptions>;
+  /** Called when the bot cannot go on (its embedded database's engine stopped): the process entry exits so a supervisor restarts it. */
+  onFatal?: (err: Error) => void;
 }
 
 export interface Crewline {
@@ -102,114 +107,46 @@ export interface Crewline {
   installations?: DbInstallationStore;
   /** This process among the replicas: its heartbeat, and its id in every claim it holds. */
   replica: ReplicaHeartbeat;
+  /** Every periodic job (heartbeat, outbox, polling, reminders, deadlines, sweeps), started and stopped together. */
+  jobs: Jobs;
   /** Applies migrations, resumes unfinished work, starts serving; resolves with the HTTP port (and the metrics port, when METRICS_PORT is set). */
   start(): Promise<{ port: number; metricsPort?: number }>;
   stop(): Promise<void>;
-}
-
-/** The events Crewline reads from a crew's event stream (progress, task outputs, the end of the run). */
-export const STREAM_EVENTS = [
-  "crew_kickoff_started",
-  "crew_kickoff_completed",
-  "crew_kickoff_failed",
-  "task_started",
-  "task_completed",
-  "task_failed",
-  "agent_execution_started",
-  "tool_usage_started",
-  "tool_usage_finished",
-  "tool_usage_error",
-  "llm_call_started",
-  "llm_call_completed",
-];
-
-export function webhookUrlBuilder(publicUrl: string | undefined, eventStream: (crewName: string) => boolean = () => false) {
-  return (execution: Execution): WebhookUrls | undefined => {
-    if (!publicUrl || !execution.webhooks) return undefined;
-    const base = `${publicUrl}/hooks/${execution.id}`;
-    return {
-      stepWebhookUrl: `${base}/step/${execution.webhookSecret}`,
-      taskWebhookUrl: `${base}/task/${execution.webhookSecret}`,
-      crewWebhookUrl: `${base}/crew/${execution.webhookSecret}`,
-      ...(execution.humanInputToken
-        ? { humanInputWebhook: { url: `${base}/input/${execution.webhookSecret}`, authentication: { strategy: "bearer" as const, token: execution.humanInputToken } } }
-        : {}),
-      ...(execution.humanInputToken && eventStream(execution.crewName)
-        ? {
-            webhooks: {
-              events: [...STREAM_EVENTS],
-              url: `${base}/events/${execution.webhookSecret}`,
-              realtime: false,
-              authentication: { strategy: "bearer" as const, token: execution.humanInputToken },
-            },
-          }
-        : {}),
-    };
-  };
-}
-
-/** The metrics port answers GET /metrics and nothing else. */
-function metricsOnlyListener(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>) {
-  return (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") return void handle(req, res);
-    req.resume();
-    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found\n");
-  };
-}
-
-function boltLogger(log: Logger): BoltLogger {
-  const join = (msg: unknown[]) => msg.map((m) => (m instanceof Error ? m.message : typeof m === "string" ? m : JSON.stringify(m))).join(" ");
-  return {
-    debug: (...msg) => log.debug(join(msg)),
-    info: (...msg) => log.info(join(msg)),
-    warn: (...msg) => log.warn(join(msg)),
-    error: (...msg) => log.error(join(msg)),
-    setLevel: () => {},
-    getLevel: () => LogLevel.INFO,
-    setName: () => {},
-  };
-}
-
-/**
- * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
- * Every method and shape of a /hooks/ path gets the handler's answer (404, 405): Bolt would log the URL, secret included.
- */
-function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
-  const boltListener = receiver.requestListener;
-  receiver.requestListener = (req, res) => {
-    if (isCallbackPath(req.url)) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
-    return boltListener(req, res);
-  };
-  return receiver;
+  /**
+   * Work under way in this process that no queue shows: Slack events acknowledged and still being
+   * handled, steps not yet handed to the outbox, a status polling round. Tests wait for none (test/support/harness.ts settled()).
+   */
+  busy(): boolean;
 }
 
 export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): Crewline {
   const log = opts.log ?? createLogger();
-  const database = opts.database ?? openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const clock = opts.clock ?? systemClock;
+  const database =
+    opts.database ??
+    openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      onConverted: (c) =>
+        log.warn("embedded database converted to the current engine; the old folder is kept as a backup", { from: c.from, backup: c.backup, tables: c.tables, rows: c.rows }),
+    });
   // A database handed in (tests, several bots on one database) is closed by whoever opened it.
   const ownsDatabase = !opts.database;
+  const sql = database.sql;
   const metrics = new Metrics({
     crews: config.crews.map((c) => c.name),
     slackApiUrl: config.slack.apiUrl,
     // Read from the shared database at scrape time, so any replica tells the truth.
-    shared: () => sharedFiguresReader(database.prisma, () => (opts.clock ?? systemClock).now())(),
-    pendingEffects: () => pendingEffectsReader(sqlRunnerFor(database.prisma), () => (opts.clock ?? systemClock).now())(),
+    shared: () => sharedFiguresReader(database.sql, () => clock.now())(),
+    pendingEffects: () => pendingEffectsReader(sql, () => clock.now())(),
   });
+  // What the use cases, the outbox and the routes report; the figures listen.
+  const telemetry = metrics.telemetry;
   const crews = new CrewRegistry(config.crews, opts.crewClient, (crew, client) => metrics.instrumentCrew(crew.name, client));
   const webhookUrls = webhookUrlBuilder(config.publicUrl, (name) => !!config.crews.find((c) => c.name === name)?.eventStream);
 
-  const customRoutes = [
-    // Every method under /hooks/ is ours (405 for non-POST): Bolt would log the path, secret included.
-    { path: CALLBACK_PATH, method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], handler: (req: any, res: any) => callbacks(req, res) },
-    {
-      path: FLOW_HOOK_PATH,
-      method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      handler: (req: any, res: any) => (req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
-    },
-    { path: "/healthz", method: ["GET"], handler: (req: any, res: any) => health(req, res) },
-    { path: "/metrics", method: ["GET"], handler: (req: any, res: any) => metricsRoute(req, res) },
-  ];
-  const clientOptions = {
+  // --- Slack clients ---------------------------------------------------------------------------
+  const clientOptions: webApi.WebClientOptions = {
     // Every Web API request (Bolt's per-request clients too, which copy these options) is counted.
     fetch: metrics.slackFetch(),
     ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}),
@@ -220,56 +157,14 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const oauth = config.slack.oauth;
   if (oauth && !config.encryption) throw new Error("OAuth distribution needs ENCRYPTION_KEY (config.encryption)");
   const installations =
-    oauth && config.encryption ? new DbInstallationStore(database.prisma, new TokenCipher(config.encryption.key, config.encryption.previous), log, opts.clock) : undefined;
-  const app = config.slack.appToken
-    ? new App({
-        token: config.slack.botToken,
-        appToken: config.slack.appToken,
-        socketMode: true,
-        customRoutes,
-        // The Socket Mode client has its own Web API client (apps.connections.open): same base URL.
-        installerOptions: { port: config.port, clientOptions },
-        clientOptions,
-        logger,
-      })
-    : new App({
-        token: config.slack.botToken,
-        receiver: guardSlackEvents(
-          withCallbackFastPath(
-            new HTTPReceiver({
-              signingSecret: config.slack.signingSecret!,
-              endpoints: "/slack/events",
-              customRoutes,
-              logger,
-              processEventErrorHandler: answerHandlerError,
-              ...(oauth && installations ? installerReceiverOptions(oauth, installations, clientOptions, config.publicUrl) : {}),
-            }),
-            (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? flowIntake(req, res) : callbacks(req, res)),
-          ),
-          log,
-          config.slack.signingSecret!,
-        ),
-        clientOptions,
-        logger,
-      });
-
-  const clock = opts.clock ?? systemClock;
-  const sql = sqlRunnerFor(database.prisma);
+    oauth && config.encryption ? new DbInstallationStore(database.sql, new TokenCipher(config.encryption.key, config.encryption.previous), log, opts.clock) : undefined;
   const installedClients = installations ? new InstalledClients(installations, clientOptions) : undefined;
-  const slackClients: SlackClients = installedClients ?? singleTokenClients(app.client);
+  // One bot token: the client Bolt's app.client would be (its options, its logger).
+  const slackClients: SlackClients = installedClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, { ...clientOptions, logger }));
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
   const leaseMs = opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs;
-  // One id per process in every claim it holds (outbox and status polling), announced by its heartbeat.
-  const replica = new ReplicaHeartbeat(
-    database.prisma,
-    opts.watcher?.replicaId ?? crypto.randomUUID(),
-    log,
-    { deadAfterMs: config.polling?.replicaDeadAfterMs, ...opts.heartbeat },
-    opts.clock,
-  );
-  const deadAfterMs = replica.options.deadAfterMs;
   const effectsClientOptions = {
     ...clientOptions,
     retryConfig: { retries: 0 },
@@ -281,53 +176,45 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   };
   const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;
   const effectClients: SlackClients = installedEffectClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, effectsClientOptions));
-  const outbox = new DurableOutbox(sql, clock);
-  const approvalRows = new ApprovalRows(database.prisma);
-  const outboxWorker = new OutboxWorker(
-    sql,
-    slackEffectPerformer({
-      sql,
-      clock,
-      notifier: metrics.instrumentNotifier(new SlackRunNotifier(effectClients, log)),
-      flows: new SlackFlowEffects(effectClients, log),
-      // What messages show beside their rows: approvals so far, the edit, the previous round.
-      reviewContext: (execution, review) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName))),
-      flowContext: (request) => flows.context(request),
-      flowRecipients: (request) => flows.directRecipients(request),
-      log,
-    }),
-    log,
-    clock,
-    {
-      replicaId: replica.replicaId,
-      deadAfterMs,
-      ...(config.polling?.outboxConcurrency ? { concurrency: config.polling.outboxConcurrency } : {}),
-      ...opts.outbox,
-      leaseMs,
-    },
-    // A message Slack refuses in its channel for good moves its run (or flow request) to a direct message.
-    { ...metrics.outboxEvents(), onGiveUp: moveOnRefusal },
-  );
-  outbox.attach(outboxWorker);
-
   // User groups belong to a workspace: looked up with its token (single-workspace mode: the one client).
   const usergroupMembers = async (usergroup: string, team: TeamRef | undefined) => {
     if (oauth && !team) throw new Error("no workspace known for this user group lookup");
     const client = await slackClients.forTeam(team?.teamId ?? "", team?.enterpriseId);
     return (await client.usergroups.users.list({ usergroup })).users ?? [];
   };
+
+  // --- use cases -------------------------------------------------------------------------------
+  // One id per process in every claim it holds (outbox, status polling, decisions, deadlines, stops), announced by its heartbeat.
+  const replica = new ReplicaHeartbeat({
+    db: database.sql,
+    replicaId: opts.watcher?.replicaId ?? crypto.randomUUID(),
+    log,
+    clock: opts.clock,
+    options: { deadAfterMs: config.polling?.replicaDeadAfterMs, ...opts.heartbeat },
+  });
+  const deadAfterMs = replica.options.deadAfterMs;
+  const outbox = new DurableOutbox(sql, clock);
+  const audit = new Audit(database.sql, log, clock);
   const reviewers = new ReviewerRules(crews, usergroupMembers, log, opts.clock);
   const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
-  // Bound below, once the lifecycle (and its audit trail) exists.
-  let escalations: ReviewEscalations | undefined;
-  const afterReminder = async (execution: Execution, review: Review, sent: number) => void (await escalations?.afterReminder(execution, review, sent));
+  const escalations = new ReviewEscalations({
+    db: database.sql,
+    outbox,
+    audit,
+    log,
+    clock: opts.clock,
+    escalateToOf: (name) => crews.config(name)?.escalateTo,
+    reminderMax: reminderSettings.max,
+  });
+  const afterReminder = escalations.afterReminder.bind(escalations);
   const lifecycle = new Lifecycle({
-    db: database.prisma,
+    db: database.sql,
     crews,
     outbox,
     webhookUrls,
     log,
     clock: opts.clock,
+    audit,
     gate: reviewers.gate,
     approvalPolicy: (crewName) => approvalPolicy(crews.config(crewName)),
     progressIntervalMs: opts.progressIntervalMs,
@@ -340,36 +227,27 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
       },
       // A deadline's remind, like a reminder, leaves out named reviewers who already approved.
-      reviewersOf: async (name, reviewId) => (reviewId ? await reviewersStillWaited(database.prisma, reviewers.rulesFor(name), reviewId) : undefined) ?? reviewers.who(name),
+      reviewersOf: async (name, reviewId) => (reviewId ? await reviewersStillWaited(database.sql, reviewers.rulesFor(name), reviewId) : undefined) ?? reviewers.who(name),
     },
     afterReminder,
     claimStaleMs: config.polling?.claimStaleMs,
-  });
-  escalations = new ReviewEscalations({
-    db: database.prisma,
-    outbox,
-    audit: lifecycle.audit,
-    log,
-    clock: opts.clock,
-    escalateToOf: (name) => crews.config(name)?.escalateTo,
-    reminderMax: reminderSettings.max,
+    telemetry,
+    holder: replica,
   });
   const reminders = new ReviewReminders(
-    { db: database.prisma, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },
+    { db: database.sql, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
   // A decision is abandoned once older than the claim window and than twice a /resume call's longest wait (connect + read).
   const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, 40_000);
-  const watcher = new RunWatcher(
-    database.prisma,
+  const watcher = new RunWatcher({
+    db: database.sql,
     lifecycle,
     crews,
     log,
-    { ...config.polling, abandonedDecisionMs, deadAfterMs, ...opts.watcher, replicaId: replica.replicaId },
-    opts.clock,
-  );
-  metrics.instrumentDecisions(lifecycle.reviews);
-  const callbacks = metrics.instrumentCallbacks((req) => req.params?.kind ?? "", callbackHandler(lifecycle, log));
+    clock: opts.clock,
+    options: { ...config.polling, abandonedDecisionMs, deadAfterMs, ...opts.watcher, replicaId: replica.replicaId },
+  });
   const flowConfigs = config.flows ?? [];
   const flowRules = new ReviewerRules(
     { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
@@ -382,27 +260,114 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     opts.clock,
   );
   const flows = new FlowRequests({
-    db: database.prisma,
+    db: database.sql,
     flows: flowConfigs,
     outbox,
     rules: flowRules,
-    audit: lifecycle.audit,
+    audit,
     log,
     clock: opts.clock,
     abandonedAfterMs: config.polling?.claimStaleMs,
     reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
     callback: flowCallbackClient(),
+    holder: replica,
   });
-  const flowIntake = metrics.instrumentCallbacks(() => "flow", flowIntakeHandler(flows, log));
-  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name), ...(f.team ? { team: f.team } : {}) }));
-  const health = healthHandler(() => pingDatabase(database.prisma));
-  // The public port serves the figures only behind METRICS_TOKEN; METRICS_PORT serves them on loopback.
-  const metricsRoute = metricsHandler(metrics, config.metricsToken ?? "off", log);
-  const metricsServer = config.metricsPort !== undefined ? createServer(metricsOnlyListener(metricsHandler(metrics, undefined, log))) : undefined;
 
-  // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
-  const formKey = config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken;
-  const deps: FeatureDeps = {
+  // --- the outbox: every Slack effect outside a request's own answer -----------------------------
+  const approvalRows = new ApprovalRows(database.sql);
+  const outboxWorker = new OutboxWorker(
+    sql,
+    slackEffectPerformer({
+      sql,
+      clock,
+      notifier: new SlackRunNotifier(effectClients, log),
+      flows: new SlackFlowEffects(effectClients, log),
+      // What messages show beside their rows: approvals so far, the edit, the previous round.
+      reviewContext: (execution, review) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName))),
+      flowContext: (request) => flows.context(request),
+      flowRecipients: (request) => flows.directRecipients(request),
+      log,
+      telemetry,
+    }),
+    log,
+    clock,
+    {
+      replicaId: replica.replicaId,
+      deadAfterMs,
+      ...(config.polling?.outboxConcurrency ? { concurrency: config.polling.outboxConcurrency } : {}),
+      ...opts.outbox,
+      leaseMs,
+    },
+    // A message Slack refuses in its channel for good moves its run (or flow request) to a direct message.
+    {
+      gaveUp: (effect) => telemetry.emit({ type: "effect.given_up", effect }),
+      deferred: (effect, method) => telemetry.emit({ type: "effect.budget_wait", effect, method }),
+      onGiveUp: moveOnRefusal,
+    },
+  );
+  outbox.attach(outboxWorker);
+  // The same buckets for the calls made in a request's own answer (the announcement at kickoff).
+  const slackBudget = outboxWorker.options.budget === false ? undefined : new SlackBudget(sql, outboxWorker.options.budget);
+
+  // --- jobs: started in this order, stopped in reverse ------------------------------------------
+  const takeOverClaims = async () => {
+    await lifecycle.reviews.recoverAbandoned(watcher.options.abandonedDecisionMs);
+    await lifecycle.deadlines.takeOver();
+    await flows.takeOver();
+  };
+  const jobs = new Jobs(log, [
+    {
+      // Alive from here: claims carry this replica's id, and the others see its heartbeat. Alone in
+      // its database (embedded, folder locked), whatever is claimed there was claimed by the process
+      // before it (a crash, kill -9): taken back now rather than when its leases run out.
+      name: "heartbeat",
+      loop: {
+        start: async () => {
+          await replica.start();
+          if (database.exclusive) await replica.takeBackClaims();
+        },
+        // Marked stopped last: whatever it still holds (an effect cut off by the outbox's drain) is taken over at once.
+        stop: () => replica.stop(),
+      },
+    },
+    // Slack effects left undone are simply due in the outbox: no recovery needed.
+    { name: "outbox", loop: outboxWorker, drain: () => outboxWorker.idle() },
+    { name: "progress updates", loop: { start: () => {}, stop: () => lifecycle.progress.drain().then(() => lifecycle.progress.stop()) } },
+    // Recorded callbacks in flight finish (briefly) on stop; anything left is recovered at the next start.
+    { name: "crew callbacks", drain: () => lifecycle.callbacks.drain() },
+    // The reminders and deadlines of reviews and flow requests (the decision core), and the flows' sweep.
+    ...(reminderSettings.max > 0 ? [{ name: "review reminders", every: { ms: opts.reminderIntervalMs ?? 60_000, run: () => reminders.tick() } }] : []),
+    { name: "review deadlines", every: { ms: opts.deadlineIntervalMs ?? 10_000, run: () => lifecycle.deadlines.tick() } },
+    // Among replicas (PostgreSQL), one gone (its heartbeat stale) leaves its decisions under way and its
+    // deadline actions to the others within seconds, not after their stale time; its stops go to the
+    // next asker. Alone in its database, a process took everything back at start instead.
+    ...(database.exclusive ? [] : [{ name: "claims of gone replicas", every: { ms: replica.options.everyMs, run: () => takeOverClaims() } }]),
+    ...flows.jobs({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs, earlierRun: database.exclusive }),
+    // Callbacks recorded but not processed (a crash between answer and work), and decisions cut off
+    // mid-call (at once when the database is this process's alone: the earlier incarnation left them),
+    // first; then the runs are polled (the watcher's own loop, which sweeps again every sweepMs).
+    { name: "status polling", atStart: () => watcher.recover(0, database.exclusive), loop: watcher },
+  ] satisfies Job[]);
+
+  // --- HTTP routes and the Slack app ------------------------------------------------------------
+  const flowHooks = flowConfigs.map((f) => ({ name: f.name, webhookUrl: flowWebhookUrl(config.publicUrl, f.name), ...(f.team ? { team: f.team } : {}) }));
+  const app = createSlackApp(config, {
+    routes: {
+      callbacks: callbackHandler(lifecycle, log, telemetry),
+      flowIntake: flowIntakeHandler(flows, log, telemetry, () => clock.now().getTime()),
+      health: healthHandler(() => pingDatabase(database.sql)),
+      // The public port serves the figures only behind METRICS_TOKEN; METRICS_PORT serves them on loopback.
+      metrics: metricsHandler(metrics, config.metricsToken ?? "off", log),
+    },
+    clientOptions,
+    logger,
+    log,
+    ...(installations ? { installations } : {}),
+  });
+  const metricsServer = config.metricsPort !== undefined ? createMetricsServer(metricsHandler(metrics, undefined, log)) : undefined;
+
+  const homeDeps = { store: new HomeStore(database.sql), clock: opts.clock, clients: slackClients };
+  const features: FeatureDeps = {
     lifecycle,
     crews,
     log,
@@ -411,12 +376,15 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     reviewers,
     flows,
     flowHooks,
-    formKey,
+    // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
+    formKey: config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken,
     multiWorkspace: !!oauth,
     escalations,
     channelMembers: channelMembersCache(opts.clock),
+    ...(slackBudget ? { spendSlack: (call: SlackCall) => slackBudget.spendNow(call, 0, clock) } : {}),
+    onRunStarted: (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err })),
   };
-  deps.onRunStarted = (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err }));
+  const deps: FeatureDeps = { ...features, publishHome: homeRepublisher(features, homeDeps) };
   registerCrewCommand(app, deps);
   registerCrewPicker(app, deps);
   registerKickoffSubmission(app, deps);
@@ -424,12 +392,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   registerDecisionClicks(app, deps);
   registerDecisionEdit(app, deps);
   registerDecisionReassign(app, deps);
-  registerReplyDecisions(app, deps, new ReplyDecisions({ db: database.prisma, reviews: lifecycle.reviews, flows, log, clock }));
+  registerReplyDecisions(app, deps, new ReplyDecisions({ db: database.sql, reviews: lifecycle.reviews, flows, log, clock }));
   registerStopActions(app, deps);
-  registerAppHome(app, deps, { store: new HomeStore(database.prisma), clock: opts.clock, clients: slackClients });
+  registerAppHome(app, deps, homeDeps);
   if (installations && installedClients)
     registerUninstall(app, {
-      db: database.prisma,
+      db: database.sql,
       installations,
       // Both client caches (request path and outbox) drop an uninstalled workspace at once.
       clients: { forget: (match) => [installedClients, installedEffectClients].forEach((c) => c?.forget(match)) },
@@ -437,13 +405,17 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       clock: opts.clock,
     });
   app.error(async (error) => log.error("slack handler failed", { err: error }));
+  // Bolt answers Slack on ack() and goes on handling the event; counted so that tests can wait for the end.
+  let handling = 0;
+  app.use(async ({ next }) => {
+    handling++;
+    try {
+      await next();
+    } finally {
+      handling--;
+    }
+  });
 
-  // One loop for the reminders and deadlines of reviews and flow requests (the decision core).
-  const decisionLoops = new DecisionLoops(log, [
-    ...(reminderSettings.max > 0 ? [{ what: "review reminders", everyMs: opts.reminderIntervalMs ?? 60_000, run: () => reminders.tick() }] : []),
-    { what: "review deadlines", everyMs: opts.deadlineIntervalMs ?? 10_000, run: () => lifecycle.deadlines.tick() },
-    ...flows.jobs({ reminderIntervalMs: opts.reminderIntervalMs, sweepMs: config.polling?.sweepMs, deadlineIntervalMs: opts.deadlineIntervalMs }),
-  ]);
   let server: Server | undefined;
   return {
     app,
@@ -461,30 +433,22 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     outboxWorker,
     slackClients,
     replica,
+    jobs,
     ...(installations ? { installations } : {}),
     async start() {
       const applied = await database.migrate();
       if (applied.length) log.info("database migrated", { applied });
       // Tokens sealed with an earlier key (ENCRYPTION_KEY_PREVIOUS) are re-sealed with the current one.
       if (installations) await installations.resealStale();
-      // Alive from here: claims carry this replica's id, and the others see its heartbeat. Alone in
-      // its database (embedded, folder locked), whatever is claimed there was claimed by the process
-      // before it (a crash, kill -9): taken back now rather than when its leases run out.
-      await replica.start();
-      if (database.exclusive) await replica.takeBackClaims();
-      // Callbacks recorded but not processed (a crash between answer and work); Slack effects left
-      // undone are simply due in the outbox, which the worker picks up.
-      await watcher.recover();
-      await flows.recover();
-      outboxWorker.start();
+      // Which tasks crews waited on before (their task messages are held for the wait): known from the start.
+      await lifecycle.reviews.recallAwaited();
+      await jobs.start();
       // Installed in many workspaces, a crew's groups are read on first use, in the run's workspace.
       if (!oauth) reviewers.prefetch();
       flowRules.prefetch();
-      decisionLoops.start();
       const started = (await app.start(config.port)) as unknown;
       server = started && typeof (started as Server).address === "function" ? (started as Server) : undefined;
       const port = (server?.address() as AddressInfo | null)?.port ?? config.port;
-      watcher.start();
       let metricsPort: number | undefined;
       if (metricsServer) {
         await new Promise<void>((resolve, reject) => {
@@ -514,22 +478,16 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
         log.info("flow feedback webhook", { flow: hook.name, url: hook.webhookUrl, ...(config.publicUrl ? {} : { note: "set PUBLIC_URL to the externally reachable base URL" }) });
       return { port, ...(metricsPort !== undefined ? { metricsPort } : {}) };
     },
+    busy: () => handling > 0 || lifecycle.progress.unsent > 0 || watcher.polling,
     async stop() {
-      await watcher.stop();
-      await decisionLoops.stop();
+      // No new requests first; then the jobs stop in reverse order, each drained (polling, reminders
+      // and deadlines, callbacks in flight, progress, the outbox's effects under way, the heartbeat).
       await app.stop().catch(() => {});
       if (metricsServer?.listening) {
         metricsServer.closeAllConnections();
         await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
       }
-      // Let recorded callbacks in flight finish (briefly); anything left is recovered at the next start.
-      await Promise.race([lifecycle.callbacks.drain(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
-      await lifecycle.progress.drain();
-      lifecycle.progress.stop();
-      outboxWorker.stop();
-      await Promise.race([outboxWorker.idle(), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
-      // Marked stopped: whatever it still holds (an effect cut off by the wait above) is taken over at once.
-      await replica.stop();
+      await jobs.stop();
       await crews.close();
       if (ownsDatabase) await database.close();
     },

@@ -16,7 +16,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const crewline = createCrewline(config, { log });
+  // Without its database the bot can only refuse work: exit, so that the supervisor (systemd, Docker, Kubernetes) starts it again.
+  const crewline = createCrewline(config, { log, onFatal: () => process.exit(1) });
   const shutdown = async (signal: string) => {
     log.info("shutting down", { signal });
     await crewline.stop().catch((err) => log.error("shutdown failed", { err }));

@@ -19,7 +19,8 @@
  *
  * `priority` says who goes first when Slack's budget is short (src/outbox/budget.ts; the worker claims
  * in this order too): 0, what a person waits on (a review becoming decidable, a decision shown, a
- * completion notice, a flow request and its answer); 1, announcements, files and notices; 2, progress.
+ * completion notice, a flow request and its answer); 1, announcements, files and notices; 2, progress;
+ * 3, what only tidies a message when Slack has tokens to spare (the announcement's kickoff id).
  * `calls` are the Web API methods it makes, in order (src/outbox/tiers.ts gives each its tier), so the
  * budget is asked before any call; run.progress posts (chat.postMessage) the first time, then updates.
  */
@@ -47,8 +48,14 @@ export const EFFECT_KINDS = {
   /** The run's announcement (thread parent) re-rendered with its final state. */
   "run.announcement": { repeatable: true, thread: null, priority: 1, calls: ["chat.update"] },
   /**
+   * The announcement once the crew has answered the kickoff (Running, its kickoff id): nobody waits on
+   * it (the Stop button is there from the first post), so it goes when Slack is idle, after progress.
+   */
+  "run.started": { repeatable: true, thread: null, priority: 3, calls: ["chat.update"] },
+  /**
    * The run's progress: its live plan streamed (chat.startStream once, chat.appendStream, chat.stopStream at
-   * its end), or, where Slack refuses streaming, one message posted once and then updated (at most about once a second).
+   * its end; while the start waits for Slack's Tier 2, its latest step in one message of the thread, posted
+   * and refreshed), or, where Slack refuses streaming, one message posted once and then updated (at most about once a second).
    */
   "run.progress": { repeatable: true, thread: null, priority: 2, calls: ["chat.appendStream"] },
   /** A flow feedback request's message in its channel; chains flow.file and flow.show. */
@@ -67,8 +74,8 @@ export const EFFECT_KINDS = {
   "flow.move": { repeatable: false, thread: null, priority: 0, calls: ["conversations.open"] },
 } as const satisfies Record<string, { repeatable: boolean; thread: EffectThread | null; priority: EffectPriority; calls: readonly string[] }>;
 
-/** 0: a person waits on it; 1: announcements, files and notices; 2: progress. */
-export type EffectPriority = 0 | 1 | 2;
+/** 0: a person waits on it; 1: announcements, files and notices; 2: progress; 3: when Slack is idle. */
+export type EffectPriority = 0 | 1 | 2 | 3;
 
 /** How the thread of an ordered effect is found from its subject (see EFFECT_KINDS). */
 export type EffectThread = "review" | "run" | "flow";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type PlanReview, planOf } from "./plan.js";
+import { appendSpacing, type PlanReview, planOf } from "./plan.js";
 
 const at = (ms: number) => new Date(1_000_000 + ms);
 const review = (taskKey: string, ms: number, patch: Partial<PlanReview> = {}): PlanReview => ({
@@ -62,5 +62,14 @@ describe("planOf", () => {
       ["task-2", "Task 2", "error", "Stopped from Slack"],
     ]);
     expect(cards(planOf({ state: "abandoned", reviews: [], step: { latest: "x", latestAt: 1_000_005 } }))).toEqual([["task-1", "Task 1", "error", "No longer followed"]]);
+  });
+});
+
+describe("a live plan's append spacing", () => {
+  it("is the plan's share of the append tier among the workspace's live plans, between 1 s and 8 s", () => {
+    expect(appendSpacing(1, 600)).toBe(1000);
+    expect(appendSpacing(0, 600)).toBe(1000);
+    expect(appendSpacing(12, 600)).toBe(7200);
+    expect(appendSpacing(40, 600)).toBe(8000);
   });
 });

@@ -112,6 +112,32 @@ function cardOf(r: PlanReview, index: number, ended: boolean): PlanTask {
 }
 
 /**
+ * While a run's live plan waits for Slack to let it start, the message that shows its latest step
+ * meanwhile is refreshed when it shows a step older than this (and a newer one came), so a person sees
+ * a step at least about every 10 s even when the refresh waits for a token.
+ */
+export const EARLY_PROGRESS_REFRESH_MS = 7000;
+
+/**
+ * How long a live plan waits after an append before its next one: its share of the workspace's append
+ * tier among the plans streaming there (`liveStreams` of them, one token every `intervalMs`), at least a
+ * second and at most 8 s. Without it the plans that happen to find a token append every second while
+ * others wait half a minute; with it, twelve plans append about every 7 s each, every one of them.
+ */
+export function appendSpacing(liveStreams: number, intervalMs: number): number {
+  return Math.min(8000, Math.max(1000, Math.ceil(Math.max(1, liveStreams) * intervalMs)));
+}
+
+/** A live plan whose token is this close is waited for; a longer wait shows the run's steps in a message meanwhile. */
+export const EARLY_PROGRESS_AFTER_MS = 2000;
+
+/**
+ * A finished run's plan is stopped (chat.stopStream, Tier 2 like chat.startStream) after the plans
+ * waiting to start, for this long after the run ended; then it takes its turn like a start.
+ */
+export const STOP_YIELDS_MS = 60_000;
+
+/**
  * Slack errors of a streaming call that mean Slack does not offer streaming there: a method it does
  * not know, a scope or token type it does not grant, a feature not enabled in the workspace. The
  * workspace's runs then show progress as one updated message (remembered in the database).

@@ -37,6 +37,8 @@ export interface SlackCall {
   path?: string;
   /** The workspace the token belongs to (tokens issued by oauth.v2.access; else the default team). */
   team?: string;
+  /** The ts the answer carried (the message a chat.postMessage posted, or a chat.update updated). */
+  ts?: string;
 }
 
 /** A user approving the app's install in a workspace (or, with isEnterpriseInstall, a whole Grid org). */
@@ -561,6 +563,7 @@ class FakeSlackServer implements FakeSlack {
       }
     }
     if (body.ok === false) call.error = String(body.error);
+    else if (typeof body.ts === "string") call.ts = body.ts;
     this.calls.push(call);
     for (const w of [...this.waiters]) w();
     res.writeHead(status, headers).end(JSON.stringify(body));

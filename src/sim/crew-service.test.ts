@@ -273,7 +273,8 @@ describe("crew simulator: runs, review and webhooks", () => {
     // The resume must carry the human-input webhook again, or the next request goes nowhere.
     await call(s, "POST", "/resume", { execution_id: id, task_id: "t-research", human_feedback: "ok", is_approve: true, ...hooks(r) });
     await s.waitFor(() => r.of("/task").length === 3);
-    await new Promise((res) => setTimeout(res, 50));
+    // The run has ended and sent everything it was going to.
+    await s.waitFor(() => !s.busy);
     expect(r.of("/input")).toHaveLength(1);
   });
 
@@ -356,7 +357,7 @@ describe("crew simulator: runs, review and webhooks", () => {
     const last = await call(s, "POST", "/resume", { execution_id: id, task_id: "t-write", human_feedback: "", is_approve: true });
     expect(last.json.status).toBe("completed");
     await s.waitFor(() => s.executions.get(id)?.state === "SUCCESS");
-    await new Promise((res) => setTimeout(res, 30));
+    await s.waitFor(() => !s.busy);
     expect(r.of("/crew")).toHaveLength(0);
   });
 
@@ -496,7 +497,8 @@ describe("crew simulator: POST /stop/{kickoff_id}", () => {
     expect(s.executions.get(id)?.state).toBe("STOPPED");
     expect((await call(s, "GET", `/${id}/status`)).json).toMatchObject({ state: "STOPPED" });
     const seen = r.received.length;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The run's loop notices the stop after its current step's pause, and ends without sending.
+    await s.waitFor(() => !s.busy);
     expect(r.received.length).toBe(seen);
     expect(r.of("/task")).toHaveLength(0);
     expect(r.of("/crew")).toHaveLength(0);

@@ -71,6 +71,8 @@ export interface SimCrewOptions {
   statusPath?: "spec" | "legacy" | "both";
   /** Delay before answering GET /inputs. */
   inputsDelayMs?: number;
+  /** Delay before answering POST /kickoff (a crew slow to start). */
+  kickoffDelayMs?: number;
   /** Scripted errors, answered before normal handling (before the token check). */
   failWith?: SimFailure[];
   /** The run fails once `afterTask` tasks are done (0 = before the first task). */
@@ -158,6 +160,8 @@ export interface SimCrewService {
   setOptions(patch: Partial<SimCrewOptions>): void;
   /** True while a run is working through its tasks or its webhooks are being sent (tests wait for it to end). */
   readonly busy: boolean;
+  /** Webhooks queued or being sent (a run working on a long task sends none while it works). */
+  readonly delivering: number;
   close(): Promise<void>;
 }
 
@@ -279,6 +283,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
   const executions = new Map<string, SimExecution>();
   const internals = new Map<string, ExecInternals>();
   const runs = new Set<Promise<void>>();
+  let delivering = 0;
   const closing = new AbortController();
   setMaxListeners(0, closing.signal); // one listener per pending sleep / webhook
   let closed = false;
@@ -349,9 +354,16 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
       .map((e, i) => ({ id: randomUUID(), execution_id: exec.id, timestamp: new Date(now + i).toISOString(), type: e.type, data: e.data }));
     if (!batch.length) return;
     if (opts.eventStream?.chaos) batch = [...batch].reverse().concat(batch[0]!);
+    queue(exec, () => send("events", url, { events: batch }, eventsAuth));
+  }
+
+  /** Sends a run's webhooks one after the other, in the order they were asked for; counted until sent. */
+  function queue(exec: SimExecution, sending: () => Promise<void>): Promise<void> {
     const inner = internals.get(exec.id)!;
-    const p = inner.chain.then(() => (exec.state === "STOPPED" ? undefined : send("events", url, { events: batch }, eventsAuth)));
+    delivering++;
+    const p = inner.chain.then(() => (exec.state === "STOPPED" ? undefined : sending())).finally(() => delivering--);
     inner.chain = p.catch(() => undefined);
+    return p;
   }
 
   function deliver(exec: SimExecution, kind: SimWebhookDelivery["kind"], body: Record<string, unknown>): Promise<void> {
@@ -361,10 +373,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     const url = opts.eventStream?.only ? undefined : exec.webhooks[kind as "step" | "task" | "crew" | "input"];
     if (!url) return Promise.resolve();
     if (exec.meta !== undefined) body = { ...body, meta: exec.meta };
-    const inner = internals.get(exec.id)!;
-    const p = inner.chain.then(() => (exec.state === "STOPPED" ? undefined : send(kind, url, body, kind === "input" ? exec.webhooks.inputAuth : undefined)));
-    inner.chain = p.catch(() => undefined);
-    return p;
+    return queue(exec, () => send(kind, url, body, kind === "input" ? exec.webhooks.inputAuth : undefined));
   }
 
   const touch = (exec: SimExecution) => {
@@ -778,6 +787,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
           break;
         case "kickoff":
           if (!jsonOk) throw badRequest("Request body must be valid JSON");
+          if (opts.kickoffDelayMs) await sleep(opts.kickoffDelayMs);
           out = handleKickoff(parsed);
           break;
         case "resume":
@@ -830,6 +840,9 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     executions,
     get busy() {
       return runs.size > 0;
+    },
+    get delivering() {
+      return delivering;
     },
     waitFor(pred, timeoutMs = 5000) {
       return new Promise<void>((resolve, reject) => {

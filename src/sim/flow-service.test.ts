@@ -54,6 +54,7 @@ describe("local flow service", () => {
     flow = await startFlowService({ secret: "s", targetUrl: target.url, answerWindowMs: 1 });
     const { body } = await flow.send({ emit: null });
     expect(JSON.parse(target.got[0]!.raw.toString()).emit).toBeUndefined();
+    // Fixed wait: real time must pass the 1 ms answer window (the service reads the system clock).
     await new Promise((r) => setTimeout(r, 20));
     expect((await post(String(body.callback_url), { feedback: "late" })).status).toBe(410);
     expect(flow.answers).toHaveLength(0);

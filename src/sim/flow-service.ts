@@ -42,6 +42,8 @@ export interface SendOptions {
   /** Send exactly this body (already serialised). */
   rawBody?: string;
   url?: string;
+  /** Where the request's callback URL points instead of this service (a proxy in front of it). */
+  callbackOrigin?: string;
 }
 
 export interface SimFlowCall {
@@ -151,7 +153,7 @@ export async function startFlowService(opts: SimFlowOptions): Promise<SimFlowSer
         state: {},
         metadata: {},
         created_at: new Date().toISOString(),
-        callback_url: `${url}/human_feedback_requests/${encodeURIComponent(id)}/respond?token=${issued.get(id)!.token}`,
+        callback_url: `${sendOpts.callbackOrigin ?? url}/human_feedback_requests/${encodeURIComponent(id)}/respond?token=${issued.get(id)!.token}`,
         response_token: issued.get(id)!.token,
         deployment_id: 456,
         deployment_name: opts.deploymentName ?? "sim-flow",

@@ -404,6 +404,7 @@ describe("CrewClient retries", () => {
     });
     const e = await failure(client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "ok", isApprove: true }));
     expect(e).toMatchObject({ kind: "unreachable", operation: "resume", maybeApplied: true });
+    // Fixed wait: a retry sent in the background (the bug this guards against) leaves nothing else to wait for.
     await sleep(50);
     expect(crew.seen).toHaveLength(1);
   });
@@ -460,6 +461,7 @@ describe.concurrent("CrewClient read time-outs", () => {
     const e = await failure(client(crew.url, { readTimeoutMs: 100 }, onTestFinished).kickoff({ inputs: { topic: "AI" } }));
     expect(e).toMatchObject({ kind: "timeout", operation: "kickoff", maybeApplied: true });
     expect(e.userMessage()).toContain("may have gone through");
+    // Fixed wait: a retry sent in the background (the bug this guards against) leaves nothing else to wait for.
     await sleep(50);
     expect(crew.seen).toHaveLength(1);
   });

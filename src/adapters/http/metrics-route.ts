@@ -3,7 +3,12 @@
 import crypto from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../log/log.js";
-import type { Metrics } from "../../metrics/metrics.js";
+
+/** The figures served (src/metrics/ provides them; this route does not import it). */
+export interface Scrapable {
+  contentType: string;
+  scrape(): Promise<string>;
+}
 
 const digest = (text: string) => crypto.createHash("sha256").update(text).digest();
 
@@ -18,7 +23,7 @@ export function bearerMatches(header: string | undefined, expected: Buffer): boo
  * `token`: the bearer token requests must carry; `"off"`: the figures are not served here (404);
  * undefined: open (the loopback metrics port).
  */
-export function metricsHandler(metrics: Metrics, token: string | "off" | undefined, log: Logger) {
+export function metricsHandler(metrics: Scrapable, token: string | "off" | undefined, log: Logger) {
   const expected = token && token !== "off" ? digest(token) : undefined;
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (token === "off") {

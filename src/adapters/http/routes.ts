@@ -3,7 +3,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../log/log.js";
 import { JsonTooComplex, parseBoundedJson } from "../../text/bounded-json.js";
 import { sanitizeJson, sanitizeText } from "../../text/sanitize.js";
+import type { CallbackOutcome, CallbackRefusal } from "../../usecases/callbacks.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";
+import { noTelemetry, type Telemetry } from "../../usecases/telemetry.js";
 
 export const MAX_CALLBACK_BYTES = 2 * 1024 * 1024;
 export const CALLBACK_PATH = "/hooks/:executionId/:kind/:secret";
@@ -55,19 +57,50 @@ export function matchCallbackUrl(url: string | undefined): { executionId: string
   }
 }
 
-function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
+/** Each refusal and outcome of a callback as the crew is answered. */
+const REFUSALS: Record<CallbackRefusal["kind"], [status: number, error: string]> = {
+  unknown_callback: [404, "unknown callback"],
+  unknown_run: [404, "unknown execution"],
+  bad_secret: [401, "invalid callback secret"],
+  bad_authorization: [401, "invalid or missing authorization"],
+  run_ended: [410, "this run has ended; its callbacks are no longer taken"],
+};
+
+function answerOf(outcome: CallbackOutcome): [status: number, body: Record<string, unknown>] {
+  switch (outcome.kind) {
+    case "accepted":
+      return [202, { ok: true, message: "accepted" }];
+    case "duplicate":
+      return [200, { ok: true, message: "duplicate delivery ignored" }];
+    case "nothing_new":
+      return [200, { ok: true, message: "nothing new" }];
+    case "names_another_run":
+      return [409, { error: "this callback names another run than its URL" }];
+    case "malformed":
+      return [400, { error: outcome.problem }];
+  }
+}
+
+export function reply(res: ServerResponse, status: number, body: Record<string, unknown>): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
+}
+
+/** Reports the request's answer once it is sent, whichever way it was answered. */
+export function reportAnswer(res: ServerResponse, kind: string, telemetry: Telemetry): void {
+  res.once("finish", () => telemetry.emit({ type: "callback.answered", kind, status: res.statusCode }));
 }
 
 /**
  * /hooks/{executionId}/{step|task|crew}/{secret}: answered fast; Slack work happens after. Every
  * request under /hooks/ comes here whatever its method or shape (405 for non-POST).
  */
-export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
+export function callbackHandler(lifecycle: Lifecycle, log: Logger, telemetry: Telemetry = noTelemetry) {
   return async (req: ParamsRequest, res: ServerResponse) => {
+    const arrived = Date.now();
     const { executionId = "", kind = "", secret = "" } = req.params ?? {};
+    reportAnswer(res, kind, telemetry);
     if (req.method !== "POST") {
       req.resume();
       res.setHeader("allow", "POST");
@@ -79,13 +112,18 @@ export function callbackHandler(lifecycle: Lifecycle, log: Logger) {
       const checked = await lifecycle.callbacks.authenticate(sanitizeText(executionId), sanitizeText(kind), sanitizeText(secret), req.headers.authorization);
       if ("refused" in checked) {
         req.resume();
-        return reply(res, checked.refused.status, { error: checked.refused.message });
+        const [status, error] = REFUSALS[checked.refused.kind];
+        return reply(res, status, { error });
       }
       const body = await readCallbackBody(req, res);
       if (body === undefined) return;
-      const answer = await lifecycle.callbacks.accept(checked.caller, body.value);
-      reply(res, answer.status, answer.status < 300 ? { ok: true, message: answer.message } : { error: answer.message });
-      answer.after?.();
+      const outcome = await lifecycle.callbacks.accept(checked.caller, body.value);
+      reply(res, ...answerOf(outcome));
+      if (outcome.kind === "accepted") {
+        // Reported before the Slack work begins, which may be before the answer has left.
+        telemetry.emit({ type: "callback.accepted", kind, executionId, at: arrived });
+        outcome.after?.();
+      }
     } catch (err) {
       log.error("callback intake failed", { executionId, kind, err });
       if (!res.headersSent) reply(res, 500, { error: "internal error" });

@@ -2,6 +2,7 @@
 
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "../../log/log.js";
+import type { SlackCall } from "../../outbox/budget.js";
 import type { ReviewEscalations } from "../../usecases/escalation.js";
 import type { FlowRequests } from "../../usecases/flows.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";
@@ -35,6 +36,12 @@ export interface FeatureDeps {
   multiWorkspace?: boolean;
   /** Channel member lists, cached briefly for the access checks (adapters/slack/access.ts). */
   channelMembers?: MembershipCache<WebClient>;
+  /**
+   * Takes the token of a Web API call made in a request's own answer from the outbox's Slack budget
+   * (src/outbox/budget.ts: SlackBudget.spendNow), so that it and the outbox's calls stay within Slack's
+   * limits together: the run's announcement posted at kickoff. Unset (budget off): it just goes.
+   */
+  spendSlack?: (call: SlackCall) => Promise<void>;
 }
 
 /** A flow's webhook URL, shown to admins, and the workspace (team id) its requests are posted in. */

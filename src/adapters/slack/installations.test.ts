@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type { Installation } from "@slack/bolt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { prismaOf } from "../../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/test-database.js";
 import { TokenCipher } from "../../crypto/token-cipher.js";
 import { createLogger, silentLogger } from "../../log/log.js";
@@ -41,11 +42,11 @@ const orgWide = (enterpriseId: string, token: string): Installation<"v2", true> 
 
 describe("DbInstallationStore", () => {
   it("keeps every token sealed, and gives back the installation Bolt stored", async () => {
-    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
     const installation = workspace("T0ONE", "xoxb-one-secret");
     await store.storeInstallation(installation);
 
-    const raw = JSON.stringify(await db.database.prisma.$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
+    const raw = JSON.stringify(await prismaOf(db.database).$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
     for (const secret of ["xoxb-one-secret", "xoxp-user-T0ONE", "xoxe-user-refresh-T0ONE", "xoxe-bot-refresh-T0ONE", "hooks.slack.com/services/secret"])
       expect(raw).not.toContain(secret);
 
@@ -57,7 +58,7 @@ describe("DbInstallationStore", () => {
   });
 
   it("keeps the bot of a workspace when a later install brings only a user token", async () => {
-    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
     await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
     const { bot: _bot, ...userOnly } = workspace("T0ONE", "unused");
     await store.storeInstallation({ ...userOnly, user: { id: "U0OTHER", token: "xoxp-other", scopes: ["search:read"] } });
@@ -68,7 +69,7 @@ describe("DbInstallationStore", () => {
   });
 
   it("finds an org-wide install for any workspace of its Grid org, a workspace's own install first", async () => {
-    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
     await store.storeInstallation(orgWide("E0GRID", "xoxb-org-token"));
     await store.storeInstallation(workspace("T0OWN", "xoxb-own-token", "E0GRID"));
     expect((await store.botFor("T0ANY", "E0GRID")).botToken).toBe("xoxb-org-token");
@@ -86,20 +87,20 @@ describe("DbInstallationStore", () => {
   it("rotates keys: reads with the previous key, re-seals with the current one, then needs only the new key", async () => {
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
-    await new DbInstallationStore(db.database.prisma, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
-    const before = await db.database.prisma.slackInstallation.findFirstOrThrow();
+    await new DbInstallationStore(db.database.sql, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    const before = await prismaOf(db.database).slackInstallation.findFirstOrThrow();
 
     // Without the old key the token cannot be read, and the error says where to put it.
-    await expect(new DbInstallationStore(db.database.prisma, new TokenCipher(newKey), silentLogger).botFor("T0ONE")).rejects.toThrow(/ENCRYPTION_KEY_PREVIOUS/);
+    await expect(new DbInstallationStore(db.database.sql, new TokenCipher(newKey), silentLogger).botFor("T0ONE")).rejects.toThrow(/ENCRYPTION_KEY_PREVIOUS/);
 
-    const rotating = new DbInstallationStore(db.database.prisma, new TokenCipher(newKey, [oldKey]), silentLogger);
+    const rotating = new DbInstallationStore(db.database.sql, new TokenCipher(newKey, [oldKey]), silentLogger);
     expect((await rotating.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
     expect(await rotating.resealStale()).toBe(1);
     expect(await rotating.resealStale()).toBe(0);
-    const after = await db.database.prisma.slackInstallation.findFirstOrThrow();
+    const after = await prismaOf(db.database).slackInstallation.findFirstOrThrow();
     for (const field of ["botToken", "botRefreshToken", "userToken", "userRefreshToken"] as const) expect(after[field]).not.toBe(before[field]);
 
-    const newOnly = new DbInstallationStore(db.database.prisma, new TokenCipher(newKey), silentLogger);
+    const newOnly = new DbInstallationStore(db.database.sql, new TokenCipher(newKey), silentLogger);
     expect((await newOnly.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
     expect((await newOnly.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false })).user.refreshToken).toBe("xoxe-user-refresh-T0ONE");
   });
@@ -108,14 +109,14 @@ describe("DbInstallationStore", () => {
     const removedKey = randomBytes(32);
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
-    await new DbInstallationStore(db.database.prisma, new TokenCipher(removedKey), silentLogger).storeInstallation(workspace("T0LOST", "xoxb-lost-secret"));
-    await new DbInstallationStore(db.database.prisma, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
-    await new DbInstallationStore(db.database.prisma, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0BROKEN", "xoxb-broken-secret"));
-    await db.database.prisma.slackInstallation.update({ where: { installKey: "T:T0BROKEN" }, data: { botToken: "garbage" } });
+    await new DbInstallationStore(db.database.sql, new TokenCipher(removedKey), silentLogger).storeInstallation(workspace("T0LOST", "xoxb-lost-secret"));
+    await new DbInstallationStore(db.database.sql, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    await new DbInstallationStore(db.database.sql, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0BROKEN", "xoxb-broken-secret"));
+    await prismaOf(db.database).slackInstallation.update({ where: { installKey: "T:T0BROKEN" }, data: { botToken: "garbage" } });
 
     const lines: string[] = [];
     const store = new DbInstallationStore(
-      db.database.prisma,
+      db.database.sql,
       new TokenCipher(newKey, [oldKey]),
       createLogger("debug", (l) => lines.push(l)),
     );
@@ -136,18 +137,18 @@ describe("DbInstallationStore", () => {
   });
 
   it("refuses a token moved to another workspace's row or edited in the database", async () => {
-    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
     await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
     await store.storeInstallation(workspace("T0TWO", "xoxb-two-secret"));
-    const one = await db.database.prisma.slackInstallation.findUniqueOrThrow({ where: { installKey: "T:T0ONE" } });
-    await db.database.prisma.slackInstallation.update({ where: { installKey: "T:T0TWO" }, data: { botToken: one.botToken } });
+    const one = await prismaOf(db.database).slackInstallation.findUniqueOrThrow({ where: { installKey: "T:T0ONE" } });
+    await prismaOf(db.database).slackInstallation.update({ where: { installKey: "T:T0TWO" }, data: { botToken: one.botToken } });
     await expect(store.botFor("T0TWO")).rejects.toThrow(/integrity check/);
   });
 });
 
 describe("InstalledClients", () => {
   it("gives each workspace a client with its own token, cached, re-read after the TTL or when forgotten", async () => {
-    const store = new DbInstallationStore(db.database.prisma, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
     await store.storeInstallation(workspace("T0ONE", "xoxb-one"));
     await store.storeInstallation(workspace("T0TWO", "xoxb-two"));
     let now = 0;

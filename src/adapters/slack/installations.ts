@@ -5,10 +5,9 @@
 import type { Installation, InstallationQuery, InstallationStore } from "@slack/bolt";
 import { DecryptError, type TokenCipher } from "../../crypto/token-cipher.js";
 import type { Logger } from "../../log/log.js";
-import type { Db } from "../../store/db/database.js";
 import * as store from "../../store/installations.js";
 import { SEALED_FIELDS as SEALED, type SealedField, type SlackInstallationRow } from "../../store/installations.js";
-import { type Sql, sqlOf } from "../../store/sql.js";
+import type { Sql } from "../../store/sql.js";
 import { type Clock, systemClock } from "../../usecases/ports.js";
 
 /** "T:<team>" for a workspace install, "E:<enterprise>" for an org-wide one. */
@@ -52,12 +51,12 @@ export class DbInstallationStore implements InstallationStore {
   private readonly reported = new Set<string>();
 
   constructor(
-    db: Db,
+    db: Sql,
     private readonly cipher: TokenCipher,
     private readonly log: Logger,
     private readonly clock: Clock = systemClock,
   ) {
-    this.sql = sqlOf(db);
+    this.sql = db;
   }
 
   async storeInstallation(installation: Installation): Promise<void> {

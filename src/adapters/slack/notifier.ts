@@ -11,6 +11,7 @@ import {
   completionMessage,
   deadlineNotDeliveredText,
   deadlineReminderText,
+  earlyProgressMessage,
   editNeedsFile,
   outputNeedsFile,
   pendingReviewNotes,
@@ -42,8 +43,9 @@ export function announcementFor(execution: Execution): SlackMessage {
     finishedAt: execution.finishedAt ?? undefined,
     summary: ["failed", "lost", "kickoff_failed", "uninstalled"].includes(execution.state) ? (execution.error ?? undefined) : undefined,
     stoppedBy: execution.stoppedBy ?? undefined,
-    // A live run the crew knows (its kickoff id) can be stopped from its announcement.
-    stoppable: execution.kickoffId && LIVE_STATES.includes(execution.state as ExecutionState) ? execution.id : undefined,
+    // A live run has its Stop button from the first post (a click before the crew answered the kickoff
+    // is told the run is still starting), so the kickoff's update is not needed to stop it.
+    stoppable: LIVE_STATES.includes(execution.state as ExecutionState) ? execution.id : undefined,
   });
 }
 
@@ -261,7 +263,19 @@ export class SlackRunNotifier implements RunNotifier {
     return { ts: posted.ts! };
   }
 
-  planCall(execution: Execution, plan: RunPlan, stream: { ts: string | null; shown: unknown }): PlanCall | undefined {
+  async showEarlyProgress(execution: Execution, plan: RunPlan, shown: { stepAt: Date; stopped?: boolean }, ts: string | null, effectId: string): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
+    const title = planTitle({ crewName: execution.crewName, inputs: execution.inputs as Record<string, unknown> });
+    const message = earlyProgressMessage({ title, plan, ...shown });
+    if (ts) {
+      await client.chat.update({ channel: execution.channelId, ts, ...message });
+      return { ts };
+    }
+    const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
+    return { ts: posted.ts! };
+  }
+
+  planCall(execution: Execution, plan: RunPlan, stream: { ts: string | null; shown: unknown; appendOnly?: boolean }): PlanCall | undefined {
     const title = planTitle({ crewName: execution.crewName, inputs: execution.inputs as Record<string, unknown>, plan });
     const { chunks, shown } = planChunks(title, plan, stream.ts ? planShownOf(stream.shown) : {});
     const channel = execution.channelId;
@@ -288,7 +302,7 @@ export class SlackRunNotifier implements RunNotifier {
         },
       };
     }
-    if (plan.ended) {
+    if (plan.ended && !stream.appendOnly) {
       return {
         method: "chat.stopStream",
         shown,

@@ -3,14 +3,14 @@
 // skips authorize for these two events, so they arrive even though the tokens no longer work.
 import type { App } from "@slack/bolt";
 import type { Logger } from "../../log/log.js";
-import type { Db } from "../../store/db/database.js";
+import type { Sql } from "../../store/sql.js";
 import { type Clock, systemClock } from "../../usecases/ports.js";
 import { stopWorkspace } from "../../usecases/workspaces.js";
 import type { InstalledClients } from "./clients.js";
 import type { DbInstallationStore } from "./installations.js";
 
 export interface UninstallDeps {
-  db: Db;
+  db: Sql;
   installations: DbInstallationStore;
   clients: Pick<InstalledClients, "forget">;
   log: Logger;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunPlan } from "../../../domain/plan.js";
-import { PLAN_LIMITS, planChunks, planShownOf, planTitle, taskChunk } from "./plan.js";
+import { earlyProgressMessage, PLAN_LIMITS, planChunks, planShownOf, planTitle, taskChunk } from "./plan.js";
 
 const plan = (tasks: RunPlan["tasks"], ended = false): RunPlan => ({ tasks, ended, failed: false });
 
@@ -45,5 +45,34 @@ describe("live plan chunks", () => {
     expect(title.length).toBeLessThanOrEqual(PLAN_LIMITS.title * 5);
     expect(planShownOf(["x"])).toEqual({});
     expect(planShownOf({ a: 1, b: "ok" })).toEqual({ b: "ok" });
+  });
+});
+
+describe("the message that shows a run's steps while its plan waits to start", () => {
+  const at = new Date("2026-11-23T14:03:05.900Z");
+  it("shows the latest card's step with the time it came, and says the plan follows below (true before and after it starts)", () => {
+    const m = earlyProgressMessage({
+      title: "research (Topic: Tides)",
+      plan: plan([{ id: "task-1", title: "Task 1", status: "in_progress", details: "<!channel> searching *tides*" }]),
+      stepAt: at,
+    });
+    const words = JSON.stringify(m.blocks);
+    expect(words).toContain("research (Topic: Tides)");
+    expect(words).toContain("*Task 1* · ");
+    // Text from the crew is escaped: no mention, no formatting of its own.
+    expect(words).not.toContain("<!channel>");
+    expect(words).toContain("&lt;!channel&gt;");
+    expect(words).toContain("Latest step at 14:03:05 UTC");
+    expect(words).toContain("follows below this message once Slack lets it start");
+    expect(m.text).toContain("Task 1");
+  });
+
+  it("says so when the run was stopped before its plan started; a long step is cut", () => {
+    const long = "x".repeat(5000);
+    const m = earlyProgressMessage({ title: "research", plan: plan([{ id: "task-1", title: "Task 1", status: "in_progress", details: long }]), stepAt: at, stopped: true });
+    const words = JSON.stringify(m.blocks);
+    expect(words).toContain("The run was stopped before its live plan started.");
+    expect(words).not.toContain("follows below");
+    expect(words.length).toBeLessThan(PLAN_LIMITS.details + 1000);
   });
 });

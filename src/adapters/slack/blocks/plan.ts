@@ -6,7 +6,7 @@
 
 import type { types } from "@slack/bolt";
 import type { PlanTask, RunPlan } from "../../../domain/plan.js";
-import { escapeMrkdwn, humanizeInputName, truncatePlain } from "./text.js";
+import { escapeMrkdwn, formatUtcTime, humanizeInputName, truncatePlain } from "./text.js";
 
 export type PlanChunk = types.PlanUpdateChunk | types.TaskUpdateChunk;
 
@@ -72,4 +72,34 @@ export function planShownOf(value: unknown): PlanShown {
   const out: PlanShown = {};
   for (const [k, v] of Object.entries(value)) if (typeof v === "string") out[k] = v;
   return out;
+}
+
+/**
+ * The message that shows a run's latest step while its live plan waits for Slack to let it start
+ * (chat.startStream is Tier 2: about 20 a minute per workspace). Posted in the run's thread, refreshed
+ * now and then until the plan starts below it, and then left as it is: its words are true either way
+ * (the step is named with the time it came, and the plan is said to follow below it).
+ */
+export function earlyProgressMessage(p: { title: string; plan: RunPlan; stepAt: Date; stopped?: boolean }): { text: string; blocks: types.KnownBlock[] } {
+  const card = p.plan.tasks[p.plan.tasks.length - 1];
+  const task = card ? cut(card.title || card.id, PLAN_LIMITS.taskTitle) : "";
+  const details = card?.details?.trim() ? cut(card.details, PLAN_LIMITS.details) : "_Working…_";
+  const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
+  return {
+    text: `${p.title}: ${task ? `${task}: ` : ""}${details}`,
+    blocks: [
+      { type: "section", text: mrkdwn(`⏳ *${p.title}*`) },
+      { type: "section", text: mrkdwn(`${task ? `*${task}* · ` : ""}${details}`) },
+      {
+        type: "context",
+        elements: [
+          mrkdwn(
+            p.stopped
+              ? `Latest step at ${formatUtcTime(p.stepAt)}. The run was stopped before its live plan started.`
+              : `Latest step at ${formatUtcTime(p.stepAt)}. The run's live plan follows below this message once Slack lets it start (a workspace starts about 20 a minute); until then the latest step shows here.`,
+          ),
+        ],
+      },
+    ],
+  };
 }

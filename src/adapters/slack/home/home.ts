@@ -12,7 +12,7 @@ import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../../usecases/
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../usecases/flows.js";
 import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
-import { type Clock, systemClock } from "../../../usecases/ports.js";
+import { type Clock, systemClock, type TeamRef } from "../../../usecases/ports.js";
 import { accessPorts } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
@@ -24,8 +24,6 @@ export interface HomeDeps {
   /** The rows a Home lists (the composition root opens it on the database). */
   store: HomeStore;
   clock?: Clock;
-  /** Each workspace's client: a Home published outside a request from that workspace (a reassignment) uses its token. */
-  clients?: SlackClients;
 }
 
 /** Builds thread permalinks locally from the workspace URL (one auth.test), not one call per link. */
@@ -151,21 +149,26 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   };
 }
 
-export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+/**
+ * Publishes a user's Home again outside a request (FeatureDeps.publishHome): someone handed a review
+ * (reassign.ts) finds it on their Home tab at once, published with the token of the review's workspace
+ * (installed in many workspaces, the app-level client has none of theirs).
+ */
+export function homeRepublisher(deps: FeatureDeps, home: HomeDeps & { clients: SlackClients }) {
   const publish = homePublisher(deps, home);
-  // Someone handed a review (reassign.ts) finds it on their Home tab at once, published with the token
-  // of the review's workspace (installed in many workspaces, the app-level client has none of theirs).
-  deps.publishHome = async (userId, team) => {
-    let client = app.client;
-    if (team && home.clients) {
-      try {
-        client = await home.clients.forTeam(team.teamId, team.enterpriseId);
-      } catch (err) {
-        return void deps.log.warn("could not publish the home tab: no client for the workspace", { user: userId, err });
-      }
+  return async (userId: string, team?: TeamRef): Promise<void> => {
+    let client: WebClient;
+    try {
+      client = await home.clients.forTeam(team?.teamId ?? "", team?.enterpriseId);
+    } catch (err) {
+      return void deps.log.warn("could not publish the home tab: no client for the workspace", { user: userId, err });
     }
     await publish(client, userId, undefined, team ? { teamId: team.teamId, ...(team.enterpriseId ? { enterpriseId: team.enterpriseId } : {}) } : undefined);
   };
+}
+
+export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): void {
+  const publish = homePublisher(deps, home);
   app.event("app_home_opened", async ({ event, client, context }) => {
     if (event.tab && event.tab !== "home") return;
     await publish(client, event.user, undefined, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });

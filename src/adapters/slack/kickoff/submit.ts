@@ -64,7 +64,7 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
     {
       crews: deps.crews,
       runs: deps.lifecycle.runs,
-      announcements: slackAnnouncements(client),
+      announcements: slackAnnouncements(client, deps.spendSlack),
       webhooksEnabled: deps.webhooksEnabled,
       webhookUrls: deps.webhookUrls,
       ...(deps.onRunStarted ? { onRunStarted: deps.onRunStarted } : {}),
@@ -105,11 +105,17 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
   }
 }
 
-/** The run's announcement, posted and removed with the request's client. */
-function slackAnnouncements(client: WebClient): Announcements {
+/**
+ * The run's announcement, posted and removed with the request's client. The post takes its token from
+ * the outbox's Slack budget first (the channel's chat.postMessage pace, shared with the run's thread
+ * messages that follow), as what a person waits on (the crew is asked only once it is posted; a token
+ * still missing after a moment is taken in debt, SlackBudget.spendNow).
+ */
+function slackAnnouncements(client: WebClient, spend?: FeatureDeps["spendSlack"]): Announcements {
   return {
     async post(execution, threadTs) {
       try {
+        await spend?.({ team: execution.teamId, channel: execution.channelId, method: "chat.postMessage" }).catch(() => undefined);
         const posted = await client.chat.postMessage({
           channel: execution.channelId,
           ...(threadTs ? { thread_ts: threadTs } : {}),

@@ -1,0 +1,112 @@
+// The composition root's Slack and HTTP side: the Bolt app (HTTP receiver or Socket Mode), the routes
+// served beside /slack/events, and the loopback metrics server. Imported by app.ts only.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { webApi } from "@slack/bolt";
+import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel } from "@slack/bolt";
+import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX } from "../adapters/http/flow-intake.js";
+import { CALLBACK_PATH, isCallbackPath, matchCallbackUrl } from "../adapters/http/routes.js";
+import { answerHandlerError, guardSlackEvents } from "../adapters/slack/guard.js";
+import type { DbInstallationStore } from "../adapters/slack/installations.js";
+import { installerReceiverOptions } from "../adapters/slack/oauth.js";
+import type { AppConfig } from "../config/config.js";
+import type { Logger } from "../log/log.js";
+
+type Handler = (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void | Promise<void>;
+
+/** The plain HTTP routes beside Slack's: crew callbacks, flow feedback requests, the health check, the figures. */
+export interface HttpRoutes {
+  callbacks: Handler;
+  flowIntake: Handler;
+  health: Handler;
+  metrics: Handler;
+}
+
+/** The metrics port answers GET /metrics and nothing else. */
+export function metricsOnlyListener(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>) {
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") return void handle(req, res);
+    req.resume();
+    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found\n");
+  };
+}
+
+export function boltLogger(log: Logger): BoltLogger {
+  const join = (msg: unknown[]) => msg.map((m) => (m instanceof Error ? m.message : typeof m === "string" ? m : JSON.stringify(m))).join(" ");
+  return {
+    debug: (...msg) => log.debug(join(msg)),
+    info: (...msg) => log.info(join(msg)),
+    warn: (...msg) => log.warn(join(msg)),
+    error: (...msg) => log.error(join(msg)),
+    setLevel: () => {},
+    getLevel: () => LogLevel.INFO,
+    setName: () => {},
+  };
+}
+
+/**
+ * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
+ * Every method and shape of a /hooks/ path gets the handler's answer (404, 405): Bolt would log the URL, secret included.
+ */
+function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
+  const boltListener = receiver.requestListener;
+  receiver.requestListener = (req, res) => {
+    if (isCallbackPath(req.url)) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
+    return boltListener(req, res);
+  };
+  return receiver;
+}
+
+/** Every method under /hooks/ is ours (405 for non-POST): Bolt would log the path, secret included. */
+const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/** The Bolt app: Socket Mode when SLACK_APP_TOKEN is set, else the HTTP receiver (installable with OAuth). */
+export function createSlackApp(
+  config: AppConfig,
+  p: { routes: HttpRoutes; clientOptions: webApi.WebClientOptions; logger: BoltLogger; log: Logger; installations?: DbInstallationStore },
+): App {
+  const { routes, clientOptions, logger, log } = p;
+  const hooks: Handler = (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res));
+  const customRoutes = [
+    { path: CALLBACK_PATH, method: ALL_METHODS, handler: routes.callbacks },
+    { path: FLOW_HOOK_PATH, method: ALL_METHODS, handler: (req: any, res: any) => (req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res)) },
+    { path: "/healthz", method: ["GET"], handler: routes.health },
+    { path: "/metrics", method: ["GET"], handler: routes.metrics },
+  ] as { path: string; method: string[]; handler: (req: any, res: any) => void }[];
+  const oauth = config.slack.oauth;
+  if (config.slack.appToken)
+    return new App({
+      token: config.slack.botToken,
+      appToken: config.slack.appToken,
+      socketMode: true,
+      customRoutes,
+      // The Socket Mode client has its own Web API client (apps.connections.open): same base URL.
+      installerOptions: { port: config.port, clientOptions },
+      clientOptions,
+      logger,
+    });
+  return new App({
+    token: config.slack.botToken,
+    receiver: guardSlackEvents(
+      withCallbackFastPath(
+        new HTTPReceiver({
+          signingSecret: config.slack.signingSecret!,
+          endpoints: "/slack/events",
+          customRoutes,
+          logger,
+          processEventErrorHandler: answerHandlerError,
+          ...(oauth && p.installations ? installerReceiverOptions(oauth, p.installations, clientOptions, config.publicUrl) : {}),
+        }),
+        hooks,
+      ),
+      log,
+      config.slack.signingSecret!,
+    ),
+    clientOptions,
+    logger,
+  });
+}
+
+/** METRICS_PORT: the figures alone, on loopback by default. */
+export function metricsServer(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Server {
+  return createServer(metricsOnlyListener(handle));
+}
