@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/store/db/database.js";
 import { applyMigrations, readMigrations } from "../../src/store/db/migrate.js";
+import { prismaOf } from "../support/prisma.js";
 import { createTestDatabase, createTestDatabaseUrl, usePostgres } from "../support/test-database.js";
 
 const run = promisify(execFile);
@@ -15,9 +16,9 @@ describe("migrations", () => {
     const { database, drop } = await createTestDatabase();
     try {
       expect(await database.migrate()).toEqual([]);
-      const applied = await database.prisma.$queryRaw<{ migration_name: string }[]>`SELECT migration_name FROM "_prisma_migrations" ORDER BY migration_name`;
+      const applied = await prismaOf(database).$queryRaw<{ migration_name: string }[]>`SELECT migration_name FROM "_prisma_migrations" ORDER BY migration_name`;
       expect(applied.map((r) => r.migration_name)).toEqual(readMigrations().map((m) => m.name));
-      expect(await database.prisma.execution.count()).toBe(0);
+      expect(await prismaOf(database).execution.count()).toBe(0);
     } finally {
       await drop();
     }
@@ -28,8 +29,8 @@ describe("migrations", () => {
     try {
       const edited = readMigrations().map((m, i) => (i === 0 ? { ...m, checksum: "0".repeat(64) } : m));
       const session = {
-        exec: async (sql: string) => void (await database.prisma.$executeRawUnsafe(sql)),
-        query: async <T>(sql: string, params: unknown[] = []) => (await database.prisma.$queryRawUnsafe(sql, ...params)) as T[],
+        exec: async (sql: string) => void (await prismaOf(database).$executeRawUnsafe(sql)),
+        query: async <T>(sql: string, params: unknown[] = []) => (await prismaOf(database).$queryRawUnsafe(sql, ...params)) as T[],
       };
       await expect(applyMigrations(session, edited, { advisoryLock: false })).rejects.toThrow(/was changed after it was applied/);
     } finally {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CREW_SELECT_ACTION, KICKOFF_VIEW_CALLBACK } from "../../src/adapters/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -21,7 +22,7 @@ describe("completion", () => {
     expect(notice.text).toMatch(/failed/);
     expect(text).toContain("Agent exceeded its token budget");
     expect(text).not.toContain("runner.py:42");
-    const execution = await h.bot.database.prisma.execution.findFirstOrThrow();
+    const execution = await prismaOf(h.bot.database).execution.findFirstOrThrow();
     expect(execution.state).toBe("failed");
     await eventually(() => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)?.blocks).includes("Failed"));
   });

@@ -11,6 +11,7 @@ import { openDatabase } from "../../src/store/db/database.js";
 import { DEADLINE_ACTOR } from "../../src/usecases/deadlines.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
@@ -36,7 +37,7 @@ function offsetClock() {
 }
 
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
-const review = (h: Harness, id: string) => h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } });
+const review = (h: Harness, id: string) => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } });
 const messageText = (h: Harness, ts: string) => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
 const threadReplies = (h: Harness, threadTs: string | null, pattern: RegExp) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === threadTs && pattern.test(m.text ?? ""));
 
@@ -88,7 +89,7 @@ describe("review deadlines", () => {
     await eventually(() => /Rejected by deadline/.test(messageText(h, pending.msg.ts)) && !messageText(h, pending.msg.ts).includes(APPROVE_ACTION), {
       what: "the review message saying it was rejected by deadline",
     });
-    const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "decision", executionId: execution.id } });
+    const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "decision", executionId: execution.id } });
     expect(audit).toMatchObject({ actor: DEADLINE_ACTOR, decision: "reject", feedback: "No decision within 30 minutes: rejected automatically by Crewline" });
     expect(audit.detail).toMatchObject({ outcome: "decided", byDeadline: true });
 
@@ -137,7 +138,7 @@ describe("review deadlines", () => {
     expect(resumeCalls(h)).toHaveLength(0);
     expect(await review(h, pending.reviewId)).toMatchObject({ state: "pending", remindersSent: 1 });
     await eventually(() => !messageText(h, pending.msg.ts).includes("will be reminded"), { what: "the message without the passed deadline" });
-    const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "deadline" } });
+    const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "deadline" } });
     expect(audit).toMatchObject({ actor: DEADLINE_ACTOR, executionId: execution.id, taskKey: "research_task" });
     expect(audit.detail).toMatchObject({ action: "remind", remindersSent: 1 });
   });
@@ -150,7 +151,7 @@ describe("review deadlines", () => {
     // A second instance in this process, on the same database (embedded or PostgreSQL).
     const { Lifecycle } = await import("../../src/usecases/lifecycle.js");
     const other = new Lifecycle({
-      db: h.bot.database.prisma,
+      db: h.bot.database.sql,
       crews: h.bot.crews,
       // Its Slack effects go into the same outbox (performed by the harness bot's worker).
       outbox: h.bot.outbox,
@@ -164,7 +165,7 @@ describe("review deadlines", () => {
     expect(taken[0]! + taken[1]!).toBe(1);
     await eventually(async () => (await review(h, pending.reviewId)).state === "rejected");
     expect(resumeCalls(h)).toHaveLength(1);
-    expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision" } })).toBe(1);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { kind: "decision" } })).toBe(1);
   });
 
   it("retakes, once, a deadline claimed by a process that died before acting (once the claim is stale)", async () => {
@@ -174,7 +175,7 @@ describe("review deadlines", () => {
     const pending = await pendingReview(h);
     clock.offsetMs = 31 * MIN;
     // What a replica that claimed the deadline and was killed leaves behind.
-    await h.bot.database.prisma.review.update({ where: { id: pending.reviewId }, data: { deadlineHandledAt: clock.now() } });
+    await prismaOf(h.bot.database).review.update({ where: { id: pending.reviewId }, data: { deadlineHandledAt: clock.now() } });
     expect(await h.bot.deadlines.tick()).toBe(0);
     clock.offsetMs = 31 * MIN + 30_000;
     expect(await h.bot.deadlines.tick()).toBe(0);
@@ -204,7 +205,7 @@ describe("review deadlines", () => {
     expect((await Promise.all([h.bot.deadlines.tick(), replica.deadlines.tick()])).every((n) => n === 0)).toBe(true);
     await eventually(async () => (await review(h, pending.reviewId)).state === "rejected");
     expect(resumeCalls(h)).toHaveLength(1);
-    expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision", actor: DEADLINE_ACTOR } })).toBe(1);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { kind: "decision", actor: DEADLINE_ACTOR } })).toBe(1);
     // The review's message is updated by the outbox after the decision commits.
     const decidedMessages = () => h.slack.messages(CHANNEL).filter((m) => /Rejected by deadline/.test(JSON.stringify(m.blocks ?? [])));
     await eventually(() => decidedMessages().length > 0 || undefined, { what: "the review updated as rejected by deadline" });
@@ -280,7 +281,7 @@ describe("escalation after the last reminder", () => {
     expect(await review(h, pending.reviewId)).toMatchObject({ escalatedTo: CAROL });
     expect((await review(h, pending.reviewId)).escalatedAt).not.toBeNull();
     await eventually(() => messageText(h, pending.msg.ts).includes(`Escalated to <@${CAROL}>`));
-    const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "escalation" } });
+    const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "escalation" } });
     expect(audit.detail).toMatchObject({ reviewId: pending.reviewId, escalatedTo: [CAROL] });
     // Escalated once, whatever ticks later.
     await h.bot.reminders.tick();
@@ -331,7 +332,7 @@ describe("reassignment", () => {
     expect(notice.text).toContain("Dan knows the sources");
     expect(await review(h, pending.reviewId)).toMatchObject({ reassignedTo: DAN, reassignedBy: BOB, reassignReason: "Dan knows the sources" });
     await eventually(() => messageText(h, pending.msg.ts).includes(`Reassigned to <@${DAN}>`));
-    const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "reassignment" } });
+    const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "reassignment" } });
     expect(audit).toMatchObject({ actor: BOB, feedback: "Dan knows the sources" });
     expect(audit.detail).toMatchObject({ reassignedTo: DAN });
 
@@ -442,7 +443,7 @@ describe("flow feedback request deadlines", () => {
     expect(f.flow.answers[0]).toMatchObject({ feedback: "rejected\n\nNo decision within 30 minutes: rejected automatically by Crewline", source: "slack" });
     expect(await flowRow(f.h, req.id)).toMatchObject({ state: "answered", outcome: "rejected", decidedByDeadline: true, decidedBy: DEADLINE_ACTOR });
     await eventually(() => /Answered by deadline/.test(JSON.stringify(f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts)?.blocks ?? [])));
-    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id } });
+    const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id } });
     expect(audit).toMatchObject({ kind: "flow_decision", actor: DEADLINE_ACTOR, decision: "rejected" });
     expect(audit.detail).toMatchObject({ byDeadline: true, outcome: "answered" });
     expect(await f.h.bot.flows.deadlinesDue()).toBe(0);

@@ -6,6 +6,7 @@ import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/domain/approva
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, messageText, openEditModal, pendingReview, resumeCalls, startRunViaSlack, submitEdit } from "../support/reviews.js";
 
 let h: Harness;
@@ -20,11 +21,11 @@ afterEach(async () => {
 const BOB = "U0BOB";
 const CAROL = "U0CAROL";
 
-const review = (id: string) => h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } });
+const review = (id: string) => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } });
 const ephemeralsFor = (user: string) => h.slack.ephemerals.filter((e) => e.user === user);
 const resumeBody = (i: number) => resumeCalls(h)[i]!.body as { is_approve: boolean; human_feedback: string };
-/** Lets anything that would wrongly reach the crew arrive before asserting that nothing did. */
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** Lets anything that would wrongly reach the crew arrive before asserting that nothing did: the bot has nothing left to do (settled() in test/support/harness.ts). */
+const settle = () => (f?.h ?? h).settled();
 
 function tasks(outputs: Record<string, (round: number) => string>): SimTask[] {
   return Object.entries(outputs).map(([name, output], i) => ({ id: `task-${i}`, name, agent: "Writer", humanInput: true, output: (ctx) => output(ctx.round) }));
@@ -63,8 +64,8 @@ describe("edit and approve", () => {
     expect(text).not.toContain("review_approve");
     const stored = await review(pending.reviewId);
     expect(stored).toMatchObject({ state: "approved", decidedBy: USER, feedback: "Tightened the first finding" });
-    expect(await h.bot.database.prisma.reviewApproval.findMany({ where: { reviewId: pending.reviewId } })).toMatchObject([{ userId: USER, editedOutput: edited }]);
-    const audit = await h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "decision", taskKey: "research_task" } });
+    expect(await prismaOf(h.bot.database).reviewApproval.findMany({ where: { reviewId: pending.reviewId } })).toMatchObject([{ userId: USER, editedOutput: edited }]);
+    const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "decision", taskKey: "research_task" } });
     expect(audit).toMatchObject({ actor: USER, decision: "approve", feedback: "Tightened the first finding", detail: { outcome: "decided", edited: true, editedBy: USER } });
     // Short: no file for the edited version.
     expect(h.slack.files.filter((f) => f.filename.includes("edited"))).toHaveLength(0);
@@ -115,7 +116,7 @@ describe("edit and approve", () => {
     expect(resumeBody(0)).toMatchObject({ is_approve: true, human_feedback: "All good" });
     const text = await eventually(() => (messageText(h, pending.msg.ts).includes("Approved by") ? messageText(h, pending.msg.ts) : undefined));
     expect(text).not.toContain("with edits");
-    expect((await h.bot.database.prisma.reviewApproval.findFirstOrThrow({ where: { reviewId: pending.reviewId } })).editedOutput).toBeNull();
+    expect((await prismaOf(h.bot.database).reviewApproval.findFirstOrThrow({ where: { reviewId: pending.reviewId } })).editedOutput).toBeNull();
   });
 
   it("follows the reviewer rules: no form for someone who may not decide, and the submission is checked again", async () => {
@@ -143,7 +144,7 @@ describe("edit and approve", () => {
     await settle();
     expect(resumeCalls(h)).toHaveLength(0);
     expect((await review(pending.reviewId)).state).toBe("pending");
-    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).reviewApproval.count()).toBe(0);
   });
 
   it("refuses an edit form submitted by someone other than who opened it", async () => {
@@ -156,7 +157,7 @@ describe("edit and approve", () => {
     await settle();
     expect(resumeCalls(h)).toHaveLength(0);
     expect((await review(pending.reviewId)).state).toBe("pending");
-    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).reviewApproval.count()).toBe(0);
   });
 });
 
@@ -194,7 +195,7 @@ describe("required approvals", () => {
     await settle();
     expect(resumeCalls(h)).toHaveLength(1);
 
-    const rows = await h.bot.database.prisma.auditRecord.findMany({ where: { taskKey: "research_task" }, orderBy: { createdAt: "asc" } });
+    const rows = await prismaOf(h.bot.database).auditRecord.findMany({ where: { taskKey: "research_task" }, orderBy: { createdAt: "asc" } });
     expect(rows.map((r) => [r.kind, r.actor, r.decision])).toEqual([
       ["approval", USER, "approve"],
       ["decision", BOB, "approve"],
@@ -284,7 +285,7 @@ describe("self-approval", () => {
     await settle();
     expect(h.slack.callsTo("views.open")).toHaveLength(opened);
     expect(resumeCalls(h)).toHaveLength(0);
-    expect(await h.bot.database.prisma.reviewApproval.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).reviewApproval.count()).toBe(0);
     expect((await review(pending.reviewId)).state).toBe("pending");
 
     await clickReview(h, pending, false, "Add sources", USER);
@@ -354,7 +355,7 @@ describe("flow feedback requests", () => {
     const text = await eventually(() => (flowText(req.msg.ts).includes("Approved with edits") ? flowText(req.msg.ts) : undefined));
     expect(text).toContain(`Approved with edits by <@${USER}>`);
     expect(text).toContain("[-five-]{+seven+}");
-    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id, kind: "flow_decision" } });
+    const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id, kind: "flow_decision" } });
     expect(audit).toMatchObject({ actor: USER, decision: "approved", detail: { outcome: "answered", edited: true } });
     expect(f.flow.calls).toHaveLength(1);
   });

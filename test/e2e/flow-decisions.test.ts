@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, type PendingFlowRequest, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, startRunViaSlack, submitReassign } from "../support/reviews.js";
 
 let f: FlowHarness | undefined;
@@ -20,7 +21,8 @@ afterEach(async () => {
 const BOB = "U0BOB";
 const CAROL = "U0CAROL";
 const DAN = "U0DAN";
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** Waits until the bot has nothing left to do (test/support/harness.ts settled()). */
+const settle = () => (f?.h ?? h)!.settled();
 
 function offsetClock() {
   const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
@@ -85,7 +87,7 @@ describe("flow request escalation", () => {
     expect(row).toMatchObject({ state: "pending", escalatedTo: CAROL });
     expect(row.escalatedAt).not.toBeNull();
     await eventually(() => requestText(f!, req).includes(`Escalated to <@${CAROL}>`), { what: "the request showing its escalation" });
-    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "escalation", flowRequestId: req.id } });
+    const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "escalation", flowRequestId: req.id } });
     expect(audit).toMatchObject({ executionId: null, actor: "crewline:escalation" });
     expect(audit.detail).toMatchObject({ escalatedTo: [CAROL], remindersSent: 1 });
 
@@ -163,7 +165,7 @@ describe("flow request reassignment", () => {
     expect(notice.text).toContain("Dan owns the style guide");
     expect(await flowRow(f.h, req.id)).toMatchObject({ reassignedTo: DAN, reassignedBy: BOB, reassignReason: "Dan owns the style guide" });
     await eventually(() => requestText(f!, req).includes(`Reassigned to <@${DAN}>`), { what: "the request showing it" });
-    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { kind: "reassignment", flowRequestId: req.id } });
+    const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "reassignment", flowRequestId: req.id } });
     expect(audit).toMatchObject({ actor: BOB, feedback: "Dan owns the style guide" });
     expect(audit.detail).toMatchObject({ reassignedTo: DAN });
 

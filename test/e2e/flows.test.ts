@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/log.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { eventually, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 
 let f: FlowHarness | undefined;
 afterEach(async () => {
@@ -15,7 +16,8 @@ afterEach(async () => {
 const BOB = "U0BOB";
 const DAN = "U0DAN";
 const MALLORY = "U0MALLORY";
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** Waits until the bot has nothing left to do (test/support/harness.ts settled()). */
+const settle = () => f!.h.settled();
 
 /** Everything the bot sent to Slack, as one string (to prove secrets never went there). */
 const slackTraffic = (f: FlowHarness) => JSON.stringify(f.h.slack.calls.map((c) => c.args));
@@ -63,7 +65,7 @@ describe("flow feedback requests", () => {
     await eventually(() => f!.h.slack.callsTo("chat.postEphemeral").length === 1);
     expect(f.flow.calls).toHaveLength(1);
 
-    const audit = await f.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id } });
+    const audit = await prismaOf(f.h.bot.database).auditRecord.findMany({ where: { flowRequestId: req.id } });
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({
       kind: "flow_decision",
@@ -100,7 +102,7 @@ describe("flow feedback requests", () => {
     expect(ignored.status).toBe(200);
     expect((await f.flow.send({}, { url: `${f.h.botUrl}/hooks/flows/nope` })).status).toBe(404);
     await settle();
-    expect(await f.h.bot.database.prisma.flowRequest.count()).toBe(0);
+    expect(await prismaOf(f.h.bot.database).flowRequest.count()).toBe(0);
     expect(f.h.slack.callsTo("chat.postMessage")).toHaveLength(0);
   });
 
@@ -114,7 +116,7 @@ describe("flow feedback requests", () => {
     expect(f.h.slack.callsTo("chat.postMessage")).toHaveLength(1);
     // The flow's text is posted without link previews (form-encoded: "false").
     expect(f.h.slack.callsTo("chat.postMessage")[0]!.args).toMatchObject({ unfurl_links: "false", unfurl_media: "false" });
-    expect(await f.h.bot.database.prisma.flowRequest.count()).toBe(1);
+    expect(await prismaOf(f.h.bot.database).flowRequest.count()).toBe(1);
   });
 
   it("answers once across a double click", async () => {
@@ -222,7 +224,7 @@ describe("flow feedback requests", () => {
     expect(f.flow.calls).toHaveLength(2);
     // The flow has its answer before the bot records what it said: the audit row follows.
     const outcomes = async () =>
-      (await f!.h.bot.database.prisma.auditRecord.findMany({ where: { flowRequestId: req.id }, orderBy: { createdAt: "asc" } })).map((a) => (a.detail as any).outcome);
+      (await prismaOf(f!.h.bot.database).auditRecord.findMany({ where: { flowRequestId: req.id }, orderBy: { createdAt: "asc" } })).map((a) => (a.detail as any).outcome);
     await eventually(async () => (await outcomes()).length >= 2 || undefined, { what: "the second attempt's audit row" });
     expect(await outcomes()).toEqual(["failed", "answered"]);
   });
@@ -312,7 +314,6 @@ describe("flow feedback requests", () => {
     f.h.slack.failNext("chat.postMessage", "fatal_error");
     expect((await f.flow.send({ id: "req-crash" })).status).toBe(202);
     await eventually(() => f!.h.slack.callsTo("chat.postMessage").length === 1);
-    await settle();
     expect(f.h.slack.messages(FLOW_CHANNEL)).toHaveLength(0);
     // What a restarted process (or another replica's sweep) does: post it, once.
     await Promise.all([f.h.bot.flows.recover(), f.h.bot.flows.recover()]);
@@ -321,10 +322,10 @@ describe("flow feedback requests", () => {
     await settle();
     expect(f.h.slack.messages(FLOW_CHANNEL)).toHaveLength(1);
     // A process that died while calling the flow left it "deciding": recovery opens it again, later.
-    await f.h.bot.database.prisma.flowRequest.update({ where: { id: req.id }, data: { state: "deciding", decidedBy: USER, decidedAt: new Date() } });
+    await prismaOf(f.h.bot.database).flowRequest.update({ where: { id: req.id }, data: { state: "deciding", decidedBy: USER, decidedAt: new Date() } });
     await f.h.bot.flows.recover();
     expect((await flowRow(f.h, req.id)).state).toBe("deciding");
-    await f.h.bot.database.prisma.flowRequest.update({ where: { id: req.id }, data: { decidedAt: new Date(Date.now() - 5 * 60_000) } });
+    await prismaOf(f.h.bot.database).flowRequest.update({ where: { id: req.id }, data: { decidedAt: new Date(Date.now() - 5 * 60_000) } });
     await f.h.bot.flows.recover();
     expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", decidedBy: null });
     await clickFlow(f.h, req, "approved");

@@ -107,11 +107,8 @@ describe("fuzzing every way in", () => {
 
     const slackCalls = () =>
       h.slack.calls.filter((c) => !["auth.test", "conversations.members", "conversations.info", "users.info", "usergroups.users.list"].includes(c.method)).length;
-    // The kickoff's own trailing calls (modal, announcement) land first: start from a quiet Slack.
-    for (let last = -1; last !== h.slack.calls.length; ) {
-      last = h.slack.calls.length;
-      await new Promise((resolve) => setTimeout(resolve, 400));
-    }
+    // The kickoff's own trailing calls (modal, announcement) land first: start from a quiet Slack (the crew's task runs for minutes on purpose).
+    await h.settled({ crewRuns: false });
     const before = slackCalls();
     const started = Date.now();
     const fiveXX: string[] = [];
@@ -161,7 +158,7 @@ describe("fuzzing every way in", () => {
         if (res.status >= 500) fiveXX.push(`slack ${raw.slice(0, 120)} → ${res.status}`);
       }
     }
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await h.settled({ crewRuns: false });
 
     expect(sent).toBeGreaterThan(500);
     expect(fiveXX).toEqual([]);

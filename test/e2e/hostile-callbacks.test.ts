@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/log.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { pendingReview, startRunViaSlack, threadMessage } from "../support/reviews.js";
 
 let h: Harness;
@@ -27,7 +28,7 @@ describe("hostile crew callbacks", () => {
       expect(res.status).toBe(400);
     }
     expect((await post(url, `{"task_id":"wide","output":"x","list":[${"1,".repeat(200_000)}1]}`)).status).toBe(400);
-    expect(await h.bot.database.prisma.webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "deep" } } })).toBe(0);
+    expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "deep" } } })).toBe(0);
     // Normal work goes on: a genuine callback becomes a review, and the health check answers.
     expect((await post(url, JSON.stringify({ task_id: "t2", name: "second_task", output: "still alive", kickoff_id: execution.kickoffId }))).status).toBe(202);
     await threadMessage(h, "still alive");
@@ -39,7 +40,7 @@ describe("hostile crew callbacks", () => {
     const execution = await startRunViaSlack(h);
     const review = await pendingReview(h, { containing: "before" });
     expect(JSON.stringify(review.msg.blocks)).toContain("before\u2400after \ufffd end");
-    const stored = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
+    const stored = await prismaOf(h.bot.database).review.findFirstOrThrow({ where: { executionId: execution.id } });
     expect(stored.output).toBe("before\u2400after \ufffd end");
     // A lone surrogate in an otherwise valid body is accepted too.
     const res = await post(
@@ -96,7 +97,7 @@ describe("hostile crew callbacks", () => {
     const first = await startRunViaSlack(h, "first");
     await pendingReview(h, { containing: "first run" });
     await kickoffViaSlack(h, { topic: "second" });
-    const second = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null }, id: { not: first.id } } }));
+    const second = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null }, id: { not: first.id } } }));
     await eventually(() => h.slack.messages(CHANNEL).filter((m) => JSON.stringify(m.blocks ?? []).includes("first run output")).length === 2);
     const url = `/hooks/${second.id}/task/${second.webhookSecret}`;
     const crewUrl = `/hooks/${second.id}/crew/${second.webhookSecret}`;
@@ -105,10 +106,10 @@ describe("hostile crew callbacks", () => {
     expect((await post(crewUrl, JSON.stringify({ kickoff_id: "00000000-dead-beef-0000-000000000000", result: "hijacked" }))).status).toBe(409);
     expect((await post(url, JSON.stringify({ task_id: "y", name: "anonymous", output: "no id named" }))).status).toBe(202);
     await threadMessage(h, "no id named");
-    await new Promise((r) => setTimeout(r, 200));
+    await h.settled();
     expect(h.slack.calls.filter((c) => /cross-run|hijacked/.test(JSON.stringify(c.args)))).toHaveLength(0);
-    expect(await h.bot.database.prisma.review.count({ where: { taskName: "forged" } })).toBe(0);
-    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: second.id } })).state).not.toBe("completed");
+    expect(await prismaOf(h.bot.database).review.count({ where: { taskName: "forged" } })).toBe(0);
+    expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: second.id } })).state).not.toBe("completed");
     expect(lines.some((l) => l.includes("callback names another run"))).toBe(true);
     expect(lines.join("\n")).not.toContain(second.webhookSecret);
   });
@@ -137,17 +138,17 @@ describe("hostile crew callbacks", () => {
     // The authenticated get the body's own answers.
     expect((await post(`/hooks/${execution.id}/task/${s}`, malformed)).status).toBe(400);
     expect((await post(`/hooks/${execution.id}/task/${s}`, huge)).status).toBe(413);
-    expect(await h.bot.database.prisma.webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "forged" } } })).toBe(0);
+    expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { payload: { path: ["task_id"], equals: "forged" } } })).toBe(0);
     expect((await fetch(`${h.botUrl}/healthz`)).status).toBe(200);
   });
 
   it("13. every callback for a run that has ended gets 410 and stores nothing, a repeat of the crew callback included", async () => {
     h = await startHarness({ crew: { tasks: [{ id: "t1", name: "only_task", agent: "Writer", humanInput: false, output: "done", delayMs: 10 }] } });
     await kickoffViaSlack(h, { topic: "ended" });
-    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { state: "completed" } }), { what: "the run to complete" });
+    const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { state: "completed" } }), { what: "the run to complete" });
     await eventually(() => h.slack.messages(CHANNEL).some((m) => /finished/.test(m.text ?? "")), { what: "the completion notice" });
-    await eventually(async () => (await h.bot.database.prisma.slackEffect.count({ where: { state: "due" } })) === 0, { what: "the outbox to settle" });
-    const stored = await h.bot.database.prisma.webhookEvent.count();
+    await eventually(async () => (await prismaOf(h.bot.database).slackEffect.count({ where: { state: "due" } })) === 0, { what: "the outbox to settle" });
+    const stored = await prismaOf(h.bot.database).webhookEvent.count();
     const slackCalls = h.slack.calls.length;
     const base = `${h.botUrl}/hooks/${execution.id}`;
     const bearer = { authorization: `Bearer ${execution.humanInputToken}` };
@@ -170,9 +171,9 @@ describe("hostile crew callbacks", () => {
     }
     // The secret still decides first: a wrong one is 401, ended run or not.
     expect((await post(`/hooks/${execution.id}/task/wrong`, "{}")).status).toBe(401);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await h.bot.database.prisma.webhookEvent.count()).toBe(stored);
+    await h.settled();
+    expect(await prismaOf(h.bot.database).webhookEvent.count()).toBe(stored);
     expect(h.slack.calls.length).toBe(slackCalls);
-    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).output).not.toBe("a different ending");
+    expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).output).not.toBe("a different ending");
   });
 });

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/adapters/slack/blocks/index.js";
 import { createLogger } from "../../src/log/log.js";
 import { eventually, type Harness, kickoffViaSlack, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { signSlackBody } from "../support/slack-requests.js";
 
@@ -23,11 +24,11 @@ const _form = (fields: Record<string, string>) => signed(new URLSearchParams(fie
 const lastResponse = () => eventually(() => h.slack.callsTo("response_url").at(-1));
 
 async function kickoffIn(channel: string, user: string, topic: string) {
-  const before = await h.bot.database.prisma.execution.count();
+  const before = await prismaOf(h.bot.database).execution.count();
   await kickoffViaSlack(h, { topic }, user, channel);
   return eventually(() =>
-    h.bot.database.prisma.execution
-      .findFirst({ where: { channelId: channel, kickoffId: { not: null } }, orderBy: { createdAt: "desc" }, skip: 0 })
+    prismaOf(h.bot.database)
+      .execution.findFirst({ where: { channelId: channel, kickoffId: { not: null } }, orderBy: { createdAt: "desc" }, skip: 0 })
       .then((e) => (e && before >= 0 ? e : null)),
   );
 }
@@ -131,7 +132,7 @@ describe("a click decides the review its message shows (6)", () => {
     const mine = await startRunViaSlack(h, "mine");
     const myReview = await pendingReview(h);
     await kickoffIn(PRIVATE, BOB, "theirs");
-    const theirs = await eventually(() => h.bot.database.prisma.review.findFirst({ where: { execution: { channelId: PRIVATE }, messageTs: { not: null } } }));
+    const theirs = await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { execution: { channelId: PRIVATE }, messageTs: { not: null } } }));
     expect(theirs.executionId).not.toBe(mine.id);
 
     await clickReview(h, { ...myReview, reviewId: theirs.id }, true);
@@ -146,9 +147,9 @@ describe("a click decides the review its message shows (6)", () => {
       action: { action_id: APPROVE_ACTION, block_id: myReview.blockId, value: theirs.id },
     });
     await eventually(() => h.slack.callsTo("chat.postEphemeral").length === 2);
-    await new Promise((r) => setTimeout(r, 200));
+    await h.settled();
     expect(resumeCalls(h)).toHaveLength(0);
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: theirs.id } })).state).toBe("pending");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: theirs.id } })).state).toBe("pending");
 
     await clickReview(h, myReview, true);
     await eventually(() => resumeCalls(h).length === 1);
@@ -180,18 +181,18 @@ describe("a kickoff form belongs to who opened it (7)", () => {
     const view = await openForm(USER, PRIVATE);
     const forged = await h.requests.viewSubmission({ user_id: MALLORY, view });
     expect(forged.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+    await h.settled();
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
 
     await h.requests.viewSubmission({ user_id: USER, view });
     await h.requests.viewSubmission({ user_id: USER, view });
-    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+    await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }));
     await h.requests.viewSubmission({ user_id: USER, view });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await h.bot.database.prisma.execution.count()).toBe(1);
+    await h.settled();
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(1);
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
-    expect((await h.bot.database.prisma.execution.findFirstOrThrow()).userId).toBe(USER);
+    expect((await prismaOf(h.bot.database).execution.findFirstOrThrow()).userId).toBe(USER);
   });
 });
 
@@ -208,7 +209,7 @@ describe("a click while the database is down (9)", () => {
     expect(String(note.args.text)).toMatch(/try again/i);
     expect(resumeCalls(h)).toHaveLength(0);
     outage.mockRestore();
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
     await clickReview(h, review, true);
     await eventually(() => resumeCalls(h).length === 1);
   });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -36,7 +37,7 @@ describe("kickoff from Slack", () => {
     expect(new Set([body.taskWebhookUrl, body.stepWebhookUrl, body.crewWebhookUrl]).size).toBe(3);
 
     const execution = await eventually(async () => {
-      const e = await h.bot.database.prisma.execution.findFirst();
+      const e = await prismaOf(h.bot.database).execution.findFirst();
       return e?.kickoffId ? e : undefined;
     });
     expect(execution).toMatchObject({ crewName: "research", channelId: CHANNEL, userId: USER, inputs: { topic: "Solar sails" } });
@@ -61,7 +62,7 @@ describe("kickoff from Slack", () => {
     expect(answer.json?.response_action).toBe("errors");
     expect(Object.values(answer.json.errors)[0]).toMatch(/required/i);
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
-    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
   });
 
   it("turns the crew's 422 into field errors on the form and leaves nothing running", async () => {
@@ -76,7 +77,7 @@ describe("kickoff from Slack", () => {
         .find((v) => JSON.stringify(v).includes("needs")),
     );
     expect(JSON.stringify(form)).toContain("Topic");
-    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { state: "kickoff_failed" } }));
+    const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { state: "kickoff_failed" } }));
     expect(execution.kickoffId).toBeNull();
     // The announcement posted before the kickoff is removed again.
     await eventually(() => h.slack.callsTo("chat.delete").length === 1);
@@ -93,7 +94,7 @@ describe("kickoff from Slack", () => {
     expect(ephemeral.args.text).toMatch(pattern);
     expect(ephemeral.args.text).not.toContain(CREW_TOKEN);
     expect(ephemeral.args.text).not.toMatch(/\n\s+at /);
-    const execution = await h.bot.database.prisma.execution.findFirstOrThrow();
+    const execution = await prismaOf(h.bot.database).execution.findFirstOrThrow();
     expect(execution.state).toBe("kickoff_failed");
   });
 
@@ -113,7 +114,7 @@ describe("kickoff from Slack", () => {
     const [update] = await h.slack.waitForCalls("views.update", 1);
     expect(JSON.stringify(update!.args.view)).toContain("/invite");
     expect(h.crew.requests.filter((r) => r.path === "/inputs")).toHaveLength(0);
-    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
   });
 
   it("answers /crew help, status and list", async () => {
@@ -121,7 +122,7 @@ describe("kickoff from Slack", () => {
     const help = await h.requests.command({ text: "help", user_id: USER, channel_id: CHANNEL });
     expect(help.body).toContain("/crew status");
     await kickoffViaSlack(h, { topic: "Tides" });
-    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+    const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }));
     await h.requests.command({ text: `status ${execution.kickoffId}`, user_id: USER, channel_id: CHANNEL });
     await h.requests.command({ text: "list", user_id: USER, channel_id: CHANNEL });
     const responses = await eventually(() => {

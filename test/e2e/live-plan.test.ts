@@ -9,6 +9,7 @@ import type { Logger } from "../../src/log/log.js";
 import type { FakeMessage } from "../../src/playground/slack-standin.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, moreReplicas, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
@@ -80,7 +81,7 @@ describe("a run's live plan", () => {
     const streamTs = streamed(h)[0]!.ts;
     expect(h.slack.callsTo("chat.update").filter((c) => c.args.ts === streamTs)).toHaveLength(0);
 
-    const row = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+    const row = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
     expect(row.streamTs).toBe(streamTs);
     expect(row.streamStoppedAt).not.toBeNull();
     expect(row.progressTs).toBeNull();
@@ -104,7 +105,7 @@ describe("a run's live plan", () => {
     expect(h.slack.callsTo("chat.startStream").map((c) => c.error)).toEqual(["unknown_method"]);
     expect(h.slack.callsTo("chat.appendStream")).toHaveLength(0);
     expect(streamed(h)).toHaveLength(0);
-    expect(await h.bot.database.prisma.streamingRefusal.findMany()).toMatchObject([{ teamId: "T0TEAM", error: "unknown_method" }]);
+    expect(await prismaOf(h.bot.database).streamingRefusal.findMany()).toMatchObject([{ teamId: "T0TEAM", error: "unknown_method" }]);
     expect(log.lines.filter((l) => /refused message streaming/.test(l.msg))).toHaveLength(1);
   });
 
@@ -155,6 +156,7 @@ describe.runIf(usePostgres)("a run's live plan with three replicas", () => {
         body: JSON.stringify({ execution_id: execution.kickoffId, agent: "A", thought: `step ${i} of 60`, output: "" }),
       });
       expect(answer.status).toBe(202);
+      // A crew's pace (updates are spaced in time): not a wait for something to happen.
       await new Promise((r) => setTimeout(r, 25));
     }
     const card = () => streamed(h)[0]?.stream?.tasks.find((t) => t.id === "task-2");

@@ -21,6 +21,7 @@ import { createLogger } from "../../src/log/log.js";
 import type { InstallGrant } from "../../src/playground/slack-standin.js";
 import { startFlowService } from "../../src/sim/flow-service.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -51,12 +52,12 @@ async function installViaBrowser(h: Harness, teamId: string, grant: Partial<Inst
 }
 
 async function startRunIn(h: Harness, ws: { team: string; channel: string; user: string; enterprise?: string }) {
-  const earlier = (await h.bot.database.prisma.execution.findMany({ select: { id: true } })).map((e) => e.id);
+  const earlier = (await prismaOf(h.bot.database).execution.findMany({ select: { id: true } })).map((e) => e.id);
   const answer = await kickoffViaSlack(h, { topic: `news of ${ws.team}` }, ws.user, ws.channel, { team: ws.team, enterprise: ws.enterprise, crew: "research" });
   expect(answer.status).toBe(200);
   return eventually(
     async () => {
-      const e = await h.bot.database.prisma.execution.findFirst({
+      const e = await prismaOf(h.bot.database).execution.findFirst({
         where: { teamId: ws.team, state: "waiting", id: { notIn: earlier } },
         include: { reviews: true },
         orderBy: { createdAt: "desc" },
@@ -134,7 +135,7 @@ describe("OAuth distribution", () => {
     const code = h.slack.issueInstallCode({ teamId: ONE.team });
     const forged = await fetch(`${h.botUrl}/slack/oauth_redirect?code=${code}&state=forged`, { redirect: "manual" });
     expect(forged.status).toBeGreaterThanOrEqual(400);
-    expect(await h.bot.database.prisma.slackInstallation.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).slackInstallation.count()).toBe(0);
 
     for (const ws of [ONE, TWO, THREE]) {
       const done = await installViaBrowser(h, ws.team);
@@ -148,10 +149,10 @@ describe("OAuth distribution", () => {
     expect(h.slack.callsTo("oauth.v2.access").filter((c) => !c.error)).toHaveLength(3);
 
     // The raw table holds no token in plain text (nor any part that looks like one).
-    const raw = JSON.stringify(await h.bot.database.prisma.$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
+    const raw = JSON.stringify(await prismaOf(h.bot.database).$queryRawUnsafe(`SELECT * FROM "SlackInstallation"`));
     for (const token of [tokenOne, tokenTwo, h.slack.botTokenOf(THREE.team)!]) expect(raw).not.toContain(token);
     expect(raw).not.toContain("xoxb-");
-    const rows = await h.bot.database.prisma.slackInstallation.findMany({ orderBy: { teamId: "asc" } });
+    const rows = await prismaOf(h.bot.database).slackInstallation.findMany({ orderBy: { teamId: "asc" } });
     expect(rows.map((r) => [r.installKey, r.isEnterpriseInstall, r.botUserId])).toEqual([
       ["T:T0ONE", false, "U0BOT0ONE"],
       ["T:T0THREE", false, "U0BOT0THREE"],
@@ -214,7 +215,7 @@ describe("OAuth distribution", () => {
     expect(new Set(groupReads.map((c) => c.token))).toEqual(new Set([tokenOne]));
 
     // T0ONE's run goes on to its next review, which S0EDITORS (T0TWO's user among them) may decide.
-    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }), {
+    await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }), {
       what: "the next review of T0ONE's run",
       timeoutMs: 30_000,
     });
@@ -234,7 +235,7 @@ describe("OAuth distribution", () => {
     expect(JSON.stringify(homeTwo.args.view)).not.toContain(ONE.channel);
 
     // A review reassigned in T0ONE: the reassignee's Home is published at once with T0ONE's token (not the app-level client's).
-    const next = (await h.bot.database.prisma.review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }))!;
+    const next = (await prismaOf(h.bot.database).review.findFirst({ where: { executionId: runOne.id, state: "pending", messageTs: { not: null } } }))!;
     const nextMsg = h.slack.messages(ONE.channel).find((m) => m.ts === next.messageTs)!;
     const opensBefore = h.slack.callsTo("views.open").length;
     await h.requests.blockAction({
@@ -292,13 +293,13 @@ describe("OAuth distribution", () => {
     h.slack.revokeTeam(TWO.team);
     const uninstalled = await h.requests.event({ type: "app_uninstalled" }, { team_id: TWO.team });
     expect(uninstalled.status).toBe(200);
-    await eventually(async () => (await h.bot.database.prisma.slackInstallation.count({ where: { teamId: TWO.team } })) === 0, { what: "T0TWO's installation deleted" });
-    expect((await h.bot.database.prisma.slackInstallation.findMany()).map((r) => r.teamId).sort()).toEqual([ONE.team, THREE.team]);
-    const stoppedTwo = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: runTwo.id }, include: { reviews: true } });
+    await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count({ where: { teamId: TWO.team } })) === 0, { what: "T0TWO's installation deleted" });
+    expect((await prismaOf(h.bot.database).slackInstallation.findMany()).map((r) => r.teamId).sort()).toEqual([ONE.team, THREE.team]);
+    const stoppedTwo = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: runTwo.id }, include: { reviews: true } });
     expect(stoppedTwo.state).toBe("uninstalled");
     expect(stoppedTwo.reviews.every((r) => r.state === "closed")).toBe(true);
     // The other workspace's run is untouched, its review still waiting.
-    const stillOne = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: runOne.id }, include: { reviews: true } });
+    const stillOne = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: runOne.id }, include: { reviews: true } });
     expect(["running", "waiting"]).toContain(stillOne.state);
     expect(stillOne.reviews.some((r) => r.state === "approved")).toBe(true);
     expect(stillOne.reviews.every((r) => r.state !== "closed")).toBe(true);
@@ -322,7 +323,7 @@ describe("OAuth distribution", () => {
       expect((await installViaBrowser(h, "E0GRID", { enterpriseId: "E0GRID", isEnterpriseInstall: true })).status).toBe(200);
       const tokenOne = h.slack.botTokenOf(ONE.team)!;
       const tokenOrg = h.slack.botTokenOf("E0GRID")!;
-      const org = await h.bot.database.prisma.slackInstallation.findUniqueOrThrow({ where: { installKey: "E:E0GRID" } });
+      const org = await prismaOf(h.bot.database).slackInstallation.findUniqueOrThrow({ where: { installKey: "E:E0GRID" } });
       expect(org).toMatchObject({ teamId: null, enterpriseId: "E0GRID", isEnterpriseInstall: true });
 
       // A workspace of the org, with no install of its own, runs on the org's token.
@@ -335,21 +336,23 @@ describe("OAuth distribution", () => {
 
       // A flow's feedback request is posted in its own workspace (team: T0ONE), with that token.
       expect((await flow.send({ message: "Please review" })).status).toBe(202);
-      const request = await eventually(() => h.bot.database.prisma.flowRequest.findFirst({ where: { messageTs: { not: null } } }), { what: "the flow request posted" });
+      const request = await eventually(() => prismaOf(h.bot.database).flowRequest.findFirst({ where: { messageTs: { not: null } } }), { what: "the flow request posted" });
       expect(request.teamId).toBe(ONE.team);
       expect(h.slack.callsTo("chat.postMessage").find((c) => c.args.channel === "C0FLOWS")?.token).toBe(tokenOne);
 
       // T0ONE's bot token is revoked: its installation goes and its open flow request closes; the org is untouched.
       h.slack.revokeTeam(ONE.team);
       expect((await h.requests.event({ type: "tokens_revoked", tokens: { bot: ["U0BOT0ONE"] } }, { team_id: ONE.team })).status).toBe(200);
-      await eventually(async () => (await h.bot.database.prisma.slackInstallation.count({ where: { teamId: ONE.team } })) === 0, { what: "T0ONE's installation deleted" });
-      expect((await h.bot.database.prisma.flowRequest.findUniqueOrThrow({ where: { id: request.id } })).state).toBe("closed");
-      expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("waiting");
+      await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count({ where: { teamId: ONE.team } })) === 0, { what: "T0ONE's installation deleted" });
+      expect((await prismaOf(h.bot.database).flowRequest.findUniqueOrThrow({ where: { id: request.id } })).state).toBe("closed");
+      expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("waiting");
 
       // The org uninstalls: its install goes and its workspaces' runs stop.
       expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: grid.team, enterprise_id: "E0GRID" })).status).toBe(200);
-      await eventually(async () => (await h.bot.database.prisma.slackInstallation.count()) === 0, { what: "the org's installation deleted" });
-      await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state === "uninstalled", { what: "the Grid run stopped" });
+      await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count()) === 0, { what: "the org's installation deleted" });
+      await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state === "uninstalled", {
+        what: "the Grid run stopped",
+      });
     } finally {
       await flow.close();
     }

@@ -7,6 +7,7 @@ import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, eventually, freePort, type Harness, moreReplicas, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
@@ -28,7 +29,7 @@ const taskMessages = (h: Harness, task: string): FakeMessage[] =>
     .messages(CHANNEL)
     .filter((m) => m.thread_ts && /^(✔️ Task finished|📝 Review needed|No decision needed|Approved|Rejected): /.test(m.text ?? "") && (m.text ?? "").includes(task));
 const notices = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /Crew .* (finished|failed)/.test(m.text ?? ""));
-const effectsDue = (h: Harness) => h.bot.database.prisma.slackEffect.count({ where: { state: { not: "done" } } });
+const effectsDue = (h: Harness) => prismaOf(h.bot.database).slackEffect.count({ where: { state: { not: "done" } } });
 
 describe("outbox", () => {
   it("retries a failed file upload alone: one review message, its file attached on the retry", async () => {
@@ -44,7 +45,7 @@ describe("outbox", () => {
     expect(h.slack.callsTo("files.completeUploadExternal").filter((c) => c.error)).toHaveLength(1);
     expect(taskMessages(h, "long_report")).toHaveLength(1);
     expect(h.slack.files.filter((f) => f.content === LONG)).toHaveLength(1);
-    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { id: review.reviewId, fileAttached: true, messageTs: review.msg.ts } }), {
+    await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { id: review.reviewId, fileAttached: true, messageTs: review.msg.ts } }), {
       what: "the attachment recorded",
     });
   });
@@ -67,7 +68,7 @@ describe("outbox", () => {
     expect(shown).toContain("Cite primary sources");
     // (The failures may also have hit another message's update, such as the progress message: each is retried alike.)
     expect(h.slack.callsTo("chat.update").filter((c) => c.error === "message_not_found")).toHaveLength(2);
-    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { id: review.reviewId, state: "rejected", shownState: "rejected" } }), {
+    await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { id: review.reviewId, state: "rejected", shownState: "rejected" } }), {
       what: "the shown state recorded",
     });
   });
@@ -77,7 +78,7 @@ describe("outbox", () => {
     // The bot dies between storing the review and posting it: its outbox worker never gets there.
     h.bot.outboxWorker.stop();
     const execution = await startRunViaSlack(h);
-    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: execution.id, state: "pending" } }), { what: "the stored review" });
+    await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { executionId: execution.id, state: "pending" } }), { what: "the stored review" });
     expect(taskMessages(h, "draft")).toHaveLength(0);
 
     // The restarted bot (same database, same Slack) finds the post due.
@@ -89,7 +90,7 @@ describe("outbox", () => {
     extra.push(restarted);
     await restarted.start();
     await eventually(() => taskMessages(h, "draft").length === 1, { what: "the review, posted after the restart" });
-    await new Promise((r) => setTimeout(r, 500));
+    await h.settled({ also: extra });
     expect(taskMessages(h, "draft")).toHaveLength(1);
   });
 
@@ -107,10 +108,11 @@ describe("outbox", () => {
     );
     extra.push(second);
     await second.start();
-    const review = await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: execution.id, messageTs: { not: null } } }), {
+    const review = await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { executionId: execution.id, messageTs: { not: null } } }), {
       what: "the review's ts, recorded by whichever worker",
     });
-    await new Promise((r) => setTimeout(r, 3000));
+    // Both workers idle and nothing left due: the late answer has come, and any second post would have.
+    await h.settled({ also: extra });
     expect(taskMessages(h, "draft")).toHaveLength(1);
     expect(review.messageTs).toBe(taskMessages(h, "draft")[0]!.ts);
     // The retaking worker looked for the message by its effect id before posting.
@@ -140,14 +142,12 @@ describe("outbox", () => {
     // Decided during the outage: the crew hears it; Slack hears nothing until it is back.
     await clickReview(h, first, true, "");
     await eventually(() => resumeCalls(h).length === 1);
-    await eventually(async () => (await h.bot.database.prisma.review.count({ where: { taskName: "write", state: "pending" } })) === 1, { what: "the second review, stored" });
+    await eventually(async () => (await prismaOf(h.bot.database).review.count({ where: { taskName: "write", state: "pending" } })) === 1, { what: "the second review, stored" });
     expect(taskMessages(h, "write")).toHaveLength(0);
-    // Fixed wait: the outage is the fake Slack's clock; nothing in the bot can say when it ends.
-    await new Promise((r) => setTimeout(r, Math.max(0, outageEnds - Date.now())));
-    // The outbox kept retrying through the outage.
-    expect(h.slack.calls.filter((c) => c.error === "service_unavailable").length).toBeGreaterThan(3);
-
+    // Posted once Slack is back, the outbox having kept retrying through the outage.
     const second = await pendingReview(h, { containing: "write", timeoutMs: 20_000 });
+    expect(Date.now()).toBeGreaterThanOrEqual(outageEnds);
+    expect(h.slack.calls.filter((c) => c.error === "service_unavailable").length).toBeGreaterThan(3);
     await clickReview(h, second, true, "");
     await eventually(() => notices(h).length === 1, { what: "the completion notice", timeoutMs: 20_000 });
     await eventually(async () => (await effectsDue(h)) === 0, { what: "every effect done", timeoutMs: 20_000 });
@@ -179,6 +179,7 @@ describe.runIf(usePostgres)("outbox with three replicas", () => {
         body: JSON.stringify({ execution_id: execution.kickoffId, agent: "A", thought: `step ${i} of 60`, output: "" }),
       });
       expect(answer.status).toBe(202);
+      // A crew's pace (updates are spaced in time): not a wait for something to happen.
       await new Promise((r) => setTimeout(r, 25));
     }
     const progress = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts && /step \d+ of 60/.test(JSON.stringify(m.blocks ?? []) + (m.text ?? "")));

@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -33,7 +34,11 @@ function click(h: Harness, review: PendingReview, approve: boolean, feedback = "
 
 const kickedOff = (h: Harness) => startRunViaSlack(h, "Tidal power", 15_000);
 
-const settle = (ms = 600) => new Promise((r) => setTimeout(r, ms));
+/** A run that is due for a poll but ended: the watcher's next round must leave it alone (returns how many rounds polled). */
+async function pollEndedRun(h: Harness, executionId: string): Promise<number> {
+  await prismaOf(h.bot.database).execution.update({ where: { id: executionId }, data: { nextPollAt: new Date(0) } });
+  return h.bot.watcher.tick();
+}
 
 describe("status polling", () => {
   it("without webhooks: reviews come from status, decisions resume once, the run finishes in Slack once", async () => {
@@ -44,12 +49,15 @@ describe("status polling", () => {
     const first = await nextReview(h);
     expect(first.msg.thread_ts).toBe(execution.threadTs);
     expect(JSON.stringify(first.msg.blocks)).toContain("research_task");
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: first.reviewId } })).toMatchObject({
       taskKey: "research_task",
       resumeTaskId: "task-research",
       round: 1,
     });
-    await settle(300); // more polls of the same pause must not post it again
+    // More polls of the same pause must not post it again.
+    const seen = statusPolls(h).length;
+    await eventually(() => statusPolls(h).length >= seen + 2, { what: "two more polls of the pause" });
+    await h.settled();
     expect(reviewPosts(h)).toHaveLength(1);
     await click(h, first, true);
 
@@ -58,29 +66,29 @@ describe("status polling", () => {
     await click(h, second, false, "Shorter, please");
 
     const third = await nextReview(h);
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: third.reviewId } })).toMatchObject({
       taskKey: "writing_task",
       resumeTaskId: "task-write",
       round: 2,
     });
     await click(h, third, true);
 
-    const done = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+    const done = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
       what: "the completion",
       timeoutMs: 15_000,
     });
     expect(done.state).toBe("completed");
     expect(done.output).toContain("Revision (round 2)");
-    await settle();
+    await h.settled();
     expect(reviewPosts(h)).toHaveLength(3);
     expect(completionPosts(h)).toHaveLength(1);
     expect(completionPosts(h)[0]!.args.text).toMatch(/^✅ Crew research finished/);
     expect(resumeCalls(h).map((r) => (r.body as any).is_approve)).toEqual([true, false, true]);
     expect(h.crew.webhookDeliveries).toHaveLength(0);
     expect(statusPolls(h).length).toBeGreaterThan(3);
-    // Finished runs are not polled any more.
+    // Finished runs are not polled any more, even once due.
     const polls = statusPolls(h).length;
-    await settle(400);
+    expect(await pollEndedRun(h, execution.id)).toBe(0);
     expect(statusPolls(h).length).toBe(polls);
   });
 
@@ -90,13 +98,16 @@ describe("status polling", () => {
     expect(execution.webhooks).toBe(true);
     await click(h, await nextReview(h), true);
     await click(h, await nextReview(h), true);
-    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
-    await settle();
+    await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+      what: "the completion",
+      timeoutMs: 15_000,
+    });
+    await h.settled();
     expect(h.crew.webhookDeliveries.filter((d) => d.kind === "crew")).toHaveLength(1);
     expect(reviewPosts(h)).toHaveLength(2);
     expect(completionPosts(h)).toHaveLength(1);
     expect(resumeCalls(h)).toHaveLength(2);
-    expect(await h.bot.database.prisma.review.count({ where: { executionId: execution.id } })).toBe(2);
+    expect(await prismaOf(h.bot.database).review.count({ where: { executionId: execution.id } })).toBe(2);
   });
 
   it("a run without review pauses, finished by webhook and poll at once, is announced once", async () => {
@@ -105,8 +116,11 @@ describe("status polling", () => {
       crew: { tasks: [{ id: "t1", name: "only_task", agent: "Solo", delayMs: 150, steps: 0 }] },
     });
     const execution = await kickedOff(h);
-    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion", timeoutMs: 15_000 });
-    await settle();
+    await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+      what: "the completion",
+      timeoutMs: 15_000,
+    });
+    await h.settled();
     expect(completionPosts(h)).toHaveLength(1);
   });
 
@@ -114,16 +128,16 @@ describe("status polling", () => {
     h = await start({ webhooks: false, watcher: { lostGraceMs: 800 }, crew: { failWith: [{ endpoint: "status", status: 404, body: { error: "Not found" } }] } });
     const execution = await kickedOff(h);
     // Within the grace period the run stays live (a 404 right after kickoff can be transient).
-    await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, notFoundSince: { not: null } } }), { what: "the first 404" });
-    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).not.toBe("lost");
+    await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, notFoundSince: { not: null } } }), { what: "the first 404" });
+    expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).state).not.toBe("lost");
 
-    const lost = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { id: execution.id, state: "lost", completionTs: { not: null } } }), {
+    const lost = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, state: "lost", completionTs: { not: null } } }), {
       what: "the lost run",
       timeoutMs: 15_000,
     });
     expect(lost.error).toMatch(/no record of this run/);
     expect(lost.finishedAt!.getTime() - lost.notFoundSince!.getTime()).toBeGreaterThanOrEqual(800);
-    await settle();
+    await h.settled();
     expect(completionPosts(h)).toHaveLength(1);
     expect(completionPosts(h)[0]!.args.text).toMatch(/^⚠️ Lost track of crew research/);
     expect(JSON.stringify(completionPosts(h)[0]!.args.blocks)).toContain("no record of this run");

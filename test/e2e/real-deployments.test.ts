@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -43,7 +44,7 @@ describe.each(["deployed", "seed"] as const)("a crew of automatic, human and aut
 
     await clickReview(h, review, true, "Ship it");
     await eventually(() => completionNotices(h).length === 1 || undefined, { what: "the completion notice", timeoutMs: 15_000 });
-    await new Promise((r) => setTimeout(r, 300));
+    await h.settled();
 
     expect(taskPosts(h, "polish_task")).toHaveLength(1);
     expect(JSON.stringify(taskPosts(h, "polish_task")[0]!.args.blocks)).not.toContain(APPROVE_ACTION);
@@ -57,7 +58,7 @@ describe.each(["deployed", "seed"] as const)("a crew of automatic, human and aut
     expect(resumeCalls(h)).toHaveLength(1);
     const resume = resumeCalls(h)[0]!.body as Record<string, any>;
     expect(resume).toMatchObject({ execution_id: execution.kickoffId, task_id: "t-review", is_approve: true, human_feedback: "Ship it" });
-    const reviews = await h.bot.database.prisma.review.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+    const reviews = await prismaOf(h.bot.database).review.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
     expect(reviews.map((r) => [r.taskName, r.state])).toEqual([
       ["gather_task", "posted"],
       ["draft_task", "approved"],
@@ -79,7 +80,7 @@ describe.each(["deployed", "seed"] as const)("a crew of automatic, human and aut
 });
 
 describe("the human-input webhook", () => {
-  /** A run whose only task takes long enough that the test sends the callbacks itself. */
+  /** A run whose only task takes long enough that the test sends the callbacks itself (so settled() leaves its crew run out). */
   async function quietRun() {
     h = await startHarness({ crew: { tasks: [{ id: "t-slow", name: "slow_task", agent: "Thinker", humanInput: true, delayMs: 60_000, steps: 0 }] } });
     const execution = await startRunViaSlack(h);
@@ -98,11 +99,11 @@ describe("the human-input webhook", () => {
 
   async function expectOneReview(executionId: string) {
     const review = await pendingReview(h, { containing: "slow_task", timeoutMs: 10_000 });
-    await new Promise((r) => setTimeout(r, 400));
+    await h.settled({ crewRuns: false });
     expect(taskPosts(h, "slow_task")).toHaveLength(1);
     expect(reviewMessages(h)).toHaveLength(1);
     expect(reviewMessages(h)[0]!.ts).toBe(review.msg.ts);
-    const rows = await h.bot.database.prisma.review.findMany({ where: { executionId } });
+    const rows = await prismaOf(h.bot.database).review.findMany({ where: { executionId } });
     expect(rows.map((r) => [r.state, r.resumeTaskId])).toEqual([["pending", "t-slow-uuid"]]);
     return review;
   }
@@ -142,10 +143,10 @@ describe("the human-input webhook", () => {
     expect(await post(url.replace(execution.id, "00000000-0000-4000-8000-000000000000"), body, bearer)).toBe(404);
     // Right credentials, but nothing to review: a clear 400.
     expect(await post(url, { execution_id: execution.kickoffId, task_id: "t" }, bearer)).toBe(400);
-    await new Promise((r) => setTimeout(r, 300));
+    await h.settled({ crewRuns: false });
     expect(taskPosts(h, "slow_task")).toHaveLength(0);
-    expect(await h.bot.database.prisma.review.count()).toBe(0);
-    expect(await h.bot.database.prisma.webhookEvent.count({ where: { kind: "input" } })).toBe(0);
+    expect(await prismaOf(h.bot.database).review.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { kind: "input" } })).toBe(0);
   });
 });
 
@@ -162,9 +163,10 @@ describe("the event stream (opt-in per crew)", () => {
     expect(kickoff.webhooks.events).toEqual(expect.arrayContaining(["task_completed", "crew_kickoff_completed", "crew_kickoff_failed", "tool_usage_started"]));
 
     const review = await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 });
-    // Progress came from tool and LLM events: one progress message in the thread.
-    const progress = h.slack.callsTo("chat.postMessage").filter((c) => c.args.thread_ts && /^(Working|Finished):/.test(String(c.args.text ?? "")));
-    expect(progress).toHaveLength(1);
+    // Progress came from tool and LLM events: one progress message in the thread (posted after the
+    // review, if need be: a review goes before progress).
+    const progress = () => h.slack.callsTo("chat.postMessage").filter((c) => c.args.thread_ts && /^(Working|Finished):/.test(String(c.args.text ?? "")));
+    await eventually(() => progress().length > 0, { what: "the progress message" });
     await clickReview(h, review, true);
     await eventually(() => completionNotices(h).length === 1 || undefined, { what: "the completion notice", timeoutMs: 15_000 });
     const resume = resumeCalls(h)[0]!.body as Record<string, any>;
@@ -174,7 +176,9 @@ describe("the event stream (opt-in per crew)", () => {
     expect(eventBatches(h).every((d) => d.status !== undefined && d.status < 300)).toBe(true);
 
     // Duplicated and reordered batches change nothing: one effect per event (after the run ended, they are refused as gone).
-    const events = await h.bot.database.prisma.webhookEvent.count({ where: { executionId: execution.id } });
+    // Task messages go after the completion notice when Slack is short (progress is last), so count once all is done.
+    await h.settled();
+    const events = await prismaOf(h.bot.database).webhookEvent.count({ where: { executionId: execution.id } });
     const calls = h.slack.calls.filter((c) => c.method === "chat.postMessage").length;
     for (const batch of [...eventBatches(h)].reverse()) {
       const res = await fetch(batch.url, {
@@ -184,12 +188,13 @@ describe("the event stream (opt-in per crew)", () => {
       });
       expect(res.status).toBe(410);
     }
-    await new Promise((r) => setTimeout(r, 400));
-    expect(await h.bot.database.prisma.webhookEvent.count({ where: { executionId: execution.id } })).toBe(events);
+    await h.settled();
+    expect(progress()).toHaveLength(1);
+    expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { executionId: execution.id } })).toBe(events);
     expect(h.slack.calls.filter((c) => c.method === "chat.postMessage").length).toBe(calls);
     expect(completionNotices(h)).toHaveLength(1);
     // Reordered batches may record the tasks in another order; each task has one row in its final state.
-    const reviews = await h.bot.database.prisma.review.findMany({ where: { executionId: execution.id } });
+    const reviews = await prismaOf(h.bot.database).review.findMany({ where: { executionId: execution.id } });
     expect(Object.fromEntries(reviews.map((r) => [r.taskName, r.state]))).toEqual({ gather_task: "posted", draft_task: "approved", polish_task: "posted" });
     expect(reviews).toHaveLength(3);
   });
@@ -199,11 +204,11 @@ describe("the event stream (opt-in per crew)", () => {
     const execution = await startRunViaSlack(h);
     await clickReview(h, await pendingReview(h, { containing: "draft_task", timeoutMs: 15_000 }), true);
     await eventually(() => completionNotices(h).length === 1 || undefined, { what: "the completion notice", timeoutMs: 15_000 });
-    await new Promise((r) => setTimeout(r, 400));
+    await h.settled();
     expect(eventBatches(h).length).toBeGreaterThan(0);
     for (const name of ["gather_task", "draft_task", "polish_task"]) expect(taskPosts(h, name)).toHaveLength(1);
     expect(completionNotices(h)).toHaveLength(1);
-    expect(await h.bot.database.prisma.review.count({ where: { executionId: execution.id } })).toBe(3);
+    expect(await prismaOf(h.bot.database).review.count({ where: { executionId: execution.id } })).toBe(3);
   });
 
   it("refuses event batches without the right token or URL, and malformed ones, with no effect", async () => {
@@ -221,9 +226,10 @@ describe("the event stream (opt-in per crew)", () => {
     expect(await post(kickoff.webhooks.url.replace(/events\/[^/]+$/, "events/wrong"), batch, token)).toBe(401);
     expect(await post(kickoff.webhooks.url, { events: "nope" }, token)).toBe(400);
     expect(await post(kickoff.webhooks.url, { events: [{ id: "x", type: "something_new", data: {} }] }, token)).toBe(200);
-    await new Promise((r) => setTimeout(r, 300));
+    // The crew's one task runs for a minute on purpose: only its webhooks under way would count.
+    await h.settled({ crewRuns: false });
     expect(h.slack.messages(CHANNEL).some((m) => JSON.stringify(m).includes("forged"))).toBe(false);
-    expect((await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).toBe("running");
+    expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).state).toBe("running");
   });
 });
 
@@ -239,10 +245,10 @@ describe("a lost message update", () => {
     expect(h.slack.callsTo("chat.update").filter((c) => c.error === "message_not_found").length).toBeGreaterThan(0);
     expect(taskPosts(h, "draft_task")).toHaveLength(1);
     // The update's result is recorded just after Slack shows it.
-    await eventually(async () => (await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } })).shownState === "pending", {
+    await eventually(async () => (await prismaOf(h.bot.database).review.findFirstOrThrow({ where: { executionId: execution.id } })).shownState === "pending", {
       what: "shownState recorded",
     });
-    const row = await h.bot.database.prisma.review.findFirstOrThrow({ where: { executionId: execution.id } });
+    const row = await prismaOf(h.bot.database).review.findFirstOrThrow({ where: { executionId: execution.id } });
     expect(row).toMatchObject({ state: "pending", shownState: "pending", messageTs: review.msg.ts });
   });
 });

@@ -8,6 +8,7 @@ import { NOT_THIS_MESSAGE } from "../../src/adapters/slack/decisions/replies.js"
 import type { FakeMessage } from "../support/fake-slack.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness | undefined;
@@ -31,7 +32,7 @@ function openReviewIn(h: Harness, channel: string, containing: string) {
         const actions = (msg.blocks ?? []).find((b: any) => b.type === "actions" && b.elements.some((e: any) => e.action_id === APPROVE_ACTION));
         if (!actions || !text(msg).includes(containing)) continue;
         const reviewId = actions.elements.find((e: any) => e.action_id === APPROVE_ACTION).value as string;
-        const stored = await h.bot.database.prisma.review.findFirst({ where: { id: reviewId, messageTs: msg.ts } });
+        const stored = await prismaOf(h.bot.database).review.findFirst({ where: { id: reviewId, messageTs: msg.ts } });
         if (stored) return { msg, reviewId, blockId: actions.block_id as string };
       }
       return undefined;
@@ -78,15 +79,15 @@ describe("a channel that refuses the bot", () => {
     expect(review.msg.text).toContain("the channel is archived");
 
     // The database records where the run and its review now are.
-    const moved = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+    const moved = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
     expect(moved).toMatchObject({ movedTo: dm, movedBecause: "is_archived" });
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({
       channelId: dm,
       messageTs: review.msg.ts,
       state: "pending",
     });
     // The channel's refusal was given up, not retried for ever.
-    const dead = await h.bot.database.prisma.slackEffect.findMany({ where: { state: "dead" } });
+    const dead = await prismaOf(h.bot.database).slackEffect.findMany({ where: { state: "dead" } });
     expect(dead.some((e) => e.lastError === "is_archived")).toBe(true);
 
     // App Home lists it, with a link to the direct message.
@@ -121,7 +122,7 @@ describe("a channel that refuses the bot", () => {
     // The completion notice goes to the DM too, with the same header.
     const finished = await eventually(
       async () => {
-        const e = await h!.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+        const e = await prismaOf(h!.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
         return e.completionTs ? e : undefined;
       },
       { what: "the completion notice", timeoutMs: 15_000 },
@@ -154,11 +155,11 @@ describe("a channel that refuses the bot", () => {
     const again = await openReviewIn(h, dm, "research_task");
     expect(again.reviewId).toBe(inChannel.reviewId);
     expect(text(again.msg)).toContain("Crewline is not a member of the channel any more");
-    expect(await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).toMatchObject({ movedTo: dm, movedBecause: "not_in_channel" });
+    expect(await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).toMatchObject({ movedTo: dm, movedBecause: "not_in_channel" });
 
     // The button left in the channel names the same review, but not its message any more.
     await click(h, { channel: CHANNEL, ts: inChannel.msg.ts }, inChannel, true);
-    await new Promise((r) => setTimeout(r, 300));
+    await (h ?? f!.h).settled();
     expect(resumeCalls(h)).toHaveLength(0);
 
     // Later reminders follow the run to the DM.
@@ -191,7 +192,7 @@ describe("a channel that refuses the bot", () => {
     await clickFlow(f.h, req, "approved", "Looks good", DAN);
     await clickFlow(f.h, req, "approved", "Looks good", DAN);
     await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
-    await new Promise((r) => setTimeout(r, 300));
+    await (h ?? f!.h).settled();
     expect(f.flow.calls).toHaveLength(1);
     expect(f.flow.answers[0]).toMatchObject({ feedback: "approved\n\nLooks good", source: "slack" });
     const updated = await eventually(() => f!.h.slack.messages(dm).find((m) => m.ts === req.msg.ts && m.updated && !text(m).includes('"actions"')));
@@ -203,12 +204,12 @@ describe("a channel that refuses the bot", () => {
     f = await startFlowHarness({ config: { metricsToken: "metrics-token-0123456789abcdef" } });
     f.h.slack.denyChannel(FLOW_CHANNEL, "is_archived");
     await f.flow.send({});
-    const move = await eventually(async () => (await f!.h.bot.database.prisma.slackEffect.findFirst({ where: { kind: "flow.move", state: "dead" } })) ?? undefined, {
+    const move = await eventually(async () => (await prismaOf(f!.h.bot.database).slackEffect.findFirst({ where: { kind: "flow.move", state: "dead" } })) ?? undefined, {
       what: "the move given up",
     });
     expect(move.lastError).toMatch(/nobody/);
-    await new Promise((r) => setTimeout(r, 500));
-    expect(await f.h.bot.database.prisma.slackEffect.count({ where: { kind: "flow.move" } })).toBe(1);
+    await f.h.settled();
+    expect(await prismaOf(f.h.bot.database).slackEffect.count({ where: { kind: "flow.move" } })).toBe(1);
     expect(f.h.slack.callsTo("conversations.open")).toHaveLength(0);
     const metrics = await fetch(`${f.h.botUrl}/metrics`, { headers: { authorization: "Bearer metrics-token-0123456789abcdef" } }).then((r) => r.text());
     expect(metrics).toMatch(/effect="flow\.move"\} 1/);

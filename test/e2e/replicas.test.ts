@@ -1,13 +1,20 @@
-// Several bot processes on one PostgreSQL database: real child processes (`src/main.ts`), the fake
-// Slack and the local crew service in this process. Every Slack effect must happen once, every
-// decision must reach the crew once, and a replica killed with SIGKILL must not strand its runs.
-// Runs only with CREWLINE_TEST_DATABASE=postgres.
-import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { SimCrewService, SimTask } from "../../src/sim/crew-service.js";
 import type { FakeSlack, SlackCall } from "../support/fake-slack.js";
 import { eventually } from "../support/harness.js";
-import { approve, kickoffForm, kill, killReplicasAfterEach, pendingReviews, type Replica, replicaServices, startReplica, submitKickoff } from "../support/replicas.js";
+import {
+  approve,
+  kickoffForm,
+  kill,
+  killReplicasAfterEach,
+  pendingReviews,
+  queryShared,
+  type Replica,
+  replicaServices,
+  replicasSettled,
+  startReplica,
+  submitKickoff,
+} from "../support/replicas.js";
 import { usePostgres } from "../support/test-database.js";
 
 killReplicasAfterEach();
@@ -25,16 +32,6 @@ const reviewPostsById = (slack: FakeSlack) => {
 const completionPosts = (slack: FakeSlack): SlackCall[] =>
   slack.callsTo("chat.postMessage").filter((c) => !c.args.thread_ts && /^(✅ Crew|❌ Crew|⚠️ Lost track)/.test(String(c.args.text ?? "")));
 const resumeKeys = (crew: SimCrewService) => crew.requests.filter((r) => r.path === "/resume").map((r) => `${(r.body as any).execution_id}/${(r.body as any).task_id}`);
-
-async function query<T>(url: string, sql: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(sql)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
 
 const TASKS: SimTask[] = [
   { id: "task-research", name: "research_task", agent: "Senior Research Analyst", humanInput: true, delayMs: 100, steps: 1 },
@@ -59,7 +56,7 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     for (let i = 0; i < RUNS; i++) forms.push(await kickoffForm(slack, replicas[i % 3]!));
     const answers = await Promise.all(forms.map((form, i) => submitKickoff(replicas[(i + 1) % 3]!, form, `Topic ${i}`)));
     expect(answers.every((r) => r.status === 200)).toBe(true);
-    await eventually(async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Execution" WHERE "kickoffId" IS NOT NULL`))[0]!.n === String(RUNS), {
+    await eventually(async () => (await queryShared<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Execution" WHERE "kickoffId" IS NOT NULL`))[0]!.n === String(RUNS), {
       timeoutMs: 30_000,
       what: "12 kickoffs",
     });
@@ -72,15 +69,15 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     const clickedAt = new Map<string, number>();
     const deadline = Date.now() + 75_000;
     const undecided = async () =>
-      (await query<{ id: string }>(db.url, `SELECT id FROM "Review" WHERE state IN ('posted', 'pending', 'deciding')`)).map((r) => r.id).filter((id) => clicked.has(id));
+      (await queryShared<{ id: string }>(db.url, `SELECT id FROM "Review" WHERE state IN ('posted', 'pending', 'deciding')`)).map((r) => r.id).filter((id) => clicked.has(id));
     while (clicked.size < TOTAL || (await undecided()).length > 0) {
       if (Date.now() > deadline) {
-        const stuck = await query(
+        const stuck = await queryShared(
           db.url,
           `SELECT r.id, r.state, r."shownState", r."messageTs", r."taskKey", e.state AS run, e."leaseOwner", e."nextPollAt", e.webhooks FROM "Review" r JOIN "Execution" e ON e.id = r."executionId" WHERE r."messageTs" IS NULL OR r.state <> 'approved'`,
         );
-        const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
-        const effects = await query(
+        const events = await queryShared(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
+        const effects = await queryShared(
           db.url,
           `SELECT kind, "subjectId", state, attempts, "runAt", "doneAt", "leaseOwner", "lastError", generation FROM "SlackEffect" WHERE state <> 'done' OR "subjectId" IN (SELECT id FROM "Review" WHERE state = 'pending')`,
         );
@@ -107,47 +104,53 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
         const onB = [...clicked].filter(([, r]) => r === b).map(([id]) => `'${id}'`);
         if (onB.length) {
           // A click is acknowledged before it is claimed (a replica waits up to 2 s for a review's ts):
-          // give b's last clicks time to claim, then let every claim reach the crew.
+          // give b's last clicks time to claim, then let every claim reach the crew. Fixed wait: b is
+          // another process, and a click it refused leaves no trace to wait for.
           await new Promise((r) => setTimeout(r, 3000));
           await eventually(
-            async () => (await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Review" WHERE state = 'deciding' AND id IN (${onB.join(",")})`))[0]!.n === "0",
+            async () => (await queryShared<{ n: string }>(db.url, `SELECT count(*) AS n FROM "Review" WHERE state = 'deciding' AND id IN (${onB.join(",")})`))[0]!.n === "0",
             { timeoutMs: 10_000, what: "b's decisions" },
           );
         }
-        expect(await query(db.url, `SELECT id FROM "Execution" WHERE "leaseOwner" IS NOT NULL OR "completionTs" IS NULL`)).not.toHaveLength(0);
+        expect(await queryShared(db.url, `SELECT id FROM "Execution" WHERE "leaseOwner" IS NOT NULL OR "completionTs" IS NULL`)).not.toHaveLength(0);
         await kill(b);
         killed = true;
       }
+      // The poll interval of this clicking loop (like eventually's), not a wait for something to happen.
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(killed).toBe(true);
 
     const finished = await eventually(
       async () => {
-        const rows = await query<{ id: string; state: string; completionTs: string | null }>(db.url, `SELECT id, state, "completionTs" FROM "Execution"`);
+        const rows = await queryShared<{ id: string; state: string; completionTs: string | null }>(db.url, `SELECT id, state, "completionTs" FROM "Execution"`);
         return rows.length === RUNS && rows.every((r) => r.completionTs) ? rows : undefined;
       },
       // Generous: runs whose replica was killed finish through status polling, slower on a loaded machine.
       { timeoutMs: 60_000, what: "every run announced" },
     ).catch(async (err) => {
       // Say where it stopped: runs not announced, Slack effects not done, webhooks not processed.
-      const runs = await query(db.url, `SELECT id, state, "completionTs", "leaseOwner", "leaseExpiresAt", "nextPollAt", webhooks FROM "Execution" WHERE "completionTs" IS NULL`);
-      const effects = await query(db.url, `SELECT kind, state, attempts, "runAt", "leaseOwner", "leaseExpiresAt", "lastError" FROM "SlackEffect" WHERE state <> 'done'`);
-      const events = await query(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
+      const runs = await queryShared(
+        db.url,
+        `SELECT id, state, "completionTs", "leaseOwner", "leaseExpiresAt", "nextPollAt", webhooks FROM "Execution" WHERE "completionTs" IS NULL`,
+      );
+      const effects = await queryShared(db.url, `SELECT kind, state, attempts, "runAt", "leaseOwner", "leaseExpiresAt", "lastError" FROM "SlackEffect" WHERE state <> 'done'`);
+      const events = await queryShared(db.url, `SELECT kind, "processedAt", attempts FROM "WebhookEvent" WHERE "processedAt" IS NULL`);
       const logs = replicas.map((r) => `--- ${r.name}\n${r.output().slice(-4000)}`).join("\n");
-      const reviewRows = await query(db.url, `SELECT id, state, "messageTs", "taskKey", "executionId" FROM "Review" WHERE state <> 'approved'`);
+      const reviewRows = await queryShared(db.url, `SELECT id, state, "messageTs", "taskKey", "executionId" FROM "Review" WHERE state <> 'approved'`);
       const shown = [...pendingReviews(slack)].map(([id, w]) => ({ id, ts: w.ts }));
       const clicks = [...clicked].map(([id, r]) => `${id.slice(0, 8)}@${r.name}`);
       const sim = [...crew.executions.values()].map((e) => ({ id: e.id, state: e.state, paused: e.pausedTaskId }));
       throw new Error(`${err.message}: ${JSON.stringify({ runs, reviewRows, shown, clicks, effects, events, sim, now: new Date() })}\n${logs}`);
     });
     expect(finished.every((r) => r.state === "completed")).toBe(true);
-    await new Promise((r) => setTimeout(r, 1000)); // late duplicates would show up now
+    // Late duplicates would be on their way now.
+    await replicasSettled(db.url, slack, crew);
 
     const posts = reviewPostsById(slack);
     expect(posts.size).toBe(TOTAL);
     expect([...posts.entries()].filter(([, n]) => n !== 1)).toEqual([]);
-    const reviews = await query<{ id: string; state: string }>(db.url, `SELECT id, state FROM "Review"`);
+    const reviews = await queryShared<{ id: string; state: string }>(db.url, `SELECT id, state FROM "Review"`);
     expect(reviews).toHaveLength(TOTAL);
     expect(reviews.every((r) => r.state === "approved")).toBe(true);
 
@@ -166,7 +169,7 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
     await submitKickoff(first, form, "Restarts");
     const [reviewId, where] = await eventually(() => [...pendingReviews(slack)][0], { timeoutMs: 20_000, what: "the first review" });
     await approve(first, reviewId, where);
-    await eventually(async () => (await query<{ state: string }>(db.url, `SELECT state FROM "Review"`))[0]?.state === "approved", { what: "the decision stored" });
+    await eventually(async () => (await queryShared<{ state: string }>(db.url, `SELECT state FROM "Review"`))[0]?.state === "approved", { what: "the decision stored" });
     await kill(first);
 
     // The crew finishes task 2 while no bot is up: its webhook is lost.
@@ -177,11 +180,11 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       what: "the second review, from status",
     });
     await approve(second, secondId, secondWhere);
-    await eventually(async () => (await query<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`))[0]?.completionTs, {
+    await eventually(async () => (await queryShared<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`))[0]?.completionTs, {
       timeoutMs: 20_000,
       what: "the completion",
     });
-    await new Promise((r) => setTimeout(r, 1000));
+    await replicasSettled(db.url, slack, crew);
 
     expect([...reviewPostsById(slack).values()]).toEqual([1, 1]);
     expect(completionPosts(slack)).toHaveLength(1);
@@ -212,23 +215,24 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
           return [approve(a, id, where, "U0BOB"), approve(b, id, where, "U0CAROL")];
         }),
       );
+      // The poll interval of this clicking loop (like eventually's), not a wait for something to happen.
       await new Promise((r) => setTimeout(r, 100));
     }
     await eventually(
       async () => {
-        const rows = await query<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`);
+        const rows = await queryShared<{ completionTs: string | null }>(db.url, `SELECT "completionTs" FROM "Execution"`);
         return rows.length === RUNS && rows.every((r) => r.completionTs);
       },
       { timeoutMs: 30_000, what: "every run announced" },
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await replicasSettled(db.url, slack, crew);
     const keys = resumeKeys(crew);
     expect(keys).toHaveLength(TOTAL);
     expect(new Set(keys).size).toBe(TOTAL);
-    const approvals = await query<{ n: string }>(db.url, `SELECT count(*) AS n FROM "ReviewApproval"`);
+    const approvals = await queryShared<{ n: string }>(db.url, `SELECT count(*) AS n FROM "ReviewApproval"`);
     expect(approvals[0]!.n).toBe(String(TOTAL * 2));
     // Each decision names both approvers (an approval that arrived while the other completed the count has no row of its own).
-    const decisions = await query<{ detail: { approvers?: string[] } }>(db.url, `SELECT detail FROM "AuditRecord" WHERE kind = 'decision'`);
+    const decisions = await queryShared<{ detail: { approvers?: string[] } }>(db.url, `SELECT detail FROM "AuditRecord" WHERE kind = 'decision'`);
     expect(decisions).toHaveLength(TOTAL);
     expect(decisions.every((d) => [...(d.detail.approvers ?? [])].sort().join() === "U0BOB,U0CAROL")).toBe(true);
   }, 120_000);

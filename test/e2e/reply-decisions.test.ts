@@ -10,6 +10,7 @@ import { openDatabase } from "../../src/store/db/database.js";
 import { ReplyDecisions } from "../../src/usecases/reply-decisions.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { slackRequester } from "../support/slack-requests.js";
 import { usePostgres } from "../support/test-database.js";
@@ -31,8 +32,8 @@ const BOB = "U0BOB";
 let tsCounter = 0;
 /** A fresh Slack ts, later than every message the stand-in posted. */
 const newTs = () => `${Math.floor(Date.now() / 1000) + 1000}.${String(++tsCounter).padStart(6, "0")}`;
-/** Lets anything that would wrongly happen arrive before asserting that it did not. */
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** Lets anything that would wrongly happen arrive before asserting that it did not: the bot has nothing left to do (settled() in test/support/harness.ts). */
+const settle = () => (f?.h ?? h).settled();
 
 const resumeBody = (i: number) => resumeCalls(h)[i]!.body as { is_approve: boolean; human_feedback: string };
 const ephemeralsFor = (user: string) => h.slack.callsTo("chat.postEphemeral").filter((c) => (c.args as any).user === user);
@@ -46,12 +47,14 @@ function replyEvent(text: string, threadTs: string, p: { user?: string; channel?
 async function runWaitingForReview() {
   const execution = await startRunViaSlack(h);
   const review = await pendingReview(h);
-  const run = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+  const run = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
   return { threadTs: run.threadTs!, review };
 }
 
 const decisionAudit = (reviewId: string) =>
-  h.bot.database.prisma.auditRecord.findMany({ where: { kind: "decision" } }).then((rows) => rows.filter((r) => (r.detail as any)?.reviewId === reviewId));
+  prismaOf(h.bot.database)
+    .auditRecord.findMany({ where: { kind: "decision" } })
+    .then((rows) => rows.filter((r) => (r.detail as any)?.reviewId === reviewId));
 
 /** A question as posted (chat.postEphemeral's arguments), with the ts of the ephemeral its replier sees. */
 const withTs = (args: any) => {
@@ -103,7 +106,7 @@ describe("deciding a review by replying in its thread", () => {
     });
     expect(text).toContain(`<@${USER}>`);
     expect(text).not.toContain("review_approve");
-    expect(await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({ state: "approved", decidedBy: USER });
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({ state: "approved", decidedBy: USER });
     const audit = await decisionAudit(review.reviewId);
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actor: USER, decision: "approve", detail: { outcome: "decided", via: "reply" } });
@@ -136,7 +139,7 @@ describe("deciding a review by replying in its thread", () => {
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
     expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: "shorter intro" });
     const stored = await eventually(async () => {
-      const r = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+      const r = await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
       return r.state === "rejected" ? r : undefined;
     });
     expect(stored).toMatchObject({ decidedBy: USER, feedback: "shorter intro" });
@@ -206,7 +209,7 @@ describe("deciding a review by replying in its thread", () => {
     await settle();
     expect(ephemeralsFor(USER)).toHaveLength(before + 1);
     expect(resumeCalls(h)).toHaveLength(1);
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: round2.reviewId } })).state).toBe("pending");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: round2.reviewId } })).state).toBe("pending");
   });
 
   it("replies from people who may not decide, bot messages, edits, other subtypes and other threads are ignored without a word", async () => {
@@ -238,8 +241,8 @@ describe("deciding a review by replying in its thread", () => {
     await h.settled();
     expect(resumeCalls(h)).toHaveLength(0);
     expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
-    expect(await h.bot.database.prisma.threadReply.count()).toBe(0);
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+    expect(await prismaOf(h.bot.database).threadReply.count()).toBe(0);
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
 
     // The reviewer's reply still decides.
     await h.requests.event(replyEvent("👍", threadTs));
@@ -258,7 +261,7 @@ describe("deciding a review by replying in its thread", () => {
     expect(feedback.length).toBeLessThanOrEqual(4000);
     expect(feedback).not.toContain("\u0000");
     // Huge text that asks nothing: one question, which says the reply was cut.
-    await pendingReview(h, { index: 0, exclude: new Set((await h.bot.database.prisma.review.findMany()).map((r) => r.id)) });
+    await pendingReview(h, { index: 0, exclude: new Set((await prismaOf(h.bot.database).review.findMany()).map((r) => r.id)) });
     await h.requests.event(replyEvent("x".repeat(1024 * 1024 - 4096), threadTs));
     const question = await questionFor(USER);
     expect(JSON.stringify(question.blocks)).toContain("first 4,000 characters");
@@ -283,7 +286,7 @@ describe("a reply while the database is down", () => {
     // Back: a new reply decides.
     await h.requests.event(replyEvent("approve", threadTs));
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).decidedBy).toBe(USER);
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).decidedBy).toBe(USER);
   });
 });
 
@@ -331,7 +334,7 @@ describe("answering a flow request by reply", () => {
     await eventually(() => f!.flow.answers.length === 1, { what: "the answer" });
     expect(f.flow.answers[0]).toMatchObject({ feedback: "rejected\n\nneeds sources", source: "slack" });
     await eventually(async () => (await flowRow(f!.h, first.id)).state === "answered");
-    const audit = await f.h.bot.database.prisma.auditRecord.findFirstOrThrow({ where: { flowRequestId: first.id, kind: "flow_decision" } });
+    const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { flowRequestId: first.id, kind: "flow_decision" } });
     expect(audit).toMatchObject({ actor: USER, decision: "rejected", feedback: "needs sources", detail: { via: "reply" } });
 
     await f.flow.send({ output: "Draft two", message: "Again" });

@@ -6,7 +6,10 @@
 // kept busy with a slow task so that it sends none of its own.
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
+import type { Crewline } from "../../src/app.js";
+import { TASK_MESSAGE_HOLD_MS } from "../../src/usecases/reviews.js";
+import { CHANNEL, eventually, type Harness, kickoffViaSlack, moreReplicas, startHarness } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { pendingReview, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -25,8 +28,43 @@ async function start(outbox: { concurrency?: number } = {}): Promise<Run> {
   return startRunViaSlack(h);
 }
 
-function send(run: Run, kind: "task" | "input", body: Record<string, unknown>) {
-  return fetch(`${h.botUrl}/hooks/${run.id}/${kind}/${run.webhookSecret}`, {
+/** A second run of the same crew, once the first one taught the bot that the crew waits on "draft". */
+async function secondRun(first: Run): Promise<Run> {
+  await pendingReview(h, { containing: "vents host" });
+  await processed();
+  await kickoffViaSlack(h, { topic: "Kelp forests" });
+  return eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null }, id: { not: first.id } } }), { what: "the second kickoff" });
+}
+
+const SECOND = "# Kelp\n\n- kelp grows half a metre a day";
+const secondTask = (run: Run, name = "draft", output = SECOND, botUrl?: string) => send(run, "task", { name, agent: "Writer", output, kickoff_id: run.kickoffId }, botUrl);
+const secondInput = (run: Run, name = "draft", output = SECOND, botUrl?: string) =>
+  send(run, "input", { execution_id: run.kickoffId, task_id: `t-${name}`, name, agent: "Writer", task_output: output }, botUrl);
+
+/** The second run's review: one message, posted once with its controls, never updated. */
+function expectSecondReviewInOneCall() {
+  const { posts, updates, messages } = callsFor("half a metre");
+  expect(messages).toBe(1);
+  expect(posts).toHaveLength(1);
+  expect(hasControls(posts[0]!.args)).toBe(true);
+  expect(updates).toHaveLength(0);
+}
+
+/** Every successful post and update of the thread messages whose blocks contain `text`. */
+function callsFor(text: string) {
+  const posts = h.slack.callsTo("chat.postMessage").filter((c) => !c.error && c.args.thread_ts && JSON.stringify(c.args.blocks ?? []).includes(text));
+  const ts = new Set(
+    h.slack
+      .messages(CHANNEL)
+      .filter((m) => m.thread_ts && JSON.stringify(m.blocks ?? []).includes(text))
+      .map((m) => m.ts),
+  );
+  const updates = h.slack.callsTo("chat.update").filter((c) => !c.error && ts.has(String(c.args.ts)));
+  return { posts, updates, messages: ts.size };
+}
+
+function send(run: Run, kind: "task" | "input", body: Record<string, unknown>, botUrl = h.botUrl) {
+  return fetch(`${botUrl}/hooks/${run.id}/${kind}/${run.webhookSecret}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(kind === "input" ? { authorization: `Bearer ${run.humanInputToken}` } : {}) },
     body: JSON.stringify(body),
@@ -37,7 +75,7 @@ const taskWebhook = (run: Run) => send(run, "task", { name: "draft", agent: "Wri
 const inputRequest = (run: Run) => send(run, "input", { execution_id: run.kickoffId, task_id: "t-draft", name: "draft", agent: "Writer", task_output: OUTPUT });
 
 /** Every callback recorded so far has been processed. */
-const processed = () => eventually(async () => (await h.bot.database.prisma.webhookEvent.count({ where: { processedAt: null } })) === 0, { what: "callbacks processed" });
+const processed = () => eventually(async () => (await prismaOf(h.bot.database).webhookEvent.count({ where: { processedAt: null } })) === 0, { what: "callbacks processed" });
 
 /** The successful posts and updates of the draft's message (announcement and progress left out). */
 function draftCalls() {
@@ -49,11 +87,11 @@ function draftCalls() {
 
 const hasControls = (args: Record<string, unknown>) => JSON.stringify(args.blocks ?? []).includes(APPROVE_ACTION) && JSON.stringify(args.blocks ?? []).includes(REJECT_ACTION);
 
-/** Once the human-input request has been sent: the review is open, every callback processed, and the outbox has had time for a stray update. */
+/** Once the human-input request has been sent: the review is open, every callback processed, and the bot has nothing left to do (no stray update to come). */
 async function callsOnceSettled() {
   await pendingReview(h, { containing: "vents host" });
   await processed();
-  await new Promise((r) => setTimeout(r, 500));
+  await h.settled({ crewRuns: false });
   return draftCalls();
 }
 
@@ -63,7 +101,7 @@ async function expectOnePostWithControls() {
   expect(posts).toHaveLength(1);
   expect(hasControls(posts[0]!.args)).toBe(true);
   expect(updates).toHaveLength(0);
-  expect(await h.bot.database.prisma.review.count()).toBe(1);
+  expect(await prismaOf(h.bot.database).review.count()).toBe(1);
 }
 
 describe("Slack calls per review", { timeout: 240_000 }, () => {
@@ -74,13 +112,13 @@ describe("Slack calls per review", { timeout: 240_000 }, () => {
     // The task webhook for the same output comes after: it is the same review, and changes nothing in Slack.
     expect(await taskWebhook(run)).toBe(202);
     await expectOnePostWithControls();
-    expect(await h.bot.database.prisma.review.findUnique({ where: { id: review.reviewId } })).toMatchObject({ state: "pending", shownState: "pending" });
+    expect(await prismaOf(h.bot.database).review.findUnique({ where: { id: review.reviewId } })).toMatchObject({ state: "pending", shownState: "pending" });
   });
 
   it("task webhook first, its message already in Slack: posted as a task message, then updated with Approve/Reject", async () => {
     const run = await start();
     expect(await taskWebhook(run)).toBe(202);
-    await eventually(() => h.bot.database.prisma.review.findFirst({ where: { executionId: run.id, messageTs: { not: null } } }), { what: "the task message posted" });
+    await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { executionId: run.id, messageTs: { not: null } } }), { what: "the task message posted" });
     expect(await inputRequest(run)).toBe(202);
     const { posts, updates } = await callsOnceSettled();
     expect(posts).toHaveLength(1);
@@ -100,5 +138,94 @@ describe("Slack calls per review", { timeout: 240_000 }, () => {
     expect(draftCalls().posts).toHaveLength(0);
     h.bot.outboxWorker.start();
     await expectOnePostWithControls();
+  });
+
+  it("the crew waited on this task before: its task message is held, and the human-input request that follows posts the review with its controls in one call", async () => {
+    const first = await start();
+    // The first run teaches the bot that this crew waits on "draft".
+    expect(await inputRequest(first)).toBe(202);
+    const run = await secondRun(first);
+    expect(await secondTask(run)).toBe(202);
+    await processed();
+    // Well within the hold: the task message is not in Slack yet. (A real wait: the hold is a timer, and
+    // the bot is busy with it, so settled() would wait it out.)
+    await new Promise((r) => setTimeout(r, 500));
+    expect(callsFor("half a metre").posts).toHaveLength(0);
+    const asked = Date.now();
+    expect(await secondInput(run)).toBe(202);
+    await pendingReview(h, { containing: "half a metre" });
+    // Posted as soon as the crew said it waits, not when the hold ran out.
+    expect(Date.now() - asked).toBeLessThan(TASK_MESSAGE_HOLD_MS - 500);
+    await processed();
+    await h.settled({ crewRuns: false });
+    expectSecondReviewInOneCall();
+  });
+
+  it("a process that starts later (a restart, another replica) knows from the database which tasks the crew waited on: one call per review there too", async () => {
+    const first = await start();
+    // The first bot learns that this crew waits on "draft"; the second starts afterwards, on the same database.
+    expect(await inputRequest(first)).toBe(202);
+    await pendingReview(h, { containing: "vents host" });
+    await processed();
+    const later: Crewline[] = [];
+    try {
+      const [, laterUrl] = await moreReplicas(h, 1, { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100 } }, later);
+      const run = await secondRun(first);
+      // Its callbacks go to the process that started later.
+      expect(await secondTask(run, "draft", SECOND, laterUrl)).toBe(202);
+      await processed();
+      expect(await secondInput(run, "draft", SECOND, laterUrl)).toBe(202);
+      await pendingReview(h, { containing: "half a metre" });
+      await processed();
+      await h.settled({ crewRuns: false, also: later });
+      expectSecondReviewInOneCall();
+    } finally {
+      for (const bot of later) await bot.stop();
+    }
+  });
+
+  it("a held task message the crew does not wait on this time is posted when the hold ends, once, without controls", async () => {
+    const first = await start();
+    expect(await inputRequest(first)).toBe(202);
+    const run = await secondRun(first);
+    const sent = Date.now();
+    expect(await secondTask(run)).toBe(202);
+    const msg = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.thread_ts && JSON.stringify(m.blocks ?? []).includes("half a metre")), {
+      what: "the held task message",
+      timeoutMs: TASK_MESSAGE_HOLD_MS + 5000,
+    });
+    expect(h.slack.timeOf(msg.ts)! - sent).toBeGreaterThanOrEqual(TASK_MESSAGE_HOLD_MS - 100);
+    await h.settled({ crewRuns: false });
+    const { posts, updates } = callsFor("half a metre");
+    expect(posts).toHaveLength(1);
+    expect(hasControls(posts[0]!.args)).toBe(false);
+    expect(updates).toHaveLength(0);
+  });
+
+  it("a review that goes at once takes the held task messages before it in its thread along: the thread keeps its order", async () => {
+    const first = await start();
+    // The crew waits on both tasks, as far as the bot knows.
+    expect(await inputRequest(first)).toBe(202);
+    expect(await secondInput(first, "polish", "# Polished vents")).toBe(202);
+    await pendingReview(h, { containing: "Polished vents" });
+    const run = await secondRun(first);
+    // Two task messages held in the second run's thread, then the crew waits on the second one.
+    expect(await secondTask(run, "draft", "# Draft kelp")).toBe(202);
+    await processed();
+    expect(await secondTask(run, "polish", "# Polished kelp")).toBe(202);
+    await processed();
+    expect(await secondInput(run, "polish", "# Polished kelp")).toBe(202);
+    await pendingReview(h, { containing: "Polished kelp" });
+    const thread = h.slack
+      .messages(CHANNEL)
+      .filter((m) => m.thread_ts === h.slack.messages(CHANNEL).find((x) => JSON.stringify(x.blocks ?? []).includes("Polished kelp"))!.thread_ts);
+    const draft = thread.findIndex((m) => JSON.stringify(m.blocks ?? []).includes("Draft kelp"));
+    const polished = thread.findIndex((m) => JSON.stringify(m.blocks ?? []).includes("Polished kelp"));
+    // The draft went first, without controls (the crew does not wait on it); the review in one post.
+    expect(draft).toBeGreaterThanOrEqual(0);
+    expect(draft).toBeLessThan(polished);
+    expect(hasControls(callsFor("Draft kelp").posts[0]!.args)).toBe(false);
+    expect(callsFor("Polished kelp").posts).toHaveLength(1);
+    expect(callsFor("Polished kelp").updates).toHaveLength(0);
   });
 });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -33,7 +34,7 @@ describe("review loop", () => {
     expect(firstText).toContain(REJECT_ACTION);
     expect(firstText).toContain(FEEDBACK_BLOCK);
     // The message ts is stored right after Slack answers the post.
-    const stored = await eventually(() => h.bot.database.prisma.review.findFirst({ where: { id: first.reviewId, messageTs: { not: null } } }));
+    const stored = await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { id: first.reviewId, messageTs: { not: null } } }));
     // A real deployment's task webhook names no task id: the human-input request gives the one /resume wants.
     expect(stored).toMatchObject({ round: 1, state: "pending", messageTs: first.msg.ts, taskKey: "research_task", resumeTaskId: "task-research" });
 
@@ -93,7 +94,7 @@ describe("review loop", () => {
     expect(noticeText).toContain(`<@${USER}>`);
     expect(noticeText).toContain("research");
     const finished = await eventually(async () => {
-      const e = await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } });
+      const e = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
       return e.completionTs ? e : undefined;
     });
     expect(finished.state).toBe("completed");
@@ -101,7 +102,7 @@ describe("review loop", () => {
     // The announcement shows the final state.
     await eventually(() => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs)!.blocks).includes("Completed"));
     expect(h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /finished/.test(m.text ?? ""))).toHaveLength(1);
-    const rounds = await h.bot.database.prisma.review.findMany({ orderBy: { createdAt: "asc" } });
+    const rounds = await prismaOf(h.bot.database).review.findMany({ orderBy: { createdAt: "asc" } });
     expect(rounds.map((r) => [r.taskKey, r.resumeTaskId, r.round, r.state, r.decidedBy])).toEqual([
       ["research_task", "task-research", 1, "rejected", USER],
       ["research_task", "task-research", 2, "approved", USER],
@@ -115,7 +116,7 @@ describe("review loop", () => {
     const review = await pendingReview(h);
     await Promise.all([clickReview(h, review, true, ""), clickReview(h, review, true, "", BOB), clickReview(h, review, true, "")]);
     await eventually(() => h.slack.callsTo("chat.postEphemeral").length === 2);
-    await new Promise((r) => setTimeout(r, 300));
+    await h.settled();
     expect(resumeCalls(h)).toHaveLength(1);
     for (const note of h.slack.callsTo("chat.postEphemeral")) expect(note.args.text).toMatch(/already/);
   });
@@ -129,9 +130,9 @@ describe("review loop", () => {
     const note = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(note.args.text).toMatch(/open again/);
     expect(note.args.text).not.toMatch(/\n\s+at /);
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
     await clickReview(h, review, true, "");
-    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
   });
 
   it("takes over a decision whose process died after claiming it: the review opens again, the thread says so, the next click resumes once", async () => {
@@ -139,11 +140,11 @@ describe("review loop", () => {
     await startRunViaSlack(h);
     const review = await pendingReview(h);
     // A replica claimed the decision and died before calling /resume.
-    await h.bot.database.prisma.review.update({
+    await prismaOf(h.bot.database).review.update({
       where: { id: review.reviewId },
       data: { state: "deciding", decidedBy: USER, decision: "approve", decidedAt: new Date(Date.now() - 10_000) },
     });
-    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "pending", {
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "pending", {
       what: "the review open again",
     });
     const notice = await eventually(() => h.slack.callsTo("chat.postMessage").find((c) => /was interrupted before it reached the crew/.test(String(c.args.text))));
@@ -151,14 +152,14 @@ describe("review loop", () => {
     expect(resumeCalls(h)).toHaveLength(0);
     await clickReview(h, review, true, "");
     await eventually(() => resumeCalls(h).length === 1);
-    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
   });
 
   it("takes over a decision whose process died after the crew took it: recorded as approved, not sent again", async () => {
     h = await startHarness({ crewline: { watcher: { abandonedDecisionMs: 500, sweepMs: 200 } } });
     const execution = await startRunViaSlack(h);
     const review = await pendingReview(h);
-    const row = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    const row = await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
     // The dead replica's /resume reached the crew; its answer never came back.
     const sent = await fetch(`${h.crew.url}/resume`, {
       method: "POST",
@@ -166,16 +167,16 @@ describe("review loop", () => {
       body: JSON.stringify({ execution_id: execution.kickoffId, task_id: row.resumeTaskId ?? row.taskKey, human_feedback: "Approved", is_approve: true }),
     });
     expect(sent.status).toBeLessThan(300);
-    await h.bot.database.prisma.review.update({
+    await prismaOf(h.bot.database).review.update({
       where: { id: review.reviewId },
       data: { state: "deciding", decidedBy: USER, decision: "approve", decidedAt: new Date(Date.now() - 10_000) },
     });
-    await eventually(async () => (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved", {
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved", {
       what: "the decision recorded as taken",
     });
     // The message shows the decision, and the crew was not asked twice.
     await eventually(() => /Approved/.test(h.slack.messages(CHANNEL).find((m) => m.ts === review.msg.ts)?.text ?? ""), { what: "the review shown as approved" });
-    await new Promise((r) => setTimeout(r, 500));
+    await h.settled();
     expect(resumeCalls(h)).toHaveLength(1);
   });
 
@@ -187,7 +188,7 @@ describe("review loop", () => {
     await clickReview(h, review, true, "");
     const note = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     expect(note.args.text).toMatch(/wasn't waiting/);
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
   });
 
   it("refuses forged and unknown callbacks without side effects, and bad bodies with 4xx", async () => {
@@ -207,10 +208,10 @@ describe("review loop", () => {
     // A body naming another run than its URL is refused (409), whatever else it holds.
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ kickoff_id: "k", name: "x", output: "y" }))).toBe(409);
     expect(await post(`/hooks/${execution.id}/task/${execution.webhookSecret}`, JSON.stringify({ output: "x".repeat(3 * 1024 * 1024) }))).toBe(413);
-    await new Promise((r) => setTimeout(r, 200));
+    await h.settled();
     // The run's own progress may still update; nothing from the refused callbacks reaches Slack.
     expect(h.slack.calls.filter((c) => JSON.stringify(c.args).includes("pwned"))).toHaveLength(0);
-    expect(await h.bot.database.prisma.review.count({ where: { taskName: "forged" } })).toBe(0);
+    expect(await prismaOf(h.bot.database).review.count({ where: { taskName: "forged" } })).toBe(0);
   });
 
   it("posts one message for duplicate task and crew deliveries", async () => {
@@ -223,7 +224,7 @@ describe("review loop", () => {
       // Delivered again after the run ended: refused as gone, the crew callback included.
       expect(res.status).toBe(410);
     }
-    await new Promise((r) => setTimeout(r, 300));
+    await h.settled();
     expect(reviewMessages(h).filter((m) => m.thread_ts === execution.threadTs)).toHaveLength(1);
     expect(h.slack.messages(CHANNEL).filter((m) => !m.thread_ts && /finished/.test(m.text ?? ""))).toHaveLength(1);
   });

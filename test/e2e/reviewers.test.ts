@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log/log.js";
 import { ReviewReminders } from "../../src/usecases/reminders.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
@@ -15,7 +16,7 @@ const GROUP = "S0REVIEW";
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 
 async function reviewState(h: Harness, id: string) {
-  return (await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id } })).state;
+  return (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } })).state;
 }
 
 describe("reviewer rules", () => {
@@ -32,12 +33,12 @@ describe("reviewer rules", () => {
     expect(refusal.args.text).toMatch(/nothing was sent/i);
     expect(resumeCalls(h)).toHaveLength(0);
     expect(await reviewState(h, review.reviewId)).toBe("pending");
-    expect(await h.bot.database.prisma.auditRecord.count({ where: { kind: "decision" } })).toBe(0);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { kind: "decision" } })).toBe(0);
 
     await clickReview(h, review, true, "", BOB);
     await eventually(() => resumeCalls(h).length === 1);
     await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");
-    const decided = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    const decided = await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
     expect(decided.decidedBy).toBe(BOB);
   });
 
@@ -74,7 +75,7 @@ describe("reviewer rules", () => {
     const [, named] = await h.slack.waitForCalls("views.update", 2);
     expect(JSON.stringify(named!.args.view)).toMatch(/may not be started in this channel/);
     expect(h.crew.requests.filter((r) => r.path === "/inputs" || r.path === "/kickoff")).toHaveLength(0);
-    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
   });
 });
 
@@ -93,11 +94,11 @@ describe("audit trail", () => {
     await clickReview(h, second, true, "", USER);
     const third = await next(second.reviewId);
     await clickReview(h, third, true, "Ship it", USER);
-    await eventually(async () => (await h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id: execution.id } })).completionTs);
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).completionTs);
 
     const rows = await eventually(
       async () => {
-        const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+        const r = await prismaOf(h.bot.database).auditRecord.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
         return r.length === 5 ? r : undefined;
       },
       { what: "5 audit rows" },
@@ -112,7 +113,7 @@ describe("audit trail", () => {
     expect(rows[0]).toMatchObject({ actor: USER, detail: { crewName: "research", kickoffId: execution.kickoffId, inputs: { topic: "Deep sea vents" } } });
     const reject = rows[1]!;
     expect(reject).toMatchObject({ actor: USER, feedback: "Cite primary sources", detail: { outcome: "decided" } });
-    const firstReview = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: first.reviewId } });
+    const firstReview = await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: first.reviewId } });
     expect(reject.outputHash).toBe(firstReview.outputHash);
     expect(reject.msToDecision).toBeGreaterThanOrEqual(0);
     expect(rows[3]!.feedback).toBe("Ship it");
@@ -153,7 +154,7 @@ describe("audit trail", () => {
     await clickReview(h, review, true, "", USER);
     await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
     const rows = await eventually(async () => {
-      const r = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id, kind: "decision" } });
+      const r = await prismaOf(h.bot.database).auditRecord.findMany({ where: { executionId: execution.id, kind: "decision" } });
       return r.length ? r : undefined;
     });
     expect(rows[0]).toMatchObject({ decision: "approve", detail: { outcome: "resume_failed" } });
@@ -179,7 +180,7 @@ describe("review reminders", () => {
     clock.offsetMs = 61_000;
     // Two replicas (same configuration) tick at the same time: one reminder, whichever sends it.
     const other = new ReviewReminders(
-      { db: h.bot.database.prisma, outbox: h.bot.outbox, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
+      { db: h.bot.database.sql, outbox: h.bot.outbox, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
       { afterMs: 60_000, max: 2 },
     );
     const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
@@ -196,9 +197,9 @@ describe("review reminders", () => {
     clock.offsetMs = 60 * 60_000;
     expect(await h.bot.reminders.tick()).toBe(0);
     await eventually(() => reminders().length === 2, { what: "the second reminder" });
-    await new Promise((r) => setTimeout(r, 300));
+    await h.settled();
     expect(reminders()).toHaveLength(2);
-    const stored = await h.bot.database.prisma.review.findFirstOrThrow();
+    const stored = await prismaOf(h.bot.database).review.findFirstOrThrow();
     expect(stored).toMatchObject({ remindersSent: 2, nextReminderAt: null });
   });
 
@@ -217,7 +218,7 @@ describe("review reminders", () => {
     // The next task's review is new; only the decided one is checked here.
     clock.offsetMs = 10 * 60_000;
     await h.bot.reminders.tick();
-    const decided = await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    const decided = await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
     expect(decided.remindersSent).toBe(1);
     expect(reminders().filter((m) => m.text!.includes("Research") || m.text!.includes("research"))).toHaveLength(1);
   });

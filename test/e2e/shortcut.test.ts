@@ -11,6 +11,7 @@ import {
   SOURCE_TEXT_BLOCK,
 } from "../../src/adapters/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, startHarness, submitKickoffForm, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -56,7 +57,7 @@ describe("Run a crew on this message (message shortcut)", () => {
     expect((kickoff.body as any).meta).toMatchObject({ source: "slack", permalink: `https://example.slack.com/archives/${CHANNEL}/p1700000000000100` });
 
     const execution = await eventually(async () => {
-      const e = await h.bot.database.prisma.execution.findFirst();
+      const e = await prismaOf(h.bot.database).execution.findFirst();
       return e?.kickoffId ? e : undefined;
     });
     // The run's thread is the message's; its announcement is a reply there.
@@ -86,7 +87,7 @@ describe("Run a crew on this message (message shortcut)", () => {
 
     const kickoff = await eventually(() => h.crew.requests.find((r) => r.path === "/kickoff"), { what: "POST /kickoff" });
     expect((kickoff.body as any).meta.permalink).toContain("p1700000000000200");
-    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+    const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }));
     expect(execution.threadTs).toBe(MESSAGE_TS);
   });
 
@@ -111,7 +112,7 @@ describe("Run a crew on this message (message shortcut)", () => {
     expect(inputOf(form, "topic").element.initial_value).toBe("second draft");
 
     await submitKickoffForm(h, form, { topic: "second draft" });
-    const execution = await eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } } }));
+    const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }));
     expect(execution).toMatchObject({ crewName: "writer", threadTs: MESSAGE_TS });
   });
 
@@ -135,6 +136,6 @@ describe("Run a crew on this message (message shortcut)", () => {
     const answer = await submitKickoffForm(h, forged, { topic: "tides" });
     expect(JSON.stringify(answer.json)).toContain("expired or was opened by someone else");
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toEqual([]);
-    expect(await h.bot.database.prisma.execution.count()).toBe(0);
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
   });
 });

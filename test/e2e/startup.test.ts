@@ -40,7 +40,8 @@ describe("start-up", () => {
     expect(bot.output()).not.toContain("crew-secret");
   });
 
-  it("stops when installable by OAuth without a usable ENCRYPTION_KEY, saying what the key is for", async () => {
+  // Two processes that each load the whole bot before refusing its settings: seconds each on a loaded machine.
+  it("stops when installable by OAuth without a usable ENCRYPTION_KEY, saying what the key is for", { timeout: 90_000 }, async () => {
     const oauth = { SLACK_CLIENT_ID: "1111.2222", SLACK_CLIENT_SECRET: "client-secret-value", SLACK_STATE_SECRET: "state-secret-0123456789", SLACK_SIGNING_SECRET: "s" };
     const crew = { CREW_BASE_URL: "http://127.0.0.1:9", CREW_TOKEN: "t" };
     for (const key of [undefined, "00".repeat(32)]) {

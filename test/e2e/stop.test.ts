@@ -6,9 +6,10 @@ import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, RUN_ACTIONS_BLOCK, STOP_ACTION, STOP_FOLLOWING_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
-import { CHANNEL, eventually, type Harness, type HarnessOptions, startHarness, USER } from "../support/harness.js";
+import { CHANNEL, eventually, type Harness, type HarnessOptions, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 import { scrape } from "../support/metrics.js";
-import { kickoffForm, killReplicasAfterEach, replicaServices, startReplica, submitKickoff } from "../support/replicas.js";
+import { prismaOf } from "../support/prisma.js";
+import { kickoffForm, killReplicasAfterEach, queryShared, replicaServices, replicasSettled, startReplica, submitKickoff } from "../support/replicas.js";
 import { messageText, pendingReview, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
@@ -29,18 +30,17 @@ const TASKS: SimTask[] = [
   { id: "task-write", name: "writing_task", agent: "Writer", humanInput: true, delayMs: 30, steps: 2 },
 ];
 
-const run = (id: string) => h.bot.database.prisma.execution.findUniqueOrThrow({ where: { id } });
+const run = (id: string) => prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id } });
 const stopCalls = () => h.crew.requests.filter((r) => r.method === "POST" && r.path.startsWith("/stop/"));
 const ephemeralsFor = (user: string) => h.slack.ephemerals.filter((e) => e.user === user);
 const said = (user: string, pattern: RegExp, what: string) => eventually(() => ephemeralsFor(user).find((e) => pattern.test(e.text ?? "")), { what });
-/** Lets anything that would wrongly reach the crew or Slack arrive before asserting that nothing did. */
-const settle = () => new Promise((r) => setTimeout(r, 300));
+/** Lets anything that would wrongly reach the crew or Slack arrive before asserting that nothing did: the bot has nothing left to do (settled() in test/support/harness.ts). */
+const settle = () => h.settled();
 
 async function start(opts: HarnessOptions = {}) {
   h = await startHarness({ ...opts, crew: { tasks: TASKS, ...opts.crew } });
   const execution = await startRunViaSlack(h);
   const review = await pendingReview(h);
-  // The announcement gains its Stop button once the kickoff id is stored.
   const announcement = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.ts === execution.threadTs && JSON.stringify(m.blocks ?? []).includes(STOP_ACTION)), {
     what: "the announcement's Stop button",
   });
@@ -69,6 +69,34 @@ function lateCrewWebhook(executionId: string) {
 }
 
 describe("Stop", () => {
+  it("is on the announcement from its first post: a click before the crew answered the kickoff is told the run is still starting and reaches no crew; once started, it stops the run", async () => {
+    h = await startHarness({ crew: { tasks: TASKS, kickoffDelayMs: 1500 } });
+    const submitted = kickoffViaSlack(h, { topic: "Deep sea vents" });
+    const announcement = await eventually(() => h.slack.messages(CHANNEL).find((m) => !m.thread_ts && JSON.stringify(m.blocks ?? []).includes(STOP_ACTION)), {
+      what: "the announcement's Stop button",
+    });
+    const starting = await prismaOf(h.bot.database).execution.findFirstOrThrow();
+    expect(starting).toMatchObject({ state: "starting", kickoffId: null });
+    // The one chat.postMessage of the announcement carried the button: no update was needed for it.
+    expect(h.slack.callsTo("chat.update").filter((c) => c.args.ts === announcement.ts)).toHaveLength(0);
+    const value = (announcement.blocks as any[]).flatMap((b) => b.elements ?? []).find((e: any) => e.action_id === STOP_ACTION).value as string;
+    expect(value).toBe(starting.id);
+
+    expect((await clickStop(value, { messageTs: announcement.ts })).status).toBe(200);
+    await said(USER, /still starting \(the crew has not answered its kickoff yet\)/, "the answer while starting");
+    expect(stopCalls()).toHaveLength(0);
+    expect((await run(starting.id)).state).toBe("starting");
+
+    await submitted;
+    const started = await eventually(async () => (await run(starting.id)).kickoffId ?? undefined, { what: "the kickoff id" });
+    // Once the crew answered, the announcement says it runs and shows its kickoff id (run.started, when Slack is idle: at once here).
+    const shown = await eventually(() => [messageText(h, announcement.ts)].find((t) => t.includes(started)), { what: "the kickoff id on the announcement" });
+    expect(shown).toContain("Running");
+    await clickStop(value, { messageTs: announcement.ts });
+    await eventually(async () => (await run(starting.id)).state === "stopped", { what: "the stopped run" });
+    expect(stopCalls().map((c) => c.path)).toEqual([`/stop/${started}`]);
+  });
+
   it("the starter's click: one POST /stop, the run ends stopped by them everywhere, its review closes, late webhooks get 410, nothing more is posted", async () => {
     const { execution, review, announcement } = await start({ config: { metricsToken: METRICS_TOKEN } });
     const answer = await clickStop(execution.id, { messageTs: announcement.ts });
@@ -93,15 +121,14 @@ describe("Stop", () => {
     expect(notice.text).toContain(`<@${USER}> stopped this run`);
     const closed = await eventually(() => [messageText(h, review.msg.ts)].find((t) => !t.includes(APPROVE_ACTION)), { what: "the closed review" });
     expect(closed).toContain(`The run was stopped by <@${USER}>`);
-    expect((await h.bot.database.prisma.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
     // The clicker hears it privately.
     await said(USER, /You stopped the run/, "the confirmation");
     // Audit: one stop row, by the starter.
-    const audit = await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id, kind: "stop" } });
+    const audit = await prismaOf(h.bot.database).auditRecord.findMany({ where: { executionId: execution.id, kind: "stop" } });
     expect(audit).toMatchObject([{ actor: USER, decision: "stopped" }]);
 
     // A late crew webhook is refused like any ended run's; nothing more reaches Slack.
-    await h.settled();
     await settle();
     const posts = h.slack.callsTo("chat.postMessage").length;
     const updates = h.slack.callsTo("chat.update").length;
@@ -144,10 +171,9 @@ describe("Stop", () => {
       h.requests.command({ text: `stop ${execution.kickoffId}`, user_id: BOB, channel_id: CHANNEL }),
     ]);
     await eventually(async () => (await run(execution.id)).state === "stopped", { what: "the stopped run" });
-    await h.settled();
     await settle();
     expect(stopCalls()).toHaveLength(1);
-    expect(await h.bot.database.prisma.auditRecord.count({ where: { executionId: execution.id, kind: "stop" } })).toBe(1);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { executionId: execution.id, kind: "stop" } })).toBe(1);
     const notices = () => h.slack.callsTo("chat.postMessage").filter((c) => /stopped this run/.test(String(c.args.text ?? "")));
     await eventually(() => notices().length > 0, { what: "the thread notice" });
     // Four answers, privately: one stopped it, the others hear who is stopping or stopped it.
@@ -197,13 +223,13 @@ describe("a stop whose sender died", () => {
   it("holds the run for a minute (others hear who is stopping it), then anyone allowed may stop it", async () => {
     const { execution, announcement } = await start();
     // As left by a replica killed between its claim and the crew's answer.
-    await h.bot.database.prisma.execution.update({ where: { id: execution.id }, data: { stoppedBy: BOB, stopClaimedAt: new Date() } });
+    await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { stoppedBy: BOB, stopClaimedAt: new Date() } });
     await clickStop(execution.id, { messageTs: announcement.ts });
     await said(USER, new RegExp(`<@${BOB}> is stopping this run`), "who is stopping it");
     expect(stopCalls()).toEqual([]);
     expect(messageText(h, announcement.ts)).not.toContain("Stopped by");
 
-    await h.bot.database.prisma.execution.update({ where: { id: execution.id }, data: { stopClaimedAt: new Date(Date.now() - 120_000) } });
+    await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { stopClaimedAt: new Date(Date.now() - 120_000) } });
     await clickStop(execution.id, { messageTs: announcement.ts });
     await said(USER, /You stopped the run/, "the stop");
     expect(stopCalls()).toHaveLength(1);
@@ -292,17 +318,103 @@ describe("a crew without POST /stop", () => {
     await eventually(() => !messageText(h, review.msg.ts).includes(APPROVE_ACTION), { what: "the closed review" });
     await eventually(() => h.slack.messages(CHANNEL).some((m) => /stopped following this run/.test(m.text ?? "")), { what: "the notice" });
     expect(stopCalls()).toHaveLength(1);
-    expect(await h.bot.database.prisma.auditRecord.findMany({ where: { executionId: execution.id, kind: "stop" } })).toMatchObject([{ actor: USER, decision: "abandoned" }]);
+    expect(await prismaOf(h.bot.database).auditRecord.findMany({ where: { executionId: execution.id, kind: "stop" } })).toMatchObject([{ actor: USER, decision: "abandoned" }]);
 
-    // Polling stops: no more status requests for it.
+    // Polling stops: no more status requests for it, even once it is due.
     await settle();
     const polls = () => h.crew.requests.filter((r) => r.path.includes(execution.kickoffId!) && !r.path.startsWith("/stop/")).length;
     const before = polls();
-    await new Promise((r) => setTimeout(r, 800));
+    await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { nextPollAt: new Date(0) } });
+    expect(await h.bot.watcher.tick()).toBe(0);
     expect(polls()).toBe(before);
     // A second Stop following: already done.
     await clickStopFollowing(execution.id, honest.ts);
     await said(USER, /already stopped following this run/, "already abandoned");
+  });
+});
+
+describe.runIf(usePostgres)("a stop racing a review's promotion (PostgreSQL)", () => {
+  it("Stop clicked while another replica promotes the run's review (its row, then the run's): the run stops once, the thread says so, the review closes", async () => {
+    const { execution, announcement, review } = await start();
+    const db = new pg.Client({ connectionString: h.db.url! });
+    const other = new pg.Client({ connectionString: h.db.url! });
+    await Promise.all([db.connect(), other.connect()]);
+    try {
+      // A review whose task message is posted and not yet decidable, promoted by another replica
+      // (usecases/reviews.ts promote): in one transaction, the review's row, then the run's.
+      await db.query(`UPDATE "Review" SET state = 'posted' WHERE id = $1`, [review.reviewId]);
+      await other.query("BEGIN");
+      await other.query(`UPDATE "Review" SET state = 'pending' WHERE id = $1 AND state = 'posted'`, [review.reviewId]);
+      await clickStop(execution.id, { messageTs: announcement.ts });
+      // The crew took the stop; ending the run here now waits for the review's row.
+      await eventually(() => stopCalls().length === 1, { what: "the crew's POST /stop" });
+      await eventually(
+        async () => (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n > 0,
+        { what: "the stop waiting for the review's row" },
+      );
+      await other.query(`UPDATE "Execution" SET state = 'waiting' WHERE id = $1 AND state IN ('starting', 'running', 'waiting')`, [execution.id]);
+      await other.query("COMMIT");
+    } finally {
+      await Promise.all([db.end(), other.end()]);
+    }
+    await said(USER, /You stopped the run/, "the stop's answer");
+    expect(await run(execution.id)).toMatchObject({ state: "stopped", stoppedBy: USER, stopClaimedAt: null });
+    await eventually(() => h.slack.messages(CHANNEL).find((m) => m.thread_ts === execution.threadTs && /stopped this run/.test(m.text ?? "")), { what: "the notice" });
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
+    await settle();
+    expect(stopCalls()).toHaveLength(1);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { executionId: execution.id, kind: "stop" } })).toBe(1);
+  });
+});
+
+describe.runIf(usePostgres)("a stop the crew took whose recording fails (PostgreSQL)", () => {
+  /**
+   * Fails the first `times` stop transactions with PostgreSQL's deadlock error (a trigger on the stop's
+   * audit row; a sequence counts them, as it survives the rollback), runs `during`, and leaves nothing
+   * behind: the database is reused by the next test of this worker. How many stop transactions were tried.
+   */
+  async function failingStops(times: number, during: () => Promise<void>): Promise<number> {
+    const db = new pg.Client({ connectionString: h.db.url! });
+    await db.connect();
+    try {
+      await db.query(`CREATE SEQUENCE stop_tries`);
+      await db.query(`CREATE FUNCTION fail_stops() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.kind = 'stop' AND nextval('stop_tries') <= ${times} THEN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END IF;
+          RETURN NEW;
+        END $$`);
+      await db.query(`CREATE TRIGGER fail_stops BEFORE INSERT ON "AuditRecord" FOR EACH ROW EXECUTE FUNCTION fail_stops()`);
+      await during();
+      return Number((await db.query(`SELECT last_value FROM stop_tries`)).rows[0].last_value);
+    } finally {
+      await db.query(`DROP TRIGGER IF EXISTS fail_stops ON "AuditRecord"; DROP FUNCTION IF EXISTS fail_stops(); DROP SEQUENCE IF EXISTS stop_tries`);
+      await db.end();
+    }
+  }
+
+  it("the stop's transaction fails once (as a deadlock's victim would): it is tried again, the run ends stopped once, and the asker hears it", async () => {
+    const { execution, announcement } = await start();
+    const tries = await failingStops(1, async () => {
+      await clickStop(execution.id, { messageTs: announcement.ts });
+      await said(USER, /You stopped the run/, "the stop's answer");
+    });
+    expect(tries).toBe(2);
+    expect(await run(execution.id)).toMatchObject({ state: "stopped", stoppedBy: USER, stopClaimedAt: null });
+    await settle();
+    expect(stopCalls()).toHaveLength(1);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { executionId: execution.id, kind: "stop" } })).toBe(1);
+    expect(h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /stopped this run/.test(m.text ?? ""))).toHaveLength(1);
+  });
+
+  it("every try fails: the asker is told the crew took the stop and that it is not recorded, not that nothing was sent", async () => {
+    const { execution, announcement } = await start();
+    const tries = await failingStops(1000, async () => {
+      await clickStop(execution.id, { messageTs: announcement.ts });
+      await said(USER, /The crew took your stop .* but Crewline could not record it/, "the honest answer");
+    });
+    expect(tries).toBe(3);
+    expect(stopCalls()).toHaveLength(1);
+    expect(ephemeralsFor(USER).some((e) => /Nothing was sent to the crew/.test(e.text ?? ""))).toBe(false);
   });
 });
 
@@ -319,6 +431,8 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       timeoutMs: 30_000,
     });
     const value = (announcement.blocks as any[]).flatMap((x) => x.elements ?? []).find((e: any) => e.action_id === STOP_ACTION).value as string;
+    // The button is there from the first post; the clicks come once the crew has answered the kickoff.
+    await eventually(async () => (await queryShared<{ kickoffId: string | null }>(db.url, `SELECT "kickoffId" FROM "Execution"`))[0]?.kickoffId, { what: "the kickoff id" });
     const answers = await Promise.all(
       [a, b, a, b].map((replica) =>
         replica.requests.blockAction({ user_id: USER, channel_id: CHANNEL, message_ts: announcement.ts, action: { action_id: STOP_ACTION, block_id: RUN_ACTIONS_BLOCK, value } }),
@@ -332,7 +446,8 @@ describe.runIf(usePostgres)("several replicas on PostgreSQL", () => {
       timeoutMs: 20_000,
     });
     await eventually(() => slack.ephemerals.length >= 4, { what: "four private answers", timeoutMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 1000));
+    // A second stop or notice would be on its way now.
+    await replicasSettled(db.url, slack, crew);
     expect(crew.requests.filter((r) => r.path.startsWith("/stop/"))).toHaveLength(1);
     expect(notices()).toHaveLength(1);
     expect(slack.ephemerals.filter((e) => /You stopped the run/.test(e.text ?? ""))).toHaveLength(1);

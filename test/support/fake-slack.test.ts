@@ -35,6 +35,8 @@ describe("fake Slack Web API with a real WebClient", () => {
     expect(Number(reply.ts)).toBeGreaterThan(Number(parent.ts));
 
     expect(fake.callsTo("chat.postMessage")[0]?.args.blocks).toEqual(blocks);
+    // Each call records the ts its answer carried: which message it posted.
+    expect(fake.callsTo("chat.postMessage").map((c) => c.ts)).toEqual([parent.ts, reply.ts]);
     await client.chat.update({ channel: "C1", ts: parent.ts!, text: "edited", blocks: [{ type: "divider" }] });
 
     const msgs = fake.messages("C1");
@@ -134,6 +136,7 @@ describe("fake Slack Web API with a real WebClient", () => {
     try {
       const started = Date.now();
       const pending = slowClient.chat.postMessage({ channel: "C1", text: "hello" });
+      // Fixed wait: the subject is the latency itself (halfway through it, no message yet).
       await new Promise((r) => setTimeout(r, 30));
       expect(slow.messages("C1")).toEqual([]);
       const { ts } = await pending;

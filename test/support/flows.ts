@@ -6,6 +6,7 @@ import type { FlowConfig } from "../../src/config/config.js";
 import { type SimFlowService, startFlowService } from "../../src/sim/flow-service.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { eventually, type Harness, type HarnessOptions, startHarness, USER } from "./harness.js";
+import { prismaOf } from "./prisma.js";
 
 export const FLOW_SECRET = "flow-webhook-secret";
 export const FLOW_CHANNEL = "C0FLOWS";
@@ -46,7 +47,7 @@ export function pendingFlowRequest(h: Harness, containing = "", channel = FLOW_C
         const actions = (msg.blocks ?? []).find((b: any) => b.type === "actions" && b.block_id === FLOW_ACTIONS_BLOCK);
         if (!actions || !JSON.stringify(msg.blocks).includes(containing)) continue;
         const id = actions.elements[0].value as string;
-        const stored = await h.bot.database.prisma.flowRequest.findFirst({ where: { id, messageTs: msg.ts } });
+        const stored = await prismaOf(h.bot.database).flowRequest.findFirst({ where: { id, messageTs: msg.ts } });
         if (stored) return { msg, id, buttons: actions.elements.map((e: any) => ({ action_id: e.action_id, text: e.text.text, style: e.style })) };
       }
       return undefined;
@@ -68,7 +69,7 @@ export function clickFlow(h: Harness, req: PendingFlowRequest, label: string, fe
   });
 }
 
-export const flowRow = (h: Harness, id: string) => h.bot.database.prisma.flowRequest.findUniqueOrThrow({ where: { id } });
+export const flowRow = (h: Harness, id: string) => prismaOf(h.bot.database).flowRequest.findUniqueOrThrow({ where: { id } });
 
 /** Clicks "Edit and approve…" on a flow request; resolves with the modal it opened. */
 export async function openFlowEdit(h: Harness, req: PendingFlowRequest, user = USER) {

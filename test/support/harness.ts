@@ -11,6 +11,7 @@ import type { AppConfig, CrewConfig } from "../../src/config/config.js";
 import { silentLogger } from "../../src/log/log.js";
 import { type SimCrewOptions, type SimCrewService, startCrewService } from "../../src/sim/crew-service.js";
 import { type FakeSlack, type FakeSlackOptions, startFakeSlack } from "./fake-slack.js";
+import { prismaOf } from "./prisma.js";
 import { type SlackRequester, slackRequester } from "./slack-requests.js";
 import { createTestDatabase, type TestDatabase } from "./test-database.js";
 
@@ -45,24 +46,59 @@ export interface Harness {
   requests: SlackRequester;
   config: AppConfig;
   /**
-   * Resolves once nothing more happens without outside input: the crew service's runs and webhooks,
-   * recorded callbacks, steps waiting to be coalesced, and Slack effects due now are all done. Effects
-   * retried later (backoff) and timers (polling, reminders, deadlines) are not waited for.
+   * Resolves once nothing more happens without outside input (see settled() below). Say which other
+   * bots share the database (moreReplicas, createCrewline) in `also`, so that their work is waited for too.
    */
-  settled(opts?: { timeoutMs?: number }): Promise<void>;
+  settled(opts?: SettledOptions): Promise<void>;
   close(): Promise<void>;
 }
 
-/** See Harness.settled: two quiet checks in a row, 20 ms apart. */
-export async function settled(bot: Crewline, crew: SimCrewService, opts: { timeoutMs?: number } = {}): Promise<void> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+export interface SettledOptions {
+  timeoutMs?: number;
+  /** Other bots on the same database whose work counts too. */
+  also?: Crewline[];
+  /**
+   * false: a crew run working on a task counts only while it sends a webhook (a test whose crew task
+   * runs for a minute on purpose); by default the crew's runs must have paused or ended.
+   */
+  crewRuns?: boolean;
+  /** The bots' clock (an injected one, moved ahead by the test): when an effect is due is read on it. */
+  clock?: { now(): Date };
+}
+
+/**
+ * Resolves once nothing more happens without outside input: the crew service has no run going (nor
+ * webhook on its way; see crewRuns), no bot handles a Slack event or has recorded callbacks unprocessed, steps waiting to
+ * be coalesced, or an effect being performed, and the outbox holds no effect still to do, whenever it
+ * is due (an update spaced after the last, a retry after its backoff): what would reach Slack later
+ * is waited for, so "nothing more was posted" after it proves something. Two quiet checks in a row.
+ * Timers that start new work (status polling, reminder and deadline loops) are not waited for; an
+ * effect due after the time-out is an error, not "settled".
+ */
+export async function settled(bots: Crewline[], crew: SimCrewService | undefined, opts: SettledOptions = {}): Promise<void> {
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  const deadline = Date.now() + timeoutMs;
+  // An effect's due time is on the bots' clock: how far ahead of it, in real time.
+  const aheadMs = opts.clock ? opts.clock.now().getTime() - Date.now() : 0;
+  const [first] = bots;
+  if (!first) return;
   for (let quiet = 0; quiet < 2; ) {
-    if (Date.now() > deadline) throw new Error("settled: the bot's queues did not drain");
-    const busy = crew.busy || bot.lifecycle.progress.unsent > 0;
-    await bot.lifecycle.callbacks.drain();
-    await bot.outboxWorker.idle();
-    const due = await bot.database.prisma.slackEffect.count({ where: { state: "due", runAt: { lte: new Date() } } });
-    quiet = busy || due > 0 ? 0 : quiet + 1;
+    const busy =
+      crew?.delivering || (opts.crewRuns !== false && crew?.busy)
+        ? "the crew service's runs or webhooks"
+        : bots.some((bot) => bot.busy())
+          ? "a bot's Slack events, steps or polling"
+          : "";
+    for (const bot of bots) {
+      await bot.lifecycle.callbacks.drain();
+      await bot.outboxWorker.idle();
+    }
+    // One database for all of them: every effect not done or given up yet, due now or later.
+    const pending = await prismaOf(first.database).slackEffect.findFirst({ where: { state: "due" }, orderBy: { runAt: "asc" }, select: { kind: true, runAt: true } });
+    if (pending && pending.runAt.getTime() - aheadMs > deadline)
+      throw new Error(`settled: a ${pending.kind} effect is due only at ${pending.runAt.toISOString()}, after the ${timeoutMs} ms time-out`);
+    quiet = busy || pending ? 0 : quiet + 1;
+    if (Date.now() > deadline) throw new Error(`settled: still busy after ${timeoutMs} ms: ${busy || `a ${pending?.kind} effect, due`}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -102,7 +138,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     db,
     requests,
     config,
-    settled: (o) => settled(bot, crew, o),
+    settled: (o) => settled([bot, ...(o?.also ?? [])], crew, { ...(opts.crewline?.clock ? { clock: opts.crewline.clock } : {}), ...o }),
     async close() {
       await bot.stop();
       await crew.close();

@@ -1,16 +1,19 @@
-// Bot replicas as real child processes (`src/main.ts`), started, killed with SIGKILL and driven the
-// way Slack drives them (signed requests), for the suites that need whole processes.
-import { type ChildProcess, spawn } from "node:child_process";
+// Bot replicas as real child processes (`src/main.ts`, transpiled once per test run: replica-build.ts),
+// started, killed with SIGKILL and driven the way Slack drives them (signed requests), for the suites
+// that need whole processes.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, afterEach } from "vitest";
 import { APPROVE_ACTION, inputBlockId } from "../../src/adapters/slack/blocks/index.js";
 import { type SimCrewService, type SimTask, startCrewService } from "../../src/sim/crew-service.js";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.js";
 import { BOT_TOKEN, CHANNEL, CREW_TOKEN, eventually, freePort, SIGNING_SECRET, USER } from "./harness.js";
+import { replicaEntry } from "./replica-build.js";
 import { type SlackRequester, slackRequester } from "./slack-requests.js";
-import { createTestDatabaseUrl } from "./test-database.js";
+import { createTestDatabaseUrl, EMBEDDED_TEMPLATE_ENV } from "./test-database.js";
 
 export interface Replica {
   name: string;
@@ -23,14 +26,18 @@ export interface Replica {
 }
 
 const children = new Set<ChildProcess>();
+/** What each replica of the current test printed (LOG_LEVEL=warn): shown when the test fails, as CI keeps nothing else. */
+const printed = new Map<string, () => string>();
 /** Cleanups of the current test (servers to close, databases to drop), run after it in reverse order. */
 export const cleanups: (() => Promise<unknown>)[] = [];
 
 /** Registers the hooks that kill every replica left running and run the cleanups (call once per test file). */
 export function killReplicasAfterEach(): void {
-  afterEach(async () => {
+  afterEach(async ({ task }) => {
     for (const child of children) child.kill("SIGKILL");
     children.clear();
+    if (task.result?.state === "fail") for (const [name, output] of printed) console.error(`--- replica ${name} printed:\n${output().slice(-8000) || "(nothing)"}`);
+    printed.clear();
     while (cleanups.length) await cleanups.pop()!().catch(() => {});
   });
   afterAll(async () => {
@@ -42,7 +49,24 @@ export function killReplicasAfterEach(): void {
 // not made is taken over after 6 s (CLAIM_STALE_MS, the outbox lease; a Web API call gives up after 2 s) by another replica's outbox worker.
 export const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "6000" };
 
-/** Starts `src/main.ts` as a child process: on PostgreSQL (`databaseUrl`) or on the embedded database in `dataDir`. */
+/**
+ * A new data folder for an embedded replica, holding the run's migrated template (global-setup.ts) where
+ * the bot keeps its database (src/store/db/adapters.ts pgliteDir): a process starts on it in seconds
+ * rather than after an initdb and every migration. Without a template (a script), an empty folder.
+ */
+export function seededDataDir(): string {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-replica-"));
+  const template = process.env[EMBEDDED_TEMPLATE_ENV];
+  if (template) {
+    const dir = path.join(dataDir, "pglite");
+    fs.mkdirSync(dir);
+    // The tarball's names start with "/" (tar strips it, and would say so on stderr).
+    execFileSync("tar", ["-xf", template, "-C", dir], { stdio: ["ignore", "ignore", "pipe"] });
+  }
+  return dataDir;
+}
+
+/** Starts `src/main.ts` (its build for this test run, or through tsx) as a child process: on PostgreSQL (`databaseUrl`) or on the embedded database in `dataDir`. */
 export async function startReplica(
   name: string,
   /** Without `crew`, the replica runs with no crew configured (a flow-only deployment: give FLOW_* in `extra`). */
@@ -51,7 +75,7 @@ export async function startReplica(
   const port = env.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const dataDir = env.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "crewline-replica-"));
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const proc = spawn(process.execPath, replicaEntry(), {
     env: {
       PATH: process.env.PATH!,
       LOG_LEVEL: "warn",
@@ -72,6 +96,7 @@ export async function startReplica(
   let output = "";
   proc.stdout!.on("data", (d) => (output += d));
   proc.stderr!.on("data", (d) => (output += d));
+  printed.set(printed.has(name) ? `${name} (${printed.size + 1})` : name, () => output);
   const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
   let gone: number | null | undefined;
   void exited.then((code) => (gone = code));
@@ -162,4 +187,43 @@ export async function replicaServices(tasks: SimTask[]): Promise<{ slack: FakeSl
     () => db.drop(),
   );
   return { slack, crew, db };
+}
+
+/**
+ * settled() for replicas in other processes, read from what they share: their database holds no Slack
+ * effect still to do (due now or later), no callback unprocessed and no decision under way; the Slack
+ * stand-in has no call in flight and the crew service sends no webhook. Two quiet checks in a row.
+ * Blind to a Slack event a replica acknowledged and has not yet written anything for: wait for its
+ * answer (an ephemeral, a row) before calling this.
+ */
+export async function replicasSettled(databaseUrl: string, slack: FakeSlack, crew?: SimCrewService, timeoutMs = 20_000): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (let quiet = 0; quiet < 2; ) {
+      const { rows } = await client.query<{ effects: number; events: number; decisions: number }>(
+        `SELECT (SELECT count(*)::int FROM "SlackEffect" WHERE state = 'due') AS effects,
+                (SELECT count(*)::int FROM "WebhookEvent" WHERE "processedAt" IS NULL) AS events,
+                (SELECT count(*)::int FROM "Review" WHERE state = 'deciding') + (SELECT count(*)::int FROM "FlowRequest" WHERE state = 'deciding') AS decisions`,
+      );
+      const busy = { ...rows[0]!, slackCalls: slack.inFlight.length, webhooks: crew?.delivering ?? 0 };
+      quiet = Object.values(busy).some((n) => n > 0) ? 0 : quiet + 1;
+      if (Date.now() > deadline) throw new Error(`replicasSettled: still busy after ${timeoutMs} ms: ${JSON.stringify(busy)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Rows of one query on the replicas' shared PostgreSQL database, on a connection of its own. */
+export async function queryShared<T>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows as T[];
+  } finally {
+    await client.end();
+  }
 }

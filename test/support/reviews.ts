@@ -16,6 +16,7 @@ import {
 } from "../../src/adapters/slack/blocks/index.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, USER } from "./harness.js";
+import { prismaOf } from "./prisma.js";
 
 export interface PendingReview {
   msg: FakeMessage;
@@ -42,7 +43,7 @@ export function pendingReview(h: Harness, opts: { index?: number; containing?: s
         .map(openReview)
         .filter((r): r is PendingReview => !!r && !exclude?.has(r.reviewId))[index];
       // Slack has the message a moment before the bot stores its ts; wait for both.
-      const stored = review && (await h.bot.database.prisma.review.findFirst({ where: { id: review.reviewId, messageTs: { not: null } } }));
+      const stored = review && (await prismaOf(h.bot.database).review.findFirst({ where: { id: review.reviewId, messageTs: { not: null } } }));
       return stored ? review : undefined;
     },
     { what: `pending review #${index + 1}${containing ? ` containing "${containing}"` : ""}`, timeoutMs: opts.timeoutMs },
@@ -75,7 +76,10 @@ export const resumeCalls = (h: Harness) => h.crew.requests.filter((r) => r.path 
 /** Starts a run through /crew and its modal; resolves with the stored execution once kicked off. */
 export async function startRunViaSlack(h: Harness, topic = "Deep sea vents", timeoutMs?: number) {
   await kickoffViaSlack(h, { topic });
-  return eventually(() => h.bot.database.prisma.execution.findFirst({ where: { kickoffId: { not: null } }, orderBy: { createdAt: "desc" } }), { what: "the kickoff", timeoutMs });
+  return eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } }, orderBy: { createdAt: "desc" } }), {
+    what: "the kickoff",
+    timeoutMs,
+  });
 }
 
 /** Clicks "Edit and approve…" on a review and waits for the modal it opens; resolves with the stored view. */

@@ -10,6 +10,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import pg from "pg";
 import { type Database, openDatabase } from "../../src/store/db/database.js";
+import { prismaOf } from "./prisma.js";
 
 export const usePostgres = process.env.CREWLINE_TEST_DATABASE === "postgres";
 export const adminUrl = process.env.CREWLINE_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -111,7 +112,7 @@ let tableList: string | undefined;
 
 /** Empties every table but the migrations' (and resets sequences), so the database reads as a fresh copy. */
 async function emptyTables(database: Database): Promise<void> {
-  const prisma = database.prisma;
+  const prisma = prismaOf(database);
   tableList ??= (
     await prisma.$queryRawUnsafe<{ name: string }[]>(
       "SELECT quote_ident(tablename) AS name FROM pg_tables WHERE schemaname = 'public' AND tablename <> '_prisma_migrations' ORDER BY tablename",
