@@ -4,9 +4,10 @@
 // Tests are left out: a test may reach anywhere it needs.
 //
 //   app.ts, main.ts      the composition root: wires everything, imported by nothing
+//   root/                the composition root's parts (the Slack app and its HTTP routes), imported by app.ts only
 //   sim/, playground/    local stand-ins and the playground: tools beside the bot
 //   adapters/            Slack handlers and Block Kit builders, the crew client, HTTP routes
-//   metrics/             Prometheus figures
+//   metrics/             Prometheus figures: a leaf, listening to the use cases' telemetry events
 //   outbox/              the worker that performs Slack effects through the use cases' ports
 //   usecases/            the rules; the outside world only through ports (usecases/ports.ts)
 //   store/               the only code that touches the database
@@ -63,11 +64,39 @@ module.exports = {
       to: { path: "^src/(app|main)\\.ts$" },
     },
     {
+      name: "metrics-leaf",
+      comment: "metrics listens (usecases/telemetry.ts) and is wired by the composition root: nothing else imports it, so use cases, the outbox and adapters emit without knowing who listens",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/app\\.ts$", "^src/metrics/", NOT_TESTS] },
+      to: { path: "^src/metrics/" },
+    },
+    {
+      name: "metrics-listens",
+      comment: "metrics reads the use cases' and the outbox's types only: it calls none of them",
+      severity: "error",
+      from: { path: "^src/metrics/", pathNot: NOT_TESTS },
+      to: { path: "^src/(usecases|outbox|adapters)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "composition-root-parts",
+      comment: "root/ holds parts of the composition root: only app.ts imports them",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/app\\.ts$", "^src/root/", NOT_TESTS] },
+      to: { path: "^src/root/" },
+    },
+    {
       name: "database-in-store",
       comment: "the store is the only code that touches the database (the Prisma client, Kysely, the drivers)",
       severity: "error",
       from: { path: "^src/", pathNot: ["^src/store/", NOT_TESTS] },
       to: { path: ["^src/generated/prisma/", "^node_modules/(kysely|pg|@electric-sql/pglite|@prisma/client|@prisma/adapter-pg|pglite-prisma-adapter)/"], dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "no-prisma-client-at-run-time",
+      comment: "the bot queries through Kysely only and never loads Prisma's client (its types are fine; tests use it through test/support/prisma.ts)",
+      severity: "error",
+      from: { path: "^src/", pathNot: [NOT_TESTS] },
+      to: { path: ["^src/generated/prisma/", "^node_modules/@prisma/client/"], dependencyTypesNot: ["type-only"] },
     },
     {
       name: "handlers-through-use-cases",

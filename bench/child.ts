@@ -120,24 +120,35 @@ export async function startBot(env: Record<string, string>, port: number, flags:
 }
 
 /**
- * Starts one run as Slack would: the modal is opened at the Slack stand-in, then the kickoff form (as
- * the bot seals it for this user, keyed by the signing secret) is submitted to the bot. Returns the
+ * Starts one run as Slack would: the modal is opened at the Slack stand-in (with the workspace's bot
+ * token; a 429 is waited out as the Web API client would), then the kickoff form (as the bot seals it
+ * for this user, keyed by the signing secret) is submitted to the bot from that workspace. Returns the
  * HTTP status of the submission.
  */
-export async function submitKickoff(slack: FakeSlack, requests: SlackRequester, run: { channel: string; topic: string; trigger: string }): Promise<number> {
-  const opened = await fetch(slack.url + "views.open", {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${BOT_TOKEN}` },
-    body: JSON.stringify({ trigger_id: run.trigger, view: { type: "modal", title: { type: "plain_text", text: "Loading" }, blocks: [] } }),
-  }).then((r) => r.json() as Promise<any>);
+export async function submitKickoff(
+  slack: FakeSlack,
+  requests: SlackRequester,
+  run: { channel: string; topic: string; trigger: string; team?: string; token?: string },
+): Promise<number> {
+  const team = run.team ?? "T0TEAM";
+  let opened: any;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const res = await fetch(slack.url + "views.open", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${run.token ?? BOT_TOKEN}` },
+      body: JSON.stringify({ trigger_id: `${run.trigger}-${attempt}`, view: { type: "modal", title: { type: "plain_text", text: "Loading" }, blocks: [] } }),
+    });
+    opened = await res.json();
+    if (res.status !== 429) break;
+    await new Promise((r) => setTimeout(r, Number(res.headers.get("retry-after") ?? 1) * 1000));
+  }
   const res = await requests.viewSubmission({
     user_id: "U0BENCH",
+    team_id: team,
     view: {
       id: opened.view?.id,
       callback_id: KICKOFF_VIEW_CALLBACK,
-      private_metadata: encodeMetadata(
-        bindForm(SIGNING_SECRET, { crew: CREW_NAME, channel: run.channel, team: "T0TEAM", user: "U0BENCH", inputs: [{ name: "topic", required: true }] }),
-      ),
+      private_metadata: encodeMetadata(bindForm(SIGNING_SECRET, { crew: CREW_NAME, channel: run.channel, team, user: "U0BENCH", inputs: [{ name: "topic", required: true }] })),
       state: { values: { [inputBlockId("topic")]: { value: { type: "plain_text_input", value: run.topic } } } },
     },
   });

@@ -189,7 +189,7 @@ const METRICS_TOKEN = "bench-metrics-token";
  * and this bench's probes run in the bench's process, so their work is not counted as the bot's).
  */
 export async function hostileBot(): Promise<Figure[]> {
-  // BENCH_HOSTILE_DB=postgres: on PostgreSQL (embedded PGlite runs its queries on the bot's own thread).
+  // BENCH_HOSTILE_DB=postgres: on PostgreSQL (the embedded database's engine runs on a thread of its own).
   const onPostgres = process.env.BENCH_HOSTILE_DB === "postgres";
   buildBot();
   const slack = await startFakeSlack();

@@ -12,6 +12,7 @@
 //   BENCH_REVIEW_RUNS=8  BENCH_SLACK_LATENCY_MS=30-80  BENCH_TIER3_PER_MINUTE=50 (chat.update per channel; 0 = off)
 import { APPROVE_ACTION } from "../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../src/sim/crew-service.js";
+import { prismaOf } from "../test/support/prisma.js";
 import { cpuStallMs, submitKickoff } from "./child.js";
 import { type Figure, round, sleep, startBenchBot, until } from "./lib.js";
 import { parseLatency } from "./scale-out.js";
@@ -36,7 +37,7 @@ export async function reviewCalls(): Promise<Figure[]> {
       const status = await submitKickoff(b.slack, b.requests, { channel, topic: channel, trigger: `bench-calls-${i}` });
       if (status !== 200) throw new Error(`kickoff answered ${status}`);
     }
-    const finished = () => b.bot.database.prisma.execution.count({ where: { completionTs: { not: null } } });
+    const finished = () => prismaOf(b.bot.database).execution.count({ where: { completionTs: { not: null } } });
     const done = await until(
       async () => {
         for (const channel of channels)

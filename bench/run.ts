@@ -16,6 +16,7 @@ import { slackBodyProblem } from "../src/adapters/slack/guard.js";
 import { signSlackBody } from "../src/playground/slack-requests.js";
 import { parseBoundedJson } from "../src/text/bounded-json.js";
 import { sanitizeJson } from "../src/text/sanitize.js";
+import { prismaOf } from "../test/support/prisma.js";
 import { cpuMs, cpuStallMs } from "./child.js";
 import { hostileBot, hostileText } from "./hostile-text.js";
 import {
@@ -102,7 +103,7 @@ async function stepIntake(): Promise<Figure[]> {
 // ------------------------------------------------------------------ 2. task intake (durable)
 
 async function processedCount(b: BenchBot): Promise<number> {
-  return b.bot.database.prisma.webhookEvent.count({ where: { processedAt: { not: null } } });
+  return prismaOf(b.bot.database).webhookEvent.count({ where: { processedAt: { not: null } } });
 }
 
 // Sizes: BENCH_FULL=1 gives the sizes (100 runs × 10 tasks, 1,000 paced); the default is
@@ -253,7 +254,7 @@ async function slackEconomy(): Promise<Figure[]> {
     const byMethod: Record<string, number> = {};
     for (const c of calls) byMethod[c.method] = (byMethod[c.method] ?? 0) + 1;
     const perSec = inWindow.length / ((stepsEnd - start) / 1000);
-    const reviews = await b.bot.database.prisma.review.count({ where: { executionId: e.execution.id, messageTs: { not: null } } });
+    const reviews = await prismaOf(b.bot.database).review.count({ where: { executionId: e.execution.id, messageTs: { not: null } } });
     return [
       {
         figure: "slack-economy",
@@ -389,7 +390,7 @@ async function decisionLatency(): Promise<Figure[]> {
         return { id: created.id, channel, thread: posted.ts!, kickoffId };
       }),
     );
-    const review = (id: string) => b.bot.database.prisma.review.findFirst({ where: { executionId: id, messageTs: { not: null }, state: "pending" } });
+    const review = (id: string) => prismaOf(b.bot.database).review.findFirst({ where: { executionId: id, messageTs: { not: null }, state: "pending" } });
     await until(async () => (await Promise.all(runs.map((r) => review(r.id)))).every(Boolean), 20_000, 50);
     const lat: number[] = [];
     const ackLat: number[] = [];

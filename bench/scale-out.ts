@@ -8,6 +8,13 @@
 // spread over the replicas in turn, as a load balancer would; each replica gets the webhooks of the
 // runs it started (its own PUBLIC_URL).
 //
+// Runs are spread over many workspaces and channels, as real traffic at this scale is, so that the
+// Slack budget each workspace and channel has (src/outbox/tiers.ts; the stand-in enforces the same
+// tiers) is not what limits: the bot runs in OAuth mode and the bench installs BENCH_SCALE_WORKSPACES
+// (200) workspaces through its install flow (/slack/install, Slack's redirect, oauth.v2.access), each
+// with its own token; run n goes to workspace n mod W and, in it, to one of BENCH_SCALE_CHANNELS channels.
+// BENCH_SCALE_WORKSPACES=1 runs one workspace on SLACK_BOT_TOKEN instead: the budget of one workspace.
+//
 // Figures: reviews visible per second in a measuring window after a warm-up, and the time from the
 // crew sending a task webhook to the review with its controls being visible in Slack (the stand-in
 // answered the chat.postMessage or chat.update that showed the buttons).
@@ -15,12 +22,16 @@
 //   npm run bench -- scale-out          (also in BENCH_FULL=1 npm run bench, with a longer window)
 //   BENCH_SLACK_LATENCY_MS=30-80        per-call Slack latency in ms, a uniform range or one number
 //   BENCH_SCALE_RUNS=50  BENCH_SCALE_REPLICAS=1,3  BENCH_SCALE_WINDOW_MS  BENCH_SCALE_WARMUP_MS  BENCH_SCALE_THINK_MS=200
+//   BENCH_SCALE_WORKSPACES=200  BENCH_SCALE_CHANNELS (per workspace; default 200 / workspaces, at least 1)
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import pg from "pg";
 import { APPROVE_ACTION } from "../src/adapters/slack/blocks/index.js";
+import { bucketKey, TIERS, tierOf } from "../src/outbox/tiers.js";
 import { type SimTask, startCrewService } from "../src/sim/crew-service.js";
 import { type FakeSlack, startFakeSlack } from "../test/support/fake-slack.js";
 import { freePort } from "../test/support/harness.js";
+import { parseExposition } from "../test/support/metrics.js";
 import { type SlackRequester, slackRequester } from "../test/support/slack-requests.js";
 import { createTestDatabaseUrl } from "../test/support/test-database.js";
 import { buildBot, type Child, cpuMs, cpuStallMs, machineCpu, rssMb, startBot, submitKickoff } from "./child.js";
@@ -44,7 +55,17 @@ const LATENCY = parseLatency(process.env.BENCH_SLACK_LATENCY_MS ?? "30-80");
  */
 const THINK_MS = Number(process.env.BENCH_SCALE_THINK_MS ?? 200);
 const RATIO_TARGET = 2;
-const P99_TARGET_MS = 250;
+const P99_TARGET_MS = 500;
+/** Workspaces the runs are spread over (1: one workspace on SLACK_BOT_TOKEN, no install). */
+const WORKSPACES = Math.max(1, Number(process.env.BENCH_SCALE_WORKSPACES ?? 200));
+/** Channels per workspace: 200 channels in all by default, however many workspaces. */
+const CHANNELS = Math.max(1, Number(process.env.BENCH_SCALE_CHANNELS ?? Math.ceil(200 / WORKSPACES)));
+const OAUTH = WORKSPACES > 1;
+const CLIENT_ID = "1111.2222";
+const CLIENT_SECRET = "bench-client-secret";
+const STATE_SECRET = "bench-state-secret-0123456789";
+/** Installs at once while setting up the workspaces. */
+const INSTALLS_AT_ONCE = 8;
 
 // Three tasks per run, each paused for review; 50 ms of crew work and one step (progress) each.
 const TASKS: SimTask[] = [
@@ -76,7 +97,7 @@ export async function scaleOut(): Promise<Figure[]> {
   const one = results.find((r) => r.replicas === 1);
   const figures: Figure[] = [];
   for (const r of results) {
-    const figure = `scale-out (${r.replicas} ${r.replicas === 1 ? "replica" : "replicas"}, PostgreSQL)`;
+    const figure = `scale-out (${r.replicas} ${r.replicas === 1 ? "replica" : "replicas"}, ${WORKSPACES} ${WORKSPACES === 1 ? "workspace" : "workspaces"}, PostgreSQL)`;
     const ratio = one && r !== one && one.rate > 0 ? r.rate / one.rate : undefined;
     figures.push({
       figure,
@@ -126,17 +147,22 @@ interface ReviewSeen {
   at: number;
 }
 
+/** Each run's topic names it; the announcement shows it, so a thread (and every message in it) maps to its run. */
+const TOPIC = /bench-run-\d+-\d+-\d+/;
+
 /** Watches the stand-in's calls as they are answered: when each review's controls, and each task's output, became visible. */
 class SlackWatch {
   readonly reviews = new Map<string, ReviewSeen>();
-  /** channel/task → when its output was first visible (task message or review). */
+  /** topic/task → when its output was first visible (task message or review). */
   readonly outputs = new Map<string, number>();
   /** channel/ts of review messages updated without their controls (decided). */
   readonly closed = new Set<string>();
-  /** channel/task → when its review controls were first visible. */
+  /** topic/task → when its review controls were first visible. */
   readonly controls = new Map<string, number>();
   /** Every Web API call's time at the stand-in (arrival → answer), for how many were in flight. */
   readonly spans: { from: number; to: number }[] = [];
+  /** channel/ts of every message posted → the run (topic) whose announcement or thread it is in. */
+  private readonly topicOf = new Map<string, string>();
   private cursor = 0;
   private readonly waiting = new Map<string, { queue: ReviewSeen[]; wake?: () => void }>();
   private readonly off: () => void;
@@ -149,9 +175,9 @@ class SlackWatch {
     this.off();
   }
 
-  /** The next review (with controls) in this run's channel, or undefined after timeoutMs. */
-  async next(channel: string, timeoutMs: number): Promise<ReviewSeen | undefined> {
-    const slot = this.slot(channel);
+  /** The next review (with controls) of this run, or undefined after timeoutMs. */
+  async next(topic: string, timeoutMs: number): Promise<ReviewSeen | undefined> {
+    const slot = this.slot(topic);
     if (!slot.queue.length) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, timeoutMs);
@@ -165,13 +191,13 @@ class SlackWatch {
     return slot.queue.shift();
   }
 
-  forget(channel: string): void {
-    this.waiting.delete(channel);
+  forget(topic: string): void {
+    this.waiting.delete(topic);
   }
 
-  private slot(channel: string) {
-    let slot = this.waiting.get(channel);
-    if (!slot) this.waiting.set(channel, (slot = { queue: [] }));
+  private slot(topic: string) {
+    let slot = this.waiting.get(topic);
+    if (!slot) this.waiting.set(topic, (slot = { queue: [] }));
     return slot;
   }
 
@@ -183,30 +209,104 @@ class SlackWatch {
       this.spans.push({ from: call.at, to: now });
       if (call.error || (call.method !== "chat.postMessage" && call.method !== "chat.update")) continue;
       const channel = String(call.args.channel ?? "");
+      const ts = call.ts ?? String(call.args.ts ?? "");
+      const threadTs = call.args.thread_ts === undefined ? undefined : String(call.args.thread_ts);
+      // A top-level post is a run's announcement (it shows the topic); a message in a thread is its run's.
+      let topic = this.topicOf.get(`${channel}/${ts}`);
+      if (!topic && call.method === "chat.postMessage") {
+        topic = threadTs ? this.topicOf.get(`${channel}/${threadTs}`) : TOPIC.exec(JSON.stringify(call.args.blocks ?? ""))?.[0];
+        if (topic) this.topicOf.set(`${channel}/${ts}`, topic);
+      }
+      if (!topic) continue;
       const actions = Array.isArray(call.args.blocks) ? (call.args.blocks as any[]).find((b) => b?.type === "actions") : undefined;
       const approve = actions?.elements?.find((e: any) => e?.action_id === APPROVE_ACTION);
       // A message updated without its buttons (e.g. "Approved: …"): its review is decided.
-      if (!approve && call.method === "chat.update") this.closed.add(`${channel}/${call.args.ts}`);
+      if (!approve && call.method === "chat.update") this.closed.add(`${channel}/${ts}`);
       const text = String(call.args.text ?? "");
       const m = /^(?:✔️ Task finished|📝 Review needed): (.+?)(?: \(round \d+\))?$/.exec(text);
       if (!m) continue;
-      const key = `${channel}/${m[1]}`;
+      const key = `${topic}/${m[1]}`;
       if (!this.outputs.has(key)) this.outputs.set(key, now);
       if (!approve || this.reviews.has(approve.value)) continue;
-      // chat.update names its message; a posted review's ts is in the stand-in's state.
-      const ts = call.method === "chat.update" ? String(call.args.ts) : this.slack.messages(channel).find((msg) => JSON.stringify(msg.blocks ?? []).includes(approve.value))?.ts;
-      if (!ts) continue;
       const seen: ReviewSeen = { reviewId: approve.value, channel, task: m[1]!, ts, blockId: actions.block_id, at: now };
-      if (call.args.thread_ts) seen.threadTs = String(call.args.thread_ts);
+      if (threadTs) seen.threadTs = threadTs;
       this.reviews.set(seen.reviewId, seen);
       if (!this.controls.has(key)) this.controls.set(key, now);
-      const slot = this.waiting.get(channel);
+      const slot = this.waiting.get(topic);
       if (slot) {
         slot.queue.push(seen);
         slot.wake?.();
       }
     }
   }
+}
+
+/** What a browser does to install the app in a workspace: the install page, Slack's approval, the redirect back. */
+async function installWorkspace(botUrl: string, slack: FakeSlack, teamId: string): Promise<void> {
+  const page = await fetch(`${botUrl}/slack/install`, { redirect: "manual" });
+  const cookie = page.headers.get("set-cookie")?.split(";")[0];
+  const link = /href="(https:[^"]+)"/.exec(await page.text())?.[1]?.replace(/&amp;/g, "&");
+  const state = link ? new URL(link).searchParams.get("state") : null;
+  if (!cookie || !state) throw new Error(`the install page of ${botUrl} gave no state (HTTP ${page.status})`);
+  const code = slack.issueInstallCode({ teamId, teamName: `Bench ${teamId}` });
+  const done = await fetch(`${botUrl}/slack/oauth_redirect?code=${encodeURIComponent(code)}&state=${encodeURIComponent(state)}`, {
+    redirect: "manual",
+    headers: { cookie },
+  });
+  await done.arrayBuffer();
+  if (done.status !== 200) throw new Error(`installing ${teamId} through ${botUrl} answered HTTP ${done.status}`);
+}
+
+/** The budget waits each replica counted so far, by method (crewline_slack_budget_waits_total). */
+async function budgetWaits(metricsUrls: string[]): Promise<Record<string, number>> {
+  const byMethod: Record<string, number> = {};
+  for (const url of metricsUrls) {
+    const text = await fetch(url).then((r) => r.text());
+    for (const s of parseExposition(text)) if (s.name === "crewline_slack_budget_waits_total") byMethod[s.labels.method!] = (byMethod[s.labels.method!] ?? 0) + s.value;
+  }
+  return byMethod;
+}
+
+/**
+ * What Slack's budget did in the window: 429s by method, effects the bot put back for want of a token
+ * (its metric), and for each limited method the busiest bucket (workspace, or channel for posts) against
+ * what the tier allows in the window (its burst plus the sustained rate).
+ */
+function budgetNote(calls: FakeSlack["calls"], slack: FakeSlack, waits0: Record<string, number>, waits1: Record<string, number> | undefined): string {
+  const list = (r: Record<string, number>) =>
+    Object.entries(r)
+      .map(([method, n]) => `${method} ${n}`)
+      .join(", ");
+  // The bench opens the kickoff modals itself (views.open, Tier 4), standing in for the bot's /crew handler.
+  const limited: Record<string, number> = {};
+  let modal429s = 0;
+  for (const c of calls) {
+    if (c.error !== "ratelimited") continue;
+    if (c.method === "views.open") modal429s++;
+    else limited[c.method] = (limited[c.method] ?? 0) + 1;
+  }
+  const buckets = new Map<string, Map<string, number>>();
+  for (const c of calls) {
+    const rate = c.error || c.method === "views.open" ? undefined : tierOf(c.method);
+    if (!rate) continue;
+    const key = bucketKey({ team: c.team ?? "T0TEAM", method: c.method, channel: String(c.args.channel ?? c.args.channel_id ?? "") }, rate);
+    const perMethod = buckets.get(c.method) ?? new Map<string, number>();
+    perMethod.set(key, (perMethod.get(key) ?? 0) + 1);
+    buckets.set(c.method, perMethod);
+  }
+  const busiest = [...buckets].map(([method, perKey]) => {
+    const rate = tierOf(method, TIERS)!;
+    const allowed = Math.floor(rate.burst + (rate.perMinute * WINDOW_MS) / 60_000);
+    return `${method} ${Math.max(...perKey.values())} of ${allowed} in its busiest ${rate.scope}`;
+  });
+  const waits: Record<string, number> = {};
+  for (const [method, n] of Object.entries(waits1 ?? {})) if (n > (waits0[method] ?? 0)) waits[method] = n - (waits0[method] ?? 0);
+  const total = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+  return [
+    `Slack's budget in the window: ${total(limited)} 429s to the bot${total(limited) ? ` (${list(limited)})` : ""}${modal429s ? `, ${modal429s} to the kickoff modals the bench opens (views.open, waited out)` : ""}; ${total(slack.tierLimited)} 429s in the whole run`,
+    `effects put back waiting for a token: ${waits1 === undefined ? "not read" : total(waits) ? list(waits) : "none"}`,
+    `calls against the tier (burst + rate × window): ${busiest.join(", ")}`,
+  ].join("; ");
 }
 
 async function queryRows<T>(url: string, sql: string, params: unknown[]): Promise<T[]> {
@@ -227,19 +327,26 @@ function tally(items: string[]): string {
 
 async function measure(replicaCount: number): Promise<Measurement> {
   const db = await createTestDatabaseUrl();
-  const slack = await startFakeSlack({ latencyMs: LATENCY });
+  // Slack's tiers enforced as Slack would (429 with Retry-After): a budget the bot overspends shows as 429s.
+  const slack = await startFakeSlack({ latencyMs: LATENCY, tiers: true, ...(OAUTH ? { oauthClient: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } } : {}) });
   const crew = await startCrewService({ token: CREW_TOKEN, inputs: ["topic"], tasks: TASKS });
   const flags = startNodeFlags();
-  const replicas: { url: string; child: Child; requests: SlackRequester; dataDir: string }[] = [];
+  const replicas: { url: string; metricsUrl: string; child: Child; requests: SlackRequester; dataDir: string }[] = [];
+  const encryptionKey = randomBytes(32).toString("base64");
   const watch = new SlackWatch(slack);
   try {
     const start = async () => {
       const port = await freePort();
+      const metricsPort = await freePort();
       const url = `http://127.0.0.1:${port}`;
       const dataDir = tmpDir("scale");
+      const slackAuth: Record<string, string> = OAUTH
+        ? { SLACK_CLIENT_ID: CLIENT_ID, SLACK_CLIENT_SECRET: CLIENT_SECRET, SLACK_STATE_SECRET: STATE_SECRET, ENCRYPTION_KEY: encryptionKey, CREW_TEAMS: "*" }
+        : { SLACK_BOT_TOKEN: BOT_TOKEN };
       const child = await startBot(
         {
-          SLACK_BOT_TOKEN: BOT_TOKEN,
+          ...slackAuth,
+          METRICS_PORT: String(metricsPort),
           SLACK_SIGNING_SECRET: SIGNING_SECRET,
           SLACK_API_URL: slack.url,
           PORT: String(port),
@@ -255,10 +362,34 @@ async function measure(replicaCount: number): Promise<Measurement> {
         flags,
       );
       const requests = slackRequester({ baseUrl: url, signingSecret: SIGNING_SECRET, responseUrlBase: slack.responseUrlBase });
-      replicas.push({ url, child, requests, dataDir });
+      replicas.push({ url, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, child, requests, dataDir });
     };
     await start(); // the first one migrates the fresh database
     await Promise.all(Array.from({ length: replicaCount - 1 }, start));
+
+    // Every workspace installs the app, through the replicas in turn (they share the installations).
+    const teams = OAUTH ? Array.from({ length: WORKSPACES }, (_, i) => `T0B${String(i).padStart(3, "0")}`) : ["T0TEAM"];
+    const installStart = Date.now();
+    if (OAUTH) {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: INSTALLS_AT_ONCE }, async () => {
+          for (let i = next++; i < teams.length; i = next++) await installWorkspace(replicas[i % replicas.length]!.url, slack, teams[i]!);
+        }),
+      );
+    }
+    const installMs = Date.now() - installStart;
+    const tokens = teams.map((team) => (OAUTH ? slack.botTokenOf(team)! : BOT_TOKEN));
+    let runsStarted = 0;
+    /** Which workspace each channel is in: every call about a channel must carry that workspace's token. */
+    const teamOfChannel = new Map<string, string>();
+    /** Run n: workspace n mod W, and in it channel ⌊n / W⌋ mod C. */
+    const placeOf = (n: number) => {
+      const ws = n % teams.length;
+      const channel = `C0S${replicaCount}T${ws}C${Math.floor(n / teams.length) % CHANNELS}`;
+      teamOfChannel.set(channel, teams[ws]!);
+      return { team: teams[ws]!, token: tokens[ws]!, channel };
+    };
 
     const t0 = Date.now();
     const windowStart = t0 + WARMUP_MS;
@@ -271,21 +402,24 @@ async function measure(replicaCount: number): Promise<Measurement> {
     let stall0 = cpuStallMs();
     let snapAt = Date.now();
     let bench0 = process.cpuUsage();
-    const atWindowStart = sleep(WARMUP_MS).then(() => {
+    let waits0: Record<string, number> = {};
+    const atWindowStart = sleep(WARMUP_MS).then(async () => {
       cpu0 = replicas.map((r) => cpuMs(r.child.proc.pid!));
       machine0 = machineCpu();
       stall0 = cpuStallMs();
       snapAt = Date.now();
       bench0 = process.cpuUsage();
+      waits0 = await budgetWaits(replicas.map((r) => r.metricsUrl)).catch(() => ({}));
     });
 
-    const clicks: { channel: string; at: number }[] = [];
+    const clicks: { topic: string; at: number }[] = [];
     const worker = async (w: number) => {
       // Kickoffs spread over the first half of the warm-up: no thundering herd of 50 identical runs.
       await sleep((w * WARMUP_MS) / (2 * RUNS));
       for (let k = 0; Date.now() < windowEnd; k++) {
-        const channel = `C0S${replicaCount}W${w}K${k}`;
-        const status = await submitKickoff(slack, nextReplica().requests, { channel, topic: channel, trigger: `bench-scale-${replicaCount}-${w}-${k}` });
+        const { team, token, channel } = placeOf(runsStarted++);
+        const topic = `bench-run-${replicaCount}-${w}-${k}`;
+        const status = await submitKickoff(slack, nextReplica().requests, { channel, topic, team, token, trigger: `bench-scale-${replicaCount}-${w}-${k}` });
         if (status !== 200) {
           stats.kickoffErrors++;
           await sleep(100);
@@ -294,7 +428,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
         stats.kickoffs++;
         let decided = 0;
         while (decided < TASKS.length && Date.now() < windowEnd) {
-          const review = await watch.next(channel, Math.min(REVIEW_TIMEOUT_MS, windowEnd - Date.now()));
+          const review = await watch.next(topic, Math.min(REVIEW_TIMEOUT_MS, windowEnd - Date.now()));
           if (!review) {
             if (Date.now() < windowEnd) stats.abandoned++;
             break;
@@ -304,9 +438,10 @@ async function measure(replicaCount: number): Promise<Measurement> {
             await sleep(THINK_MS);
             if (Date.now() >= windowEnd) break;
             const told = slack.ephemerals.filter((e) => e.channel === channel).length;
-            if (attempt === 0) clicks.push({ channel, at: Date.now() });
+            if (attempt === 0) clicks.push({ topic, at: Date.now() });
             const res = await nextReplica().requests.blockAction({
               user_id: "U0BENCH",
+              team_id: team,
               channel_id: channel,
               message_ts: review.ts,
               ...(review.threadTs ? { thread_ts: review.threadTs } : {}),
@@ -323,7 +458,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
           decided++;
         }
         if (decided === TASKS.length) stats.runsDone++;
-        watch.forget(channel);
+        watch.forget(topic);
       }
     };
     await Promise.all(Array.from({ length: RUNS }, (_, w) => worker(w)));
@@ -334,6 +469,7 @@ async function measure(replicaCount: number): Promise<Measurement> {
     const stalled = stall0 !== undefined && stall1 !== undefined ? (stall1 - stall0) / Math.max(1, Date.now() - snapAt) : undefined;
     const benchCpu = process.cpuUsage(bench0);
     const rss = replicas.map((r) => rssMb(r.child.proc.pid!));
+    const waits1 = await budgetWaits(replicas.map((r) => r.metricsUrl)).catch(() => undefined);
     await sleep(GRACE_MS);
     if (process.env.BENCH_DEBUG) {
       for (const c of slack.calls.slice(0, 40))
@@ -361,8 +497,8 @@ async function measure(replicaCount: number): Promise<Measurement> {
     for (const d of crew.webhookDeliveries) {
       if (d.kind !== "task" || d.sentAt < windowStart || d.sentAt >= windowEnd) continue;
       const body = d.body as { kickoff_id?: string; name?: string };
-      const channel = crew.executions.get(body.kickoff_id ?? "")?.inputs.topic;
-      const key = `${channel}/${body.name}`;
+      const topic = crew.executions.get(body.kickoff_id ?? "")?.inputs.topic;
+      const key = `${topic}/${body.name}`;
       const shown = watch.controls.get(key);
       if (shown === undefined) missing++;
       else visible.push(shown - d.sentAt);
@@ -373,14 +509,14 @@ async function measure(replicaCount: number): Promise<Measurement> {
     const resumes = new Map<string, number[]>();
     for (const r of crew.requests) {
       if (r.path !== "/resume") continue;
-      const channel = crew.executions.get(String((r.body as { execution_id?: string })?.execution_id))?.inputs.topic;
-      if (channel) resumes.set(channel, [...(resumes.get(channel) ?? []), r.at]);
+      const topic = crew.executions.get(String((r.body as { execution_id?: string })?.execution_id))?.inputs.topic;
+      if (topic) resumes.set(topic, [...(resumes.get(topic) ?? []), r.at]);
     }
     const clickToResume = summarize(
       clicks
         .filter((c) => c.at >= windowStart && c.at < windowEnd)
         .flatMap((c) => {
-          const at = resumes.get(c.channel)?.find((t) => t >= c.at);
+          const at = resumes.get(c.topic)?.find((t) => t >= c.at);
           return at === undefined ? [] : [at - c.at];
         }),
     );
@@ -401,6 +537,20 @@ async function measure(replicaCount: number): Promise<Measurement> {
     for (const c of windowCalls) byMethod[c.method] = (byMethod[c.method] ?? 0) + 1;
     const note = [
       `${inWindow.length} reviews in a ${WINDOW_MS / 1000} s window after ${WARMUP_MS / 1000} s of warm-up`,
+      OAUTH
+        ? `${teams.length} workspaces (installed through /slack/install and oauth.v2.access in ${round(installMs / 1000, 1)} s) × ${CHANNELS} ${CHANNELS === 1 ? "channel" : "channels"}, run n in workspace n mod ${teams.length}`
+        : `one workspace (SLACK_BOT_TOKEN) × ${CHANNELS} ${CHANNELS === 1 ? "channel" : "channels"}`,
+      budgetNote(windowCalls, slack, waits0, waits1),
+      ...(OAUTH
+        ? [
+            `calls about a run's channel made with another workspace's token: ${
+              slack.calls.filter((c) => {
+                const team = teamOfChannel.get(String(c.args.channel ?? c.args.channel_id ?? ""));
+                return team !== undefined && c.token !== undefined && c.team !== team;
+              }).length
+            } of ${slack.calls.length}`,
+          ]
+        : []),
       `${RUNS} runs in flight (${TASKS.length} reviewed tasks each, approved ${THINK_MS} ms after it is visible): ${stats.kickoffs} kickoffs, ${stats.clicks} approve clicks, ${stats.runsDone} runs fully approved${stats.unconfirmed ? `, ${stats.unconfirmed} clicks whose review message did not lose its buttons within 10 s` : ""}`,
       `Slack stand-in ${latencyText} per call, ${round(slackCalls / (WINDOW_MS / 1000), 0)} calls/s (${Object.entries(byMethod)
         .map(([m, n]) => `${m} ${n}`)
