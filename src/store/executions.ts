@@ -34,6 +34,54 @@ export type ExecutionPatch = Partial<Pick<ExecutionRow, (typeof EXECUTION_PATCHA
 
 const PATCHABLE = new Set<string>(EXECUTION_PATCHABLE);
 
+/**
+ * Every Execution column, so that a run can be read beside another row in one statement
+ * (executionBeside); the type below fails to compile when a column is missing from it.
+ */
+export const EXECUTION_COLUMNS = [
+  ...EXECUTION_PATCHABLE,
+  "id",
+  "crewName",
+  "teamId",
+  "enterpriseId",
+  "channelId",
+  "userId",
+  "inputs",
+  "requestId",
+  "webhookSecret",
+  "humanInputToken",
+  "webhooks",
+  "createdAt",
+  "updatedAt",
+  "movedTo",
+  "movedBecause",
+  "movedAt",
+  "streamTs",
+  "streamShown",
+  "streamStoppedAt",
+  "earlyTs",
+  "earlyStepAt",
+] as const satisfies readonly (keyof ExecutionRow)[];
+const everyExecutionColumn: Exclude<keyof ExecutionRow, (typeof EXECUTION_COLUMNS)[number]> extends never ? true : never = true;
+void everyExecutionColumn;
+
+/** The prefix of the run's columns in a row read beside it (executionBeside). */
+const RUN_PREFIX = "run$";
+
+/** The run's columns to select beside another table's (joined as "Execution"), each under RUN_PREFIX. */
+export const executionColumnsBeside = EXECUTION_COLUMNS.map((c) => `Execution.${c} as ${RUN_PREFIX}${c}` as const);
+
+/** Splits a row read with executionColumnsBeside into the other table's row and the run's. */
+export function executionBeside<T extends Record<string, unknown>>(row: T): { row: Omit<T, `${typeof RUN_PREFIX}${string}`>; execution: ExecutionRow } {
+  const own: Record<string, unknown> = {};
+  const execution: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(row)) {
+    if (key.startsWith(RUN_PREFIX)) execution[key.slice(RUN_PREFIX.length)] = value;
+    else own[key] = value;
+  }
+  return { row: own as Omit<T, `${typeof RUN_PREFIX}${string}`>, execution: execution as ExecutionRow };
+}
+
 export interface ExecutionCondition {
   /** Only when the row is in one of these states. */
   states?: readonly string[];

@@ -4,7 +4,7 @@
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import type { Selectable, Updateable } from "kysely";
-import { type ExecutionRow, findExecution, findExecutions } from "./executions.js";
+import { type ExecutionRow, executionBeside, executionColumnsBeside, findExecutions } from "./executions.js";
 import { isUuid } from "./ids.js";
 import type { DB, Sql } from "./sql.js";
 
@@ -42,12 +42,19 @@ export async function findReview(db: Sql, id: string): Promise<ReviewRow | null>
   return (await db.selectFrom("Review").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;
 }
 
-/** The review and its run, or null. */
+/** The review and its run, or null: one statement (read for every review message and every decision). */
 export async function findReviewWithExecution(db: Sql, id: string): Promise<ReviewWithExecution | null> {
-  const review = await findReview(db, id);
-  if (!review) return null;
-  const execution = await findExecution(db, review.executionId);
-  return execution ? { ...review, execution } : null;
+  if (!isUuid(id)) return null;
+  const found = await db
+    .selectFrom("Review")
+    .innerJoin("Execution", "Execution.id", "Review.executionId")
+    .selectAll("Review")
+    .select(executionColumnsBeside)
+    .where("Review.id", "=", id)
+    .executeTakeFirst();
+  if (!found) return null;
+  const { row, execution } = executionBeside(found);
+  return { ...(row as ReviewRow), execution };
 }
 
 /** The execution's most recent task output of all. */

@@ -109,7 +109,14 @@ describe("store rows", () => {
     expect(await insertWebhookEvent(sql, event, at(1))).toBeUndefined();
     expect((await unprocessedWebhookEvents(sql, { receivedBy: at(-1), maxAttempts: 5, limit: 10 })).length).toBe(0);
     expect((await unprocessedWebhookEvents(sql, { receivedBy: T0, maxAttempts: 5, limit: 10 })).map((e) => e.id)).toEqual([id]);
-    expect(await startWebhookEventAttempt(sql, id!)).toEqual({ id, executionId: run.id, kind: "crew", attempts: 1, processedAt: null });
+    expect(await startWebhookEventAttempt(sql, id!)).toEqual({
+      id,
+      executionId: run.id,
+      kind: "crew",
+      attempts: 1,
+      processedAt: null,
+      execution: await findExecution(sql, run.id),
+    });
     expect(await webhookEventPayload(sql, id!)).toEqual({ state: "SUCCESS", result: "ok" });
     await markWebhookEventFailed(sql, id!, "boom");
     await markWebhookEventProcessed(sql, id!, at(5000));
@@ -167,7 +174,9 @@ describe("store rows", () => {
     expect(await latestReviewForTask(sql, run.id, "t9")).toBeNull();
     expect(await latestReviewWithOutput(sql, run.id, "h1")).toMatchObject({ id: first!.id });
     expect(await latestReviewWithOutput(sql, run.id, "h3")).toBeNull();
-    expect(await findReviewWithExecution(sql, first!.id)).toMatchObject({ id: first!.id, execution: { id: run.id, inputs: { topic: "tides" } } });
+    // One statement reads the review and its run, every column of each as their own reads give it.
+    expect(await findReviewWithExecution(sql, first!.id)).toEqual({ ...first, execution: await findExecution(sql, run.id) });
+    expect(await findReviewWithExecution(sql, "00000000-0000-4000-8000-000000000000")).toBeNull();
     // Decision columns move with the state, only from the states given.
     expect(await moveReview(sql, first!.id, { from: ["deciding"], to: "approved" }, at(3), { decidedBy: "U1" })).toBeNull();
     expect(await moveReview(sql, first!.id, { from: ["pending"], to: "deciding" }, at(4), { decidedBy: "U1", decision: "approve" })).toMatchObject({
