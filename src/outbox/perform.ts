@@ -20,7 +20,7 @@ import {
   countLiveStreams,
   findExecution,
   findFlowRequest,
-  findReview,
+  findReviewWithRun,
   forgetStream,
   planReviews,
   recordCompletionPosted,
@@ -97,15 +97,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   const clock = deps.clock ?? systemClock;
   const contextOf = (e: Execution, r: Review): Promise<ReviewContext> => deps.reviewContext?.(e, r) ?? Promise.resolve({});
   const flowContextOf = (request: FlowRequest): Promise<FlowRequestContext> => deps.flowContext?.(request) ?? Promise.resolve({});
-  const review = (id: string) => findReview(sql, id);
   const execution = (id: string) => findExecution(sql, id);
   const flowRequest = (id: string) => findFlowRequest(sql, id);
 
   async function reviewWithRun(id: string): Promise<{ review: Review; execution: Execution }> {
-    const r = await review(id);
-    const e = r && (await execution(r.executionId));
-    if (!r || !e) throw new GiveUp("its review no longer exists");
-    return { review: r, execution: e };
+    const found = await findReviewWithRun(sql, id);
+    if (!found) throw new GiveUp("its review no longer exists");
+    return found;
   }
 
   /** A post that may have reached Slack before its attempt was cut short is looked for first. */
