@@ -83,6 +83,9 @@ export interface PerformerDeps {
 /** One chat.appendStream token of Slack's Tier 4 (100 a minute per workspace): 600 ms. */
 const APPEND_INTERVAL_MS = cellRate(tierOf("chat.appendStream") ?? { perMinute: 100, burst: 1 }).intervalMs;
 
+/** How long a workspace that streams is believed to (refusedIn) before it is read again. */
+const REFUSAL_RECHECK_MS = 30_000;
+
 /** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
 const assignees = (request: FlowRequest) => ({ users: [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u), usergroups: [] });
 
@@ -198,7 +201,22 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
    */
   async function streams(e: Execution): Promise<boolean> {
     if (!notifier.planCall || !e.threadTs || e.progressTs) return false;
-    return !(await streamingRefused(sql, e.teamId));
+    return !(await refusedIn(e.teamId));
+  }
+
+  // Whether Slack refused streaming in a workspace: asked for every review message shown, so read once
+  // per REFUSAL_RECHECK_MS per workspace. A refusal is never taken back; one another replica records is
+  // seen here that much later (meanwhile this replica's own streaming call is refused and records it too).
+  const refusals = new Map<string, { refused: boolean; at: number }>();
+  async function refusedIn(teamId: string): Promise<boolean> {
+    const now = clock.now().getTime();
+    const known = refusals.get(teamId);
+    if (known && (known.refused || now - known.at < REFUSAL_RECHECK_MS)) return known.refused;
+    const refused = await streamingRefused(sql, teamId);
+    refusals.delete(teamId);
+    if (refusals.size >= 10_000) refusals.delete(refusals.keys().next().value!);
+    refusals.set(teamId, { refused, at: now });
+    return refused;
   }
 
   /** A task's output posted or its decision shown: its card in the live plan follows (no step may come to say so). */
@@ -239,6 +257,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           record: async (tx) => {
             // A message that showed its steps while the plan waited to start becomes its progress message.
             await adoptEarlyProgress(tx, e.id);
+            refusals.set(e.teamId, { refused: true, at: clock.now().getTime() });
             if (await recordStreamingRefused(tx, { teamId: e.teamId, error: code, now: clock.now() }))
               deps.log?.warn("Slack refused message streaming in this workspace: progress is shown as one updated message there", {
                 teamId: e.teamId,
