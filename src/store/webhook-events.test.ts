@@ -2,7 +2,7 @@
 // processed or given up before the cut-off) and which it keeps (live runs' dedupe keys, recent ones).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import { insertExecution } from "./executions.js";
+import { insertExecution, updateExecution } from "./executions.js";
 import type { Sql } from "./sql.js";
 import { insertWebhookEvent, markWebhookEventProcessed, pruneWebhookEvents, startWebhookEventAttempt } from "./webhook-events.js";
 
@@ -37,7 +37,8 @@ const run = (state: string, n: number) =>
   );
 
 async function event(executionId: string, key: string, opts: { processedAt?: Date; attempts?: number }) {
-  const id = (await insertWebhookEvent(sql, { executionId, kind: "task", dedupeKey: key, payloadJson: JSON.stringify({ key }) }, t0))!;
+  const id = await insertWebhookEvent(sql, { executionId, kind: "task", dedupeKey: key, payloadJson: JSON.stringify({ key }) }, t0);
+  if (!id) return undefined;
   for (let i = 0; i < (opts.attempts ?? 0); i++) await startWebhookEventAttempt(sql, id);
   if (opts.processedAt) await markWebhookEventProcessed(sql, id, opts.processedAt);
   return id;
@@ -47,14 +48,18 @@ const keys = async () => (await sql.selectFrom("WebhookEvent").select("dedupeKey
 
 describe("store: pruning webhook events", () => {
   it("deletes the old processed and given-up events of ended runs, and keeps live runs' and recent ones", async () => {
-    const ended = await run("completed", 1);
-    const failed = await run("failed", 2);
+    const ended = await run("running", 1);
+    const failed = await run("running", 2);
     const live = await run("waiting", 3);
     await event(ended.id, "ended-old", { processedAt: at(1 * day) });
     await event(ended.id, "ended-recent", { processedAt: at(6 * day) });
     await event(failed.id, "failed-given-up", { attempts: 5 });
     await event(failed.id, "failed-unprocessed-with-attempts-left", { attempts: 2 });
     await event(live.id, "live-old", { processedAt: at(1 * day) });
+    await updateExecution(sql, ended.id, { state: "completed" }, {}, at(7 * day));
+    await updateExecution(sql, failed.id, { state: "failed" }, {}, at(7 * day));
+    // Once a run has ended, nothing more of it is stored.
+    expect(await event(ended.id, "after-the-end", {})).toBeUndefined();
 
     // Seven days' retention, eight days on: the cut-off is day 1 + a bit.
     expect(await pruneWebhookEvents(sql, { before: at(8 * day - 7 * day + 1), maxAttempts: 5 })).toBe(2);

@@ -1,20 +1,37 @@
 // WebhookEvent rows: the durable inbox of crew callbacks, recorded before the HTTP answer and
 // processed after (a delivery received twice is stored once).
 import crypto from "node:crypto";
-import type { Selectable } from "kysely";
+import { type Selectable, sql } from "kysely";
 import { FINISHED_STATES } from "../domain/states.js";
+import { type ExecutionRow, executionBeside, executionColumnsBeside } from "./executions.js";
 import type { DB, Sql } from "./sql.js";
 
 export type WebhookEventRow = Selectable<DB["WebhookEvent"]>;
 
 /**
- * Stores a callback unless the same delivery was stored before; returns its id when new. The body comes
- * as JSON text: the caller has it already (a megabyte-sized body is serialised once, not per use).
+ * Stores a callback of a run that has not ended, unless the same delivery was stored before; returns
+ * its id when stored. The run's state is checked in the same statement, so nothing is stored for a
+ * run that ended meanwhile, whatever the caller last read of it. The body comes as JSON text: the
+ * caller has it already (a megabyte-sized body is serialised once, not per use).
  */
 export async function insertWebhookEvent(db: Sql, e: { executionId: string; kind: string; dedupeKey: string; payloadJson: string }, now: Date): Promise<string | undefined> {
   const row = await db
     .insertInto("WebhookEvent")
-    .values({ id: crypto.randomUUID(), executionId: e.executionId, kind: e.kind, dedupeKey: e.dedupeKey, payload: e.payloadJson, receivedAt: now })
+    .columns(["id", "executionId", "kind", "dedupeKey", "payload", "receivedAt"])
+    .expression(
+      db
+        .selectFrom("Execution")
+        .select([
+          sql<string>`${crypto.randomUUID()}::uuid`.as("id"),
+          "Execution.id as executionId",
+          sql<string>`${e.kind}::text`.as("kind"),
+          sql<string>`${e.dedupeKey}::text`.as("dedupeKey"),
+          sql<string>`${e.payloadJson}::jsonb`.as("payload"),
+          sql<Date>`${now}::timestamp(3)`.as("receivedAt"),
+        ])
+        .where("Execution.id", "=", e.executionId)
+        .where("Execution.state", "not in", FINISHED_STATES),
+    )
     .onConflict((oc) => oc.columns(["executionId", "dedupeKey"]).doNothing())
     .returning("id")
     .executeTakeFirst();
@@ -24,16 +41,22 @@ export async function insertWebhookEvent(db: Sql, e: { executionId: string; kind
 /** A recorded event without its body (which may be megabytes: read it only when it is not at hand). */
 export type WebhookEventHead = Pick<WebhookEventRow, "id" | "executionId" | "kind" | "processedAt" | "attempts">;
 
-/** Counts a processing attempt and returns the event, without its body. */
-export async function startWebhookEventAttempt(db: Sql, id: string): Promise<WebhookEventHead | null> {
-  return (
-    (await db
-      .updateTable("WebhookEvent")
-      .set((eb) => ({ attempts: eb("attempts", "+", 1) }))
-      .where("id", "=", id)
-      .returning(["id", "executionId", "kind", "processedAt", "attempts"])
-      .executeTakeFirst()) ?? null
-  );
+/**
+ * Counts a processing attempt and returns the event, without its body, and its run as it is now: one
+ * statement, since every task, input and crew callback is processed this way.
+ */
+export async function startWebhookEventAttempt(db: Sql, id: string): Promise<(WebhookEventHead & { execution: ExecutionRow }) | null> {
+  const found = await db
+    .updateTable("WebhookEvent")
+    .from("Execution")
+    .set((eb) => ({ attempts: eb("WebhookEvent.attempts", "+", 1) }))
+    .whereRef("Execution.id", "=", "WebhookEvent.executionId")
+    .where("WebhookEvent.id", "=", id)
+    .returning(["WebhookEvent.id", "WebhookEvent.executionId", "WebhookEvent.kind", "WebhookEvent.processedAt", "WebhookEvent.attempts", ...executionColumnsBeside])
+    .executeTakeFirst();
+  if (!found) return null;
+  const { row, execution } = executionBeside(found);
+  return { ...(row as WebhookEventHead), execution };
 }
 
 /** A recorded event's body. */

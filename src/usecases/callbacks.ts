@@ -65,6 +65,8 @@ export type CallbackOutcome =
   /** Taken; `after` schedules the work to do once the crew has its answer (the durable record exists already). */
   | { kind: "accepted"; after?: () => void }
   | { kind: "duplicate" }
+  /** The run ended before its callback could be stored (nothing was). */
+  | { kind: "run_ended" }
   /** An event batch with nothing not seen before. */
   | { kind: "nothing_new" }
   | { kind: "names_another_run" }
@@ -110,9 +112,8 @@ export class Callbacks {
    */
   async authenticate(executionId: string, kind: string, secret: string, authorization?: string): Promise<{ caller: AuthenticatedCallback } | { refused: CallbackRefusal }> {
     if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { refused: { kind: "unknown_callback" } };
-    // Step callbacks come in floods and do nothing once the run has ended: the cached row will do.
-    // The others are few, and whether the run has ended must be current for them.
-    if (kind !== "step") this.cache.delete(executionId);
+    // The cached row will do: its secret and token never change, and an ended run stays ended. A run
+    // that ended since it was cached is caught where the callback is stored (record: run_ended).
     const execution = await this.lookup(executionId);
     if (!execution) return { refused: { kind: "unknown_run" } };
     if (!sameSecret(secret, execution.webhookSecret)) return { refused: { kind: "bad_secret" } };
@@ -152,7 +153,7 @@ export class Callbacks {
       return { kind: "accepted" };
     }
     const recorded = await this.record(execution.id, kind, body);
-    if (!recorded) return { kind: "duplicate" };
+    if (!recorded) return (await this.hasEnded(execution.id)) ? { kind: "run_ended" } : { kind: "duplicate" };
     // The body is at hand: processing it here need not read megabytes back from the database.
     return { kind: "accepted", after: () => this.work.push(() => this.process(recorded, body)) };
   }
@@ -196,13 +197,12 @@ export class Callbacks {
    * is the event's recorded body when the caller has it (the request that recorded it); else it is read.
    */
   async process(eventId: string, body?: unknown): Promise<void> {
+    // The run comes with it as it is now, not as cached at intake (its state decides what the event may do).
     const record = await startWebhookEventAttempt(this.sql, eventId);
     if (!record) throw new Error(`webhook event ${eventId} does not exist`);
     if (record.processedAt) return;
+    const { execution } = record;
     try {
-      // The run as it is now, not as cached at intake (its state decides what the event may do).
-      const execution = await findExecution(this.sql, record.executionId);
-      if (!execution) throw new Error(`execution ${record.executionId} of webhook event ${eventId} does not exist`);
       const payload = body !== undefined ? body : await webhookEventPayload(this.sql, eventId);
       const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, payload);
       await this.apply(execution, event);
@@ -260,6 +260,13 @@ export class Callbacks {
     const payloadJson = JSON.stringify(body);
     const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(payloadJson).digest("hex");
     return insertWebhookEvent(this.sql, { executionId, kind, dedupeKey, payloadJson }, this.clock.now());
+  }
+
+  /** Whether the run has ended (or is gone), read afresh: its cached row may predate the end. */
+  private async hasEnded(id: string): Promise<boolean> {
+    this.cache.delete(id);
+    const execution = await this.lookup(id);
+    return !execution || isFinished(execution.state);
   }
 
   private async lookup(id: string): Promise<Execution | undefined> {

@@ -72,6 +72,8 @@ function answerOf(outcome: CallbackOutcome): [status: number, body: Record<strin
       return [202, { ok: true, message: "accepted" }];
     case "duplicate":
       return [200, { ok: true, message: "duplicate delivery ignored" }];
+    case "run_ended":
+      return [REFUSALS.run_ended[0], { error: REFUSALS.run_ended[1] }];
     case "nothing_new":
       return [200, { ok: true, message: "nothing new" }];
     case "names_another_run":
