@@ -45,10 +45,19 @@ export class InstallationUnreadable extends Error {
   }
 }
 
+/** How long a workspace's installation row, once read, is used before it is read again. */
+const INSTALLATION_REREAD_MS = 10_000;
+
 export class DbInstallationStore implements InstallationStore {
   private readonly sql: Sql;
   /** Installations already reported unreadable by this process (each is logged as an error once). */
   private readonly reported = new Set<string>();
+  /**
+   * Rows read in the last INSTALLATION_REREAD_MS, by the keys asked for: every Slack request and every
+   * outbox call asks, a burst of them in one workspace reads the row once. A write through this store
+   * clears it; another replica's write (a reinstall, an uninstall) is seen here that much later.
+   */
+  private readonly recent = new Map<string, { row: SlackInstallationRow | null; at: number }>();
 
   constructor(
     db: Sql,
@@ -89,6 +98,7 @@ export class DbInstallationStore implements InstallationStore {
     };
     const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, ...rest }) => rest)(row);
     await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
+    this.recent.clear();
     this.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
   }
 
@@ -115,6 +125,7 @@ export class DbInstallationStore implements InstallationStore {
   async deleteInstallation(query: InstallationQuery<boolean>): Promise<void> {
     const key = installKeyOf(!!query.isEnterpriseInstall, query.teamId, query.enterpriseId);
     if (key) await store.deleteInstallation(this.sql, key);
+    this.recent.clear();
   }
 
   /** The bot token for a workspace: its own install, else its Grid org's org-wide install. */
@@ -126,12 +137,16 @@ export class DbInstallationStore implements InstallationStore {
 
   /** Removes a workspace's own installation (app_uninstalled); returns how many rows went. */
   async deleteTeam(teamId: string): Promise<number> {
-    return store.deleteInstallation(this.sql, `T:${teamId}`);
+    const deleted = await store.deleteInstallation(this.sql, `T:${teamId}`);
+    this.recent.clear();
+    return deleted;
   }
 
   /** Removes an org-wide installation (app_uninstalled for an org install). */
   async deleteEnterprise(enterpriseId: string): Promise<number> {
-    return store.deleteInstallation(this.sql, `E:${enterpriseId}`);
+    const deleted = await store.deleteInstallation(this.sql, `E:${enterpriseId}`);
+    this.recent.clear();
+    return deleted;
   }
 
   /** The teams of a Grid org that have an install of their own. */
@@ -206,9 +221,17 @@ export class DbInstallationStore implements InstallationStore {
       if (enterpriseId) keys.push(`E:${enterpriseId}`);
     }
     if (keys.length === 0) return null;
+    const asked = keys.join(" ");
+    const now = this.clock.now().getTime();
+    const known = this.recent.get(asked);
+    if (known && now - known.at < INSTALLATION_REREAD_MS) return known.row;
     const rows = await store.installationsByKeys(this.sql, keys);
     // The workspace's own install first, then its org's.
-    return keys.map((k) => rows.find((r) => r.installKey === k)).find((r) => r) ?? null;
+    const row = keys.map((k) => rows.find((r) => r.installKey === k)).find((r) => r) ?? null;
+    this.recent.delete(asked);
+    if (this.recent.size >= 10_000) this.recent.delete(this.recent.keys().next().value!);
+    this.recent.set(asked, { row, at: now });
+    return row;
   }
 }
 
