@@ -200,3 +200,40 @@ describe("an approval while more are needed", () => {
     expect(resumes).toHaveLength(0);
   });
 });
+
+describe("the status poll after a decision", () => {
+  beforeEach(async () => {
+    db = await createTestDatabase();
+  });
+  afterEach(async () => db.drop());
+
+  const T = new Date("2026-05-04T10:00:00.000Z");
+  const taking: CrewApi = { ...crew, resume: async () => ({ status: "resumed" }) };
+
+  async function decidedRun(webhooks: boolean, source: "input" | "poll"): Promise<Date> {
+    const lifecycle = new Lifecycle({
+      db: db.database.sql,
+      crews: { get: () => taking },
+      outbox: new DurableOutbox(db.database.sql, systemClock),
+      webhookUrls: () => undefined,
+      log: silentLogger,
+      clock: { now: () => T },
+      pollAfterDecisionMs: 2000,
+    });
+    const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks });
+    await lifecycle.runs.setThread(created.id, "100.0");
+    const execution = await lifecycle.runs.kickedOff(created.id, `k-${created.id}`);
+    const review = await lifecycle.reviews.awaitDecision(execution, { taskKey: "t1", name: "research_task", output: OUTPUT }, { source, observedAt: T });
+    expect((await lifecycle.reviews.decide({ reviewId: review!.id, userId: "U2", approve: true, feedback: "" })).kind).toBe("decided");
+    return (await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).nextPollAt;
+  }
+
+  it("waits for the crew's webhooks when it sends human-input requests: the status is asked later, as the safety net", async () => {
+    expect(await decidedRun(true, "input")).toEqual(new Date(T.getTime() + 2000));
+  });
+
+  it("asks the status at once when the crew has not said it sends them, or the run gets no webhooks", async () => {
+    expect(await decidedRun(true, "poll")).toEqual(T);
+    expect(await decidedRun(false, "input")).toEqual(T);
+  });
+});
