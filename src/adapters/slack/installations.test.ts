@@ -136,6 +136,23 @@ describe("DbInstallationStore", () => {
     expect(await store.resealStale()).toBe(0);
   });
 
+  it("reads a workspace's row once per 10 s for the requests that ask for it; its own writes are seen at once", async () => {
+    let now = new Date("2026-05-04T10:00:00.000Z");
+    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger, { now: () => now });
+    const query = { teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false };
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one"));
+    expect((await store.fetchInstallation(query)).bot?.token).toBe("xoxb-one");
+    // Written through the store: the next request sees it.
+    await store.storeInstallation(workspace("T0ONE", "xoxb-one-again"));
+    expect((await store.fetchInstallation(query)).bot?.token).toBe("xoxb-one-again");
+    // Removed by another replica (here: straight from the database): seen once 10 s have passed.
+    await prismaOf(db.database).slackInstallation.deleteMany({});
+    now = new Date(now.getTime() + 9_999);
+    expect((await store.fetchInstallation(query)).bot?.token).toBe("xoxb-one-again");
+    now = new Date(now.getTime() + 1);
+    await expect(store.fetchInstallation(query)).rejects.toThrow(InstallationNotFound);
+  });
+
   it("refuses a token moved to another workspace's row or edited in the database", async () => {
     const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
     await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
