@@ -233,7 +233,6 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     claimStaleMs: config.polling?.claimStaleMs,
     telemetry,
     holder: replica,
-    pollAfterDecisionMs: opts.watcher?.minBackoffMs ?? config.polling?.minBackoffMs,
   });
   const reminders = new ReviewReminders(
     { db: database.sql, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },

@@ -42,8 +42,6 @@ export interface LifecycleDeps {
   afterReminder?: DeadlineDeps["afterReminder"];
   /** This replica, named in the claims of decisions, deadlines and stops (a gone holder's are taken over at once). */
   holder?: ClaimHolder;
-  /** After a decision, when a run whose crew says what comes next is polled (ReviewsDeps.pollAfterDecisionMs). */
-  pollAfterDecisionMs?: number;
 }
 
 export class Lifecycle {
@@ -74,7 +72,6 @@ export class Lifecycle {
       onPending: deadlineStamper(deps.deadlinePolicy, clock),
       telemetry: deps.telemetry,
       holder: deps.holder,
-      pollAfterDecisionMs: deps.pollAfterDecisionMs,
     });
     this.reviews = reviews;
     this.deadlines = new ReviewDeadlines({

@@ -157,16 +157,7 @@ export interface ReviewsDeps {
   holdMs?: number;
   /** This replica: named in the decisions it claims; a decision whose holder is gone is taken over at once. */
   holder?: ClaimHolder;
-  /**
-   * After a decision, how long until the run's status is asked when its crew sends webhooks and
-   * human-input requests (they will say what comes next; the poll is only the safety net). Other runs
-   * are asked at once. Default POLL_AFTER_DECISION_MS; the app passes the watcher's first backoff (POLL_MIN_BACKOFF_MS).
-   */
-  pollAfterDecisionMs?: number;
 }
-
-/** The watcher's default first backoff (watcher.ts), the wait after a decision when the crew will say what comes next. */
-const POLL_AFTER_DECISION_MS = 2000;
 
 const awaitedKey = (crewName: string, taskName: string) => `${crewName}\0${taskName}`;
 /** How many tasks awaited before are remembered (the most recent). */
@@ -179,7 +170,6 @@ export class Reviews {
   private readonly tasksAwaited = new Set<string>();
   private readonly sql: Sql;
   private readonly core: DecisionCore;
-  private readonly pollAfterDecisionMs: number;
 
   private readonly runs: Runs;
   private readonly crews: CrewDirectory;
@@ -201,7 +191,6 @@ export class Reviews {
     this.onPending = deps.onPending;
     this.telemetry = deps.telemetry ?? noTelemetry;
     this.holdMs = deps.holdMs ?? TASK_MESSAGE_HOLD_MS;
-    this.pollAfterDecisionMs = deps.pollAfterDecisionMs ?? POLL_AFTER_DECISION_MS;
     this.sql = deps.db;
     this.holder = deps.holder;
     this.core = new DecisionCore({ db: deps.db, outbox: deps.outbox, audit: deps.audit, log: deps.log, clock: deps.clock, holder: deps.holder });
@@ -473,13 +462,8 @@ export class Reviews {
     return this.core.settle(crewReviewTarget(), found, {
       move: async (tx) => {
         const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), patch)) ?? (await findReview(tx, review.id)) ?? review;
-        // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff); at
-        // once, unless its webhooks and human-input requests will say what comes next.
-        if (outcome === "decided") {
-          const told = found.execution.webhooks && this.crewsAskingForInput.has(found.execution.crewName);
-          const nextPollAt = new Date(this.clock.now().getTime() + (told ? this.pollAfterDecisionMs : 0));
-          await this.runs.transition(review.executionId, "review_decided", { nextPollAt, pollBackoffMs: 0 }, tx);
-        }
+        // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
+        if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
         return { ...moved, execution: found.execution };
       },
       audit: {
