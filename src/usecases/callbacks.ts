@@ -30,14 +30,13 @@ import { WorkQueue } from "./work-queue.js";
  * Recorded callbacks processed at once; the rest wait their turn (they are durable already).
  * Processing makes no Slack call (it enqueues outbox effects), so a job's time is its database round
  * trips, and on PostgreSQL several jobs overlap them. Measured with 50 runs in flight on one replica
- * (`npm run bench -- scale-out`, a loaded 2-core machine): recorded → processed p50 4–5 s with 2 at a
- * time (reviews mostly came through status polling), 0.7 s with 4, 0.2–0.6 s with 8; 8 also took
- * pool connections (10) from the intake, whose burst answered fewer callbacks a second
- * (`npm run bench -- task-intake`). The embedded database runs one query at a time (on its own
- * thread), where a second job adds nothing but makes callbacks wait longer for their answer (the app
- * passes 1 there).
+ * (`npm run bench -- scale-out`, 2 cores, three rounds each): recorded → processed p50 about 350 ms
+ * with 4 at a time on a pool of 10 connections, 180 ms with 8 on a pool of 16 (db/database.ts
+ * POSTGRES_POOL_SIZE; with 10, 8 jobs took connections from the intake). The embedded database runs
+ * one query at a time (on its own thread), where a second job adds nothing but makes callbacks wait
+ * longer for their answer (the app passes 1 there).
  */
-export const DEFAULT_PROCESSING_CONCURRENCY = 4;
+export const DEFAULT_PROCESSING_CONCURRENCY = 8;
 
 /** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION). */
 export const DEFAULT_WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
