@@ -12,7 +12,7 @@ import {
   updateExecution,
   updateExecutionReturning,
 } from "../store/executions.js";
-import { moveReviewsOf } from "../store/reviews.js";
+import { lockReviewsOf, moveReviewsOf } from "../store/reviews.js";
 import { inTransaction, type Sql } from "../store/sql.js";
 import { type Audit, sha256 } from "./audit.js";
 import type { Clock, Execution, Outbox } from "./ports.js";
@@ -124,7 +124,11 @@ export class Runs {
     await this.progress.finish(id);
     const { from, to } = executionTransition(outcome.event);
     const now = this.clock.now();
+    const close = reviewTransition("run_finished");
     const won = await inTransaction(this.sql, async (tx) => {
+      // The reviews first, then the run: the order of a review's promotion (store/reviews.ts
+      // lockReviewsOf). A task message being promoted meanwhile is waited for, then closed with the rest.
+      await lockReviewsOf(tx, id, [...close.from, "posted"]);
       const changed = await updateExecution(tx, id, { state: to, output: outcome.output ?? null, error: outcome.error ?? null, finishedAt: now }, { states: from }, now);
       if (changed !== 1) return false;
       await this.audit?.record(
@@ -137,7 +141,7 @@ export class Runs {
         tx,
       );
       // Reviews still waiting were not needed after all: their messages lose their controls.
-      const closed = await moveReviewsOf(tx, id, reviewTransition("run_finished"), now);
+      const closed = await moveReviewsOf(tx, id, close, now);
       for (const reviewId of closed) await this.outbox.add(tx, { kind: "review.show", subjectId: reviewId });
       await this.outbox.add(tx, { kind: "run.completion", subjectId: id });
       // The run's progress shows its end (its live plan stops), whether or not steps came here.

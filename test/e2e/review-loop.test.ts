@@ -1,9 +1,11 @@
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { usePostgres } from "../support/test-database.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -269,5 +271,44 @@ describe("review loop", () => {
     // progressIntervalMs is 200 in the harness: at most one call per interval, plus the first and the trailing one.
     expect(progressCalls.length).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 3);
     expect(progressCalls.length).toBeLessThan(50);
+  });
+});
+
+describe.runIf(usePostgres)("a run ending while its review is promoted (PostgreSQL)", () => {
+  it("the crew's completion arrives while another replica promotes the run's review (its row, then the run's): the review closes, not left decidable on a finished run", async () => {
+    h = await startHarness();
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    const db = new pg.Client({ connectionString: h.db.url! });
+    const other = new pg.Client({ connectionString: h.db.url! });
+    await Promise.all([db.connect(), other.connect()]);
+    const crewHook = h.crew.webhookDeliveries.find((d) => d.url.includes(`/${execution.id}/task/`))!.url.replace("/task/", "/crew/");
+    try {
+      // A task message not yet decidable, promoted by another replica (usecases/reviews.ts promote):
+      // in one transaction, the review's row, then the run's.
+      await db.query(`UPDATE "Review" SET state = 'posted' WHERE id = $1`, [review.reviewId]);
+      await other.query("BEGIN");
+      await other.query(`UPDATE "Review" SET state = 'pending' WHERE id = $1 AND state = 'posted'`, [review.reviewId]);
+      const answered = fetch(crewHook, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ kickoff_id: execution.kickoffId, result: "done" }),
+      });
+      expect((await answered).status).toBe(202);
+      // Ending the run waits for the review's row (before, it ended the run and passed the review by).
+      await eventually(
+        async () =>
+          (await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n > 0 ||
+          (await db.query(`SELECT state FROM "Execution" WHERE id = $1`, [execution.id])).rows[0].state === "completed",
+        { what: "the run's end waiting for the review's row, or done" },
+      );
+      await other.query(`UPDATE "Execution" SET state = 'waiting' WHERE id = $1 AND state IN ('starting', 'running', 'waiting')`, [execution.id]);
+      await other.query("COMMIT");
+    } finally {
+      await Promise.all([db.end(), other.end()]);
+    }
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).state === "completed", { what: "the run's end" });
+    await h.settled();
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
   });
 });
