@@ -170,12 +170,14 @@ export class Callbacks {
       return { kind: "malformed", problem: isCrewError(err) ? err.message : "malformed event batch" };
     }
     const recorded: string[] = [];
+    let tried = false;
     for (const event of events) {
       // An event naming another run than the one its URL is bound to is not this run's news.
       if (event.runId && execution.kickoffId && event.runId !== execution.kickoffId) continue;
       const effect = effectOf(event);
       if (effect.kind === "progress" && !isFinished(execution.state)) this.progress.step(execution, effect.step);
       if (effect.kind !== "callback") continue;
+      tried = true;
       const id = await insertWebhookEvent(
         this.sql,
         { executionId: execution.id, kind: effect.callback, dedupeKey: eventDedupeKey(event.id), payloadJson: JSON.stringify(effect.body) },
@@ -183,7 +185,7 @@ export class Callbacks {
       );
       if (id) recorded.push(id);
     }
-    if (!recorded.length) return { kind: "nothing_new" };
+    if (!recorded.length) return tried && (await this.hasEnded(execution.id)) ? { kind: "run_ended" } : { kind: "nothing_new" };
     return { kind: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
   }
 

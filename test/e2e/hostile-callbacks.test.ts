@@ -176,4 +176,29 @@ describe("hostile crew callbacks", () => {
     expect(h.slack.calls.length).toBe(slackCalls);
     expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).output).not.toBe("a different ending");
   });
+
+  it("14. a run ended elsewhere (another replica, its cached row still live here) gets 410 for every callback that would be stored, and nothing is", async () => {
+    h = await startHarness({ crew: { tasks: oneTask("waiting here") } });
+    const execution = await startRunViaSlack(h);
+    await pendingReview(h);
+    await h.settled();
+    const base = `${h.botUrl}/hooks/${execution.id}`;
+    const send = (kind: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}/${kind}/${execution.webhookSecret}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json", ...headers } });
+    // A step caches the run's row here while it is live.
+    expect((await send("step", { kickoff_id: execution.kickoffId, thought: "still going" })).status).toBe(202);
+    // Another replica ends the run: this one's cached row does not know.
+    await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { state: "completed", finishedAt: new Date() } });
+    const stored = await prismaOf(h.bot.database).webhookEvent.count();
+    const bearer = { authorization: `Bearer ${execution.humanInputToken}` };
+    const late: [string, unknown, Record<string, string>][] = [
+      ["task", { kickoff_id: execution.kickoffId, name: "late_task", output: "late output" }, {}],
+      ["input", { kickoff_id: execution.kickoffId, task_id: "t9", output: "late input" }, bearer],
+      ["events", { events: [{ id: "e-late-2", type: "task_completed", timestamp: new Date().toISOString(), data: { output: "late event" } }] }, bearer],
+      ["crew", { kickoff_id: execution.kickoffId, result: "a different ending" }, {}],
+    ];
+    for (const [kind, body, headers] of late) expect((await send(kind, body, headers)).status, kind).toBe(410);
+    await h.settled();
+    expect(await prismaOf(h.bot.database).webhookEvent.count()).toBe(stored);
+  });
 });
