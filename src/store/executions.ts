@@ -38,7 +38,7 @@ const PATCHABLE = new Set<string>(EXECUTION_PATCHABLE);
  * Every Execution column, so that a run can be read beside another row in one statement
  * (executionBeside); the type below fails to compile when a column is missing from it.
  */
-export const EXECUTION_COLUMNS = [
+const EXECUTION_COLUMNS = [
   ...EXECUTION_PATCHABLE,
   "id",
   "crewName",
