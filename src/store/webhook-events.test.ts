@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { insertExecution, updateExecution } from "./executions.js";
 import type { Sql } from "./sql.js";
-import { insertWebhookEvent, markWebhookEventProcessed, pruneWebhookEvents, startWebhookEventAttempt } from "./webhook-events.js";
+import { countRecordedEvents, insertWebhookEvent, markWebhookEventProcessed, pruneWebhookEvents, startWebhookEventAttempt } from "./webhook-events.js";
 
 let db: TestDatabase;
 let sql: Sql;
@@ -58,8 +58,9 @@ describe("store: pruning webhook events", () => {
     await event(live.id, "live-old", { processedAt: at(1 * day) });
     await updateExecution(sql, ended.id, { state: "completed" }, {}, at(7 * day));
     await updateExecution(sql, failed.id, { state: "failed" }, {}, at(7 * day));
-    // Once a run has ended, nothing more of it is stored.
+    // Once a run has ended, nothing more of it is stored; what it had is still found as recorded.
     expect(await event(ended.id, "after-the-end", {})).toBeUndefined();
+    expect(await countRecordedEvents(sql, ended.id, ["ended-old", "ended-recent", "after-the-end"])).toBe(2);
 
     // Seven days' retention, eight days on: the cut-off is day 1 + a bit.
     expect(await pruneWebhookEvents(sql, { before: at(8 * day - 7 * day + 1), maxAttempts: 5 })).toBe(2);

@@ -38,6 +38,18 @@ export async function insertWebhookEvent(db: Sql, e: { executionId: string; kind
   return row?.id;
 }
 
+/** How many of these deliveries (by dedupe key) the run has recorded already. */
+export async function countRecordedEvents(db: Sql, executionId: string, dedupeKeys: readonly string[]): Promise<number> {
+  if (!dedupeKeys.length) return 0;
+  const row = await db
+    .selectFrom("WebhookEvent")
+    .select((eb) => eb.fn.countAll<string>().as("n"))
+    .where("executionId", "=", executionId)
+    .where("dedupeKey", "in", [...dedupeKeys])
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** A recorded event without its body (which may be megabytes: read it only when it is not at hand). */
 export type WebhookEventHead = Pick<WebhookEventRow, "id" | "executionId" | "kind" | "processedAt" | "attempts">;
 

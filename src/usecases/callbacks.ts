@@ -11,6 +11,7 @@ import { findExecution } from "../store/executions.js";
 import { isUuid } from "../store/ids.js";
 import type { Sql } from "../store/sql.js";
 import {
+  countRecordedEvents,
   insertWebhookEvent,
   markWebhookEventFailed,
   markWebhookEventProcessed,
@@ -151,8 +152,9 @@ export class Callbacks {
       if (!isFinished(execution.state)) this.progress.step(execution, event);
       return { kind: "accepted" };
     }
-    const recorded = await this.record(execution.id, kind, body);
-    if (!recorded) return (await this.hasEnded(execution.id)) ? { kind: "run_ended" } : { kind: "duplicate" };
+    const delivery = this.deliveryOf(kind, body);
+    const recorded = await insertWebhookEvent(this.sql, { executionId: execution.id, kind, ...delivery }, this.clock.now());
+    if (!recorded) return (await this.refusedAsEnded(execution.id, [delivery.dedupeKey])) ? { kind: "run_ended" } : { kind: "duplicate" };
     // The body is at hand: processing it here need not read megabytes back from the database.
     return { kind: "accepted", after: () => this.work.push(() => this.process(recorded, body)) };
   }
@@ -170,22 +172,19 @@ export class Callbacks {
       return { kind: "malformed", problem: isCrewError(err) ? err.message : "malformed event batch" };
     }
     const recorded: string[] = [];
-    let tried = false;
+    const skipped: string[] = [];
     for (const event of events) {
       // An event naming another run than the one its URL is bound to is not this run's news.
       if (event.runId && execution.kickoffId && event.runId !== execution.kickoffId) continue;
       const effect = effectOf(event);
       if (effect.kind === "progress" && !isFinished(execution.state)) this.progress.step(execution, effect.step);
       if (effect.kind !== "callback") continue;
-      tried = true;
-      const id = await insertWebhookEvent(
-        this.sql,
-        { executionId: execution.id, kind: effect.callback, dedupeKey: eventDedupeKey(event.id), payloadJson: JSON.stringify(effect.body) },
-        this.clock.now(),
-      );
+      const dedupeKey = eventDedupeKey(event.id);
+      const id = await insertWebhookEvent(this.sql, { executionId: execution.id, kind: effect.callback, dedupeKey, payloadJson: JSON.stringify(effect.body) }, this.clock.now());
       if (id) recorded.push(id);
+      else skipped.push(dedupeKey);
     }
-    if (!recorded.length) return tried && (await this.hasEnded(execution.id)) ? { kind: "run_ended" } : { kind: "nothing_new" };
+    if (!recorded.length) return (await this.refusedAsEnded(execution.id, skipped)) ? { kind: "run_ended" } : { kind: "nothing_new" };
     return { kind: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
   }
 
@@ -257,17 +256,21 @@ export class Callbacks {
     }
   }
 
-  private async record(executionId: string, kind: string, body: unknown): Promise<string | undefined> {
+  /** A callback's body as stored, and its dedupe key (its kind and content: a delivery received twice is one). */
+  private deliveryOf(kind: string, body: unknown): { dedupeKey: string; payloadJson: string } {
     const payloadJson = JSON.stringify(body);
-    const dedupeKey = crypto.createHash("sha256").update(kind).update("\0").update(payloadJson).digest("hex");
-    return insertWebhookEvent(this.sql, { executionId, kind, dedupeKey, payloadJson }, this.clock.now());
+    return { dedupeKey: crypto.createHash("sha256").update(kind).update("\0").update(payloadJson).digest("hex"), payloadJson };
   }
 
-  /** Whether the run has ended (or is gone), read afresh: its cached row may predate the end. */
-  private async hasEnded(id: string): Promise<boolean> {
-    this.cache.delete(id);
-    const execution = await this.lookup(id);
-    return !execution || isFinished(execution.state);
+  /**
+   * Deliveries that were not stored: either each was stored before (a repeat, answered as such, even
+   * once the run has ended), or the run had ended when they came (the INSERT checks it), whatever its
+   * cached row says. The cached row is dropped then, so the next callback reads the end.
+   */
+  private async refusedAsEnded(executionId: string, dedupeKeys: string[]): Promise<boolean> {
+    if (!dedupeKeys.length || (await countRecordedEvents(this.sql, executionId, dedupeKeys)) === dedupeKeys.length) return false;
+    this.cache.delete(executionId);
+    return true;
   }
 
   private async lookup(id: string): Promise<Execution | undefined> {
