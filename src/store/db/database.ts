@@ -57,7 +57,7 @@ export interface DatabaseOptions {
  * each): 16 connections with 8 callbacks at once beat 10 with 4 (review visible p99 about 750 ms
  * against 960 ms, recorded → processed p50 180 ms against 350 ms).
  */
-export const POSTGRES_POOL_SIZE = 16;
+const POSTGRES_POOL_SIZE = 16;
 
 export function openDatabase(opts: DatabaseOptions): Database {
   return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? POSTGRES_POOL_SIZE) : openEmbedded(opts);
