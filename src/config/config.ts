@@ -94,7 +94,8 @@ export interface AppConfig {
   /**
    * Status polling (src/usecases/watcher.ts). Optional tuning, mainly for tests and replicas:
    * POLL_INTERVAL_MS (tick, default 1000), POLL_MIN_BACKOFF_MS (2000), POLL_MAX_BACKOFF_MS (60000),
-   * POLL_LEASE_MS (30000), POLL_LOST_GRACE_MS (120000), POLL_SWEEP_MS (30000). Unset values keep the defaults.
+   * POLL_LEASE_MS (30000), POLL_LOST_GRACE_MS (120000), POLL_END_GRACE_MS (15000), POLL_SWEEP_MS (30000).
+   * Unset values keep the defaults.
    */
   polling?: {
     tickMs?: number;
@@ -102,6 +103,7 @@ export interface AppConfig {
     maxBackoffMs?: number;
     leaseMs?: number;
     lostGraceMs?: number;
+    endGraceMs?: number;
     sweepMs?: number;
     claimStaleMs?: number;
     outboxConcurrency?: number;
@@ -182,6 +184,8 @@ const VARIABLES: Record<string, string> = {
   POLL_MAX_BACKOFF_MS: "longest wait (ms) between status polls of an unchanged run (default 60000)",
   POLL_LEASE_MS: "how long (ms) a replica holds a run while polling it; a dead replica's runs move on after this (default 30000)",
   POLL_LOST_GRACE_MS: "how long (ms) the crew may answer 404 for a run before it is declared lost (default 120000)",
+  POLL_END_GRACE_MS:
+    "how long (ms) a run with webhooks waits for the crew's own end callback once its status says it has ended, so its last task's message comes first (default 15000; 0: finish from the status at once)",
   POLL_SWEEP_MS: "how often (ms) unposted reviews and completion notices are re-posted after a crash (default 30000)",
   CLAIM_STALE_MS: "how long (ms) a replica's claim on a Slack effect holds before another replica takes it over (default 60000)",
   OUTBOX_CONCURRENCY: "how many Slack effects one replica performs at once (default 16)",
@@ -527,6 +531,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     maxBackoffMs: ms("POLL_MAX_BACKOFF_MS", 10),
     leaseMs: ms("POLL_LEASE_MS", 100),
     lostGraceMs: ms("POLL_LOST_GRACE_MS", 0),
+    endGraceMs: ms("POLL_END_GRACE_MS", 0),
     sweepMs: ms("POLL_SWEEP_MS", 100),
     claimStaleMs: ms("CLAIM_STALE_MS", 100),
     outboxConcurrency: check("OUTBOX_CONCURRENCY", z.coerce.number().int().min(1).max(256), optional(env, "OUTBOX_CONCURRENCY")),

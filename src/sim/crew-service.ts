@@ -91,6 +91,8 @@ export interface SimCrewOptions {
    * else (no step, task, crew or human-input callbacks); `chaos` shuffles each batch and repeats an event.
    */
   eventStream?: { only?: boolean; chaos?: boolean };
+  /** The callback (or event) saying the run has ended is sent this long after status says so (a status running ahead of it). */
+  endCallbackLagMs?: number;
 }
 
 export interface SimRequestLog {
@@ -471,6 +473,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     exec.state = "SUCCESS";
     exec.pausedTaskId = undefined;
     touch(exec);
+    if (opts.endCallbackLagMs) await sleep(opts.endCallbackLagMs);
     await deliver(exec, "crew", {
       kickoff_id: exec.id,
       result: exec.result,
@@ -484,6 +487,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
     exec.result = "";
     exec.pausedTaskId = undefined;
     touch(exec);
+    if (opts.endCallbackLagMs) await sleep(opts.endCallbackLagMs);
     await deliver(exec, "crew", { kickoff_id: exec.id, result: "", error });
   }
 

@@ -25,6 +25,7 @@ const EXECUTION_PATCHABLE = [
   "leaseOwner",
   "leaseExpiresAt",
   "notFoundSince",
+  "endSeenAt",
   "stoppedBy",
   "stopClaimedAt",
   "stopClaimedBy",

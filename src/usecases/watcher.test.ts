@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sameOutputVerdict } from "./reviews.js";
-import { actionForStatus, isLost, nextBackoff, waitWithinGrace } from "./watcher.js";
+import { actionForStatus, graceOver, nextBackoff, waitWithinGrace } from "./watcher.js";
 
 const opts = { minBackoffMs: 2000, maxBackoffMs: 60_000 };
 
@@ -28,9 +28,9 @@ describe("lost-run grace", () => {
   const t0 = new Date("2026-01-01T00:00:00Z");
   const at = (ms: number) => new Date(t0.getTime() + ms);
   it("declares lost only once the 404s have lasted the grace period", () => {
-    expect(isLost(null, at(1e9), 1000)).toBe(false);
-    expect(isLost(t0, at(999), 1000)).toBe(false);
-    expect(isLost(t0, at(1000), 1000)).toBe(true);
+    expect(graceOver(null, at(1e9), 1000)).toBe(false);
+    expect(graceOver(t0, at(999), 1000)).toBe(false);
+    expect(graceOver(t0, at(1000), 1000)).toBe(true);
   });
   it("does not wait past the end of the grace period", () => {
     expect(waitWithinGrace(60_000, null, at(0), 120_000)).toBe(60_000);

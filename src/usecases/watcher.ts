@@ -26,6 +26,12 @@ export interface WatcherOptions {
   leaseMs: number;
   /** How long status may answer 404 before the run is declared lost (default 120 000 ms). */
   lostGraceMs: number;
+  /**
+   * How long a run with webhooks waits for its crew's own callbacks once status says it has ended
+   * (default 15 000 ms): a status answer can run ahead of the callbacks (the last task's, the end's),
+   * and finishing from it would refuse them, leaving the last task out of the thread. 0: finish at once.
+   */
+  endGraceMs: number;
   /** Rows taken per tick (default 20). */
   batchSize: number;
   /** How often callbacks recorded but not processed are looked for (default 30 000 ms; 0 = only at start). */
@@ -45,6 +51,7 @@ export const DEFAULT_WATCHER_OPTIONS: Omit<WatcherOptions, "replicaId"> = {
   maxBackoffMs: 60_000,
   leaseMs: 30_000,
   lostGraceMs: 120_000,
+  endGraceMs: 15_000,
   batchSize: 20,
   sweepMs: 30_000,
 };
@@ -64,18 +71,18 @@ export function nextBackoff(current: number, changed: boolean, opts: Pick<Watche
 }
 
 /**
- * While status answers 404, the next poll is not later than the end of the grace period, so a lost
- * run is declared close to on time.
+ * During a grace period (status answering 404, or saying a run with webhooks has ended before its
+ * callbacks did), the next poll is not later than its end, so what it decides is decided close to on time.
  */
-export function waitWithinGrace(backoffMs: number, notFoundSince: Date | null, now: Date, graceMs: number): number {
-  if (!notFoundSince) return backoffMs;
-  const left = notFoundSince.getTime() + graceMs - now.getTime();
+export function waitWithinGrace(backoffMs: number, since: Date | null, now: Date, graceMs: number): number {
+  if (!since) return backoffMs;
+  const left = since.getTime() + graceMs - now.getTime();
   return Math.max(0, Math.min(backoffMs, left));
 }
 
-/** Whether a 404 has lasted past the grace period. */
-export function isLost(notFoundSince: Date | null, now: Date, graceMs: number): boolean {
-  return !!notFoundSince && now.getTime() - notFoundSince.getTime() >= graceMs;
+/** Whether a grace period that began at `since` is over (a 404 that lasted: the run is lost). */
+export function graceOver(since: Date | null, now: Date, graceMs: number): boolean {
+  return !!since && now.getTime() - since.getTime() >= graceMs;
 }
 
 /** What a status answer means for a run, as data (applied by the watcher). */
@@ -225,6 +232,7 @@ export class RunWatcher {
   private async pollOne(row: Execution): Promise<void> {
     let changed = row.pollBackoffMs <= 0;
     let notFoundSince: Date | null = row.notFoundSince ? new Date(row.notFoundSince) : null;
+    let endSeenAt: Date | null = row.endSeenAt ? new Date(row.endSeenAt) : null;
     const observedAt = this.clock.now();
     try {
       const crew = this.crews.get(row.crewName);
@@ -233,11 +241,16 @@ export class RunWatcher {
         const status = await crew.status(row.kickoffId!);
         if (notFoundSince) changed = true;
         notFoundSince = null;
-        if (await this.apply(row, status, observedAt)) changed = true;
+        const action = actionForStatus(status);
+        const ended = action.kind === "succeeded" || action.kind === "failed";
+        // A run with webhooks: the crew's own callbacks get endGraceMs to say it has ended, after its last task.
+        if (ended && row.webhooks) endSeenAt ??= observedAt;
+        if (ended && row.webhooks && !graceOver(endSeenAt, this.clock.now(), this.options.endGraceMs)) return;
+        if (await this.apply(row, action, observedAt)) changed = true;
       } catch (err) {
         if (!isCrewError(err) || err.kind !== "not_found") throw err;
         notFoundSince ??= observedAt;
-        if (isLost(notFoundSince, this.clock.now(), this.options.lostGraceMs)) {
+        if (graceOver(notFoundSince, this.clock.now(), this.options.lostGraceMs)) {
           await this.lifecycle.runs.finish(row.id, { event: "lost", error: LOST_ERROR });
           changed = true;
         }
@@ -246,12 +259,12 @@ export class RunWatcher {
       this.log.warn("status poll failed", { executionId: row.id, err });
     } finally {
       const backoff = nextBackoff(row.pollBackoffMs, changed, this.options);
-      const wait = waitWithinGrace(backoff, notFoundSince, this.clock.now(), this.options.lostGraceMs);
       const now = this.clock.now();
+      const wait = waitWithinGrace(waitWithinGrace(backoff, notFoundSince, now, this.options.lostGraceMs), endSeenAt, now, this.options.endGraceMs);
       await updateExecution(
         this.sql,
         row.id,
-        { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(now.getTime() + wait), notFoundSince },
+        { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(now.getTime() + wait), notFoundSince, endSeenAt },
         { leaseOwner: this.replicaId },
         now,
       ).catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
@@ -259,8 +272,7 @@ export class RunWatcher {
   }
 
   /** Applies a status answer through the webhook code paths; returns whether anything changed. */
-  private async apply(row: Execution, status: ExecutionStatus, observedAt: Date): Promise<boolean> {
-    const action = actionForStatus(status);
+  private async apply(row: Execution, action: StatusAction, observedAt: Date): Promise<boolean> {
     switch (action.kind) {
       case "none":
         return false;

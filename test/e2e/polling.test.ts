@@ -32,6 +32,8 @@ function click(h: Harness, review: PendingReview, approve: boolean, feedback = "
   return clickReview(h, review, approve, feedback);
 }
 
+const ONE_TASK = [{ id: "t1", name: "only_task", agent: "Solo", delayMs: 50, steps: 0 }];
+
 const kickedOff = (h: Harness) => startRunViaSlack(h, "Tidal power", 15_000);
 
 /** A run that is due for a poll but ended: the watcher's next round must leave it alone (returns how many rounds polled). */
@@ -93,7 +95,8 @@ describe("status polling", () => {
   });
 
   it("webhooks and polls racing for the same reviews and completion: each posted once", async () => {
-    h = await start({ watcher: { tickMs: 10, minBackoffMs: 10, maxBackoffMs: 30 } });
+    // endGraceMs 0: the poll may finish the run as soon as status says so, racing the crew's callback.
+    h = await start({ watcher: { tickMs: 10, minBackoffMs: 10, maxBackoffMs: 30, endGraceMs: 0 } });
     const execution = await kickedOff(h);
     expect(execution.webhooks).toBe(true);
     await click(h, await nextReview(h), true);
@@ -112,7 +115,7 @@ describe("status polling", () => {
 
   it("a run without review pauses, finished by webhook and poll at once, is announced once", async () => {
     h = await start({
-      watcher: { tickMs: 5, minBackoffMs: 5, maxBackoffMs: 10 },
+      watcher: { tickMs: 5, minBackoffMs: 5, maxBackoffMs: 10, endGraceMs: 0 },
       crew: { tasks: [{ id: "t1", name: "only_task", agent: "Solo", delayMs: 150, steps: 0 }] },
     });
     const execution = await kickedOff(h);
@@ -121,6 +124,34 @@ describe("status polling", () => {
       timeoutMs: 15_000,
     });
     await h.settled();
+    expect(completionPosts(h)).toHaveLength(1);
+  });
+
+  it("a status that says the run ended before the crew's callback does: the callback is waited for, and taken", async () => {
+    h = await start({ watcher: { endGraceMs: 10_000 }, crew: { tasks: ONE_TASK, endCallbackLagMs: 1500 } });
+    const execution = await kickedOff(h);
+    const crewCallback = await eventually(() => h.crew.webhookDeliveries.find((d) => d.kind === "crew"), { what: "the crew's end callback", timeoutMs: 15_000 });
+    // Status said SUCCESS for 1.5 s before the callback came, and was asked meanwhile.
+    const sim = h.crew.executions.get(execution.kickoffId!)!;
+    expect(statusPolls(h).filter((r) => r.at >= sim.updatedAt && r.at < crewCallback.sentAt).length).toBeGreaterThan(0);
+    expect(crewCallback.status).toBe(202);
+    const done = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), { what: "the completion" });
+    expect(done.finishedAt!.getTime()).toBeGreaterThanOrEqual(crewCallback.sentAt);
+    await h.settled();
+    expect(completionPosts(h)).toHaveLength(1);
+  });
+
+  it("a crew whose end callback never comes is finished from its status once the grace period is over", async () => {
+    h = await start({ watcher: { endGraceMs: 600 }, crew: { tasks: ONE_TASK, endCallbackLagMs: 60_000 } });
+    const execution = await kickedOff(h);
+    const done = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+      what: "the completion",
+      timeoutMs: 15_000,
+    });
+    expect(done.state).toBe("completed");
+    expect(done.finishedAt!.getTime() - done.endSeenAt!.getTime()).toBeGreaterThanOrEqual(600);
+    expect(h.crew.webhookDeliveries.filter((d) => d.kind === "crew")).toHaveLength(0);
+    await h.settled({ crewRuns: false });
     expect(completionPosts(h)).toHaveLength(1);
   });
 

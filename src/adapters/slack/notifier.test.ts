@@ -43,6 +43,7 @@ const run = (patch: Partial<Execution>): Execution => ({
   leaseOwner: null,
   leaseExpiresAt: null,
   notFoundSince: null,
+  endSeenAt: null,
   ...patch,
 });
 

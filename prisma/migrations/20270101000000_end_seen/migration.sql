@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "Execution" ADD COLUMN     "endSeenAt" TIMESTAMP(3);
+
