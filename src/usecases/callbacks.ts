@@ -33,11 +33,13 @@ import { WorkQueue } from "./work-queue.js";
  * trips, and on PostgreSQL several jobs overlap them. Measured with 50 runs in flight on one replica
  * (`npm run bench -- scale-out`, 2 cores, three rounds each): recorded → processed p50 about 350 ms
  * with 4 at a time on a pool of 10 connections, 180 ms with 8 on a pool of 16 (db/database.ts
- * POSTGRES_POOL_SIZE; with 10, 8 jobs took connections from the intake). The embedded database runs
- * one query at a time (on its own thread), where a second job adds nothing but makes callbacks wait
- * longer for their answer (the app passes 1 there).
+ * POSTGRES_POOL_SIZE; with 10, 8 jobs took connections from the intake). On the pool of 16, 4, 6 and 8
+ * alternated over two rounds (scale-out and task-intake): 6 gave the most reviews a second, the lowest
+ * review p99 and the fastest burst of answers in both (docs/benchmarks.md, Scale-out). The embedded
+ * database runs one query at a time (on its own thread), where a second job adds nothing but makes
+ * callbacks wait longer for their answer (the app passes 1 there).
  */
-export const DEFAULT_PROCESSING_CONCURRENCY = 8;
+export const DEFAULT_PROCESSING_CONCURRENCY = 6;
 
 /** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION). */
 export const DEFAULT_WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
