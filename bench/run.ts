@@ -197,7 +197,9 @@ async function taskIntakeOn(db: "embedded" | "postgres"): Promise<Figure[]> {
 }
 
 async function taskIntake(): Promise<Figure[]> {
-  const out = await taskIntakeOn("embedded");
+  const only = process.env.BENCH_DB; // "embedded" or "postgres" to measure one of them
+  const out = only === "postgres" ? [] : await taskIntakeOn("embedded");
+  if (only === "embedded") return out;
   if (await postgresReachable()) out.push(...(await taskIntakeOn("postgres")));
   else
     out.push({

@@ -121,14 +121,17 @@ describe("confirming a pause from the status after a task webhook", () => {
   let lifecycle: Lifecycle;
   let effects: () => Promise<void>;
   let statusCalls: number;
+  let onStatus: (() => Promise<void>) | undefined;
   beforeEach(async () => {
     db = await createTestDatabase();
     statusCalls = 0;
+    onStatus = undefined;
     updates = [];
     const counting: CrewApi = {
       ...crew,
       status: async () => {
         statusCalls++;
+        await onStatus?.();
         return status;
       },
     };
@@ -154,6 +157,34 @@ describe("confirming a pause from the status after a task webhook", () => {
     await effects();
     expect(updates.at(-1)!.review).toMatchObject({ id: review.id, state: "pending" });
     expect(statusCalls).toBe(1);
+  });
+
+  it("stops asking once the review got its controls another way (a status poll)", async () => {
+    const { execution, review } = await taskMessage();
+    status = { rawState: "RUNNING", phase: "running" };
+    // While the first answer is on its way, the watcher's poll promotes the review.
+    onStatus = async () => {
+      onStatus = undefined;
+      await lifecycle.reviews.awaitDecision(execution, { taskKey: "draft", name: "draft", output: review.output }, { source: "poll", observedAt: new Date() });
+    };
+    await lifecycle.reviews.confirmWaiting(execution, review, [0, 0, 0, 0]);
+    expect(statusCalls).toBe(1);
+    expect((await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending");
+  });
+
+  it("asks only about a run's latest task: the next task's webhook means the crew did not wait on the one before", async () => {
+    const { execution, review } = await taskMessage();
+    const next = (await lifecycle.reviews.open(execution, { taskKey: "edit", name: "edit", output: `edited ${review.output}` }))!;
+    status = { rawState: "PENDING_HUMAN_INPUT", phase: "paused", lastTask: { output: next.output } };
+    const earlier = lifecycle.reviews.confirmWaiting(execution, review, [0, 0, 0, 0]);
+    await lifecycle.reviews.confirmWaiting(execution, next, [0]);
+    await earlier;
+    expect(statusCalls).toBe(1);
+    const states = await prismaOf(db.database).review.findMany({ where: { executionId: execution.id }, orderBy: { createdAt: "asc" } });
+    expect(states.map((r) => [r.taskKey, r.state])).toEqual([
+      ["draft", "posted"],
+      ["edit", "pending"],
+    ]);
   });
 
   it("asks nothing for a crew that sends human-input requests (it says itself when it waits)", async () => {

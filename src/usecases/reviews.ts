@@ -4,7 +4,7 @@ import { type ApprovalPolicy, approvalFeedback, DEFAULT_APPROVAL_POLICY, type St
 import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
-import type { ResumeResult, TaskEvent } from "../protocols/crew/types.js";
+import type { CrewApi, ResumeResult, TaskEvent } from "../protocols/crew/types.js";
 import { abandonedRequests } from "../store/decision-requests.js";
 import { isUuid } from "../store/ids.js";
 import {
@@ -166,6 +166,12 @@ const AWAITED_TASKS_KEPT = 1000;
 export class Reviews {
   /** Crews seen sending a human-input request (this process): their pauses need no status confirmation. */
   private readonly crewsAskingForInput = new Set<string>();
+  /**
+   * Per run, the review whose pause is being confirmed from the status (confirmWaiting): one at a time,
+   * the latest task's. Promoting it ends that; a later task's webhook takes over (the crew went past
+   * the earlier output without waiting on it).
+   */
+  private readonly confirming = new Map<string, string>();
   /** Tasks (crew and task name) whose output a crew waited on before (this process): their task messages are held (TASK_MESSAGE_HOLD_MS). */
   private readonly tasksAwaited = new Set<string>();
   private readonly sql: Sql;
@@ -236,21 +242,38 @@ export class Reviews {
    * After a task webhook, asks the status (a few times while it still says running) whether the crew
    * now waits on that output: deployments that never send a human-input request get their review
    * this way. Runs after the webhook's answer; status polling is the safety net if this is cut short.
+   * The database is read only once the status says the crew waits: every task of every such run
+   * comes here, and at 50 runs in flight five reads per task were a third of the bot's statements.
    */
   async confirmWaiting(execution: Execution, review: Review, delaysMs: readonly number[] = CONFIRM_DELAYS_MS): Promise<void> {
     // A crew that sends human-input requests says when it waits: asking its status after every task
     // would only add calls (status polling stays the safety net).
-    if (this.crewsAskingForInput.has(execution.crewName)) return;
     const crew = this.crews.get(execution.crewName);
+    if (!crew || this.crewsAskingForInput.has(execution.crewName)) return;
+    this.confirming.set(execution.id, review.id);
+    try {
+      await this.confirmFromStatus(crew, execution, review, delaysMs);
+    } finally {
+      if (this.confirming.get(execution.id) === review.id) this.confirming.delete(execution.id);
+    }
+  }
+
+  private async confirmFromStatus(crew: CrewApi, execution: Execution, review: Review, delaysMs: readonly number[]): Promise<void> {
     for (const delay of delaysMs) {
       await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      // Its crew sent a human-input request meanwhile, this process promoted the review (a poll), or
+      // the run's next task came: the crew did not wait on this one.
+      if (this.crewsAskingForInput.has(execution.crewName) || this.confirming.get(execution.id) !== review.id) return;
+      const kickoffId = execution.kickoffId ?? (await this.runs.get(execution.id))?.kickoffId;
+      if (!kickoffId) continue;
+      const status = await crew.status(kickoffId).catch(() => undefined);
+      if (!status || status.phase === "running") continue;
+      if (status.phase !== "paused") return;
+      // Promoted meanwhile (a poll, another replica), decided, or the run ended: nothing to confirm.
       const current = await findReview(this.sql, review.id);
       if (current?.state !== "posted") return;
       const run = await this.runs.get(execution.id);
-      if (!crew || !run?.kickoffId || isFinished(run.state)) return;
-      const status = await crew.status(run.kickoffId).catch(() => undefined);
-      if (!status || status.phase === "running") continue;
-      if (status.phase !== "paused") return;
+      if (!run || isFinished(run.state)) return;
       const last = status.lastTask;
       // The pause is on this output when the status shows it, or shows no task and this is the run's latest.
       const onThis = last?.output ? hashOutput(last.output) === review.outputHash : (await latestReviewOf(this.sql, execution.id))?.id === review.id;
@@ -275,6 +298,7 @@ export class Reviews {
       return shown;
     });
     if (promoted) {
+      if (this.confirming.get(execution.id) === promoted.id) this.confirming.delete(execution.id);
       this.learnAwaited(execution, promoted);
       this.outbox.nudge();
     }
