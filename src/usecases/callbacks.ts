@@ -53,9 +53,15 @@ const PRUNE_EVERY_MS = 3600_000;
 export const CALLBACK_KINDS = ["step", "task", "crew", "input", "events"] as const;
 export type CallbackKind = (typeof CALLBACK_KINDS)[number];
 
+/**
+ * What answering a callback needs of its run. Only this is cached: a cached whole row would keep the
+ * run's final output (up to a callback's 2 MiB) for as long as the row stays among the 1,000 cached.
+ */
+export type IntakeRun = Pick<Execution, "id" | "kickoffId" | "state" | "webhookSecret" | "humanInputToken">;
+
 /** A callback whose URL (and bearer token) named a run and its secret correctly; its body is still unread. */
 export interface AuthenticatedCallback {
-  execution: Execution;
+  execution: IntakeRun;
   kind: CallbackKind;
 }
 
@@ -76,7 +82,7 @@ export type CallbackOutcome =
 
 export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
-  private readonly cache = new Map<string, Execution>();
+  private readonly cache = new Map<string, IntakeRun>();
   private readonly work: WorkQueue;
   private readonly sql: Sql;
   private lastPrune = 0;
@@ -166,7 +172,7 @@ export class Callbacks {
    * task and crew events are recorded (deduplicated by event id) and then go through the same path as
    * task and crew callbacks, in timestamp order, so whichever source arrives first has the effect.
    */
-  private async acceptEvents(execution: Execution, body: unknown): Promise<CallbackOutcome> {
+  private async acceptEvents(execution: IntakeRun, body: unknown): Promise<CallbackOutcome> {
     let events: StreamEvent[];
     try {
       events = parseEventBatch(body);
@@ -275,11 +281,13 @@ export class Callbacks {
     return true;
   }
 
-  private async lookup(id: string): Promise<Execution | undefined> {
+  private async lookup(id: string): Promise<IntakeRun | undefined> {
     const cached = this.cache.get(id);
     if (cached) return cached;
-    const execution = await findExecution(this.sql, id);
-    if (!execution) return undefined;
+    const row = await findExecution(this.sql, id);
+    if (!row) return undefined;
+    const { kickoffId, state, webhookSecret, humanInputToken } = row;
+    const execution: IntakeRun = { id, kickoffId, state, webhookSecret, humanInputToken };
     // Bounded: oldest entries go first (Map keeps insertion order).
     if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, execution);

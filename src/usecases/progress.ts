@@ -35,7 +35,7 @@ export class ProgressCoalescer {
     private readonly intervalMs = 1000,
   ) {}
 
-  step(execution: Execution, step: StepEvent): void {
+  step(execution: Pick<Execution, "id">, step: StepEvent): void {
     const run = this.runs.get(execution.id) ?? this.track(execution.id);
     if (run.done) return;
     run.unsent += 1;
