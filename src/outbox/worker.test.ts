@@ -319,6 +319,21 @@ describe("outbox worker", () => {
       expect(await budget.take(call, 0, clock.at)).toEqual({ ok: false, retryAt: new Date(refused.retryAt.getTime() + 10_000) });
     });
 
+    it("a refusal says when the token will be there, and a paused method when its pause ends, whichever is later", async () => {
+      const budget = new SlackBudget(sql, { headroom: 0, tiers: { ...TIGHT } });
+      const call = { team: "T1", method: "chat.update" };
+      for (let i = 0; i < 3; i++) expect((await budget.take(call, 0, clock.at)).ok).toBe(true);
+      // Three taken at once from a bucket of three at 6 a minute: the next is one interval away.
+      expect(await budget.take(call, 0, clock.at)).toEqual({ ok: false, retryAt: new Date(clock.at.getTime() + 10_000) });
+      await budget.pause(call, 30_000, clock.at);
+      expect(await budget.take(call, 0, clock.at)).toEqual({ ok: false, retryAt: new Date(clock.at.getTime() + 30_000) });
+      // A method never used in the workspace, paused: refused until the pause ends.
+      const fresh = { team: "T2", channel: "C9", method: "chat.postMessage" };
+      await budget.pause(fresh, 5_000, clock.at);
+      expect(await budget.take(fresh, 0, clock.at)).toEqual({ ok: false, retryAt: new Date(clock.at.getTime() + 5_000) });
+      expect((await budget.take(fresh, 0, new Date(clock.at.getTime() + 5_000))).ok).toBe(true);
+    });
+
     it("a live plan's start is what a person waits on: progress's effect takes the tokens progress would leave", async () => {
       const budget = new SlackBudget(sql, { headroom: 0, tiers: { ...TIGHT } });
       const start = { team: "T1", method: "chat.startStream" };

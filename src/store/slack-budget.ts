@@ -21,25 +21,32 @@ export interface BudgetTake {
 
 const ms = (n: number) => sql`(${n}::float8 * interval '1 millisecond')`;
 
-/** Spends one token of the bucket if it has one and the method is not paused; else says when to try again. */
+/**
+ * Spends one token of the bucket if it has one and the method is not paused; else says when to try
+ * again. One statement either way: a refusal reads the bucket and the pause as they were when the
+ * statement began (a later spend by another replica can only push the time on: tried then, the call
+ * is refused again with the newer time).
+ */
 export async function takeBudget(db: Sql, t: BudgetTake): Promise<{ ok: true } | { ok: false; retryAt: Date }> {
-  const q = db;
   const now = sql`${t.now}::timestamp(3)`;
-  const taken = await sql<{ key: string }>`
-    INSERT INTO "SlackBudget" (key, tat, "updatedAt")
-    SELECT ${t.key}, ${now} + ${ms(t.intervalMs)}, ${now}
-    WHERE NOT EXISTS (SELECT 1 FROM "SlackBudget" p WHERE p.key = ${t.pauseKey} AND p."pausedUntil" > ${now})
-    ON CONFLICT (key) DO UPDATE SET tat = GREATEST("SlackBudget".tat, ${now}) + ${ms(t.intervalMs)}, "updatedAt" = ${now}
-    WHERE GREATEST("SlackBudget".tat, ${now}) <= ${now} + ${ms(t.toleranceMs)}
-      AND ("SlackBudget"."pausedUntil" IS NULL OR "SlackBudget"."pausedUntil" <= ${now})
-    RETURNING key`.execute(q);
-  if (taken.rows.length > 0) return { ok: true };
-  const rows = await q.selectFrom("SlackBudget").select(["key", "tat", "pausedUntil"]).where("key", "in", [t.key, t.pauseKey]).execute();
+  const result = await sql<{ taken: number; tat: Date | null; pausedUntil: Date | null }>`
+    WITH seen AS (SELECT key, tat, "pausedUntil" FROM "SlackBudget" WHERE key IN (${t.key}, ${t.pauseKey})),
+    taken AS (
+      INSERT INTO "SlackBudget" (key, tat, "updatedAt")
+      SELECT ${t.key}, ${now} + ${ms(t.intervalMs)}, ${now}
+      WHERE NOT EXISTS (SELECT 1 FROM "SlackBudget" p WHERE p.key = ${t.pauseKey} AND p."pausedUntil" > ${now})
+      ON CONFLICT (key) DO UPDATE SET tat = GREATEST("SlackBudget".tat, ${now}) + ${ms(t.intervalMs)}, "updatedAt" = ${now}
+      WHERE GREATEST("SlackBudget".tat, ${now}) <= ${now} + ${ms(t.toleranceMs)}
+        AND ("SlackBudget"."pausedUntil" IS NULL OR "SlackBudget"."pausedUntil" <= ${now})
+      RETURNING key)
+    SELECT (SELECT count(*) FROM taken)::int AS taken,
+      (SELECT tat FROM seen WHERE key = ${t.key}) AS tat,
+      (SELECT max("pausedUntil") FROM seen) AS "pausedUntil"`.execute(db);
+  const row = result.rows[0];
+  if (!row || row.taken > 0) return { ok: true };
   let retryAt = t.now.getTime() + 1;
-  for (const row of rows) {
-    if (row.key === t.key) retryAt = Math.max(retryAt, new Date(row.tat).getTime() - t.toleranceMs);
-    if (row.pausedUntil) retryAt = Math.max(retryAt, new Date(row.pausedUntil).getTime());
-  }
+  if (row.tat) retryAt = Math.max(retryAt, new Date(row.tat).getTime() - t.toleranceMs);
+  if (row.pausedUntil) retryAt = Math.max(retryAt, new Date(row.pausedUntil).getTime());
   return { ok: false, retryAt: new Date(Math.ceil(retryAt)) };
 }
 
