@@ -3,7 +3,7 @@
 // reassignment, and its approvals, are in decision-requests.ts, shared with flow requests). Every
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
-import type { Selectable, Updateable } from "kysely";
+import { type Selectable, sql, type Updateable } from "kysely";
 import { type ExecutionRow, executionBeside, executionColumnsBeside, findExecutions } from "./executions.js";
 import { isUuid } from "./ids.js";
 import type { DB, Sql } from "./sql.js";
@@ -84,6 +84,47 @@ export async function latestReviewForTask(db: Sql, executionId: string, taskKey:
   return (
     (await db.selectFrom("Review").selectAll().where("executionId", "=", executionId).where("taskKey", "=", taskKey).orderBy("round", "desc").limit(1).executeTakeFirst()) ?? null
   );
+}
+
+/**
+ * latestReviewWithOutput and latestReviewForTask in one statement (a task output arriving asks both:
+ * reviews.ts, store).
+ */
+export async function latestWithOutputAndForTask(
+  db: Sql,
+  executionId: string,
+  outputHash: string,
+  taskKey: string,
+): Promise<{ withOutput: ReviewRow | null; forTask: ReviewRow | null }> {
+  const withOutput = db
+    .selectFrom("Review")
+    .selectAll()
+    .select(sql<string>`'output'`.as("which"))
+    .where("executionId", "=", executionId)
+    .where("outputHash", "=", outputHash)
+    .orderBy("createdAt", "desc")
+    .orderBy("round", "desc")
+    .limit(1);
+  const forTask = db
+    .selectFrom("Review")
+    .selectAll()
+    .select(sql<string>`'task'`.as("which"))
+    .where("executionId", "=", executionId)
+    .where("taskKey", "=", taskKey)
+    .orderBy("round", "desc")
+    .limit(1);
+  const rows = await db
+    .selectFrom(withOutput.as("o"))
+    .selectAll()
+    .unionAll(db.selectFrom(forTask.as("t")).selectAll())
+    .execute();
+  const row = (which: string): ReviewRow | null => {
+    const found = rows.find((r) => r.which === which);
+    if (!found) return null;
+    const { which: _, ...review } = found;
+    return review;
+  };
+  return { withOutput: row("output"), forTask: row("task") };
 }
 
 /** One round of a task (what the next round's message shows of it). */

@@ -9,7 +9,16 @@ import { createTestDatabase, type TestDatabase } from "../../test/support/test-d
 import { auditOfExecution, insertAudit } from "./audit.js";
 import { addApproval, approvalsOf, approvedBy, claimDeadline } from "./decision-requests.js";
 import { findExecution, insertExecution, leaseDueExecutions, updateExecution, updateExecutionReturning } from "./executions.js";
-import { findReviewWithExecution, insertReview, latestReviewForTask, latestReviewWithOutput, moveReview, moveReviewsOf, stampDeadline } from "./reviews.js";
+import {
+  findReviewWithExecution,
+  insertReview,
+  latestReviewForTask,
+  latestReviewWithOutput,
+  latestWithOutputAndForTask,
+  moveReview,
+  moveReviewsOf,
+  stampDeadline,
+} from "./reviews.js";
 import type { Sql } from "./sql.js";
 import {
   insertWebhookEvent,
@@ -174,6 +183,13 @@ describe("store rows", () => {
     expect(await latestReviewForTask(sql, run.id, "t9")).toBeNull();
     expect(await latestReviewWithOutput(sql, run.id, "h1")).toMatchObject({ id: first!.id });
     expect(await latestReviewWithOutput(sql, run.id, "h3")).toBeNull();
+    // Both in one statement, each row exactly as its own read gives it.
+    expect(await latestWithOutputAndForTask(sql, run.id, "h1", "t1")).toEqual({
+      withOutput: await latestReviewWithOutput(sql, run.id, "h1"),
+      forTask: await latestReviewForTask(sql, run.id, "t1"),
+    });
+    expect(await latestWithOutputAndForTask(sql, run.id, "h3", "t9")).toEqual({ withOutput: null, forTask: null });
+    expect(await latestWithOutputAndForTask(sql, run.id, "h3", "t1")).toEqual({ withOutput: null, forTask: second });
     // One statement reads the review and its run, every column of each as their own reads give it.
     expect(await findReviewWithExecution(sql, first!.id)).toEqual({ ...first, execution: await findExecution(sql, run.id) });
     expect(await findReviewWithExecution(sql, "00000000-0000-4000-8000-000000000000")).toBeNull();

@@ -14,6 +14,7 @@ import {
   latestReviewForTask,
   latestReviewOf,
   latestReviewWithOutput,
+  latestWithOutputAndForTask,
   moveReview,
   type ReviewDecisionPatch,
   type ReviewWithExecution,
@@ -314,11 +315,14 @@ export class Reviews {
     const outputHash = hashOutput(task.output);
     // The same output may already have a review under another task key (a status poll and a webhook
     // can name the task differently): see sameOutputVerdict.
-    const seen = await latestReviewWithOutput(this.sql, execution.id, outputHash);
+    // Both read at once, for the task key the output came with: the verdict keeps it but for a poll
+    // repeating a rejected round under another name (then that task's latest is read again).
+    const both = await latestWithOutputAndForTask(this.sql, execution.id, outputHash, task.taskKey);
+    const seen = both.withOutput;
     const verdict = sameOutputVerdict(seen ?? undefined, task, origin);
     if (verdict.kind === "duplicate") return undefined;
     const taskKey = verdict.taskKey;
-    const latest = await latestReviewForTask(this.sql, execution.id, taskKey);
+    const latest = taskKey === task.taskKey ? both.forTask : await latestReviewForTask(this.sql, execution.id, taskKey);
     // A poll repeating a rejected output only counts if that rejection is still the task's last round.
     if (origin.source === "poll" && seen?.state === "rejected" && latest && latest.id !== seen.id) return undefined;
     const round = nextRound(latest ?? undefined, outputHash);
