@@ -64,26 +64,19 @@ export async function latestReviewOf(db: Sql, executionId: string): Promise<Revi
   );
 }
 
+const withOutputQuery = (db: Sql, executionId: string, outputHash: string) =>
+  db.selectFrom("Review").selectAll().where("executionId", "=", executionId).where("outputHash", "=", outputHash).orderBy("createdAt", "desc").orderBy("round", "desc").limit(1);
+const forTaskQuery = (db: Sql, executionId: string, taskKey: string) =>
+  db.selectFrom("Review").selectAll().where("executionId", "=", executionId).where("taskKey", "=", taskKey).orderBy("round", "desc").limit(1);
+
 /** The execution's most recent review of this exact output, if any. */
 export async function latestReviewWithOutput(db: Sql, executionId: string, outputHash: string): Promise<ReviewRow | null> {
-  return (
-    (await db
-      .selectFrom("Review")
-      .selectAll()
-      .where("executionId", "=", executionId)
-      .where("outputHash", "=", outputHash)
-      .orderBy("createdAt", "desc")
-      .orderBy("round", "desc")
-      .limit(1)
-      .executeTakeFirst()) ?? null
-  );
+  return (await withOutputQuery(db, executionId, outputHash).executeTakeFirst()) ?? null;
 }
 
 /** The task's last round, if any. */
 export async function latestReviewForTask(db: Sql, executionId: string, taskKey: string): Promise<ReviewRow | null> {
-  return (
-    (await db.selectFrom("Review").selectAll().where("executionId", "=", executionId).where("taskKey", "=", taskKey).orderBy("round", "desc").limit(1).executeTakeFirst()) ?? null
-  );
+  return (await forTaskQuery(db, executionId, taskKey).executeTakeFirst()) ?? null;
 }
 
 /**
@@ -96,23 +89,8 @@ export async function latestWithOutputAndForTask(
   outputHash: string,
   taskKey: string,
 ): Promise<{ withOutput: ReviewRow | null; forTask: ReviewRow | null }> {
-  const withOutput = db
-    .selectFrom("Review")
-    .selectAll()
-    .select(sql<string>`'output'`.as("which"))
-    .where("executionId", "=", executionId)
-    .where("outputHash", "=", outputHash)
-    .orderBy("createdAt", "desc")
-    .orderBy("round", "desc")
-    .limit(1);
-  const forTask = db
-    .selectFrom("Review")
-    .selectAll()
-    .select(sql<string>`'task'`.as("which"))
-    .where("executionId", "=", executionId)
-    .where("taskKey", "=", taskKey)
-    .orderBy("round", "desc")
-    .limit(1);
+  const withOutput = withOutputQuery(db, executionId, outputHash).select(sql<string>`'output'`.as("which"));
+  const forTask = forTaskQuery(db, executionId, taskKey).select(sql<string>`'task'`.as("which"));
   const rows = await db
     .selectFrom(withOutput.as("o"))
     .selectAll()
