@@ -381,7 +381,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     multiWorkspace: !!oauth,
     escalations,
     channelMembers: channelMembersCache(opts.clock),
-    ...(slackBudget ? { spendSlack: (call: SlackCall) => slackBudget.spendNow(call, 0, clock) } : {}),
+    ...(slackBudget ? { spendSlack: (call: SlackCall, maxWaitMs?: number) => slackBudget.spendNow(call, 0, clock, maxWaitMs) } : {}),
     onRunStarted: (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err })),
   };
   const deps: FeatureDeps = { ...features, publishHome: homeRepublisher(features, homeDeps) };

@@ -159,3 +159,31 @@ describe("the run's announcement at kickoff", () => {
     expect(h.slack.rateLimited).toBe(0);
   }, 90_000);
 });
+
+describe("the kickoff modal", () => {
+  it("takes its views' tokens from the workspace's Tier 4 budget: kickoffs in quick succession meet no 429", async () => {
+    // Tier 4 squeezed to 3 at once and one a second: four kickoffs make twelve modal calls in a few seconds.
+    const tiers: Record<TierName, TierRate> = {
+      tier2: { perMinute: 20, burst: 4, scope: "workspace" },
+      tier3: { perMinute: 50, burst: 8, scope: "workspace" },
+      tier4: { perMinute: 60, burst: 3, scope: "workspace" },
+      post: { perMinute: 60, burst: 4, scope: "channel" },
+    };
+    h = await startHarness({
+      slack: { tiers },
+      crew: { tasks: [{ id: "t1", name: "draft", agent: "A", delayMs: 200, steps: 0 }] },
+      crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers } } },
+    });
+    const prisma = prismaOf(h.bot.database);
+    for (let i = 0; i < 4; i++) expect((await kickoffViaSlack(h, { topic: `Kelp ${i}` })).status).toBe(200);
+    await eventually(async () => (await prisma.execution.count({ where: { kickoffId: { not: null } } })) === 4, { what: "four runs started", timeoutMs: 20_000 });
+    // Each modal ends on the run having started.
+    await eventually(() => h.slack.callsTo("views.update").filter((c) => !c.error && JSON.stringify(c.args.view).includes("is running (kickoff")).length === 4, {
+      what: "four modals saying their run is running",
+      timeoutMs: 20_000,
+    });
+    expect(h.slack.callsTo("views.open")).toHaveLength(4);
+    expect(h.slack.tierLimited).toEqual({});
+    expect(h.slack.rateLimited).toBe(0);
+  }, 90_000);
+});

@@ -39,9 +39,10 @@ export interface FeatureDeps {
   /**
    * Takes the token of a Web API call made in a request's own answer from the outbox's Slack budget
    * (src/outbox/budget.ts: SlackBudget.spendNow), so that it and the outbox's calls stay within Slack's
-   * limits together: the run's announcement posted at kickoff. Unset (budget off): it just goes.
+   * limits together: the run's announcement posted at kickoff, the kickoff modal's views. It waits for
+   * the token up to `maxWaitMs` (default 3 s), then goes, counted. Unset (budget off): it just goes.
    */
-  spendSlack?: (call: SlackCall) => Promise<void>;
+  spendSlack?: (call: SlackCall, maxWaitMs?: number) => Promise<void>;
 }
 
 /** A flow's webhook URL, shown to admins, and the workspace (team id) its requests are posted in. */

@@ -9,6 +9,7 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { accessPorts } from "../access.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { spendOnView } from "../views.js";
 import { openEdit, sealEdit } from "./edit-binding.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
@@ -60,6 +61,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
       const { head, rest } = editableSplit(found.output);
       const metadata = sealEdit(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
       const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.editView, receiver: "flow" } as const) : {};
+      await spendOnView(deps, kind.team(found)?.teamId, "views.open");
       await client.views.open({ trigger_id, view: editModal({ taskName: found.title, round: found.round, head, restLength: rest.length, metadata, ...flow }) });
     } catch (err) {
       deps.log.warn("could not open the edit form", { kind: kind.kind, err });

@@ -7,6 +7,7 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { accessPorts } from "../access.js";
 import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { spendOnView } from "../views.js";
 import { clickFacts, decisionClick } from "./edit.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
@@ -41,6 +42,7 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const may = await kind.mayReassign(found, user.id, accessPorts(client, deps));
     if (!may.ok) return tell(`Only ${may.who ?? `people who may ${w.verb} this ${w.noun}`} may reassign it.`);
     const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.reassignView, what: "request" } as const) : {};
+    await spendOnView(deps, kind.team(found)?.teamId, "views.open");
     await client.views.open({ trigger_id, view: reassignModal({ reviewId: found.id, taskName: found.fullTitle ?? found.title, ...flow }) });
   });
 

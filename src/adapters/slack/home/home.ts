@@ -19,6 +19,7 @@ import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTI
 import type { SlackClients } from "../clients.js";
 import { flowReplyFor, NOT_RECORDED, replyFor } from "../decisions/replies.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
+import { spendOnView } from "../views.js";
 
 export interface HomeDeps {
   /** The rows a Home lists (the composition root opens it on the database). */
@@ -142,6 +143,7 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
     try {
       const listing = await homeFor(homeDeps, userId, team?.teamId);
       const params = await homeParams(listing, permalink, deps.flows, flowHooksFor(deps, team?.teamId));
+      await spendOnView(deps, team?.teamId, "views.publish");
       await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
     } catch (err) {
       deps.log.warn("could not publish the home tab", { user: userId, err });

@@ -18,6 +18,7 @@ import {
   SOURCE_TEXT_BLOCK,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { spendOnView, updateView } from "../views.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { encodeMetadata, kickoffMetadata } from "./metadata.js";
 
@@ -39,17 +40,20 @@ export interface FormOrigin {
 }
 
 export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req: ModalRequest): Promise<void> {
+  await spendOnView(deps, req.teamId, "views.open");
   const opened = await client.views.open({ trigger_id: req.triggerId, view: loadingView() });
   const viewId = opened.view!.id!;
   await fillModal(client, deps, viewId, opened.view!.hash!, req).catch(async (err) => {
     deps.log.error("kickoff modal failed", { err });
-    await client.views.update({ view_id: viewId, view: kickoffErrorView({ message: "Something went wrong while preparing the form. Please try again." }) }).catch(() => {});
+    await updateView(client, deps, req.teamId, { view_id: viewId, view: kickoffErrorView({ message: "Something went wrong while preparing the form. Please try again." }) }).catch(
+      () => {},
+    );
   });
 }
 
 async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, hash: string | undefined, req: ModalRequest): Promise<void> {
   // The hash guards against overwriting a view the user changed meanwhile (hash_conflict).
-  const show = (view: types.ModalView) => client.views.update({ view_id: viewId, ...(hash ? { hash } : {}), view });
+  const show = (view: types.ModalView) => updateView(client, deps, req.teamId, { view_id: viewId, ...(hash ? { hash } : {}), view });
 
   const problem = await channelProblem(client, req.channelId);
   if (problem) return void (await show(kickoffErrorView({ message: problem })));
@@ -172,9 +176,10 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     const names = deps.crews.availableIn(meta.data.channel, meta.data.team || undefined).map((c) => c.name);
     const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
     if (!crewName) return;
-    await client.views.update({ view_id: viewId, view: loadingView() });
+    const team = meta.data.team || undefined;
+    await updateView(client, deps, team, { view_id: viewId, view: loadingView() });
     const origin: FormOrigin = { ...sealedOrigin(meta.data), text: sourceTextOf(stateValues) };
-    await client.views.update({ view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId, origin) });
+    await updateView(client, deps, team, { view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId, origin) });
   };
 
   app.action(CREW_SELECT_ACTION, async ({ ack, body, client }) => {

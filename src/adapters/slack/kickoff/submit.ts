@@ -15,6 +15,7 @@ import {
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { announcementFor, NO_UNFURLS } from "../notifier.js";
+import { updateView } from "../views.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./metadata.js";
 
@@ -59,7 +60,8 @@ function enterpriseOf(body: unknown): string | null {
 /** Starts the run (usecases/start-run.ts) and shows how it went in the modal (and privately in the channel). */
 async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
   const crewName = req.meta.crew!;
-  const showView = (view: types.ModalView) => client.views.update({ view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
+  const showView = (view: types.ModalView) =>
+    updateView(client, deps, req.meta.team || undefined, { view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
   const outcome = await startRun(
     {
       crews: deps.crews,
