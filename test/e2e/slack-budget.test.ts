@@ -169,10 +169,12 @@ describe("the kickoff modal", () => {
       tier4: { perMinute: 60, burst: 3, scope: "workspace" },
       post: { perMinute: 60, burst: 4, scope: "channel" },
     };
+    // The bot keeps two of the three tokens unspent (headroom), so that calls held up by a busy test
+    // machine after taking their token, and reaching the stand-in together, still find tokens there.
     h = await startHarness({
       slack: { tiers },
       crew: { tasks: [{ id: "t1", name: "draft", agent: "A", delayMs: 200, steps: 0 }] },
-      crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers } } },
+      crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers, headroom: 2 } } },
     });
     const prisma = prismaOf(h.bot.database);
     for (let i = 0; i < 4; i++) expect((await kickoffViaSlack(h, { topic: `Kelp ${i}` })).status).toBe(200);
