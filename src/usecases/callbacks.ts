@@ -242,7 +242,9 @@ export class Callbacks {
   }
 
   private async apply(execution: Execution, event: CrewEvent): Promise<void> {
-    this.cache.delete(execution.id);
+    // The cached run stays: what answering reads of it (secret, token, kickoff id) does not change, and
+    // a run that ended is caught where its next callback is stored (the INSERT checks it). Dropping it
+    // here made every task and human-input callback read its run again.
     if (event.kind === "task") {
       if (isFinished(execution.state)) return;
       const posted = await this.reviews.open(execution, event);
@@ -288,7 +290,9 @@ export class Callbacks {
     if (!row) return undefined;
     const { kickoffId, state, webhookSecret, humanInputToken } = row;
     const execution: IntakeRun = { id, kickoffId, state, webhookSecret, humanInputToken };
-    // Bounded: oldest entries go first (Map keeps insertion order).
+    // Not cached before the crew has answered the kickoff: its kickoff id is what a callback's body is
+    // checked against (namesOwnRun). Bounded: oldest entries go first (Map keeps insertion order).
+    if (!kickoffId) return execution;
     if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, execution);
     return execution;
