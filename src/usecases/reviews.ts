@@ -244,7 +244,8 @@ export class Reviews {
    * now waits on that output: deployments that never send a human-input request get their review
    * this way. Runs after the webhook's answer; status polling is the safety net if this is cut short.
    * The database is read only once the status says the crew waits: every task of every such run
-   * comes here, and at 50 runs in flight five reads per task were a third of the bot's statements.
+   * comes here, and ten reads per task were a third of the bot's statements at 200 task callbacks a
+   * second (docs/benchmarks.md).
    */
   async confirmWaiting(execution: Execution, review: Review, delaysMs: readonly number[] = CONFIRM_DELAYS_MS): Promise<void> {
     // A crew that sends human-input requests says when it waits: asking its status after every task
