@@ -1,8 +1,9 @@
 // Slack's rate limits, end to end: the stand-in enforces the tiers (squeezed so that a test runs the
 // budget short in seconds), the outbox spends the same tiers, and a review still becomes decidable
 // while another run's steps stream, whose progress message still ends on its last step.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { SlackBudget } from "../../src/outbox/budget.js";
 import type { TierName, TierRate } from "../../src/outbox/tiers.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 import { scrape } from "../support/metrics.js";
@@ -188,4 +189,18 @@ describe("the kickoff modal", () => {
     expect(h.slack.tierLimited).toEqual({});
     expect(h.slack.rateLimited).toBe(0);
   }, 90_000);
+
+  it("opens and fills the modal when the budget's database does not answer: views.open within its trigger's life, the form after at most a few seconds", async () => {
+    h = await startHarness({ slack: { tiers: true } });
+    const hung = vi.spyOn(SlackBudget.prototype, "take").mockReturnValue(new Promise(() => {}));
+    try {
+      const started = Date.now();
+      expect((await h.requests.command({ text: "" })).status).toBe(200);
+      await eventually(() => h.slack.callsTo("views.open").length === 1, { what: "the modal opened", timeoutMs: 2000 });
+      expect(Date.now() - started).toBeLessThan(2000);
+      await eventually(() => h.slack.callsTo("views.update").some((c) => (c.args.view as { submit?: unknown })?.submit), { what: "the kickoff form", timeoutMs: 10_000 });
+    } finally {
+      hung.mockRestore();
+    }
+  }, 30_000);
 });

@@ -2,16 +2,27 @@
 // views.publish) take their token from the workspace's Tier 4 bucket first, which the outbox's Tier 4
 // calls (a live plan's appends, permalinks, files) spend too, so that together they stay within Slack's
 // limit (docs/slack-budget.md). They are what a person waits on (priority 0). views.open never waits:
-// its trigger_id lives 3 s, so it is counted and goes.
+// its trigger_id lives 3 s, so it is counted and goes, and a slow database does not hold it up.
 import type { types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { FeatureDeps } from "./deps.js";
 
 export type ViewMethod = "views.open" | "views.update" | "views.publish";
 
+/**
+ * How long a call waits for its token at most, the database's answer included: a views.open must not
+ * lose its trigger, and no modal may hang on a database that does not answer (the budget itself waits
+ * up to 3 s for a token, then counts the call and lets it go).
+ */
+const SPEND_MAX_MS = { open: 250, other: 3500 };
+
 export async function spendOnView(deps: Pick<FeatureDeps, "spendSlack">, team: string | undefined, method: ViewMethod): Promise<void> {
   if (!team || !deps.spendSlack) return;
-  await deps.spendSlack({ team, method }, method === "views.open" ? 0 : undefined).catch(() => undefined);
+  const open = method === "views.open";
+  const spent = deps.spendSlack({ team, method }, open ? 0 : undefined).catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([spent, new Promise((resolve) => (timer = setTimeout(resolve, open ? SPEND_MAX_MS.open : SPEND_MAX_MS.other)))]);
+  clearTimeout(timer);
 }
 
 /** views.update, its token taken first. */
