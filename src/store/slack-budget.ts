@@ -42,8 +42,9 @@ export async function takeBudget(db: Sql, t: BudgetTake): Promise<{ ok: true } |
     SELECT (SELECT count(*) FROM taken)::int AS taken,
       (SELECT tat FROM seen WHERE key = ${t.key}) AS tat,
       (SELECT max("pausedUntil") FROM seen) AS "pausedUntil"`.execute(db);
-  const row = result.rows[0];
-  if (!row || row.taken > 0) return { ok: true };
+  // The outer SELECT has no FROM: it always returns its one row.
+  const row = result.rows[0]!;
+  if (row.taken > 0) return { ok: true };
   let retryAt = t.now.getTime() + 1;
   if (row.tat) retryAt = Math.max(retryAt, new Date(row.tat).getTime() - t.toleranceMs);
   if (row.pausedUntil) retryAt = Math.max(retryAt, new Date(row.pausedUntil).getTime());
