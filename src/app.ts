@@ -126,6 +126,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     opts.database ??
     openDatabase({
       databaseUrl: config.databaseUrl,
+      ...(config.preparedStatements === false ? { preparedStatements: false } : {}),
       dataDir: config.dataDir,
       onConverted: (c) =>
         log.warn("embedded database converted to the current engine; the old folder is kept as a backup", { from: c.from, backup: c.backup, tables: c.tables, rows: c.rows }),

@@ -43,6 +43,9 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...base, CREW_APPROVALS: "2", CREW_SELF_APPROVAL: "false" }).crews[0]).toMatchObject({ approvals: 2, selfApproval: false });
     expect(problems({ ...base, CREW_APPROVALS: "0" }).join("\n")).toMatch(/^CREW_APPROVALS.*distinct people must approve/m);
     expect(problems({ ...base, CREW_SELF_APPROVAL: "no" }).join("\n")).toMatch(/^CREW_SELF_APPROVAL.*started a run/m);
+    expect(loadConfig(base).preparedStatements).toBeUndefined();
+    expect(loadConfig({ ...base, DATABASE_PREPARED_STATEMENTS: "false" }).preparedStatements).toBe(false);
+    expect(problems({ ...base, DATABASE_PREPARED_STATEMENTS: "off" }).join("\n")).toMatch(/^DATABASE_PREPARED_STATEMENTS.*pooler/m);
     expect(loadConfig({ ...base, CREW_EVENT_STREAM: "true" }).crews[0]!.eventStream).toBe(true);
     expect(problems({ ...base, CREW_EVENT_STREAM: "yes" }).join("\n")).toMatch(/^CREW_EVENT_STREAM.*event stream/m);
   });

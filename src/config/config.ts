@@ -87,6 +87,8 @@ export interface AppConfig {
   port: number;
   publicUrl?: string;
   databaseUrl?: string;
+  /** PostgreSQL only: false runs every statement unnamed (DATABASE_PREPARED_STATEMENTS=false, for a pooler that cannot keep them). */
+  preparedStatements?: boolean;
   dataDir: string;
   crews: CrewConfig[];
   /** Flows whose feedback requests are answered in Slack (FLOW_* or `flows:` in CREWS_FILE). */
@@ -157,6 +159,7 @@ const VARIABLES: Record<string, string> = {
   PORT: "the HTTP port for /slack/events, crew webhooks and /healthz",
   PUBLIC_URL: "the externally reachable base URL of this server, used to build crew webhook URLs",
   DATABASE_URL: "a postgres:// URL; leave unset to use the embedded database in DATA_DIR",
+  DATABASE_PREPARED_STATEMENTS: "true (default) or false: false runs statements unnamed on PostgreSQL, for a pooler that cannot keep prepared statements",
   DATA_DIR: "where the embedded database and other local state live",
   CREW_BASE_URL: "the crew's base URL (from the crew dashboard)",
   CREW_TOKEN: "the crew's organization bearer token (from the crew dashboard's Status tab)",
@@ -523,6 +526,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const port = check("PORT", z.coerce.number().int().min(0).max(65535), optional(env, "PORT")) ?? 3000;
   const publicUrl = check("PUBLIC_URL", httpUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
   const databaseUrl = check("DATABASE_URL", z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// URL"), optional(env, "DATABASE_URL"));
+  const preparedStatements = check("DATABASE_PREPARED_STATEMENTS", z.enum(["true", "false"]), optional(env, "DATABASE_PREPARED_STATEMENTS") ?? "true") !== "false";
   const dataDir = path.resolve(optional(env, "DATA_DIR") ?? "./data");
   const ms = (name: string, min: number) => check(name, z.coerce.number().int().min(min).max(86_400_000), optional(env, name));
   const polling = {
@@ -624,6 +628,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     port,
     publicUrl,
     databaseUrl,
+    ...(preparedStatements ? {} : { preparedStatements }),
     dataDir,
     crews,
     flows,

@@ -10,7 +10,7 @@ import { isPostgresUrl, pgliteAdapterFactory, pgliteDir } from "./adapters.js";
 import { lockDataFolder } from "./data-lock.js";
 import { applyMigrations, type MigrationSession } from "./migrate.js";
 import { type Conversion, convertDataFolder } from "./pglite-convert.js";
-import { sqlOnPGlite, sqlOnPostgres } from "./sql.js";
+import { PreparedNames, sqlOnPGlite, sqlOnPostgres } from "./sql.js";
 
 export interface Database {
   /** The handle every query goes through. */
@@ -42,6 +42,8 @@ export interface DatabaseOptions {
   dataDir?: string;
   /** Pool size for PostgreSQL. */
   poolSize?: number;
+  /** PostgreSQL only: false runs every statement unnamed (db/sql.ts PreparedNames says why they are named). */
+  preparedStatements?: boolean;
   /** Embedded and in memory only: start from these files (from dumpDataDir) instead of an empty database. */
   loadDataDir?: Blob;
   /** Embedded only: told once when a data folder of an earlier engine was converted at start (pglite-convert.ts). */
@@ -60,7 +62,7 @@ export interface DatabaseOptions {
 const POSTGRES_POOL_SIZE = 16;
 
 export function openDatabase(opts: DatabaseOptions): Database {
-  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? POSTGRES_POOL_SIZE) : openEmbedded(opts);
+  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? POSTGRES_POOL_SIZE, opts.preparedStatements !== false) : openEmbedded(opts);
 }
 
 function openEmbedded({ dataDir, loadDataDir, onConverted, onEngineStopped }: DatabaseOptions): Database {
@@ -109,13 +111,13 @@ function openEmbedded({ dataDir, loadDataDir, onConverted, onEngineStopped }: Da
   };
 }
 
-function openPostgres(url: string, poolSize: number): Database {
+function openPostgres(url: string, poolSize: number, prepared: boolean): Database {
   // Idle connections keep no process alive on their own (a test worker that kept its database ends).
   const pool = new pg.Pool({ connectionString: url, max: poolSize, allowExitOnIdle: true });
   // A failed idle client must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   return {
-    sql: sqlOnPostgres(pool, pg.types),
+    sql: sqlOnPostgres(pool, pg.types, new PreparedNames(prepared ? undefined : 0)),
     kind: "postgres",
     exclusive: false,
     migrate: async () => {
