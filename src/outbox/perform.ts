@@ -241,7 +241,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       // their runs did; appends are spaced below already.
       await spend(gate, job, e, [call.method], { yields, exact: true, waitedOn: call.method === "chat.startStream" });
     } catch (err) {
-      if (err instanceof BudgetWait && call.method === "chat.startStream" && !plan.ended) return earlyProgress(job, gate!, e, plan, step, err);
+      // A run that ended while its plan waits still gets its last steps in the message shown meanwhile.
+      if (err instanceof BudgetWait && call.method === "chat.startStream" && (!plan.ended || e.earlyTs)) return earlyProgress(job, gate!, e, plan, step, err);
       if (err instanceof BudgetWait && call.method === "chat.stopStream") return finalAppend(job, gate!, e, plan, err);
       throw err;
     }
@@ -302,8 +303,12 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     // the token waits for it: the plans waiting then try together, in the order of their effects.
     const again = (at: number): EffectOutcome => ({ again: new Date(at >= planAt - 1000 ? planAt : Math.max(now + 1000, at)) });
     if (e.earlyTs) {
-      // Nothing newer to show: look again in a while (a step re-arms a due effect without bringing it forward).
-      if (stepAt <= shownAt) return again(now + EARLY_PROGRESS_REFRESH_MS / 2);
+      // Nothing newer to show: look again in a while (a step re-arms a due effect without bringing it
+      // forward), or, once the run has ended (no step is to come), when the plan may start.
+      if (stepAt <= shownAt) {
+        if (plan.ended) throw wait;
+        return again(now + EARLY_PROGRESS_REFRESH_MS / 2);
+      }
       if (now < shownAt + EARLY_PROGRESS_REFRESH_MS) return again(shownAt + EARLY_PROGRESS_REFRESH_MS);
     }
     try {

@@ -151,4 +151,34 @@ describe("live plans waiting for Slack's Tier 2", () => {
     const saidStopped = h.slack.callsTo("chat.update").filter((c) => !c.error && c.args.ts === second.earlyTs && JSON.stringify(c.args.blocks ?? []).includes("stopped before"));
     expect(saidStopped).toHaveLength(1);
   }, 90_000);
+
+  it("a run that ends while its plan waits: its message shows its last steps within 10 s, before the plan starts", async () => {
+    // One chat.startStream every 30 s: the second run's plan waits for it well past the run's end.
+    const slow: Record<TierName, TierRate> = { ...TIERS, tier2: { perMinute: 2, burst: 2, scope: "workspace" } };
+    h = await startHarness({
+      slack: { tiers: slow },
+      crew: { tasks: [{ id: "t1", name: "research_task", agent: "A", delayMs: 4000, steps: 20 }] },
+      crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers: slow } } },
+    });
+    const prisma = prismaOf(h.bot.database);
+    await kickoffViaSlack(h, { topic: "Tide pools" });
+    await eventually(() => h.slack.messages(CHANNEL).some((m) => m.stream), { what: "the first run's plan", timeoutMs: 10_000 });
+    await kickoffViaSlack(h, { topic: "Kelp forests" });
+    const second = await eventually(() => prisma.execution.findFirst({ where: { earlyTs: { not: null } } }), { what: "the second run's steps shown", timeoutMs: 10_000 });
+    await eventually(async () => (await prisma.execution.findUnique({ where: { id: second.id } }))?.state === "completed", { what: "the second run's end", timeoutMs: 15_000 });
+    const steps = h.crew.webhookDeliveries.filter((d) => d.kind === "step" && (d.body as { kickoff_id?: string }).kickoff_id === second.kickoffId).map((d) => d.sentAt);
+    const lastStep = Math.max(...steps);
+    const earlyAt = h.slack.timeOf(second.earlyTs!)!;
+    // Its steps kept coming after the message first showed one: a refresh has something to show.
+    expect(lastStep).toBeGreaterThan(earlyAt);
+    const refreshed = () => h.slack.callsTo("chat.update").filter((c) => !c.error && c.args.ts === second.earlyTs && c.at >= lastStep);
+    await eventually(() => refreshed().length > 0, { what: "the message showing the run's last steps", timeoutMs: 15_000 });
+    expect(refreshed()[0]!.at - lastStep).toBeLessThanOrEqual(BOUND_MS);
+    // Shown while the plan still waited, once: nothing newer is to come.
+    const plan = await prisma.execution.findUnique({ where: { id: second.id } });
+    expect(plan!.streamTs).toBeNull();
+    expect(JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === second.earlyTs)!.blocks)).toContain("follows below this message");
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    expect(refreshed()).toHaveLength(1);
+  }, 90_000);
 });
