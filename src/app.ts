@@ -284,7 +284,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       notifier: new SlackRunNotifier(effectClients, log),
       flows: new SlackFlowEffects(effectClients, log),
       // What messages show beside their rows: approvals so far, the edit, the previous round.
-      reviewContext: (execution, review) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName))),
+      reviewContext: (execution, review, approvals) => approvalRows.context(review, approvalPolicy(crews.config(execution.crewName)), approvals),
       flowContext: (request) => flows.context(request),
       flowRecipients: (request) => flows.directRecipients(request),
       log,

@@ -1,6 +1,7 @@
 // What each kind of outbox effect does: read its subject as it is now, make the one Slack call, and
 // say what to record and what comes next. The worker (worker.ts) commits that in one transaction.
 
+import type { StoredApproval } from "../domain/approvals.js";
 import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect, PROGRESS_SPACING_MS } from "../domain/effects.js";
 import {
   appendSpacing,
@@ -69,7 +70,7 @@ export interface PerformerDeps {
   notifier: RunNotifier;
   flows?: FlowNotifier;
   /** What a review message shows beside its row (approvals so far, the edit, the previous round). */
-  reviewContext?: (execution: Execution, review: Review) => Promise<ReviewContext>;
+  reviewContext?: (execution: Execution, review: Review, approvals: readonly StoredApproval[]) => Promise<ReviewContext>;
   /** What a flow request's message shows beside its row (approvals so far, the edit). */
   flowContext?: (request: FlowRequest) => Promise<FlowRequestContext>;
   /** Who a flow request goes to directly when Slack refuses its channel: its assignee (or reassignee), else the flow's reviewers. */
@@ -79,6 +80,9 @@ export interface PerformerDeps {
   /** Where what reached Slack is reported (metrics listen): reviews shown, runs ended. */
   telemetry?: Telemetry;
 }
+
+/** A review effect's subject: the review, its run, and its approvals so far. */
+type ReviewAndRun = { review: Review; execution: Execution; approvals: readonly StoredApproval[] };
 
 /** One chat.appendStream token of Slack's Tier 4 (100 a minute per workspace): 600 ms. */
 const APPEND_INTERVAL_MS = cellRate(tierOf("chat.appendStream") ?? { perMinute: 100, burst: 1 }).intervalMs;
@@ -98,12 +102,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     if (r.state === "pending") telemetry.emit({ type: "review.shown", executionId: e.id, source: "input", callStartedAt });
   };
   const clock = deps.clock ?? systemClock;
-  const contextOf = (e: Execution, r: Review): Promise<ReviewContext> => deps.reviewContext?.(e, r) ?? Promise.resolve({});
+  const contextOf = ({ execution: e, review: r, approvals }: ReviewAndRun): Promise<ReviewContext> => deps.reviewContext?.(e, r, approvals) ?? Promise.resolve({});
   const flowContextOf = (request: FlowRequest): Promise<FlowRequestContext> => deps.flowContext?.(request) ?? Promise.resolve({});
   const execution = (id: string) => findExecution(sql, id);
   const flowRequest = (id: string) => findFlowRequest(sql, id);
 
-  async function reviewWithRun(id: string): Promise<{ review: Review; execution: Execution }> {
+  /** The review, its run and its approvals (read together: a review message shows them). */
+  async function reviewWithRun(id: string): Promise<ReviewAndRun> {
     const found = await findReviewWithRun(sql, id);
     if (!found) throw new GiveUp("its review no longer exists");
     return found;
@@ -397,9 +402,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
 
   const performers: Record<Exclude<EffectJob["kind"], "run.move" | "flow.move">, (job: EffectJob, gate?: SlackGate) => Promise<EffectOutcome | undefined>> = {
     async "review.post"(job, gate) {
-      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      const subject = await reviewWithRun(job.subjectId);
+      const { review: r, execution: e } = subject;
       if (r.messageTs) return undefined;
-      const context = await contextOf(e, r);
+      const context = await contextOf(subject);
       await spend(gate, job, e);
       const { ts, found } = await postOnce(
         job,
@@ -430,16 +436,18 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       };
     },
     async "review.diff"(job, gate) {
-      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
-      const { previous } = await contextOf(e, r);
+      const subject = await reviewWithRun(job.subjectId);
+      const { review: r, execution: e } = subject;
+      const { previous } = await contextOf(subject);
       if (!previous) return undefined;
       await spend(gate, job, e);
       await notifier.attachRoundDiff(e, r, previous);
       return undefined;
     },
     async "review.edited"(job, gate) {
-      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
-      const { edit } = await contextOf(e, r);
+      const subject = await reviewWithRun(job.subjectId);
+      const { review: r, execution: e } = subject;
+      const { edit } = await contextOf(subject);
       if (!edit || !notifier.editNeedsFile(r, edit)) return undefined;
       await spend(gate, job, e);
       await notifier.attachEditedOutput(e, r, edit);
@@ -453,11 +461,12 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       return { record: (tx) => recordReviewFileAttached(tx, r.id) };
     },
     async "review.show"(job, gate) {
-      const { review: r, execution: e } = await reviewWithRun(job.subjectId);
+      const subject = await reviewWithRun(job.subjectId);
+      const { review: r, execution: e } = subject;
       // Not posted yet: the post shows the state it finds, and asks for an update if that changes.
       if (!r.messageTs) return undefined;
       await spend(gate, job, e);
-      const context = await contextOf(e, r);
+      const context = await contextOf(subject);
       const started = Date.now();
       await notifier.updateReview(e, r, reviewNote(r), context);
       shown(e, r, started, false);

@@ -10,7 +10,8 @@ import type { JsonValue } from "@prisma/client/runtime/client";
 import { type Selectable, sql } from "kysely";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Execution, FlowRequest, Review } from "../generated/prisma/client.js";
-import { findReviewWithExecution } from "./reviews.js";
+import type { ApprovalEntry } from "./decision-requests.js";
+import { findReviewWithApprovals } from "./reviews.js";
 import type { DB, Sql } from "./sql.js";
 
 /** A value read from a jsonb column (already parsed by the driver), checked to be JSON. */
@@ -33,11 +34,11 @@ const executionOf = (row: Selectable<DB["Execution"]>): Execution => ({
 const flowRequestOf = (row: Selectable<DB["FlowRequest"]>): FlowRequest => ({ ...row, emit: jsonValue(row.emit) });
 
 /** A review and its run, in one statement (every review effect reads both). */
-export async function findReviewWithRun(db: Sql, id: string): Promise<{ review: Review; execution: Execution } | undefined> {
-  const found = await findReviewWithExecution(db, id);
+export async function findReviewWithRun(db: Sql, id: string): Promise<{ review: Review; execution: Execution; approvals: ApprovalEntry[] } | undefined> {
+  const found = await findReviewWithApprovals(db, id);
   if (!found) return undefined;
-  const { execution, ...review } = found;
-  return { review, execution: executionOf(execution) };
+  const { execution, approvals, ...review } = found;
+  return { review, execution: executionOf(execution), approvals };
 }
 
 export async function findReview(db: Sql, id: string): Promise<Review | undefined> {

@@ -4,6 +4,9 @@
 // write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
 import { type Selectable, sql, type Updateable } from "kysely";
+import { jsonArrayFrom } from "kysely/helpers/postgres";
+import { parseUtcTimestamp } from "./db/sql.js";
+import type { ApprovalEntry } from "./decision-requests.js";
 import { type ExecutionRow, executionBeside, executionColumnsBeside, findExecutions } from "./executions.js";
 import { isUuid } from "./ids.js";
 import type { DB, Sql } from "./sql.js";
@@ -45,16 +48,38 @@ export async function findReview(db: Sql, id: string): Promise<ReviewRow | null>
 /** The review and its run, or null: one statement (read for every review message and every decision). */
 export async function findReviewWithExecution(db: Sql, id: string): Promise<ReviewWithExecution | null> {
   if (!isUuid(id)) return null;
-  const found = await db
-    .selectFrom("Review")
-    .innerJoin("Execution", "Execution.id", "Review.executionId")
-    .selectAll("Review")
-    .select(executionColumnsBeside)
-    .where("Review.id", "=", id)
-    .executeTakeFirst();
+  const found = await reviewAndRunQuery(db, id).executeTakeFirst();
   if (!found) return null;
   const { row, execution } = executionBeside(found);
   return { ...(row as ReviewRow), execution };
+}
+
+const reviewAndRunQuery = (db: Sql, id: string) =>
+  db.selectFrom("Review").innerJoin("Execution", "Execution.id", "Review.executionId").selectAll("Review").select(executionColumnsBeside).where("Review.id", "=", id);
+
+/**
+ * The review, its run and its approvals in recording order, or null: one statement where two were
+ * (every review message the outbox renders shows the approvals: review-context.ts).
+ */
+export async function findReviewWithApprovals(db: Sql, id: string): Promise<(ReviewWithExecution & { approvals: ApprovalEntry[] }) | null> {
+  if (!isUuid(id)) return null;
+  const found = await reviewAndRunQuery(db, id)
+    .select((eb) =>
+      jsonArrayFrom(
+        eb
+          .selectFrom("ReviewApproval")
+          .select(["ReviewApproval.userId", "ReviewApproval.note", "ReviewApproval.editedOutput", "ReviewApproval.createdAt"])
+          .whereRef("ReviewApproval.reviewId", "=", "Review.id")
+          .orderBy("ReviewApproval.createdAt")
+          .orderBy("ReviewApproval.id"),
+      ).as("approvals"),
+    )
+    .executeTakeFirst();
+  if (!found) return null;
+  const { approvals, ...rest } = found;
+  const { row, execution } = executionBeside(rest);
+  // JSON has no timestamps: createdAt comes back as the column's UTC wall time in text.
+  return { ...(row as ReviewRow), execution, approvals: approvals.map((a) => ({ ...a, createdAt: parseUtcTimestamp(String(a.createdAt)) })) };
 }
 
 /** The execution's most recent task output of all. */

@@ -10,6 +10,7 @@ import { auditOfExecution, insertAudit } from "./audit.js";
 import { addApproval, approvalsOf, approvedBy, claimDeadline } from "./decision-requests.js";
 import { findExecution, insertExecution, leaseDueExecutions, updateExecution, updateExecutionReturning } from "./executions.js";
 import {
+  findReviewWithApprovals,
   findReviewWithExecution,
   insertReview,
   latestReviewForTask,
@@ -193,6 +194,14 @@ describe("store rows", () => {
     // One statement reads the review and its run, every column of each as their own reads give it.
     expect(await findReviewWithExecution(sql, first!.id)).toEqual({ ...first, execution: await findExecution(sql, run.id) });
     expect(await findReviewWithExecution(sql, "00000000-0000-4000-8000-000000000000")).toBeNull();
+    // The same with its approvals, in recording order, as approvalsOf reads them (none, then two).
+    expect(await findReviewWithApprovals(sql, first!.id)).toEqual({ ...first, execution: await findExecution(sql, run.id), approvals: [] });
+    await addApproval(sql, "Review", { requestId: first!.id, userId: "U2", note: "ok ✓", editedOutput: null }, at(20));
+    await addApproval(sql, "Review", { requestId: first!.id, userId: "U1", note: null, editedOutput: "edited 漢字" }, at(21));
+    const approvals = await approvalsOf(sql, "Review", first!.id);
+    expect(approvals.map((a) => a.userId)).toEqual(["U2", "U1"]);
+    expect(await findReviewWithApprovals(sql, first!.id)).toEqual({ ...first, execution: await findExecution(sql, run.id), approvals });
+    expect(await findReviewWithApprovals(sql, "00000000-0000-4000-8000-000000000000")).toBeNull();
     // Decision columns move with the state, only from the states given.
     expect(await moveReview(sql, first!.id, { from: ["deciding"], to: "approved" }, at(3), { decidedBy: "U1" })).toBeNull();
     expect(await moveReview(sql, first!.id, { from: ["pending"], to: "deciding" }, at(4), { decidedBy: "U1", decision: "approve" })).toMatchObject({

@@ -2,7 +2,7 @@
 // goes to the crew, and the previous round. Read for every review message the outbox renders; the
 // rows come from the store (store/decision-requests.ts, store/reviews.ts).
 
-import { type ApprovalPolicy, latestEdit } from "../domain/approvals.js";
+import { type ApprovalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { approvalsOf } from "../store/decision-requests.js";
 import { findRound } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
@@ -11,12 +11,15 @@ import type { Review, ReviewContext } from "./ports.js";
 export class ApprovalRows {
   constructor(private readonly db: Sql) {}
 
-  /** What the review's message shows besides the row: approvals so far, the edit, the previous round. */
-  async context(review: Review, policy: ApprovalPolicy): Promise<ReviewContext> {
+  /**
+   * What the review's message shows besides the row: approvals so far, the edit, the previous round.
+   * `recorded`: the review's approvals when the caller read them with it (the outbox does), else read here.
+   */
+  async context(review: Review, policy: ApprovalPolicy, recorded?: readonly StoredApproval[]): Promise<ReviewContext> {
     const context: ReviewContext = {};
     // A rejected or closed round shows its decision only; approvals given before a reject stay in the audit trail.
     if (review.state === "pending" || review.state === "deciding" || review.state === "approved") {
-      const approvals = await approvalsOf(this.db, "Review", review.id);
+      const approvals = recorded ?? (await approvalsOf(this.db, "Review", review.id));
       const edit = latestEdit(approvals);
       if (approvals.length && (policy.required > 1 || edit)) {
         context.approvals = {
