@@ -79,6 +79,15 @@ describe("Slack tiers", () => {
     expect(budgetFor({ team: "T1", method: "no.such.method" }, 0)).toBeUndefined();
   });
 
+  it("a modal call a person waits on may go one burst past the outbox's bucket before it waits", () => {
+    // Tier 4: 15 a burst, 14 spendable, one each 600 ms: the outbox's calls go 14 at once (a tolerance of
+    // 13 intervals), a form's 28 (27).
+    const outbox = budgetFor({ team: "T1", method: "views.update" }, 0)!;
+    const modal = budgetFor({ team: "T1", method: "views.update", burstTolerated: true }, 0)!;
+    expect(outbox).toMatchObject({ intervalMs: 600, toleranceMs: 13 * 600 });
+    expect(modal).toMatchObject({ key: outbox.key, intervalMs: 600, toleranceMs: 27 * 600 });
+  });
+
   it("a live plan's stop yields the Tier 2 token to starts: it goes only with one more token left than a start needs", () => {
     // Tier 2: 4 a burst, 3 spendable, progress leaves 1: a start goes with 2 left (tolerance one interval of 3 s), a stop only with all 3.
     expect(budgetFor({ team: "T1", method: "chat.startStream" }, 2)).toMatchObject({ intervalMs: 3000, toleranceMs: 3000 });
