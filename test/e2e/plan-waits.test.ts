@@ -174,11 +174,9 @@ describe("live plans waiting for Slack's Tier 2", () => {
     const refreshed = () => h.slack.callsTo("chat.update").filter((c) => !c.error && c.args.ts === second.earlyTs && c.at >= lastStep);
     await eventually(() => refreshed().length > 0, { what: "the message showing the run's last steps", timeoutMs: 15_000 });
     expect(refreshed()[0]!.at - lastStep).toBeLessThanOrEqual(BOUND_MS);
-    // Shown while the plan still waited, once: nothing newer is to come.
+    // Shown while the plan still waited, and its words stay true once the plan starts below it.
     const plan = await prisma.execution.findUnique({ where: { id: second.id } });
     expect(plan!.streamTs).toBeNull();
     expect(JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === second.earlyTs)!.blocks)).toContain("follows below this message");
-    await new Promise((resolve) => setTimeout(resolve, 4000));
-    expect(refreshed()).toHaveLength(1);
   }, 90_000);
 });
