@@ -1,5 +1,5 @@
 // The local flow deployment (`npm run crew:sim` with SIM_FLOW_TARGET_URL): sends signed human feedback
-// requests the way the platform does (crew-api-field-notes.md, last section) and serves their
+// requests the way the platform does (docs/spec/crew-api-field-notes.md, last section) and serves their
 // callback URLs, recording every answer and refusing late (410) or repeated (409) ones.
 import crypto from "node:crypto";
 import http from "node:http";

@@ -1,4 +1,4 @@
-// HTTP client for one deployed crew (crew-execution-service.md + field notes).
+// HTTP client for one deployed crew (docs/spec/crew-execution-service.md and docs/spec/crew-api-field-notes.md).
 // Transport and error mapping only; wire shapes are read by ./parse.ts.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, type Dispatcher, request } from "undici";

@@ -1,4 +1,4 @@
-// The body of a flow's human feedback request (crew-api-field-notes.md, last section), parsed
+// The body of a flow's human feedback request (docs/spec/crew-api-field-notes.md, last section), parsed
 // tolerantly: unknown fields are ignored, numbers or strings are accepted for ids, sizes are bounded.
 import { z } from "zod";
 
