@@ -40,9 +40,9 @@ class Connection implements DatabaseConnection {
 /**
  * Statement texts prepared under a name on PostgreSQL, so that a connection parses and analyses each
  * text once instead of at every call (Kysely sends the same few hundred texts over and over). Measured
- * with 50 runs in flight on one replica (`npm run bench -- scale-out`): about a quarter more reviews a
- * second, the review p99 down by a quarter (docs/benchmarks.md). Bounded: texts past the first
- * MAX_NAMED (a list of values of every length, say) run unnamed, as every text did before.
+ * with 50 runs in flight on one replica (`npm run bench -- scale-out`, alternating rounds): 46-55 reviews
+ * a second against 40-45, review p99 640-790 ms against 870-1,000 ms (docs/benchmarks.md). Bounded: texts
+ * past the first `max` (an IN list of every length, say) run unnamed, as every text did before.
  */
 export class PreparedNames {
   private readonly names = new Map<string, string | null>();
