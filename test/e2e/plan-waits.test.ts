@@ -31,6 +31,25 @@ const BOUND_MS = 10_000;
 const earlyMessages = (h: Harness, threadTs: string): FakeMessage[] =>
   h.slack.messages(CHANNEL).filter((m) => m.thread_ts === threadTs && !m.stream && JSON.stringify(m.blocks ?? []).includes("Latest step at"));
 
+/**
+ * Two runs of a crew with one task, under a Tier 2 of one chat.startStream every 30 s: the first run's
+ * plan starts, and the second's waits while a message shows its steps. Returns the second run then.
+ */
+async function secondRunWaitingForItsPlan(task: { delayMs: number; steps: number }) {
+  const slow: Record<TierName, TierRate> = { ...TIERS, tier2: { perMinute: 2, burst: 2, scope: "workspace" } };
+  h = await startHarness({
+    slack: { tiers: slow },
+    crew: { tasks: [{ id: "t1", name: "research_task", agent: "A", ...task }] },
+    crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers: slow } } },
+  });
+  const prisma = prismaOf(h.bot.database);
+  await kickoffViaSlack(h, { topic: "Tide pools" });
+  await eventually(() => h.slack.messages(CHANNEL).some((m) => m.stream), { what: "the first run's plan", timeoutMs: 10_000 });
+  await kickoffViaSlack(h, { topic: "Kelp forests" });
+  const second = await eventually(() => prisma.execution.findFirst({ where: { earlyTs: { not: null } } }), { what: "the second run's steps shown", timeoutMs: 10_000 });
+  return { prisma, second };
+}
+
 describe("live plans waiting for Slack's Tier 2", () => {
   it("every run shows a step within seconds and at least every 10 s; its plan starts below in turn; nothing is posted twice; reviews stay one call", async () => {
     h = await startHarness({
@@ -124,18 +143,7 @@ describe("live plans waiting for Slack's Tier 2", () => {
   }, 150_000);
 
   it("a run stopped while its plan waits: its message says it was stopped before its plan started, and no plan follows", async () => {
-    // One chat.startStream every 30 s: the second run's plan waits.
-    const slow: Record<TierName, TierRate> = { ...TIERS, tier2: { perMinute: 2, burst: 2, scope: "workspace" } };
-    h = await startHarness({
-      slack: { tiers: slow },
-      crew: { tasks: [{ id: "t1", name: "research_task", agent: "A", delayMs: 20_000, steps: 60 }] },
-      crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers: slow } } },
-    });
-    const prisma = prismaOf(h.bot.database);
-    await kickoffViaSlack(h, { topic: "Tide pools" });
-    await eventually(() => h.slack.messages(CHANNEL).some((m) => m.stream), { what: "the first run's plan", timeoutMs: 10_000 });
-    await kickoffViaSlack(h, { topic: "Kelp forests" });
-    const second = await eventually(() => prisma.execution.findFirst({ where: { earlyTs: { not: null } } }), { what: "the second run's steps shown", timeoutMs: 10_000 });
+    const { prisma, second } = await secondRunWaitingForItsPlan({ delayMs: 20_000, steps: 60 });
     expect(second.streamTs).toBeNull();
     expect((await h.requests.command({ text: `stop ${second.kickoffId}`, user_id: USER, channel_id: CHANNEL })).status).toBe(200);
     const early = () => h.slack.messages(CHANNEL).find((m) => m.ts === second.earlyTs)!;
@@ -153,18 +161,8 @@ describe("live plans waiting for Slack's Tier 2", () => {
   }, 90_000);
 
   it("a run that ends while its plan waits: its message shows its last steps within 10 s, before the plan starts", async () => {
-    // One chat.startStream every 30 s: the second run's plan waits for it well past the run's end.
-    const slow: Record<TierName, TierRate> = { ...TIERS, tier2: { perMinute: 2, burst: 2, scope: "workspace" } };
-    h = await startHarness({
-      slack: { tiers: slow },
-      crew: { tasks: [{ id: "t1", name: "research_task", agent: "A", delayMs: 4000, steps: 20 }] },
-      crewline: { outbox: { minBackoffMs: 100, maxBackoffMs: 1000, tickMs: 100, budget: { tiers: slow } } },
-    });
-    const prisma = prismaOf(h.bot.database);
-    await kickoffViaSlack(h, { topic: "Tide pools" });
-    await eventually(() => h.slack.messages(CHANNEL).some((m) => m.stream), { what: "the first run's plan", timeoutMs: 10_000 });
-    await kickoffViaSlack(h, { topic: "Kelp forests" });
-    const second = await eventually(() => prisma.execution.findFirst({ where: { earlyTs: { not: null } } }), { what: "the second run's steps shown", timeoutMs: 10_000 });
+    // Its plan waits for its token well past the run's end.
+    const { prisma, second } = await secondRunWaitingForItsPlan({ delayMs: 4000, steps: 20 });
     await eventually(async () => (await prisma.execution.findUnique({ where: { id: second.id } }))?.state === "completed", { what: "the second run's end", timeoutMs: 15_000 });
     const steps = h.crew.webhookDeliveries.filter((d) => d.kind === "step" && (d.body as { kickoff_id?: string }).kickoff_id === second.kickoffId).map((d) => d.sentAt);
     const lastStep = Math.max(...steps);
