@@ -127,6 +127,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     openDatabase({
       databaseUrl: config.databaseUrl,
       ...(config.preparedStatements === false ? { preparedStatements: false } : {}),
+      onPreparedStatementsLost: () =>
+        log.warn("a connection pooler lost a prepared statement: statements run unnamed from now on (DATABASE_PREPARED_STATEMENTS=false says so from the start)"),
       dataDir: config.dataDir,
       onConverted: (c) =>
         log.warn("embedded database converted to the current engine; the old folder is kept as a backup", { from: c.from, backup: c.backup, tables: c.tables, rows: c.rows }),

@@ -75,6 +75,26 @@ describe("store SQL handle", () => {
       expect(prepared.filter((s) => s.includes('from "SlackEffect" where "key" = $1'))).toHaveLength(1);
     });
 
+    it("behind a pooler that loses prepared statements: the statement runs again unnamed, and none is named after", async () => {
+      // A pooler in transaction mode hands the next statement to a server connection where its name does
+      // not exist: here the server forgets its prepared statements behind the driver's back.
+      const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+      let told = 0;
+      const sql = sqlOnPostgres(pool, pg.types, new PreparedNames(), () => told++);
+      try {
+        await sql.insertInto("SlackEffect").values(effect("l1")).execute();
+        expect(await readAll(sql, "l1")).toHaveLength(1);
+        await sql_`DEALLOCATE ALL`.execute(sql);
+        expect(await readAll(sql, "l1")).toHaveLength(1);
+        expect(await sql.selectFrom("SlackEffect").select("key").where("key", "=", "l1").execute()).toEqual([{ key: "l1" }]);
+        const { rows } = await sql_`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(sql);
+        expect(rows).toEqual([{ n: 0 }]);
+        expect(told).toBe(1);
+      } finally {
+        await pool.end();
+      }
+    });
+
     it("prepares nothing under DATABASE_PREPARED_STATEMENTS=false", async () => {
       const pool = new pg.Pool({ connectionString: db.url, max: 1 });
       const sql = sqlOnPostgres(pool, pg.types, new PreparedNames(0));
@@ -122,5 +142,8 @@ describe("PreparedNames", () => {
     expect(names.nameOf("select 3 where c = $1")).toBeUndefined();
     names.retire("select 1 where a = $1");
     expect(names.nameOf("select 1 where a = $1")).toBeUndefined();
+    // Turned off (a pooler lost one): nothing is named any more, and only the first turn says so.
+    expect([names.disable(), names.disable()]).toEqual([true, false]);
+    expect(names.nameOf("select 2 where b = $1")).toBeUndefined();
   });
 });

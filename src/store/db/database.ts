@@ -44,6 +44,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL only: false runs every statement unnamed (db/sql.ts PreparedNames says why they are named). */
   preparedStatements?: boolean;
+  /** PostgreSQL only: told once if a connection pooler lost a prepared statement, after which none is prepared. */
+  onPreparedStatementsLost?: () => void;
   /** Embedded and in memory only: start from these files (from dumpDataDir) instead of an empty database. */
   loadDataDir?: Blob;
   /** Embedded only: told once when a data folder of an earlier engine was converted at start (pglite-convert.ts). */
@@ -62,7 +64,7 @@ export interface DatabaseOptions {
 const POSTGRES_POOL_SIZE = 16;
 
 export function openDatabase(opts: DatabaseOptions): Database {
-  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? POSTGRES_POOL_SIZE, opts.preparedStatements !== false) : openEmbedded(opts);
+  return isPostgresUrl(opts.databaseUrl) ? openPostgres(opts.databaseUrl, opts.poolSize ?? POSTGRES_POOL_SIZE, opts) : openEmbedded(opts);
 }
 
 function openEmbedded({ dataDir, loadDataDir, onConverted, onEngineStopped }: DatabaseOptions): Database {
@@ -111,13 +113,13 @@ function openEmbedded({ dataDir, loadDataDir, onConverted, onEngineStopped }: Da
   };
 }
 
-function openPostgres(url: string, poolSize: number, prepared: boolean): Database {
+function openPostgres(url: string, poolSize: number, opts: Pick<DatabaseOptions, "preparedStatements" | "onPreparedStatementsLost">): Database {
   // Idle connections keep no process alive on their own (a test worker that kept its database ends).
   const pool = new pg.Pool({ connectionString: url, max: poolSize, allowExitOnIdle: true });
   // A failed idle client must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   return {
-    sql: sqlOnPostgres(pool, pg.types, new PreparedNames(prepared ? undefined : 0)),
+    sql: sqlOnPostgres(pool, pg.types, new PreparedNames(opts.preparedStatements === false ? 0 : undefined), opts.onPreparedStatementsLost),
     kind: "postgres",
     exclusive: false,
     migrate: async () => {

@@ -47,11 +47,13 @@ class Connection implements DatabaseConnection {
 export class PreparedNames {
   private readonly names = new Map<string, string | null>();
   private next = 0;
+  private off = false;
 
   constructor(readonly max = 1000) {}
 
   /** The name `text` is prepared under, or undefined to run it unnamed. */
   nameOf(text: string): string | undefined {
+    if (this.off) return undefined;
     const known = this.names.get(text);
     if (known !== undefined) return known ?? undefined;
     if (this.next >= this.max) return undefined;
@@ -64,6 +66,25 @@ export class PreparedNames {
   retire(text: string): void {
     this.names.set(text, null);
   }
+
+  /** Runs every text unnamed from now on (a pooler loses them: see lostByPooler); true the first time. */
+  disable(): boolean {
+    const first = !this.off;
+    this.off = true;
+    this.names.clear();
+    return first;
+  }
+}
+
+/**
+ * A connection pooler in transaction mode (PgBouncer before 1.21, Supavisor) hands each transaction to
+ * any server connection, where a statement prepared on another one does not exist, or one of the same
+ * name does already. The first such error turns naming off for the process (nothing is lost: the
+ * statement runs again unnamed), so a deployment behind one works without DATABASE_PREPARED_STATEMENTS.
+ */
+function lostByPooler(err: unknown): boolean {
+  const { code } = (err ?? {}) as { code?: string };
+  return code === "26000" || code === "42P05";
 }
 
 /**
@@ -88,6 +109,8 @@ class PgDriver implements Driver {
     private readonly pool: pg.Pool,
     pgTypes: typeof pg.types,
     private readonly prepared: PreparedNames,
+    /** Told once when a pooler made the driver stop naming statements. */
+    private readonly onPoolerFound?: () => void,
   ) {
     this.types = {
       getTypeParser: ((oid: number, format?: string) => (oid === TIMESTAMP_OID ? parseUtcTimestamp : pgTypes.getTypeParser(oid, format as "text"))) as typeof pgTypes.getTypeParser,
@@ -106,8 +129,11 @@ class PgDriver implements Driver {
       try {
         return await query(text, values, name);
       } catch (err) {
-        if (!name || !isStalePlan(err)) throw err;
-        this.prepared.retire(text);
+        if (!name) throw err;
+        if (isStalePlan(err)) this.prepared.retire(text);
+        else if (lostByPooler(err)) {
+          if (this.prepared.disable()) this.onPoolerFound?.();
+        } else throw err;
         if (connection.inTransaction) throw err;
         return query(text, values);
       }
@@ -178,5 +204,6 @@ function kyselyOn(driver: Driver): Kysely<DB> {
   });
 }
 
-export const sqlOnPostgres = (pool: pg.Pool, pgTypes: typeof pg.types, prepared = new PreparedNames()): Kysely<DB> => kyselyOn(new PgDriver(pool, pgTypes, prepared));
+export const sqlOnPostgres = (pool: pg.Pool, pgTypes: typeof pg.types, prepared = new PreparedNames(), onPoolerFound?: () => void): Kysely<DB> =>
+  kyselyOn(new PgDriver(pool, pgTypes, prepared, onPoolerFound));
 export const sqlOnPGlite = (engine: Promise<PGliteThread>): Kysely<DB> => kyselyOn(new PGliteDriver(engine));
