@@ -33,7 +33,7 @@ const executionOf = (row: Selectable<DB["Execution"]>): Execution => ({
 });
 const flowRequestOf = (row: Selectable<DB["FlowRequest"]>): FlowRequest => ({ ...row, emit: jsonValue(row.emit) });
 
-/** A review and its run, in one statement (every review effect reads both). */
+/** A review, its run and its approvals, in one statement (every review effect reads the first two; a review message shows the approvals). */
 export async function findReviewWithRun(db: Sql, id: string): Promise<{ review: Review; execution: Execution; approvals: ApprovalEntry[] } | undefined> {
   const found = await findReviewWithApprovals(db, id);
   if (!found) return undefined;
