@@ -12,6 +12,7 @@ import {
   mayActOnReview,
   mayAnswerFlowRequest,
   mayAnswerFlowRequestFromHome,
+  mayApproveFromHome,
   mayReassignReview,
   maySeeFlowRequest,
   maySeeRun,
@@ -88,6 +89,58 @@ describe("who may see a run", () => {
     expect(await visibleRun(ports, async () => run, { userId: "USTARTER" })).toBe(run);
     expect(await visibleRun(ports, async () => run, { userId: "USTRANGER" })).toBeUndefined();
     expect(await visibleRun(ports, async () => null, { userId: "USTARTER" })).toBeUndefined();
+  });
+});
+
+describe("asked from another workspace that installed the app", () => {
+  // A user id names one person in its own workspace (or Grid org) only: from T2, the run's starter,
+  // its reviewers and whoever a review was handed to are strangers unless they are in its channel.
+  const from = (teamId: string, enterpriseId?: string): Pick<AccessPorts, "workspace"> => ({ workspace: { teamId, ...(enterpriseId ? { enterpriseId } : {}) } });
+  const rules = () => reviewers({ research: editors });
+
+  it("sees a run only from its channel or as a member of it (a Slack Connect channel)", async () => {
+    const ports: AccessPorts = { members: members({ CRUN: ["UMEMBER"] }), reviewers: rules(), ...from("T2") };
+    expect(await maySeeRun(ports, run, { userId: "USTARTER", channelId: "CELSEWHERE" })).toBe(false);
+    expect(await maySeeRun(ports, run, { userId: "UEDITOR", channelId: "CELSEWHERE" })).toBe(false);
+    expect(await visibleRun(ports, async () => run, { userId: "USTARTER" })).toBeUndefined();
+    expect(await maySeeRun(ports, run, { userId: "USTRANGER", channelId: "CRUN" })).toBe(true);
+    expect(await maySeeRun(ports, run, { userId: "UMEMBER", channelId: "CELSEWHERE" })).toBe(true);
+    // The same asks from the run's own workspace.
+    expect(await maySeeRun({ ...ports, ...from("T1") }, run, { userId: "USTARTER", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await maySeeRun({ ...ports, ...from("T1") }, run, { userId: "UEDITOR", channelId: "CELSEWHERE" })).toBe(true);
+  });
+
+  it("in an Enterprise Grid org, its other workspaces are the run's own (user ids are org-wide)", async () => {
+    const gridRun = { ...run, enterpriseId: "E1" };
+    const ports: AccessPorts = { members: members({}), ...from("T2", "E1") };
+    expect(await maySeeRun(ports, gridRun, { userId: "USTARTER" })).toBe(true);
+    expect(await maySeeRun({ ...ports, ...from("T2", "E2") }, gridRun, { userId: "USTARTER" })).toBe(false);
+  });
+
+  it("may not stop it, nor act on its reviews by a grant or the reviewer rules", async () => {
+    const ports: AccessPorts = { members: members({}), reviewers: rules(), ...from("T2") };
+    expect(await mayStopRun(ports, run, { userId: "USTARTER", channelId: "CELSEWHERE" })).toBe(false);
+    expect(await mayStopRun(ports, run, { userId: "UEDITOR", channelId: "CELSEWHERE" })).toBe(false);
+    expect(await mayStopRun(ports, run, { userId: "UDAN", channelId: "CELSEWHERE" }, [review({ reassignedTo: "UDAN" })])).toBe(false);
+    expect(await mayActOnReview(ports, review({ reassignedTo: "UDAN" }), { userId: "UDAN" })).toBe(false);
+    expect(await reviewerGate(ports, review(), "UEDITOR")).toEqual({ allowed: false, who: "<@UEDITOR>" });
+    expect(await reviewerGate(ports, review({ reassignedTo: "UDAN" }), "UDAN")).toEqual({ allowed: false, who: "<@UEDITOR>" });
+    // A click from the review's own message in a shared channel: the channel's rule, then the reviewer gate.
+    expect(await clickMayDecide(ports, review(), { userId: "UEDITOR", channelId: "CRUN", messageTs: "111.222" })).toBe(true);
+    // From the run's own workspace all of these may.
+    const own = { ...ports, ...from("T1") };
+    expect(await mayStopRun(own, run, { userId: "USTARTER", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await mayStopRun(own, run, { userId: "UEDITOR", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await mayActOnReview(own, review({ reassignedTo: "UDAN" }), { userId: "UDAN" })).toBe(true);
+    expect(await reviewerGate(own, review(), "UEDITOR")).toEqual({ allowed: true });
+  });
+
+  it("may not approve from its App Home what another workspace's Home would list", async () => {
+    const ports: AccessPorts = { members: members({}), reviewers: rules(), ...from("T2") };
+    expect(await mayApproveFromHome(ports, review(), "UEDITOR")).toBe(false);
+    expect(await mayApproveFromHome({ ...ports, ...from("T1") }, review(), "UEDITOR")).toBe(true);
+    // Home lists a crew without rules for its starter only: nobody else approves from there.
+    expect(await mayApproveFromHome(from("T1"), review(), "UMEMBER")).toBe(false);
   });
 });
 
@@ -191,23 +244,25 @@ describe("flow feedback requests", () => {
   it("a flow without reviewer rules (anyone may answer in its channel) does not open its trail to everyone", async () => {
     // The port of a flow with no rules: anyone may answer; Home lists it for its assignee only.
     const open = { mayDecide: async () => true, isWaitingFor: flows.isWaitingFor };
-    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows: open };
+    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows: open, workspace: { teamId: "T1" } };
     expect(await mayAnswerFlowRequest(ports, request, "USTRANGER")).toBe(true);
-    expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CELSEWHERE", teamId: "T1" })).toBe(false);
-    expect(await maySeeFlowRequest(ports, request, { userId: "UMEMBER", channelId: "CELSEWHERE", teamId: "T1" })).toBe(true);
-    expect(await maySeeFlowRequest(ports, request, { userId: "UASSIGNEE", teamId: "T1" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "USTRANGER", channelId: "CELSEWHERE" })).toBe(false);
+    expect(await maySeeFlowRequest(ports, request, { userId: "UMEMBER", channelId: "CELSEWHERE" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, request, { userId: "UASSIGNEE" })).toBe(true);
     // Slack unreachable: no, and said.
     const warn = vi.fn();
     expect(await maySeeFlowRequest({ members: members("unreachable"), flows: open, warn }, request, { userId: "UMEMBER" })).toBe(false);
     expect(warn).toHaveBeenCalledOnce();
   });
 
-  it("a flow request's trail is shown in its own workspace only", async () => {
-    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows };
-    for (const userId of ["UASSIGNEE", "UMEMBER"]) expect(await maySeeFlowRequest(ports, request, { userId, channelId: "CFLOW", teamId: "T2" })).toBe(false);
+  it("a flow request is seen and answered in its own workspace only", async () => {
+    const ports: AccessPorts = { members: members({ CFLOW: ["UMEMBER"] }), flows, workspace: { teamId: "T2" } };
+    for (const userId of ["UASSIGNEE", "UMEMBER"]) expect(await maySeeFlowRequest(ports, request, { userId, channelId: "CFLOW" })).toBe(false);
     expect(ports.members.isMember).not.toHaveBeenCalled();
+    expect(await mayAnswerFlowRequest(ports, request, "UASSIGNEE")).toBe(false);
+    expect(await mayAnswerFlowRequestFromHome(ports, request, "UASSIGNEE")).toBe(false);
     // Single-workspace mode: requests have no workspace, askers are all in the one.
-    expect(await maySeeFlowRequest(ports, { ...request, teamId: null }, { userId: "UASSIGNEE", teamId: "T2" })).toBe(true);
+    expect(await maySeeFlowRequest(ports, { ...request, teamId: null }, { userId: "UASSIGNEE" })).toBe(true);
   });
 
   it("from App Home: only a request the Home lists for the user; none without flows", async () => {

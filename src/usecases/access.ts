@@ -4,7 +4,8 @@
 // whether a click comes from the message it claims. What the rules need to know from outside (channel
 // members, user groups) comes through small ports that the Slack adapter supplies (adapters/slack/access.ts).
 //
-// One rule for runs: the run's starter, its reviewers, and the members of its channel may see it.
+// One rule for runs: the run's starter, its reviewers, and the members of its channel may see it, the
+// first two only when asking from the run's own workspace (a user id means one person there only).
 // Everyone else is told what an unknown id gets.
 
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
@@ -17,8 +18,6 @@ export interface Asker {
   userId: string;
   /** The channel the request came from (Slack signed it): someone using it there is in it. */
   channelId?: string;
-  /** The workspace the request came from (Slack signed it), when known. */
-  teamId?: string;
 }
 
 /** Whether a user is a member of a channel (may throw when it cannot be known). */
@@ -76,15 +75,30 @@ export interface AccessPorts {
   flows?: FlowAccessPort;
   /** Told when a fact could not be read (the answer is then no). */
   warn?: (message: string, fields: Record<string, unknown>) => void;
+  /**
+   * The workspace the request came from, and its Enterprise Grid org (Slack signed them). A user id
+   * names one person within a workspace or org only, so from another workspace that installed the app
+   * a run's starter, its reviewer rules and its grants say nothing: only its channel counts (a Slack
+   * Connect channel the two share). Unset: not known, and taken as the run's own.
+   */
+  workspace?: { teamId?: string; enterpriseId?: string };
 }
 
 const teamOf = (run: RunFacts): TeamRef => ({ teamId: run.teamId, enterpriseId: run.enterpriseId });
 
+/** Whether the request comes from the workspace of a run or flow request, or from its Enterprise Grid org (whose user ids are org-wide). */
+export function fromItsWorkspace(ports: Pick<AccessPorts, "workspace">, its: { teamId: string | null; enterpriseId?: string | null }): boolean {
+  const from = ports.workspace;
+  if (!from?.teamId || !its.teamId || from.teamId === its.teamId) return true;
+  return !!its.enterpriseId && from.enterpriseId === its.enterpriseId;
+}
+
 /** Whether the asker may see the run (its status, audit trail and output). Unknown (Slack unreachable) counts as no. */
 export async function maySeeRun(ports: AccessPorts, run: RunFacts, asker: Asker): Promise<boolean> {
-  if (asker.userId === run.userId || asker.channelId === run.channelId) return true;
+  const own = fromItsWorkspace(ports, run);
+  if ((own && asker.userId === run.userId) || asker.channelId === run.channelId) return true;
   const { reviewers } = ports;
-  if (reviewers?.rulesFor(run.crewName) !== undefined && (await reviewers.mayDecide(run.crewName, asker.userId, teamOf(run)).catch(() => false))) return true;
+  if (own && reviewers?.rulesFor(run.crewName) !== undefined && (await reviewers.mayDecide(run.crewName, asker.userId, teamOf(run)).catch(() => false))) return true;
   return inChannel(ports, run.channelId, asker.userId, "could not read the run's channel members", { executionId: run.id });
 }
 
@@ -107,7 +121,8 @@ export async function visibleRun<E extends RunFacts>(ports: AccessPorts, find: (
 
 /** Whether the asker may see (and so try to decide) this review: who may see its run, and whoever it was reassigned or escalated to. */
 export async function mayActOnReview(ports: AccessPorts, found: ReviewOfRun, asker: Asker): Promise<boolean> {
-  if (ports.reviewers && (await ports.reviewers.isGranted(found, asker.userId, teamOf(found.execution)).catch(() => false))) return true;
+  if (ports.reviewers && fromItsWorkspace(ports, found.execution) && (await ports.reviewers.isGranted(found, asker.userId, teamOf(found.execution)).catch(() => false)))
+    return true;
   return maySeeRun(ports, found.execution, asker);
 }
 
@@ -130,11 +145,12 @@ export async function clickMayDecide(ports: AccessPorts, found: ReviewOfRun, cli
  * who may see the run). Unknown (Slack unreachable) counts as no.
  */
 export async function mayStopRun(ports: AccessPorts, run: RunFacts, asker: Asker, openReviews: readonly ReviewFacts[] = []): Promise<boolean> {
-  if (asker.userId === run.userId) return true;
+  const own = fromItsWorkspace(ports, run);
+  if (own && asker.userId === run.userId) return true;
   const { reviewers } = ports;
   const team = teamOf(run);
-  for (const review of openReviews) if (reviewers && (await reviewers.isGranted(review, asker.userId, team).catch(() => false))) return true;
-  if (reviewers?.rulesFor(run.crewName) !== undefined && !(await reviewers.mayDecide(run.crewName, asker.userId, team).catch(() => false))) return false;
+  if (own) for (const review of openReviews) if (reviewers && (await reviewers.isGranted(review, asker.userId, team).catch(() => false))) return true;
+  if (reviewers?.rulesFor(run.crewName) !== undefined && !(own && (await reviewers.mayDecide(run.crewName, asker.userId, team).catch(() => false)))) return false;
   return maySeeRun(ports, run, asker);
 }
 
@@ -153,7 +169,8 @@ export async function reviewerGate(ports: AccessPorts, found: ReviewOfRun, userI
   const rules = reviewers?.rulesFor(found.execution.crewName);
   if (!reviewers || !rules) return { allowed: true };
   const team = teamOf(found.execution);
-  if ((await reviewers.isGranted(found, userId, team)) || (await reviewers.mayDecide(found.execution.crewName, userId, team))) return { allowed: true };
+  const own = fromItsWorkspace(ports, found.execution);
+  if (own && ((await reviewers.isGranted(found, userId, team)) || (await reviewers.mayDecide(found.execution.crewName, userId, team)))) return { allowed: true };
   return { allowed: false, who: describeReviewers(rules) };
 }
 
@@ -177,6 +194,11 @@ export async function homeListsReview(ports: Pick<AccessPorts, "reviewers">, fou
   return rules ? reviewers!.mayDecide(found.execution.crewName, userId, team) : found.execution.userId === userId;
 }
 
+/** Whether the user may approve this review from App Home: only one their App Home lists, in the workspace it is in. */
+export async function mayApproveFromHome(ports: Pick<AccessPorts, "reviewers" | "workspace">, found: ReviewOfRun, userId: string): Promise<boolean> {
+  return fromItsWorkspace(ports, found.execution) && homeListsReview(ports, found, userId);
+}
+
 /** Whether a click names the flow request its message shows. */
 export function clickFromFlowMessage(request: Pick<FlowRequestFacts, "channelId" | "messageTs">, click: { channelId?: string; messageTs?: string }): boolean {
   return !!request.messageTs && !!click.channelId && request.channelId === click.channelId && request.messageTs === click.messageTs;
@@ -184,12 +206,13 @@ export function clickFromFlowMessage(request: Pick<FlowRequestFacts, "channelId"
 
 /** Whether the user may answer (or hand on) a flow request. */
 export async function mayAnswerFlowRequest(ports: AccessPorts, request: FlowRequestFacts, userId: string): Promise<boolean> {
+  if (!fromItsWorkspace(ports, request)) return false;
   return !ports.flows || ports.flows.mayDecide(request, userId);
 }
 
 /** Whether the user may answer a flow request from App Home: only one App Home lists for them. */
-export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flows">, request: FlowRequestFacts, userId: string): Promise<boolean> {
-  return !!ports.flows && ports.flows.isWaitingFor(request, userId);
+export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flows" | "workspace">, request: FlowRequestFacts, userId: string): Promise<boolean> {
+  return !!ports.flows && fromItsWorkspace(ports, request) && ports.flows.isWaitingFor(request, userId);
 }
 
 /**
@@ -199,7 +222,7 @@ export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flo
  * not everyone everywhere read its trail.
  */
 export async function maySeeFlowRequest(ports: AccessPorts, request: FlowRequestFacts, asker: Asker): Promise<boolean> {
-  if (request.teamId && asker.teamId && asker.teamId !== request.teamId) return false;
+  if (!fromItsWorkspace(ports, request)) return false;
   if (asker.channelId === request.channelId) return true;
   if (ports.flows && (await ports.flows.isWaitingFor(request, asker.userId).catch(() => false))) return true;
   return inChannel(ports, request.channelId, asker.userId, "could not read the flow request's channel members", { flow: request.flowName });

@@ -313,6 +313,29 @@ describe("OAuth distribution", () => {
     expect(h.slack.calls.filter((c) => c.token === tokenTwo).length).toBe(twoCallsBefore);
   }, 90_000);
 
+  it("a run is its own workspace's: a reviewer the crew names, asking from another workspace by kickoff id, hears what an unknown id gets and stops nothing", async () => {
+    // One crew offered to both workspaces, whose reviewer rules name a user of each (user ids name one person in their own workspace only).
+    h = await startHarness({ oauth: {}, research: { teams: [ONE.team, TWO.team], reviewers: { users: [ONE.user, TWO.user], usergroups: [] } }, crew: { inputs: ["topic"] } });
+    for (const ws of [ONE, TWO]) expect((await installViaBrowser(h, ws.team)).status).toBe(200);
+    const run = await startRunIn(h, TWO);
+    const ask = async (ws: typeof ONE, text: string) => {
+      const before = h.slack.callsTo("response_url").length;
+      await h.requests.command({ text, user_id: ws.user, channel_id: ws.channel, team_id: ws.team });
+      return String((await eventually(() => h.slack.callsTo("response_url")[before], { what: `the answer to ${text}` })).args.text);
+    };
+    const unknown = /^I don't know a run with kickoff id/;
+    // When: ONE's reviewer asks about TWO's run from ONE.
+    // Then: nothing of it is shown, its trail neither, and it is not stopped.
+    expect(await ask(ONE, `status ${run.kickoffId}`)).toMatch(unknown);
+    expect(await ask(ONE, `audit ${run.kickoffId}`)).toMatch(unknown);
+    expect(await ask(ONE, `stop ${run.kickoffId}`)).toMatch(unknown);
+    expect(h.crew.requests.filter((r) => r.path.startsWith("/stop/"))).toEqual([]);
+    const after = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } });
+    expect({ state: after.state, stoppedBy: after.stoppedBy }).toEqual({ state: "waiting", stoppedBy: null });
+    // TWO's reviewer, asking from TWO outside the run's channel, sees it (the reviewer rules, in their workspace).
+    expect(await ask({ ...TWO, channel: "C0TWOOTHER" }, `status ${run.kickoffId}`)).toContain("news of T0TWO");
+  }, 60_000);
+
   it("serves a Grid org-wide install in its workspaces, posts flow requests in the flow's workspace, and handles tokens_revoked", async () => {
     const FLOW_SECRET = "flow-webhook-secret";
     // As parsed, a crew with teams: ["*"] has no teams list: every workspace may use it.

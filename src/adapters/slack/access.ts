@@ -38,9 +38,17 @@ export function slackChannelMembers(client: WebClient, cache: ChannelMembersCach
   return { isMember: (channelId, userId) => cache.has(channelId, userId, client) };
 }
 
-/** The ports of the access rules for one Slack request (its client reads the channel members). */
-export function accessPorts(client: WebClient, deps: Pick<FeatureDeps, "reviewers" | "flows" | "log" | "channelMembers">): AccessPorts {
+/**
+ * The ports of the access rules for one Slack request: its client reads the channel members, and its
+ * workspace (Bolt's context: the team and Grid org Slack signed) is who the rules take the asker to be from.
+ */
+export function accessPorts(
+  client: WebClient,
+  deps: Pick<FeatureDeps, "reviewers" | "flows" | "log" | "channelMembers">,
+  workspace: { teamId?: string | undefined; enterpriseId?: string | undefined },
+): AccessPorts {
   return {
+    workspace: { ...(workspace.teamId ? { teamId: workspace.teamId } : {}), ...(workspace.enterpriseId ? { enterpriseId: workspace.enterpriseId } : {}) },
     members: slackChannelMembers(client, deps.channelMembers),
     ...(deps.reviewers ? { reviewers: deps.reviewers } : {}),
     ...(deps.flows ? { flows: deps.flows } : {}),

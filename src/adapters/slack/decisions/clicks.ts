@@ -25,7 +25,7 @@ export function registerDecisionClicks(app: App, deps: FeatureDeps): void {
 function registerClicks<S extends Subject>(app: App, deps: FeatureDeps, kind: KindPort<S>): void {
   const [block, input] = kind.ids.feedback;
   for (const actionId of kind.ids.decide) {
-    app.action(actionId, async ({ ack, body, client }) => {
+    app.action(actionId, async ({ ack, body, client, context }) => {
       await ack();
       const click = decideClick.safeParse(body);
       if (!click.success)
@@ -36,7 +36,7 @@ function registerClicks<S extends Subject>(app: App, deps: FeatureDeps, kind: Ki
       let reply: string | undefined;
       try {
         const action = actions[0]!;
-        reply = await kind.click({ actionId: action.action_id, value: action.value, feedback, userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps));
+        reply = await kind.click({ actionId: action.action_id, value: action.value, feedback, userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context));
       } catch (err) {
         // Nothing was claimed (or the claim could not be stored): it stays decidable.
         deps.log.error("decision click could not be recorded", { kind: kind.kind, err });

@@ -44,7 +44,7 @@ export function registerDecisionEdit(app: App, deps: FeatureDeps): void {
 
 function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: KindPort<S>): void {
   const w = kind.words;
-  app.action(kind.ids.edit, async ({ ack, body, client }) => {
+  app.action(kind.ids.edit, async ({ ack, body, client, context }) => {
     await ack();
     const click = decisionClick.safeParse(body);
     if (!click.success)
@@ -56,7 +56,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
       const found = await kind.find(actions[0]!.value);
       if (!found || !channel || !messageTs || !kind.fromMessage(found, { userId: user.id, channelId: channel, messageTs })) return void (await tell(w.notThisMessage));
       if (found.state !== "pending") return void (await tell(w.editNotPending));
-      const refused = await kind.editRefused(found, user.id, accessPorts(client, deps));
+      const refused = await kind.editRefused(found, user.id, accessPorts(client, deps, context));
       if (refused) return void (await tell(refused));
       const { head, rest } = editableSplit(found.output);
       const metadata = sealEdit(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
@@ -69,7 +69,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
     }
   });
 
-  app.view(kind.ids.editView, async ({ ack, body, view, client }) => {
+  app.view(kind.ids.editView, async ({ ack, body, view, client, context }) => {
     const userId = body.user.id;
     const facts = openEdit(deps.formKey, view.private_metadata, userId);
     const values = editValues.safeParse(view.state.values);
@@ -93,7 +93,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
       const found = await kind.find(facts.r);
       threadTs = found ? kind.replyPlace(found, facts.c).threadTs : undefined;
       const place = { userId, channelId: facts.c, messageTs: facts.m };
-      if (!found || facts.h > found.output.length || !(await kind.mayAct(found, place, accessPorts(client, deps)))) {
+      if (!found || facts.h > found.output.length || !(await kind.mayAct(found, place, accessPorts(client, deps, context)))) {
         deps.log.warn("edit submission for another message refused", { userId });
         return void (await tell(w.editExpired));
       }

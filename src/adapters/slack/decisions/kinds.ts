@@ -5,7 +5,16 @@
 import { approvalPolicy, selfApprovalRefused } from "../../../domain/approvals.js";
 import { flowEditable, outcomeLeaning, outcomesOf } from "../../../domain/flow-outcomes.js";
 import { reviewChannel } from "../../../domain/refusals.js";
-import { type AccessPorts, clickFromFlowMessage, clickFromReviewMessage, clickMayDecide, mayAnswerFlowRequest, mayReassignReview, reviewerGate } from "../../../usecases/access.js";
+import {
+  type AccessPorts,
+  clickFromFlowMessage,
+  clickFromReviewMessage,
+  clickMayDecide,
+  fromItsWorkspace,
+  mayAnswerFlowRequest,
+  mayReassignReview,
+  reviewerGate,
+} from "../../../usecases/access.js";
 import type { FlowRequests } from "../../../usecases/flows.js";
 import type { TeamRef } from "../../../usecases/ports.js";
 import {
@@ -201,9 +210,12 @@ export function flowKind(flows: FlowRequests) {
       editEmpty: "The edited output is empty. To refuse it, close this and answer with the request's buttons.",
     },
     find: get,
-    // Its use case checks the message, the outcome and who may answer.
-    click: async (c) =>
-      flowReplyFor(
+    // Its use case checks the message, the outcome and who may answer; asked from another workspace
+    // than the request's, it is not this message's.
+    click: async (c, ports) => {
+      const found = await get(c.value);
+      if (found && !fromItsWorkspace(ports, found)) return NOT_THIS_REQUEST;
+      return flowReplyFor(
         await flows.decide({
           requestId: c.value,
           userId: c.userId,
@@ -212,9 +224,10 @@ export function flowKind(flows: FlowRequests) {
           channelId: c.channelId,
           messageTs: c.messageTs,
         }),
-      ),
+      );
+    },
     fromMessage: (found, place) => clickFromFlowMessage(found, place),
-    mayAct: async (found, place) => clickFromFlowMessage(found, place),
+    mayAct: async (found, place, ports) => clickFromFlowMessage(found, place) && fromItsWorkspace(ports, found),
     editRefused: async (found) => (flowEditable(outcomesOf(found)) ? undefined : NOT_THIS_REQUEST),
     // The flow gets its first approve-like outcome (or, for free-feedback flows, no outcome); its
     // use case checks the message and the reviewer rules.

@@ -29,7 +29,7 @@ export function registerDecisionReassign(app: App, deps: FeatureDeps): void {
 
 function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: KindPort<S>): void {
   const w = kind.words;
-  app.action(kind.ids.reassign, async ({ ack, body, client }) => {
+  app.action(kind.ids.reassign, async ({ ack, body, client, context }) => {
     await ack();
     const click = decisionClick.safeParse(body);
     if (!click.success) return void deps.log.warn("reassign click with an unexpected payload", { kind: kind.kind });
@@ -37,16 +37,16 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
     const found = await kind.find(actions[0]!.value);
     // Only from its own message.
-    if (!found || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps)))) return tell(w.notThisReassign);
+    if (!found || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context)))) return tell(w.notThisReassign);
     if (found.state !== "pending") return tell(`This ${w.noun} is no longer ${w.waiting}, so it cannot be reassigned.`);
-    const may = await kind.mayReassign(found, user.id, accessPorts(client, deps));
+    const may = await kind.mayReassign(found, user.id, accessPorts(client, deps, context));
     if (!may.ok) return tell(`Only ${may.who ?? `people who may ${w.verb} this ${w.noun}`} may reassign it.`);
     const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.reassignView, what: "request" } as const) : {};
     await spendOnView(deps, kind.team(found)?.teamId, "views.open");
     await client.views.open({ trigger_id, view: reassignModal({ reviewId: found.id, taskName: found.fullTitle ?? found.title, ...flow }) });
   });
 
-  app.view(kind.ids.reassignView, async ({ ack, body, client }) => {
+  app.view(kind.ids.reassignView, async ({ ack, body, client, context }) => {
     const submission = reassignSubmission.safeParse(body);
     if (!submission.success) return void (await ack());
     const { user, view } = submission.data;
@@ -57,7 +57,7 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     if (!reason) return void (await refuse(REASSIGN_REASON_BLOCK, `Say why they should ${w.verb} it.`));
     const found = await kind.find(view.private_metadata);
     if (!found) return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} no longer exists.`));
-    if (!(await kind.mayReassign(found, user.id, accessPorts(client, deps))).ok) return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));
+    if (!(await kind.mayReassign(found, user.id, accessPorts(client, deps, context))).ok) return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));
     if (found.state !== "pending") return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} is no longer ${w.waiting}.`));
     await ack();
     const outcome = await kind.reassign(found, { by: user.id, to, reason });

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { TimeoutAction } from "../../../config/config.js";
 import { reviewChannel } from "../../../domain/refusals.js";
 import type { HomeStore } from "../../../store/home.js";
-import { mayActOnReview, mayAnswerFlowRequestFromHome } from "../../../usecases/access.js";
+import { type AccessPorts, mayAnswerFlowRequestFromHome, mayApproveFromHome } from "../../../usecases/access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../usecases/flows.js";
 import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
@@ -178,23 +178,24 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
 
   // Approve from the Home tab, a review or a flow request (with the flow's approve-like outcome, and
   // only one listed there for this user): the same rules and the same exactly-once decision as a click
-  // on its message; then the tab is published again, saying what happened.
-  const approvals: [string, (id: string, userId: string, client: WebClient) => Promise<string>][] = [
+  // on its message; then the tab is published again, saying what happened. Only what this user's Home
+  // lists may be approved there (not every review they may see elsewhere), in the workspace it is in.
+  const approvals: [string, (id: string, userId: string, access: AccessPorts) => Promise<string>][] = [
     [
       HOME_APPROVE_ACTION,
-      async (reviewId, userId, client) => {
+      async (reviewId, userId, access) => {
         const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
-        if (!found || !(await mayActOnReview(accessPorts(client, deps), found, { userId }))) return homeNotice(undefined, "");
+        if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice(undefined, "");
         return homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
       },
     ],
     [
       HOME_FLOW_APPROVE_ACTION,
-      async (id, userId) => {
+      async (id, userId, access) => {
         const flows = deps.flows;
         const request = flows ? await flows.get(id) : null;
         const approval = request ? flows!.homeApproval(request) : undefined;
-        if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome({ flows }, request, userId))) return homeFlowNotice(undefined, "");
+        if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome(access, request, userId))) return homeFlowNotice(undefined, "");
         const outcome = await flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true });
         return homeFlowNotice(outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`);
       },
@@ -208,7 +209,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
       const userId = click.data.user.id;
       let notice: string;
       try {
-        notice = await approve(click.data.actions[0]!.value, userId, client);
+        notice = await approve(click.data.actions[0]!.value, userId, accessPorts(client, deps, context));
       } catch (err) {
         deps.log.error("home approval could not be recorded", { actionId, err });
         notice = NOT_RECORDED;

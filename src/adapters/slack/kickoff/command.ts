@@ -60,7 +60,7 @@ const commandPayload = z.object({
 });
 
 export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "/crew"): void {
-  app.command(commandName, async ({ command, ack, client, respond }) => {
+  app.command(commandName, async ({ command, ack, client, respond, context }) => {
     const payload = commandPayload.parse(command);
     const parsed = parseCrewCommand(sanitizeText(payload.text));
     if (parsed.kind === "help") {
@@ -104,26 +104,15 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         crewName: parsed.crewName,
       });
     } else if (parsed.kind === "audit") {
-      const text = await auditReply(client, deps, {
-        kickoffId: parsed.kickoffId,
-        format: parsed.format,
-        userId: payload.user_id,
-        channelId: payload.channel_id,
-        teamId: payload.team_id || undefined,
-      });
+      const asker = { userId: payload.user_id, channelId: payload.channel_id };
+      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, ...asker }, accessPorts(client, deps, context));
       await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "stop") {
-      const reply = await stopCommandReply(client, deps, parsed.kickoffId, {
-        userId: payload.user_id,
-        channelId: payload.channel_id,
-        ...(payload.team_id ? { teamId: payload.team_id } : {}),
-      });
+      const reply = await stopCommandReply(deps, parsed.kickoffId, { userId: payload.user_id, channelId: payload.channel_id }, accessPorts(client, deps, context));
       await respond({ response_type: "ephemeral", ...reply });
     } else if (parsed.kind === "status") {
-      const status = await statusFor({ access: accessPorts(client, deps), runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, {
-        userId: payload.user_id,
-        channelId: payload.channel_id,
-      });
+      const access = accessPorts(client, deps, context);
+      const status = await statusFor({ access, runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, { userId: payload.user_id, channelId: payload.channel_id });
       await respond({ response_type: "ephemeral", text: statusText(parsed.kickoffId, status) });
     } else {
       await respond({ response_type: "ephemeral", text: await listText(deps, payload.channel_id) });

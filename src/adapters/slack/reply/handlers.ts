@@ -49,7 +49,7 @@ const questionClick = z.object({
 const CHOICES: Record<string, ReplyChoice> = { [REPLY_REJECT_ACTION]: "reject", [REPLY_APPROVE_ACTION]: "approve", [REPLY_IGNORE_ACTION]: "ignore" };
 
 export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: ReplyDecisions): void {
-  app.event("message", async ({ event, client }) => {
+  app.event("message", async ({ event, client, context }) => {
     const raw = event as unknown as Record<string, unknown>;
     // Most messages are not replies in a thread: left before anything else is read.
     if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || raw.subtype !== undefined || raw.bot_id !== undefined) return;
@@ -61,7 +61,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     const tell = (text: string, blocks?: unknown[]) => tellUser(client, reply.channelId, reply.userId, reply.threadTs, text, blocks, deps);
     let outcome: ReplyOutcome;
     try {
-      outcome = await replies.onReply(reply, accessPorts(client, deps));
+      outcome = await replies.onReply(reply, accessPorts(client, deps, context));
     } catch (err) {
       deps.log.error("reply in a thread could not be handled", { err });
       // Someone who meant to decide hears it was not taken; other talk in the thread stays unanswered.
@@ -77,7 +77,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
   });
 
   for (const actionId of Object.keys(CHOICES)) {
-    app.action(actionId, async ({ ack, body, client, respond }) => {
+    app.action(actionId, async ({ ack, body, client, respond, context }) => {
       await ack();
       const click = questionClick.safeParse(body);
       if (!click.success) {
@@ -90,7 +90,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       const choice = CHOICES[actions[0]!.action_id]!;
       let outcome: ReplyOutcome;
       try {
-        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps));
+        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps, context));
       } catch (err) {
         // Nothing was taken: the question stays, with its buttons, for another try.
         deps.log.error("reply question answer could not be recorded", { err });

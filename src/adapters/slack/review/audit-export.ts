@@ -1,10 +1,10 @@
 // `/crew audit <kickoff_id> [csv|json]`: a run's audit trail, shown privately, and exported as files
 // (JSON and CSV by default) into the run's thread, where the decisions it lists were made.
 import type { WebClient } from "@slack/web-api";
+import type { AccessPorts } from "../../../usecases/access.js";
 import { type AuditRecord, auditCsv, auditJson } from "../../../usecases/audit.js";
 import { auditFor } from "../../../usecases/audit-for.js";
 import type { FlowRequest } from "../../../usecases/flows.js";
-import { accessPorts } from "../access.js";
 import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, mentionIds, truncatePlain } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 
@@ -15,8 +15,6 @@ export interface AuditRequest {
   format: AuditFormat;
   userId: string;
   channelId: string;
-  /** The asker's workspace (a flow request's trail is shown in its own workspace only). */
-  teamId?: string;
 }
 
 export function auditLine(row: AuditRecord): string {
@@ -90,12 +88,11 @@ export function auditLine(row: AuditRecord): string {
 }
 
 /** Answers the command (mrkdwn for the ephemeral reply) and uploads the export. */
-export async function auditReply(client: WebClient, deps: FeatureDeps, req: AuditRequest): Promise<string> {
-  const trail = await auditFor(
-    { access: accessPorts(client, deps), runs: deps.lifecycle.runs, audit: deps.lifecycle.audit, ...(deps.flows ? { flows: deps.flows } : {}) },
-    req.kickoffId,
-    { userId: req.userId, channelId: req.channelId, ...(req.teamId ? { teamId: req.teamId } : {}) },
-  );
+export async function auditReply(client: WebClient, deps: FeatureDeps, req: AuditRequest, access: AccessPorts): Promise<string> {
+  const trail = await auditFor({ access, runs: deps.lifecycle.runs, audit: deps.lifecycle.audit, ...(deps.flows ? { flows: deps.flows } : {}) }, req.kickoffId, {
+    userId: req.userId,
+    channelId: req.channelId,
+  });
   if (trail.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
   if (trail.kind === "flow") return flowAuditReply(client, deps, trail.request, trail.rows, req);
   const { execution, rows } = trail;

@@ -4,9 +4,8 @@
 // the asker hears the outcome privately. `/crew stop <kickoff id>` (kickoff/command.ts) answers with
 // the same words.
 import type { App, types } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
-import type { Asker } from "../../../usecases/access.js";
+import type { AccessPorts, Asker } from "../../../usecases/access.js";
 import type { StopOutcome } from "../../../usecases/stops.js";
 import { accessPorts } from "../access.js";
 import { cannotStopMessage, escapeMrkdwn, runStateLabel, STOP_ACTION, STOP_FOLLOWING_ACTION, truncatePlain, userMention } from "../blocks/index.js";
@@ -22,7 +21,6 @@ export const STOP_NOT_RECORDED = "⚠️ Your stop was not recorded: Crewline co
 
 const stopClick = z.object({
   user: z.object({ id: z.string() }),
-  team: z.object({ id: z.string() }).nullish(),
   channel: z.object({ id: z.string() }).optional(),
   container: z.object({ channel_id: z.string().optional(), message_ts: z.string().optional(), thread_ts: z.string().optional() }).partial().optional(),
   message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
@@ -31,7 +29,7 @@ const stopClick = z.object({
 
 export function registerStopActions(app: App, deps: FeatureDeps): void {
   for (const actionId of [STOP_ACTION, STOP_FOLLOWING_ACTION]) {
-    app.action(actionId, async ({ ack, body, client }) => {
+    app.action(actionId, async ({ ack, body, client, context }) => {
       await ack();
       const click = stopClick.safeParse(body);
       if (!click.success) {
@@ -49,10 +47,10 @@ export function registerStopActions(app: App, deps: FeatureDeps): void {
           .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
       };
       const executionId = actions[0]!.value;
-      const asker: Asker = { userId: user.id, ...(channelId ? { channelId } : {}), ...(click.data.team?.id ? { teamId: click.data.team.id } : {}) };
+      const asker: Asker = { userId: user.id, ...(channelId ? { channelId } : {}) };
       let outcome: StopOutcome;
       try {
-        const access = accessPorts(client, deps);
+        const access = accessPorts(client, deps, context);
         outcome =
           actionId === STOP_ACTION
             ? // Stop is on the announcement: the click must come from that message.
@@ -114,9 +112,9 @@ export function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
 }
 
 /** Answers `/crew stop <kickoff id>` privately (through the command's response_url). */
-export async function stopCommandReply(client: WebClient, deps: FeatureDeps, kickoffId: string, asker: Asker): Promise<StopReply> {
+export async function stopCommandReply(deps: FeatureDeps, kickoffId: string, asker: Asker, access: AccessPorts): Promise<StopReply> {
   try {
-    return stopReply(await deps.lifecycle.stops.stop({ kickoffId }, asker, accessPorts(client, deps)), kickoffId);
+    return stopReply(await deps.lifecycle.stops.stop({ kickoffId }, asker, access), kickoffId);
   } catch (err) {
     deps.log.error("stop command could not be recorded", { err });
     return { text: STOP_NOT_RECORDED };
