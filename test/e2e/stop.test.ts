@@ -70,7 +70,8 @@ function lateCrewWebhook(executionId: string) {
 
 describe("Stop", () => {
   it("is on the announcement from its first post: a click before the crew answered the kickoff is told the run is still starting and reaches no crew; once started, it stops the run", async () => {
-    h = await startHarness({ crew: { tasks: TASKS, kickoffDelayMs: 1500 } });
+    // The crew answers the kickoff late enough for the click below to land before it, even on a busy machine.
+    h = await startHarness({ crew: { tasks: TASKS, kickoffDelayMs: 3000 } });
     const submitted = kickoffViaSlack(h, { topic: "Deep sea vents" });
     const announcement = await eventually(() => h.slack.messages(CHANNEL).find((m) => !m.thread_ts && JSON.stringify(m.blocks ?? []).includes(STOP_ACTION)), {
       what: "the announcement's Stop button",
