@@ -41,6 +41,22 @@ export function checkJsonBounds(text: string, limits: JsonLimits = DEFAULT_JSON_
   }
 }
 
+/** A value whose compact JSON is longer than this is shown compact (readableJson). */
+export const READABLE_JSON_INDENT_MAX = 32 * 1024;
+
+/**
+ * A parsed value (an output that is not a string) as text for people: indented when that stays small,
+ * compact otherwise. Indenting multiplies a deeply nested document (a 200 KB body nested 62 levels
+ * became 12.6 MB of output), so only a value whose compact form is at most READABLE_JSON_INDENT_MAX is
+ * indented, and the indented form is kept only when at most four times as long.
+ */
+export function readableJson(value: unknown): string {
+  const compact = JSON.stringify(value) ?? "";
+  if (compact.length > READABLE_JSON_INDENT_MAX) return compact;
+  const indented = JSON.stringify(value, null, 2);
+  return indented.length <= 4 * compact.length + 1024 ? indented : compact;
+}
+
 /** JSON.parse after checkJsonBounds. Throws JsonTooComplex or SyntaxError. */
 export function parseBoundedJson(text: string, limits: JsonLimits = DEFAULT_JSON_LIMITS): unknown {
   checkJsonBounds(text, limits);

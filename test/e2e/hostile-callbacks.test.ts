@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/log.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { pendingReview, startRunViaSlack, threadMessage } from "../support/reviews.js";
+import { clickReview, pendingReview, resumeCalls, startRunViaSlack, threadMessage } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -60,6 +60,24 @@ describe("hostile crew callbacks", () => {
     await startRunViaSlack(h);
     const review = await pendingReview(h, { containing: "polled", timeoutMs: 15_000 });
     expect(JSON.stringify(review.msg.blocks)).toContain("polled\u2400output");
+  });
+
+  it("2. a task named by an 8,000-character description (CrewAI names an unnamed task so) gets its review, decidable, with its name cut", async () => {
+    // Words that do not repeat (an index row of repeated text compresses under PostgreSQL's limit).
+    const description = `Research the deep sea vents: ${Array.from({ length: 1_800 }, (_, i) => ((i * 7_919) % 100_003).toString(36)).join(" ")}`;
+    expect(description.length).toBeGreaterThan(8_000);
+    h = await startHarness({ crew: { tasks: [{ id: "t1", name: description, agent: "Writer", humanInput: true, output: "vent report", delayMs: 20 }] } });
+    const execution = await startRunViaSlack(h);
+    // Its webhook names it, its human-input request names it and its id: both name one review.
+    const review = await pendingReview(h, { containing: "vent report" });
+    const stored = await prismaOf(h.bot.database).review.findMany({ where: { executionId: execution.id } });
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.taskName.length).toBeLessThanOrEqual(200);
+    expect(stored[0]!.taskName.startsWith("Research the deep sea vents")).toBe(true);
+    expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { executionId: execution.id, processedAt: null } })).toBe(0);
+    await clickReview(h, review, true);
+    const resumed = await eventually(() => resumeCalls(h)[0], { what: "the approval at the crew" });
+    expect(resumed.body).toMatchObject({ task_id: "t1", is_approve: true });
   });
 
   it("5. every method and path shape under /hooks/ is answered by the callback handler, no secret logged", async () => {

@@ -2,6 +2,7 @@
 // timestamp, type, data}]}, unordered, possibly repeated. Each event is read tolerantly into what the
 // lifecycle already understands: a progress line, or the body of a task or crew callback.
 import { z } from "zod";
+import { readableJson } from "../../text/bounded-json.js";
 import { CrewError } from "./errors.js";
 import type { StepEvent } from "./types.js";
 
@@ -67,7 +68,7 @@ function timeOf(ts: string | number | undefined): number {
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() ? v : typeof v === "number" ? String(v) : undefined);
-const out = (v: unknown): string | undefined => str(v) ?? (v && typeof v === "object" ? JSON.stringify(v, null, 2) : undefined);
+const out = (v: unknown): string | undefined => str(v) ?? (v && typeof v === "object" ? readableJson(v) : undefined);
 
 /** The agent's role, from `agent_role`, `agent` (a role or {role}) — whatever the event carries. */
 function agentOf(d: Record<string, unknown>): string | undefined {

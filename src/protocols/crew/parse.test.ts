@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CrewError } from "./errors.js";
-import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus, parseWebhook } from "./parse.js";
+import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus, parseWebhook, TASK_NAME_MAX } from "./parse.js";
 
 function invalidResponse(fn: () => unknown): CrewError {
   try {
@@ -267,6 +267,34 @@ describe("parseWebhook task", () => {
     expect(out({ summary: "Short summary" })).toBe("Short summary");
     expect(out({ output: { b: [1] } })).toBe('{\n  "b": [\n    1\n  ]\n}');
     expect(out({})).toBe("");
+  });
+
+  it("keeps an output given as deeply nested JSON compact: indenting it would multiply it (a 200 KB body became 12.6 MB)", () => {
+    let nested: unknown = Array.from({ length: 20_000 }, () => 0);
+    for (let i = 0; i < 60; i++) nested = [nested];
+    const body = { task_id: "t", output: nested };
+    const e = parseWebhook("task", body) as { output: string };
+    expect(e.output).toBe(JSON.stringify(nested));
+    expect(e.output.length).toBeLessThan(JSON.stringify(body).length);
+  });
+
+  it("bounds a task's name alike from every source (webhook, human-input request, status): its start and a hash of the whole", () => {
+    const long = `Research ${Array.from({ length: 2_000 }, (_, i) => i.toString(36)).join(" ")}`;
+    const fromTask = (parseWebhook("task", { name: long, output: "o" }) as { name: string; taskKey: string }).name;
+    expect(fromTask.length).toBeLessThanOrEqual(TASK_NAME_MAX);
+    expect(fromTask.startsWith("Research 0 1 2")).toBe(true);
+    expect((parseWebhook("task", { name: long, output: "o" }) as { taskKey: string }).taskKey).toBe(fromTask);
+    expect((parseWebhook("input", { task_name: long, task_output: "o" }) as { name: string }).name).toBe(fromTask);
+    expect(parseStatus({ state: "PENDING_HUMAN_INPUT", last_executed_task: { name: long, output: "o" } }).lastTask?.name).toBe(fromTask);
+    // Another long name with the same start is another task.
+    expect((parseWebhook("task", { name: `${long}!`, output: "o" }) as { name: string }).name).not.toBe(fromTask);
+    // A short one stays as it is.
+    expect((parseWebhook("task", { name: "research_task", output: "o" }) as { name: string }).name).toBe("research_task");
+  });
+
+  it("takes an id of more than 200 characters for no id (ids are stored, indexed and sent back whole)", () => {
+    expect((parseWebhook("task", { task_id: "x".repeat(201), name: "n", output: "o" }) as { taskId?: string; taskKey: string }).taskKey).toBe("n");
+    expect((parseWebhook("task", { task_id: "x".repeat(200), output: "o" }) as { taskId?: string }).taskId).toBe("x".repeat(200));
   });
 });
 

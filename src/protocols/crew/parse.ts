@@ -1,6 +1,9 @@
 // Tolerant readers for the crew service's wire shapes (see the field notes).
 // Pure: no I/O. Every failure is a CrewError of kind "invalid_response".
+import crypto from "node:crypto";
 import { z } from "zod";
+import { readableJson } from "../../text/bounded-json.js";
+import { safeSlice } from "../../text/truncate.js";
 import { CrewError, type CrewOperation } from "./errors.js";
 import type { CrewCompletionEvent, CrewEvent, CrewInput, ExecutionPhase, ExecutionStatus, HumanInputEvent, ResumeResult, StepEvent, TaskEvent } from "./types.js";
 
@@ -14,10 +17,12 @@ const record = z.record(z.string(), z.unknown());
 const anyValue = z.unknown().optional();
 /** An optional field of the wrong type is dropped instead of failing the whole body. */
 const lenient = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
+/** Longest id accepted (a task's, a run's): ids are stored, indexed and sent back as they came; a longer one is no id. */
+const ID_MAX = 200;
 const idText = z
   .union([z.string(), z.number()])
   .transform((v) => String(v).trim())
-  .pipe(z.string().min(1));
+  .pipe(z.string().min(1).max(ID_MAX));
 const nonEmpty = z.string().refine((s) => s.trim() !== "");
 
 function invalid(operation: CrewOperation, crewName: string, why: string): CrewError {
@@ -30,12 +35,29 @@ function asRecord(body: unknown, operation: CrewOperation, crewName: string): Re
   return parsed.data;
 }
 
-/** Strings as they are, anything else JSON (pretty); empty or null → undefined. */
+/** Strings as they are, anything else JSON (indented when small); empty or null → undefined. */
 function toText(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === "string") return value.trim() === "" ? undefined : value;
   if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return JSON.stringify(value, null, 2);
+  return readableJson(value);
+}
+
+/** Longest task name kept whole. */
+export const TASK_NAME_MAX = 200;
+
+/**
+ * A task's name, bounded. CrewAI names a task without a name by its description, which can hold the
+ * run's inputs, and the name identifies the task's reviews in a unique index (PostgreSQL keeps an index
+ * row under 2,704 bytes: an 8,000-character name failed every attempt to store its review). A longer
+ * name keeps its start and a hash of the whole, so every source (webhook, human-input request, status)
+ * still names the task alike.
+ */
+function taskName(value: unknown): string | undefined {
+  const text = toText(value);
+  if (text === undefined || text.length <= TASK_NAME_MAX) return text;
+  const hash = crypto.createHash("sha256").update(text).digest("hex").slice(0, 12);
+  return `${safeSlice(text, TASK_NAME_MAX - 15).trimEnd()}… ${hash}`;
 }
 
 function firstId(...values: unknown[]): string | undefined {
@@ -197,7 +219,7 @@ function lastTaskOf(t: z.infer<typeof lastTaskSchema> | undefined): ExecutionSta
   const out = {
     output: toText(t.output),
     agent: agentName(t.agent),
-    name: t.name,
+    name: taskName(t.name),
     taskId: firstId(t.task_id, t.id),
   };
   return dropUndefined(out);
@@ -245,7 +267,7 @@ function humanInputEvent(b: Record<string, unknown>, crewName: string): HumanInp
     kind: "input" as const,
     runId: firstId(b.execution_id, b.executionId, b.kickoff_id),
     taskId: firstId(b.task_id, b.taskId, b.id, task.id, task.task_id),
-    name: toText(b.name) ?? toText(b.task_name) ?? toText(task.name),
+    name: taskName(b.name) ?? taskName(b.task_name) ?? taskName(task.name),
     agent: agentName(b.agent) ?? agentName(task.agent),
     output,
   });
@@ -281,7 +303,7 @@ function oneLine(text: string, max = STEP_SUMMARY_MAX): string {
 }
 
 function taskEvent(b: Record<string, unknown>, crewName: string): TaskEvent {
-  const name = toText(b.name);
+  const name = taskName(b.name);
   const taskId = firstId(b.task_id, b.taskId, b.id);
   const taskKey = taskId ?? name;
   if (taskKey === undefined) throw invalid("webhook", crewName, "task payload has no task id or name");

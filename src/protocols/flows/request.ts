@@ -1,6 +1,7 @@
 // The body of a flow's human feedback request (docs/spec/crew-api-field-notes.md, last section), parsed
 // tolerantly: unknown fields are ignored, numbers or strings are accepted for ids, sizes are bounded.
 import { z } from "zod";
+import { readableJson } from "../../text/bounded-json.js";
 
 const MAX_TEXT = 200_000;
 const idLike = z.union([z.string().max(200), z.number()]).transform((v) => String(v));
@@ -55,7 +56,7 @@ export function parseFlowBody(body: unknown): ParsedFlowBody {
     return { kind: "invalid", problem: `${issue?.path.join(".") || "body"}: ${issue?.message ?? "invalid"}` };
   }
   const r = parsed.data;
-  const output = r.output == null ? "" : typeof r.output === "string" ? r.output : JSON.stringify(r.output, null, 2).slice(0, MAX_TEXT);
+  const output = r.output == null ? "" : typeof r.output === "string" ? r.output : readableJson(r.output).slice(0, MAX_TEXT);
   const email = r.assigned_to_email?.trim();
   return {
     kind: "request",
