@@ -5,6 +5,7 @@
 // and another run's Approve click reaching its crew, while a 2 MiB pathological output and a
 // 20,000-line round-2 diff are processed).
 import fs from "node:fs";
+import { redactServiceMessage } from "../src/adapters/crew/client.js";
 import {
   APPROVE_ACTION,
   compactDiff,
@@ -23,6 +24,7 @@ import {
   revealLinkHosts,
   unifiedDiff,
 } from "../src/adapters/slack/blocks/index.js";
+import { redact } from "../src/log/log.js";
 import { startCrewService } from "../src/sim/crew-service.js";
 import { sanitizeText } from "../src/text/sanitize.js";
 import { truncatePlain } from "../src/text/truncate.js";
@@ -68,6 +70,8 @@ export function hostileInputs(): Record<string, string> {
     escapes: fill("\\*"),
     "NUL flood": fill("\u0000"),
     "CamelCase name": `a${fill("A", MIB2 - 1)}`,
+    "URL scheme starts": fill("a-"),
+    "slash run": fill("/"),
   };
 }
 
@@ -93,6 +97,8 @@ const FUNCTIONS: Record<string, (text: string) => unknown> = {
   sanitizeText: (t) => sanitizeText(t),
   truncatePlain: (t) => truncatePlain(t, 150),
   humanizeInputName: (t) => humanizeInputName(t),
+  "redactServiceMessage (a crew's error text)": (t) => redactServiceMessage(t, [CREW_TOKEN]),
+  "redact (every log line)": (t) => redact(t),
 };
 
 /**

@@ -22,12 +22,14 @@ describe("logger", () => {
     const log = createLogger("debug", (line) => lines.push(line));
     const secret = "SeCrEt_value-123456789";
     const id = "0b6c2a9e-4f0e-4c55-9d8e-1c1a2b3c4d5e";
-    for (const path of [`/hooks/${id}/TASK/${secret}`, `//hooks//${id}/task/${secret}`, `/HOOKS/${id}/task/${secret}`, `/hooks/${id}/task/%E0%A4${secret}`, `/hooks/${secret}`]) {
-      log.warn(`unhandled request ${path}`, { path });
-    }
+    const paths = [`/hooks/${id}/TASK/${secret}`, `//hooks//${id}/task/${secret}`, `/HOOKS/${id}/task/${secret}`, `/hooks/${id}/task/%E0%A4${secret}`, `/hooks/${secret}`];
+    // A long run of slashes before the path (Bolt logs any unknown request's path), and one with no hooks in it.
+    paths.push(`${"/".repeat(16_000)}hooks/${secret}`, `${"/".repeat(16_000)}x`);
+    for (const path of paths) log.warn(`unhandled request ${path}`, { path });
     const out = lines.join("\n");
     expect(out).not.toContain("SeCrEt");
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(7);
+    expect(lines[6]).toContain(`${"/".repeat(16_000)}x`);
   });
 
   it("drops lines below its level", () => {

@@ -268,6 +268,16 @@ describe("CrewClient errors", () => {
     expectNoSecrets(e);
   });
 
+  it("quotes the start of a message of megabytes, a URL hidden in it whatever precedes its scheme", async () => {
+    // "a-a-a-…" made the URL pattern quadratic (its scheme unbounded, from every word start): 4 MB would have held the event loop for an hour.
+    const message = `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxhttps://bot.example/hooks/task/s3cr3t is unreachable ${"a-".repeat(1_500_000)}`;
+    const crew = await startCrew((_req, res) => send(res, 400, { message }));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e.serviceMessage!.length).toBeLessThanOrEqual(300);
+    expect(e.serviceMessage).toMatch(/^x+\[url\] is unreachable a-a-a-/);
+    expectNoSecrets(e);
+  });
+
   it.each([401, 403])("maps %i to unauthorized without leaking the token", async (status) => {
     const crew = await startCrew((req, res) => send(res, status, { error: "Unauthorized", message: `bad token ${String(req.headers.authorization)}` }));
     const e = await failure(client(crew.url, { userToken: USER }).listInputs());

@@ -61,7 +61,7 @@ export function escalationText(p: { ids: readonly string[]; taskName: string; ro
 /** The thread reply posted when a review is reassigned. */
 export function reassignmentText(p: { to: string; by: string; taskName: string; round: number; reason?: string }): string {
   const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
-  const reason = p.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(p.reason.trim().replace(/\s*\n\s*/g, " "), 500))}` : "";
+  const reason = p.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(p.reason, 500))}` : "";
   return `↪️ ${userMention(p.by)} reassigned ${task} to ${userMention(p.to)}, who may now decide it.${reason}`;
 }
 

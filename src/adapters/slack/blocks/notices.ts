@@ -47,7 +47,7 @@ export function flowNoticeText(request: Pick<FlowRequest, "flowName" | "methodNa
       return `🔺 ${mentionIds(notice.ids)}: ${flow}'s request${step} is still waiting for an answer after ${after}. You may answer it too.`;
     }
     case "reassignment": {
-      const reason = notice.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(notice.reason.trim().replace(/\s*\n\s*/g, " "), 500))}` : "";
+      const reason = notice.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(notice.reason, 500))}` : "";
       return `↪️ ${userMention(notice.by)} reassigned ${flow}'s request${step} to ${userMention(notice.to)}, who may now answer it.${reason}`;
     }
     case "deadline_passed": {
