@@ -118,6 +118,20 @@ describe("loadConfig", () => {
     expect(problems({ ...rest, CREWS_FILE: file })).toEqual([expect.stringMatching(/crew "research" has no token/)]);
     expect(problems({ ...rest, CREWS_FILE: path.join(dir, "missing.yml") })[0]).toMatch(/CREWS_FILE .* cannot read/);
   });
+
+  it("says a crews file does not parse without quoting it (it holds tokens)", () => {
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crews-broken-"));
+    const json = path.join(dir, "broken.json");
+    fs.writeFileSync(json, `{"crews": [{"name": "research", "token": sk-live-SECRETTOKEN}]}`);
+    const yaml = path.join(dir, "broken.yml");
+    fs.writeFileSync(yaml, `crews:\n  - name: research\n    token: "sk-live-SECRETTOKEN\n  bad: [`);
+    for (const file of [json, yaml]) {
+      const said = problems({ ...rest, CREWS_FILE: file });
+      expect(said[0]).toMatch(/CREWS_FILE .* cannot read broken\.(json|yml)/);
+      expect(said.join("\n")).not.toContain("sk-live");
+    }
+  });
 });
 
 describe("loadConfig: review deadlines and escalation", () => {

@@ -284,11 +284,26 @@ export function parseReviewers(ids: string[] | undefined): ReviewerRules | undef
   return { users: ids.filter((id) => !id.startsWith("S")), usergroups: ids.filter((id) => id.startsWith("S")) };
 }
 
+/**
+ * Why the crews file does not parse, without quoting it: it holds tokens, and JSON.parse's message
+ * quotes the text around the fault ("… \"token\": sk-live-…"). YAML's first line says where, not what.
+ */
+function unreadableBecause(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (!(err instanceof SyntaxError)) return message.split("\n")[0]!;
+  const at = /position (\d+)/.exec(message);
+  return `not valid JSON${at ? ` (at character ${at[1]})` : ""}`;
+}
+
 function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[]): { crews: CrewConfig[]; flows: FlowConfig[] } {
   let raw: unknown;
   try {
     const text = fs.readFileSync(file, "utf8");
-    raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
+    try {
+      raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
+    } catch (err) {
+      throw new Error(unreadableBecause(err));
+    }
   } catch (err) {
     problems.push(`${describe("CREWS_FILE")}: cannot read ${path.basename(file)}: ${(err as Error).message.split("\n")[0]}`);
     return { crews: [], flows: [] };
