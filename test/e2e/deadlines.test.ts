@@ -325,6 +325,16 @@ describe("reassignment", () => {
     const opened = (await h.slack.waitForCalls("views.open", modalsBefore + 1)).at(-1);
     const modal = opened!.args.view as any;
     expect(JSON.stringify(modal.blocks)).toContain("users_select");
+    // The form is Bob's, for this message: submitted by someone else, or with a bare review id for
+    // metadata (a request signed by Slack may carry any), it is refused and nothing is handed on.
+    for (const [user, form] of [
+      [CAROL, modal],
+      [BOB, { ...modal, private_metadata: pending.reviewId }],
+    ] as const) {
+      const refused = await submitReassign(h, form, user, user, "Mine now");
+      expect(refused.json).toMatchObject({ response_action: "errors" });
+    }
+    expect(await review(h, pending.reviewId)).toMatchObject({ reassignedTo: null });
     const submitted = await submitReassign(h, modal, BOB, DAN, "Dan knows the sources");
     expect(submitted.status).toBe(200);
     const notice = await eventually(() => threadReplies(h, execution.threadTs, /↪️/)[0]);

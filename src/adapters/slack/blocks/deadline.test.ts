@@ -53,11 +53,11 @@ describe("deadline text", () => {
   });
 
   it("builds a Reassign modal within Slack's limits", () => {
-    const view = reassignModal({ reviewId: "r1", taskName: "x".repeat(5000) });
+    const view = reassignModal({ metadata: "r1", taskName: "x".repeat(5000) });
     expect(modalLimitViolations(view)).toEqual([]);
     expect(view.private_metadata).toBe("r1");
     expect(view.callback_id).toBe(REASSIGN_VIEW_CALLBACK);
-    const flow = reassignModal({ reviewId: "f1", taskName: "content", callbackId: FLOW_REASSIGN_VIEW_CALLBACK, what: "request" });
+    const flow = reassignModal({ metadata: "f1", taskName: "content", callbackId: FLOW_REASSIGN_VIEW_CALLBACK, what: "request" });
     expect(modalLimitViolations(flow)).toEqual([]);
     expect(flow.callback_id).toBe(FLOW_REASSIGN_VIEW_CALLBACK);
     expect(JSON.stringify(flow)).toContain("may answer it");

@@ -76,12 +76,12 @@ export function pendingReviewNotes(p: { deadline?: { at: Date; action: TimeoutAc
 
 /** The Reassign modal: a person and a reason; the review id travels in private_metadata. */
 /** The Reassign modal; a flow request's uses its own callback (`callbackId`) and says "answer". */
-export function reassignModal(p: { reviewId: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {
+export function reassignModal(p: { metadata: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {
   const request = p.what === "request";
   return {
     type: "modal",
     callback_id: p.callbackId ?? REASSIGN_VIEW_CALLBACK,
-    private_metadata: p.reviewId,
+    private_metadata: p.metadata,
     title: { type: "plain_text", text: request ? "Reassign request" : "Reassign review" },
     submit: { type: "plain_text", text: "Reassign" },
     close: { type: "plain_text", text: "Cancel" },

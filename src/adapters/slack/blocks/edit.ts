@@ -17,7 +17,7 @@ export interface EditModalParams {
   head: string;
   /** Characters after `head` that are kept unchanged and appended to the edit. */
   restLength: number;
-  /** Sealed facts (review, user, message, head length): see adapters/slack/decisions/edit-binding.ts. */
+  /** Sealed facts (review, user, message, head length): see adapters/slack/decisions/form-seal.ts. */
   metadata: string;
 }
 

@@ -1,6 +1,6 @@
 // "Edit and approve…" on a review or a flow request: the button opens a modal with the output
 // pre-filled; submitting it approves with the edited text. The submission is sealed to the message and
-// the person who clicked (edit-binding.ts), and goes through the same access rules and the same
+// the person who clicked (form-seal.ts), and goes through the same access rules and the same
 // exactly-once claim as an Approve click (the kind's use case, kinds.ts).
 import type { App } from "@slack/bolt";
 import { z } from "zod";
@@ -10,7 +10,7 @@ import { accessPorts } from "../access.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { spendOnView } from "../views.js";
-import { openEdit, sealEdit } from "./edit-binding.js";
+import { openDecisionForm, sealDecisionForm } from "./form-seal.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
 export const decisionClick = z.object({
@@ -59,7 +59,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
       const refused = await kind.editRefused(found, user.id, accessPorts(client, deps, context));
       if (refused) return void (await tell(refused));
       const { head, rest } = editableSplit(found.output);
-      const metadata = sealEdit(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
+      const metadata = sealDecisionForm(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
       const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.editView, receiver: "flow" } as const) : {};
       await spendOnView(deps, kind.team(found)?.teamId, "views.open");
       await client.views.open({ trigger_id, view: editModal({ taskName: found.title, round: found.round, head, restLength: rest.length, metadata, ...flow }) });
@@ -71,7 +71,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
 
   app.view(kind.ids.editView, async ({ ack, body, view, client, context }) => {
     const userId = body.user.id;
-    const facts = openEdit(deps.formKey, view.private_metadata, userId);
+    const facts = openDecisionForm(deps.formKey, view.private_metadata, userId);
     const values = editValues.safeParse(view.state.values);
     if (!facts || !values.success) {
       deps.log.warn("edit form submitted that was not opened by this user; refused", { userId });

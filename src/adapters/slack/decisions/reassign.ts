@@ -9,12 +9,13 @@ import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, RE
 import type { FeatureDeps } from "../deps.js";
 import { spendOnView } from "../views.js";
 import { clickFacts, decisionClick } from "./edit.js";
+import { openDecisionForm, sealDecisionForm } from "./form-seal.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
 const reassignSubmission = z.object({
   user: z.object({ id: z.string() }),
   view: z.object({
-    private_metadata: z.string().max(100),
+    private_metadata: z.string().max(1000),
     state: z.object({
       values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish(), selected_user: z.string().nullish() }).passthrough())),
     }),
@@ -37,13 +38,16 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
     const found = await kind.find(actions[0]!.value);
     // Only from its own message.
-    if (!found || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context)))) return tell(w.notThisReassign);
+    if (!found || !channel || !messageTs || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context))))
+      return tell(w.notThisReassign);
     if (found.state !== "pending") return tell(`This ${w.noun} is no longer ${w.waiting}, so it cannot be reassigned.`);
     const may = await kind.mayReassign(found, user.id, accessPorts(client, deps, context));
     if (!may.ok) return tell(`Only ${may.who ?? `people who may ${w.verb} this ${w.noun}`} may reassign it.`);
     const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.reassignView, what: "request" } as const) : {};
     await spendOnView(deps, kind.team(found)?.teamId, "views.open");
-    await client.views.open({ trigger_id, view: reassignModal({ reviewId: found.id, taskName: found.fullTitle ?? found.title, ...flow }) });
+    // The form is this person's, for this message (form-seal.ts): its submission is checked against both.
+    const metadata = sealDecisionForm(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: 0 });
+    await client.views.open({ trigger_id, view: reassignModal({ metadata, taskName: found.fullTitle ?? found.title, ...flow }) });
   });
 
   app.view(kind.ids.reassignView, async ({ ack, body, client, context }) => {
@@ -55,9 +59,14 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const reason = sanitizeText(view.state.values[REASSIGN_REASON_BLOCK]?.[REASSIGN_REASON_ACTION]?.value ?? "").trim();
     if (!USER_ID.test(to)) return void (await refuse(REASSIGN_USER_BLOCK, `Choose the person who should ${w.verb} it.`));
     if (!reason) return void (await refuse(REASSIGN_REASON_BLOCK, `Say why they should ${w.verb} it.`));
-    const found = await kind.find(view.private_metadata);
+    const facts = openDecisionForm(deps.formKey, view.private_metadata, user.id);
+    if (!facts) return void (await refuse(REASSIGN_USER_BLOCK, `This form was opened by someone else or has expired: nothing was reassigned.`));
+    const found = await kind.find(facts.r);
     if (!found) return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} no longer exists.`));
-    if (!(await kind.mayReassign(found, user.id, accessPorts(client, deps, context))).ok) return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));
+    const access = accessPorts(client, deps, context);
+    const place = { userId: user.id, channelId: facts.c, messageTs: facts.m };
+    if (!(await kind.mayAct(found, place, access)) || !(await kind.mayReassign(found, user.id, access)).ok)
+      return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));
     if (found.state !== "pending") return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} is no longer ${w.waiting}.`));
     await ack();
     const outcome = await kind.reassign(found, { by: user.id, to, reason });
