@@ -1,6 +1,5 @@
 // The lifecycle's RunNotifier, in Slack: every message the run's thread and channel receive.
 import type { WebClient } from "@slack/web-api";
-import type { TimeoutAction } from "../../config/config.js";
 import type { RunPlan } from "../../domain/plan.js";
 import { reviewChannel, runPlace } from "../../domain/refusals.js";
 import { type ExecutionState, LIVE_STATES, STOPPED_STATES } from "../../domain/states.js";
@@ -14,7 +13,7 @@ import {
   earlyProgressMessage,
   editNeedsFile,
   outputNeedsFile,
-  pendingReviewNotes,
+  pendingNotesOf,
   planChunks,
   planShownOf,
   planTitle,
@@ -63,30 +62,18 @@ export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {
   return outputNeedsFile(review.output, reviewReserve(context)) || roundDiffTooLarge(context.previous, review.output);
 }
 
-/** Which files a review needs beside its message: the whole output, the diff from the previous round. */
-export function reviewFilesNeeded(review: Review, context: ReviewContext): { output: boolean; diff: boolean } {
-  return { output: reviewOutputNeedsFile(review, context), diff: roundDiffNeedsFile(context.previous, review.output) };
-}
-
-/** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
-export function editedOutputNeedsFile(review: Review, edit: { text: string }): boolean {
-  return editNeedsFile(review.output, edit.text, (t) => outputNeedsFile(t));
+/** Whether an edit and approve attaches the edited version as a file (too long to read in the message): reviews and flow requests. */
+export function editFileNeeded(original: string, edited: string): boolean {
+  return editNeedsFile(original, edited, (t) => outputNeedsFile(t));
 }
 
 function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, now = new Date(), stopped?: ReturnType<typeof runStopped>): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
-  // A deadline already acted on (a reminder posted) is no longer announced.
-  const deadline = review.decideBy && review.onTimeout && !review.deadlineHandledAt ? { at: review.decideBy, action: review.onTimeout as TimeoutAction } : undefined;
   return reviewMessage({
     ...(context.approvals ? { approvals: context.approvals } : {}),
-    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(review.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editFileNeeded(review.output, context.edit.text) } : {}),
     ...(context.previous ? { previous: context.previous, diffFileAttached: roundDiffNeedsFile(context.previous, review.output) } : {}),
-    pendingNotes: pendingReviewNotes({
-      deadline,
-      escalatedTo: review.escalatedAt && review.escalatedTo ? review.escalatedTo.split(",").filter(Boolean) : undefined,
-      reassignedTo: review.reassignedTo ?? undefined,
-      now,
-    }),
+    pendingNotes: pendingNotesOf(review, now),
     reassignable: true,
     byDeadline: review.decidedByDeadline,
     // Closed by the stop, not by the crew's "not waiting" answer (which records its message).
@@ -128,7 +115,7 @@ export async function openConversation(client: WebClient, userIds: string[]): Pr
   return id;
 }
 
-function safeFilename(name: string): string {
+export function safeFilename(name: string): string {
   return (
     name
       .replace(/[^A-Za-z0-9._-]+/g, "-")
@@ -147,7 +134,7 @@ export const EFFECT_EVENT_TYPE = "crewline_effect";
 export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
 
 /** The metadata of a post (see EFFECT_EVENT_TYPE), and no link previews. */
-function effectMetadata(effectId: string) {
+export function effectMetadata(effectId: string) {
   return { metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } }, ...NO_UNFURLS };
 }
 
@@ -252,21 +239,18 @@ export class SlackRunNotifier implements RunNotifier {
     await client.chat.update({ channel: execution.channelId, ts, ...announcementFor(execution) });
   }
 
-  async showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }> {
-    const client = await this.clientFor(execution);
-    const message = progressMessage(progress);
-    if (ts) {
-      await client.chat.update({ channel: execution.channelId, ts, ...message });
-      return { ts };
-    }
-    const posted = await client.chat.postMessage({ channel: execution.channelId, thread_ts: execution.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
-    return { ts: posted.ts! };
+  showProgress(execution: Execution, progress: ProgressSnapshot, ts: string | null, effectId: string): Promise<{ ts: string }> {
+    return this.postOrUpdate(execution, progressMessage(progress), ts, effectId);
   }
 
-  async showEarlyProgress(execution: Execution, plan: RunPlan, shown: { stepAt: Date; stopped?: boolean }, ts: string | null, effectId: string): Promise<{ ts: string }> {
-    const client = await this.clientFor(execution);
+  showEarlyProgress(execution: Execution, plan: RunPlan, shown: { stepAt: Date; stopped?: boolean }, ts: string | null, effectId: string): Promise<{ ts: string }> {
     const title = planTitle({ crewName: execution.crewName, inputs: execution.inputs as Record<string, unknown> });
-    const message = earlyProgressMessage({ title, plan, ...shown });
+    return this.postOrUpdate(execution, earlyProgressMessage({ title, plan, ...shown }), ts, effectId);
+  }
+
+  /** The run's one progress message in its thread: posted (ts null), or updated in place. */
+  private async postOrUpdate(execution: Execution, message: SlackMessage, ts: string | null, effectId: string): Promise<{ ts: string }> {
+    const client = await this.clientFor(execution);
     if (ts) {
       await client.chat.update({ channel: execution.channelId, ts, ...message });
       return { ts };
@@ -352,11 +336,11 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   reviewFiles(review: Review, context: ReviewContext): { output: boolean; diff: boolean } {
-    return reviewFilesNeeded(review, context);
+    return { output: reviewOutputNeedsFile(review, context), diff: roundDiffNeedsFile(context.previous, review.output) };
   }
 
   editNeedsFile(review: Review, edit: { text: string }): boolean {
-    return editedOutputNeedsFile(review, edit);
+    return editFileNeeded(review.output, edit.text);
   }
 
   completionNeedsFile(execution: Execution): boolean {

@@ -74,6 +74,19 @@ export function pendingReviewNotes(p: { deadline?: { at: Date; action: TimeoutAc
   return lines;
 }
 
+/** The lines under a pending review's or flow request's message, from its row: its deadline (until acted on), escalation and reassignment. */
+export function pendingNotesOf(
+  row: { decideBy: Date | null; onTimeout: string | null; deadlineHandledAt: Date | null; escalatedAt: Date | null; escalatedTo: string | null; reassignedTo: string | null },
+  now: Date,
+): string[] {
+  return pendingReviewNotes({
+    deadline: row.decideBy && row.onTimeout && !row.deadlineHandledAt ? { at: row.decideBy, action: row.onTimeout as TimeoutAction } : undefined,
+    escalatedTo: row.escalatedAt && row.escalatedTo ? row.escalatedTo.split(",").filter(Boolean) : undefined,
+    reassignedTo: row.reassignedTo ?? undefined,
+    now,
+  });
+}
+
 /** The Reassign modal: a person and a reason; the review id travels in private_metadata. */
 /** The Reassign modal; a flow request's uses its own callback (`callbackId`) and says "answer". */
 export function reassignModal(p: { metadata: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {

@@ -4,8 +4,8 @@ import type { types } from "@slack/bolt";
 import { flowEditable, outcomeLeaning } from "../../../domain/flow-outcomes.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
-import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, pendingApprovalsBlocks } from "./review-extras.js";
-import { outputBlocks, type SlackMessage } from "./run.js";
+import { type ApprovalsShown, approvedBlocks, type EditShown, pendingApprovalsBlocks } from "./review-extras.js";
+import { outputBlocks, reviewReserve, type SlackMessage } from "./run.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
@@ -64,7 +64,7 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   const step = p.methodName ? ` · step \`${name(p.methodName, 100).replace(/`/g, "'")}\`` : "";
   const blocks: types.KnownBlock[] = [section(`🙋 Feedback requested by flow ${who}${step}`)];
   if (p.message) blocks.push(section(fitMarkdown(p.message, 2_000).text));
-  blocks.push(...outputBlocks(p.output, p.outputTruncated, p.approvals || p.edit ? EXTRAS_RESERVE : 0));
+  blocks.push(...outputBlocks(p.output, p.outputTruncated, reviewReserve(p)));
   const assignee = assigneeLine(p);
   // The notification text is mrkdwn too: every outside part of it is escaped.
   const title = `Flow ${name(p.flowName)}${p.methodName ? ` (${name(p.methodName, 100)})` : ""}`;

@@ -1,34 +1,26 @@
 // The Slack side of flow feedback requests: one Web API call per outbox effect (FlowNotifier, see
 // src/outbox/perform.ts), each post carrying its effect id so an interrupted one can be found again.
 import type { WebClient } from "@slack/web-api";
-import type { TimeoutAction } from "../../../config/config.js";
 import { outcomesOf } from "../../../domain/flow-outcomes.js";
 import type { Logger } from "../../../log/log.js";
 import type { FlowNotice, FlowNotifier, FlowRequest, FlowRequestContext } from "../../../usecases/ports.js";
 import {
-  EXTRAS_RESERVE,
-  editNeedsFile,
   type FlowRequestState,
   flowNoticeText,
   flowRequestMessage,
   outputNeedsFile,
-  pendingReviewNotes,
+  pendingNotesOf,
+  reviewReserve,
   type SlackMessage,
   withRefusedHeader,
 } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
-import { EFFECT_EVENT_TYPE, findPostedMessage, NO_UNFURLS, openConversation } from "../notifier.js";
+import { editFileNeeded, effectMetadata, findPostedMessage, openConversation, safeFilename } from "../notifier.js";
 
 /** Slack's limit of people in a group DM besides the bot. */
 const GROUP_DM_MAX = 8;
 
-/** Whether an edit and approve attaches the edited version as a file (too long to read in the message). */
-export function editedRequestNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
-  return editNeedsFile(request.output, edit.text, (t) => outputNeedsFile(t));
-}
-
 export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
-  const reserve = context.approvals || context.edit ? EXTRAS_RESERVE : 0;
   // Moved to a direct message because Slack refused the flow's channel: it says so on top.
   const refused = request.movedFrom
     ? {
@@ -37,13 +29,9 @@ export function flowMessageFor(request: FlowRequest, note?: string, context: Flo
         subject: { kind: "flow" as const, flowName: request.flowName, methodName: request.methodName ?? undefined },
       }
     : undefined;
-  return withRefusedHeader(flowMessageOf(request, reserve, note, context), refused);
-}
-
-function flowMessageOf(request: FlowRequest, reserve: number, note: string | undefined, context: FlowRequestContext): SlackMessage {
-  return flowRequestMessage({
+  const message = flowRequestMessage({
     ...(context.approvals ? { approvals: context.approvals } : {}),
-    ...(context.edit ? { edit: context.edit, editFileAttached: editNeedsFile(request.output, context.edit.text, (t) => outputNeedsFile(t)) } : {}),
+    ...(context.edit ? { edit: context.edit, editFileAttached: editFileNeeded(request.output, context.edit.text) } : {}),
     requestId: request.id,
     flowName: request.flowName,
     deploymentName: request.deploymentName ?? undefined,
@@ -58,22 +46,12 @@ function flowMessageOf(request: FlowRequest, reserve: number, note: string | und
     outcome: request.outcome ?? undefined,
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
-    outputTruncated: request.fileAttached || outputNeedsFile(request.output, reserve),
+    outputTruncated: request.fileAttached || outputNeedsFile(request.output, reviewReserve(context)),
     byDeadline: request.decidedByDeadline,
-    pendingNotes: pendingReviewNotes({
-      deadline: request.decideBy && request.onTimeout && !request.deadlineHandledAt ? { at: request.decideBy, action: request.onTimeout as TimeoutAction } : undefined,
-      escalatedTo: request.escalatedAt && request.escalatedTo ? request.escalatedTo.split(",").filter(Boolean) : undefined,
-      reassignedTo: request.reassignedTo ?? undefined,
-      now: new Date(),
-    }),
+    pendingNotes: pendingNotesOf(request, new Date()),
   });
+  return withRefusedHeader(message, refused);
 }
-
-const safeFilename = (name: string) =>
-  name
-    .replace(/[^A-Za-z0-9._-]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 60) || "output";
 
 export class SlackFlowEffects implements FlowNotifier {
   constructor(
@@ -87,22 +65,22 @@ export class SlackFlowEffects implements FlowNotifier {
   }
 
   async postRequest(request: FlowRequest, effectId: string, context: FlowRequestContext = {}): Promise<{ ts: string }> {
-    const posted = await (await this.client(request)).chat.postMessage({
-      channel: request.channelId,
-      ...flowMessageFor(request, undefined, context),
-      metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
-      ...NO_UNFURLS,
-    });
+    const posted = await (await this.client(request)).chat.postMessage({ channel: request.channelId, ...flowMessageFor(request, undefined, context), ...effectMetadata(effectId) });
     return { ts: posted.ts! };
   }
 
   async attachRequestFile(request: FlowRequest): Promise<void> {
+    await this.attach(request, request.output, "", "full output");
+  }
+
+  /** A text as a file under the request's message (`suffix` names the version, `what` titles it). */
+  private async attach(request: FlowRequest, content: string, suffix: string, what: string): Promise<void> {
     await (await this.client(request)).filesUploadV2({
       channel_id: request.channelId,
       thread_ts: request.messageTs!,
-      content: request.output,
-      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}.md`,
-      title: `${request.flowName}: full output`,
+      content,
+      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}${suffix}.md`,
+      title: `${request.flowName}: ${what}`,
     });
   }
 
@@ -112,13 +90,7 @@ export class SlackFlowEffects implements FlowNotifier {
   }
 
   async attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void> {
-    await (await this.client(request)).filesUploadV2({
-      channel_id: request.channelId,
-      thread_ts: request.messageTs!,
-      content: edit.text,
-      filename: `${safeFilename(request.flowName)}-${safeFilename(request.methodName ?? "request")}-edited.md`,
-      title: `${request.flowName}: edited version`,
-    });
+    await this.attach(request, edit.text, "-edited", "edited version");
   }
 
   requestNeedsFile(request: FlowRequest): boolean {
@@ -126,7 +98,7 @@ export class SlackFlowEffects implements FlowNotifier {
   }
 
   editNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
-    return editedRequestNeedsFile(request, edit);
+    return editFileNeeded(request.output, edit.text);
   }
 
   async postNotice(request: FlowRequest, notice: FlowNotice, effectId: string): Promise<void> {
@@ -134,8 +106,7 @@ export class SlackFlowEffects implements FlowNotifier {
       channel: request.channelId,
       thread_ts: request.messageTs ?? undefined,
       text: flowNoticeText(request, notice),
-      metadata: { event_type: EFFECT_EVENT_TYPE, event_payload: { effect: effectId } },
-      ...NO_UNFURLS,
+      ...effectMetadata(effectId),
     });
   }
 
