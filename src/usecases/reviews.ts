@@ -459,38 +459,33 @@ export class Reviews {
         isApprove: decision.approve,
         ...this.webhookUrls(execution),
       });
-      const decided = await this.conclude(
-        { ...review, execution },
-        decision,
-        decision.approve ? "resume_ok_approve" : "resume_ok_reject",
-        "decided",
-        { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null },
-        { approvals, humanFeedback },
-      );
+      const decided = await this.conclude(found, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null }, { approvals, humanFeedback });
       return { kind: "decided", review: decided, resume };
     } catch (err) {
-      return this.resumeFailed(execution, review, err, decision, approvals, humanFeedback);
+      return this.resumeFailed(found, err, decision, approvals, humanFeedback);
     }
   }
 
   /**
    * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
    * it), the audit record, and the Slack effects (the message rendered from the row, note included;
-   * the edited version as a file after an edit and approve).
+   * the edited version as a file after an edit and approve). Resume failed: the review opens again,
+   * its decision's columns cleared.
    */
   private async conclude(
     found: ReviewWithExecution,
     decision: Decision,
-    event: Extract<ReviewEvent, "resume_ok_approve" | "resume_ok_reject" | "not_waiting" | "resume_failed">,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
     sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; notice: RunNotice } },
   ): Promise<Review> {
     const { execution: _, ...review } = found;
     const note = decision.feedback.trim() || null;
+    const event: ReviewEvent = outcome === "decided" ? (decision.approve ? "resume_ok_approve" : "resume_ok_reject") : outcome;
+    const columns = outcome === "resume_failed" ? { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false, ...patch } : patch;
     return this.core.settle(crewReviewTarget(), found, {
       move: async (tx) => {
-        const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), patch)) ?? (await findReview(tx, review.id)) ?? review;
+        const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns)) ?? (await findReview(tx, review.id)) ?? review;
         // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
         if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
         return { ...moved, execution: found.execution };
@@ -520,49 +515,23 @@ export class Reviews {
     });
   }
 
-  private async resumeFailed(execution: Execution, review: Review, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
+  private async resumeFailed(found: ReviewWithExecution, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
-      const closed = await this.conclude(
-        { ...review, execution },
-        decision,
-        "not_waiting",
-        "not_waiting",
-        { resumeMessage: err.serviceMessage ?? "no reason given" },
-        { approvals, humanFeedback, message },
-      );
+      const closed = await this.conclude(found, decision, "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, { approvals, humanFeedback, message });
       return { kind: "not_waiting", review: closed, message };
     }
-    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(execution, review))) {
+    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(found.execution, found))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
-      const decided = await this.conclude(
-        { ...review, execution },
-        decision,
-        decision.approve ? "resume_ok_approve" : "resume_ok_reject",
-        "decided",
-        { resumeMessage: "the answer timed out, but its status shows it took the decision" },
-        { approvals, humanFeedback },
-      );
-      return { kind: "decided", review: decided, resume: {} };
+      const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
+      return { kind: "decided", review: await this.conclude(found, decision, "decided", patch, { approvals, humanFeedback }), resume: {} };
     }
-    this.log.warn("resume failed; review is open again", { reviewId: review.id, err });
-    const reopened = await this.conclude(
-      { ...review, execution },
-      decision,
-      "resume_failed",
-      "resume_failed",
-      { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false },
-      { approvals, humanFeedback, message },
-    );
+    this.log.warn("resume failed; review is open again", { reviewId: found.id, err });
+    const reopened = await this.conclude(found, decision, "resume_failed", {}, { approvals, humanFeedback, message });
     return { kind: "resume_failed", review: reopened, message };
   }
 
-  /**
-   * After a resume whose answer was lost (read time-out), whether the crew took it: it did unless the
-   * run is still paused on this very output. Unknown (status unreadable) counts as not taken, so the
-   * review opens again and the reviewer is told to check the thread first.
-   */
   /**
    * Decisions whose process died between the claim and the crew's answer (kill -9, a lost replica):
    * left alone they would stay "deciding" for ever, and the run with them. Claimed more than `staleMs`
@@ -592,7 +561,7 @@ export class Reviews {
       const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
       if (execution.kickoffId && this.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
         const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
-        await this.conclude({ ...review, execution }, decision, decision.approve ? "resume_ok_approve" : "resume_ok_reject", "decided", patch, sent);
+        await this.conclude({ ...review, execution }, decision, "decided", patch, sent);
         continue;
       }
       this.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
@@ -600,8 +569,7 @@ export class Reviews {
         { ...review, execution },
         decision,
         "resume_failed",
-        "resume_failed",
-        { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false },
+        {},
         {
           ...sent,
           message: "interrupted while being sent",
@@ -616,6 +584,11 @@ export class Reviews {
     return recovered;
   }
 
+  /**
+   * After a resume whose answer was lost (read time-out), whether the crew took it: it did unless the
+   * run is still paused on this very output. Unknown (status unreadable) counts as not taken, so the
+   * review opens again and the reviewer is told to check the thread first.
+   */
   private async tookEffect(execution: Execution, review: Review): Promise<boolean> {
     try {
       const status = await this.crews.get(execution.crewName)!.status(execution.kickoffId!);
