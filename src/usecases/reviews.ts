@@ -378,9 +378,9 @@ export class Reviews {
     return tasks.length;
   }
 
-  /** The review and its run, or null. */
-  get(reviewId: string): Promise<ReviewWithExecution | null> {
-    return findReviewWithExecution(this.sql, reviewId);
+  /** The review and its run, or null (also for an id that is no uuid). */
+  async get(reviewId: string): Promise<ReviewWithExecution | null> {
+    return isUuid(reviewId) ? findReviewWithExecution(this.sql, reviewId) : null;
   }
 
   /** The first decision wins atomically; the crew hears it exactly once. */
@@ -396,7 +396,7 @@ export class Reviews {
   }
 
   private async decideOnce(decision: Decision): Promise<DecisionOutcome> {
-    const found = isUuid(decision.reviewId) ? await this.get(decision.reviewId) : null;
+    const found = await this.get(decision.reviewId);
     if (!found) return { kind: "unknown_review" };
     const { execution, ...review } = found;
     const feedback = decision.feedback.trim();

@@ -6,17 +6,11 @@ import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { accessPorts } from "../access.js";
 import type { FeatureDeps } from "../deps.js";
-import { clickFacts } from "./edit.js";
+import { clickedMessage, clickFacts, payloadIssues } from "../private-reply.js";
+import { decisionActions, inputValues } from "./edit.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
-const decideClick = z.object({
-  user: z.object({ id: z.string() }),
-  channel: z.object({ id: z.string() }).optional(),
-  container: z.object({ channel_id: z.string().optional(), thread_ts: z.string().optional(), message_ts: z.string().optional() }).partial().optional(),
-  message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
-  actions: z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2000) })).min(1),
-  state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough())) }).optional(),
-});
+const decideClick = z.object({ ...clickedMessage, actions: decisionActions, state: z.object({ values: inputValues }).optional() });
 
 export function registerDecisionClicks(app: App, deps: FeatureDeps): void {
   forEachKind(deps, (kind) => registerClicks(app, deps, kind));
@@ -28,10 +22,9 @@ function registerClicks<S extends Subject>(app: App, deps: FeatureDeps, kind: Ki
     app.action(actionId, async ({ ack, body, client, context }) => {
       await ack();
       const click = decideClick.safeParse(body);
-      if (!click.success)
-        return void deps.log.warn("decision click with an unexpected payload", { kind: kind.kind, issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
+      if (!click.success) return void deps.log.warn("decision click with an unexpected payload", { kind: kind.kind, issues: payloadIssues(click.error) });
       const { user, actions, state } = click.data;
-      const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
+      const { channel, messageTs, tell } = clickFacts(deps.log, client, click.data);
       const feedback = sanitizeText(state?.values[block]?.[input]?.value ?? "");
       let reply: string | undefined;
       try {

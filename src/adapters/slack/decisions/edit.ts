@@ -9,34 +9,16 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { accessPorts } from "../access.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { clickedMessage, clickFacts, payloadIssues, tellPrivately } from "../private-reply.js";
 import { spendOnView } from "../views.js";
 import { openDecisionForm, sealDecisionForm } from "./form-seal.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
-export const decisionClick = z.object({
-  user: z.object({ id: z.string() }),
-  trigger_id: z.string().min(1).max(255),
-  channel: z.object({ id: z.string() }).optional(),
-  container: z.object({ channel_id: z.string().optional(), thread_ts: z.string().optional(), message_ts: z.string().optional() }).partial().optional(),
-  message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
-  actions: z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2000) })).min(1),
-});
+export const decisionActions = z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2000) })).min(1);
+export const decisionClick = z.object({ ...clickedMessage, trigger_id: z.string().min(1).max(255), actions: decisionActions });
 
-const editValues = z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough()));
-
-/** The click's facts, and how to tell the clicker something privately (in the thread it was in). */
-export function clickFacts(deps: FeatureDeps, client: App["client"], click: Omit<z.infer<typeof decisionClick>, "trigger_id" | "actions">) {
-  const channel = click.container?.channel_id ?? click.channel?.id;
-  const messageTs = click.container?.message_ts ?? click.message?.ts;
-  const threadTs = click.message?.thread_ts ?? click.container?.thread_ts;
-  const tell = async (text: string) => {
-    if (!channel) return;
-    await client.chat
-      .postEphemeral({ channel, user: click.user.id, text, ...(threadTs ? { thread_ts: threadTs } : {}) })
-      .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
-  };
-  return { channel, messageTs, tell };
-}
+/** A view's (or a message's) input values, by block and action. */
+export const inputValues = z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullish() }).passthrough()));
 
 export function registerDecisionEdit(app: App, deps: FeatureDeps): void {
   forEachKind(deps, (kind) => registerEdit(app, deps, kind));
@@ -47,10 +29,9 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
   app.action(kind.ids.edit, async ({ ack, body, client, context }) => {
     await ack();
     const click = decisionClick.safeParse(body);
-    if (!click.success)
-      return void deps.log.warn("edit click with an unexpected payload", { kind: kind.kind, issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
+    if (!click.success) return void deps.log.warn("edit click with an unexpected payload", { kind: kind.kind, issues: payloadIssues(click.error) });
     const { user, actions, trigger_id } = click.data;
-    const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
+    const { channel, messageTs, tell } = clickFacts(deps.log, client, click.data);
     try {
       // Only one quick read before views.open: the trigger_id lives 3 s. Every rule is checked again on submission.
       const found = await kind.find(actions[0]!.value);
@@ -72,7 +53,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
   app.view(kind.ids.editView, async ({ ack, body, view, client, context }) => {
     const userId = body.user.id;
     const facts = openDecisionForm(deps.formKey, view.private_metadata, userId);
-    const values = editValues.safeParse(view.state.values);
+    const values = inputValues.safeParse(view.state.values);
     if (!facts || !values.success) {
       deps.log.warn("edit form submitted that was not opened by this user; refused", { userId });
       const errors = { [EDIT_TEXT_BLOCK]: `This form was opened by someone else or has expired: nothing was sent to the ${w.receiver}.` };
@@ -84,10 +65,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
     // Answer Slack now (the answer's delivery can take longer than 3 s); the message shows the outcome.
     await ack();
     let threadTs: string | undefined;
-    const tell = (text: string) =>
-      client.chat
-        .postEphemeral({ channel: facts.c, user: userId, text, ...(threadTs ? { thread_ts: threadTs } : {}) })
-        .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+    const tell = (text: string) => tellPrivately(client, deps.log, { channel: facts.c, user: userId, ...(threadTs ? { threadTs } : {}) }, text);
     let reply: string | undefined;
     try {
       const found = await kind.find(facts.r);

@@ -90,8 +90,6 @@ export interface KindPort<S extends Subject = Subject> {
   team(found: S): TeamRef | undefined;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** How long opening the edit form waits for the reviewer rules before opening it anyway (trigger_id lives 3 s). */
 const GATE_WAIT_MS = 1_000;
 
@@ -118,7 +116,7 @@ async function posted<S extends { messageTs: string | null }>(get: (id: string) 
 export function reviewKind(deps: FeatureDeps) {
   const reviews = deps.lifecycle.reviews;
   const get = async (id: string) => {
-    const found = UUID.test(id) ? await reviews.get(id) : null;
+    const found = await reviews.get(id);
     return found && { ...found, title: found.taskName };
   };
   type Found = NonNullable<Awaited<ReturnType<typeof get>>>;

@@ -7,8 +7,9 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { accessPorts } from "../access.js";
 import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { clickFacts, tellPrivately } from "../private-reply.js";
 import { spendOnView } from "../views.js";
-import { clickFacts, decisionClick } from "./edit.js";
+import { decisionClick } from "./edit.js";
 import { openDecisionForm, sealDecisionForm } from "./form-seal.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
 
@@ -35,7 +36,7 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const click = decisionClick.safeParse(body);
     if (!click.success) return void deps.log.warn("reassign click with an unexpected payload", { kind: kind.kind });
     const { user, actions, trigger_id } = click.data;
-    const { channel, messageTs, tell } = clickFacts(deps, client, click.data);
+    const { channel, messageTs, tell } = clickFacts(deps.log, client, click.data);
     const found = await kind.find(actions[0]!.value);
     // Only from its own message.
     if (!found || !channel || !messageTs || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context))))
@@ -73,15 +74,7 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     // Published with the token of its workspace (installed in many, the app-level client is not it).
     if (outcome === "reassigned") await deps.publishHome?.(to, kind.team(found));
     if (outcome === "not_pending") {
-      const place = kind.replyPlace(found);
-      await client.chat
-        .postEphemeral({
-          channel: place.channel,
-          user: user.id,
-          text: `The ${w.noun} was ${w.done} before it could be reassigned.`,
-          ...(place.threadTs ? { thread_ts: place.threadTs } : {}),
-        })
-        .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
+      await tellPrivately(client, deps.log, { ...kind.replyPlace(found), user: user.id }, `The ${w.noun} was ${w.done} before it could be reassigned.`);
     }
   });
 }

@@ -107,8 +107,6 @@ const homeApproveClick = z.object({
   actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** What the Home tab says after an Approve clicked there. */
 export function homeNotice(outcome: DecisionOutcome | undefined, taskName: string): string {
   if (!outcome) return "I can't find this review any more, so nothing was sent to the crew.";
@@ -184,7 +182,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
     [
       HOME_APPROVE_ACTION,
       async (reviewId, userId, access) => {
-        const found = UUID.test(reviewId) ? await deps.lifecycle.reviews.get(reviewId) : null;
+        const found = await deps.lifecycle.reviews.get(reviewId);
         if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice(undefined, "");
         return homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
       },

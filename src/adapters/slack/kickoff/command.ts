@@ -63,36 +63,27 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
   app.command(commandName, async ({ command, ack, client, respond, context }) => {
     const payload = commandPayload.parse(command);
     const parsed = parseCrewCommand(sanitizeText(payload.text));
-    if (parsed.kind === "help") {
-      await ack({
-        response_type: "ephemeral",
-        text: helpText(
+    const team = payload.team_id || undefined;
+    const say = (text: string) => ack({ response_type: "ephemeral", text });
+    if (parsed.kind === "help")
+      return void (await say(
+        helpText(
           commandName,
-          deps.crews.usableBy(payload.team_id || undefined).map((c) => c.name),
-          flowHooksFor(deps, payload.team_id || undefined),
+          deps.crews.usableBy(team).map((c) => c.name),
+          flowHooksFor(deps, team),
         ),
-      });
-      return;
-    }
-    if (parsed.kind === "stop_usage") {
-      await ack({ response_type: "ephemeral", text: stopUsage(commandName) });
-      return;
-    }
+      ));
+    if (parsed.kind === "stop_usage") return void (await say(stopUsage(commandName)));
     if (parsed.kind === "open" && deps.crews.all().length === 0) {
       // A flow-only set-up: there is nothing to start.
-      await ack({
-        response_type: "ephemeral",
-        text: `No crew is configured in Crewline, so there is nothing to start here. ${flowHooksFor(deps, payload.team_id || undefined).length ? "It answers flows' feedback requests; " : ""}\`${commandName} help\` says more.`,
-      });
-      return;
+      const flows = flowHooksFor(deps, team).length ? "It answers flows' feedback requests; " : "";
+      return void (await say(`No crew is configured in Crewline, so there is nothing to start here. ${flows}\`${commandName} help\` says more.`));
     }
-    if (parsed.kind === "open" && deps.crews.usableBy(payload.team_id || undefined).length === 0) {
+    if (parsed.kind === "open" && deps.crews.usableBy(team).length === 0) {
       // Crews are limited to other workspaces (teams: in CREWS_FILE).
-      await ack({
-        response_type: "ephemeral",
-        text: "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
-      });
-      return;
+      return void (await say(
+        "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
+      ));
     }
     await ack();
     if (parsed.kind === "open") {

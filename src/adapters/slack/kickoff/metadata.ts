@@ -18,6 +18,17 @@ export const kickoffMetadata = z.object({
 });
 export type KickoffMetadata = z.infer<typeof kickoffMetadata>;
 
+/** The metadata Slack handed back, parsed (JSON that is not ours fails like the shape check). */
+export function decodeMetadata(text: string) {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return kickoffMetadata.safeParse(json);
+}
+
 export function encodeMetadata(meta: KickoffMetadata): string {
   const text = JSON.stringify(meta);
   if (text.length > LIMITS.privateMetadata) throw new Error("too many inputs to carry in a Slack modal");

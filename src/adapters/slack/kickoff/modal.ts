@@ -20,7 +20,7 @@ import {
 import type { FeatureDeps } from "../deps.js";
 import { spendOnView, updateView } from "../views.js";
 import { bindForm, formIsFor } from "./form-binding.js";
-import { encodeMetadata, kickoffMetadata } from "./metadata.js";
+import { decodeMetadata, encodeMetadata } from "./metadata.js";
 
 export interface ModalRequest {
   triggerId: string;
@@ -170,7 +170,7 @@ const pickerSelection = z.object({
 
 export function registerCrewPicker(app: App, deps: FeatureDeps): void {
   const showForm = async (client: WebClient, viewId: string, metadataText: string, optionValue: string | undefined, userId: string, stateValues: unknown) => {
-    const meta = kickoffMetadata.safeParse(safeJson(metadataText));
+    const meta = decodeMetadata(metadataText);
     // A picker opened for someone else (or metadata we did not seal) shows nothing.
     if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
     const names = deps.crews.availableIn(meta.data.channel, meta.data.team || undefined).map((c) => c.name);
@@ -205,12 +205,4 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     await ack({ response_action: "update", view: loadingView() });
     await showForm(client, view.id, view.private_metadata, selected, body.user.id, view.state.values);
   });
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -17,11 +17,11 @@ import type { FeatureDeps } from "../deps.js";
 import { announcementFor, NO_UNFURLS } from "../notifier.js";
 import { updateView } from "../views.js";
 import { bindForm, formIsFor } from "./form-binding.js";
-import { encodeMetadata, type KickoffMetadata, kickoffMetadata } from "./metadata.js";
+import { decodeMetadata, encodeMetadata, type KickoffMetadata } from "./metadata.js";
 
 export function registerKickoffSubmission(app: App, deps: FeatureDeps): void {
   app.view(KICKOFF_VIEW_CALLBACK, async ({ ack, view, body, client }) => {
-    const meta = kickoffMetadata.safeParse(safeJson(view.private_metadata));
+    const meta = decodeMetadata(view.private_metadata);
     // The form must be ours and opened by this very user (form-binding.ts).
     if (!meta.success || !meta.data.crew || !formIsFor(deps.formKey, meta.data, body.user.id)) {
       if (meta.success && meta.data.crew) deps.log.warn("kickoff form submitted by someone it was not opened for; refused", { userId: body.user.id });
@@ -167,12 +167,4 @@ function startedView(crewName: string, kickoffId: string): types.ModalView {
       { type: "section", text: { type: "mrkdwn", text: `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(kickoffId)}\`). Follow it in the channel's thread.` } },
     ],
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -2,8 +2,7 @@
 // message.groups, and im for a run moved to a direct message) and the buttons of the private question
 // asked about a reply that said neither approve nor reject. Thin: the text is cut first, the event
 // parsed, and the use case (usecases/reply-decisions.ts) decides what happens.
-import type { App, RespondArguments, RespondFn } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
+import type { App, RespondArguments, RespondFn, types } from "@slack/bolt";
 import { z } from "zod";
 import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
 import { sanitizeText } from "../../../text/sanitize.js";
@@ -12,6 +11,7 @@ import { accessPorts } from "../access.js";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
 import { flowReplyFor, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
+import { payloadIssues, tellPrivately } from "../private-reply.js";
 
 export const REPLY_FEEDBACK_REQUIRED =
   "Please write what should change after the colon (`changes: shorter intro`): the crew re-runs the task with it. Nothing was sent to the crew.";
@@ -58,7 +58,8 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     const parsed = threadReply.safeParse({ ...pick(raw), text: sanitizeText(cut.text) });
     if (!parsed.success || parsed.data.thread_ts === parsed.data.ts) return;
     const reply = { channelId: parsed.data.channel, threadTs: parsed.data.thread_ts, ts: parsed.data.ts, userId: parsed.data.user, text: parsed.data.text, cut: cut.cut };
-    const tell = (text: string, blocks?: unknown[]) => tellUser(client, reply.channelId, reply.userId, reply.threadTs, text, blocks, deps);
+    const tell = (text: string, blocks?: types.KnownBlock[]) =>
+      tellPrivately(client, deps.log, { channel: reply.channelId, user: reply.userId, threadTs: reply.threadTs }, text, blocks);
     let outcome: ReplyOutcome;
     try {
       outcome = await replies.onReply(reply, accessPorts(client, deps, context));
@@ -80,13 +81,11 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     app.action(actionId, async ({ ack, body, client, respond, context }) => {
       await ack();
       const click = questionClick.safeParse(body);
-      if (!click.success) {
-        deps.log.warn("reply question click with an unexpected payload", { issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
-        return;
-      }
+      if (!click.success) return void deps.log.warn("reply question click with an unexpected payload", { issues: payloadIssues(click.error) });
       const { user, actions, container } = click.data;
       const channel = container?.channel_id ?? click.data.channel?.id;
-      const tell = (text: string) => (channel ? tellUser(client, channel, user.id, container?.thread_ts, text, undefined, deps) : Promise.resolve());
+      const tell = (text: string) =>
+        channel ? tellPrivately(client, deps.log, { channel, user: user.id, ...(container?.thread_ts ? { threadTs: container.thread_ts } : {}) }, text) : Promise.resolve();
       const choice = CHOICES[actions[0]!.action_id]!;
       let outcome: ReplyOutcome;
       try {
@@ -140,10 +139,4 @@ export function wordsFor(outcome: ReplyOutcome): string | undefined {
     case "no_longer_allowed":
       return NO_LONGER_ALLOWED;
   }
-}
-
-async function tellUser(client: WebClient, channel: string, user: string, threadTs: string | undefined, text: string, blocks: unknown[] | undefined, deps: FeatureDeps) {
-  await client.chat
-    .postEphemeral({ channel, user, text, ...(threadTs ? { thread_ts: threadTs } : {}), ...(blocks ? { blocks: blocks as never } : {}) })
-    .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
 }

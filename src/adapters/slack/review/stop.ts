@@ -10,6 +10,7 @@ import type { StopOutcome } from "../../../usecases/stops.js";
 import { accessPorts } from "../access.js";
 import { cannotStopMessage, escapeMrkdwn, runStateLabel, STOP_ACTION, STOP_FOLLOWING_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { clickedMessage, clickFacts, payloadIssues } from "../private-reply.js";
 
 /** A private answer: words, and blocks when there is a button to offer. */
 export interface StopReply {
@@ -20,10 +21,7 @@ export interface StopReply {
 export const STOP_NOT_RECORDED = "⚠️ Your stop was not recorded: Crewline could not reach its database. Nothing was sent to the crew; please try again in a moment.";
 
 const stopClick = z.object({
-  user: z.object({ id: z.string() }),
-  channel: z.object({ id: z.string() }).optional(),
-  container: z.object({ channel_id: z.string().optional(), message_ts: z.string().optional(), thread_ts: z.string().optional() }).partial().optional(),
-  message: z.object({ ts: z.string(), thread_ts: z.string().optional() }).partial().optional(),
+  ...clickedMessage,
   actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
 });
 
@@ -32,20 +30,10 @@ export function registerStopActions(app: App, deps: FeatureDeps): void {
     app.action(actionId, async ({ ack, body, client, context }) => {
       await ack();
       const click = stopClick.safeParse(body);
-      if (!click.success) {
-        deps.log.warn("stop click with an unexpected payload", { issues: click.error.issues.slice(0, 3).map((i) => i.path.join(".")) });
-        return;
-      }
+      if (!click.success) return void deps.log.warn("stop click with an unexpected payload", { issues: payloadIssues(click.error) });
       const { user, actions } = click.data;
-      const channelId = click.data.container?.channel_id ?? click.data.channel?.id;
-      const messageTs = click.data.container?.message_ts ?? click.data.message?.ts;
-      const threadTs = click.data.message?.thread_ts ?? click.data.container?.thread_ts;
-      const tell = async (reply: StopReply) => {
-        if (!channelId) return;
-        await client.chat
-          .postEphemeral({ channel: channelId, user: user.id, ...reply, ...(threadTs ? { thread_ts: threadTs } : {}) })
-          .catch((err) => deps.log.warn("could not send ephemeral reply", { err }));
-      };
+      const { channel: channelId, messageTs, tell: say } = clickFacts(deps.log, client, click.data);
+      const tell = (reply: StopReply) => say(reply.text, reply.blocks);
       const executionId = actions[0]!.value;
       const asker: Asker = { userId: user.id, ...(channelId ? { channelId } : {}) };
       let outcome: StopOutcome;
