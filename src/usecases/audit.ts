@@ -1,6 +1,5 @@
 // The append-only audit trail: one row per kickoff, per decision outcome and per run completion.
 // Rows are only ever created, never updated or deleted by the app.
-import crypto from "node:crypto";
 import type { Logger } from "../log/log.js";
 import { type AuditRow, auditOfExecution, auditOfFlowRequest, insertAudit, type NewAuditRow } from "../store/audit.js";
 import type { Sql } from "../store/sql.js";
@@ -27,10 +26,6 @@ export interface NewAuditRecord {
   resumeStatus?: string | null;
   resumeMessage?: string | null;
   detail?: Record<string, unknown>;
-}
-
-export function sha256(text: string): string {
-  return crypto.createHash("sha256").update(text).digest("hex");
 }
 
 export class Audit {

@@ -28,16 +28,9 @@ import type { Runs } from "./runs.js";
 import { WorkQueue } from "./work-queue.js";
 
 /**
- * Recorded callbacks processed at once; the rest wait their turn (they are durable already).
- * Processing makes no Slack call (it enqueues outbox effects), so a job's time is its database round
- * trips, and on PostgreSQL several jobs overlap them. Measured with 50 runs in flight on one replica
- * (`npm run bench -- scale-out`, 2 cores, three rounds each): recorded → processed p50 about 350 ms
- * with 4 at a time on a pool of 10 connections, 180 ms with 8 on a pool of 16 (db/database.ts
- * POSTGRES_POOL_SIZE; with 10, 8 jobs took connections from the intake). On the pool of 16, 4, 6 and 8
- * alternated over two rounds (scale-out and task-intake): 6 gave the most reviews a second, the lowest
- * review p99 and the fastest burst of answers in both (docs/benchmarks.md, Scale-out). The embedded
- * database runs one query at a time (on its own thread), where a second job adds nothing but makes
- * callbacks wait longer for their answer (the app passes 1 there).
+ * Recorded callbacks processed at once on PostgreSQL (the rest wait, durable already): 6 beat 4 and 8
+ * on a pool of 16 (docs/benchmarks.md, Scale-out). The embedded database runs one query at a time, so
+ * the app passes 1 there.
  */
 export const DEFAULT_PROCESSING_CONCURRENCY = 6;
 

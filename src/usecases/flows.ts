@@ -18,8 +18,9 @@ import { truncatePlain } from "../text/truncate.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { flowRequestTarget } from "./decisions/flow-request.js";
-import type { Job } from "./jobs.js";
+import { errText, type Job } from "./jobs.js";
 import { type ClaimHolder, type Clock, type FlowCallback, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
+import { approvalsShown } from "./review-context.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 
 /** A flow feedback request as stored (src/store/flow-requests.ts). */
@@ -377,15 +378,7 @@ export class FlowRequests {
   /** What the request's message shows beside its row (approvals so far, the edit). */
   async context(request: FlowRequest): Promise<FlowRequestContext> {
     if (request.state === "closed") return {};
-    const required = approvalPolicy(this.flow(request.flowName)).required;
-    const approvals = await this.approvals(request.id);
-    const edit = latestEdit(approvals);
-    const context: FlowRequestContext = {};
-    if (approvals.length && (required > 1 || edit)) {
-      context.approvals = { required, by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })) };
-    }
-    if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
-    return context;
+    return approvalsShown(await this.approvals(request.id), approvalPolicy(this.flow(request.flowName)).required);
   }
 
   // ------------------------------------------------------------------ reminders
@@ -488,8 +481,4 @@ export class FlowRequests {
       ...(this.deps.reminders && this.deps.reminders.max > 0 ? [{ name: "flow reminders", every: { ms: opts.reminderIntervalMs ?? 60_000, run: () => this.remindDue() } }] : []),
     ];
   }
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message.slice(0, 300) : String(err).slice(0, 300);
 }

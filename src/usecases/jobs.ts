@@ -64,6 +64,11 @@ export class Jobs {
   }
 
   private failed(job: Job, err: unknown): void {
-    this.log.warn(`${job.name} failed`, { err: err instanceof Error ? err.message.slice(0, 300) : String(err).slice(0, 300) });
+    this.log.warn(`${job.name} failed`, { err: errText(err) });
   }
+}
+
+/** An error's message (or the thrown value), short enough for a log line. */
+export function errText(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 300);
 }

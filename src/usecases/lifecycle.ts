@@ -26,7 +26,7 @@ export interface LifecycleDeps {
   /** Each crew's approval rules (approvals:, selfApproval:); default one approval, starters may approve. */
   approvalPolicy?: ApprovalPolicyOf;
   progressIntervalMs?: number;
-  /** Recorded callbacks processed at once (default 2; see Callbacks). */
+  /** Recorded callbacks processed at once (default DEFAULT_PROCESSING_CONCURRENCY, callbacks.ts). */
   processingConcurrency?: number;
   /** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION; default 7 days). */
   webhookEventRetentionMs?: number;
@@ -112,5 +112,4 @@ export class Lifecycle {
   }
 }
 
-export type { CrewDirectory, Execution, ProgressSnapshot, Review, ReviewContext, RunNotifier, WebhookUrls } from "./ports.js";
-export type { Decision, DecisionOutcome } from "./reviews.js";
+export type { DecisionOutcome } from "./reviews.js";

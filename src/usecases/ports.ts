@@ -1,7 +1,7 @@
 // What the lifecycle needs from the outside world, as interfaces: the Slack surface implements
 // RunNotifier, the crew registry implements CrewDirectory. Tests can pass their own.
 
-import type { EffectKind, NewEffect } from "../domain/effects.js";
+import type { NewEffect } from "../domain/effects.js";
 import type { RunPlan } from "../domain/plan.js";
 import type { CrewApi, EventStreamWebhook, HumanInputWebhook } from "../protocols/crew/types.js";
 import type { ExecutionRow } from "../store/executions.js";
@@ -9,7 +9,7 @@ import type { FlowRequestRow } from "../store/flow-requests.js";
 import type { ReviewRow } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 
-export type { EffectKind, NewEffect };
+export type { NewEffect };
 
 /** One crew run, as the store reads it. */
 export type Execution = ExecutionRow;

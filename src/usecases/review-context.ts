@@ -6,7 +6,18 @@ import { type ApprovalPolicy, latestEdit, type StoredApproval } from "../domain/
 import { approvalsOf } from "../store/decision-requests.js";
 import { findRound } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
-import type { Review, ReviewContext } from "./ports.js";
+import type { FlowRequestContext, Review, ReviewContext } from "./ports.js";
+
+/** The approvals so far and the edit a review's or flow request's message shows: when several approvals are needed, or someone edited. */
+export function approvalsShown(approvals: readonly StoredApproval[], required: number): FlowRequestContext {
+  const edit = latestEdit(approvals);
+  return {
+    ...(approvals.length && (required > 1 || edit)
+      ? { approvals: { required, by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })) } }
+      : {}),
+    ...(edit ? { edit: { by: edit.userId, text: edit.editedOutput } } : {}),
+  };
+}
 
 export class ApprovalRows {
   constructor(private readonly db: Sql) {}
@@ -16,20 +27,12 @@ export class ApprovalRows {
    * `recorded`: the review's approvals when the caller read them with it (the outbox does), else read here.
    */
   async context(review: Review, policy: ApprovalPolicy, recorded?: readonly StoredApproval[]): Promise<ReviewContext> {
-    const context: ReviewContext = {};
+    let context: ReviewContext = {};
     // A rejected or closed round shows its decision only; approvals given before a reject stay in the audit trail.
     if (review.state === "pending" || review.state === "deciding" || review.state === "approved") {
-      const approvals = recorded ?? (await approvalsOf(this.db, "Review", review.id));
-      const edit = latestEdit(approvals);
-      if (approvals.length && (policy.required > 1 || edit)) {
-        context.approvals = {
-          required: policy.required,
-          by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })),
-        };
-      } else if (policy.required > 1 && review.state === "pending") {
-        context.approvals = { required: policy.required, by: [] };
-      }
-      if (edit) context.edit = { by: edit.userId, text: edit.editedOutput };
+      context = approvalsShown(recorded ?? (await approvalsOf(this.db, "Review", review.id)), policy.required);
+      // Several needed and none given yet: "0 of 2 approvals".
+      if (!context.approvals && policy.required > 1 && review.state === "pending") context.approvals = { required: policy.required, by: [] };
     }
     if (review.round > 1) {
       const previous = await findRound(this.db, review.executionId, review.taskKey, review.round - 1);

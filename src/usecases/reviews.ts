@@ -133,8 +133,6 @@ export function sameOutputVerdict(
   return { kind: "open", taskKey: task.taskKey };
 }
 
-export { hashOutput };
-
 export interface ReviewsDeps {
   db: Sql;
   runs: Runs;

@@ -14,7 +14,8 @@ import {
 } from "../store/executions.js";
 import { lockReviewsOf, moveReviewsOf } from "../store/reviews.js";
 import { inTransaction, type Sql } from "../store/sql.js";
-import { type Audit, sha256 } from "./audit.js";
+import type { Audit } from "./audit.js";
+import { hashOutput } from "./decisions/core.js";
 import type { Clock, Execution, Outbox } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 
@@ -135,7 +136,7 @@ export class Runs {
         {
           executionId: id,
           kind: "completion",
-          outputHash: outcome.output ? sha256(outcome.output) : null,
+          outputHash: outcome.output ? hashOutput(outcome.output) : null,
           detail: { event: outcome.event, ...(outcome.error ? { error: outcome.error } : {}) },
         },
         tx,

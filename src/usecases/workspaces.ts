@@ -8,8 +8,6 @@ import { executionTransition, flowRequestTransition, reviewTransition } from "..
 import type { Sql } from "../store/sql.js";
 import { closeWorkspace, type WorkspaceMatch } from "../store/workspaces.js";
 
-export type { WorkspaceMatch };
-
 export const UNINSTALLED_NOTE = "Crewline was removed from this workspace";
 
 export function stopWorkspace(db: Sql, match: WorkspaceMatch, now: Date): Promise<{ runs: number; reviews: number; flowRequests: number }> {
