@@ -174,31 +174,20 @@ export class Reviews {
   /** Tasks (crew and task name) whose output a crew waited on before (this process): their task messages are held (TASK_MESSAGE_HOLD_MS). */
   private readonly tasksAwaited = new Set<string>();
   private readonly sql: Sql;
-  private readonly core: DecisionCore;
-
-  private readonly runs: Runs;
-  private readonly crews: CrewDirectory;
-  private readonly outbox: Outbox;
-  private readonly webhookUrls: ReviewsDeps["webhookUrls"];
-  private readonly log: Logger;
   private readonly clock: Clock;
+  private readonly core: DecisionCore;
   private readonly gate: ReviewerGate;
   private readonly policyOf: ApprovalPolicyOf;
-  private readonly onPending?: OnPending;
   private readonly telemetry: Telemetry;
   private readonly holdMs: number;
-  private readonly holder?: ClaimHolder;
 
-  constructor(deps: ReviewsDeps) {
-    ({ runs: this.runs, crews: this.crews, outbox: this.outbox, webhookUrls: this.webhookUrls, log: this.log, clock: this.clock } = deps);
+  constructor(private readonly deps: ReviewsDeps) {
+    ({ db: this.sql, clock: this.clock } = deps);
     this.gate = deps.gate ?? anyoneMayDecide;
     this.policyOf = deps.approvalPolicy ?? (() => DEFAULT_APPROVAL_POLICY);
-    this.onPending = deps.onPending;
     this.telemetry = deps.telemetry ?? noTelemetry;
     this.holdMs = deps.holdMs ?? TASK_MESSAGE_HOLD_MS;
-    this.sql = deps.db;
-    this.holder = deps.holder;
-    this.core = new DecisionCore({ db: deps.db, outbox: deps.outbox, audit: deps.audit, log: deps.log, clock: deps.clock, holder: deps.holder });
+    this.core = new DecisionCore(deps);
   }
 
   /**
@@ -248,7 +237,7 @@ export class Reviews {
   async confirmWaiting(execution: Execution, review: Review, delaysMs: readonly number[] = CONFIRM_DELAYS_MS): Promise<void> {
     // A crew that sends human-input requests says when it waits: asking its status after every task
     // would only add calls (status polling stays the safety net).
-    const crew = this.crews.get(execution.crewName);
+    const crew = this.deps.crews.get(execution.crewName);
     if (!crew || this.crewsAskingForInput.has(execution.crewName)) return;
     this.confirming.set(execution.id, review.id);
     try {
@@ -264,7 +253,7 @@ export class Reviews {
       // Its crew sent a human-input request meanwhile, this process promoted the review (a poll), or
       // the run's next task came: the crew did not wait on this one.
       if (this.crewsAskingForInput.has(execution.crewName) || this.confirming.get(execution.id) !== review.id) return;
-      const kickoffId = execution.kickoffId ?? (await this.runs.get(execution.id))?.kickoffId;
+      const kickoffId = execution.kickoffId ?? (await this.deps.runs.get(execution.id))?.kickoffId;
       if (!kickoffId) continue;
       const status = await crew.status(kickoffId).catch(() => undefined);
       if (!status || status.phase === "running") continue;
@@ -272,7 +261,7 @@ export class Reviews {
       // Promoted meanwhile (a poll, another replica), decided, or the run ended: nothing to confirm.
       const current = await findReview(this.sql, review.id);
       if (current?.state !== "posted") return;
-      const run = await this.runs.get(execution.id);
+      const run = await this.deps.runs.get(execution.id);
       if (!run || isFinished(run.state)) return;
       const last = status.lastTask;
       // The pause is on this output when the status shows it, or shows no task and this is the run's latest.
@@ -287,20 +276,20 @@ export class Reviews {
     const promoted = await inTransaction(this.sql, async (tx) => {
       const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
-      const shown = this.onPending ? await this.onPending(execution, moved, tx) : moved;
-      await this.runs.transition(execution.id, "review_opened", {}, tx);
+      const shown = this.deps.onPending ? await this.deps.onPending(execution, moved, tx) : moved;
+      await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
       // Posted already: the message gets its controls in place (an update). Not posted yet: the post
       // renders the row as it is when performed, so it shows the controls in one call; a post already
       // under way with the older state asks for the update itself when it records its ts (perform.ts).
-      if (moved.messageTs) await this.outbox.add(tx, { kind: "review.show", subjectId: moved.id });
+      if (moved.messageTs) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: moved.id });
       // Held back for this very moment (open): it goes now, with its controls.
-      else await this.outbox.hurry(tx, { kind: "review.post", subjectId: moved.id });
+      else await this.deps.outbox.hurry(tx, { kind: "review.post", subjectId: moved.id });
       return shown;
     });
     if (promoted) {
       if (this.confirming.get(execution.id) === promoted.id) this.confirming.delete(execution.id);
       this.learnAwaited(execution, promoted);
-      this.outbox.nudge();
+      this.deps.outbox.nudge();
     }
     return promoted ?? undefined;
   }
@@ -344,14 +333,14 @@ export class Reviews {
       );
       // Another delivery (or replica) stored this round first.
       if (!stored) return undefined;
-      if (state === "pending") await this.runs.transition(execution.id, "review_opened", {}, tx);
+      if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
       const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
-      await this.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
-      return state === "pending" && this.onPending ? this.onPending(execution, stored, tx) : stored;
+      await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
+      return state === "pending" && this.deps.onPending ? this.deps.onPending(execution, stored, tx) : stored;
     });
     if (review) {
       if (review.state === "pending") this.learnAwaited(execution, review);
-      this.outbox.nudge();
+      this.deps.outbox.nudge();
     }
     return review;
   }
@@ -426,7 +415,7 @@ export class Reviews {
           decision: decision.approve ? "approve" : "reject",
           feedback: feedback || null,
           decidedAt: this.clock.now(),
-          claimedBy: this.holder?.replicaId ?? null,
+          claimedBy: this.deps.holder?.replicaId ?? null,
           decidedByDeadline: !!decision.byDeadline,
         })),
       named: {
@@ -447,7 +436,7 @@ export class Reviews {
   /** Sends the claimed decision to the crew (/resume with the run's webhook settings) and settles what came of it. */
   private async resume(found: ReviewWithExecution, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
     const { execution, ...review } = found;
-    const crew = this.crews.get(execution.crewName);
+    const crew = this.deps.crews.get(execution.crewName);
     try {
       if (!crew) throw new Error(`crew "${execution.crewName}" is no longer configured`);
       const resume = await crew.resume({
@@ -455,7 +444,7 @@ export class Reviews {
         taskId: review.resumeTaskId ?? review.taskKey,
         humanFeedback,
         isApprove: decision.approve,
-        ...this.webhookUrls(execution),
+        ...this.deps.webhookUrls(execution),
       });
       const decided = await this.conclude(found, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null }, { approvals, humanFeedback });
       return { kind: "decided", review: decided, resume };
@@ -485,7 +474,7 @@ export class Reviews {
       move: async (tx) => {
         const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns)) ?? (await findReview(tx, review.id)) ?? review;
         // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
-        if (outcome === "decided") await this.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+        if (outcome === "decided") await this.deps.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
         return { ...moved, execution: found.execution };
       },
       audit: {
@@ -525,7 +514,7 @@ export class Reviews {
       const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
       return { kind: "decided", review: await this.conclude(found, decision, "decided", patch, { approvals, humanFeedback }), resume: {} };
     }
-    this.log.warn("resume failed; review is open again", { reviewId: found.id, err });
+    this.deps.log.warn("resume failed; review is open again", { reviewId: found.id, err });
     const reopened = await this.conclude(found, decision, "resume_failed", {}, { approvals, humanFeedback, message });
     return { kind: "resume_failed", review: reopened, message };
   }
@@ -543,11 +532,11 @@ export class Reviews {
     const now = this.clock.now();
     // Left where the first click put it (deciding).
     const states = [reviewTransition("claimed").to];
-    const rows = await abandonedRequests(this.sql, "Review", { states, before: new Date(now.getTime() - staleMs), deadBefore: this.holder?.deadBefore(now), limit: 50 });
+    const rows = await abandonedRequests(this.sql, "Review", { states, before: new Date(now.getTime() - staleMs), deadBefore: this.deps.holder?.deadBefore(now), limit: 50 });
     const abandoned = await withExecutions(this.sql, rows);
     let recovered = 0;
     for (const { execution, ...review } of abandoned) {
-      if (!review.decidedAt || !(await retakeDecision(this.sql, review.id, { seen: review.decidedAt, now, owner: this.holder?.replicaId }))) continue;
+      if (!review.decidedAt || !(await retakeDecision(this.sql, review.id, { seen: review.decidedAt, now, owner: this.deps.holder?.replicaId }))) continue;
       recovered++;
       const decision: Decision = {
         reviewId: review.id,
@@ -557,12 +546,12 @@ export class Reviews {
         ...(review.decidedByDeadline ? { byDeadline: true } : {}),
       };
       const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
-      if (execution.kickoffId && this.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
+      if (execution.kickoffId && this.deps.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
         const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
         await this.conclude({ ...review, execution }, decision, "decided", patch, sent);
         continue;
       }
-      this.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
+      this.deps.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
       await this.conclude(
         { ...review, execution },
         decision,
@@ -589,11 +578,11 @@ export class Reviews {
    */
   private async tookEffect(execution: Execution, review: Review): Promise<boolean> {
     try {
-      const status = await this.crews.get(execution.crewName)!.status(execution.kickoffId!);
+      const status = await this.deps.crews.get(execution.crewName)!.status(execution.kickoffId!);
       const stillWaiting = status.phase === "paused" && !!status.lastTask?.output && hashOutput(status.lastTask.output) === review.outputHash;
       return !stillWaiting;
     } catch (err) {
-      this.log.warn("could not read status after a resume time-out", { reviewId: review.id, err });
+      this.deps.log.warn("could not read status after a resume time-out", { reviewId: review.id, err });
       return false;
     }
   }
