@@ -53,6 +53,11 @@ export async function homeParams(
   flowHooks: HomeParams["flows"],
 ): Promise<HomeParams> {
   const { userId, now } = listing;
+  const notes = (r: (typeof listing.reviews)[number] | FlowRequest) => [
+    ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
+    ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
+    ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
+  ];
   const reviews: HomeReview[] = await Promise.all(
     listing.reviews.map(async (r, i) => ({
       crewName: r.execution.crewName,
@@ -64,11 +69,7 @@ export async function homeParams(
       permalink: i < HOME_MAX_REVIEWS ? await permalink(reviewChannel(r, r.execution), r.messageTs!, r.channelId ? undefined : (r.execution.threadTs ?? undefined)) : undefined,
       // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread).
       approveReviewId: r.id,
-      notes: [
-        ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
-        ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
-        ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
-      ],
+      notes: notes(r),
     })),
   );
   const flowReviews = await Promise.all(
@@ -81,11 +82,7 @@ export async function homeParams(
       permalink: reviews.length + i < HOME_MAX_REVIEWS ? await permalink(r.channelId, r.messageTs!) : undefined,
       // An approve-like outcome needs no feedback: it can be chosen from here (others need the message).
       ...(flows?.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
-      notes: [
-        ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
-        ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
-        ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
-      ],
+      notes: notes(r),
     })),
   );
   reviews.push(...flowReviews);
