@@ -36,8 +36,7 @@ export function deadlineText(at: Date, action: TimeoutAction, now: Date): string
 
 /** The thread reply posted when the deadline of a "remind" review passes. */
 export function deadlineReminderText(p: { who: string; taskName: string; round: number; withinMs: number; crewName: string }): string {
-  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
-  return `⏰ ${p.who}: the deadline for ${task} has passed (no decision within ${describeDuration(p.withinMs)}). Approve or reject the review above so *${escapeMrkdwn(truncatePlain(p.crewName, 80))}* can go on.`;
+  return `⏰ ${p.who}: the deadline for ${taskRef(p)} has passed (no decision within ${describeDuration(p.withinMs)}). Approve or reject the review above so *${escapeMrkdwn(truncatePlain(p.crewName, 80))}* can go on.`;
 }
 
 /** The thread reply posted when an automatic decision did not reach the crew. */
@@ -46,6 +45,15 @@ export function deadlineNotDeliveredText(p: { taskName: string; action: "reject"
   return `⚠️ The deadline for *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* passed, but the automatic ${what} did not reach the crew: ${escapeMrkdwn(truncatePlain(p.message, 300))} The review is open again; please decide it.`;
 }
 
+/** "*Task* (round 2)": a task named in a thread reply. */
+const taskRef = (p: { taskName: string; round: number }) => `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
+
+/** A reassignment's reason, quoted on one line under it (or nothing). */
+export const reasonQuote = (reason: string | undefined) => (reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(reason, 500))}` : "");
+
+/** "a reminder", "3 reminders". */
+export const afterReminders = (n: number) => (n === 1 ? "a reminder" : `${n} reminders`);
+
 /** Slack mentions of user and user-group ids: "<@U1>, <!subteam^S1>". */
 export function mentionIds(ids: readonly string[]): string {
   return ids.map((id) => (id.startsWith("S") ? `<!subteam^${id}>` : userMention(id))).join(", ");
@@ -53,16 +61,12 @@ export function mentionIds(ids: readonly string[]): string {
 
 /** The thread reply posted when a review is escalated after its last reminder. */
 export function escalationText(p: { ids: readonly string[]; taskName: string; round: number; reminders: number }): string {
-  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
-  const after = p.reminders === 1 ? "a reminder" : `${p.reminders} reminders`;
-  return `🔺 ${mentionIds(p.ids)}: ${task} is still waiting for a decision after ${after}. You may approve or reject it too.`;
+  return `🔺 ${mentionIds(p.ids)}: ${taskRef(p)} is still waiting for a decision after ${afterReminders(p.reminders)}. You may approve or reject it too.`;
 }
 
 /** The thread reply posted when a review is reassigned. */
 export function reassignmentText(p: { to: string; by: string; taskName: string; round: number; reason?: string }): string {
-  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
-  const reason = p.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(p.reason, 500))}` : "";
-  return `↪️ ${userMention(p.by)} reassigned ${task} to ${userMention(p.to)}, who may now decide it.${reason}`;
+  return `↪️ ${userMention(p.by)} reassigned ${taskRef(p)} to ${userMention(p.to)}, who may now decide it.${reasonQuote(p.reason)}`;
 }
 
 /** Lines under a pending review: deadline, escalation, reassignment (whichever apply). */
@@ -87,8 +91,7 @@ export function pendingNotesOf(
   });
 }
 
-/** The Reassign modal: a person and a reason; the review id travels in private_metadata. */
-/** The Reassign modal; a flow request's uses its own callback (`callbackId`) and says "answer". */
+/** The Reassign modal: a person and a reason; its sealed facts travel in private_metadata. A flow request's uses its own callback (`callbackId`) and says "answer". */
 export function reassignModal(p: { metadata: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {
   const request = p.what === "request";
   return {
@@ -130,6 +133,5 @@ export function reassignModal(p: { metadata: string; taskName: string; callbackI
 
 /** The thread reply posted when a decision was interrupted before it reached the crew, and the review opened again. */
 export function abandonedDecisionText(p: { by: string | null; taskName: string; round: number }): string {
-  const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150))}*${p.round > 1 ? ` (round ${p.round})` : ""}`;
-  return `⚠️ ${p.by ? `<@${p.by}>'s decision` : "The decision"} on ${task} was interrupted before it reached the crew (Crewline stopped while sending it). The review is open again: please decide it once more.`;
+  return `⚠️ ${p.by ? `<@${p.by}>'s decision` : "The decision"} on ${taskRef(p)} was interrupted before it reached the crew (Crewline stopped while sending it). The review is open again: please decide it once more.`;
 }

@@ -2,6 +2,7 @@
 // of it, its first part) pre-filled for editing, and an optional note. Pure builder.
 import type { types } from "@slack/bolt";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, EDIT_VIEW_CALLBACK } from "./ids.js";
+import { mrkdwn } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, truncatePlain } from "./text.js";
 
@@ -22,7 +23,6 @@ export interface EditModalParams {
 }
 
 const plain = (text: string, max: number): types.PlainTextElement => ({ type: "plain_text", text: truncatePlain(text, max) || "…" });
-const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
 
 export function editModal(p: EditModalParams): types.ModalView {
   if (p.head.length > LIMITS.plainTextInput) throw new Error("the editable part is longer than a text input holds");

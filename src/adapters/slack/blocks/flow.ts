@@ -3,41 +3,28 @@
 import type { types } from "@slack/bolt";
 import { flowEditable, outcomeLeaning } from "../../../domain/flow-outcomes.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
+import { feedbackInput, mrkdwn, plain, section } from "./kit.js";
 import { LIMITS } from "./limits.js";
-import { type ApprovalsShown, approvedBlocks, type EditShown, pendingApprovalsBlocks } from "./review-extras.js";
-import { outputBlocks, reviewReserve, type SlackMessage } from "./run.js";
+import { approvedBlocks, pendingApprovalsBlocks } from "./review-extras.js";
+import { type DecisionMessageParams, outputBlocks, reviewReserve, type SlackMessage } from "./run.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
 
-export interface FlowMessageParams {
+/** `note`: the platform's answer, or why the request was closed. */
+export interface FlowMessageParams extends DecisionMessageParams {
   requestId: string;
   flowName: string;
   deploymentName?: string;
   methodName?: string;
   message?: string;
-  output: string;
   emit: string[];
   /** Slack user the request is assigned to (found by e-mail). */
   assigneeUserId?: string;
   /** The e-mail it was assigned to, shown when no Slack user was found. */
   assignedEmail?: string;
   state: FlowRequestState;
-  decidedBy?: string;
   outcome?: string;
-  feedback?: string;
-  /** The platform's answer, or why the request was closed. */
-  note?: string;
-  outputTruncated?: boolean;
-  /** Approvals so far, when the flow needs several or someone edited. */
-  approvals?: ApprovalsShown;
-  /** Edit and approve: the edited output, shown as a diff against `output`. */
-  edit?: EditShown;
-  editFileAttached?: boolean;
-  /** Under a pending request: its deadline (deadline.ts pendingReviewNotes). */
-  pendingNotes?: string[];
-  /** Answered by the request's deadline, not by a person. */
-  byDeadline?: boolean;
 }
 
 /** primary for approve-like outcomes, danger for reject-like ones, none otherwise. */
@@ -46,10 +33,7 @@ export function outcomeStyle(outcome: string): "primary" | "danger" | undefined 
   return leaning === "approve" ? "primary" : leaning === "reject" ? "danger" : undefined;
 }
 
-const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
-const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
 const context = (text: string): types.ContextBlock => ({ type: "context", elements: [mrkdwn(excerpt(text, LIMITS.contextText).text)] });
-const plain = (text: string, max: number): types.PlainTextElement => ({ type: "plain_text", text: truncatePlain(text, max) });
 const name = (text: string, max = 150) => escapeMrkdwn(truncatePlain(text, max));
 
 export function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assignedEmail">): string | undefined {
@@ -72,7 +56,8 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   const answerText = (max: number) => (p.note?.trim() ? fitMrkdwn(p.note.trim(), max).text : "");
 
   if (p.state === "pending" || p.state === "deciding") {
-    blocks.push(feedbackInput(p.emit.length === 0), actions(p.requestId, p.emit));
+    const placeholder = p.emit.length === 0 ? "Required: your feedback goes back to the flow" : "Optional comment sent with your choice";
+    blocks.push(feedbackInput(FLOW_FEEDBACK_BLOCK, FLOW_FEEDBACK_ACTION, placeholder), actions(p.requestId, p.emit));
     if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
     const notes = [assignee, answerText(300)].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
@@ -98,22 +83,6 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   blocks.push(section(`🚫 Closed${answeredBy ? ` after ${answeredBy}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
   if (assignee) blocks.push(context(assignee));
   return { text: `Closed: ${title}`, blocks };
-}
-
-function feedbackInput(required: boolean): types.InputBlock {
-  return {
-    type: "input",
-    block_id: FLOW_FEEDBACK_BLOCK,
-    optional: true,
-    label: plain("Feedback", LIMITS.inputLabel),
-    element: {
-      type: "plain_text_input",
-      action_id: FLOW_FEEDBACK_ACTION,
-      multiline: true,
-      max_length: LIMITS.plainTextInput,
-      placeholder: plain(required ? "Required: your feedback goes back to the flow" : "Optional comment sent with your choice", LIMITS.placeholder),
-    },
-  };
 }
 
 function actions(requestId: string, emit: string[]): types.ActionsBlock {

@@ -2,7 +2,7 @@
 // use cases enqueued (usecases/ports.ts: RunNotice, FlowNotice). Pure.
 import { describeDuration } from "../../../text/duration.js";
 import type { Execution, FlowNotice, FlowRequest, Review, RunNotice } from "../../../usecases/ports.js";
-import { abandonedDecisionText, escalationText, mentionIds, reassignmentText } from "./deadline.js";
+import { abandonedDecisionText, afterReminders, escalationText, mentionIds, reasonQuote, reassignmentText } from "./deadline.js";
 import { escapeMrkdwn, formatDuration, truncatePlain, userMention } from "./text.js";
 
 /** A reminder under a review nobody has decided; `link` points at the review when Slack gave its permalink. */
@@ -42,14 +42,10 @@ export function flowNoticeText(request: Pick<FlowRequest, "flowName" | "methodNa
   switch (notice.kind) {
     case "reminder":
       return `⏰ ${notice.who}: ${flow} has been waiting for feedback${step} for ${formatDuration(notice.waitedMs)}. Answer the request above so the flow can go on.`;
-    case "escalation": {
-      const after = notice.reminders === 1 ? "a reminder" : `${notice.reminders} reminders`;
-      return `🔺 ${mentionIds(notice.ids)}: ${flow}'s request${step} is still waiting for an answer after ${after}. You may answer it too.`;
-    }
-    case "reassignment": {
-      const reason = notice.reason?.trim() ? `\n> ${escapeMrkdwn(truncatePlain(notice.reason, 500))}` : "";
-      return `↪️ ${userMention(notice.by)} reassigned ${flow}'s request${step} to ${userMention(notice.to)}, who may now answer it.${reason}`;
-    }
+    case "escalation":
+      return `🔺 ${mentionIds(notice.ids)}: ${flow}'s request${step} is still waiting for an answer after ${afterReminders(notice.reminders)}. You may answer it too.`;
+    case "reassignment":
+      return `↪️ ${userMention(notice.by)} reassigned ${flow}'s request${step} to ${userMention(notice.to)}, who may now answer it.${reasonQuote(notice.reason)}`;
     case "deadline_passed": {
       const lacking = notice.lacking ? ` (it offers no ${notice.lacking} outcome, so nothing was chosen for it)` : "";
       return `⏰ ${notice.who}: the deadline for ${flow}'s request has passed (no answer within ${describeDuration(notice.withinMs)})${lacking}. Answer the request above so the flow can go on.`;

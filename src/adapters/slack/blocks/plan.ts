@@ -6,6 +6,7 @@
 
 import type { types } from "@slack/bolt";
 import type { PlanTask, RunPlan } from "../../../domain/plan.js";
+import { mrkdwn } from "./kit.js";
 import { escapeMrkdwn, formatUtcTime, humanizeInputName, truncatePlain } from "./text.js";
 
 export type PlanChunk = types.PlanUpdateChunk | types.TaskUpdateChunk;
@@ -84,7 +85,6 @@ export function earlyProgressMessage(p: { title: string; plan: RunPlan; stepAt: 
   const card = p.plan.tasks[p.plan.tasks.length - 1];
   const task = card ? cut(card.title || card.id, PLAN_LIMITS.taskTitle) : "";
   const details = card?.details?.trim() ? cut(card.details, PLAN_LIMITS.details) : "_Working…_";
-  const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
   return {
     text: `${p.title}: ${task ? `${task}: ` : ""}${details}`,
     blocks: [

@@ -3,6 +3,7 @@
 // text stays on the server). Pure builder.
 import type { types } from "@slack/bolt";
 import { REPLY_TEXT_MAX } from "../../../domain/reply-intent.js";
+import { mrkdwn } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, truncatePlain } from "./text.js";
 
@@ -17,7 +18,6 @@ export type ReplyQuestionShown =
   | { kind: "flow"; replyId: string; flowName: string; rejectOutcome?: string; approveOutcome?: string; freeText: boolean; outcomes: string[]; cut: boolean };
 
 const NAME_MAX = 80;
-const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
 const name = (text: string) => `*${escapeMrkdwn(truncatePlain(text, NAME_MAX))}*`;
 const button = (actionId: string, text: string, value: string, style?: "primary" | "danger"): types.Button => ({
   type: "button",

@@ -3,6 +3,7 @@
 // edit's diff against the original. Pure builders; reviewMessage (run.ts) places them.
 import type { types } from "@slack/bolt";
 import { type CompactDiff, compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats } from "./diff.js";
+import { context, section } from "./kit.js";
 import { escapeMrkdwn, excerpt, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export interface ApprovalsShown {
@@ -31,10 +32,6 @@ export const EXTRAS_RESERVE = 2_600;
 const QUOTE_MAX = 300;
 const NOTE_MAX = 150;
 const APPROVALS_MAX = 800;
-
-const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
-const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
-const context = (text: string): types.ContextBlock => ({ type: "context", elements: [mrkdwn(text)] });
 
 /** The diff of a round against the previous one, or undefined when there is nothing to compare. */
 export function roundDiff(previous: PreviousRound | undefined, output: string): CompactDiff | undefined {

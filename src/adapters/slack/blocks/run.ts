@@ -14,6 +14,7 @@ import {
   STOP_ACTION,
   STOP_FOLLOWING_ACTION,
 } from "./ids.js";
+import { context, feedbackInput, mrkdwn, plain, section } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
 import {
@@ -57,10 +58,6 @@ const INPUT_FIELDS_BUDGET = 6_000;
 /** Of a longer error, this much of its start and of its end is read. */
 const ERROR_READ = 16_384;
 
-const mrkdwn = (text: string): types.MrkdwnElement => ({ type: "mrkdwn", text });
-const section = (text: string): types.SectionBlock => ({ type: "section", text: mrkdwn(text) });
-const context = (...texts: string[]): types.ContextBlock => ({ type: "context", elements: texts.map(mrkdwn) });
-const plain = (text: string, max: number): types.PlainTextElement => ({ type: "plain_text", text: truncatePlain(text, max) });
 const bold = (name: string, fallback: string) => `*${escapeMrkdwn(truncatePlain(name, NAME_MAX)) || fallback}*`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
@@ -238,16 +235,12 @@ export function progressMessage(p: ProgressParams): SlackMessage {
 /** "posted": a finished task's output the crew is not waiting on (no decision controls). */
 export type ReviewState = "posted" | "pending" | "approved" | "rejected" | "closed";
 
-export interface ReviewParams {
-  reviewId: string;
-  taskName: string;
-  agent?: string;
-  round: number;
+/** What a review message and a flow request's message (flow.ts) both show. */
+export interface DecisionMessageParams {
   output: string;
-  state: ReviewState;
   decidedBy?: string;
   feedback?: string;
-  /** e.g. the crew's answer, or "The run finished without needing this decision." */
+  /** e.g. the crew's (or flow's) answer, or "The run finished without needing this decision." */
   note?: string;
   /** A file with the whole output was attached. */
   outputTruncated?: boolean;
@@ -257,16 +250,24 @@ export interface ReviewParams {
   edit?: EditShown;
   /** A file with the edited version was attached. */
   editFileAttached?: boolean;
+  /** Lines under a pending one: its deadline, escalation, reassignment (deadline.ts pendingReviewNotes). */
+  pendingNotes?: string[];
+  /** The decision was taken by its deadline, not by a person. */
+  byDeadline?: boolean;
+}
+
+export interface ReviewParams extends DecisionMessageParams {
+  reviewId: string;
+  taskName: string;
+  agent?: string;
+  round: number;
+  state: ReviewState;
   /** Round 2 and later: the previous round, for its diff and the feedback that asked for this one. */
   previous?: PreviousRound;
   /** A file with the whole diff against the previous round was attached. */
   diffFileAttached?: boolean;
-  /** Lines under a pending review: its deadline, escalation, reassignment (deadline.ts pendingReviewNotes). */
-  pendingNotes?: string[];
   /** A pending review gets a Reassign button. */
   reassignable?: boolean;
-  /** The decision was taken by the review's deadline, not by a person. */
-  byDeadline?: boolean;
   /** A closed review of a run someone stopped (or stopped following) from Slack: who. */
   runStopped?: { how: "stopped" | "abandoned"; by?: string };
 }
@@ -292,7 +293,7 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   }
   const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)];
   if (p.state === "pending") {
-    blocks.push(feedbackInput(), reviewButtons(p.reviewId, p.reassignable));
+    blocks.push(feedbackInput(FEEDBACK_BLOCK, FEEDBACK_ACTION, "Required to reject; optional to approve"), reviewButtons(p.reviewId, p.reassignable));
     if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
     // Already mrkdwn (deadline.ts builds them with escaped names and Slack tokens): cut, never escaped.
     const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => excerpt(l, NOTE_MAX * 2).text);
@@ -318,22 +319,6 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
   blocks.push(section(decision + feedback));
   if (note) blocks.push(context(note));
   return { text: `${p.state === "approved" ? "Approved" : "Rejected"}: ${name}`, blocks };
-}
-
-function feedbackInput(): types.InputBlock {
-  return {
-    type: "input",
-    block_id: FEEDBACK_BLOCK,
-    optional: true,
-    label: plain("Feedback", LIMITS.inputLabel),
-    element: {
-      type: "plain_text_input",
-      action_id: FEEDBACK_ACTION,
-      multiline: true,
-      max_length: LIMITS.plainTextInput,
-      placeholder: plain("Required to reject; optional to approve", LIMITS.placeholder),
-    },
-  };
 }
 
 function reviewButtons(reviewId: string, reassignable = false): types.ActionsBlock {
