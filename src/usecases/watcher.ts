@@ -251,7 +251,7 @@ export class RunWatcher {
         if (!isCrewError(err) || err.kind !== "not_found") throw err;
         notFoundSince ??= observedAt;
         if (graceOver(notFoundSince, this.clock.now(), this.options.lostGraceMs)) {
-          await this.lifecycle.runs.finish(row.id, { event: "lost", error: LOST_ERROR });
+          await this.finish(row.id, { event: "lost", error: LOST_ERROR });
           changed = true;
         }
       }
@@ -283,9 +283,19 @@ export class RunWatcher {
         return !!opened;
       }
       case "succeeded":
-        return this.lifecycle.runs.finish(row.id, { event: "succeeded", output: action.output });
+        return this.finish(row.id, { event: "succeeded", output: action.output });
       case "failed":
-        return this.lifecycle.runs.finish(row.id, { event: "failed", error: action.error, output: action.output });
+        return this.finish(row.id, { event: "failed", error: action.error, output: action.output });
     }
+  }
+
+  /**
+   * Ends the run as its status says. The callback intake's cached row goes with it, as when the
+   * crew's own callback ends it: a later callback, a step too, is then refused as the run's end (410).
+   */
+  private async finish(id: string, outcome: Parameters<Lifecycle["runs"]["finish"]>[1]): Promise<boolean> {
+    const won = await this.lifecycle.runs.finish(id, outcome);
+    this.lifecycle.callbacks.forget(id);
+    return won;
   }
 }

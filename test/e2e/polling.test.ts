@@ -141,9 +141,12 @@ describe("status polling", () => {
     expect(completionPosts(h)).toHaveLength(1);
   });
 
-  it("a crew whose end callback never comes is finished from its status once the grace period is over", async () => {
-    h = await start({ watcher: { endGraceMs: 600 }, crew: { tasks: ONE_TASK, endCallbackLagMs: 60_000 } });
+  it("a crew whose end callback never comes is finished from its status once the grace period is over; its late callbacks, a step too, get 410", async () => {
+    h = await start({ watcher: { endGraceMs: 600 }, crew: { tasks: [{ ...ONE_TASK[0]!, steps: 1 }], endCallbackLagMs: 60_000 } });
     const execution = await kickedOff(h);
+    // Its step was taken while it ran (the callback intake keeps the run's row from then on).
+    const step = await eventually(() => h.crew.webhookDeliveries.find((d) => d.kind === "step"), { what: "the run's step" });
+    expect(step.status).toBe(202);
     const done = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
       what: "the completion",
       timeoutMs: 15_000,
@@ -153,6 +156,13 @@ describe("status polling", () => {
     expect(h.crew.webhookDeliveries.filter((d) => d.kind === "crew")).toHaveLength(0);
     await h.settled({ crewRuns: false });
     expect(completionPosts(h)).toHaveLength(1);
+    // The crew goes on talking: the run has ended here, whoever ended it.
+    const late = await fetch(step.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ kickoff_id: execution.kickoffId, thought: "one more" }),
+    });
+    expect(late.status).toBe(410);
   });
 
   it("a kickoff the crew does not know (404 forever) is declared lost after the grace period and announced once", async () => {
