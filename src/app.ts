@@ -5,6 +5,7 @@ import crypto from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type App, webApi } from "@slack/bolt";
+import { CREW_POST_LONGEST_MS } from "./adapters/crew/client.js";
 import { CrewRegistry } from "./adapters/crew/registry.js";
 import { flowCallbackClient } from "./adapters/flows/callback-client.js";
 import { flowIntakeHandler, flowWebhookUrl } from "./adapters/http/flow-intake.js";
@@ -241,8 +242,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     { db: database.sql, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },
     { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
   );
-  // A decision is abandoned once older than the claim window and than twice a /resume call's longest wait (connect + read).
-  const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, 40_000);
+  // A decision is abandoned once older than the claim window and than its /resume call's longest time
+  // (every retry included): taken over sooner, a late answer would meet a second decision at the crew.
+  const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, CREW_POST_LONGEST_MS);
   const watcher = new RunWatcher({
     db: database.sql,
     lifecycle,

@@ -90,14 +90,18 @@ export async function claimDecision(on: On, id: string, move: { from: readonly s
   return r.numUpdatedRows === 1n;
 }
 
-/** The flow's answer to a claimed decision (answered, or closed when it refused); the row as it is then. */
+/**
+ * The flow's answer to the decision claimed at `claimedAt` (answered, or closed when it refused), while
+ * that claim still holds the request; the row as it is then, and whether it moved.
+ */
 export async function settleDecision(
   on: On,
   id: string,
   move: { from: readonly string[]; to: string },
   answer: { status: number | null; message: string | null; deadlineDone: boolean },
+  claimedAt: Date,
   now: Date,
-): Promise<FlowRequestRow | undefined> {
+): Promise<{ row: FlowRequestRow | undefined; ours: boolean }> {
   const sql = on;
   const row = await sql
     .updateTable("FlowRequest")
@@ -111,21 +115,23 @@ export async function settleDecision(
     })
     .where("id", "=", id)
     .where("state", "in", move.from)
+    .where("decidedAt", "=", claimedAt)
     .returningAll()
     .executeTakeFirst();
-  return row ?? findFlowRequest(sql, id);
+  return row ? { row, ours: true } : { row: await findFlowRequest(sql, id), ours: false };
 }
 
-/** A claimed decision whose answer did not reach the flow opens again (the claim undone); the row as it is then. */
+/** A decision claimed at `claimedAt` whose answer did not reach the flow opens again (the claim undone), while that claim still holds it. */
 export async function reopenFailedDecision(
   on: On,
   id: string,
   move: { from: readonly string[]; to: string },
   opts: { deadlineDone: boolean },
+  claimedAt: Date,
   now: Date,
-): Promise<FlowRequestRow | undefined> {
+): Promise<{ row: FlowRequestRow | undefined; ours: boolean }> {
   const sql = on;
-  await sql
+  const moved = await sql
     .updateTable("FlowRequest")
     .set({
       state: move.to,
@@ -139,8 +145,9 @@ export async function reopenFailedDecision(
     })
     .where("id", "=", id)
     .where("state", "in", move.from)
-    .execute();
-  return findFlowRequest(sql, id);
+    .where("decidedAt", "=", claimedAt)
+    .executeTakeFirst();
+  return { row: await findFlowRequest(sql, id), ours: moved.numUpdatedRows === 1n };
 }
 
 /** The request whose message is (channelId, messageTs): a reply in its thread is about it. */

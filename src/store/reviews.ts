@@ -158,8 +158,19 @@ export async function insertReview(db: Sql, row: NewReviewRow, now: Date): Promi
     .executeTakeFirst();
 }
 
-/** Moves a row between states with the decision columns given (conditional on the current state); the moved row, or null. */
-export async function moveReview(db: Sql, id: string, move: ReviewMove, now: Date, patch: ReviewDecisionPatch & { resumeTaskId?: string } = {}): Promise<ReviewRow | null> {
+/**
+ * Moves a review from one of `move.from` to `move.to`, with `patch`; null when it was in none of them.
+ * `claimedAt`: only while the decision claimed at that time still holds it (a claim taken over by the
+ * recovery sweep has another decidedAt, or none once the review opened again).
+ */
+export async function moveReview(
+  db: Sql,
+  id: string,
+  move: ReviewMove,
+  now: Date,
+  patch: ReviewDecisionPatch & { resumeTaskId?: string } = {},
+  claimedAt?: Date,
+): Promise<ReviewRow | null> {
   if (!move.from.length) return null;
   const set: Updateable<DB["Review"]> = { state: move.to, updatedAt: now };
   for (const [column, value] of Object.entries(patch)) {
@@ -173,6 +184,7 @@ export async function moveReview(db: Sql, id: string, move: ReviewMove, now: Dat
       .set(set)
       .where("id", "=", id)
       .where("state", "in", [...move.from])
+      .$if(claimedAt !== undefined, (q) => q.where("decidedAt", "=", claimedAt!))
       .returningAll()
       .executeTakeFirst()) ?? null
   );

@@ -329,17 +329,18 @@ export class FlowRequests {
       move: async (tx) => {
         const now = this.clock.now();
         const deadlineDone = !!d.byDeadline;
-        const row = ok
+        const { row, ours } = ok
           ? await store.settleDecision(
               tx,
               request.id,
               flowRequestTransition(answer.kind === "ok" ? "answered" : "refused"),
               { status: answer.status, message: answer.message, deadlineDone },
+              c.decidedAt,
               now,
             )
-          : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, now);
+          : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, c.decidedAt, now);
         if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
-        return row;
+        return { row, ours };
       },
       audit: {
         kind: "flow_decision",

@@ -395,6 +395,8 @@ export class Reviews {
     const counted = decision.approve && !decision.byDeadline;
     if (counted && selfApprovalRefused(policy, execution.userId, decision.userId)) return { kind: "self_approval_refused" };
     const edited = decision.editedOutput;
+    // The claim's stamp: what it settles is moved only while the claim still holds the review.
+    const claimedAt = this.clock.now();
     return this.core.decide<ReviewWithExecution, DecisionOutcome>(crewReviewTarget(), found, {
       userId: decision.userId,
       // Approvals toward the crew's number of distinct people: the last one needed claims the decision.
@@ -414,7 +416,7 @@ export class Reviews {
           decidedBy: decision.userId,
           decision: decision.approve ? "approve" : "reject",
           feedback: feedback || null,
-          decidedAt: this.clock.now(),
+          decidedAt: claimedAt,
           claimedBy: this.deps.holder?.replicaId ?? null,
           decidedByDeadline: !!decision.byDeadline,
         })),
@@ -429,12 +431,12 @@ export class Reviews {
           return { kind: "already_decided", review: current };
         },
       },
-      deliver: (approvals) => this.resume(found, decision, approvals, approvals.length ? approvalFeedback(approvals) : feedback || (decision.approve ? "Approved" : "")),
+      deliver: (approvals) => this.resume(found, decision, claimedAt, approvals, approvals.length ? approvalFeedback(approvals) : feedback || (decision.approve ? "Approved" : "")),
     });
   }
 
   /** Sends the claimed decision to the crew (/resume with the run's webhook settings) and settles what came of it. */
-  private async resume(found: ReviewWithExecution, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
+  private async resume(found: ReviewWithExecution, decision: Decision, claimedAt: Date, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
     const { execution, ...review } = found;
     const crew = this.deps.crews.get(execution.crewName);
     try {
@@ -446,10 +448,11 @@ export class Reviews {
         isApprove: decision.approve,
         ...this.deps.webhookUrls(execution),
       });
-      const decided = await this.conclude(found, decision, "decided", { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null }, { approvals, humanFeedback });
+      const patch = { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null };
+      const decided = await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback });
       return { kind: "decided", review: decided, resume };
     } catch (err) {
-      return this.resumeFailed(found, err, decision, approvals, humanFeedback);
+      return this.resumeFailed(found, err, decision, claimedAt, approvals, humanFeedback);
     }
   }
 
@@ -462,6 +465,7 @@ export class Reviews {
   private async conclude(
     found: ReviewWithExecution,
     decision: Decision,
+    claimedAt: Date,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
     sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; notice: RunNotice } },
@@ -472,10 +476,11 @@ export class Reviews {
     const columns = outcome === "resume_failed" ? { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false, ...patch } : patch;
     return this.core.settle(crewReviewTarget(), found, {
       move: async (tx) => {
-        const moved = (await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns)) ?? (await findReview(tx, review.id)) ?? review;
+        const moved = await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns, claimedAt);
+        if (!moved) return { row: { ...((await findReview(tx, review.id)) ?? review), execution: found.execution }, ours: false };
         // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
         if (outcome === "decided") await this.deps.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
-        return { ...moved, execution: found.execution };
+        return { row: { ...moved, execution: found.execution }, ours: true };
       },
       audit: {
         kind: "decision",
@@ -502,20 +507,34 @@ export class Reviews {
     });
   }
 
-  private async resumeFailed(found: ReviewWithExecution, err: unknown, decision: Decision, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
+  private async resumeFailed(
+    found: ReviewWithExecution,
+    err: unknown,
+    decision: Decision,
+    claimedAt: Date,
+    approvals: StoredApproval[],
+    humanFeedback: string,
+  ): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
-      const closed = await this.conclude(found, decision, "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, { approvals, humanFeedback, message });
+      const closed = await this.conclude(
+        found,
+        decision,
+        claimedAt,
+        "not_waiting",
+        { resumeMessage: err.serviceMessage ?? "no reason given" },
+        { approvals, humanFeedback, message },
+      );
       return { kind: "not_waiting", review: closed, message };
     }
     if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(found.execution, found))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
       const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
-      return { kind: "decided", review: await this.conclude(found, decision, "decided", patch, { approvals, humanFeedback }), resume: {} };
+      return { kind: "decided", review: await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }), resume: {} };
     }
     this.deps.log.warn("resume failed; review is open again", { reviewId: found.id, err });
-    const reopened = await this.conclude(found, decision, "resume_failed", {}, { approvals, humanFeedback, message });
+    const reopened = await this.conclude(found, decision, claimedAt, "resume_failed", {}, { approvals, humanFeedback, message });
     return { kind: "resume_failed", review: reopened, message };
   }
 
@@ -548,13 +567,14 @@ export class Reviews {
       const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
       if (execution.kickoffId && this.deps.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
         const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
-        await this.conclude({ ...review, execution }, decision, "decided", patch, sent);
+        await this.conclude({ ...review, execution }, decision, now, "decided", patch, sent);
         continue;
       }
       this.deps.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
       await this.conclude(
         { ...review, execution },
         decision,
+        now,
         "resume_failed",
         {},
         {

@@ -1,6 +1,9 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
+import { CREW_POST_LONGEST_MS, CrewClient } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import type { CrewApi } from "../../src/protocols/crew/types.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
@@ -180,6 +183,46 @@ describe("review loop", () => {
     await eventually(() => /Approved/.test(h.slack.messages(CHANNEL).find((m) => m.ts === review.msg.ts)?.text ?? ""), { what: "the review shown as approved" });
     await h.settled();
     expect(resumeCalls(h)).toHaveLength(1);
+  });
+
+  it("a decision still on its way when the sweep takes it over: its late answer moves nothing, and the review shows the decision that holds it", async () => {
+    // Alice's /resume takes 2.5 s to reach the crew, Bob's 5 s (a slow network; the client's own retries take longer).
+    const delays = [2500, 5000];
+    const crewClient = (crew: { name: string; baseUrl: string; token: string }): CrewApi => {
+      const real = new CrewClient(crew);
+      return {
+        listInputs: () => real.listInputs(),
+        kickoff: (r) => real.kickoff(r),
+        status: (id) => real.status(id),
+        stop: (id) => real.stop(id),
+        resume: async (r) => {
+          await sleep(delays.shift() ?? 0);
+          return real.resume(r);
+        },
+      };
+    };
+    // The claim window scaled down below the call's time (the default is above its longest).
+    h = await startHarness({ crewline: { crewClient, watcher: { abandonedDecisionMs: 1000, sweepMs: 200 } } });
+    await startRunViaSlack(h);
+    const review = await pendingReview(h);
+    const row = () => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
+    await clickReview(h, review, false, "Needs sources", "U0ALICE");
+    await eventually(async () => (await row()).state === "deciding", { what: "Alice's claim" });
+    // The sweep takes Alice's decision over while her call is on its way, and opens the review again.
+    await eventually(async () => (await row()).state === "pending", { what: "the review open again", timeoutMs: 2400 });
+    await clickReview(h, review, true, "", BOB);
+    await eventually(async () => (await row()).decidedBy === BOB, { what: "Bob's claim" });
+    // Alice's reject reaches the crew and is taken; then Bob's approval.
+    await eventually(() => resumeCalls(h).length === 2, { what: "both calls at the crew", timeoutMs: 10_000 });
+    await eventually(async () => (await row()).state === "approved", { what: "Bob's decision settled", timeoutMs: 10_000 });
+    expect(await row()).toMatchObject({ state: "approved", decision: "approve", decidedBy: BOB });
+    const audits = await prismaOf(h.bot.database).auditRecord.findMany({ where: { kind: "decision" }, orderBy: { createdAt: "asc" } });
+    expect(audits.map((a) => [a.actor, a.decision, (a.detail as { claimTakenOver?: boolean }).claimTakenOver ?? false])).toContainEqual(["U0ALICE", "reject", true]);
+  }, 30_000);
+
+  it("waits for a decision's /resume longer than the call can take before taking it over as abandoned", async () => {
+    h = await startHarness();
+    expect(h.bot.watcher.options.abandonedDecisionMs).toBeGreaterThanOrEqual(CREW_POST_LONGEST_MS);
   });
 
   it("shows 'not waiting for review' (400) plainly and closes the review", async () => {

@@ -408,6 +408,17 @@ describe("CrewClient retries", () => {
     expect(crew.seen.map((s) => s.path)).toEqual(["/kickoff", "/kickoff"]);
   });
 
+  it("never retries a POST on 504 (a gateway stopped waiting: the service may have taken it), but a GET", async () => {
+    let calls = 0;
+    const crew = await startCrew((_req, res) => (++calls === 1 ? send(res, 504, "Gateway Timeout", { "retry-after": "0" }) : send(res, 200, { inputs: ["topic"] })));
+    const e = await failure(client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "", isApprove: true }));
+    expect(e).toMatchObject({ kind: "server", status: 504 });
+    expect(crew.seen.map((s) => s.path)).toEqual(["/resume"]);
+    calls = 0;
+    expect(await client(crew.url).listInputs()).toEqual([{ name: "topic", required: true }]);
+    expect(crew.seen.map((s) => s.path)).toEqual(["/resume", "/inputs", "/inputs"]);
+  });
+
   it("never retries a POST resume after the connection is reset", async () => {
     const crew = await startCrew((_req, res) => {
       res.socket?.destroy();

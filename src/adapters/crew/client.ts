@@ -45,6 +45,16 @@ interface Reply {
 type StatusForm = "spec" | "deployed";
 
 const RETRY_AFTER_CAP_MS = 10_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+const DEFAULT_READ_TIMEOUT_MS = 15_000;
+const DEFAULT_ATTEMPTS = 3;
+/**
+ * The longest a POST (a kickoff, a decision's /resume) can take with the default settings: every
+ * attempt's connect, headers and body time-outs, the waits between them, and /resume's one re-send
+ * in camelCase after a 422. A decision under way is not taken over as abandoned before this is over
+ * (app.ts): its answer may still come, and a second decision would reach the crew.
+ */
+export const CREW_POST_LONGEST_MS = 2 * (DEFAULT_ATTEMPTS * (DEFAULT_CONNECT_TIMEOUT_MS + 2 * DEFAULT_READ_TIMEOUT_MS) + (DEFAULT_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS);
 /** How much of a service's error message is read (and redacted): far more than the 300 characters shown. */
 const SERVICE_MESSAGE_READ = 8192;
 const COLD_START_STATUSES = new Set([502, 503, 504]);
@@ -69,13 +79,13 @@ export class CrewClient implements CrewApi {
     this.base = parseBaseUrl(opts.name, opts.baseUrl);
     this.token = checkToken(opts.name, opts.token);
     this.readToken = opts.userToken ? checkToken(opts.name, opts.userToken) : this.token;
-    this.readTimeoutMs = opts.readTimeoutMs ?? 15_000;
-    this.retry = opts.retry ?? { attempts: 3, baseDelayMs: 300 };
+    this.readTimeoutMs = opts.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+    this.retry = opts.retry ?? { attempts: DEFAULT_ATTEMPTS, baseDelayMs: 300 };
     this.ownsDispatcher = opts.dispatcher === undefined;
     this.dispatcher =
       opts.dispatcher ??
       new Agent({
-        connect: { timeout: opts.connectTimeoutMs ?? 5_000 },
+        connect: { timeout: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS },
         headersTimeout: this.readTimeoutMs,
         bodyTimeout: this.readTimeoutMs,
       });
@@ -264,12 +274,13 @@ export function redactServiceMessage(text: string, secrets: readonly string[]): 
 
 /**
  * GETs are safe to repeat. A POST is repeated only when it certainly never arrived
- * (connection refused) or the service said it is not ready (502/503/504): after a
- * read time-out or a reset, the kickoff or resume may already have taken effect.
+ * (connection refused) or the service said it is not ready (502/503): after a read time-out,
+ * a reset or a 504 (a gateway that stopped waiting for the service), the kickoff or resume may
+ * already have taken effect.
  */
 function mayRetry(method: Method, e: CrewError): boolean {
-  const coldStart = e.kind === "server" && e.status !== undefined && COLD_START_STATUSES.has(e.status);
-  if (coldStart) return true;
+  const status = e.kind === "server" ? e.status : undefined;
+  if (status !== undefined && COLD_START_STATUSES.has(status)) return method === "GET" || status !== 504;
   if (method === "GET") return e.kind === "unreachable" || e.kind === "timeout";
   return errorCode(e.cause) === "ECONNREFUSED";
 }

@@ -301,7 +301,7 @@ export class DecisionCore {
   async settle<R extends RequestBase>(target: DecisionTarget<R>, r: R, s: Settlement<R>): Promise<R> {
     const edit = latestEdit(s.approvals);
     const settled = await inTransaction(this.sql, async (tx) => {
-      const moved = await s.move(tx);
+      const { row: moved, ours } = await s.move(tx);
       const { kind, detail, ...row } = s.audit;
       await this.audit(
         tx,
@@ -314,16 +314,19 @@ export class DecisionCore {
           ...(s.approvals.length > 1 ? { approvers: s.approvals.map((a) => a.userId) } : {}),
           ...(edit ? { edited: true, editedBy: edit.userId, editedOutputHash: hashOutput(edit.editedOutput) } : {}),
           ...s.detailAfter,
+          // The crew (or flow) heard it all the same: the trail says so.
+          ...(ours ? {} : { claimTakenOver: true }),
         },
         "outcome",
       );
+      if (!ours) return { moved, ours };
       if (s.show) await this.deps.outbox.add(tx, target.show(r));
       if (edit && s.taken) await this.deps.outbox.add(tx, target.edited(r, edit.userId));
       for (const effect of s.effects ?? []) await this.deps.outbox.add(tx, effect);
-      return moved;
+      return { moved, ours };
     });
-    if (s.show || edit || s.effects?.length) this.deps.outbox.nudge();
-    return settled;
+    if (settled.ours && (s.show || edit || s.effects?.length)) this.deps.outbox.nudge();
+    return settled.moved;
   }
 }
 
@@ -357,8 +360,12 @@ export interface DecisionCall<R, O> {
 
 /** What came of a delivery, for DecisionCore.settle. */
 export interface Settlement<R> {
-  /** The request's (and its run's) new state; the row as it is then. */
-  move(tx: Sql): Promise<R>;
+  /**
+   * The request's (and its run's) new state, if the claim that sent the decision still holds it; the row
+   * as it is then. `ours` false: the claim was taken over meanwhile (its sender looked dead, the request
+   * opened again and perhaps someone decided anew), so this late answer moves nothing and shows nothing.
+   */
+  move(tx: Sql): Promise<{ row: R; ours: boolean }>;
   /** The decision's audit row; its detail starts with the outcome, then what names the request. */
   audit: {
     kind: string;
