@@ -5,7 +5,6 @@
 // and another run's Approve click reaching its crew, while a 2 MiB pathological output and a
 // 20,000-line round-2 diff are processed).
 import fs from "node:fs";
-import { redactServiceMessage } from "../src/adapters/crew/client.js";
 import {
   APPROVE_ACTION,
   compactDiff,
@@ -26,6 +25,7 @@ import {
 } from "../src/adapters/slack/blocks/index.js";
 import { redact } from "../src/log/log.js";
 import { startCrewService } from "../src/sim/crew-service.js";
+import { redactEchoes } from "../src/text/echoes.js";
 import { sanitizeText } from "../src/text/sanitize.js";
 import { truncatePlain } from "../src/text/truncate.js";
 import { startFakeSlack } from "../test/support/fake-slack.js";
@@ -97,7 +97,7 @@ const FUNCTIONS: Record<string, (text: string) => unknown> = {
   sanitizeText: (t) => sanitizeText(t),
   truncatePlain: (t) => truncatePlain(t, 150),
   humanizeInputName: (t) => humanizeInputName(t),
-  "redactServiceMessage (a crew's error text)": (t) => redactServiceMessage(t, [CREW_TOKEN]),
+  "redactEchoes (a crew's or flow's error text)": (t) => redactEchoes(t, [CREW_TOKEN]),
   "redact (every log line)": (t) => redact(t),
 };
 

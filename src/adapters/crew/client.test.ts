@@ -278,6 +278,31 @@ describe("CrewClient errors", () => {
     expectNoSecrets(e);
   });
 
+  it("never quotes back a webhook's secret or the human-input token it was sent, however the service spells them", async () => {
+    const secret = "s3cr3t-webhook-path-segment-0123456789";
+    const token = "hi-token-abcdefghijklmnopqrstuvwxyz";
+    const hook = (kind: string) => `https://bot.example/hooks/0b6c2a9e-4f0e-4c55-9d8e-1c1a2b3c4d5e/${kind}/${secret}`;
+    const echoes = [
+      `no route to /hooks/0b6c2a9e-4f0e-4c55-9d8e-1c1a2b3c4d5e/task/${secret}`,
+      `bad url ${encodeURIComponent(hook("step"))}`,
+      `bad url ${hook("step").replace(/\//g, "\\/")}`,
+      `{ "authentication": { "strategy": "bearer", "token": "${token}" } }`,
+    ];
+    for (const message of echoes) {
+      const crew = await startCrew((_req, res) => send(res, 400, { message }));
+      const e = await failure(
+        client(crew.url).kickoff({
+          inputs: {},
+          taskWebhookUrl: hook("task"),
+          stepWebhookUrl: hook("step"),
+          humanInputWebhook: { url: hook("input"), authentication: { strategy: "bearer", token } },
+        }),
+      );
+      expect(`${e.serviceMessage} ${e.userMessage()}`, message).not.toMatch(new RegExp(`${secret}|${token}`));
+      expect(e.serviceMessage).toContain("[redacted]");
+    }
+  });
+
   it.each([401, 403])("maps %i to unauthorized without leaking the token", async (status) => {
     const crew = await startCrew((req, res) => send(res, status, { error: "Unauthorized", message: `bad token ${String(req.headers.authorization)}` }));
     const e = await failure(client(crew.url, { userToken: USER }).listInputs());

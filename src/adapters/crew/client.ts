@@ -7,8 +7,8 @@ import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus } f
 import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest, ResumeResult, StopResult } from "../../protocols/crew/types.js";
 import { MAX_ANSWER_BYTES, readBoundedText } from "../../text/bounded-body.js";
 import { parseBoundedJson } from "../../text/bounded-json.js";
+import { redactEchoes, sentSecrets } from "../../text/echoes.js";
 import { sanitizeJson } from "../../text/sanitize.js";
-import { safeSlice } from "../../text/truncate.js";
 
 export interface CrewClientOptions {
   name: string;
@@ -55,8 +55,6 @@ const DEFAULT_ATTEMPTS = 3;
  * (app.ts): its answer may still come, and a second decision would reach the crew.
  */
 export const CREW_POST_LONGEST_MS = 2 * (DEFAULT_ATTEMPTS * (DEFAULT_CONNECT_TIMEOUT_MS + 2 * DEFAULT_READ_TIMEOUT_MS) + (DEFAULT_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS);
-/** How much of a service's error message is read (and redacted): far more than the 300 characters shown. */
-const SERVICE_MESSAGE_READ = 8192;
 const COLD_START_STATUSES = new Set([502, 503, 504]);
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 /** Failures where the request certainly never reached the crew. */
@@ -236,7 +234,7 @@ export class CrewClient implements CrewApi {
       crewName: this.name,
       operation: call.op,
       status,
-      serviceMessage: serviceMessage === undefined ? undefined : redactServiceMessage(serviceMessage, [this.token, this.readToken]),
+      serviceMessage: serviceMessage === undefined ? undefined : redactEchoes(serviceMessage, [this.token, this.readToken, ...sentSecrets(call.body)]),
       missingInputs: kind === "missing_inputs" ? (missingInputs ?? []) : undefined,
       retryAfterSeconds: kind === "server" ? parseRetryAfter(retryAfter) : undefined,
     });
@@ -256,20 +254,6 @@ export class CrewClient implements CrewApi {
     const exp = this.retry.baseDelayMs * 2 ** (attempt - 1);
     return Math.min(exp * (1 + Math.random() / 2), RETRY_AFTER_CAP_MS);
   }
-}
-
-/**
- * A service's error message as it may be shown: a service could echo our credentials or webhook URLs
- * (which act as secrets) back in it. Only its start is read (CrewError keeps 300 characters), and a URL's
- * scheme is at most 32 characters, not anchored to a word start: an unbounded one made the pattern
- * quadratic ("a-a-a-…" held the event loop 13 s at 160 KB), and any URL is still caught.
- */
-export function redactServiceMessage(text: string, secrets: readonly string[]): string {
-  let out = safeSlice(text, SERVICE_MESSAGE_READ)
-    .replace(/Bearer\s+\S+/gi, "Bearer [redacted]")
-    .replace(/[a-z][a-z0-9+.-]{0,31}:\/\/[^\s"'<>]+/gi, "[url]");
-  for (const secret of new Set(secrets)) if (secret) out = out.split(secret).join("[redacted]");
-  return out;
 }
 
 /**

@@ -3,6 +3,7 @@
 // and is read up to a limit (an endless answer is cut off). The URL is never logged or shown.
 import { request } from "undici";
 import { readBoundedText } from "../../text/bounded-body.js";
+import { redactEchoes, sentSecrets } from "../../text/echoes.js";
 import { truncatePlain } from "../../text/truncate.js";
 import { answerReason } from "../../usecases/flows.js";
 import type { FlowCallback, FlowCallbackAnswer } from "../../usecases/ports.js";
@@ -34,8 +35,10 @@ export function flowCallbackClient(opts: { timeoutMs?: number } = {}): FlowCallb
           return { kind: "ok", status, message };
         }
         // undici does not follow redirects: a 3xx is an answer that failed, like a 5xx.
-        if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { kind: "refused", status, message: answerReason(status, text) };
-        return { kind: "failed", status, message: `the flow answered ${answerReason(status, text)}` };
+        // The flow may quote the URL it was called at, whose token answers the request: never shown.
+        const reason = answerReason(status, redactEchoes(text, sentSecrets(callbackUrl)));
+        if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { kind: "refused", status, message: reason };
+        return { kind: "failed", status, message: `the flow answered ${reason}` };
       } catch (err) {
         const code = (err as { code?: string }).code ?? "";
         const timedOut = (err as Error).name === "TimeoutError" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";

@@ -1,0 +1,36 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { flowCallbackClient } from "./callback-client.js";
+
+let server: http.Server | undefined;
+afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+
+/** A flow's callback endpoint answering `status` with `body(url)`, the URL it was called at. */
+async function flowAnswering(status: number, body: (url: string) => string): Promise<string> {
+  server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => res.writeHead(status, { "content-type": "application/json" }).end(body(`http://${req.headers.host}${req.url}`)));
+  });
+  await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe("a flow's callback", () => {
+  const token = "resp-token-0123456789abcdefghijklmnop";
+
+  it("never shows the token of the URL it was called at, however the flow quotes it back", async () => {
+    for (const [status, quote] of [
+      [401, (_url: string) => JSON.stringify({ message: `Invalid response token '${token}'` })],
+      [503, (url: string) => JSON.stringify({ error: `upstream refused ${url}` })],
+      [400, (url: string) => JSON.stringify({ detail: `bad request to ${encodeURIComponent(url)}` })],
+    ] as const) {
+      const base = await flowAnswering(status, quote);
+      const answer = await flowCallbackClient({ timeoutMs: 2000 }).answer(`${base}/respond/abc?token=${token}`, "ok");
+      expect(answer.message).toContain(String(status));
+      expect(answer.message).not.toContain(token);
+      await new Promise<void>((resolve) => server!.close(() => resolve()));
+      server = undefined;
+    }
+  });
+});
