@@ -26,8 +26,15 @@ const PERMANENT_SLACK_ERRORS = new Set([
   "team_access_not_granted",
 ]);
 
-/** `ambiguous`: Slack may have done it anyway (no answer, or a 5xx), unlike an error answer or a rate limit. */
-export type FailureVerdict = { kind: "retry"; afterMs?: number; reason: string; ambiguous: boolean } | { kind: "give_up"; reason: string };
+/** Slack's own words for being down for a while: like a 5xx or no answer, the call may go through later. */
+const OUTAGE_SLACK_ERRORS = new Set(["internal_error", "fatal_error", "service_unavailable", "request_timeout"]);
+
+/**
+ * `ambiguous`: Slack may have done it anyway (no answer, or a 5xx), unlike an error answer or a rate
+ * limit. `outage`: Slack (or the way to it) is down, not refusing this call: a 5xx, no answer, or
+ * Slack saying so; what a person waits on is never given up for that (src/outbox/worker.ts).
+ */
+export type FailureVerdict = { kind: "retry"; afterMs?: number; reason: string; ambiguous: boolean; outage?: boolean } | { kind: "give_up"; reason: string };
 
 /** What to do about an error thrown while performing an effect (a Web API error, or anything else). */
 export function judgeFailure(err: unknown): FailureVerdict {
@@ -35,10 +42,11 @@ export function judgeFailure(err: unknown): FailureVerdict {
   if (e?.code === "slack_webapi_rate_limited_error") return { kind: "retry", afterMs: Math.max(1, e.retryAfter ?? 1) * 1000, reason: "rate limited", ambiguous: false };
   if (e?.code === "slack_webapi_platform_error") {
     const code = String(e.data?.error ?? "unknown_error");
-    return PERMANENT_SLACK_ERRORS.has(code) ? { kind: "give_up", reason: code } : { kind: "retry", reason: code, ambiguous: false };
+    if (PERMANENT_SLACK_ERRORS.has(code)) return { kind: "give_up", reason: code };
+    return { kind: "retry", reason: code, ambiguous: false, ...(OUTAGE_SLACK_ERRORS.has(code) ? { outage: true } : {}) };
   }
-  if (e?.code === "slack_webapi_http_error") return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true };
-  if (e?.code === "slack_webapi_request_error") return { kind: "retry", reason: "request failed", ambiguous: true };
+  if (e?.code === "slack_webapi_http_error") return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true, outage: true };
+  if (e?.code === "slack_webapi_request_error") return { kind: "retry", reason: "request failed", ambiguous: true, outage: true };
   if (err instanceof GiveUp) return { kind: "give_up", reason: err.message };
   return { kind: "retry", reason: String(e?.message ?? err).slice(0, 200), ambiguous: true };
 }

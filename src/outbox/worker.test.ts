@@ -63,6 +63,48 @@ describe("outbox worker", () => {
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
   });
 
+  it("never gives up what a person waits on while Slack is down (a 5xx, no answer, internal_error), but gives up the rest, and a refusal, after maxAttempts", async () => {
+    const review = "00000000-0000-4000-8000-0000000000b1";
+    await enqueue(sql, { kind: "review.post", subjectId: review }, clock.at);
+    await enqueue(sql, { kind: "run.file", subjectId: subject }, clock.at);
+    const down = [
+      () => Object.assign(new Error("503"), { code: "slack_webapi_http_error", statusCode: 503 }),
+      () => Object.assign(new Error("socket hang up"), { code: "slack_webapi_request_error" }),
+      () => Object.assign(new Error("internal_error"), { code: "slack_webapi_platform_error", data: { error: "internal_error" } }),
+    ];
+    let calls = 0;
+    const w = worker(
+      async () => {
+        throw down[calls++ % down.length]!();
+      },
+      { maxAttempts: 3 },
+    );
+    for (let i = 0; i < 8; i++) {
+      await w.runDue();
+      clock.at = new Date(clock.at.getTime() + 5000);
+    }
+    expect(await rows()).toEqual([
+      { kind: "review.post", state: "due", attempts: 8, lastError: expect.any(String) },
+      { kind: "run.file", state: "dead", attempts: 3, lastError: expect.any(String) },
+    ]);
+    // Slack back: the review goes.
+    expect(await worker(async () => undefined).runDue()).toBe(1);
+    expect((await rows())[0]).toMatchObject({ kind: "review.post", state: "done" });
+    // A refusal that is no outage (here a message gone) is given up after maxAttempts even for a review.
+    await enqueue(sql, { kind: "review.show", subjectId: review }, clock.at);
+    const gone = worker(
+      async () => {
+        throw Object.assign(new Error("message_not_found"), { code: "slack_webapi_platform_error", data: { error: "message_not_found" } });
+      },
+      { maxAttempts: 2 },
+    );
+    for (let i = 0; i < 3; i++) {
+      await gone.runDue();
+      clock.at = new Date(clock.at.getTime() + 5000);
+    }
+    expect((await rows()).find((r) => r.kind === "review.show")).toMatchObject({ state: "dead", attempts: 2 });
+  });
+
   it("keeps a repeatable effect that has more to do later (again) due until then, re-armed or not, and records what it did meanwhile", async () => {
     await enqueue(sql, { kind: "run.progress", subjectId: subject, payload: { steps: 1, latest: "a" } }, clock.at);
     const recorded: number[] = [];
@@ -192,6 +234,27 @@ describe("outbox worker", () => {
       expect(await w.runDue()).toBe(1);
       expect(await w.runDue()).toBe(1);
       expect(posted).toEqual(["reminder", "escalation"]);
+    });
+
+    it("are held up by a file that keeps failing only until its second attempt failed: the next message goes, the file comes later", async () => {
+      await enqueue(sql, { kind: "run.file", subjectId: run, payload: { text: "the output as a file" } }, clock.at);
+      await message(run, "the next review");
+      const posted: string[] = [];
+      const w = worker(async (job) => {
+        if (job.kind === "run.file") throw unavailable();
+        posted.push(text(job));
+        return undefined;
+      });
+      expect(await w.runDue()).toBe(1);
+      // One failure: the file is retried first.
+      clock.at = new Date(clock.at.getTime() + 1500);
+      expect(await w.runDue()).toBe(1);
+      expect(posted).toEqual([]);
+      // Two: the next message goes while the file keeps trying.
+      clock.at = new Date(clock.at.getTime() + 500);
+      expect(await w.runDue()).toBe(1);
+      expect(posted).toEqual(["the next review"]);
+      expect((await rows()).find((r) => r.kind === "run.file")).toMatchObject({ state: "due", attempts: 2 });
     });
   });
 

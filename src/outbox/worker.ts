@@ -50,7 +50,10 @@ export interface OutboxOptions {
   /** Backoff after the first failure, doubling to the maximum (defaults 1 s and 5 min). */
   minBackoffMs: number;
   maxBackoffMs: number;
-  /** Failed attempts (rate limits not counted) before an effect is given up (default 15: about an hour with the default backoff). */
+  /**
+   * Failed attempts (rate limits not counted) before an effect is given up (default 15: about 35
+   * minutes with the default backoff). What a person waits on is not given up while Slack is down.
+   */
   maxAttempts: number;
   /**
    * Heartbeats (src/usecases/replicas.ts): a claim whose owner has not announced itself for this long,
@@ -371,7 +374,11 @@ export class OutboxWorker {
     // Slack's Retry-After holds for the method in the whole workspace: every effect waits it out.
     if (rateLimited && called && this.budget) await this.budget.pause(called, verdict.afterMs!, now);
     const attempts = rateLimited ? job.attempts - 1 : job.attempts;
-    const giveUp = verdict.kind === "give_up" || attempts >= this.options.maxAttempts;
+    // What a person waits on (a review, a decision shown, a completion) outlasts an outage of Slack,
+    // however long, at the longest backoff: given up after maxAttempts (about 35 minutes), the review
+    // of a run that waits for it would never show, and nothing would post it again.
+    const outlastsOutage = verdict.kind === "retry" && !!verdict.outage && EFFECT_KINDS[job.kind].priority === 0;
+    const giveUp = verdict.kind === "give_up" || (attempts >= this.options.maxAttempts && !outlastsOutage);
     const wait = verdict.kind === "retry" && verdict.afterMs !== undefined ? verdict.afterMs : retryDelay(attempts, this.options.minBackoffMs, this.options.maxBackoffMs);
     const failure = {
       id: job.id,

@@ -139,6 +139,11 @@ const priorityOrder = (() => {
   return sql<number>`CASE WHEN e.kind IN (${list(0)}) THEN 0 WHEN e.kind IN (${list(2)}) THEN 2 WHEN e.kind IN (${list(3)}) THEN 3 ELSE 1 END`;
 })();
 
+/** Effects that upload a file: a failing one holds its thread for two attempts only (claimEffects). */
+const FILE_KINDS = Object.entries(EFFECT_KINDS)
+  .filter(([, k]) => (k.calls as readonly string[]).includes("files.completeUploadExternal"))
+  .map(([kind]) => kind);
+
 /**
  * Claims up to `limit` due effects under a lease (FOR UPDATE SKIP LOCKED: replicas take disjoint
  * rows), counting the attempt, in order of priority (what a person waits on first, progress last;
@@ -153,7 +158,10 @@ const priorityOrder = (() => {
  * up: done and given-up (dead) effects — a dead one is logged and lost, the rest go on — and a
  * message scheduled for later that has not yet been tried (it takes its place when due); repeatable
  * updates (review.show, run.progress…) have no thread and neither wait nor are waited for. A message
- * that keeps failing holds its thread until it succeeds or is given up (maxAttempts), never forever.
+ * that keeps failing holds its thread until it succeeds or is given up (maxAttempts), never forever;
+ * a file holds it only until its second attempt fails: an upload that Slack's file service keeps
+ * refusing held the next review back for the whole of its retries (about 35 minutes). The file then
+ * comes later in the thread, still below its review.
  */
 export async function claimEffects(db: Sql, r: ClaimRequest): Promise<ClaimedEffect[]> {
   const q = db;
@@ -175,7 +183,10 @@ export async function claimEffects(db: Sql, r: ClaimRequest): Promise<ClaimedEff
               .whereRef("earlier.threadId", "=", "e.threadId")
               .whereRef("earlier.seq", "<", "e.seq")
               .where("earlier.state", "=", "due")
-              .where((inner): Expression<SqlBool> => inner.or([inner("earlier.runAt", "<=", r.now), inner("earlier.lastError", "is not", null)])),
+              .where((inner): Expression<SqlBool> => inner.or([inner("earlier.runAt", "<=", r.now), inner("earlier.lastError", "is not", null)]))
+              .where((inner) =>
+                inner.not(inner.and([inner("earlier.kind", "in", FILE_KINDS), inner("earlier.attempts", ">=", 2), inner("earlier.lastError", "!=", r.inFlightMark)])),
+              ),
           ),
         ),
       ]),
