@@ -49,6 +49,7 @@ describe("review transitions", () => {
     run_finished: { pending: "closed" },
     run_stopped: { posted: "closed", pending: "closed" },
     workspace_removed: { posted: "closed", pending: "closed" },
+    superseded: { pending: "closed" },
   };
   for (const [event, allowed] of Object.entries(table) as [ReviewEvent, Record<string, string>][]) {
     it(`${event}: ${Object.keys(allowed).join(", ")} only`, () => {

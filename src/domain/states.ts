@@ -63,7 +63,8 @@ export type ReviewEvent =
   | "not_waiting"
   | "run_finished"
   | "run_stopped"
-  | "workspace_removed";
+  | "workspace_removed"
+  | "superseded";
 
 const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to: ReviewState }> = {
   // A human-input request or the status says the crew waits on this output: it becomes a review.
@@ -80,6 +81,9 @@ const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to
   run_stopped: { from: ["posted", "pending"], to: "closed" },
   // The app was removed from the run's workspace: its messages can no longer change.
   workspace_removed: { from: ["posted", "pending"], to: "closed" },
+  // The crew ran the task again (a newer round came): an earlier review left undecided can no longer
+  // be decided, since /resume names the task, not the round, and would decide the new output unseen.
+  superseded: { from: ["pending"], to: "closed" },
 };
 
 export function reviewTransition(event: ReviewEvent) {

@@ -224,6 +224,24 @@ export async function moveReviewsOf(db: Sql, executionId: string, move: ReviewMo
   return rows.map((r) => r.id);
 }
 
+/**
+ * Closes the rounds of a task before `round` that `move` moves (reviews still undecided), with `message`
+ * as the crew's word on them; their ids.
+ */
+export async function closeEarlierRounds(db: Sql, p: { executionId: string; taskKey: string; round: number; move: ReviewMove; message: string; now: Date }): Promise<string[]> {
+  if (!p.move.from.length) return [];
+  const rows = await db
+    .updateTable("Review")
+    .set({ state: p.move.to, resumeMessage: p.message, updatedAt: p.now })
+    .where("executionId", "=", p.executionId)
+    .where("taskKey", "=", p.taskKey)
+    .where("round", "<", p.round)
+    .where("state", "in", [...p.move.from])
+    .returning("id")
+    .execute();
+  return rows.map((r) => r.id);
+}
+
 /** Stamps a review's deadline once (a later promotion keeps the first); the row as it is now. */
 export async function stampDeadline(db: Sql, id: string, deadline: { decideBy: Date; onTimeout: string }, now: Date): Promise<ReviewRow | null> {
   const sql = db;

@@ -225,6 +225,30 @@ describe("review loop", () => {
     expect(h.bot.watcher.options.abandonedDecisionMs).toBeGreaterThanOrEqual(CREW_POST_LONGEST_MS);
   });
 
+  it("a newer round of a task closes the review of an earlier one left undecided: its buttons go, and a click on them sends nothing", async () => {
+    h = await startHarness();
+    const execution = await startRunViaSlack(h);
+    const first = await pendingReview(h);
+    const row = () => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: first.reviewId } });
+    // The crew ran the task again without this decision (a decision elsewhere, or one whose answer was lost): its new output comes.
+    const sent = await fetch(`${h.botUrl}/hooks/${execution.id}/task/${execution.webhookSecret}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: (await row()).taskName, output: "A second version of the brief", kickoff_id: execution.kickoffId }),
+    });
+    expect(sent.status).toBe(202);
+    await eventually(async () => (await row()).state === "closed", { what: "the earlier round closed" });
+    const shown = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.ts === first.msg.ts && /ran the task again \(round 2\)/.test(JSON.stringify(m.blocks))), {
+      what: "the earlier round shown closed",
+    });
+    expect(JSON.stringify(shown.blocks)).not.toContain(APPROVE_ACTION);
+    // Its buttons, clicked before the update reached someone's screen, decide nothing.
+    await clickReview(h, first, true, "", BOB);
+    await eventually(() => h.slack.callsTo("chat.postEphemeral").find((c) => c.args.user === BOB), { what: "Bob told" });
+    await h.settled();
+    expect(resumeCalls(h)).toHaveLength(0);
+  });
+
   it("shows 'not waiting for review' (400) plainly and closes the review", async () => {
     h = await startHarness();
     await startRunViaSlack(h);
