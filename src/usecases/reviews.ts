@@ -539,6 +539,12 @@ export class Reviews {
       const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
       return { kind: "decided", review: await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }), resume: {} };
     }
+    // The run ended while the call failed (a stop, its end): nothing is waiting for this review any more.
+    const run = await this.deps.runs.get(found.executionId);
+    if (run && isFinished(run.state)) {
+      const closed = await this.conclude(found, decision, claimedAt, "not_waiting", { resumeMessage: "the run had ended" }, { approvals, humanFeedback, message });
+      return { kind: "not_waiting", review: closed, message };
+    }
     this.deps.log.warn("resume failed; review is open again", { reviewId: found.id, err });
     const reopened = await this.conclude(found, decision, claimedAt, "resume_failed", {}, { approvals, humanFeedback, message });
     return { kind: "resume_failed", review: reopened, message };

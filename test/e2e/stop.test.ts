@@ -10,7 +10,7 @@ import { CHANNEL, eventually, type Harness, type HarnessOptions, kickoffViaSlack
 import { scrape } from "../support/metrics.js";
 import { prismaOf } from "../support/prisma.js";
 import { kickoffForm, killReplicasAfterEach, queryShared, replicaServices, replicasSettled, startReplica, submitKickoff } from "../support/replicas.js";
-import { messageText, pendingReview, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, messageText, pendingReview, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
 killReplicasAfterEach();
@@ -160,6 +160,20 @@ describe("Stop", () => {
     await clickStop(execution.id, { messageTs: announcement.ts });
     await said(USER, new RegExp(`<@${USER}> already stopped this run`), "already stopped");
     expect(stopCalls()).toHaveLength(1);
+  });
+
+  it("a run stopped while a decision's /resume is failing: the review closes with the run, it does not open again", async () => {
+    const { execution, review, announcement } = await start();
+    // The crew's /resume answers 503 (retried after 1 s, three times): the decision is on its way meanwhile.
+    h.crew.setOptions({ failWith: [{ endpoint: "resume", status: 503, headers: { "retry-after": "1" } }] });
+    await clickReview(h, review, true, "");
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "deciding", { what: "the claim" });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await eventually(async () => (await run(execution.id)).state === "stopped", { what: "the stopped run" });
+    await eventually(() => h.crew.requests.filter((r) => r.path === "/resume").length === 3, { what: "the failing /resume calls", timeoutMs: 10_000 });
+    await settle();
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({ state: "closed" });
+    expect(JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === review.msg.ts)?.blocks)).not.toContain(APPROVE_ACTION);
   });
 
   it("a double click (and a click racing /crew stop): exactly one POST /stop; the others hear who stopped it", async () => {
