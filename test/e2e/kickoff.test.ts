@@ -19,6 +19,18 @@ describe("kickoff from Slack", () => {
     expect(update!.args.view_id).toBe((h.slack.views.values().next().value as any).id);
   });
 
+  it("says so when Slack will not open the form (its trigger expired, an outage) instead of leaving the person waiting for it", async () => {
+    h = await startHarness();
+    for (const error of ["expired_trigger_id", "internal_error"]) {
+      h.slack.failNext("views.open", error);
+      const answers = h.slack.callsTo("response_url").length;
+      expect((await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL })).status).toBe(200);
+      const said = await eventually(() => h.slack.callsTo("response_url")[answers], { what: "the answer" });
+      expect(said.args).toMatchObject({ response_type: "ephemeral", text: expect.stringMatching(/couldn't open the form/) });
+    }
+    expect(h.slack.callsTo("views.update")).toHaveLength(0);
+  });
+
   it("kicks off with inputs, meta and webhook URLs, announces the run and stores it", async () => {
     h = await startHarness({ crew: { inputs: ["topic"] } });
     const answer = await kickoffViaSlack(h, { topic: "Solar sails" });

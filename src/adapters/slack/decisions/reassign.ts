@@ -48,7 +48,10 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     await spendOnView(deps, kind.team(found)?.teamId, "views.open");
     // The form is this person's, for this message (form-seal.ts): its submission is checked against both.
     const metadata = sealDecisionForm(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: 0 });
-    await client.views.open({ trigger_id, view: reassignModal({ metadata, taskName: found.fullTitle ?? found.title, ...flow }) });
+    await client.views.open({ trigger_id, view: reassignModal({ metadata, taskName: found.fullTitle ?? found.title, ...flow }) }).catch(async (err) => {
+      deps.log.warn("could not open the reassign form", { kind: kind.kind, err });
+      await tell("I could not open the reassign form. Please try again in a moment.");
+    });
   });
 
   app.view(kind.ids.reassignView, async ({ ack, body, client, context }) => {

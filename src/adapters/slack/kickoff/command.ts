@@ -9,7 +9,7 @@ import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
 import { stopCommandReply } from "../review/stop.js";
-import { openKickoffModal } from "./modal.js";
+import { FORM_NOT_OPENED, openKickoffModal } from "./modal.js";
 
 export type CrewCommand =
   | { kind: "open"; crewName?: string }
@@ -87,13 +87,14 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
     }
     await ack();
     if (parsed.kind === "open") {
-      await openKickoffModal(client, deps, {
+      const opened = await openKickoffModal(client, deps, {
         triggerId: payload.trigger_id,
         channelId: payload.channel_id,
         userId: payload.user_id,
         teamId: payload.team_id,
         crewName: parsed.crewName,
       });
+      if (!opened) await respond({ response_type: "ephemeral", text: FORM_NOT_OPENED });
     } else if (parsed.kind === "audit") {
       const asker = { userId: payload.user_id, channelId: payload.channel_id };
       const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, ...asker }, accessPorts(client, deps, context));

@@ -39,9 +39,22 @@ export interface FormOrigin {
   text?: string;
 }
 
-export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req: ModalRequest): Promise<void> {
+/** What the person hears when Slack would not open the form (its trigger expired, a rate limit, an outage). */
+export const FORM_NOT_OPENED = "I couldn't open the form: Slack did not let me in time. Please try again.";
+
+/**
+ * Opens the kickoff form and fills it. False when Slack would not open it: the caller tells the person
+ * (an error here would otherwise reach nobody, and they would wait for a form that never comes).
+ */
+export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req: ModalRequest): Promise<boolean> {
   await spendOnView(deps, req.teamId, "views.open");
-  const opened = await client.views.open({ trigger_id: req.triggerId, view: loadingView() });
+  let opened: Awaited<ReturnType<WebClient["views"]["open"]>>;
+  try {
+    opened = await client.views.open({ trigger_id: req.triggerId, view: loadingView() });
+  } catch (err) {
+    deps.log.warn("kickoff form could not be opened", { err });
+    return false;
+  }
   const viewId = opened.view!.id!;
   await fillModal(client, deps, viewId, opened.view!.hash!, req).catch(async (err) => {
     deps.log.error("kickoff modal failed", { err });
@@ -49,6 +62,7 @@ export async function openKickoffModal(client: WebClient, deps: FeatureDeps, req
       () => {},
     );
   });
+  return true;
 }
 
 async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, hash: string | undefined, req: ModalRequest): Promise<void> {

@@ -6,7 +6,7 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import { safeSlice } from "../../../text/truncate.js";
 import { LIMITS, RUN_ON_MESSAGE_SHORTCUT } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
-import { openKickoffModal } from "./modal.js";
+import { FORM_NOT_OPENED, openKickoffModal } from "./modal.js";
 
 const ts = z.string().min(1).max(40);
 const messageAction = z.object({
@@ -19,12 +19,12 @@ const messageAction = z.object({
 });
 
 export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
-  app.shortcut(RUN_ON_MESSAGE_SHORTCUT, async ({ ack, shortcut, client }) => {
+  app.shortcut(RUN_ON_MESSAGE_SHORTCUT, async ({ ack, shortcut, client, respond }) => {
     await ack();
     const parsed = messageAction.safeParse(shortcut);
     if (!parsed.success) return void deps.log.warn("message shortcut of an unexpected shape ignored", { issues: parsed.error.issues.length });
     const { message, channel, user, team } = parsed.data;
-    await openKickoffModal(client, deps, {
+    const opened = await openKickoffModal(client, deps, {
       triggerId: parsed.data.trigger_id,
       channelId: channel.id,
       userId: user.id,
@@ -36,5 +36,6 @@ export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
         text: sanitizeText(safeSlice(message.text ?? "", LIMITS.plainTextInput)),
       },
     });
+    if (!opened) await respond({ response_type: "ephemeral", text: FORM_NOT_OPENED }).catch((err) => deps.log.warn("could not answer the shortcut", { err }));
   });
 }
