@@ -63,6 +63,12 @@ describe("loadConfig", () => {
     expect(found.some((p) => p.startsWith("SLACK_BOT_TOKEN") && /xoxb-/.test(p))).toBe(true);
     expect(found.some((p) => p.startsWith("PORT"))).toBe(true);
     expect(found.some((p) => p.startsWith("PUBLIC_URL"))).toBe(true);
+    // A URL Crewline shows (in /crew help, App Home) or logs may not carry a password; the problem does not repeat it.
+    for (const name of ["PUBLIC_URL", "SLACK_API_URL"]) {
+      const said = problems({ ...base, [name]: "https://user:hunter2-secret@bot.example.com" });
+      expect(said.find((p) => p.startsWith(name))).toMatch(/user name or password/);
+      expect(said.join("\n")).not.toContain("hunter2");
+    }
     expect(found.some((p) => p.startsWith("DATABASE_URL"))).toBe(true);
     expect(found.join("\n")).not.toContain("xoxp-user-token");
   });

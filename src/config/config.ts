@@ -209,6 +209,11 @@ const httpUrl = z
   .trim()
   .url()
   .refine((u) => /^https?:\/\//i.test(u), "must start with http:// or https://");
+/** A URL Crewline shows or logs (PUBLIC_URL is in /crew help and App Home): no user name or password in it. */
+const shownHttpUrl = httpUrl.refine((u) => {
+  const url = new URL(u);
+  return !url.username && !url.password;
+}, "must not carry a user name or password (the URL is shown and logged)");
 const idList = z.union([z.string(), z.array(z.string())]).transform((v) => (Array.isArray(v) ? v : v.split(",")).map((s) => s.trim()).filter(Boolean));
 
 const crewFileEntry = z
@@ -537,9 +542,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const encryption = readEncryptionKeys(env, problems, oauthWanted);
   // Socket Mode does not sign requests; HTTP mode cannot work without the secret.
   const signingSecret = appToken ? optional(env, "SLACK_SIGNING_SECRET") : need("SLACK_SIGNING_SECRET");
-  const apiUrl = check("SLACK_API_URL", httpUrl, optional(env, "SLACK_API_URL"));
+  const apiUrl = check("SLACK_API_URL", shownHttpUrl, optional(env, "SLACK_API_URL"));
   const port = check("PORT", z.coerce.number().int().min(0).max(65535), optional(env, "PORT")) ?? 3000;
-  const publicUrl = check("PUBLIC_URL", httpUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
+  const publicUrl = check("PUBLIC_URL", shownHttpUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
   const databaseUrl = check("DATABASE_URL", z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// URL"), optional(env, "DATABASE_URL"));
   const preparedStatements = check("DATABASE_PREPARED_STATEMENTS", z.enum(["true", "false"]), optional(env, "DATABASE_PREPARED_STATEMENTS") ?? "true") !== "false";
   const dataDir = path.resolve(optional(env, "DATA_DIR") ?? "./data");

@@ -17,6 +17,18 @@ describe("logger", () => {
     expect(out).toContain("/hooks/0b6c2a9e-4f0e-4c55-9d8e-1c1a2b3c4d5e/task/[redacted]");
   });
 
+  it("never writes a client secret, a secret field, a Basic credential or a URL's password (a Web API client's debug log of the OAuth exchange, a proxy URL)", () => {
+    const lines: string[] = [];
+    const log = createLogger("debug", (line) => lines.push(line));
+    log.debug('http request body: {"code":"1.2.3","client_id":"1111.2222","client_secret":"cs-0123456789abcdef"}');
+    log.debug("http request body: client_id=1111.2222&client_secret=cs-0123456789abcdef&refresh_token=xoxe-1-abcdef");
+    log.warn("http request failed", { url: "https://proxyuser:proxy-password-42@proxy.example/api/auth.test", header: "Authorization: Basic dXNlcjpwYXNzd29yZA==" });
+    log.warn("echo", { body: { authentication: { strategy: "bearer", token: "hi-token-abcdefghijkl" } } });
+    const out = lines.join("\n");
+    for (const leaked of ["cs-0123456789abcdef", "xoxe-1-abcdef", "proxy-password-42", "dXNlcjpwYXNzd29yZA", "hi-token-abcdefghijkl"]) expect(out).not.toContain(leaked);
+    expect(out).toContain("proxyuser:[redacted]@proxy.example");
+  });
+
   it("redacts callback paths whatever their shape (case, double slashes, escapes)", () => {
     const lines: string[] = [];
     const log = createLogger("debug", (line) => lines.push(line));

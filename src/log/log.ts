@@ -7,6 +7,13 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   [/xox[a-z]-[A-Za-z0-9-]+/g, "xox?-[redacted]"],
   [/xapp-[A-Za-z0-9-]+/g, "xapp-[redacted]"],
   [/(Bearer\s+)[^\s"',]+/gi, "$1[redacted]"],
+  [/(Basic\s+)[A-Za-z0-9+/=]{8,}/g, "$1[redacted]"],
+  // Secrets by name, in JSON and in form bodies (the OAuth exchange's client_secret, a Web API client's debug log).
+  // (The line is JSON, so a quoted message's quotes come escaped: \".)
+  [/(\\?"(?:client_secret|token|access_token|refresh_token|password|secret)\\?"\s*:\s*\\?")[^"\\]*/gi, "$1[redacted]"],
+  [/\b((?:client_secret|refresh_token|code)=)[^&\s"']+/gi, "$1[redacted]"],
+  // A URL's user name and password (https://user:pass@host).
+  [/(\/\/[^/\s:@]+:)[^@/\s]+@/g, "$1[redacted]@"],
   // Whatever its shape (case, repeated slashes, escapes): everything after a run id and kind goes,
   // and any other path under /hooks/ goes whole, but for a flow's own URL (/hooks/flows/<name>, no
   // secret in it: admins paste it into the flow's dashboard).
