@@ -303,6 +303,14 @@ describe("CrewClient errors", () => {
     }
   });
 
+  it("quotes a service's traceback by its last line only (no stack frame reaches Slack)", async () => {
+    const traceback = 'Traceback (most recent call last):\n  File "/app/crew/main.py", line 42, in kickoff\n    run()\nValueError: topic is required';
+    const crew = await startCrew((_req, res) => send(res, 400, { detail: traceback }));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e.serviceMessage).toBe("ValueError: topic is required");
+    expect(e.userMessage()).not.toMatch(/main\.py|Traceback/);
+  });
+
   it.each([401, 403])("maps %i to unauthorized without leaking the token", async (status) => {
     const crew = await startCrew((req, res) => send(res, status, { error: "Unauthorized", message: `bad token ${String(req.headers.authorization)}` }));
     const e = await failure(client(crew.url, { userToken: USER }).listInputs());

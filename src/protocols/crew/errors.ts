@@ -1,3 +1,4 @@
+import { readableError } from "../../text/readable-error.js";
 export type CrewErrorKind = "bad_request" | "unauthorized" | "not_found" | "missing_inputs" | "server" | "timeout" | "unreachable" | "invalid_response";
 
 /** "webhook" is for payloads the crew POSTs to us (see parseWebhook). */
@@ -38,7 +39,8 @@ export class CrewError extends Error {
     this.operation = init.operation;
     this.status = init.status;
     this.missingInputs = init.missingInputs;
-    this.serviceMessage = init.serviceMessage === undefined ? undefined : clip(init.serviceMessage);
+    // Quoted to people (userMessage): a traceback's frames never are.
+    this.serviceMessage = init.serviceMessage === undefined ? undefined : clip(readableError(init.serviceMessage));
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.maybeApplied = init.maybeApplied;
   }

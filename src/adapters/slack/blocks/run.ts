@@ -2,6 +2,7 @@
 // reviews and errors in the thread, and the completion notice in the channel.
 import type { types } from "@slack/bolt";
 import type { ExecutionState } from "../../../domain/states.js";
+import { readableError } from "../../../text/readable-error.js";
 import {
   APPROVE_ACTION,
   EDIT_ACTION,
@@ -17,20 +18,7 @@ import {
 import { context, feedbackInput, mrkdwn, plain, section } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
-import {
-  escapeMrkdwn,
-  excerpt,
-  fitMarkdown,
-  fitMrkdwn,
-  fitQuote,
-  formatDuration,
-  formatUtcTime,
-  humanizeInputName,
-  revealLinkHosts,
-  safeSlice,
-  truncatePlain,
-  userMention,
-} from "./text.js";
+import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, formatDuration, formatUtcTime, humanizeInputName, revealLinkHosts, truncatePlain, userMention } from "./text.js";
 
 export interface SlackMessage {
   /** Notification / accessibility fallback. */
@@ -55,8 +43,6 @@ const NOTE_MAX = 300;
 const ERROR_MAX = 700;
 const PERMALINK_MAX = 500;
 const INPUT_FIELDS_BUDGET = 6_000;
-/** Of a longer error, this much of its start and of its end is read. */
-const ERROR_READ = 16_384;
 
 const bold = (name: string, fallback: string) => `*${escapeMrkdwn(truncatePlain(name, NAME_MAX)) || fallback}*`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
@@ -92,17 +78,6 @@ function markdownShown(markdown: string): string {
  */
 function defuseSlackTokens(markdown: string): string {
   return markdown.replace(/<([!@#])/g, "<\u200B$1");
-}
-
-/** One readable line or paragraph: stack frames are dropped, never shown to users. */
-export function readableError(error: string): string {
-  // Only the start and the end of a long error can show (its first line, or a traceback's last).
-  const read = error.length > 2 * ERROR_READ ? `${safeSlice(error, ERROR_READ)}\n${error.slice(-ERROR_READ)}` : error;
-  const text = read.replace(/\r\n?/g, "\n").trim();
-  const lines = text.split("\n").filter((l) => l.trim());
-  if (/^Traceback \(most recent call last\):/m.test(text)) return (lines.at(-1) ?? "").trim();
-  if (lines.some((l) => /^\s+at\s/.test(l))) return (lines[0] ?? "").trim();
-  return text;
 }
 
 // ---------------------------------------------------------------- announcement
