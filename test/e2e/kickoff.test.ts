@@ -31,6 +31,28 @@ describe("kickoff from Slack", () => {
     expect(h.slack.callsTo("views.update")).toHaveLength(0);
   });
 
+  it("a run whose announcement Slack did not take is not started, and the form says what would mend it: an invitation, or trying again", async () => {
+    h = await startHarness();
+    for (const [error, advice] of [
+      ["not_in_channel", /Invite me with/],
+      ["internal_error", /Slack did not take the run's announcement \(internal_error\).*try again in a moment/],
+    ] as const) {
+      h.slack.failNext("chat.postMessage", error);
+      const updates = h.slack.callsTo("views.update").length;
+      await kickoffViaSlack(h, { topic: "Tidal power" });
+      const shown = await eventually(
+        () =>
+          h.slack
+            .callsTo("views.update")
+            .slice(updates)
+            .find((c) => /was not started/.test(JSON.stringify(c.args.view))),
+        { what: "the form's answer" },
+      );
+      expect(JSON.stringify(shown.args.view)).toMatch(advice);
+    }
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
+  });
+
   it("kicks off with inputs, meta and webhook URLs, announces the run and stores it", async () => {
     h = await startHarness({ crew: { inputs: ["topic"] } });
     const answer = await kickoffViaSlack(h, { topic: "Solar sails" });

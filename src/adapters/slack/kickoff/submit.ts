@@ -1,6 +1,7 @@
 // Kickoff modal submitted: parse and validate the form, start the run (usecases/start-run.ts), show how it went.
 import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
+import { isChannelRefusal } from "../../../domain/refusals.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type Announcements, startRun } from "../../../usecases/start-run.js";
 import {
@@ -91,10 +92,13 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
         kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }),
       ));
     case "not_posted":
+      // Only a refusal of the channel is mended by an invitation; anything else (Slack down) by trying again.
       return void (await showView(
         kickoffErrorView({
           crewName,
-          message: `I couldn't post in this channel (${outcome.code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.`,
+          message: isChannelRefusal(outcome.code)
+            ? `I couldn't post in this channel (${outcome.code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.`
+            : `Slack did not take the run's announcement (${outcome.code}), so the run was not started. Please try again in a moment.`,
         }),
       ));
     case "started":
