@@ -125,10 +125,10 @@ export async function remindersDue<T extends RequestTable>(
 export async function deadlinesDue<T extends RequestTable>(
   db: Sql,
   table: T,
-  p: { now: Date; staleBefore: Date; deadBefore?: Date; takeoversOnly?: boolean; limit: number; liveRuns?: LiveRuns },
+  p: { now: Date; staleBefore: Date; deadBefore?: Date; self?: string; takeoversOnly?: boolean; limit: number; liveRuns?: LiveRuns },
 ): Promise<RequestRow<T>[]> {
   if (p.takeoversOnly && !p.deadBefore) return [];
-  const gone = p.deadBefore ? [ownerGone(`${table}.deadlineClaimedBy`, p.deadBefore)] : [];
+  const gone = p.deadBefore ? [ownerGone(`${table}.deadlineClaimedBy`, p.deadBefore, p.self)] : [];
   return (await pendingShown(db, table, p.liveRuns)
     .where("decideBy", "<=", p.now)
     .where("deadlineDoneAt", "is", null)
@@ -150,13 +150,13 @@ export async function deadlinesDue<T extends RequestTable>(
 export async function abandonedRequests<T extends RequestTable>(
   db: Sql,
   table: T,
-  p: { states: readonly string[]; before: Date; deadBefore?: Date; limit: number },
+  p: { states: readonly string[]; before: Date; deadBefore?: Date; self?: string; limit: number },
 ): Promise<RequestRow<T>[]> {
   return (await db
     .selectFrom(shared(table))
     .selectAll()
     .where("state", "in", [...p.states])
-    .where((w) => w.or([w("decidedAt", "<", p.before), ...(p.deadBefore ? [ownerGone(`${table}.claimedBy`, p.deadBefore)] : [])]))
+    .where((w) => w.or([w("decidedAt", "<", p.before), ...(p.deadBefore ? [ownerGone(`${table}.claimedBy`, p.deadBefore, p.self)] : [])]))
     .orderBy("decidedAt")
     .limit(p.limit)
     .execute()) as RequestRow<T>[];

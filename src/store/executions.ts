@@ -204,7 +204,9 @@ export async function claimStop(
       .set({ stoppedBy: p.userId, stopClaimedAt: p.now, stopClaimedBy: p.owner ?? null, updatedAt: p.now })
       .where("id", "=", id)
       .where("state", "in", [...p.states])
-      .where((w) => w.or([w("stopClaimedAt", "is", null), w("stopClaimedAt", "<", p.staleBefore), ...(p.deadBefore ? [ownerGone("Execution.stopClaimedBy", p.deadBefore)] : [])]))
+      .where((w) =>
+        w.or([w("stopClaimedAt", "is", null), w("stopClaimedAt", "<", p.staleBefore), ...(p.deadBefore ? [ownerGone("Execution.stopClaimedBy", p.deadBefore, p.owner)] : [])]),
+      )
       .returningAll()
       .executeTakeFirst()) ?? null
   );

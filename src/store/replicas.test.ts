@@ -107,15 +107,16 @@ describe("store: the claims of decisions, deadlines and stops follow their holde
     return { execution, review, request };
   }
   /** What another replica would take over at `now`: decisions, deadline actions (all, and the takeovers only). */
-  async function takeable(now: Date) {
+  async function takeable(now: Date, self?: string) {
     const deadBefore = new Date(now.getTime() - DEAD_AFTER);
     const staleBefore = new Date(now.getTime() - 60_000);
+    const me = self ? { self } : {};
     return {
-      decisions: (await abandonedRequests(sql, "Review", { states: ["deciding"], before: new Date(now.getTime() - 40_000), deadBefore, limit: 10 })).length,
-      flowDecisions: (await abandonedRequests(sql, "FlowRequest", { states: ["deciding"], before: staleBefore, deadBefore, limit: 10 })).length,
-      deadlines: (await deadlinesDue(sql, "Review", { now, staleBefore, deadBefore, limit: 10 })).length,
-      flowDeadlines: (await deadlinesDue(sql, "FlowRequest", { now, staleBefore, deadBefore, limit: 10 })).length,
-      takeovers: (await deadlinesDue(sql, "Review", { now, staleBefore, deadBefore, takeoversOnly: true, limit: 10 })).length,
+      decisions: (await abandonedRequests(sql, "Review", { states: ["deciding"], before: new Date(now.getTime() - 40_000), deadBefore, ...me, limit: 10 })).length,
+      flowDecisions: (await abandonedRequests(sql, "FlowRequest", { states: ["deciding"], before: staleBefore, deadBefore, ...me, limit: 10 })).length,
+      deadlines: (await deadlinesDue(sql, "Review", { now, staleBefore, deadBefore, ...me, limit: 10 })).length,
+      flowDeadlines: (await deadlinesDue(sql, "FlowRequest", { now, staleBefore, deadBefore, ...me, limit: 10 })).length,
+      takeovers: (await deadlinesDue(sql, "Review", { now, staleBefore, deadBefore, ...me, takeoversOnly: true, limit: 10 })).length,
     };
   }
   const none = { decisions: 0, flowDecisions: 0, deadlines: 0, flowDeadlines: 0, takeovers: 0 };
@@ -126,8 +127,9 @@ describe("store: the claims of decisions, deadlines and stops follow their holde
     await beat(sql, "a", at(20_000));
     // Alive (last beat 5 s ago), 25 s into its call: nobody takes its decisions.
     expect(await takeable(at(25_000))).toEqual(none);
-    // Silent since 20 s: gone at 28 s.
+    // Silent since 20 s: gone at 28 s, for the others; the holder itself is alive, its heartbeat late.
     expect(await takeable(at(28_001))).toMatchObject({ decisions: 1, flowDecisions: 1 });
+    expect(await takeable(at(28_001), "a")).toMatchObject({ decisions: 0, flowDecisions: 0 });
     expect(await retakeDecision(sql, review.id, { seen: t0, now: at(28_001), owner: "b" })).toBe(true);
     await beat(sql, "b", at(28_001));
     expect(await sql.selectFrom("Review").select(["claimedBy", "decidedAt"]).executeTakeFirstOrThrow()).toEqual({ claimedBy: "b", decidedAt: at(28_001) });
@@ -140,6 +142,7 @@ describe("store: the claims of decisions, deadlines and stops follow their holde
     await beat(sql, "a", at(20_000));
     expect(await takeable(at(25_000))).toEqual(none);
     expect(await takeable(at(28_001))).toMatchObject({ deadlines: 1, flowDeadlines: 1, takeovers: 1 });
+    expect(await takeable(at(28_001), "a")).toEqual(none);
     await sql.updateTable("Review").set({ deadlineClaimedBy: null }).execute();
     expect(await takeable(at(59_000))).toMatchObject({ deadlines: 0, takeovers: 0 });
     expect(await takeable(at(60_001))).toMatchObject({ deadlines: 1, takeovers: 0 });
@@ -160,6 +163,8 @@ describe("store: the claims of decisions, deadlines and stops follow their holde
     expect(await stop("a", t0)).toMatchObject({ stopClaimedBy: "a", stoppedBy: "U-a" });
     await beat(sql, "a", at(20_000));
     expect(await stop("b", at(25_000))).toBeNull();
+    // Its own claim, its heartbeat late: a second ask of its own does not take it again.
+    expect(await stop("a", at(28_001))).toBeNull();
     expect(await stop("b", at(28_001))).toMatchObject({ stopClaimedBy: "b", stoppedBy: "U-b", stopClaimedAt: at(28_001) });
   });
 });

@@ -37,9 +37,12 @@ export async function pruneReplicas(db: Sql, before: Date): Promise<number> {
 /**
  * The claim in `ownerColumn` is held by a replica known to be gone: its last heartbeat is older than
  * `deadBefore`, or it stopped. (For the claim SQL of the outbox, status polling, decisions, deadlines and stops.)
+ * `self`: the replica asking, which is alive whatever its heartbeat says (late when the database is
+ * slow): it never takes over its own claims, one of whose calls may still be under way.
  */
-export function ownerGone(ownerColumn: OwnerColumn, deadBefore: Date): Expression<SqlBool> {
-  return sql<SqlBool>`EXISTS (SELECT 1 FROM "Replica" AS owner WHERE owner.id = ${sql.ref(ownerColumn)} AND (owner."heartbeatAt" < ${deadBefore} OR owner."stoppedAt" IS NOT NULL))`;
+export function ownerGone(ownerColumn: OwnerColumn, deadBefore: Date, self?: string): Expression<SqlBool> {
+  const notSelf = self ? sql` AND owner.id <> ${self}` : sql``;
+  return sql<SqlBool>`EXISTS (SELECT 1 FROM "Replica" AS owner WHERE owner.id = ${sql.ref(ownerColumn)}${notSelf} AND (owner."heartbeatAt" < ${deadBefore} OR owner."stoppedAt" IS NOT NULL))`;
 }
 
 /**

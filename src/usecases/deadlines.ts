@@ -87,7 +87,15 @@ export class ReviewDeadlines {
     // Not claimed yet, or claimed by a process that died before the action finished.
     const staleBefore = new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000));
     const deadBefore = this.deps.holder?.deadBefore(now);
-    const due = await deadlinesDue(this.deps.db, "Review", { now, staleBefore, deadBefore, takeoversOnly, liveRuns: { states: LIVE_STATES, kickoff: true }, limit: 50 });
+    const due = await deadlinesDue(this.deps.db, "Review", {
+      now,
+      staleBefore,
+      deadBefore,
+      self: this.deps.holder?.replicaId,
+      takeoversOnly,
+      liveRuns: { states: LIVE_STATES, kickoff: true },
+      limit: 50,
+    });
     if (due.length === 0) return 0;
     return new DecisionCore(this.deps).takeDeadlines(crewReviewTarget(), await withExecutions(this.deps.db, due), {
       plan: (review, now) => {

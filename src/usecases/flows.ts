@@ -195,7 +195,13 @@ export class FlowRequests {
     const before = new Date(now.getTime() - limit);
     const { from, to } = flowRequestTransition("abandoned");
     // Long abandoned, or held by a replica gone (its heartbeat stale), whose call died with it.
-    const abandoned = await abandonedRequests(this.sql, "FlowRequest", { states: from, before, deadBefore: this.deps.holder?.deadBefore(now), limit: 100 });
+    const abandoned = await abandonedRequests(this.sql, "FlowRequest", {
+      states: from,
+      before,
+      deadBefore: this.deps.holder?.deadBefore(now),
+      self: this.deps.holder?.replicaId,
+      limit: 100,
+    });
     for (const request of abandoned) {
       if (await store.reopenAbandoned(this.sql, request, { from, to }, this.clock.now()))
         this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
@@ -429,7 +435,14 @@ export class FlowRequests {
     const now = this.clock.now();
     // Not claimed yet, or claimed by a process that died before the action finished (its claim stale, or its holder gone).
     const staleBefore = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
-    const due = await deadlinesDue(this.sql, "FlowRequest", { now, staleBefore, deadBefore: this.deps.holder?.deadBefore(now), takeoversOnly, limit: 50 });
+    const due = await deadlinesDue(this.sql, "FlowRequest", {
+      now,
+      staleBefore,
+      deadBefore: this.deps.holder?.deadBefore(now),
+      self: this.deps.holder?.replicaId,
+      takeoversOnly,
+      limit: 50,
+    });
     if (due.length === 0) return 0;
     return this.core.takeDeadlines(this.target, due, {
       plan: (request, now) => {

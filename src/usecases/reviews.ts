@@ -563,7 +563,13 @@ export class Reviews {
     const now = this.clock.now();
     // Left where the first click put it (deciding).
     const states = [reviewTransition("claimed").to];
-    const rows = await abandonedRequests(this.sql, "Review", { states, before: new Date(now.getTime() - staleMs), deadBefore: this.deps.holder?.deadBefore(now), limit: 50 });
+    const rows = await abandonedRequests(this.sql, "Review", {
+      states,
+      before: new Date(now.getTime() - staleMs),
+      deadBefore: this.deps.holder?.deadBefore(now),
+      self: this.deps.holder?.replicaId,
+      limit: 50,
+    });
     const abandoned = await withExecutions(this.sql, rows);
     let recovered = 0;
     for (const { execution, ...review } of abandoned) {
