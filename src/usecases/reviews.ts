@@ -336,9 +336,18 @@ export class Reviews {
       if (!stored) return undefined;
       // The crew ran the task again: an earlier round still undecided loses its buttons (a click there
       // would decide this round's output, unseen).
-      const message = `it ran the task again (round ${round})`;
-      for (const id of await closeEarlierRounds(tx, { executionId: execution.id, taskKey, round, move: reviewTransition("superseded"), message, now: this.clock.now() }))
-        await this.deps.outbox.add(tx, { kind: "review.show", subjectId: id });
+      const superseded =
+        round > 1
+          ? await closeEarlierRounds(tx, {
+              executionId: execution.id,
+              taskKey,
+              round,
+              move: reviewTransition("superseded"),
+              message: `it ran the task again (round ${round})`,
+              now: this.clock.now(),
+            })
+          : [];
+      for (const id of superseded) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: id });
       if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
       const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
       await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
