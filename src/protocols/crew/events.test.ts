@@ -34,6 +34,9 @@ describe("effectOf", () => {
     // The task's name also titles its card in the live plan.
     expect(effectOf(ev("task_started", { task_name: "research" }))).toMatchObject({ kind: "progress", step: { summary: "▶️ Task research", task: "research" } });
     expect(effectOf(ev("tool_usage_started", { tool_name: "search" }))).not.toHaveProperty("step.task");
+    // A tool's failure shows no stack frame.
+    const traceback = 'Traceback (most recent call last):\n  File "/app/tools/search.py", line 8, in run\nTimeoutError: search took too long';
+    expect(effectOf(ev("tool_usage_error", { tool_name: "search", error: traceback }))).toMatchObject({ step: { summary: "⚠️ search failed: TimeoutError: search took too long" } });
   });
   it("turns task and crew ends into callback bodies the lifecycle already reads", () => {
     expect(effectOf(ev("task_completed", { task_name: "draft", agent_role: "Writer", output: "Text" }))).toEqual({

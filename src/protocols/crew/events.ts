@@ -3,6 +3,7 @@
 // lifecycle already understands: a progress line, or the body of a task or crew callback.
 import { z } from "zod";
 import { readableJson } from "../../text/bounded-json.js";
+import { readableError } from "../../text/readable-error.js";
 import { CrewError } from "./errors.js";
 import type { StepEvent } from "./types.js";
 
@@ -100,8 +101,11 @@ export function effectOf(e: StreamEvent): StreamEffect {
       return progress(`🤖 ${agentOf(d) ?? "An agent"} is working`);
     case "tool_usage_started":
       return progress(`🔧 ${str(d.tool_name) ?? "tool"}${str(d.tool_args) ? `: ${str(d.tool_args)}` : ""}`, agentOf(d));
-    case "tool_usage_error":
-      return progress(`⚠️ ${str(d.tool_name) ?? "A tool"} failed${str(d.error) ? `: ${str(d.error)}` : ""}`, agentOf(d));
+    case "tool_usage_error": {
+      // Shown in the progress message: a traceback by its last line only.
+      const error = str(d.error);
+      return progress(`⚠️ ${str(d.tool_name) ?? "A tool"} failed${error ? `: ${readableError(error)}` : ""}`, agentOf(d));
+    }
     case "llm_call_started":
       return progress("💭 Thinking", agentOf(d));
     case "task_completed": {
