@@ -298,6 +298,19 @@ describe("parseWebhook task", () => {
   });
 });
 
+describe("a run's error given as an object", () => {
+  it.each([
+    [{ message: "Model quota exceeded", traceback: "Traceback …" }, "Model quota exceeded"],
+    [{ type: "ValueError", value: "topic is required", traceback: "Traceback …" }, "ValueError: topic is required"],
+    [
+      { traceback: "Traceback (most recent call last):\n  File \"/app/main.py\", line 3\nKeyError: 'topic'" },
+      "Traceback (most recent call last):\n  File \"/app/main.py\", line 3\nKeyError: 'topic'",
+    ],
+  ])("is read by its words: %j", (error, words) => {
+    expect((parseWebhook("crew", { kickoff_id: "k", error }) as { error?: string }).error).toBe(words);
+  });
+});
+
 describe("parseWebhook crew", () => {
   it("reads a string result", () => {
     expect(parseWebhook("crew", { kickoff_id: "k1", result: "Final", token_usage: {} })).toEqual({

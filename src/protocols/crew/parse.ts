@@ -209,9 +209,17 @@ function resultText(result: unknown): string | undefined {
   return obj.success ? toText(obj.data.output) : undefined;
 }
 
+/**
+ * A run's error as its words: an error given as an object says them in `message` (or `detail`, `error`),
+ * as Python's `type` and `value`, or in its `traceback`, whose last line is what people read
+ * (readableError); shown as JSON it put the whole traceback, quoted, in the channel.
+ */
 function errorText(error: unknown): unknown {
   const obj = record.safeParse(error);
-  return obj.success && typeof obj.data.message === "string" ? obj.data.message : error;
+  if (!obj.success) return error;
+  const said = (key: string) => (typeof obj.data[key] === "string" && (obj.data[key] as string).trim() ? (obj.data[key] as string) : undefined);
+  const typed = said("type") && said("value") ? `${said("type")}: ${said("value")}` : undefined;
+  return said("message") ?? said("detail") ?? said("error") ?? typed ?? said("traceback") ?? error;
 }
 
 function lastTaskOf(t: z.infer<typeof lastTaskSchema> | undefined): ExecutionStatus["lastTask"] {
