@@ -290,8 +290,9 @@ export function parseReviewers(ids: string[] | undefined): ReviewerRules | undef
 }
 
 /**
- * Why the crews file does not parse, without quoting it: it holds tokens, and JSON.parse's message
- * quotes the text around the fault ("… \"token\": sk-live-…"). YAML's first line says where, not what.
+ * Why the crews file cannot be read or does not parse, without quoting it: it holds tokens, and
+ * JSON.parse's message quotes the text around the fault ("… \"token\": sk-live-…"). A read error's
+ * and YAML's first line say where, not what.
  */
 function unreadableBecause(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
@@ -304,13 +305,9 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
   let raw: unknown;
   try {
     const text = fs.readFileSync(file, "utf8");
-    try {
-      raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
-    } catch (err) {
-      throw new Error(unreadableBecause(err));
-    }
+    raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
   } catch (err) {
-    problems.push(`${describe("CREWS_FILE")}: cannot read ${path.basename(file)}: ${(err as Error).message.split("\n")[0]}`);
+    problems.push(`${describe("CREWS_FILE")}: cannot read ${path.basename(file)}: ${unreadableBecause(err)}`);
     return { crews: [], flows: [] };
   }
   const flowList = Array.isArray(raw) ? undefined : (raw as { flows?: unknown } | null)?.flows;
