@@ -11,7 +11,7 @@ const SECRET_PATTERNS: [RegExp, string][] = [
   // Secrets by name, in JSON and in form bodies (the OAuth exchange's client_secret, a Web API client's debug log).
   // (The line is JSON, so a quoted message's quotes come escaped: \".)
   [/(\\?"(?:client_secret|token|access_token|refresh_token|password|secret)\\?"\s*:\s*\\?")[^"\\]*/gi, "$1[redacted]"],
-  [/\b((?:client_secret|refresh_token|code)=)[^&\s"']+/gi, "$1[redacted]"],
+  [/\b((?:client_secret|refresh_token)=)[^&\s"']+/gi, "$1[redacted]"],
   // A URL's user name and password (https://user:pass@host).
   [/(\/\/[^/\s:@]+:)[^@/\s]+@/g, "$1[redacted]@"],
   // Whatever its shape (case, repeated slashes, escapes): everything after a run id and kind goes,
