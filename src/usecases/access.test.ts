@@ -125,14 +125,28 @@ describe("asked from another workspace that installed the app", () => {
     expect(await mayActOnReview(ports, review({ reassignedTo: "UDAN" }), { userId: "UDAN" })).toBe(false);
     expect(await reviewerGate(ports, review(), "UEDITOR")).toEqual({ allowed: false, who: "<@UEDITOR>" });
     expect(await reviewerGate(ports, review({ reassignedTo: "UDAN" }), "UDAN")).toEqual({ allowed: false, who: "<@UEDITOR>" });
-    // A click from the review's own message in a shared channel: the channel's rule, then the reviewer gate.
-    expect(await clickMayDecide(ports, review(), { userId: "UEDITOR", channelId: "CRUN", messageTs: "111.222" })).toBe(true);
+    // Not even from the review's own message in a channel the two share (Slack Connect).
+    expect(await clickMayDecide(ports, review(), { userId: "UEDITOR", channelId: "CRUN", messageTs: "111.222" })).toBe(false);
     // From the run's own workspace all of these may.
     const own = { ...ports, ...from("T1") };
     expect(await mayStopRun(own, run, { userId: "USTARTER", channelId: "CELSEWHERE" })).toBe(true);
     expect(await mayStopRun(own, run, { userId: "UEDITOR", channelId: "CELSEWHERE" })).toBe(true);
     expect(await mayActOnReview(own, review({ reassignedTo: "UDAN" }), { userId: "UDAN" })).toBe(true);
     expect(await reviewerGate(own, review(), "UEDITOR")).toEqual({ allowed: true });
+  });
+
+  it("a crew without reviewer rules: a member of a channel shared with another organisation sees the run, but decides, hands on and stops nothing", async () => {
+    const ports: AccessPorts = { members: members({ CRUN: ["UGUEST"] }), ...from("TPARTNER") };
+    const click = { userId: "UGUEST", channelId: "CRUN", messageTs: "111.222" };
+    expect(await maySeeRun(ports, run, click)).toBe(true);
+    expect(await clickMayDecide(ports, review(), click)).toBe(false);
+    expect(await mayActOnReview(ports, review(), click)).toBe(false);
+    expect(await mayReassignReview(ports, review(), "UGUEST")).toEqual({ ok: false });
+    expect(await mayStopRun(ports, run, click)).toBe(false);
+    // The same clicks from the run's own workspace may.
+    const own = { ...ports, ...from("T1") };
+    expect(await clickMayDecide(own, review(), click)).toBe(true);
+    expect(await mayStopRun(own, run, click)).toBe(true);
   });
 
   it("may not approve from its App Home what another workspace's Home would list", async () => {

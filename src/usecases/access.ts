@@ -6,7 +6,9 @@
 //
 // One rule for runs: the run's starter, its reviewers, and the members of its channel may see it, the
 // first two only when asking from the run's own workspace (a user id means one person there only).
-// Everyone else is told what an unknown id gets.
+// Everyone else is told what an unknown id gets. Acting on a run (deciding, editing, handing on,
+// stopping) takes someone of its own workspace or Grid org: in a channel shared with another
+// organisation (Slack Connect), its people see the run but do not decide it.
 
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
 import { reviewChannel } from "../domain/refusals.js";
@@ -119,10 +121,14 @@ export async function visibleRun<E extends RunFacts>(ports: AccessPorts, find: (
   return (await maySeeRun(ports, run, asker)) ? run : undefined;
 }
 
-/** Whether the asker may see (and so try to decide) this review: who may see its run, and whoever it was reassigned or escalated to. */
+/**
+ * Whether the asker may act on this review (decide it, edit it, hand it on): whoever it was reassigned
+ * or escalated to, and who may see its run, asking from the run's own workspace or Grid org. People
+ * of another organisation in a channel shared with it (Slack Connect) see the run but do not decide.
+ */
 export async function mayActOnReview(ports: AccessPorts, found: ReviewOfRun, asker: Asker): Promise<boolean> {
-  if (ports.reviewers && fromItsWorkspace(ports, found.execution) && (await ports.reviewers.isGranted(found, asker.userId, teamOf(found.execution)).catch(() => false)))
-    return true;
+  if (!fromItsWorkspace(ports, found.execution)) return false;
+  if (ports.reviewers && (await ports.reviewers.isGranted(found, asker.userId, teamOf(found.execution)).catch(() => false))) return true;
   return maySeeRun(ports, found.execution, asker);
 }
 
@@ -142,15 +148,15 @@ export async function clickMayDecide(ports: AccessPorts, found: ReviewOfRun, cli
  * Whether the asker may stop a run (or stop following it): its starter, or whoever may decide its
  * reviews, by the rule of a decision: whoever a review of it waiting for a decision was handed or
  * escalated to, and otherwise the crew's reviewer rules and access to the run (without rules, anyone
- * who may see the run). Unknown (Slack unreachable) counts as no.
+ * who may see the run), asking from its own workspace or Grid org. Unknown (Slack unreachable) counts as no.
  */
 export async function mayStopRun(ports: AccessPorts, run: RunFacts, asker: Asker, openReviews: readonly ReviewFacts[] = []): Promise<boolean> {
-  const own = fromItsWorkspace(ports, run);
-  if (own && asker.userId === run.userId) return true;
+  if (!fromItsWorkspace(ports, run)) return false;
+  if (asker.userId === run.userId) return true;
   const { reviewers } = ports;
   const team = teamOf(run);
-  if (own) for (const review of openReviews) if (reviewers && (await reviewers.isGranted(review, asker.userId, team).catch(() => false))) return true;
-  if (reviewers?.rulesFor(run.crewName) !== undefined && !(own && (await reviewers.mayDecide(run.crewName, asker.userId, team).catch(() => false)))) return false;
+  for (const review of openReviews) if (reviewers && (await reviewers.isGranted(review, asker.userId, team).catch(() => false))) return true;
+  if (reviewers?.rulesFor(run.crewName) !== undefined && !(await reviewers.mayDecide(run.crewName, asker.userId, team).catch(() => false))) return false;
   return maySeeRun(ports, run, asker);
 }
 

@@ -2,6 +2,7 @@
 // conversations.members with the client of the request's workspace (cached briefly, like user
 // groups: usecases/membership-cache.ts), and the reviewer rules.
 import type { WebClient } from "@slack/web-api";
+import { z } from "zod";
 import type { AccessPorts, ChannelMembers } from "../../usecases/access.js";
 import { MembershipCache } from "../../usecases/membership-cache.js";
 import type { Clock } from "../../usecases/ports.js";
@@ -38,9 +39,40 @@ export function slackChannelMembers(client: WebClient, cache: ChannelMembersCach
   return { isMember: (channelId, userId) => cache.has(channelId, userId, client) };
 }
 
+const teamId = z.string().min(1).max(255);
+/** The parts of a request that say which workspace (and Grid org) the asker is of: a click's or form's, a command's, a message event's. */
+const askerParts = z.object({
+  user: z.object({ team_id: teamId.optional() }).optional().catch(undefined),
+  team: z.object({ id: teamId }).nullish().catch(undefined),
+  enterprise: z.object({ id: teamId }).nullish().catch(undefined),
+  team_id: teamId.optional().catch(undefined),
+  enterprise_id: teamId.optional().catch(undefined),
+  event: z
+    .object({ user_team: teamId.optional().catch(undefined) })
+    .optional()
+    .catch(undefined),
+});
+
+/**
+ * The workspace and Grid org the asker is of, as Slack signed it in the request. In a Slack Connect
+ * channel that is their own organisation's, not the app's (Bolt's context names the installation the
+ * request was authorized with): a click, form or shortcut names the clicker's team and org, a command
+ * its user's, a message event its author's team (user_team). An org is taken only where the request
+ * names the asker's, or the asker is of the installation's own team.
+ */
+export function askerWorkspace(context: { teamId?: string | undefined; enterpriseId?: string | undefined }, body: unknown): { teamId?: string; enterpriseId?: string } {
+  const parsed = askerParts.safeParse(body);
+  const b = parsed.success ? parsed.data : {};
+  const team = b.event?.user_team ?? b.user?.team_id ?? b.team?.id ?? b.team_id ?? context.teamId;
+  // An event's envelope names the installation's org, not its author's.
+  const named = b.event ? undefined : (b.enterprise?.id ?? b.enterprise_id);
+  const enterprise = named ?? (team === context.teamId ? context.enterpriseId : undefined);
+  return { ...(team ? { teamId: team } : {}), ...(enterprise ? { enterpriseId: enterprise } : {}) };
+}
+
 /**
  * The ports of the access rules for one Slack request: its client reads the channel members, and its
- * workspace (Bolt's context: the team and Grid org Slack signed) is who the rules take the asker to be from.
+ * asker's workspace (askerWorkspace) is who the rules take the asker to be from.
  */
 export function accessPorts(
   client: WebClient,

@@ -36,7 +36,18 @@ import {
   REJECT_ACTION,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
-import { type DecisionKind, FLOW_NOT_RECORDED, flowReplyFor, NOT_RECORDED, NOT_THIS_MESSAGE, NOT_THIS_REQUEST, replyFor, SELF_APPROVAL_REFUSED, WORDS } from "./replies.js";
+import {
+  type DecisionKind,
+  FLOW_NOT_RECORDED,
+  flowReplyFor,
+  NOT_RECORDED,
+  NOT_THIS_MESSAGE,
+  NOT_THIS_REQUEST,
+  otherOrganisation,
+  replyFor,
+  SELF_APPROVAL_REFUSED,
+  WORDS,
+} from "./replies.js";
 
 /** One decision request, as a handler needs it. */
 export interface Subject {
@@ -148,6 +159,7 @@ export function reviewKind(deps: FeatureDeps) {
         deps.log.warn("review click before its message was recorded", { userId: c.userId });
         return STILL_POSTING;
       }
+      if (found && !fromItsWorkspace(ports, found.execution)) return otherOrganisation("review");
       if (found && !(await clickMayDecide(ports, found, c))) {
         deps.log.warn("review click from another message refused", { userId: c.userId });
         return NOT_THIS_MESSAGE;
@@ -157,6 +169,7 @@ export function reviewKind(deps: FeatureDeps) {
     fromMessage: (found, place) => clickFromReviewMessage(found, place),
     mayAct: (found, place, ports) => clickMayDecide(ports, found, place),
     async editRefused(found, userId, ports) {
+      if (!fromItsWorkspace(ports, found.execution)) return otherOrganisation("review");
       if (selfApprovalRefused(approvalPolicy(deps.crews.config(found.execution.crewName)), found.execution.userId, userId)) return SELF_APPROVAL_REFUSED;
       // Who may decide, when it is known at once (group members are cached): no form for someone refused.
       // A slow answer does not hold the trigger: the submission is checked again either way.
@@ -212,7 +225,7 @@ export function flowKind(flows: FlowRequests) {
     // than the request's, it is not this message's.
     click: async (c, ports) => {
       const found = await get(c.value);
-      if (found && !fromItsWorkspace(ports, found)) return NOT_THIS_REQUEST;
+      if (found && !fromItsWorkspace(ports, found)) return otherOrganisation("flow");
       return flowReplyFor(
         await flows.decide({
           requestId: c.value,
@@ -226,7 +239,7 @@ export function flowKind(flows: FlowRequests) {
     },
     fromMessage: (found, place) => clickFromFlowMessage(found, place),
     mayAct: async (found, place, ports) => clickFromFlowMessage(found, place) && fromItsWorkspace(ports, found),
-    editRefused: async (found) => (flowEditable(outcomesOf(found)) ? undefined : NOT_THIS_REQUEST),
+    editRefused: async (found, _userId, ports) => (!fromItsWorkspace(ports, found) ? otherOrganisation("flow") : flowEditable(outcomesOf(found)) ? undefined : NOT_THIS_REQUEST),
     // The flow gets its first approve-like outcome (or, for free-feedback flows, no outcome); its
     // use case checks the message and the reviewer rules.
     async approveEdited(found, place, note, editedOutput) {

@@ -22,6 +22,11 @@ export const WORDS = {
 
 export const NOT_THIS_MESSAGE = "This button does not belong to the review it names, so nothing was sent to the crew.";
 export const NOT_THIS_REQUEST = "I can't match this button to a feedback request, so nothing was sent to the flow.";
+/** Asked from another organisation than the run's or request's (someone of a Slack Connect channel shared with it). */
+export function otherOrganisation(kind: DecisionKind): string {
+  const w = WORDS[kind];
+  return `This ${w.noun} belongs to another organisation's workspace: only its own people may ${w.verb} it, so nothing was sent to the ${w.receiver}.`;
+}
 export const SELF_APPROVAL_REFUSED =
   "You started this run, and this crew needs its reviews approved by someone else, so your approval was not counted and nothing was sent to the crew. You may still reject with feedback.";
 export const NOT_RECORDED =

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
-import { accessPorts } from "../access.js";
+import { accessPorts, askerWorkspace } from "../access.js";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
 import { flowReplyFor, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
@@ -49,7 +49,7 @@ const questionClick = z.object({
 const CHOICES: Record<string, ReplyChoice> = { [REPLY_REJECT_ACTION]: "reject", [REPLY_APPROVE_ACTION]: "approve", [REPLY_IGNORE_ACTION]: "ignore" };
 
 export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: ReplyDecisions): void {
-  app.event("message", async ({ event, client, context }) => {
+  app.event("message", async ({ event, body, client, context }) => {
     const raw = event as unknown as Record<string, unknown>;
     // Most messages are not replies in a thread: left before anything else is read.
     if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || raw.subtype !== undefined || raw.bot_id !== undefined) return;
@@ -62,7 +62,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       tellPrivately(client, deps.log, { channel: reply.channelId, user: reply.userId, threadTs: reply.threadTs }, text, blocks);
     let outcome: ReplyOutcome;
     try {
-      outcome = await replies.onReply(reply, accessPorts(client, deps, context));
+      outcome = await replies.onReply(reply, accessPorts(client, deps, askerWorkspace(context, body)));
     } catch (err) {
       deps.log.error("reply in a thread could not be handled", { err });
       // Someone who meant to decide hears it was not taken; other talk in the thread stays unanswered.
@@ -89,7 +89,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       const choice = CHOICES[actions[0]!.action_id]!;
       let outcome: ReplyOutcome;
       try {
-        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps, context));
+        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps, askerWorkspace(context, body)));
       } catch (err) {
         // Nothing was taken: the question stays, with its buttons, for another try.
         deps.log.error("reply question answer could not be recorded", { err });

@@ -1,0 +1,33 @@
+// Which workspace and Grid org a Slack request's asker is of, read from payloads as Slack sends them.
+import { describe, expect, it } from "vitest";
+import { askerWorkspace } from "./access.js";
+
+const installation = { teamId: "T1", enterpriseId: "E1" };
+
+describe("askerWorkspace", () => {
+  it("a click or form names the clicker's own team and org (in a Slack Connect channel, not the app's)", () => {
+    const own = { type: "block_actions", user: { id: "U1", team_id: "T1" }, team: { id: "T1" }, enterprise: { id: "E1" } };
+    expect(askerWorkspace(installation, own)).toEqual({ teamId: "T1", enterpriseId: "E1" });
+    const guest = { type: "block_actions", user: { id: "UG", team_id: "TPARTNER" }, team: { id: "TPARTNER" }, enterprise: null };
+    expect(askerWorkspace(installation, guest)).toEqual({ teamId: "TPARTNER" });
+    const otherOrg = { type: "view_submission", user: { id: "UG", team_id: "TPARTNER" }, team: { id: "TPARTNER" }, enterprise: { id: "E2" } };
+    expect(askerWorkspace(installation, otherOrg)).toEqual({ teamId: "TPARTNER", enterpriseId: "E2" });
+  });
+
+  it("a command names its user's team and org", () => {
+    expect(askerWorkspace(installation, { command: "/crew", team_id: "TPARTNER", user_id: "UG" })).toEqual({ teamId: "TPARTNER" });
+    expect(askerWorkspace({}, { command: "/crew", team_id: "T2", enterprise_id: "E1" })).toEqual({ teamId: "T2", enterpriseId: "E1" });
+  });
+
+  it("a message names its author's team; the envelope's org is the installation's, taken only for its own team", () => {
+    const envelope = { type: "event_callback", team_id: "T1", enterprise_id: "E1" };
+    expect(askerWorkspace(installation, { ...envelope, event: { type: "message", user: "UG", user_team: "TPARTNER" } })).toEqual({ teamId: "TPARTNER" });
+    expect(askerWorkspace(installation, { ...envelope, event: { type: "message", user: "U1", user_team: "T1" } })).toEqual({ teamId: "T1", enterpriseId: "E1" });
+  });
+
+  it("without such parts (or with ones of the wrong shape), the installation's", () => {
+    expect(askerWorkspace(installation, {})).toEqual(installation);
+    expect(askerWorkspace(installation, { user: "U1", team: 5, event: "x" })).toEqual(installation);
+    expect(askerWorkspace({}, undefined)).toEqual({});
+  });
+});

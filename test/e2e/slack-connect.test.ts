@@ -1,0 +1,80 @@
+// A run's channel shared with another organisation (Slack Connect): its people see the run, as every
+// member of the channel does, but do not decide its reviews, reply them decided or stop it. Slack
+// names the clicker's own team in the payload (user.team_id, team.id), and the author's team of a
+// message (user_team); the bot itself is installed in its own workspace only (one bot token).
+import { afterEach, describe, expect, it } from "vitest";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, RUN_ACTIONS_BLOCK, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
+import { prismaOf } from "../support/prisma.js";
+import { pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+/** Someone of a partner organisation in the shared channel. */
+const GUEST = { user: "U0GUEST", team: "T0PARTNER" };
+const ephemeralsFor = (user: string) => h.slack.callsTo("chat.postEphemeral").filter((c) => (c.args as { user?: string }).user === user);
+const stopCalls = () => h.crew.requests.filter((r) => r.method === "POST" && r.path.startsWith("/stop/"));
+
+describe("a channel shared with another organisation", () => {
+  it("its people may not decide, reply-decide or stop a run of this workspace; the run's own people may", async () => {
+    h = await startHarness();
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h);
+
+    // Approve, as the guest clicks it (their own team in the payload).
+    await h.requests.blockAction({
+      user_id: GUEST.user,
+      team_id: GUEST.team,
+      channel_id: CHANNEL,
+      message_ts: review.msg.ts,
+      thread_ts: review.msg.thread_ts,
+      action: { action_id: APPROVE_ACTION, block_id: review.blockId, value: review.reviewId },
+      stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: "" } } },
+    });
+    const refusal = await eventually(() => ephemeralsFor(GUEST.user)[0], { what: "the guest's refusal" });
+    expect(refusal.args.text).toMatch(/another organisation's workspace: only its own people may decide it, so nothing was sent to the crew/);
+
+    // "approve" in the thread, written by the guest.
+    const run = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
+    const reply = { type: "message", channel: CHANNEL, user: GUEST.user, user_team: GUEST.team, text: "approve", ts: `${Date.now() / 1000}`, thread_ts: run.threadTs };
+    expect((await h.requests.event(reply)).status).toBe(200);
+
+    // Stop, on the run's announcement.
+    const announcement = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.ts === run.threadTs && JSON.stringify(m.blocks ?? []).includes(STOP_ACTION)), {
+      what: "the announcement's Stop button",
+    });
+    const stopValue = (announcement.blocks as { elements?: { action_id?: string; value?: string }[] }[]).flatMap((b) => b.elements ?? []).find((e) => e.action_id === STOP_ACTION)!
+      .value!;
+    await h.requests.blockAction({
+      user_id: GUEST.user,
+      team_id: GUEST.team,
+      channel_id: CHANNEL,
+      message_ts: announcement.ts,
+      action: { action_id: STOP_ACTION, block_id: RUN_ACTIONS_BLOCK, value: stopValue },
+    });
+    await eventually(() => ephemeralsFor(GUEST.user).length === 2, { what: "the guest's stop refusal" });
+    expect(ephemeralsFor(GUEST.user)[1]!.args.text).toMatch(/may stop it, so nothing was sent to the crew/);
+
+    await h.settled();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect(stopCalls()).toHaveLength(0);
+    const db = prismaOf(h.bot.database);
+    expect((await db.review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+    expect((await db.execution.findUniqueOrThrow({ where: { id: execution.id } })).state).not.toBe("stopped");
+    expect(await db.auditRecord.count({ where: { kind: "decision" } })).toBe(0);
+
+    // Someone of the run's own workspace decides it.
+    await h.requests.blockAction({
+      user_id: USER,
+      channel_id: CHANNEL,
+      message_ts: review.msg.ts,
+      thread_ts: review.msg.thread_ts,
+      action: { action_id: APPROVE_ACTION, block_id: review.blockId, value: review.reviewId },
+      stateValues: { [FEEDBACK_BLOCK]: { [FEEDBACK_ACTION]: { type: "plain_text_input", value: "" } } },
+    });
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeCalls(h)[0]!.body).toMatchObject({ is_approve: true });
+    expect(h.slack.violations).toEqual([]);
+  });
+});
