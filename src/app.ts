@@ -12,7 +12,7 @@ import { flowIntakeHandler, flowWebhookUrl } from "./adapters/http/flow-intake.j
 import { metricsHandler } from "./adapters/http/metrics-route.js";
 import { callbackHandler, healthHandler } from "./adapters/http/routes.js";
 import { webhookUrlBuilder } from "./adapters/http/webhook-urls.js";
-import { channelMembersCache } from "./adapters/slack/access.js";
+import { channelMembersCache, tokenWorkspace } from "./adapters/slack/access.js";
 import { InstalledClients, type SlackClients, singleTokenClients } from "./adapters/slack/clients.js";
 import { registerDecisionClicks } from "./adapters/slack/decisions/clicks.js";
 import { registerDecisionEdit } from "./adapters/slack/decisions/edit.js";
@@ -164,7 +164,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     oauth && config.encryption ? new DbInstallationStore(database.sql, new TokenCipher(config.encryption.key, config.encryption.previous), log, opts.clock) : undefined;
   const installedClients = installations ? new InstalledClients(installations, clientOptions) : undefined;
   // One bot token: the client Bolt's app.client would be (its options, its logger).
-  const slackClients: SlackClients = installedClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, { ...clientOptions, logger }));
+  const tokenClient = installedClients ? undefined : new webApi.WebClient(config.slack.botToken, { ...clientOptions, logger });
+  const slackClients: SlackClients = installedClients ?? singleTokenClients(tokenClient!);
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
@@ -384,6 +385,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
     formKey: config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken,
     multiWorkspace: !!oauth,
+    ...(tokenClient ? { installedIn: tokenWorkspace(tokenClient, log) } : {}),
     escalations,
     channelMembers: channelMembersCache(opts.clock),
     ...(slackBudget ? { spendSlack: (call: SlackCall, maxWaitMs?: number) => slackBudget.spendNow(call, 0, clock, maxWaitMs) } : {}),

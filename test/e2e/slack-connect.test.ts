@@ -3,7 +3,7 @@
 // names the clicker's own team in the payload (user.team_id, team.id), and the author's team of a
 // message (user_team); the bot itself is installed in its own workspace only (one bot token).
 import { afterEach, describe, expect, it } from "vitest";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, RUN_ACTIONS_BLOCK, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, RUN_ACTIONS_BLOCK, RUN_ON_MESSAGE_SHORTCUT, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
@@ -76,5 +76,24 @@ describe("a channel shared with another organisation", () => {
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
     expect(resumeCalls(h)[0]!.body).toMatchObject({ is_approve: true });
     expect(h.slack.violations).toEqual([]);
+  });
+
+  it("its people may not start this workspace's crews, by /crew or on a message; the workspace's own people may", async () => {
+    h = await startHarness();
+    const guestCommand = await h.requests.command({ text: "", user_id: GUEST.user, channel_id: CHANNEL, team_id: GUEST.team, trigger_id: h.slack.issueTrigger(GUEST.user) });
+    expect(guestCommand.status).toBe(200);
+    expect(JSON.parse(guestCommand.body).text).toMatch(/another organisation's workspace: only its own people may start them/);
+    const message = { ts: "1700000000.000100", text: "Summarise the partner's brief", user: GUEST.user };
+    await h.requests.messageShortcut({ callback_id: RUN_ON_MESSAGE_SHORTCUT, user_id: GUEST.user, channel_id: CHANNEL, team_id: GUEST.team, message });
+    const answer = await eventually(() => h.slack.callsTo("response_url")[0], { what: "the shortcut's answer" });
+    expect(answer.args.text).toMatch(/only its own people may start them/);
+    await h.settled();
+    expect(h.slack.callsTo("views.open")).toHaveLength(0);
+    expect(h.crew.requests.filter((r) => r.path === "/inputs" || r.path === "/kickoff")).toHaveLength(0);
+
+    // Someone of the workspace gets the form.
+    const own = await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL, trigger_id: h.slack.issueTrigger(USER) });
+    expect(own.status).toBe(200);
+    await eventually(() => h.slack.callsTo("views.open").length === 1, { what: "the kickoff form" });
   });
 });

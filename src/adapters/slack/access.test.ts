@@ -1,6 +1,6 @@
 // Which workspace and Grid org a Slack request's asker is of, read from payloads as Slack sends them.
 import { describe, expect, it } from "vitest";
-import { askerWorkspace } from "./access.js";
+import { askerWorkspace, ofInstallation } from "./access.js";
 
 const installation = { teamId: "T1", enterpriseId: "E1" };
 
@@ -29,5 +29,21 @@ describe("askerWorkspace", () => {
     expect(askerWorkspace(installation, {})).toEqual(installation);
     expect(askerWorkspace(installation, { user: "U1", team: 5, event: "x" })).toEqual(installation);
     expect(askerWorkspace({}, undefined)).toEqual({});
+  });
+});
+
+describe("ofInstallation", () => {
+  const guest = { command: "/crew", team_id: "TPARTNER", user_id: "UG" };
+  it("with one bot token: the asker is of the token's workspace or Grid org", async () => {
+    const installedIn = async () => ({ teamId: "T1", enterpriseId: "E1" });
+    expect(await ofInstallation({ installedIn }, { teamId: "TPARTNER" }, guest)).toBe(false);
+    expect(await ofInstallation({ installedIn }, { teamId: "T1" }, { command: "/crew", team_id: "T1" })).toBe(true);
+    expect(await ofInstallation({ installedIn }, { teamId: "T2" }, { command: "/crew", team_id: "T2", enterprise_id: "E1" })).toBe(true);
+  });
+
+  it("with OAuth: the installation the request was authorized with; unknown: not refused", async () => {
+    expect(await ofInstallation({}, { teamId: "T1" }, guest)).toBe(false);
+    expect(await ofInstallation({}, { teamId: "TPARTNER" }, guest)).toBe(true);
+    expect(await ofInstallation({ installedIn: async () => undefined }, {}, guest)).toBe(true);
   });
 });

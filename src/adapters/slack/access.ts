@@ -3,6 +3,7 @@
 // groups: usecases/membership-cache.ts), and the reviewer rules.
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
+import type { Logger } from "../../log/log.js";
 import type { AccessPorts, ChannelMembers } from "../../usecases/access.js";
 import { MembershipCache } from "../../usecases/membership-cache.js";
 import type { Clock } from "../../usecases/ports.js";
@@ -69,6 +70,40 @@ export function askerWorkspace(context: { teamId?: string | undefined; enterpris
   const enterprise = named ?? (team === context.teamId ? context.enterpriseId : undefined);
   return { ...(team ? { teamId: team } : {}), ...(enterprise ? { enterpriseId: enterprise } : {}) };
 }
+
+/**
+ * Whether the asker is of the workspace (or Grid org) the app is installed in for this request: with
+ * one bot token, the token's own (`installedIn`); with OAuth, the installation the request was
+ * authorized with. A person of another organisation in a Slack Connect channel is not, and does not
+ * start the installation's crews.
+ */
+export async function ofInstallation(
+  deps: Pick<FeatureDeps, "installedIn">,
+  context: { teamId?: string | undefined; enterpriseId?: string | undefined },
+  body: unknown,
+): Promise<boolean> {
+  const installation = (await deps.installedIn?.()) ?? context;
+  const asker = askerWorkspace(context, body);
+  if (!installation.teamId || !asker.teamId || asker.teamId === installation.teamId) return true;
+  return !!installation.enterpriseId && asker.enterpriseId === installation.enterpriseId;
+}
+
+/** The workspace (and Grid org) one bot token is installed in, asked of auth.test once; undefined while Slack does not say. */
+export function tokenWorkspace(client: WebClient, log: Logger): () => Promise<{ teamId?: string; enterpriseId?: string } | undefined> {
+  let known: Promise<{ teamId?: string; enterpriseId?: string } | undefined> | undefined;
+  return () =>
+    (known ??= client.auth
+      .test()
+      .then((r) => ({ ...(r.team_id ? { teamId: r.team_id } : {}), ...(r.enterprise_id ? { enterpriseId: r.enterprise_id } : {}) }))
+      .catch((err) => {
+        known = undefined;
+        log.warn("could not read the bot token's workspace (auth.test)", { err });
+        return undefined;
+      }));
+}
+
+/** What someone of another organisation hears when they try to start a crew here. */
+export const NOT_THIS_ORGANISATION = "Crewline's crews here belong to another organisation's workspace: only its own people may start them.";
 
 /**
  * The ports of the access rules for one Slack request: its client reads the channel members, and its

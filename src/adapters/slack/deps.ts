@@ -34,6 +34,8 @@ export interface FeatureDeps {
   flowHooks?: FlowHook[];
   /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */
   multiWorkspace?: boolean;
+  /** With one bot token: the workspace it is installed in (auth.test, asked once). Unset with OAuth: a request's installation is its own. */
+  installedIn?: () => Promise<{ teamId?: string; enterpriseId?: string } | undefined>;
   /** Channel member lists, cached briefly for the access checks (adapters/slack/access.ts). */
   channelMembers?: MembershipCache<WebClient>;
   /**

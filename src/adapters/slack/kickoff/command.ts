@@ -3,7 +3,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts, askerWorkspace, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
@@ -85,6 +85,7 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
         "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
       ));
     }
+    if (parsed.kind === "open" && !(await ofInstallation(deps, context, command))) return void (await say(NOT_THIS_ORGANISATION));
     await ack();
     if (parsed.kind === "open") {
       const opened = await openKickoffModal(client, deps, {

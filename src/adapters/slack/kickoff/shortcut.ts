@@ -4,6 +4,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { safeSlice } from "../../../text/truncate.js";
+import { NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { LIMITS, RUN_ON_MESSAGE_SHORTCUT } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { FORM_NOT_OPENED, openKickoffModal } from "./modal.js";
@@ -19,10 +20,12 @@ const messageAction = z.object({
 });
 
 export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
-  app.shortcut(RUN_ON_MESSAGE_SHORTCUT, async ({ ack, shortcut, client, respond }) => {
+  app.shortcut(RUN_ON_MESSAGE_SHORTCUT, async ({ ack, shortcut, client, respond, context }) => {
     await ack();
     const parsed = messageAction.safeParse(shortcut);
     if (!parsed.success) return void deps.log.warn("message shortcut of an unexpected shape ignored", { issues: parsed.error.issues.length });
+    const answer = (text: string) => respond({ response_type: "ephemeral", text }).catch((err) => deps.log.warn("could not answer the shortcut", { err }));
+    if (!(await ofInstallation(deps, context, shortcut))) return void (await answer(NOT_THIS_ORGANISATION));
     const { message, channel, user, team } = parsed.data;
     const opened = await openKickoffModal(client, deps, {
       triggerId: parsed.data.trigger_id,
@@ -36,6 +39,6 @@ export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
         text: sanitizeText(safeSlice(message.text ?? "", LIMITS.plainTextInput)),
       },
     });
-    if (!opened) await respond({ response_type: "ephemeral", text: FORM_NOT_OPENED }).catch((err) => deps.log.warn("could not answer the shortcut", { err }));
+    if (!opened) await answer(FORM_NOT_OPENED);
   });
 }
