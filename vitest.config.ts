@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { SlowestFirst } from "./test/support/slow-first.js";
 
 // End-to-end files mostly wait on real time rather than compute (timers, child replicas, heartbeats,
 // leases, Slack's pacing): four at once, even on two cores. Measured on 2 cores at load 1-5: the e2e
@@ -17,6 +18,8 @@ export default defineConfig({
     // vitest reads that choice from here, not from the project. Every fork is kept from start to end
     // (minForks): one ended while idle can take a file just handed to it along ("Terminating worker thread").
     poolOptions: { forks: { maxForks: forks, minForks: forks, isolate: false }, threads: { isolate: false, maxThreads: 2, minThreads: 1 } },
+    // The slowest files first (test/support/slow-first.ts): a fresh clone has no durations cached.
+    sequence: { sequencer: SlowestFirst },
     // One migrated database template per run, copied by every test database (test/support/test-database.ts).
     globalSetup: ["test/support/global-setup.ts"],
     // Closes the databases a test file kept for reuse (test/support/test-database.ts).
