@@ -36,6 +36,9 @@ export class SlowestFirst extends BaseSequencer {
       return at < 0 ? SLOWEST.length : at;
     };
     const ordered = await super.sort(files);
-    return ordered.map((file, i) => ({ file, i })).sort((a, b) => rank(a.file) - rank(b.file) || a.i - b.i).map(({ file }) => file);
+    return ordered
+      .map((file, i) => ({ file, i }))
+      .sort((a, b) => rank(a.file) - rank(b.file) || a.i - b.i)
+      .map(({ file }) => file);
   }
 }
