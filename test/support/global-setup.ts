@@ -58,12 +58,37 @@ async function templateSetup(): Promise<(() => Promise<void>) | undefined> {
     };
   }
   if (process.env[EMBEDDED_TEMPLATE_ENV]) return undefined;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-template-"));
-  const file = path.join(dir, "pglite.tar");
-  fs.writeFileSync(file, Buffer.from(await (await makeEmbeddedTemplate()).arrayBuffer()));
-  process.env[EMBEDDED_TEMPLATE_ENV] = file;
+  process.env[EMBEDDED_TEMPLATE_ENV] = await embeddedTemplateFile();
   return async () => {
     delete process.env[EMBEDDED_TEMPLATE_ENV];
-    fs.rmSync(dir, { recursive: true, force: true });
   };
+}
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const TEMPLATE_PREFIX = "crewline-test-template-";
+
+/**
+ * The migrated embedded template, kept in the temporary folder from one test run to the next (CI runs
+ * the unit and end-to-end projects one after the other; making it takes seconds): named by a hash of
+ * what makes it, the migrations, PGlite's version and how the bot opens PGlite, so a change to any of
+ * them makes a new one (and the older ones are removed).
+ */
+async function embeddedTemplateFile(): Promise<string> {
+  const hash = crypto.createHash("sha256");
+  const migrations = path.join(ROOT, "prisma/migrations");
+  for (const name of fs.readdirSync(migrations, { recursive: true, encoding: "utf8" }).sort()) {
+    const file = path.join(migrations, name);
+    if (fs.statSync(file).isFile()) hash.update(name).update(fs.readFileSync(file));
+  }
+  hash.update(fs.readFileSync(path.join(ROOT, "node_modules/@electric-sql/pglite/package.json")));
+  hash.update(fs.readFileSync(path.join(ROOT, "src/store/db/pglite-open.mjs")));
+  const name = `${TEMPLATE_PREFIX}${hash.digest("hex").slice(0, 16)}.tar`;
+  const file = path.join(os.tmpdir(), name);
+  if (fs.existsSync(file)) return file;
+  for (const old of fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith(TEMPLATE_PREFIX) && f.endsWith(".tar"))) fs.rmSync(path.join(os.tmpdir(), old), { force: true });
+  // Written aside and renamed: a run started meanwhile never reads half a file.
+  const partial = `${file}.${process.pid}.partial`;
+  fs.writeFileSync(partial, Buffer.from(await (await makeEmbeddedTemplate()).arrayBuffer()));
+  fs.renameSync(partial, file);
+  return file;
 }
