@@ -61,6 +61,11 @@ import { RunWatcher, type WatcherOptions } from "./usecases/watcher.js";
 
 export { STREAM_EVENTS, webhookUrlBuilder } from "./adapters/http/webhook-urls.js";
 
+/** The Web API retry policy of the clients that answer Slack requests: three tries within about 3 s. */
+export const REQUEST_RETRIES = { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 };
+/** A Web API call made while answering a request gives up after this long. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
 export interface CrewlineOptions {
   log?: Logger;
   database?: Database;
@@ -154,7 +159,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // Every Web API request (Bolt's per-request clients too, which copy these options) is counted.
     fetch: metrics.slackFetch(),
     ...(config.slack.apiUrl ? { slackApiUrl: config.slack.apiUrl } : {}),
-    ...(opts.slackRetries ? { retryConfig: opts.slackRetries } : {}),
+    // A person waits on most of these calls (a form to open, a run to announce, a private answer):
+    // retried briefly, never for the SDK's default half hour, which held a kickoff through an outage.
+    retryConfig: opts.slackRetries ?? REQUEST_RETRIES,
+    timeout: REQUEST_TIMEOUT_MS,
   };
   const logger = boltLogger(log);
   // Distribution: tokens come from the installation store (sealed with ENCRYPTION_KEY), per workspace.
@@ -165,6 +173,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const installedClients = installations ? new InstalledClients(installations, clientOptions) : undefined;
   // One bot token: the client Bolt's app.client would be (its options, its logger).
   const tokenClient = installedClients ? undefined : new webApi.WebClient(config.slack.botToken, { ...clientOptions, logger });
+  // With one bot token, its workspace (who may start its crews: adapters/slack/access.ts), asked now.
+  const installedIn = tokenClient ? tokenWorkspace(tokenClient, log) : undefined;
+  void installedIn?.();
   const slackClients: SlackClients = installedClients ?? singleTokenClients(tokenClient!);
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
@@ -385,7 +396,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
     formKey: config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken,
     multiWorkspace: !!oauth,
-    ...(tokenClient ? { installedIn: tokenWorkspace(tokenClient, log) } : {}),
+    ...(installedIn ? { installedIn } : {}),
     escalations,
     channelMembers: channelMembersCache(opts.clock),
     ...(slackBudget ? { spendSlack: (call: SlackCall, maxWaitMs?: number) => slackBudget.spendNow(call, 0, clock, maxWaitMs) } : {}),

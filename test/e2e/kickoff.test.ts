@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { CHANNEL, CREW_TOKEN, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
+import { CHANNEL, CREW_TOKEN, eventually, type Harness, kickoffViaSlack, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 
 let h: Harness;
@@ -29,6 +29,36 @@ describe("kickoff from Slack", () => {
       expect(said.args).toMatchObject({ response_type: "ephemeral", text: expect.stringMatching(/couldn't open the form/) });
     }
     expect(h.slack.callsTo("views.update")).toHaveLength(0);
+  });
+
+  it("through a Slack outage, /crew and a kickoff say so within seconds: a request's Web API calls are retried briefly, not for the SDK's half hour", async () => {
+    // The bot's own retry policy, not the harness's shortened one.
+    h = await startHarness({ crewline: { slackRetries: undefined } });
+    // A form opened before the outage.
+    expect((await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL })).status).toBe(200);
+    const form = await eventually(
+      () =>
+        h.slack
+          .callsTo("views.update")
+          .map((c) => c.args.view as { submit?: unknown })
+          .find((v) => v?.submit),
+      { what: "the form" },
+    );
+
+    h.slack.outage(120_000);
+    const started = Date.now();
+    expect((await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL })).status).toBe(200);
+    const said = await eventually(() => h.slack.callsTo("response_url")[0], { what: "the answer", timeoutMs: 15_000 });
+    expect(said.args.text).toMatch(/couldn't open the form/);
+    // Tried again, a few times, within seconds.
+    expect(h.slack.callsTo("views.open").length - 1).toBeGreaterThan(1);
+    expect(h.slack.callsTo("views.open").length - 1).toBeLessThanOrEqual(4);
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    // The earlier form, submitted during the outage: the run is not started (nothing reaches the crew), within seconds.
+    await submitKickoffForm(h, form, { topic: "Storm surges" });
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findFirst())?.state === "kickoff_failed", { what: "the run not started", timeoutMs: 15_000 });
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
   });
 
   it("a run whose announcement Slack did not take is not started, and the form says what would mend it: an invitation, or trying again", async () => {

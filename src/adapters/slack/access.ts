@@ -85,11 +85,17 @@ export async function ofInstallation(
   context: { teamId?: string | undefined; enterpriseId?: string | undefined },
   body: unknown,
 ): Promise<boolean> {
-  const installation = (await deps.installedIn?.()) ?? context;
+  // Known from the start (the composition root asks at once); while Slack does not say, the form's
+  // trigger (3 s) is not spent waiting: the request's own workspace stands for it.
+  const known = deps.installedIn && (await Promise.race([deps.installedIn(), new Promise<undefined>((r) => setTimeout(() => r(undefined), INSTALLATION_WAIT_MS).unref())]));
+  const installation = known ?? context;
   const asker = askerWorkspace(context, body);
   if (!installation.teamId || !asker.teamId || asker.teamId === installation.teamId) return true;
   return !!installation.enterpriseId && asker.enterpriseId === installation.enterpriseId;
 }
+
+/** How long a request waits to know the bot token's workspace (ofInstallation). */
+const INSTALLATION_WAIT_MS = 500;
 
 /** The workspace (and Grid org) one bot token is installed in, asked of auth.test once; undefined while Slack does not say. */
 export function tokenWorkspace(client: WebClient, log: Logger): () => Promise<{ teamId?: string; enterpriseId?: string } | undefined> {
