@@ -115,16 +115,17 @@ export function tokenWorkspace(client: WebClient, log: Logger): () => Promise<{ 
 export const NOT_THIS_ORGANISATION = "Crewline's crews here belong to another organisation's workspace: only its own people may start them.";
 
 /**
- * The ports of the access rules for one Slack request: its client reads the channel members, and its
- * asker's workspace (askerWorkspace) is who the rules take the asker to be from.
+ * The ports of the access rules for one Slack request: its client reads the channel members, and the
+ * asker's workspace, read from the request (askerWorkspace), is who the rules take the asker to be from.
  */
 export function accessPorts(
   client: WebClient,
   deps: Pick<FeatureDeps, "reviewers" | "flows" | "log" | "channelMembers">,
-  workspace: { teamId?: string | undefined; enterpriseId?: string | undefined },
+  context: { teamId?: string | undefined; enterpriseId?: string | undefined },
+  body: unknown,
 ): AccessPorts {
   return {
-    workspace: { ...(workspace.teamId ? { teamId: workspace.teamId } : {}), ...(workspace.enterpriseId ? { enterpriseId: workspace.enterpriseId } : {}) },
+    workspace: askerWorkspace(context, body),
     members: slackChannelMembers(client, deps.channelMembers),
     ...(deps.reviewers ? { reviewers: deps.reviewers } : {}),
     ...(deps.flows ? { flows: deps.flows } : {}),

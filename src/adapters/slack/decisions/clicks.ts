@@ -4,7 +4,7 @@
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts } from "../access.js";
 import type { FeatureDeps } from "../deps.js";
 import { clickedMessage, clickFacts, payloadIssues } from "../private-reply.js";
 import { decisionActions, inputValues } from "./edit.js";
@@ -31,7 +31,7 @@ function registerClicks<S extends Subject>(app: App, deps: FeatureDeps, kind: Ki
         const action = actions[0]!;
         reply = await kind.click(
           { actionId: action.action_id, value: action.value, feedback, userId: user.id, channelId: channel, messageTs },
-          accessPorts(client, deps, askerWorkspace(context, body)),
+          accessPorts(client, deps, context, body),
         );
       } catch (err) {
         // Nothing was claimed (or the claim could not be stored): it stays decidable.

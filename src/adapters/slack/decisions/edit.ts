@@ -6,7 +6,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { editableSplit, joinEdit, unchangedEdit } from "../../../domain/approvals.js";
 import { sanitizeText } from "../../../text/sanitize.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts } from "../access.js";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, editModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { clickedMessage, clickFacts, payloadIssues, tellPrivately } from "../private-reply.js";
@@ -37,7 +37,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
       const found = await kind.find(actions[0]!.value);
       if (!found || !channel || !messageTs || !kind.fromMessage(found, { userId: user.id, channelId: channel, messageTs })) return void (await tell(w.notThisMessage));
       if (found.state !== "pending") return void (await tell(w.editNotPending));
-      const refused = await kind.editRefused(found, user.id, accessPorts(client, deps, askerWorkspace(context, body)));
+      const refused = await kind.editRefused(found, user.id, accessPorts(client, deps, context, body));
       if (refused) return void (await tell(refused));
       const { head, rest } = editableSplit(found.output);
       const metadata = sealDecisionForm(deps.formKey, { r: found.id, u: user.id, c: channel, m: messageTs, h: head.length });
@@ -71,7 +71,7 @@ function registerEdit<S extends Subject>(app: App, deps: FeatureDeps, kind: Kind
       const found = await kind.find(facts.r);
       threadTs = found ? kind.replyPlace(found, facts.c).threadTs : undefined;
       const place = { userId, channelId: facts.c, messageTs: facts.m };
-      if (!found || facts.h > found.output.length || !(await kind.mayAct(found, place, accessPorts(client, deps, askerWorkspace(context, body))))) {
+      if (!found || facts.h > found.output.length || !(await kind.mayAct(found, place, accessPorts(client, deps, context, body)))) {
         deps.log.warn("edit submission for another message refused", { userId });
         return void (await tell(w.editExpired));
       }

@@ -4,7 +4,7 @@
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts } from "../access.js";
 import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { clickFacts, tellPrivately } from "../private-reply.js";
@@ -39,15 +39,10 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const { channel, messageTs, tell } = clickFacts(deps.log, client, click.data);
     const found = await kind.find(actions[0]!.value);
     // Only from its own message.
-    if (
-      !found ||
-      !channel ||
-      !messageTs ||
-      !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, askerWorkspace(context, body))))
-    )
+    if (!found || !channel || !messageTs || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context, body))))
       return tell(w.notThisReassign);
     if (found.state !== "pending") return tell(`This ${w.noun} is no longer ${w.waiting}, so it cannot be reassigned.`);
-    const may = await kind.mayReassign(found, user.id, accessPorts(client, deps, askerWorkspace(context, body)));
+    const may = await kind.mayReassign(found, user.id, accessPorts(client, deps, context, body));
     if (!may.ok) return tell(`Only ${may.who ?? `people who may ${w.verb} this ${w.noun}`} may reassign it.`);
     const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.reassignView, what: "request" } as const) : {};
     await spendOnView(deps, kind.team(found)?.teamId, "views.open");
@@ -72,7 +67,7 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     if (!facts) return void (await refuse(REASSIGN_USER_BLOCK, `This form was opened by someone else or has expired: nothing was reassigned.`));
     const found = await kind.find(facts.r);
     if (!found) return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} no longer exists.`));
-    const access = accessPorts(client, deps, askerWorkspace(context, body));
+    const access = accessPorts(client, deps, context, body);
     const place = { userId: user.id, channelId: facts.c, messageTs: facts.m };
     if (!(await kind.mayAct(found, place, access)) || !(await kind.mayReassign(found, user.id, access)).ok)
       return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));

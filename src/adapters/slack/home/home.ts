@@ -13,7 +13,7 @@ import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../us
 import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
 import { type Clock, systemClock, type TeamRef } from "../../../usecases/ports.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
@@ -204,7 +204,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
       const userId = click.data.user.id;
       let notice: string;
       try {
-        notice = await approve(click.data.actions[0]!.value, userId, accessPorts(client, deps, askerWorkspace(context, body)));
+        notice = await approve(click.data.actions[0]!.value, userId, accessPorts(client, deps, context, body));
       } catch (err) {
         deps.log.error("home approval could not be recorded", { actionId, err });
         notice = NOT_RECORDED;

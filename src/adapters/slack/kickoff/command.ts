@@ -3,7 +3,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
-import { accessPorts, askerWorkspace, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
+import { accessPorts, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
@@ -98,18 +98,13 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       if (!opened) await respond({ response_type: "ephemeral", text: FORM_NOT_OPENED });
     } else if (parsed.kind === "audit") {
       const asker = { userId: payload.user_id, channelId: payload.channel_id };
-      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, ...asker }, accessPorts(client, deps, askerWorkspace(context, command)));
+      const text = await auditReply(client, deps, { kickoffId: parsed.kickoffId, format: parsed.format, ...asker }, accessPorts(client, deps, context, command));
       await respond({ response_type: "ephemeral", text });
     } else if (parsed.kind === "stop") {
-      const reply = await stopCommandReply(
-        deps,
-        parsed.kickoffId,
-        { userId: payload.user_id, channelId: payload.channel_id },
-        accessPorts(client, deps, askerWorkspace(context, command)),
-      );
+      const reply = await stopCommandReply(deps, parsed.kickoffId, { userId: payload.user_id, channelId: payload.channel_id }, accessPorts(client, deps, context, command));
       await respond({ response_type: "ephemeral", ...reply });
     } else if (parsed.kind === "status") {
-      const access = accessPorts(client, deps, askerWorkspace(context, command));
+      const access = accessPorts(client, deps, context, command);
       const status = await statusFor({ access, runs: deps.lifecycle.runs, crews: deps.crews }, parsed.kickoffId, { userId: payload.user_id, channelId: payload.channel_id });
       await respond({ response_type: "ephemeral", text: statusText(parsed.kickoffId, status) });
     } else {

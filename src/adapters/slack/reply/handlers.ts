@@ -7,7 +7,7 @@ import { z } from "zod";
 import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts } from "../access.js";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
 import { flowReplyFor, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
@@ -62,7 +62,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       tellPrivately(client, deps.log, { channel: reply.channelId, user: reply.userId, threadTs: reply.threadTs }, text, blocks);
     let outcome: ReplyOutcome;
     try {
-      outcome = await replies.onReply(reply, accessPorts(client, deps, askerWorkspace(context, body)));
+      outcome = await replies.onReply(reply, accessPorts(client, deps, context, body));
     } catch (err) {
       deps.log.error("reply in a thread could not be handled", { err });
       // Someone who meant to decide hears it was not taken; other talk in the thread stays unanswered.
@@ -89,7 +89,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       const choice = CHOICES[actions[0]!.action_id]!;
       let outcome: ReplyOutcome;
       try {
-        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps, askerWorkspace(context, body)));
+        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps, context, body));
       } catch (err) {
         // Nothing was taken: the question stays, with its buttons, for another try.
         deps.log.error("reply question answer could not be recorded", { err });

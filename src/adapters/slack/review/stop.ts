@@ -7,7 +7,7 @@ import type { App, types } from "@slack/bolt";
 import { z } from "zod";
 import type { AccessPorts, Asker } from "../../../usecases/access.js";
 import type { StopOutcome } from "../../../usecases/stops.js";
-import { accessPorts, askerWorkspace } from "../access.js";
+import { accessPorts } from "../access.js";
 import { cannotStopMessage, escapeMrkdwn, runStateLabel, STOP_ACTION, STOP_FOLLOWING_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { clickedMessage, clickFacts, payloadIssues } from "../private-reply.js";
@@ -38,7 +38,7 @@ export function registerStopActions(app: App, deps: FeatureDeps): void {
       const asker: Asker = { userId: user.id, ...(channelId ? { channelId } : {}) };
       let outcome: StopOutcome;
       try {
-        const access = accessPorts(client, deps, askerWorkspace(context, body));
+        const access = accessPorts(client, deps, context, body);
         outcome =
           actionId === STOP_ACTION
             ? // Stop is on the announcement: the click must come from that message.
