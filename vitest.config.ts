@@ -20,7 +20,8 @@ export default defineConfig({
     poolOptions: { forks: { maxForks: forks, minForks: forks, isolate: false }, threads: { isolate: false, maxThreads: 2, minThreads: 1 } },
     // The slowest files first (test/support/slow-first.ts): a fresh clone has no durations cached.
     sequence: { sequencer: SlowestFirst },
-    // One migrated database template per run, copied by every test database (test/support/test-database.ts).
+    // One migrated database template, copied by every test database (test/support/test-database.ts); the
+    // embedded one is kept between runs (test/support/global-setup.ts).
     globalSetup: ["test/support/global-setup.ts"],
     // Closes the databases a test file kept for reuse (test/support/test-database.ts).
     setupFiles: ["test/support/setup-file.ts"],
