@@ -22,6 +22,7 @@ describe("askerWorkspace", () => {
   it("a message names its author's team; the envelope's org is the installation's, taken only for its own team", () => {
     const envelope = { type: "event_callback", team_id: "T1", enterprise_id: "E1" };
     expect(askerWorkspace(installation, { ...envelope, event: { type: "message", user: "UG", user_team: "TPARTNER" } })).toEqual({ teamId: "TPARTNER" });
+    expect(askerWorkspace(installation, { ...envelope, event: { type: "message", user: "UG", team: "TPARTNER" } })).toEqual({ teamId: "TPARTNER" });
     expect(askerWorkspace(installation, { ...envelope, event: { type: "message", user: "U1", user_team: "T1" } })).toEqual({ teamId: "T1", enterpriseId: "E1" });
     // In a channel no other organisation shares, the author of another workspace is of the envelope's org (Grid).
     const orgOnly = { ...envelope, is_ext_shared_channel: false, event: { type: "message", user: "U2", user_team: "T2" } };

@@ -49,7 +49,7 @@ const askerParts = z.object({
   team_id: teamId.optional().catch(undefined),
   enterprise_id: teamId.optional().catch(undefined),
   event: z
-    .object({ user_team: teamId.optional().catch(undefined) })
+    .object({ user_team: teamId.optional().catch(undefined), team: teamId.optional().catch(undefined) })
     .optional()
     .catch(undefined),
   is_ext_shared_channel: z.boolean().optional().catch(undefined),
@@ -59,14 +59,14 @@ const askerParts = z.object({
  * The workspace and Grid org the asker is of, as Slack signed it in the request. In a Slack Connect
  * channel that is their own organisation's, not the app's (Bolt's context names the installation the
  * request was authorized with): a click, form or shortcut names the clicker's team and org, a command
- * its user's, a message event its author's team (user_team). An org is taken only where the request
+ * its user's, a message event its author's team (user_team, or team). An org is taken only where the request
  * names the asker's (an event's, in a channel not shared with another organisation), or the asker is
  * of the installation's own team.
  */
 export function askerWorkspace(context: { teamId?: string | undefined; enterpriseId?: string | undefined }, body: unknown): { teamId?: string; enterpriseId?: string } {
   const parsed = askerParts.safeParse(body);
   const b = parsed.success ? parsed.data : {};
-  const team = b.event?.user_team ?? b.user?.team_id ?? b.team?.id ?? b.team_id ?? context.teamId;
+  const team = b.event?.user_team ?? b.event?.team ?? b.user?.team_id ?? b.team?.id ?? b.team_id ?? context.teamId;
   // An event's envelope names the installation's org, which is its author's only in a channel no
   // other organisation shares.
   const named = b.event ? (b.is_ext_shared_channel === false ? b.enterprise_id : undefined) : (b.enterprise?.id ?? b.enterprise_id);
