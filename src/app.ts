@@ -174,8 +174,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // One bot token: the client Bolt's app.client would be (its options, its logger).
   const tokenClient = installedClients ? undefined : new webApi.WebClient(config.slack.botToken, { ...clientOptions, logger });
   // With one bot token, its workspace (who may start its crews: adapters/slack/access.ts), asked now.
-  const installedIn = tokenClient ? tokenWorkspace(tokenClient, log) : undefined;
-  void installedIn?.();
+  const installation = tokenClient ? tokenWorkspace(tokenClient, log) : undefined;
   const slackClients: SlackClients = installedClients ?? singleTokenClients(tokenClient!);
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
@@ -396,7 +395,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // Seals kickoff forms to their user and channel (adapters/slack/kickoff/form-binding.ts); a secret the bot already has.
     formKey: config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken,
     multiWorkspace: !!oauth,
-    ...(installedIn ? { installedIn } : {}),
+    ...(installation ? { installation } : {}),
     escalations,
     channelMembers: channelMembersCache(opts.clock),
     ...(slackBudget ? { spendSlack: (call: SlackCall, maxWaitMs?: number) => slackBudget.spendNow(call, 0, clock, maxWaitMs) } : {}),

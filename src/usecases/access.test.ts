@@ -279,6 +279,16 @@ describe("flow feedback requests", () => {
     expect(await maySeeFlowRequest(ports, { ...request, teamId: null }, { userId: "UASSIGNEE" })).toBe(true);
   });
 
+  it("a request that names no workspace (one bot token, a flow without team:) is the installation's: a guest of a shared channel does not answer it", async () => {
+    const installation = { teamId: "T1" };
+    const unnamed = { ...request, teamId: null };
+    const guest: AccessPorts = { members: members({ CFLOW: ["UGUEST"] }), workspace: { teamId: "TPARTNER" }, installation };
+    expect(await mayAnswerFlowRequest(guest, unnamed, "UGUEST")).toBe(false);
+    expect(await maySeeFlowRequest(guest, unnamed, { userId: "UGUEST", channelId: "CFLOW" })).toBe(false);
+    const own: AccessPorts = { ...guest, workspace: { teamId: "T1" } };
+    expect(await mayAnswerFlowRequest(own, unnamed, "UMEMBER")).toBe(true);
+  });
+
   it("from App Home: only a request the Home lists for the user; none without flows", async () => {
     expect(await mayAnswerFlowRequestFromHome({ flows }, request, "UASSIGNEE")).toBe(true);
     expect(await mayAnswerFlowRequestFromHome({ flows }, request, "USTRANGER")).toBe(false);

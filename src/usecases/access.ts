@@ -84,15 +84,24 @@ export interface AccessPorts {
    * Connect channel the two share). Unset: not known, and taken as the run's own.
    */
   workspace?: { teamId?: string; enterpriseId?: string };
+  /**
+   * With one bot token, the workspace it is installed in (and its Grid org): the workspace of a row
+   * that names none (a flow without `team:`). Unset: not known, and such a row is anyone's.
+   */
+  installation?: { teamId?: string; enterpriseId?: string };
 }
 
 const teamOf = (run: RunFacts): TeamRef => ({ teamId: run.teamId, enterpriseId: run.enterpriseId });
 
-/** Whether the request comes from the workspace of a run or flow request, or from its Enterprise Grid org (whose user ids are org-wide). */
-export function fromItsWorkspace(ports: Pick<AccessPorts, "workspace">, its: { teamId: string | null; enterpriseId?: string | null }): boolean {
+/**
+ * Whether the request comes from the workspace of a run or flow request, or from its Enterprise Grid
+ * org (whose user ids are org-wide). A row that names no workspace is the installation's.
+ */
+export function fromItsWorkspace(ports: Pick<AccessPorts, "workspace" | "installation">, its: { teamId: string | null; enterpriseId?: string | null }): boolean {
   const from = ports.workspace;
-  if (!from?.teamId || !its.teamId || from.teamId === its.teamId) return true;
-  return !!its.enterpriseId && from.enterpriseId === its.enterpriseId;
+  const [teamId, enterpriseId] = its.teamId ? [its.teamId, its.enterpriseId] : [ports.installation?.teamId, its.enterpriseId ?? ports.installation?.enterpriseId];
+  if (!from?.teamId || !teamId || from.teamId === teamId) return true;
+  return !!enterpriseId && from.enterpriseId === enterpriseId;
 }
 
 /** Whether the asker may see the run (its status, audit trail and output). Unknown (Slack unreachable) counts as no. */

@@ -3,13 +3,28 @@
 // names the clicker's own team in the payload (user.team_id, team.id), and the author's team of a
 // message (user_team); the bot itself is installed in its own workspace only (one bot token).
 import { afterEach, describe, expect, it } from "vitest";
-import { APPROVE_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, RUN_ACTIONS_BLOCK, RUN_ON_MESSAGE_SHORTCUT, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import {
+  APPROVE_ACTION,
+  FEEDBACK_ACTION,
+  FEEDBACK_BLOCK,
+  FLOW_ACTIONS_BLOCK,
+  FLOW_FEEDBACK_ACTION,
+  FLOW_FEEDBACK_BLOCK,
+  RUN_ACTIONS_BLOCK,
+  RUN_ON_MESSAGE_SHORTCUT,
+  STOP_ACTION,
+} from "../../src/adapters/slack/blocks/index.js";
+import { clickFlow, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
-afterEach(async () => h?.close());
+let f: FlowHarness | undefined;
+afterEach(async () => {
+  await (f ? f.close() : h?.close());
+  f = undefined;
+});
 
 /** Someone of a partner organisation in the shared channel. */
 const GUEST = { user: "U0GUEST", team: "T0PARTNER" };
@@ -95,5 +110,29 @@ describe("a channel shared with another organisation", () => {
     const own = await h.requests.command({ text: "", user_id: USER, channel_id: CHANNEL, trigger_id: h.slack.issueTrigger(USER) });
     expect(own.status).toBe(200);
     await eventually(() => h.slack.callsTo("views.open").length === 1, { what: "the kickoff form" });
+  });
+
+  it("its people may not answer a flow's request that names no workspace (one bot token): it is the installation's", async () => {
+    f = await startFlowHarness();
+    h = f.h;
+    await f.flow.send({ output: "Draft for the partner" });
+    const req = await pendingFlowRequest(h);
+    const button = req.buttons.find((b) => b.text === "approved")!;
+    await h.requests.blockAction({
+      user_id: GUEST.user,
+      team_id: GUEST.team,
+      channel_id: req.msg.channel,
+      message_ts: req.msg.ts,
+      action: { action_id: button.action_id, block_id: FLOW_ACTIONS_BLOCK, value: req.id },
+      stateValues: { [FLOW_FEEDBACK_BLOCK]: { [FLOW_FEEDBACK_ACTION]: { type: "plain_text_input", value: "" } } },
+    });
+    const refusal = await eventually(() => ephemeralsFor(GUEST.user)[0], { what: "the guest's refusal" });
+    expect(refusal.args.text).toMatch(/another organisation's workspace: only its own people may answer it, so nothing was sent to the flow/);
+    await h.settled();
+    expect(f.flow.calls).toHaveLength(0);
+    expect((await flowRow(h, req.id)).state).toBe("pending");
+
+    await clickFlow(h, req, "approved");
+    await eventually(() => f!.flow.calls.length === 1, { what: "the answer at the flow" });
   });
 });

@@ -1,6 +1,7 @@
 // Which workspace and Grid org a Slack request's asker is of, read from payloads as Slack sends them.
 import { describe, expect, it } from "vitest";
 import { askerWorkspace, ofInstallation } from "./access.js";
+import type { TokenWorkspace, Workspace } from "./deps.js";
 
 const installation = { teamId: "T1", enterpriseId: "E1" };
 
@@ -12,6 +13,12 @@ describe("askerWorkspace", () => {
     expect(askerWorkspace(installation, guest)).toEqual({ teamId: "TPARTNER" });
     const otherOrg = { type: "view_submission", user: { id: "UG", team_id: "TPARTNER" }, team: { id: "TPARTNER" }, enterprise: { id: "E2" } };
     expect(askerWorkspace(installation, otherOrg)).toEqual({ teamId: "TPARTNER", enterpriseId: "E2" });
+  });
+
+  it("in an Enterprise Grid org, a user's team_id may be the org's: taken as their org, the team from the payload's team", () => {
+    const gridUser = { type: "block_actions", user: { id: "U2", team_id: "E1" }, team: { id: "T2", enterprise_id: "E1" }, enterprise: null };
+    expect(askerWorkspace(installation, gridUser)).toEqual({ teamId: "T2", enterpriseId: "E1" });
+    expect(askerWorkspace({}, { ...gridUser, user: { id: "U2", team_id: "T2" } })).toEqual({ teamId: "T2", enterpriseId: "E1" });
   });
 
   it("a command names its user's team and org", () => {
@@ -39,16 +46,19 @@ describe("askerWorkspace", () => {
 
 describe("ofInstallation", () => {
   const guest = { command: "/crew", team_id: "TPARTNER", user_id: "UG" };
+  const token = (known: Workspace | undefined): TokenWorkspace => ({ known: () => known, within: async () => known });
   it("with one bot token: the asker is of the token's workspace or Grid org", async () => {
-    const installedIn = async () => ({ teamId: "T1", enterpriseId: "E1" });
-    expect(await ofInstallation({ installedIn }, { teamId: "TPARTNER" }, guest)).toBe(false);
-    expect(await ofInstallation({ installedIn }, { teamId: "T1" }, { command: "/crew", team_id: "T1" })).toBe(true);
-    expect(await ofInstallation({ installedIn }, { teamId: "T2" }, { command: "/crew", team_id: "T2", enterprise_id: "E1" })).toBe(true);
+    const installation = token({ teamId: "T1", enterpriseId: "E1" });
+    // The context names the asker's own team with one bot token: it does not stand for the installation.
+    expect(await ofInstallation({ installation }, { teamId: "TPARTNER" }, guest)).toBe(false);
+    expect(await ofInstallation({ installation }, { teamId: "T1" }, { command: "/crew", team_id: "T1" })).toBe(true);
+    expect(await ofInstallation({ installation }, { teamId: "T2" }, { command: "/crew", team_id: "T2", enterprise_id: "E1" })).toBe(true);
+    // Not known yet: not taken from the context either.
+    expect(await ofInstallation({ installation: token(undefined) }, { teamId: "TPARTNER" }, guest)).toBeUndefined();
   });
 
-  it("with OAuth: the installation the request was authorized with; unknown: not refused", async () => {
+  it("with OAuth: the installation the request was authorized with", async () => {
     expect(await ofInstallation({}, { teamId: "T1" }, guest)).toBe(false);
     expect(await ofInstallation({}, { teamId: "TPARTNER" }, guest)).toBe(true);
-    expect(await ofInstallation({ installedIn: async () => undefined }, {}, guest)).toBe(true);
   });
 });

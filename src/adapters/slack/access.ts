@@ -4,10 +4,10 @@
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { Logger } from "../../log/log.js";
-import type { AccessPorts, ChannelMembers } from "../../usecases/access.js";
+import { type AccessPorts, type ChannelMembers, fromItsWorkspace } from "../../usecases/access.js";
 import { MembershipCache } from "../../usecases/membership-cache.js";
 import type { Clock } from "../../usecases/ports.js";
-import type { FeatureDeps } from "./deps.js";
+import type { FeatureDeps, TokenWorkspace, Workspace } from "./deps.js";
 
 const MEMBER_PAGES = 20;
 /** How long a channel's member list is trusted: a member removed from the channel may still see its runs for this long. */
@@ -44,7 +44,10 @@ const teamId = z.string().min(1).max(255);
 /** The parts of a request that say which workspace (and Grid org) the asker is of: a click's or form's, a command's, a message event's. */
 const askerParts = z.object({
   user: z.object({ team_id: teamId.optional() }).optional().catch(undefined),
-  team: z.object({ id: teamId }).nullish().catch(undefined),
+  team: z
+    .object({ id: teamId, enterprise_id: teamId.optional().catch(undefined) })
+    .nullish()
+    .catch(undefined),
   enterprise: z.object({ id: teamId }).nullish().catch(undefined),
   team_id: teamId.optional().catch(undefined),
   enterprise_id: teamId.optional().catch(undefined),
@@ -66,53 +69,57 @@ const askerParts = z.object({
 export function askerWorkspace(context: { teamId?: string | undefined; enterpriseId?: string | undefined }, body: unknown): { teamId?: string; enterpriseId?: string } {
   const parsed = askerParts.safeParse(body);
   const b = parsed.success ? parsed.data : {};
-  const team = b.event?.user_team ?? b.event?.team ?? b.user?.team_id ?? b.team?.id ?? b.team_id ?? context.teamId;
+  // In an Enterprise Grid org, a user's team_id may be the org's id (E…): their org, not a workspace.
+  const userTeam = b.user?.team_id;
+  const userOrg = userTeam?.startsWith("E") ? userTeam : undefined;
+  const team = b.event?.user_team ?? b.event?.team ?? (userOrg ? undefined : userTeam) ?? b.team?.id ?? b.team_id ?? context.teamId;
   // An event's envelope names the installation's org, which is its author's only in a channel no
   // other organisation shares.
-  const named = b.event ? (b.is_ext_shared_channel === false ? b.enterprise_id : undefined) : (b.enterprise?.id ?? b.enterprise_id);
+  const named = b.event ? (b.is_ext_shared_channel === false ? b.enterprise_id : undefined) : (b.enterprise?.id ?? b.team?.enterprise_id ?? userOrg ?? b.enterprise_id);
   const enterprise = named ?? (team === context.teamId ? context.enterpriseId : undefined);
   return { ...(team ? { teamId: team } : {}), ...(enterprise ? { enterpriseId: enterprise } : {}) };
 }
 
 /**
  * Whether the asker is of the workspace (or Grid org) the app is installed in for this request: with
- * one bot token, the token's own (`installedIn`); with OAuth, the installation the request was
- * authorized with. A person of another organisation in a Slack Connect channel is not, and does not
- * start the installation's crews.
+ * one bot token, the token's own (`installation`, asked of auth.test at start); with OAuth, the
+ * installation the request was authorized with. A person of another organisation in a Slack Connect
+ * channel is not, and does not start the installation's crews. Undefined: with one bot token, its
+ * workspace is not known yet (Slack has not answered auth.test); the request's context names the
+ * asker's own team there, so it cannot stand for it.
  */
-export async function ofInstallation(
-  deps: Pick<FeatureDeps, "installedIn">,
-  context: { teamId?: string | undefined; enterpriseId?: string | undefined },
-  body: unknown,
-): Promise<boolean> {
-  // Known from the start (the composition root asks at once); while Slack does not say, the form's
-  // trigger (3 s) is not spent waiting: the request's own workspace stands for it.
-  const known = deps.installedIn && (await Promise.race([deps.installedIn(), new Promise<undefined>((r) => setTimeout(() => r(undefined), INSTALLATION_WAIT_MS).unref())]));
-  const installation = known ?? context;
-  const asker = askerWorkspace(context, body);
-  if (!installation.teamId || !asker.teamId || asker.teamId === installation.teamId) return true;
-  return !!installation.enterpriseId && asker.enterpriseId === installation.enterpriseId;
+export async function ofInstallation(deps: Pick<FeatureDeps, "installation">, context: Workspace, body: unknown): Promise<boolean | undefined> {
+  const installation = deps.installation ? await deps.installation.within(INSTALLATION_WAIT_MS) : context;
+  if (!installation) return undefined;
+  return fromItsWorkspace({ workspace: askerWorkspace(context, body) }, { teamId: installation.teamId ?? null, enterpriseId: installation.enterpriseId ?? null });
 }
 
-/** How long a request waits to know the bot token's workspace (ofInstallation). */
-const INSTALLATION_WAIT_MS = 500;
+/** How long a request waits to know the bot token's workspace (ofInstallation); a form's trigger lives 3 s. */
+const INSTALLATION_WAIT_MS = 1_000;
 
-/** The workspace (and Grid org) one bot token is installed in, asked of auth.test once; undefined while Slack does not say. */
-export function tokenWorkspace(client: WebClient, log: Logger): () => Promise<{ teamId?: string; enterpriseId?: string } | undefined> {
-  let known: Promise<{ teamId?: string; enterpriseId?: string } | undefined> | undefined;
-  return () =>
-    (known ??= client.auth
+export function tokenWorkspace(client: WebClient, log: Logger): TokenWorkspace {
+  let known: Workspace | undefined;
+  let asking: Promise<Workspace | undefined> | undefined;
+  const ask = () =>
+    (asking ??= client.auth
       .test()
-      .then((r) => ({ ...(r.team_id ? { teamId: r.team_id } : {}), ...(r.enterprise_id ? { enterpriseId: r.enterprise_id } : {}) }))
+      .then((r) => (known = { ...(r.team_id ? { teamId: r.team_id } : {}), ...(r.enterprise_id ? { enterpriseId: r.enterprise_id } : {}) }))
       .catch((err) => {
-        known = undefined;
+        asking = undefined;
         log.warn("could not read the bot token's workspace (auth.test)", { err });
         return undefined;
       }));
+  void ask();
+  return {
+    known: () => known,
+    within: async (ms) => known ?? (await Promise.race([ask(), new Promise<undefined>((r) => setTimeout(() => r(undefined), ms).unref())])),
+  };
 }
 
 /** What someone of another organisation hears when they try to start a crew here. */
 export const NOT_THIS_ORGANISATION = "Crewline's crews here belong to another organisation's workspace: only its own people may start them.";
+/** What someone hears when the bot token's workspace is not known yet (just after a start, or Slack not answering). */
+export const INSTALLATION_UNKNOWN = "Crewline could not tell yet which workspace it is installed in, so it cannot start a crew for you. Please try again in a moment.";
 
 /**
  * The ports of the access rules for one Slack request: its client reads the channel members, and the
@@ -120,12 +127,14 @@ export const NOT_THIS_ORGANISATION = "Crewline's crews here belong to another or
  */
 export function accessPorts(
   client: WebClient,
-  deps: Pick<FeatureDeps, "reviewers" | "flows" | "log" | "channelMembers">,
+  deps: Pick<FeatureDeps, "reviewers" | "flows" | "log" | "channelMembers" | "installation">,
   context: { teamId?: string | undefined; enterpriseId?: string | undefined },
   body: unknown,
 ): AccessPorts {
+  const installation = deps.installation?.known();
   return {
     workspace: askerWorkspace(context, body),
+    ...(installation ? { installation } : {}),
     members: slackChannelMembers(client, deps.channelMembers),
     ...(deps.reviewers ? { reviewers: deps.reviewers } : {}),
     ...(deps.flows ? { flows: deps.flows } : {}),

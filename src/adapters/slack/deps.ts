@@ -11,6 +11,17 @@ import type { Execution, TeamRef, WebhookUrls } from "../../usecases/ports.js";
 import type { ReviewerRules } from "../../usecases/reviewer-rules.js";
 import type { CrewRegistry } from "../crew/registry.js";
 
+/** A workspace and its Grid org, as Slack names them. */
+export type Workspace = { teamId?: string; enterpriseId?: string };
+
+/** The workspace one bot token is installed in (adapters/slack/access.ts tokenWorkspace): asked of auth.test at start, again while Slack has not said. */
+export interface TokenWorkspace {
+  /** As known now (undefined until auth.test answered). */
+  known(): Workspace | undefined;
+  /** As known within `ms` (asked again if an earlier ask failed). */
+  within(ms: number): Promise<Workspace | undefined>;
+}
+
 export interface FeatureDeps {
   lifecycle: Lifecycle;
   crews: CrewRegistry;
@@ -34,8 +45,8 @@ export interface FeatureDeps {
   flowHooks?: FlowHook[];
   /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */
   multiWorkspace?: boolean;
-  /** With one bot token: the workspace it is installed in (auth.test, asked once). Unset with OAuth: a request's installation is its own. */
-  installedIn?: () => Promise<{ teamId?: string; enterpriseId?: string } | undefined>;
+  /** With one bot token: the workspace it is installed in (auth.test at start). Unset with OAuth: a request's installation is its own. */
+  installation?: TokenWorkspace;
   /** Channel member lists, cached briefly for the access checks (adapters/slack/access.ts). */
   channelMembers?: MembershipCache<WebClient>;
   /**

@@ -3,7 +3,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
-import { accessPorts, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
+import { accessPorts, INSTALLATION_UNKNOWN, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
@@ -79,13 +79,17 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       const flows = flowHooksFor(deps, team).length ? "It answers flows' feedback requests; " : "";
       return void (await say(`No crew is configured in Crewline, so there is nothing to start here. ${flows}\`${commandName} help\` says more.`));
     }
+    if (parsed.kind === "open") {
+      // Before the crews' workspaces: a guest of another organisation is not told to have theirs added.
+      const own = await ofInstallation(deps, context, command);
+      if (own !== true) return void (await say(own === false ? NOT_THIS_ORGANISATION : INSTALLATION_UNKNOWN));
+    }
     if (parsed.kind === "open" && deps.crews.usableBy(team).length === 0) {
       // Crews are limited to other workspaces (teams: in CREWS_FILE).
       return void (await say(
         "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
       ));
     }
-    if (parsed.kind === "open" && !(await ofInstallation(deps, context, command))) return void (await say(NOT_THIS_ORGANISATION));
     await ack();
     if (parsed.kind === "open") {
       const opened = await openKickoffModal(client, deps, {

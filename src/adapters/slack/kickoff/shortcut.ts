@@ -4,7 +4,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { safeSlice } from "../../../text/truncate.js";
-import { NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
+import { INSTALLATION_UNKNOWN, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { LIMITS, RUN_ON_MESSAGE_SHORTCUT } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { FORM_NOT_OPENED, openKickoffModal } from "./modal.js";
@@ -25,7 +25,8 @@ export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
     const parsed = messageAction.safeParse(shortcut);
     if (!parsed.success) return void deps.log.warn("message shortcut of an unexpected shape ignored", { issues: parsed.error.issues.length });
     const answer = (text: string) => respond({ response_type: "ephemeral", text }).catch((err) => deps.log.warn("could not answer the shortcut", { err }));
-    if (!(await ofInstallation(deps, context, shortcut))) return void (await answer(NOT_THIS_ORGANISATION));
+    const own = await ofInstallation(deps, context, shortcut);
+    if (own !== true) return void (await answer(own === false ? NOT_THIS_ORGANISATION : INSTALLATION_UNKNOWN));
     const { message, channel, user, team } = parsed.data;
     const opened = await openKickoffModal(client, deps, {
       triggerId: parsed.data.trigger_id,
