@@ -11,7 +11,9 @@ describe("outbox failures", () => {
       reason: "rate limited",
       ambiguous: false,
     });
-    expect(judgeFailure(Object.assign(new Error("503"), { code: "slack_webapi_http_error", statusCode: 503 }))).toMatchObject({ kind: "retry", ambiguous: true });
+    expect(judgeFailure(Object.assign(new Error("503"), { code: "slack_webapi_http_error", statusCode: 503 }))).toMatchObject({ kind: "retry", ambiguous: true, outage: true });
+    // A 4xx is Slack refusing the request, not an outage: what a person waits on is not retried forever for it.
+    expect(judgeFailure(Object.assign(new Error("404"), { code: "slack_webapi_http_error", statusCode: 404 }))).not.toHaveProperty("outage");
     expect(judgeFailure(Object.assign(new Error("reset"), { code: "slack_webapi_request_error" }))).toMatchObject({ kind: "retry", ambiguous: true });
     // An error answer means Slack did not do it: no need to look for a message it may have left.
     expect(judgeFailure(platform("message_not_found"))).toMatchObject({ kind: "retry", ambiguous: false });

@@ -45,7 +45,9 @@ export function judgeFailure(err: unknown): FailureVerdict {
     if (PERMANENT_SLACK_ERRORS.has(code)) return { kind: "give_up", reason: code };
     return { kind: "retry", reason: code, ambiguous: false, ...(OUTAGE_SLACK_ERRORS.has(code) ? { outage: true } : {}) };
   }
-  if (e?.code === "slack_webapi_http_error") return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true, outage: true };
+  // A 4xx is Slack refusing this request (a wrong SLACK_API_URL, a body too large), not Slack being down.
+  if (e?.code === "slack_webapi_http_error")
+    return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true, ...(e.statusCode === undefined || e.statusCode >= 500 ? { outage: true } : {}) };
   if (e?.code === "slack_webapi_request_error") return { kind: "retry", reason: "request failed", ambiguous: true, outage: true };
   if (err instanceof GiveUp) return { kind: "give_up", reason: err.message };
   return { kind: "retry", reason: String(e?.message ?? err).slice(0, 200), ambiguous: true };

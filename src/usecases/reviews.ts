@@ -551,8 +551,9 @@ export class Reviews {
     // The run ended while the call failed (a stop, its end): nothing is waiting for this review any more.
     const run = await this.deps.runs.get(found.executionId);
     if (run && isFinished(run.state)) {
-      const closed = await this.conclude(found, decision, claimedAt, "not_waiting", { resumeMessage: "the run had ended" }, { approvals, humanFeedback, message });
-      return { kind: "not_waiting", review: closed, message };
+      const ended = "The run had ended before the crew took the decision.";
+      const closed = await this.conclude(found, decision, claimedAt, "not_waiting", { resumeMessage: "the run had ended" }, { approvals, humanFeedback, message: ended });
+      return { kind: "not_waiting", review: closed, message: ended };
     }
     this.deps.log.warn("resume failed; review is open again", { reviewId: found.id, err });
     const reopened = await this.conclude(found, decision, claimedAt, "resume_failed", {}, { approvals, humanFeedback, message });

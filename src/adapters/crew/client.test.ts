@@ -311,6 +311,15 @@ describe("CrewClient errors", () => {
     expect(e.userMessage()).not.toMatch(/main\.py|Traceback/);
   });
 
+  it("quotes a long traceback by its last line too (the reason comes after the part an error text is read to)", async () => {
+    const frames = Array.from({ length: 200 }, (_, i) => `  File "/app/crew/step_${i}.py", line ${i}, in run\n    step_${i}()`).join("\n");
+    const traceback = `Traceback (most recent call last):\n${frames}\nValueError: the real reason`;
+    expect(traceback.length).toBeGreaterThan(10_000);
+    const crew = await startCrew((_req, res) => send(res, 400, { detail: traceback }));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e.serviceMessage).toBe("ValueError: the real reason");
+  });
+
   it.each([401, 403])("maps %i to unauthorized without leaking the token", async (status) => {
     const crew = await startCrew((req, res) => send(res, status, { error: "Unauthorized", message: `bad token ${String(req.headers.authorization)}` }));
     const e = await failure(client(crew.url, { userToken: USER }).listInputs());
@@ -445,7 +454,9 @@ describe("CrewClient retries", () => {
     let calls = 0;
     const crew = await startCrew((_req, res) => (++calls === 1 ? send(res, 504, "Gateway Timeout", { "retry-after": "0" }) : send(res, 200, { inputs: ["topic"] })));
     const e = await failure(client(crew.url).resume({ executionId: "k", taskId: "t", humanFeedback: "", isApprove: true }));
-    expect(e).toMatchObject({ kind: "server", status: 504 });
+    // It may have gone through: the review is not simply opened again, and the person is told to look first.
+    expect(e).toMatchObject({ kind: "server", status: 504, maybeApplied: true });
+    expect(e.userMessage()).toMatch(/may have gone through anyway, so check the thread before trying again/);
     expect(crew.seen.map((s) => s.path)).toEqual(["/resume"]);
     calls = 0;
     expect(await client(crew.url).listInputs()).toEqual([{ name: "topic", required: true }]);

@@ -8,6 +8,7 @@ import type { CrewApi, CrewInput, ExecutionStatus, KickoffRequest, ResumeRequest
 import { MAX_ANSWER_BYTES, readBoundedText } from "../../text/bounded-body.js";
 import { parseBoundedJson } from "../../text/bounded-json.js";
 import { redactEchoes, sentSecrets } from "../../text/echoes.js";
+import { readableError } from "../../text/readable-error.js";
 import { sanitizeJson } from "../../text/sanitize.js";
 
 export interface CrewClientOptions {
@@ -234,9 +235,12 @@ export class CrewClient implements CrewApi {
       crewName: this.name,
       operation: call.op,
       status,
-      serviceMessage: serviceMessage === undefined ? undefined : redactEchoes(serviceMessage, [this.token, this.readToken, ...sentSecrets(call.body)]),
+      // Made readable first: redactEchoes reads only the text's start, and a traceback ends with its reason.
+      serviceMessage: serviceMessage === undefined ? undefined : redactEchoes(readableError(serviceMessage), [this.token, this.readToken, ...sentSecrets(call.body)]),
       missingInputs: kind === "missing_inputs" ? (missingInputs ?? []) : undefined,
       retryAfterSeconds: kind === "server" ? parseRetryAfter(retryAfter) : undefined,
+      // A gateway that stopped waiting: the service may have taken the kickoff or the decision.
+      ...(call.method === "POST" && status === 504 ? { maybeApplied: true } : {}),
     });
   }
 

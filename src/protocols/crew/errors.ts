@@ -56,7 +56,7 @@ export class CrewError extends Error {
       case "unreachable":
         return `Couldn't reach ${lower(crew)} while ${doing}. Check that it is deployed and CREW_BASE_URL is right.${this.maybeAppliedNote()}`;
       case "server":
-        return `${crew} had a server error${code} while ${doing}. It may be starting up; ${this.retryHint()}`;
+        return `${crew} had a server error${code} while ${doing}.${this.maybeAppliedNote() || ` It may be starting up; ${this.retryHint()}`}`;
       case "timeout":
         return `${crew} didn't answer in time while ${doing}.${this.maybeAppliedNote() || " Try again in a minute."}`;
       case "missing_inputs":
