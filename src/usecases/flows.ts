@@ -226,6 +226,11 @@ export class FlowRequests {
     return [describeReviewers(rules), request.assigneeUserId ? `<@${request.assigneeUserId}>` : ""].filter(Boolean).join(", ");
   }
 
+  /** What someone who may not answer the request is told: who may. */
+  notAllowed(request: Pick<FlowRequest, "flowName" | "assigneeUserId">): FlowDecisionOutcome {
+    return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
+  }
+
   /** Who a request goes to directly when Slack refuses its channel: whoever it is assigned or handed to, else the flow's reviewers. */
   directRecipients(request: Pick<FlowRequest, "flowName" | "assigneeUserId" | "reassignedTo">): { users: string[]; usergroups: string[] } {
     const assigned = [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u);
@@ -269,7 +274,7 @@ export class FlowRequests {
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
     const comment = d.feedback.trim();
     if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
-    if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return { kind: "not_allowed", who: this.who(request) ?? "the flow's reviewers" };
+    if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return this.notAllowed(request);
 
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
     // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.

@@ -11,7 +11,7 @@ import { findFlowRequestByMessage } from "../store/flow-requests.js";
 import { type ReviewWithExecution, reviewsInThread } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import { claimThreadReplyAnswer, deleteThreadRepliesBefore, findThreadReply, type NewThreadReply, recordThreadReply } from "../store/thread-replies.js";
-import { type AccessPorts, replyInReviewThread, replyMayAnswerFlowRequest, replyMayDecide } from "./access.js";
+import { type AccessPorts, fromItsWorkspace, replyInReviewThread, replyMayAnswerFlowRequest, replyMayDecide, reviewerGate } from "./access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "./flows.js";
 import { type Clock, systemClock } from "./ports.js";
 import type { DecisionOutcome, Reviews } from "./reviews.js";
@@ -46,7 +46,7 @@ export type ReplyQuestion =
 export type ReplyChoice = "reject" | "approve" | "ignore";
 
 export type ReplyOutcome =
-  /** Nothing to say: not a review's thread, not someone who may decide, a repeated delivery, talk after a decision, Ignore. */
+  /** Nothing to say: not a review's thread, talk from someone who may not decide, a repeated delivery, talk after a decision, Ignore. */
   | { kind: "ignored" }
   | { kind: "review"; outcome: DecisionOutcome }
   | { kind: "flow"; outcome: FlowDecisionOutcome }
@@ -55,7 +55,9 @@ export type ReplyOutcome =
   | { kind: "unknown_question" }
   | { kind: "answered_already" }
   /** The clicker may no longer decide what the question was about. */
-  | { kind: "no_longer_allowed" };
+  | { kind: "no_longer_allowed" }
+  /** An approve or reject from someone of another organisation than the run's or request's (a Slack Connect channel). */
+  | { kind: "other_organisation"; of: "review" | "flow" };
 
 /** How long a reply is remembered (repeated deliveries come within minutes; questions are answered or forgotten by then). */
 export const THREAD_REPLY_RETENTION_MS = 7 * 24 * 3600_000;
@@ -105,8 +107,12 @@ export class ReplyDecisions {
       if (!(await this.record(reply, { text: null, reviewId: latest.id, round: latest.round, flowRequestId: null }))) return IGNORED;
       return { kind: "review", outcome: { kind: "already_decided", review: latest } };
     }
-    if (!(await replyMayDecide(ports, target, reply))) return IGNORED;
     const asked = intent.kind === "other";
+    if (!(await replyMayDecide(ports, target, reply))) {
+      // Talk is not for the bot; an approve or reject is told why it was not taken, as a click would be.
+      if (asked) return IGNORED;
+      return this.refused(reply, { reviewId: target.id, round: target.round, flowRequestId: null }, await reviewRefusal(ports, target, reply.userId));
+    }
     const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: target.id, round: target.round, flowRequestId: null });
     if (!recorded) return IGNORED;
     if (asked)
@@ -130,7 +136,10 @@ export class ReplyDecisions {
     const intent = flowReplyIntent(reply.text, emit);
     const decisive = intent.kind === "outcome" || replyIntent(reply.text).kind !== "other";
     if (request.state !== "pending" && !decisive) return IGNORED;
-    if (!(await replyMayAnswerFlowRequest(ports, request, reply))) return IGNORED;
+    if (!(await replyMayAnswerFlowRequest(ports, request, reply))) {
+      if (request.state !== "pending" || !decisive) return IGNORED;
+      return this.refused(reply, { reviewId: null, round: null, flowRequestId: request.id }, await flowRefusal(ports, flows, request, reply.userId));
+    }
     const asked = request.state === "pending" && intent.kind === "other";
     const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: null, round: null, flowRequestId: request.id });
     if (!recorded) return IGNORED;
@@ -204,6 +213,12 @@ export class ReplyDecisions {
     return { kind: "flow", outcome };
   }
 
+  /** A refused approve or reject: told once per Slack message (a repeated delivery says nothing); undefined: nothing to tell. */
+  private async refused(reply: ThreadReplyIn, about: Pick<NewThreadReply, "reviewId" | "round" | "flowRequestId">, refusal: ReplyOutcome | undefined): Promise<ReplyOutcome> {
+    if (!refusal || !(await this.record(reply, { text: null, ...about }))) return IGNORED;
+    return refusal;
+  }
+
   private record(reply: ThreadReplyIn, about: Pick<NewThreadReply, "text" | "reviewId" | "round" | "flowRequestId">) {
     return recordThreadReply(this.sql, { channelId: reply.channelId, ts: reply.ts, threadTs: reply.threadTs, userId: reply.userId, ...about }, this.clock.now());
   }
@@ -215,4 +230,18 @@ export class ReplyDecisions {
     this.lastCleanup = now;
     deleteThreadRepliesBefore(this.sql, new Date(now - THREAD_REPLY_RETENTION_MS)).catch((err) => this.deps.log.warn("could not forget old thread replies", { err }));
   }
+}
+
+/** Why someone may not decide a review, in the words of a click's refusal; undefined when it cannot be said (Slack unreachable). */
+async function reviewRefusal(ports: AccessPorts, target: ReviewWithExecution, userId: string): Promise<ReplyOutcome | undefined> {
+  if (!fromItsWorkspace(ports, target.execution)) return { kind: "other_organisation", of: "review" };
+  const gate = await reviewerGate(ports, target, userId).catch(() => undefined);
+  return gate && !gate.allowed ? { kind: "review", outcome: { kind: "not_allowed", who: gate.who } } : undefined;
+}
+
+/** Why someone may not answer a flow request; undefined when it cannot be said. */
+async function flowRefusal(ports: AccessPorts, flows: FlowRequests, request: FlowRequest, userId: string): Promise<ReplyOutcome | undefined> {
+  if (!fromItsWorkspace(ports, request)) return { kind: "other_organisation", of: "flow" };
+  const may = await ports.flows?.mayDecide(request, userId).catch(() => undefined);
+  return may === false ? { kind: "flow", outcome: flows.notAllowed(request) } : undefined;
 }

@@ -212,13 +212,11 @@ describe("deciding a review by replying in its thread", () => {
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: round2.reviewId } })).state).toBe("pending");
   });
 
-  it("replies from people who may not decide, bot messages, edits, other subtypes and other threads are ignored without a word", async () => {
+  it("talk from people who may not decide, bot messages, edits, other subtypes and other threads are ignored without a word; their approve or reject is told who decides", async () => {
     h = await startHarness();
     const { threadTs, review } = await runWaitingForReview();
     h.bot.crews.config("research")!.reviewers = { users: [USER], usergroups: [] };
     const ignored = [
-      replyEvent("lgtm", threadTs, { user: BOB }),
-      replyEvent("changes: do it my way", threadTs, { user: BOB }),
       replyEvent("what is this?", threadTs, { user: BOB }),
       replyEvent("lgtm", threadTs, { extra: { bot_id: "B0OTHER" } }),
       replyEvent("lgtm", threadTs, { extra: { subtype: "bot_message" } }),
@@ -242,6 +240,19 @@ describe("deciding a review by replying in its thread", () => {
     expect(resumeCalls(h)).toHaveLength(0);
     expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
     expect(await prismaOf(h.bot.database).threadReply.count()).toBe(0);
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
+
+    // Bob meant to decide: each approve or reject is told privately who may, once even if Slack delivers it again.
+    const lgtm = replyEvent("lgtm", threadTs, { user: BOB });
+    for (const event of [lgtm, replyEvent("changes: do it my way", threadTs, { user: BOB }), lgtm]) await h.requests.event(event);
+    await eventually(() => ephemeralsFor(BOB).length >= 2, { what: "Bob's refusals" });
+    await h.settled();
+    expect(ephemeralsFor(BOB).map((c) => (c.args as any).text)).toEqual([
+      `Only <@${USER}> may decide this review, so nothing was sent to the crew.`,
+      `Only <@${USER}> may decide this review, so nothing was sent to the crew.`,
+    ]);
+    expect(ephemeralsFor(BOB).every((c) => (c.args as any).thread_ts === threadTs)).toBe(true);
+    expect(resumeCalls(h)).toHaveLength(0);
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("pending");
 
     // The reviewer's reply still decides.
@@ -356,5 +367,22 @@ describe("answering a flow request by reply", () => {
     await settle();
     expect(ephemeralsFor(USER)).toHaveLength(before + 1);
     expect(f.flow.calls).toHaveLength(2);
+  });
+
+  it("an outcome named by someone the flow's rules leave out is told who answers; their talk is ignored", async () => {
+    f = await startFlowHarness({ flow: { reviewers: { users: [BOB], usergroups: [] } } });
+    h = f.h;
+    await f.flow.send({ output: "Draft one", message: "Please review" });
+    const request = await pendingFlowRequest(f.h, "Draft one");
+    await f.h.requests.event(replyEvent("what about the title?", request.msg.ts, { channel: FLOW_CHANNEL }));
+    await f.h.requests.event(replyEvent("approved", request.msg.ts, { channel: FLOW_CHANNEL }));
+    await eventually(() => ephemeralsFor(USER).length === 1, { what: "the refusal" });
+    await settle();
+    expect(ephemeralsFor(USER).map((c) => (c.args as any).text)).toEqual([`Only <@${BOB}> may answer this request, so nothing was sent to the flow.`]);
+    expect(f.flow.calls).toHaveLength(0);
+    expect((await flowRow(f.h, request.id)).state).toBe("pending");
+    // Bob's reply answers it.
+    await f.h.requests.event(replyEvent("approved", request.msg.ts, { channel: FLOW_CHANNEL, user: BOB }));
+    await eventually(() => f!.flow.answers.length === 1, { what: "Bob's answer" });
   });
 });

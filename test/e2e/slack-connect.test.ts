@@ -54,6 +54,8 @@ describe("a channel shared with another organisation", () => {
     const run = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
     const reply = { type: "message", channel: CHANNEL, user: GUEST.user, user_team: GUEST.team, text: "approve", ts: `${Date.now() / 1000}`, thread_ts: run.threadTs };
     expect((await h.requests.event(reply)).status).toBe(200);
+    await eventually(() => ephemeralsFor(GUEST.user).length === 2, { what: "the guest's reply refusal" });
+    expect(ephemeralsFor(GUEST.user)[1]!.args.text).toBe(refusal.args.text);
 
     // Stop, on the run's announcement.
     const announcement = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.ts === run.threadTs && JSON.stringify(m.blocks ?? []).includes(STOP_ACTION)), {
@@ -68,8 +70,8 @@ describe("a channel shared with another organisation", () => {
       message_ts: announcement.ts,
       action: { action_id: STOP_ACTION, block_id: RUN_ACTIONS_BLOCK, value: stopValue },
     });
-    await eventually(() => ephemeralsFor(GUEST.user).length === 2, { what: "the guest's stop refusal" });
-    expect(ephemeralsFor(GUEST.user)[1]!.args.text).toMatch(/may stop it, so nothing was sent to the crew/);
+    await eventually(() => ephemeralsFor(GUEST.user).length === 3, { what: "the guest's stop refusal" });
+    expect(ephemeralsFor(GUEST.user)[2]!.args.text).toMatch(/may stop it, so nothing was sent to the crew/);
 
     await h.settled();
     expect(resumeCalls(h)).toHaveLength(0);

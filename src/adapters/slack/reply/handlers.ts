@@ -9,7 +9,7 @@ import { sanitizeText } from "../../../text/sanitize.js";
 import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
 import { accessPorts } from "../access.js";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
-import { flowReplyFor, replyFor } from "../decisions/replies.js";
+import { flowReplyFor, otherOrganisation, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
 import { payloadIssues, tellPrivately } from "../private-reply.js";
 
@@ -138,5 +138,7 @@ export function wordsFor(outcome: ReplyOutcome): string | undefined {
       return QUESTION_ANSWERED;
     case "no_longer_allowed":
       return NO_LONGER_ALLOWED;
+    case "other_organisation":
+      return otherOrganisation(outcome.of);
   }
 }
