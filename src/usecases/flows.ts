@@ -91,7 +91,9 @@ export type FlowDecisionOutcome =
   | { kind: "already_decided"; request: FlowRequest }
   | { kind: "answered"; request: FlowRequest }
   | { kind: "closed"; request: FlowRequest; reason: string }
-  | { kind: "failed"; request: FlowRequest; message: string };
+  | { kind: "failed"; request: FlowRequest; message: string }
+  /** The flow's answer came so late that the request had been opened again meanwhile: the flow heard this answer, the request shows what happened since. */
+  | { kind: "taken_over"; request: FlowRequest };
 
 /** The text the flow receives: the chosen outcome first (so the flow can route on it), then the comment. */
 export function feedbackText(outcome: string | undefined, comment: string): string {
@@ -336,7 +338,7 @@ export class FlowRequests {
     // 5xx, time-out or unreachable: open again, so someone can decide again.
     if (!ok) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const message = answer.message ?? "the flow could not be reached";
-    const settled = await this.core.settle(this.target, request, {
+    const { row: settled, ours } = await this.core.settle(this.target, request, {
       move: async (tx) => {
         const now = this.clock.now();
         const deadlineDone = !!d.byDeadline;
@@ -379,6 +381,7 @@ export class FlowRequests {
             ]
           : [],
     });
+    if (!ours) return { kind: "taken_over", request: settled };
     if (state === "answered") return { kind: "answered", request: settled };
     return state === "closed" ? { kind: "closed", request: settled, reason: answer.message ?? "" } : { kind: "failed", request: settled, message };
   }

@@ -47,7 +47,12 @@ export type DecisionOutcome =
   | { kind: "already_decided"; review: Review }
   | { kind: "decided"; review: Review; resume: ResumeResult }
   | { kind: "not_waiting"; review: Review; message: string }
-  | { kind: "resume_failed"; review: Review; message: string };
+  | { kind: "resume_failed"; review: Review; message: string }
+  /**
+   * The crew's answer came so late that the review had been opened again meanwhile (its claim taken
+   * over as abandoned): the crew heard this decision, but the review shows what happened since.
+   */
+  | { kind: "taken_over"; review: Review };
 
 export interface Decision {
   reviewId: string;
@@ -464,8 +469,7 @@ export class Reviews {
         ...this.deps.webhookUrls(execution),
       });
       const patch = { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null };
-      const decided = await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback });
-      return { kind: "decided", review: decided, resume };
+      return await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }, (review) => ({ kind: "decided", review, resume }));
     } catch (err) {
       return this.resumeFailed(found, err, decision, claimedAt, approvals, humanFeedback);
     }
@@ -484,12 +488,13 @@ export class Reviews {
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
     sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; notice: RunNotice } },
-  ): Promise<Review> {
+    named: (review: Review) => DecisionOutcome = (review) => ({ kind: "already_decided", review }),
+  ): Promise<DecisionOutcome> {
     const { execution: _, ...review } = found;
     const note = decision.feedback.trim() || null;
     const event: ReviewEvent = outcome === "decided" ? (decision.approve ? "resume_ok_approve" : "resume_ok_reject") : outcome;
     const columns = outcome === "resume_failed" ? { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false, ...patch } : patch;
-    return this.core.settle(crewReviewTarget(), found, {
+    const settled = await this.core.settle(crewReviewTarget(), found, {
       move: async (tx) => {
         const moved = await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns, claimedAt);
         if (!moved) return { row: { ...((await findReview(tx, review.id)) ?? review), execution: found.execution }, ours: false };
@@ -520,6 +525,7 @@ export class Reviews {
       taken: outcome === "decided",
       effects: sent.threadNotice ? [{ kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { notice: sent.threadNotice.notice } }] : [],
     });
+    return settled.ours ? named(settled.row) : { kind: "taken_over", review: settled.row };
   }
 
   private async resumeFailed(
@@ -533,31 +539,33 @@ export class Reviews {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     if (isCrewError(err) && err.kind === "bad_request") {
       // 400: the crew is not waiting for this decision (it moved on, or another client decided).
-      const closed = await this.conclude(
+      return this.conclude(
         found,
         decision,
         claimedAt,
         "not_waiting",
         { resumeMessage: err.serviceMessage ?? "no reason given" },
         { approvals, humanFeedback, message },
+        (review) => ({ kind: "not_waiting", review, message }),
       );
-      return { kind: "not_waiting", review: closed, message };
     }
     if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(found.execution, found))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
       const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
-      return { kind: "decided", review: await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }), resume: {} };
+      return this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }, (review) => ({ kind: "decided", review, resume: {} }));
     }
     // The run ended while the call failed (a stop, its end): nothing is waiting for this review any more.
     const run = await this.deps.runs.get(found.executionId);
     if (run && isFinished(run.state)) {
       const ended = "The run had ended before the crew took the decision.";
-      const closed = await this.conclude(found, decision, claimedAt, "not_waiting", { resumeMessage: "the run had ended" }, { approvals, humanFeedback, message: ended });
-      return { kind: "not_waiting", review: closed, message: ended };
+      return this.conclude(found, decision, claimedAt, "not_waiting", { resumeMessage: "the run had ended" }, { approvals, humanFeedback, message: ended }, (review) => ({
+        kind: "not_waiting",
+        review,
+        message: ended,
+      }));
     }
     this.deps.log.warn("resume failed; review is open again", { reviewId: found.id, err });
-    const reopened = await this.conclude(found, decision, claimedAt, "resume_failed", {}, { approvals, humanFeedback, message });
-    return { kind: "resume_failed", review: reopened, message };
+    return this.conclude(found, decision, claimedAt, "resume_failed", {}, { approvals, humanFeedback, message }, (review) => ({ kind: "resume_failed", review, message }));
   }
 
   /**

@@ -218,6 +218,9 @@ describe("review loop", () => {
     expect(await row()).toMatchObject({ state: "approved", decision: "approve", decidedBy: BOB });
     const audits = await prismaOf(h.bot.database).auditRecord.findMany({ where: { kind: "decision" }, orderBy: { createdAt: "asc" } });
     expect(audits.map((a) => [a.actor, a.decision, (a.detail as { claimTakenOver?: boolean }).claimTakenOver ?? false])).toContainEqual(["U0ALICE", "reject", true]);
+    // Alice is told that her decision came late, not left to think it held.
+    const told = await eventually(() => h.slack.ephemerals.find((e) => e.user === "U0ALICE" && /reached the crew late/.test(e.text ?? "")), { what: "Alice told" });
+    expect(told.text).toMatch(/opened the review again, so the review shows what happened since/);
   }, 30_000);
 
   it("waits for a decision's /resume longer than the call can take before taking it over as abandoned", async () => {

@@ -297,8 +297,9 @@ export class DecisionCore {
    * What came of a claimed decision, in one transaction: the request's new state (`move`, with its
    * run's when it has one), the decision's audit row, the message shown again from its row (unless
    * it opened again), the edited version after an edit and approve that was taken, and any notice.
+   * Returns the row as it is now; `ours` false: the claim had been taken over, and nothing moved.
    */
-  async settle<R extends RequestBase>(target: DecisionTarget<R>, r: R, s: Settlement<R>): Promise<R> {
+  async settle<R extends RequestBase>(target: DecisionTarget<R>, r: R, s: Settlement<R>): Promise<{ row: R; ours: boolean }> {
     const edit = latestEdit(s.approvals);
     const settled = await inTransaction(this.sql, async (tx) => {
       const { row: moved, ours } = await s.move(tx);
@@ -326,7 +327,7 @@ export class DecisionCore {
       return { moved, ours };
     });
     if (settled.ours && (s.show || edit || s.effects?.length)) this.deps.outbox.nudge();
-    return settled.moved;
+    return { row: settled.moved, ours: settled.ours };
   }
 }
 

@@ -87,6 +87,8 @@ function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisi
       return `The crew wasn't waiting for this decision, so nothing changed. ${escapeMrkdwn(outcome.message)}`;
     case "resume_failed":
       return `Your decision did not reach the crew, so the review is open again. ${escapeMrkdwn(outcome.message)}`;
+    case "taken_over":
+      return `Your ${kind === "review" ? "decision" : "answer"} reached the ${w.receiver} late: Crewline had stopped waiting for it and opened the ${w.noun} again, so the ${w.noun} shows what happened since. Please check the thread before you ${w.verb} it again.`;
     case "closed":
       return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
     case "failed":
