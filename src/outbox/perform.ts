@@ -58,7 +58,7 @@ import {
 import { reviewNote } from "../usecases/reviews.js";
 import { noTelemetry, type Telemetry } from "../usecases/telemetry.js";
 import { BudgetWait, type SlackCall, type SlackGate } from "./budget.js";
-import { GiveUp } from "./failures.js";
+import { GiveUp, judgeFailure } from "./failures.js";
 import { MOVED_PART } from "./refused.js";
 import { cellRate, tierOf } from "./tiers.js";
 import type { EffectOutcome, Performer } from "./worker.js";
@@ -276,6 +276,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       }
       // Slack ended the stream itself (it was left idle too long): the next call starts a new one.
       if (code && e.streamTs && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: again };
+      // A stop whose closing chunks Slack will never take: the plan is stopped bare (as far as it showed),
+      // rather than left spinning. A bare stop refused for good is given up like any other effect.
+      const streamTs = e.streamTs;
+      if (call.method === "chat.stopStream" && !call.bare && streamTs && judgeFailure(err).kind === "give_up") {
+        deps.log?.warn("Slack refused the live plan's last chunks; stopping it without them", { executionId: e.id, error: code });
+        return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: streamTs, shown: call.shown }), next: again };
+      }
       throw err;
     }
     const stopped = call.method === "chat.stopStream";

@@ -43,6 +43,8 @@ export interface ReviewContext {
 export interface PlanCall {
   method: "chat.startStream" | "chat.appendStream" | "chat.stopStream";
   shown: Record<string, string>;
+  /** A stop that carries no chunks (the plan showed everything already). */
+  bare?: boolean;
   /** Makes the call; the streamed message's ts. */
   send(): Promise<{ ts: string }>;
 }

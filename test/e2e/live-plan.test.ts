@@ -87,6 +87,21 @@ describe("a run's live plan", () => {
     expect(row.progressTs).toBeNull();
   });
 
+  it("is stopped without its last chunks when Slack will never take them, rather than left spinning", async () => {
+    h = await startHarness({ crew: { tasks: [{ id: "t-gather", name: "gather_task", agent: "Gatherer", delayMs: 1500, steps: 3 }] } });
+    h.slack.failNext("chat.stopStream", "invalid_arguments");
+    const execution = await startRunViaSlack(h);
+    await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the stream stopped", timeoutMs: 15_000 });
+    await h.settled();
+    const stops = h.slack.callsTo("chat.stopStream");
+    expect(stops.map((c) => [!!c.error, ((c.args.chunks as unknown[] | undefined) ?? []).length > 0])).toEqual([
+      [true, true],
+      [false, false],
+    ]);
+    const row = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
+    expect(row.streamStoppedAt).not.toBeNull();
+  });
+
   it("falls back to the one progress message where Slack refuses streaming, remembered for the workspace and logged once", async () => {
     const log = recordingLogger();
     h = await startHarness({ crew: { tasks: [{ id: "t-a", name: "a_task", agent: "A", delayMs: 600, steps: 4 }] }, crewline: { log } });

@@ -290,6 +290,7 @@ export class SlackRunNotifier implements RunNotifier {
       return {
         method: "chat.stopStream",
         shown,
+        bare: chunks.length === 0,
         send: async () => {
           const client = await this.clientFor(execution);
           await client.chat.stopStream({ channel, ts, ...(chunks.length ? { chunks } : {}) });
