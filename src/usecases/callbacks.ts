@@ -249,7 +249,7 @@ export class Callbacks {
       if (isFinished(execution.state)) return;
       await this.reviews.awaitDecision(
         execution,
-        { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId },
+        { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId ?? event.wholeName },
         { source: "input" },
       );
     } else if (event.kind === "crew") {

@@ -200,10 +200,10 @@ export class Reviews {
    * A task finished (task webhook): its output is stored and posted in the thread as a task message
    * with no decision controls (state "posted"). It becomes a review only through awaitDecision.
    */
-  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "taskId" | "name" | "agent" | "output">): Promise<Review | undefined> {
+  async open(execution: Execution, task: Pick<TaskEvent, "taskKey" | "taskId" | "name" | "wholeName" | "agent" | "output">): Promise<Review | undefined> {
     // The crew waited on this task before: it most likely does again, and says so in a moment.
     const hold = this.holdMs > 0 && this.tasksAwaited.has(awaitedKey(execution.crewName, task.name ?? task.taskKey));
-    return this.store(execution, { ...task, resumeTaskId: task.taskId }, { source: "webhook" }, "posted", hold ? this.holdMs : 0);
+    return this.store(execution, { ...task, resumeTaskId: task.taskId ?? task.wholeName }, { source: "webhook" }, "posted", hold ? this.holdMs : 0);
   }
 
   /**
@@ -272,7 +272,7 @@ export class Reviews {
       const last = status.lastTask;
       // The pause is on this output when the status shows it, or shows no task and this is the run's latest.
       const onThis = last?.output ? hashOutput(last.output) === review.outputHash : (await latestReviewOf(this.sql, execution.id))?.id === review.id;
-      if (onThis) await this.promote(run, current, last?.taskId);
+      if (onThis) await this.promote(run, current, last?.taskId ?? last?.wholeName);
       return;
     }
   }

@@ -97,13 +97,14 @@ export function actionForStatus(status: ExecutionStatus): StatusAction {
     case "paused": {
       const task = status.lastTask;
       if (!task?.output) return { kind: "none" };
+      const resumeTaskId = task.taskId ?? task.wholeName;
       return {
         kind: "review",
         taskKey: task.name ?? task.taskId ?? "task",
         name: task.name,
         agent: task.agent,
         output: task.output,
-        ...(task.taskId ? { resumeTaskId: task.taskId } : {}),
+        ...(resumeTaskId ? { resumeTaskId } : {}),
       };
     }
     case "succeeded":

@@ -80,6 +80,21 @@ describe("hostile crew callbacks", () => {
     expect(resumed.body).toMatchObject({ task_id: "t1", is_approve: true });
   });
 
+  it("2b. a task whose id is its 8,000-character name (a crew that knows tasks by name) is resumed by its whole name", async () => {
+    const description = `Summarise the vents: ${Array.from({ length: 1_800 }, (_, i) => ((i * 7_919) % 100_003).toString(36)).join(" ")}`;
+    h = await startHarness({ crew: { tasks: [{ id: description, name: description, agent: "Writer", humanInput: true, output: "vent summary", delayMs: 20 }] } });
+    const execution = await startRunViaSlack(h);
+    const review = await pendingReview(h, { containing: "vent summary" });
+    await clickReview(h, review, true);
+    const resumed = await eventually(() => resumeCalls(h)[0], { what: "the approval at the crew" });
+    expect(resumed.body).toMatchObject({ task_id: description, is_approve: true });
+    // The crew took it: the review is approved and the run goes on to its end.
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).state === "completed", {
+      what: "the run completed",
+    });
+    expect((await prismaOf(h.bot.database).review.findFirstOrThrow({ where: { executionId: execution.id } })).state).toBe("approved");
+  });
+
   it("5. every method and path shape under /hooks/ is answered by the callback handler, no secret logged", async () => {
     const lines: string[] = [];
     h = await startHarness({ crew: { tasks: oneTask("out") }, crewline: { log: createLogger("debug", (l) => lines.push(l)) } });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CrewError } from "./errors.js";
-import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus, parseWebhook, TASK_NAME_MAX } from "./parse.js";
+import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus, parseWebhook, TASK_NAME_MAX, WHOLE_NAME_MAX } from "./parse.js";
 
 function invalidResponse(fn: () => unknown): CrewError {
   try {
@@ -290,6 +290,17 @@ describe("parseWebhook task", () => {
     expect((parseWebhook("task", { name: `${long}!`, output: "o" }) as { name: string }).name).not.toBe(fromTask);
     // A short one stays as it is.
     expect((parseWebhook("task", { name: "research_task", output: "o" }) as { name: string }).name).toBe("research_task");
+  });
+
+  it("keeps a cut name whole for /resume only when no task id names the task, and only up to WHOLE_NAME_MAX", () => {
+    const long = `Research ${"vents ".repeat(100)}`;
+    expect((parseWebhook("task", { name: long, output: "o" }) as { wholeName?: string }).wholeName).toBe(long);
+    expect((parseWebhook("input", { task_name: long, task_output: "o" }) as { wholeName?: string }).wholeName).toBe(long);
+    expect(parseStatus({ state: "PENDING_HUMAN_INPUT", last_executed_task: { name: long, output: "o" } }).lastTask?.wholeName).toBe(long);
+    // An id names it, a name short enough stays whole, a name past the bound has no whole to send.
+    expect((parseWebhook("input", { task_id: "t1", name: long, output: "o" }) as { wholeName?: string }).wholeName).toBeUndefined();
+    expect((parseWebhook("task", { name: "research_task", output: "o" }) as { wholeName?: string }).wholeName).toBeUndefined();
+    expect((parseWebhook("task", { name: "x".repeat(WHOLE_NAME_MAX + 1), output: "o" }) as { wholeName?: string }).wholeName).toBeUndefined();
   });
 
   it("takes an id of more than 200 characters for no id (ids are stored, indexed and sent back whole)", () => {

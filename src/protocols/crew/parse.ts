@@ -60,6 +60,19 @@ function taskName(value: unknown): string | undefined {
   return `${safeSlice(text, TASK_NAME_MAX - 15).trimEnd()}… ${hash}`;
 }
 
+/** Longest whole name kept for /resume (a task's description, as CrewAI names an unnamed task). */
+export const WHOLE_NAME_MAX = 32 * 1024;
+
+/**
+ * The whole name of a task whose name was cut, when no task id names it (a crew whose task ids are
+ * its names: the field notes leave it open): /resume names the task by it, as the crew knows it.
+ */
+function wholeName(value: unknown, taskId: string | undefined): string | undefined {
+  if (taskId !== undefined) return undefined;
+  const text = toText(value);
+  return text !== undefined && text.length > TASK_NAME_MAX && text.length <= WHOLE_NAME_MAX ? text : undefined;
+}
+
 function firstId(...values: unknown[]): string | undefined {
   for (const v of values) {
     const parsed = idText.safeParse(v);
@@ -224,11 +237,13 @@ function errorText(error: unknown): unknown {
 
 function lastTaskOf(t: z.infer<typeof lastTaskSchema> | undefined): ExecutionStatus["lastTask"] {
   if (!t) return undefined;
+  const taskId = firstId(t.task_id, t.id);
   const out = {
     output: toText(t.output),
     agent: agentName(t.agent),
     name: taskName(t.name),
-    taskId: firstId(t.task_id, t.id),
+    taskId,
+    wholeName: wholeName(t.name, taskId),
   };
   return dropUndefined(out);
 }
@@ -271,11 +286,14 @@ function humanInputEvent(b: Record<string, unknown>, crewName: string): HumanInp
   const task = record.safeParse(b.task).success ? (b.task as Record<string, unknown>) : {};
   const output = toText(b.output) ?? toText(b.task_output) ?? toText(b.taskOutput) ?? toText(b.result) ?? toText(task.output) ?? toText(b.output_json);
   if (output === undefined || !output.trim()) throw invalid("webhook", crewName, "human-input request has no task output");
+  const taskId = firstId(b.task_id, b.taskId, b.id, task.id, task.task_id);
+  const named = [b.name, b.task_name, task.name].find((n) => toText(n) !== undefined);
   return dropUndefined({
     kind: "input" as const,
     runId: firstId(b.execution_id, b.executionId, b.kickoff_id),
-    taskId: firstId(b.task_id, b.taskId, b.id, task.id, task.task_id),
-    name: taskName(b.name) ?? taskName(b.task_name) ?? taskName(task.name),
+    taskId,
+    name: taskName(named),
+    wholeName: wholeName(named, taskId),
     agent: agentName(b.agent) ?? agentName(task.agent),
     output,
   });
@@ -321,6 +339,7 @@ function taskEvent(b: Record<string, unknown>, crewName: string): TaskEvent {
     taskKey,
     taskId,
     name,
+    wholeName: wholeName(b.name, taskId),
     description: toText(b.description),
     agent: agentName(b.agent),
     output: toText(b.output) ?? toText(b.output_json) ?? toText(b.summary) ?? "",

@@ -18,7 +18,7 @@ export interface ExecutionStatus {
   /** Final output (or output so far) as text; JSON outputs are pretty-printed. */
   output?: string;
   /** Output of the last executed task, when reported. */
-  lastTask?: { output?: string; agent?: string; name?: string; taskId?: string };
+  lastTask?: { output?: string; agent?: string; name?: string; taskId?: string; wholeName?: string };
   error?: string;
   progress?: { completed?: number; total?: number; currentAgent?: string; current?: string };
 }
@@ -85,6 +85,8 @@ export interface TaskEvent {
   /** The task id when the payload names one (the seed interface's task webhook does). */
   taskId?: string;
   name?: string;
+  /** The whole name when `name` is cut and no task id was given (parse.ts wholeName). */
+  wholeName?: string;
   description?: string;
   agent?: string;
   output: string;
@@ -105,6 +107,8 @@ export interface HumanInputEvent {
   /** task_id / taskId / id when given: the id /resume wants. */
   taskId?: string;
   name?: string;
+  /** The whole name when `name` is cut and no task id was given (parse.ts wholeName). */
+  wholeName?: string;
   agent?: string;
   output: string;
 }
