@@ -276,11 +276,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       }
       // Slack ended the stream itself (it was left idle too long): the next call starts a new one.
       if (code && e.streamTs && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: again };
-      // A stop whose closing chunks Slack will never take: the plan is stopped bare (as far as it showed),
-      // rather than left spinning. A bare stop refused for good is given up like any other effect.
       const streamTs = e.streamTs;
-      if (call.method === "chat.stopStream" && !call.bare && streamTs && judgeFailure(err).kind === "give_up") {
-        deps.log?.warn("Slack refused the live plan's last chunks; stopping it without them", { executionId: e.id, error: code });
+      if (call.method === "chat.stopStream" && !call.bare && streamTs && closingRefused(err, e.id)) {
         return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: streamTs, shown: call.shown }), next: again };
       }
       throw err;
@@ -362,9 +359,22 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const code = slackErrorCode(err);
       // Slack ended the stream itself: the next call starts a new one (and stops it).
       if (code && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
-      throw err;
+      if (!closingRefused(err, e.id)) throw err;
     }
     return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: e.streamTs!, shown: append.shown }), again: wait.retryAt };
+  }
+
+  /**
+   * Whether Slack refused an ended plan's closing chunks (an error answer, not an outage). Sent again they
+   * would be refused again until the effect is given up, and the plan would spin: they are taken as shown,
+   * and the stop goes without them. A bare stop refused too is retried or given up like any other effect.
+   */
+  function closingRefused(err: unknown, executionId: string): boolean {
+    const code = slackErrorCode(err);
+    const verdict = judgeFailure(err);
+    if (!code || (verdict.kind === "retry" && verdict.outage)) return false;
+    deps.log?.warn("Slack refused the live plan's last chunks; stopping it without them", { executionId, error: code });
+    return true;
   }
 
   /** A run stopped before its live plan started: the message that showed its steps says so, once (at progress's priority). */

@@ -161,6 +161,8 @@ export interface FakeSlack {
   callsTo(method: string): SlackCall[];
   waitForCalls(method: string, count: number, timeoutMs?: number): Promise<SlackCall[]>;
   failNext(method: string, error: string, times?: number): void;
+  /** Every call of this method whose arguments `when` matches answers `error`, until reset (content Slack will not take). */
+  refuseWhen(method: string, error: string, when: (args: Record<string, unknown>) => boolean): void;
   rateLimitNext(method: string, times?: number, retryAfterSeconds?: number): void;
   delayNext(method: string, ms: number, times?: number): void;
   /** Performs the next call(s) of this method, then answers only after `ms` (Slack did it; the caller did not hear back in time). */
@@ -284,6 +286,7 @@ class FakeSlackServer implements FakeSlack {
   /** The tiers' buckets: theoretical arrival time of the next call, per bucket key. */
   private cells = new Map<string, number>();
   private faults = new Map<string, Fault[]>();
+  private refusals = new Map<string, { fault: Fault; when: (args: Record<string, unknown>) => boolean }[]>();
   private delays = new Map<string, number[]>();
   private lateAnswers = new Map<string, number[]>();
   private outageUntil = 0;
@@ -347,6 +350,10 @@ class FakeSlackServer implements FakeSlack {
 
   failNext(method: string, error: string, times = 1): void {
     this.queue(this.faults, method, times, new Fault("fail", error));
+  }
+
+  refuseWhen(method: string, error: string, when: (args: Record<string, unknown>) => boolean): void {
+    this.queue(this.refusals, method, 1, { fault: new Fault("fail", error), when });
   }
 
   rateLimitNext(method: string, times = 1, retryAfterSeconds = 1): void {
@@ -475,6 +482,7 @@ class FakeSlackServer implements FakeSlack {
       this.responseUses,
       this.updatesByChannel,
       this.faults,
+      this.refusals,
       this.delays,
     ])
       m.clear();
@@ -541,7 +549,8 @@ class FakeSlackServer implements FakeSlack {
       this.inFlight.push(call);
       if (delay) await sleep(delay);
       this.inFlight.splice(this.inFlight.indexOf(call), 1);
-      const fault = Date.now() < this.outageUntil ? new Fault("outage", "") : this.faults.get(call.method)?.shift();
+      const fault =
+        Date.now() < this.outageUntil ? new Fault("outage", "") : (this.faults.get(call.method)?.shift() ?? this.refusals.get(call.method)?.find((r) => r.when(call.args))?.fault);
       const tier3 = !fault && call.method === "chat.update" ? this.tier3Exceeded(String(call.args.channel ?? "")) : undefined;
       const tier = !fault && tier3 === undefined ? this.tierExceeded(call) : undefined;
       if (fault?.kind === "ratelimit" || tier3 !== undefined || tier !== undefined) {
