@@ -5,6 +5,7 @@ import type { types } from "@slack/bolt";
 import type { TimeoutAction } from "../../../config/config.js";
 import { describeDuration, describeRemaining } from "../../../text/duration.js";
 import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, REASSIGN_VIEW_CALLBACK } from "./ids.js";
+import { label, modal, section, textInput } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, truncatePlain, userMention } from "./text.js";
 
@@ -93,42 +94,31 @@ export function pendingNotesOf(
 
 /** The Reassign modal: a person and a reason; its sealed facts travel in private_metadata. A flow request's uses its own callback (`callbackId`) and says "answer". */
 export function reassignModal(p: { metadata: string; taskName: string; callbackId?: string; what?: "review" | "request" }): types.ModalView {
-  const request = p.what === "request";
-  return {
-    type: "modal",
-    callback_id: p.callbackId ?? REASSIGN_VIEW_CALLBACK,
-    private_metadata: p.metadata,
-    title: { type: "plain_text", text: request ? "Reassign request" : "Reassign review" },
-    submit: { type: "plain_text", text: "Reassign" },
-    close: { type: "plain_text", text: "Cancel" },
-    blocks: [
-      {
-        type: "section",
-        text: {
-          type: "mrkdwn",
-          text: `Hand *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* to someone else. They are mentioned in the thread and may ${request ? "answer" : "decide"} it.`,
-        },
-      },
-      {
-        type: "input",
-        block_id: REASSIGN_USER_BLOCK,
-        label: { type: "plain_text", text: "Reassign to" },
-        element: { type: "users_select", action_id: REASSIGN_USER_ACTION, placeholder: { type: "plain_text", text: "Choose a person" } },
-      },
-      {
-        type: "input",
-        block_id: REASSIGN_REASON_BLOCK,
-        label: { type: "plain_text", text: "Reason" },
-        element: {
-          type: "plain_text_input",
-          action_id: REASSIGN_REASON_ACTION,
-          multiline: true,
-          max_length: Math.min(500, LIMITS.plainTextInput),
-          placeholder: { type: "plain_text", text: request ? "Why they should answer it" : "Why they should decide it" },
-        },
-      },
-    ],
-  };
+  const verb = p.what === "request" ? "answer" : "decide";
+  const blocks: types.KnownBlock[] = [
+    section(`Hand *${escapeMrkdwn(truncatePlain(p.taskName, 150))}* to someone else. They are mentioned in the thread and may ${verb} it.`),
+    {
+      type: "input",
+      block_id: REASSIGN_USER_BLOCK,
+      label: label("Reassign to"),
+      element: { type: "users_select", action_id: REASSIGN_USER_ACTION, placeholder: label("Choose a person") },
+    },
+    textInput({
+      blockId: REASSIGN_REASON_BLOCK,
+      actionId: REASSIGN_REASON_ACTION,
+      label: "Reason",
+      maxLength: Math.min(500, LIMITS.plainTextInput),
+      placeholder: `Why they should ${verb} it`,
+    }),
+  ];
+  return modal({
+    callbackId: p.callbackId ?? REASSIGN_VIEW_CALLBACK,
+    title: p.what === "request" ? "Reassign request" : "Reassign review",
+    submit: "Reassign",
+    close: "Cancel",
+    metadata: p.metadata,
+    blocks,
+  });
 }
 
 /** The thread reply posted when a decision was interrupted before it reached the crew, and the review opened again. */

@@ -2,7 +2,7 @@
 // of it, its first part) pre-filled for editing, and an optional note. Pure builder.
 import type { types } from "@slack/bolt";
 import { EDIT_INPUT_ACTION, EDIT_NOTE_BLOCK, EDIT_TEXT_BLOCK, EDIT_VIEW_CALLBACK } from "./ids.js";
-import { mrkdwn } from "./kit.js";
+import { context, modal, section, textInput } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, truncatePlain } from "./text.js";
 
@@ -22,63 +22,26 @@ export interface EditModalParams {
   metadata: string;
 }
 
-const plain = (text: string, max: number): types.PlainTextElement => ({ type: "plain_text", text: truncatePlain(text, max) || "…" });
-
 export function editModal(p: EditModalParams): types.ModalView {
   if (p.head.length > LIMITS.plainTextInput) throw new Error("the editable part is longer than a text input holds");
-  if (p.metadata.length > LIMITS.privateMetadata) throw new Error("private_metadata is too long");
   const task = `*${escapeMrkdwn(truncatePlain(p.taskName, 150)) || "Task"}*${p.round !== undefined ? ` · round ${p.round}` : ""}`;
   const effect =
     p.receiver === "flow"
       ? "Submitting approves with your edited version: the flow receives it with the answer, and the request shows the change."
       : "Submitting approves the task with your edited version: the crew receives it as the task's output, and the thread shows the change.";
-  const blocks: types.KnownBlock[] = [
-    {
-      type: "section",
-      text: mrkdwn(`${task}\n${effect}`),
-    },
-  ];
+  const blocks: types.KnownBlock[] = [section(`${task}\n${effect}`)];
   if (p.restLength > 0) {
-    const total = p.head.length + p.restLength;
-    blocks.push({
-      type: "context",
-      elements: [
-        mrkdwn(
-          `⚠️ This output is ${total.toLocaleString("en-US")} characters long and a Slack text box holds at most ${LIMITS.plainTextInput.toLocaleString("en-US")}, ` +
-            `so only the first ${p.head.length.toLocaleString("en-US")} are here to edit. The remaining ${p.restLength.toLocaleString("en-US")} characters are kept unchanged ` +
-            "and appended after your edit. To approve without editing, close this and use *Approve* with a note in the feedback field.",
-        ),
-      ],
-    });
+    const [total, max, head, rest] = [p.head.length + p.restLength, LIMITS.plainTextInput, p.head.length, p.restLength].map((n) => n.toLocaleString("en-US"));
+    blocks.push(
+      context(
+        `⚠️ This output is ${total} characters long and a Slack text box holds at most ${max}, so only the first ${head} are here to edit. The remaining ${rest} characters are kept unchanged ` +
+          "and appended after your edit. To approve without editing, close this and use *Approve* with a note in the feedback field.",
+      ),
+    );
   }
   blocks.push(
-    {
-      type: "input",
-      block_id: EDIT_TEXT_BLOCK,
-      label: plain(p.restLength > 0 ? "Output (first part)" : "Output", LIMITS.inputLabel),
-      element: { type: "plain_text_input", action_id: EDIT_INPUT_ACTION, multiline: true, max_length: LIMITS.plainTextInput, initial_value: p.head },
-    },
-    {
-      type: "input",
-      block_id: EDIT_NOTE_BLOCK,
-      optional: true,
-      label: plain("Note for the crew", LIMITS.inputLabel),
-      element: {
-        type: "plain_text_input",
-        action_id: EDIT_INPUT_ACTION,
-        multiline: true,
-        max_length: LIMITS.plainTextInput,
-        placeholder: plain("Optional: why you changed it", LIMITS.placeholder),
-      },
-    },
+    textInput({ blockId: EDIT_TEXT_BLOCK, actionId: EDIT_INPUT_ACTION, label: p.restLength > 0 ? "Output (first part)" : "Output", initial: p.head }),
+    textInput({ blockId: EDIT_NOTE_BLOCK, actionId: EDIT_INPUT_ACTION, label: "Note for the crew", optional: true, placeholder: "Optional: why you changed it" }),
   );
-  return {
-    type: "modal",
-    callback_id: p.callbackId ?? EDIT_VIEW_CALLBACK,
-    title: plain("Edit and approve", LIMITS.viewText),
-    submit: plain("Approve edit", LIMITS.viewText),
-    close: plain("Cancel", LIMITS.viewText),
-    private_metadata: p.metadata,
-    blocks,
-  };
+  return modal({ callbackId: p.callbackId ?? EDIT_VIEW_CALLBACK, title: "Edit and approve", submit: "Approve edit", close: "Cancel", metadata: p.metadata, blocks });
 }

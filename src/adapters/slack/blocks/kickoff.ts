@@ -1,6 +1,7 @@
 // Modal views for starting a crew: loading → (crew picker) → input form, or an error.
 import type { types } from "@slack/bolt";
 import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, CREW_SELECT_BLOCK, crewOptionValue, INPUT_ACTION, inputBlockId, KICKOFF_VIEW_CALLBACK, SOURCE_TEXT_BLOCK } from "./ids.js";
+import { label, modal, section, textInput } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, excerpt, humanizeInputName, safeSlice, truncatePlain } from "./text.js";
 
@@ -29,34 +30,14 @@ const CREW_NAME_MAX = 200;
 export const MAX_FORM_INPUTS = LIMITS.modalBlocks - 1;
 export const MAX_FORM_INPUTS_WHEN_CUT = LIMITS.modalBlocks - 2;
 
-const plain = (text: string, max: number = LIMITS.viewText): types.PlainTextElement => ({
-  type: "plain_text",
-  text: truncatePlain(text, max) || "…",
-});
-const mrkdwnSection = (text: string): types.SectionBlock => ({ type: "section", text: { type: "mrkdwn", text } });
 const crewLabel = (crewName: string) => `*${escapeMrkdwn(truncatePlain(crewName, CREW_NAME_MAX)) || "Unnamed crew"}*`;
-
-function modal(p: { callbackId: string; title?: string; blocks: types.KnownBlock[]; submit?: string; close: string; metadata?: string }): types.ModalView {
-  if (p.metadata !== undefined && p.metadata.length > LIMITS.privateMetadata) {
-    throw new Error(`private_metadata is ${p.metadata.length} chars; Slack allows ${LIMITS.privateMetadata}`);
-  }
-  return {
-    type: "modal",
-    callback_id: p.callbackId,
-    title: plain(p.title ?? TITLE),
-    ...(p.submit ? { submit: plain(p.submit) } : {}),
-    close: plain(p.close),
-    ...(p.metadata ? { private_metadata: p.metadata } : {}),
-    blocks: p.blocks,
-  };
-}
 
 /** Opened at once on `/crew` (trigger_id lives 3 s), then replaced with views.update. */
 export function loadingView(title?: string): types.ModalView {
   return modal({
     callbackId: KICKOFF_VIEW_CALLBACK,
     title: title ?? TITLE,
-    blocks: [mrkdwnSection("Loading the crew's inputs…")],
+    blocks: [section("Loading the crew's inputs…")],
     close: "Cancel",
   });
 }
@@ -67,7 +48,8 @@ export function crewPickerView(crews: CrewChoice[], metadata: string, sourceText
   if (unique.length === 0) {
     return modal({
       callbackId: CREW_PICKER_VIEW_CALLBACK,
-      blocks: [mrkdwnSection("No crews are set up yet. Ask an admin to add one.")],
+      title: TITLE,
+      blocks: [section("No crews are set up yet. Ask an admin to add one.")],
       close: "Close",
       metadata,
     });
@@ -78,30 +60,19 @@ export function crewPickerView(crews: CrewChoice[], metadata: string, sourceText
       type: "input",
       block_id: CREW_SELECT_BLOCK,
       dispatch_action: true,
-      label: plain("Crew", LIMITS.inputLabel),
+      label: label("Crew", LIMITS.inputLabel),
       element: {
         type: "static_select",
         action_id: CREW_SELECT_ACTION,
-        placeholder: plain("Choose a crew", LIMITS.placeholder),
+        placeholder: label("Choose a crew", LIMITS.placeholder),
         options: shown.map(crewOption),
       },
     },
   ];
   if (sourceText !== undefined) {
-    blocks.push({
-      type: "input",
-      block_id: SOURCE_TEXT_BLOCK,
-      optional: true,
-      label: plain("The message", LIMITS.inputLabel),
-      hint: plain("It goes into the crew's form: you can still change it there.", LIMITS.hint),
-      element: {
-        type: "plain_text_input",
-        action_id: INPUT_ACTION,
-        multiline: true,
-        max_length: LIMITS.plainTextInput,
-        ...(sourceText ? { initial_value: safeSlice(sourceText, LIMITS.plainTextInput) } : {}),
-      },
-    });
+    const initial = sourceText ? safeSlice(sourceText, LIMITS.plainTextInput) : undefined;
+    const hint = "It goes into the crew's form: you can still change it there.";
+    blocks.push(textInput({ blockId: SOURCE_TEXT_BLOCK, actionId: INPUT_ACTION, label: "The message", optional: true, hint, initial }));
   }
   if (unique.length > shown.length) {
     blocks.push({
@@ -109,13 +80,13 @@ export function crewPickerView(crews: CrewChoice[], metadata: string, sourceText
       elements: [{ type: "mrkdwn", text: `Showing ${shown.length} of ${unique.length} crews. Start another with \`/crew &lt;crew name&gt;\`.` }],
     });
   }
-  return modal({ callbackId: CREW_PICKER_VIEW_CALLBACK, blocks, submit: "Next", close: "Cancel", metadata });
+  return modal({ callbackId: CREW_PICKER_VIEW_CALLBACK, title: TITLE, blocks, submit: "Next", close: "Cancel", metadata });
 }
 
 function crewOption(crew: CrewChoice): types.PlainTextOption {
   const description = crew.description ? truncatePlain(crew.description, LIMITS.optionDescription) : "";
   return {
-    text: plain(crew.name, LIMITS.optionText),
+    text: label(crew.name, LIMITS.optionText),
     value: crewOptionValue(crew.name),
     ...(description ? { description: { type: "plain_text", text: description } } : {}),
   };
@@ -146,41 +117,28 @@ export function kickoffFormView(p: KickoffFormParams): types.ModalView {
   const shown = visibleFormInputs(p.inputs);
   const cut = shown.length < p.inputs.length;
   const blocks: types.KnownBlock[] = [{ type: "context", elements: [{ type: "mrkdwn", text: `Crew: ${crewLabel(p.crewName)}` }] }];
-  if (p.inputs.length === 0) blocks.push(mrkdwnSection("This crew needs no inputs."));
+  if (p.inputs.length === 0) blocks.push(section("This crew needs no inputs."));
   for (const input of shown) blocks.push(inputBlock(input, p.values?.[input.name]));
   if (cut) {
     const left = p.inputs.length - shown.length;
-    blocks.push(mrkdwnSection(`${left} more input${left === 1 ? " doesn't" : "s don't"} fit in this form; the crew gets them empty.`));
+    blocks.push(section(`${left} more input${left === 1 ? " doesn't" : "s don't"} fit in this form; the crew gets them empty.`));
   }
-  return modal({ callbackId: KICKOFF_VIEW_CALLBACK, blocks, submit: "Start", close: "Cancel", metadata: p.metadata });
+  return modal({ callbackId: KICKOFF_VIEW_CALLBACK, title: TITLE, blocks, submit: "Start", close: "Cancel", metadata: p.metadata });
 }
 
 function inputBlock(input: CrewInputField, value: string | undefined): types.InputBlock {
-  const hint = input.description ? truncatePlain(input.description, LIMITS.hint) : "";
-  const initial = value ? safeSlice(value, LIMITS.plainTextInput) : "";
-  return {
-    type: "input",
-    block_id: inputBlockId(input.name),
-    optional: !input.required,
-    label: plain(humanizeInputName(input.name), LIMITS.inputLabel),
-    ...(hint ? { hint: { type: "plain_text", text: hint } } : {}),
-    element: {
-      type: "plain_text_input",
-      action_id: INPUT_ACTION,
-      multiline: true,
-      max_length: LIMITS.plainTextInput,
-      ...(initial ? { initial_value: initial } : {}),
-    },
-  };
+  const hint = input.description ? truncatePlain(input.description, LIMITS.hint) : undefined;
+  const initial = value ? safeSlice(value, LIMITS.plainTextInput) : undefined;
+  return textInput({ blockId: inputBlockId(input.name), actionId: INPUT_ACTION, label: humanizeInputName(input.name), optional: !input.required, hint, initial });
 }
 
 /** Shown when the crew's inputs can't be loaded (unreachable crew, bad token…). */
 export function kickoffErrorView(p: { crewName?: string; message: string }): types.ModalView {
   const blocks: types.KnownBlock[] = [
-    mrkdwnSection(p.crewName ? `:warning: Couldn't prepare ${crewLabel(p.crewName)}.` : ":warning: Couldn't prepare the crew."),
+    section(p.crewName ? `:warning: Couldn't prepare ${crewLabel(p.crewName)}.` : ":warning: Couldn't prepare the crew."),
     { type: "section", text: { type: "plain_text", text: excerpt(p.message.trim() || "Unknown error.", LIMITS.sectionText).text } },
   ];
-  return modal({ callbackId: KICKOFF_VIEW_CALLBACK, blocks, close: "Close" });
+  return modal({ callbackId: KICKOFF_VIEW_CALLBACK, title: TITLE, blocks, close: "Close" });
 }
 
 export type ViewStateValues = Record<string, Record<string, { value?: string | null }>>;

@@ -14,6 +14,7 @@ import {
   readViewInputs,
   type ViewStateValues,
 } from "../blocks/index.js";
+import { modal, section } from "../blocks/kit.js";
 import type { FeatureDeps } from "../deps.js";
 import { announcementFor, NO_UNFURLS } from "../notifier.js";
 import { updateView } from "../views.js";
@@ -150,25 +151,14 @@ function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]
     values: req.inputs,
   });
   const names = missing.map((name) => `*${escapeMrkdwn(humanizeInputName(name))}*`).join(", ");
-  view.blocks.unshift({ type: "section", text: { type: "mrkdwn", text: `⚠️ The crew needs ${names} before it can start.` } });
+  view.blocks.unshift(section(`⚠️ The crew needs ${names} before it can start.`));
   return view;
 }
 
-function startingView(crewName: string): types.ModalView {
-  return {
-    type: "modal",
-    callback_id: `${KICKOFF_VIEW_CALLBACK}_status`,
-    title: { type: "plain_text", text: "Start a crew" },
-    close: { type: "plain_text", text: "Close" },
-    blocks: [{ type: "section", text: { type: "mrkdwn", text: `⏳ Starting *${escapeMrkdwn(crewName)}*…` } }],
-  };
+/** What the form shows once submitted: the crew starting, then running. */
+function statusView(text: string): types.ModalView {
+  return modal({ callbackId: `${KICKOFF_VIEW_CALLBACK}_status`, title: "Start a crew", close: "Close", blocks: [section(text)] });
 }
-
-function startedView(crewName: string, kickoffId: string): types.ModalView {
-  return {
-    ...startingView(crewName),
-    blocks: [
-      { type: "section", text: { type: "mrkdwn", text: `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(kickoffId)}\`). Follow it in the channel's thread.` } },
-    ],
-  };
-}
+const startingView = (crewName: string) => statusView(`⏳ Starting *${escapeMrkdwn(crewName)}*…`);
+const startedView = (crewName: string, kickoffId: string) =>
+  statusView(`✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(kickoffId)}\`). Follow it in the channel's thread.`);
