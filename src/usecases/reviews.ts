@@ -67,6 +67,15 @@ export interface Decision {
   via?: "reply";
 }
 
+/** A decision claimed for the crew, with what it is sent (the approvals counted, the feedback). */
+interface Claimed {
+  found: ReviewWithExecution;
+  decision: Decision;
+  claimedAt: Date;
+  approvals: StoredApproval[];
+  humanFeedback: string;
+}
+
 /** Each crew's approval rules (approvals:, selfApproval:). */
 export type ApprovalPolicyOf = (crewName: string) => ApprovalPolicy;
 
@@ -451,27 +460,28 @@ export class Reviews {
           return { kind: "already_decided", review: current };
         },
       },
-      deliver: (approvals) => this.resume(found, decision, claimedAt, approvals, approvals.length ? approvalFeedback(approvals) : feedback || (decision.approve ? "Approved" : "")),
+      deliver: (approvals) =>
+        this.resume({ found, decision, claimedAt, approvals, humanFeedback: approvals.length ? approvalFeedback(approvals) : feedback || (decision.approve ? "Approved" : "") }),
     });
   }
 
   /** Sends the claimed decision to the crew (/resume with the run's webhook settings) and settles what came of it. */
-  private async resume(found: ReviewWithExecution, decision: Decision, claimedAt: Date, approvals: StoredApproval[], humanFeedback: string): Promise<DecisionOutcome> {
-    const { execution, ...review } = found;
+  private async resume(c: Claimed): Promise<DecisionOutcome> {
+    const { execution, ...review } = c.found;
     const crew = this.deps.crews.get(execution.crewName);
     try {
       if (!crew) throw new Error(`crew "${execution.crewName}" is no longer configured`);
       const resume = await crew.resume({
         executionId: execution.kickoffId!,
         taskId: review.resumeTaskId ?? review.taskKey,
-        humanFeedback,
-        isApprove: decision.approve,
+        humanFeedback: c.humanFeedback,
+        isApprove: c.decision.approve,
         ...this.deps.webhookUrls(execution),
       });
       const patch = { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null };
-      return await this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }, (review) => ({ kind: "decided", review, resume }));
+      return await this.conclude(c, "decided", patch, {}, (review) => ({ kind: "decided", review, resume }));
     } catch (err) {
-      return this.resumeFailed(found, err, decision, claimedAt, approvals, humanFeedback);
+      return this.resumeFailed(c, err);
     }
   }
 
@@ -479,17 +489,16 @@ export class Reviews {
    * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
    * it), the audit record, and the Slack effects (the message rendered from the row, note included;
    * the edited version as a file after an edit and approve). Resume failed: the review opens again,
-   * its decision's columns cleared.
+   * its decision's columns cleared. `message`: what the decider is told (not_waiting, resume_failed).
    */
   private async conclude(
-    found: ReviewWithExecution,
-    decision: Decision,
-    claimedAt: Date,
+    c: Claimed,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
-    sent: { approvals: StoredApproval[]; humanFeedback: string; message?: string; threadNotice?: { part: string; notice: RunNotice } },
-    named: (review: Review) => DecisionOutcome = (review) => ({ kind: "already_decided", review }),
+    sent: { message?: string; threadNotice?: { part: string; notice: RunNotice } },
+    named: (review: Review) => DecisionOutcome = (review) => (outcome === "decided" ? { kind: "already_decided", review } : { kind: outcome, review, message: sent.message ?? "" }),
   ): Promise<DecisionOutcome> {
+    const { found, decision, claimedAt } = c;
     const { execution: _, ...review } = found;
     const note = decision.feedback.trim() || null;
     const event: ReviewEvent = outcome === "decided" ? (decision.approve ? "resume_ok_approve" : "resume_ok_reject") : outcome;
@@ -518,8 +527,8 @@ export class Reviews {
         },
       },
       // What the crew was sent, when it is more than the note (several approvers, an edit).
-      detailAfter: sent.humanFeedback !== (note || "Approved") ? { humanFeedback: sent.humanFeedback } : {},
-      approvals: sent.approvals,
+      detailAfter: c.humanFeedback !== (note || "Approved") ? { humanFeedback: c.humanFeedback } : {},
+      approvals: c.approvals,
       // Reopened (resume failed): it looks as it did, pending; nothing to show.
       show: outcome !== "resume_failed",
       taken: outcome === "decided",
@@ -528,44 +537,21 @@ export class Reviews {
     return settled.ours ? named(settled.row) : { kind: "taken_over", review: settled.row };
   }
 
-  private async resumeFailed(
-    found: ReviewWithExecution,
-    err: unknown,
-    decision: Decision,
-    claimedAt: Date,
-    approvals: StoredApproval[],
-    humanFeedback: string,
-  ): Promise<DecisionOutcome> {
+  private async resumeFailed(c: Claimed, err: unknown): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
-    if (isCrewError(err) && err.kind === "bad_request") {
-      // 400: the crew is not waiting for this decision (it moved on, or another client decided).
-      return this.conclude(
-        found,
-        decision,
-        claimedAt,
-        "not_waiting",
-        { resumeMessage: err.serviceMessage ?? "no reason given" },
-        { approvals, humanFeedback, message },
-        (review) => ({ kind: "not_waiting", review, message }),
-      );
-    }
-    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(found.execution, found))) {
+    // 400: the crew is not waiting for this decision (it moved on, or another client decided).
+    if (isCrewError(err) && err.kind === "bad_request") return this.conclude(c, "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, { message });
+    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(c.found.execution, c.found))) {
       // The crew moved on: the decision reached it although its answer did not reach us.
       const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
-      return this.conclude(found, decision, claimedAt, "decided", patch, { approvals, humanFeedback }, (review) => ({ kind: "decided", review, resume: {} }));
+      return this.conclude(c, "decided", patch, {}, (review) => ({ kind: "decided", review, resume: {} }));
     }
     // The run ended while the call failed (a stop, its end): nothing is waiting for this review any more.
-    const run = await this.deps.runs.get(found.executionId);
-    if (run && isFinished(run.state)) {
-      const ended = "The run had ended before the crew took the decision.";
-      return this.conclude(found, decision, claimedAt, "not_waiting", { resumeMessage: "the run had ended" }, { approvals, humanFeedback, message: ended }, (review) => ({
-        kind: "not_waiting",
-        review,
-        message: ended,
-      }));
-    }
-    this.deps.log.warn("resume failed; review is open again", { reviewId: found.id, err });
-    return this.conclude(found, decision, claimedAt, "resume_failed", {}, { approvals, humanFeedback, message }, (review) => ({ kind: "resume_failed", review, message }));
+    const run = await this.deps.runs.get(c.found.executionId);
+    if (run && isFinished(run.state))
+      return this.conclude(c, "not_waiting", { resumeMessage: "the run had ended" }, { message: "The run had ended before the crew took the decision." });
+    this.deps.log.warn("resume failed; review is open again", { reviewId: c.found.id, err });
+    return this.conclude(c, "resume_failed", {}, { message });
   }
 
   /**
@@ -600,28 +586,19 @@ export class Reviews {
         feedback: review.feedback ?? "",
         ...(review.decidedByDeadline ? { byDeadline: true } : {}),
       };
-      const sent = { approvals: [] as StoredApproval[], humanFeedback: review.feedback ?? "" };
+      const claimed: Claimed = { found: { ...review, execution }, decision, claimedAt: now, approvals: [], humanFeedback: review.feedback ?? "" };
       if (execution.kickoffId && this.deps.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
-        const patch = { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" };
-        await this.conclude({ ...review, execution }, decision, now, "decided", patch, sent);
+        await this.conclude(claimed, "decided", { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" }, {});
         continue;
       }
       this.deps.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
+      // A deadline's decision is "The decision" (its actor is no Slack user to mention).
+      const notice: RunNotice = { kind: "decision_interrupted", by: review.decidedByDeadline ? null : review.decidedBy, taskName: review.taskName, round: review.round };
       await this.conclude(
-        { ...review, execution },
-        decision,
-        now,
+        claimed,
         "resume_failed",
         {},
-        {
-          ...sent,
-          message: "interrupted while being sent",
-          threadNotice: {
-            part: `abandoned:${review.id}:${review.decidedAt.getTime()}`,
-            // A deadline's decision is "The decision" (its actor is no Slack user to mention).
-            notice: { kind: "decision_interrupted", by: review.decidedByDeadline ? null : review.decidedBy, taskName: review.taskName, round: review.round },
-          },
-        },
+        { message: "interrupted while being sent", threadNotice: { part: `abandoned:${review.id}:${review.decidedAt.getTime()}`, notice } },
       );
     }
     return recovered;
