@@ -46,16 +46,14 @@ import { type Database, openDatabase } from "./store/db/database.js";
 import { HomeStore } from "./store/home.js";
 import { pingDatabase } from "./store/sql.js";
 import { Audit } from "./usecases/audit.js";
-import type { ReviewDeadlines } from "./usecases/deadlines.js";
-import { ReviewEscalations } from "./usecases/escalation.js";
 import { FlowRequests } from "./usecases/flows.js";
 import { type Job, Jobs } from "./usecases/jobs.js";
 import { Lifecycle } from "./usecases/lifecycle.js";
 import { type Clock, systemClock, type TeamRef } from "./usecases/ports.js";
-import { ReviewReminders, reviewersStillWaited } from "./usecases/reminders.js";
 import { type HeartbeatOptions, ReplicaHeartbeat } from "./usecases/replicas.js";
 import { ReplyDecisions } from "./usecases/reply-decisions.js";
 import { ApprovalRows } from "./usecases/review-context.js";
+import { type DeadlineOf, ReviewRequests } from "./usecases/review-requests.js";
 import { ReviewerRules } from "./usecases/reviewer-rules.js";
 import { RunWatcher, type WatcherOptions } from "./usecases/watcher.js";
 
@@ -95,11 +93,8 @@ export interface Crewline {
   crews: CrewRegistry;
   watcher: RunWatcher;
   reviewers: ReviewerRules;
-  reminders: ReviewReminders;
-  /** Review deadlines (decideWithin / onTimeout). */
-  deadlines: ReviewDeadlines;
-  /** Escalation after the last reminder, and reassignment. */
-  escalations: ReviewEscalations;
+  /** Review reminders, deadlines (decideWithin / onTimeout), escalation after the last reminder, and reassignment. */
+  reviewRequests: ReviewRequests;
   /** Flow feedback requests (POST /hooks/flows/<name>). */
   flows: FlowRequests;
   /** The figures GET /metrics serves. */
@@ -212,16 +207,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const audit = new Audit(database.sql, log, clock);
   const reviewers = new ReviewerRules(crews, usergroupMembers, log, opts.clock);
   const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
-  const escalations = new ReviewEscalations({
-    db: database.sql,
-    outbox,
-    audit,
-    log,
-    clock: opts.clock,
-    escalateToOf: (name) => crews.config(name)?.escalateTo,
-    reminderMax: reminderSettings.max,
-  });
-  const afterReminder = escalations.afterReminder.bind(escalations);
+  const deadlineOf: DeadlineOf = (name) => {
+    const crew = crews.config(name);
+    return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
+  };
   const lifecycle = new Lifecycle({
     db: database.sql,
     crews,
@@ -236,23 +225,24 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // Measured (npm run bench -- task-intake): same processing rate, p99 intake at 200/s 180-260 -> 30-80 ms.
     processingConcurrency: database.kind === "embedded" ? 1 : undefined,
     webhookEventRetentionMs: config.webhookEventRetentionMs,
-    deadlinePolicy: {
-      deadlineOf: (name) => {
-        const crew = crews.config(name);
-        return crew?.decideWithinMs ? { withinMs: crew.decideWithinMs, onTimeout: crew.onTimeout ?? "remind" } : undefined;
-      },
-      // A deadline's remind, like a reminder, leaves out named reviewers who already approved.
-      reviewersOf: async (name, reviewId) => (reviewId ? await reviewersStillWaited(database.sql, reviewers.rulesFor(name), reviewId) : undefined) ?? reviewers.who(name),
-    },
-    afterReminder,
-    claimStaleMs: config.polling?.claimStaleMs,
+    deadlineOf,
     telemetry,
     holder: replica,
   });
-  const reminders = new ReviewReminders(
-    { db: database.sql, outbox, reviewersOf: (crew) => reviewers.who(crew), rulesOf: (crew) => reviewers.rulesFor(crew), log, clock: opts.clock, afterReminder },
-    { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
-  );
+  const reviewRequests = new ReviewRequests({
+    db: database.sql,
+    outbox,
+    audit,
+    log,
+    clock: opts.clock,
+    reminders: { afterMs: reminderSettings.afterMinutes * 60_000, max: reminderSettings.max },
+    rulesOf: (name) => reviewers.rulesFor(name),
+    escalateToOf: (name) => crews.config(name)?.escalateTo,
+    deadlineOf,
+    decide: (decision) => lifecycle.reviews.decide(decision),
+    claimStaleMs: config.polling?.claimStaleMs,
+    holder: replica,
+  });
   // A decision is abandoned once older than the claim window and than its /resume call's longest time
   // (every retry included): taken over sooner, a late answer would meet a second decision at the crew.
   const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, CREW_POST_LONGEST_MS);
@@ -328,7 +318,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // --- jobs: started in this order, stopped in reverse ------------------------------------------
   const takeOverClaims = async () => {
     await lifecycle.reviews.recoverAbandoned(watcher.options.abandonedDecisionMs);
-    await lifecycle.deadlines.takeOver();
+    await reviewRequests.takeOver();
     await flows.takeOver();
   };
   const jobs = new Jobs(log, [
@@ -352,8 +342,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // Recorded callbacks in flight finish (briefly) on stop; anything left is recovered at the next start.
     { name: "crew callbacks", drain: () => lifecycle.callbacks.drain() },
     // The reminders and deadlines of reviews and flow requests (the decision core), and the flows' sweep.
-    ...(reminderSettings.max > 0 ? [{ name: "review reminders", every: { ms: opts.reminderIntervalMs ?? 60_000, run: () => reminders.tick() } }] : []),
-    { name: "review deadlines", every: { ms: opts.deadlineIntervalMs ?? 10_000, run: () => lifecycle.deadlines.tick() } },
+    ...(reminderSettings.max > 0 ? [{ name: "review reminders", every: { ms: opts.reminderIntervalMs ?? 60_000, run: () => reviewRequests.remindDue() } }] : []),
+    { name: "review deadlines", every: { ms: opts.deadlineIntervalMs ?? 10_000, run: () => reviewRequests.deadlinesDue() } },
     // Among replicas (PostgreSQL), one gone (its heartbeat stale) leaves its decisions under way and its
     // deadline actions to the others within seconds, not after their stale time; its stops go to the
     // next asker. Alone in its database, a process took everything back at start instead.
@@ -396,7 +386,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     formKey: config.slack.signingSecret ?? config.slack.appToken ?? config.slack.botToken,
     multiWorkspace: !!oauth,
     ...(installation ? { installation } : {}),
-    escalations,
+    reviewRequests,
     channelMembers: channelMembersCache(opts.clock),
     ...(slackBudget ? { spendSlack: (call: SlackCall, maxWaitMs?: number) => slackBudget.spendNow(call, 0, clock, maxWaitMs) } : {}),
     onRunStarted: (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err })),
@@ -441,9 +431,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     crews,
     watcher,
     reviewers,
-    reminders,
-    deadlines: lifecycle.deadlines,
-    escalations,
+    reviewRequests,
     flows,
     metrics,
     outbox,

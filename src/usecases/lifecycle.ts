@@ -5,9 +5,9 @@ import type { Logger } from "../log/log.js";
 import type { Sql } from "../store/sql.js";
 import { Audit } from "./audit.js";
 import { Callbacks } from "./callbacks.js";
-import { type DeadlineDeps, type DeadlinePolicy, deadlineStamper, ReviewDeadlines } from "./deadlines.js";
 import { type ClaimHolder, type Clock, type CrewDirectory, type Execution, type Outbox, systemClock, type WebhookUrls } from "./ports.js";
 import { ProgressCoalescer } from "./progress.js";
+import { type DeadlineOf, deadlineStamper } from "./review-requests.js";
 import { type ApprovalPolicyOf, type ReviewerGate, Reviews } from "./reviews.js";
 import { Runs } from "./runs.js";
 import { RunStops } from "./stops.js";
@@ -30,16 +30,12 @@ export interface LifecycleDeps {
   processingConcurrency?: number;
   /** How long the recorded callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION; default 7 days). */
   webhookEventRetentionMs?: number;
-  /** How long a claimed deadline action may stay unfinished (its process died) before another process retakes it. */
-  claimStaleMs?: number;
-  /** Per-crew review deadlines (decideWithin / onTimeout); unset: no deadlines. */
-  deadlinePolicy?: DeadlinePolicy;
+  /** Per-crew review deadlines (decideWithin / onTimeout), stamped when a round becomes a review; unset: no deadlines. */
+  deadlineOf?: DeadlineOf;
   /** The audit trail (one shared with escalations and flow requests); default: one of its own. */
   audit?: Audit;
   /** Where use cases report what happened (metrics listen). */
   telemetry?: Telemetry;
-  /** After a review's reminder (escalation). */
-  afterReminder?: DeadlineDeps["afterReminder"];
   /** This replica, named in the claims of decisions, deadlines and stops (a gone holder's are taken over at once). */
   holder?: ClaimHolder;
 }
@@ -50,7 +46,6 @@ export class Lifecycle {
   readonly progress: ProgressCoalescer;
   readonly callbacks: Callbacks;
   readonly audit: Audit;
-  readonly deadlines: ReviewDeadlines;
   readonly stops: RunStops;
 
   constructor(deps: LifecycleDeps) {
@@ -69,23 +64,11 @@ export class Lifecycle {
       gate: deps.gate,
       audit: this.audit,
       approvalPolicy: deps.approvalPolicy,
-      onPending: deadlineStamper(deps.deadlinePolicy, clock),
+      onPending: deadlineStamper(deps.deadlineOf, clock),
       telemetry: deps.telemetry,
       holder: deps.holder,
     });
     this.reviews = reviews;
-    this.deadlines = new ReviewDeadlines({
-      db: deps.db,
-      outbox: deps.outbox,
-      audit: this.audit,
-      log: deps.log,
-      clock,
-      policy: deps.deadlinePolicy,
-      decide: (decision) => reviews.decide(decision),
-      afterReminder: deps.afterReminder,
-      claimStaleMs: deps.claimStaleMs,
-      holder: deps.holder,
-    });
     this.callbacks = new Callbacks({
       db: deps.db,
       runs: this.runs,

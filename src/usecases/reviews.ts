@@ -61,7 +61,7 @@ export interface Decision {
   feedback: string;
   /** Edit and approve: the whole output as the reviewer edited it. */
   editedOutput?: string;
-  /** Taken by the review's deadline (deadlines.ts): no reviewer gate and no approval count, the same claim as a click. */
+  /** Taken by the review's deadline (review-requests.ts): no reviewer gate and no approval count, the same claim as a click. */
   byDeadline?: boolean;
   /** Given by a reply in the review's thread (reply-decisions.ts), not a click: said in the audit record. */
   via?: "reply";

@@ -8,11 +8,11 @@ import { APPROVE_ACTION, HOME_APPROVE_ACTION, REASSIGN_ACTION, REVIEW_ACTIONS_BL
 import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import { openDatabase } from "../../src/store/db/database.js";
-import { DEADLINE_ACTOR } from "../../src/usecases/deadlines.js";
+import { DEADLINE_ACTOR } from "../../src/usecases/review-requests.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
+import { clickReview, otherReviewRequests, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
 let h: Harness;
@@ -71,13 +71,13 @@ describe("review deadlines", () => {
     expect(shown).toContain("it will be rejected automatically");
 
     // Not yet due.
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     clock.offsetMs = 29 * MIN;
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     expect(resumeCalls(h)).toHaveLength(0);
 
     clock.offsetMs = 31 * MIN;
-    expect(await h.bot.deadlines.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
     const resume = await eventually(() => resumeCalls(h)[0]);
     expect(resume.body).toMatchObject({
       execution_id: execution.kickoffId,
@@ -94,7 +94,7 @@ describe("review deadlines", () => {
     expect(audit.detail).toMatchObject({ outcome: "decided", byDeadline: true });
 
     // Taken once: later passes do nothing more for this round.
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     expect(resumeCalls(h)).toHaveLength(1);
     // The retried task comes back as round 2, with a deadline of its own from now.
     const round2 = await pendingReview(h, { containing: "round 2" });
@@ -109,7 +109,7 @@ describe("review deadlines", () => {
     await eventually(() => messageText(h, pending.msg.ts).includes("approved automatically"));
 
     clock.offsetMs = 2 * MIN;
-    expect(await h.bot.deadlines.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
     const resume = await eventually(() => resumeCalls(h)[0]);
     expect(resume.body).toMatchObject({ is_approve: true, human_feedback: "No decision within 90 seconds: approved automatically by Crewline" });
     await eventually(() => /Approved by deadline/.test(messageText(h, pending.msg.ts)));
@@ -129,8 +129,8 @@ describe("review deadlines", () => {
     await eventually(() => messageText(h, pending.msg.ts).includes("its reviewers will be reminded"));
 
     clock.offsetMs = 31 * MIN;
-    expect(await h.bot.deadlines.tick()).toBe(1);
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     await eventually(() => threadReplies(h, execution.threadTs, /⏰/).length > 0, { what: "the deadline's reminder" });
     const reminders = threadReplies(h, execution.threadTs, /⏰/);
     expect(reminders).toHaveLength(1);
@@ -149,19 +149,9 @@ describe("review deadlines", () => {
     await startRunViaSlack(h);
     const pending = await pendingReview(h);
     // A second instance in this process, on the same database (embedded or PostgreSQL).
-    const { Lifecycle } = await import("../../src/usecases/lifecycle.js");
-    const other = new Lifecycle({
-      db: h.bot.database.sql,
-      crews: h.bot.crews,
-      // Its Slack effects go into the same outbox (performed by the harness bot's worker).
-      outbox: h.bot.outbox,
-      webhookUrls: () => undefined,
-      log: silentLogger,
-      clock,
-      deadlinePolicy: { deadlineOf: () => ({ withinMs: 30 * MIN, onTimeout: "reject" }), reviewersOf: () => undefined },
-    });
+    const other = otherReviewRequests(h, clock, { reminders: { afterMs: 60 * MIN, max: 3 }, deadlineOf: () => ({ withinMs: 30 * MIN, onTimeout: "reject" }) });
     clock.offsetMs = 31 * MIN;
-    const taken = await Promise.all([h.bot.deadlines.tick(), other.deadlines.tick()]);
+    const taken = await Promise.all([h.bot.reviewRequests.deadlinesDue(), other.deadlinesDue()]);
     expect(taken[0]! + taken[1]!).toBe(1);
     await eventually(async () => (await review(h, pending.reviewId)).state === "rejected");
     expect(resumeCalls(h)).toHaveLength(1);
@@ -176,18 +166,18 @@ describe("review deadlines", () => {
     clock.offsetMs = 31 * MIN;
     // What a replica that claimed the deadline and was killed leaves behind.
     await prismaOf(h.bot.database).review.update({ where: { id: pending.reviewId }, data: { deadlineHandledAt: clock.now() } });
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     clock.offsetMs = 31 * MIN + 30_000;
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     expect(resumeCalls(h)).toHaveLength(0);
 
     clock.offsetMs = 33 * MIN;
-    expect(await h.bot.deadlines.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
     const resume = await eventually(() => resumeCalls(h)[0]);
     expect(resume.body).toMatchObject({ is_approve: true, human_feedback: "No decision within 30 minutes: approved automatically by Crewline" });
     expect((await review(h, pending.reviewId)).deadlineDoneAt).not.toBeNull();
     clock.offsetMs = 40 * MIN;
-    expect(await h.bot.deadlines.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(0);
     expect(resumeCalls(h)).toHaveLength(1);
   });
 
@@ -200,9 +190,9 @@ describe("review deadlines", () => {
     extra.push(replica);
 
     clock.offsetMs = 31 * MIN;
-    const taken = await Promise.all([h.bot.deadlines.tick(), replica.deadlines.tick()]);
+    const taken = await Promise.all([h.bot.reviewRequests.deadlinesDue(), replica.reviewRequests.deadlinesDue()]);
     expect(taken[0]! + taken[1]!).toBe(1);
-    expect((await Promise.all([h.bot.deadlines.tick(), replica.deadlines.tick()])).every((n) => n === 0)).toBe(true);
+    expect((await Promise.all([h.bot.reviewRequests.deadlinesDue(), replica.reviewRequests.deadlinesDue()])).every((n) => n === 0)).toBe(true);
     await eventually(async () => (await review(h, pending.reviewId)).state === "rejected");
     expect(resumeCalls(h)).toHaveLength(1);
     expect(await prismaOf(h.bot.database).auditRecord.count({ where: { kind: "decision", actor: DEADLINE_ACTOR } })).toBe(1);
@@ -245,11 +235,11 @@ describe("review deadlines", () => {
         await first.db.drop().catch(() => {});
       },
     };
-    expect(await restarted.deadlines.tick()).toBe(1);
+    expect(await restarted.reviewRequests.deadlinesDue()).toBe(1);
     const resume = await eventually(() => resumeCalls(h)[0]);
     expect((resume.body as any).human_feedback).toBe("No decision within 30 minutes: rejected automatically by Crewline");
     await eventually(async () => (await review(h, pending.reviewId)).state === "rejected");
-    expect(await restarted.deadlines.tick()).toBe(0);
+    expect(await restarted.reviewRequests.deadlinesDue()).toBe(0);
     expect(resumeCalls(h)).toHaveLength(1);
   }, 60_000);
 });
@@ -275,7 +265,7 @@ describe("escalation after the last reminder", () => {
     expect(threadReplies(h, execution.threadTs, /🔺/)).toHaveLength(0);
 
     clock.offsetMs = 61_000;
-    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     const escalation = await eventually(() => threadReplies(h, execution.threadTs, /🔺/)[0]);
     expect(escalation.text).toContain(`<@${CAROL}>: *research_task* is still waiting for a decision after a reminder`);
     expect(await review(h, pending.reviewId)).toMatchObject({ escalatedTo: CAROL });
@@ -284,7 +274,7 @@ describe("escalation after the last reminder", () => {
     const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "escalation" } });
     expect(audit.detail).toMatchObject({ reviewId: pending.reviewId, escalatedTo: [CAROL] });
     // Escalated once, whatever ticks later.
-    await h.bot.reminders.tick();
+    await h.bot.reviewRequests.remindDue();
     expect(threadReplies(h, execution.threadTs, /🔺/)).toHaveLength(1);
 
     await clickReview(h, pending, true, "", CAROL);

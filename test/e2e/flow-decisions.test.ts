@@ -260,7 +260,7 @@ describe("who already approved is not waited for", () => {
     expect(homeText(await openHome(h, CAROL))).toContain(`"value":"${pending.reviewId}"`);
 
     clock.offsetMs = 61_000;
-    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     const reminder = await eventually(() => h!.slack.messages(CHANNEL).find((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? "")), { what: "the reminder" });
     expect(reminder.text).toContain(`⏰ <@${CAROL}>:`);
     expect(reminder.text).not.toContain(`<@${BOB}>`);
@@ -275,7 +275,7 @@ describe("who already approved is not waited for", () => {
     await clickReview(h, pending, true, "", CAROL);
     await eventually(() => ephemeralTo(h!, CAROL, /1 of 2 approvals/), { what: "Carol's approval" });
     clock.offsetMs = 2 * 60_000;
-    expect(await h.bot.deadlines.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
     const reminder = await eventually(() => h!.slack.messages(CHANNEL).find((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? "")), {
       what: "the deadline's reminder",
     });

@@ -186,7 +186,7 @@ describe("OAuth distribution", () => {
 
     // Reminders (background work) go out with each run's own token.
     clock.offsetMs = 61_000;
-    expect(await h.bot.reminders.tick()).toBe(2);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(2);
     for (const [run, token] of [
       [runOne, tokenOne],
       [runTwo, tokenTwo],

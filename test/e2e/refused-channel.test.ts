@@ -154,7 +154,7 @@ describe("a channel that refuses the bot", () => {
     h.slack.denyChannel(CHANNEL, "not_in_channel");
 
     clock.offsetMs = 61_000;
-    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     const dm = await eventually(() => h!.slack.conversationWith(USER), { what: "a direct message with the starter", timeoutMs: 15_000 });
     const again = await openReviewIn(h, dm, "research_task");
     expect(again.reviewId).toBe(inChannel.reviewId);
@@ -168,7 +168,7 @@ describe("a channel that refuses the bot", () => {
 
     // Later reminders follow the run to the DM.
     clock.offsetMs = 4 * 61_000;
-    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     await eventually(() => h!.slack.messages(dm).find((m) => /⏰/.test(m.text ?? "")), { what: "the next reminder in the DM" });
 
     await click(h, { channel: dm, ts: again.msg.ts }, again, true);

@@ -1,10 +1,9 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/log/log.js";
-import { ReviewReminders } from "../../src/usecases/reminders.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, otherReviewRequests, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -176,26 +175,23 @@ describe("review reminders", () => {
     await pendingReview(h);
     const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
 
-    expect(await h.bot.reminders.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(0);
     clock.offsetMs = 61_000;
     // Two replicas (same configuration) tick at the same time: one reminder, whichever sends it.
-    const other = new ReviewReminders(
-      { db: h.bot.database.sql, outbox: h.bot.outbox, reviewersOf: (crew) => h.bot.reviewers.who(crew), log: silentLogger, clock },
-      { afterMs: 60_000, max: 2 },
-    );
-    const sent = await Promise.all([h.bot.reminders.tick(), other.tick()]);
+    const other = otherReviewRequests(h, clock, { reminders: { afterMs: 60_000, max: 2 }, rulesOf: (crew) => h.bot.reviewers.rulesFor(crew) });
+    const sent = await Promise.all([h.bot.reviewRequests.remindDue(), other.remindDue()]);
     expect(sent[0]! + sent[1]!).toBe(1);
     await eventually(() => reminders().length === 1, { what: "the first reminder" });
     expect(reminders()[0]!.text).toContain(`<@${BOB}>, <!subteam^${GROUP}>`);
-    expect(await h.bot.reminders.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(0);
 
     // Next one 2 minutes after the first (3 minutes after the review).
     clock.offsetMs = 2 * 60_000 + 30_000;
-    expect(await h.bot.reminders.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(0);
     clock.offsetMs = 3 * 60_000 + 5_000;
-    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     clock.offsetMs = 60 * 60_000;
-    expect(await h.bot.reminders.tick()).toBe(0);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(0);
     await eventually(() => reminders().length === 2, { what: "the second reminder" });
     await h.settled();
     expect(reminders()).toHaveLength(2);
@@ -210,14 +206,14 @@ describe("review reminders", () => {
     const review = await pendingReview(h);
     const reminders = () => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /⏰/.test(m.text ?? ""));
     clock.offsetMs = 61_000;
-    expect(await h.bot.reminders.tick()).toBe(1);
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     expect((await eventually(() => reminders()[0])).text).toContain(`<@${USER}>`);
 
     await clickReview(h, review, true, "", USER);
     await eventually(async () => (await reviewState(h, review.reviewId)) === "approved");
     // The next task's review is new; only the decided one is checked here.
     clock.offsetMs = 10 * 60_000;
-    await h.bot.reminders.tick();
+    await h.bot.reviewRequests.remindDue();
     const decided = await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
     expect(decided.remindersSent).toBe(1);
     expect(reminders().filter((m) => m.text!.includes("Research") || m.text!.includes("research"))).toHaveLength(1);

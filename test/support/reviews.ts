@@ -14,6 +14,9 @@ import {
   REASSIGN_USER_BLOCK,
   REJECT_ACTION,
 } from "../../src/adapters/slack/blocks/index.js";
+import { silentLogger } from "../../src/log/log.js";
+import type { Clock } from "../../src/usecases/ports.js";
+import { type ReviewRequestDeps, ReviewRequests } from "../../src/usecases/review-requests.js";
 import type { FakeMessage } from "./fake-slack.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, USER } from "./harness.js";
 import { prismaOf } from "./prisma.js";
@@ -134,5 +137,24 @@ export function submitReassign(h: Harness, modal: any, user: string, to: string,
         },
       },
     },
+  });
+}
+
+/**
+ * Another process's ReviewRequests on the harness bot's database (a second replica's): its Slack
+ * effects go into the same outbox, performed by the harness bot's worker; its decisions go through the
+ * bot's Reviews. No reviewer rules, escalation or deadlines unless given.
+ */
+export function otherReviewRequests(h: Harness, clock: Clock, p: Partial<ReviewRequestDeps> & Pick<ReviewRequestDeps, "reminders">): ReviewRequests {
+  return new ReviewRequests({
+    db: h.bot.database.sql,
+    outbox: h.bot.outbox,
+    audit: h.bot.lifecycle.audit,
+    log: silentLogger,
+    clock,
+    rulesOf: () => undefined,
+    escalateToOf: () => undefined,
+    decide: (decision) => h.bot.lifecycle.reviews.decide(decision),
+    ...p,
   });
 }

@@ -3,11 +3,11 @@
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "../../log/log.js";
 import type { SlackCall } from "../../outbox/budget.js";
-import type { ReviewEscalations } from "../../usecases/escalation.js";
 import type { FlowRequests } from "../../usecases/flows.js";
 import type { Lifecycle } from "../../usecases/lifecycle.js";
 import type { MembershipCache } from "../../usecases/membership-cache.js";
 import type { Execution, TeamRef, WebhookUrls } from "../../usecases/ports.js";
+import type { ReviewRequests } from "../../usecases/review-requests.js";
 import type { ReviewerRules } from "../../usecases/reviewer-rules.js";
 import type { CrewRegistry } from "../crew/registry.js";
 
@@ -40,7 +40,7 @@ export interface FeatureDeps {
   /** Publishes a user's App Home again (set by the Home feature), with the client of the workspace given. */
   publishHome?: (userId: string, team?: TeamRef) => Promise<void>;
   /** Reassignment (and escalation) of pending reviews. */
-  escalations?: ReviewEscalations;
+  reviewRequests?: ReviewRequests;
   /** Each configured flow's webhook URL and workspace, for admins (`/crew help`, App Home: flowHooksFor). */
   flowHooks?: FlowHook[];
   /** Installed in many workspaces (OAuth): views list only the asking workspace's runs and requests. */

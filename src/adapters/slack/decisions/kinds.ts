@@ -182,7 +182,7 @@ export function reviewKind(deps: FeatureDeps) {
     },
     mayReassign: (found, userId, ports) => mayReassignReview(ports, found, userId),
     async reassign(found, p) {
-      const outcome = await deps.escalations?.reassign({ reviewId: found.id, ...p });
+      const outcome = await deps.reviewRequests?.reassign({ reviewId: found.id, ...p });
       return outcome && (outcome.kind === "reassigned" || outcome.kind === "same_person" ? outcome.kind : "not_pending");
     },
     // In the direct message the run moved to, replies are not threaded.
