@@ -56,11 +56,13 @@ describe("planOf", () => {
 
   it("ends a stopped run: its closed review says so, and the task under way says it was stopped", () => {
     const stopped = planOf({ state: "stopped", reviews: [review("a", 0, { state: "closed" })], step: { latest: "x", latestAt: 1_000_005 } });
-    expect(stopped).toMatchObject({ ended: true, failed: true });
+    expect(stopped).toMatchObject({ ended: true, failed: false, stopped: "stopped" });
     expect(cards(stopped)).toEqual([
-      ["task-1", "a", "complete", "Closed without a decision"],
+      ["task-1", "a", "error", "Stopped from Slack before a decision"],
       ["task-2", "Task 2", "error", "Stopped from Slack"],
     ]);
+    // A task done before the stop stays done.
+    expect(cards(planOf({ state: "stopped", reviews: [review("a", 0, { state: "posted" })] }))).toEqual([["task-1", "a", "complete", "Done"]]);
     expect(cards(planOf({ state: "abandoned", reviews: [], step: { latest: "x", latestAt: 1_000_005 } }))).toEqual([["task-1", "Task 1", "error", "No longer followed"]]);
   });
 });

@@ -51,13 +51,16 @@ export interface RunPlan {
   /** The run ended (completed, failed…): the stream stops with these cards. */
   ended: boolean;
   failed: boolean;
+  /** The run was stopped from Slack, or is no longer followed (not a failure). */
+  stopped?: "stopped" | "abandoned";
 }
 
 const WAITING_STATES = new Set(["pending", "deciding"]);
 
 export function planOf(facts: PlanFacts): RunPlan {
   const ended = isFinished(facts.state);
-  const failed = ended && facts.state !== "completed";
+  const stopped = STOPPED_STATES.includes(facts.state as (typeof STOPPED_STATES)[number]) ? (facts.state as "stopped" | "abandoned") : undefined;
+  const failed = ended && facts.state !== "completed" && !stopped;
   // Tasks in the order their first output came; each shows its latest round.
   const byTask = new Map<string, PlanReview>();
   const order: string[] = [];
@@ -68,7 +71,7 @@ export function planOf(facts: PlanFacts): RunPlan {
     if (!seen || r.round >= seen.round) byTask.set(r.taskKey, r);
     lastOutputAt = Math.max(lastOutputAt, r.createdAt.getTime());
   }
-  const tasks: PlanTask[] = order.map((key, i) => cardOf(byTask.get(key)!, i, ended));
+  const tasks: PlanTask[] = order.map((key, i) => cardOf(byTask.get(key)!, i, ended, stopped));
   const step = facts.step;
   const working = !!step && step.latest.trim() !== "" && step.latestAt > lastOutputAt;
   const last = tasks[tasks.length - 1];
@@ -89,24 +92,28 @@ export function planOf(facts: PlanFacts): RunPlan {
   if (ended) {
     for (const t of tasks) {
       if (t.status !== "in_progress" && t.status !== "pending") continue;
-      // The run ended while this task was under way (or waited): it failed with the run, or finished.
-      t.status = failed ? "error" : "complete";
-      if (failed && facts.error) t.details = facts.error;
-      else if (STOPPED_STATES.includes(facts.state as (typeof STOPPED_STATES)[number])) t.details = facts.state === "stopped" ? "Stopped from Slack" : "No longer followed";
+      // The run ended while this task was under way (or waited): it failed or was stopped with the run, or finished.
+      t.status = failed || stopped ? "error" : "complete";
+      if (stopped) t.details = STOPPED_WORDS[stopped];
+      else if (failed && facts.error) t.details = facts.error;
     }
   }
-  return { tasks, ended, failed };
+  return { tasks, ended, failed, ...(stopped ? { stopped } : {}) };
 }
 
 export function taskId(index: number): string {
   return `task-${index + 1}`;
 }
 
-function cardOf(r: PlanReview, index: number, ended: boolean): PlanTask {
+const STOPPED_WORDS = { stopped: "Stopped from Slack", abandoned: "No longer followed" } as const;
+
+function cardOf(r: PlanReview, index: number, ended: boolean, stopped: RunPlan["stopped"]): PlanTask {
   const base = { id: taskId(index), title: r.taskName || r.taskKey, output: r.output };
   if (WAITING_STATES.has(r.state)) return { ...base, status: ended ? "complete" : "pending", details: "Waiting for a decision" };
   if (r.state === "rejected") return { ...base, status: "in_progress", details: "Sent back: the crew is doing it again" };
-  if (r.state === "closed") return { ...base, status: "complete", details: "Closed without a decision" };
+  // A review closed by the run's stop was not done: its card says the run stopped before a decision.
+  if (r.state === "closed")
+    return stopped ? { ...base, status: "error", details: `${STOPPED_WORDS[stopped]} before a decision` } : { ...base, status: "complete", details: "Closed without a decision" };
   // Details said, so that the last step the card showed while it ran does not stay as if still under way.
   return { ...base, status: "complete", details: r.round > 1 ? `Done (round ${r.round})` : "Done" };
 }

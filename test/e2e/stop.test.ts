@@ -123,6 +123,10 @@ describe("Stop", () => {
     const closed = await eventually(() => [messageText(h, review.msg.ts)].find((t) => !t.includes(APPROVE_ACTION)), { what: "the closed review" });
     expect(closed).toContain(`The run was stopped by <@${USER}>`);
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
+    // The live plan ends as stopped, not failed; the review's card says it was stopped before a decision.
+    const plan = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.stream?.state === "stopped")?.stream, { what: "the stopped plan" });
+    expect(plan.title).toMatch(/— stopped$/);
+    expect(plan.tasks.map((t) => [t.status, t.details])).toContainEqual(["error", "Stopped from Slack before a decision"]);
     // The clicker hears it privately.
     await said(USER, /You stopped the run/, "the confirmation");
     // Audit: one stop row, by the starter.

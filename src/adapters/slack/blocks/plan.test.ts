@@ -8,6 +8,8 @@ describe("live plan chunks", () => {
   it("titles the plan with the crew and its first inputs, and its outcome at the end", () => {
     expect(planTitle({ crewName: "research", inputs: { topic: "Tides", depth: "2" } })).toBe("research (Topic: Tides, Depth: 2)");
     expect(planTitle({ crewName: "research", inputs: {}, plan: { ended: true, failed: true } })).toBe("research — failed");
+    expect(planTitle({ crewName: "research", inputs: {}, plan: { ended: true, failed: false, stopped: "stopped" } })).toBe("research — stopped");
+    expect(planTitle({ crewName: "research", inputs: {}, plan: { ended: true, failed: false, stopped: "abandoned" } })).toBe("research — no longer followed");
   });
 
   it("sends the title and every card first, then only what changed", () => {

@@ -21,13 +21,15 @@ const TITLE_KEY = "#title";
 
 const cut = (text: string, max: number) => escapeMrkdwn(truncatePlain(text, max));
 
+const OUTCOMES = { stopped: "stopped", abandoned: "no longer followed" } as const;
+
 /** The plan's title: the crew and (the first few of) its inputs; its outcome once the run ended. */
-export function planTitle(p: { crewName: string; inputs: Record<string, unknown>; plan?: Pick<RunPlan, "ended" | "failed"> }): string {
+export function planTitle(p: { crewName: string; inputs: Record<string, unknown>; plan?: Pick<RunPlan, "ended" | "failed" | "stopped"> }): string {
   const entries = Object.entries(p.inputs ?? {}).slice(0, PLAN_LIMITS.inputs);
   const inputs = entries.map(
     ([k, v]) => `${truncatePlain(humanizeInputName(k), 30)}: ${truncatePlain(typeof v === "string" ? v : (JSON.stringify(v) ?? ""), PLAN_LIMITS.inputValue)}`,
   );
-  const outcome = p.plan?.ended ? (p.plan.failed ? " — failed" : " — finished") : "";
+  const outcome = p.plan?.ended ? ` — ${p.plan.stopped ? OUTCOMES[p.plan.stopped] : p.plan.failed ? "failed" : "finished"}` : "";
   const crew = truncatePlain(p.crewName || "Unnamed crew", 60);
   return cut(`${crew}${inputs.length ? ` (${inputs.join(", ")})` : ""}${outcome}`, PLAN_LIMITS.title + outcome.length);
 }
