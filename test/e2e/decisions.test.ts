@@ -1,7 +1,7 @@
 // Review decisions teams ask for (#14): edit and approve, required approvals, self-approval, round
 // diffs. Through signed requests to /slack/events, the Slack stand-in and the local crew service.
 import { afterEach, describe, expect, it } from "vitest";
-import { EDIT_TEXT_BLOCK } from "../../src/adapters/slack/blocks/index.js";
+import { EDIT_TEXT_BLOCK, FLOW_EDIT_VIEW_CALLBACK } from "../../src/adapters/slack/blocks/index.js";
 import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/domain/approvals.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
@@ -358,6 +358,19 @@ describe("flow feedback requests", () => {
     const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id, kind: "flow_decision" } });
     expect(audit).toMatchObject({ actor: USER, decision: "approved", detail: { outcome: "answered", edited: true } });
     expect(f.flow.calls).toHaveLength(1);
+  });
+
+  it("edit and approve follows the flow's reviewer rules: no form for someone who may not answer", async () => {
+    f = await startFlowHarness({ flow: { reviewers: { users: [BOB], usergroups: [] } } });
+    await f.flow.send({ output: "Draft one" });
+    const req = await pendingFlowRequest(f.h);
+    await clickFlow(f.h, req, "Edit and approve…", "", USER);
+    const refusal = await eventually(() => f!.h.slack.ephemerals.find((e) => e.user === USER), { what: "the refusal" });
+    expect(refusal.text).toBe(`Only <@${BOB}> may answer this request, so nothing was sent to the flow.`);
+    await settle();
+    expect(f.h.slack.callsTo("views.open")).toHaveLength(0);
+    // Bob gets the form.
+    expect((await openFlowEdit(f.h, req, BOB)).view.callback_id).toBe(FLOW_EDIT_VIEW_CALLBACK);
   });
 
   it("edit and approve on a free-feedback flow (no outcomes): the edit is the feedback", async () => {

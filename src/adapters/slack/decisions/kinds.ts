@@ -104,6 +104,15 @@ export interface KindPort<S extends Subject = Subject> {
 /** How long opening the edit form waits for the reviewer rules before opening it anyway (trigger_id lives 3 s). */
 const GATE_WAIT_MS = 1_000;
 
+/**
+ * Who may decide, when it is known at once (group members are cached): no form for someone refused.
+ * A slow answer does not hold the trigger (undefined: open the form); the submission is checked again either way.
+ */
+async function refusedEarly(refusal: Promise<string | undefined>): Promise<string | undefined> {
+  const wait = new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref());
+  return Promise.race([refusal.catch(() => undefined), wait]);
+}
+
 const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
 const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
 
@@ -171,11 +180,7 @@ export function reviewKind(deps: FeatureDeps) {
     async editRefused(found, userId, ports) {
       if (!fromItsWorkspace(ports, found.execution)) return otherOrganisation("review");
       if (selfApprovalRefused(approvalPolicy(deps.crews.config(found.execution.crewName)), found.execution.userId, userId)) return SELF_APPROVAL_REFUSED;
-      // Who may decide, when it is known at once (group members are cached): no form for someone refused.
-      // A slow answer does not hold the trigger: the submission is checked again either way.
-      const gate = reviewerGate(ports, found, userId).catch(() => undefined);
-      const early = await Promise.race([gate, new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref())]);
-      return early && !early.allowed ? replyFor({ kind: "not_allowed", who: early.who }) : undefined;
+      return refusedEarly(reviewerGate(ports, found, userId).then((gate) => (gate.allowed ? undefined : replyFor({ kind: "not_allowed", who: gate.who }))));
     },
     async approveEdited(found, place, note, editedOutput) {
       return replyFor(await reviews.decide({ reviewId: found.id, userId: place.userId, approve: true, feedback: note, ...(editedOutput !== undefined ? { editedOutput } : {}) }));
@@ -239,7 +244,11 @@ export function flowKind(flows: FlowRequests) {
     },
     fromMessage: (found, place) => clickFromFlowMessage(found, place),
     mayAct: async (found, place, ports) => clickFromFlowMessage(found, place) && fromItsWorkspace(ports, found),
-    editRefused: async (found, _userId, ports) => (!fromItsWorkspace(ports, found) ? otherOrganisation("flow") : flowEditable(outcomesOf(found)) ? undefined : NOT_THIS_REQUEST),
+    async editRefused(found, userId, ports) {
+      if (!fromItsWorkspace(ports, found)) return otherOrganisation("flow");
+      if (!flowEditable(outcomesOf(found))) return NOT_THIS_REQUEST;
+      return refusedEarly(mayAnswerFlowRequest(ports, found, userId).then((may) => (may ? undefined : flowReplyFor(flows.notAllowed(found)))));
+    },
     // The flow gets its first approve-like outcome (or, for free-feedback flows, no outcome); its
     // use case checks the message and the reviewer rules.
     async approveEdited(found, place, note, editedOutput) {
