@@ -14,6 +14,7 @@ import type { FlowRequestRow } from "../store/flow-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, type Sql } from "../store/sql.js";
+import { isBlank } from "../text/blank.js";
 import { truncatePlain } from "../text/truncate.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
@@ -274,7 +275,7 @@ export class FlowRequests {
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
     if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
     if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
-    const comment = d.feedback.trim();
+    const comment = isBlank(d.feedback) ? "" : d.feedback.trim();
     if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
     if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return this.notAllowed(request);
 

@@ -25,6 +25,7 @@ import {
   withExecutions,
 } from "../store/reviews.js";
 import { inTransaction, type Sql } from "../store/sql.js";
+import { isBlank } from "../text/blank.js";
 import type { Audit } from "./audit.js";
 import { DecisionCore, hashOutput } from "./decisions/core.js";
 import { crewReviewTarget } from "./decisions/crew-review.js";
@@ -415,7 +416,7 @@ export class Reviews {
     const found = await this.get(decision.reviewId);
     if (!found) return { kind: "unknown_review" };
     const { execution, ...review } = found;
-    const feedback = decision.feedback.trim();
+    const feedback = isBlank(decision.feedback) ? "" : decision.feedback.trim();
     if (!decision.approve && !feedback) return { kind: "feedback_required" };
     if (review.state !== "pending") return { kind: "already_decided", review };
     const gate = decision.byDeadline ? ({ allowed: true } as const) : await this.gate(execution, decision.userId, review);
@@ -500,7 +501,7 @@ export class Reviews {
   ): Promise<DecisionOutcome> {
     const { found, decision, claimedAt } = c;
     const { execution: _, ...review } = found;
-    const note = decision.feedback.trim() || null;
+    const note = isBlank(decision.feedback) ? null : decision.feedback.trim();
     const event: ReviewEvent = outcome === "decided" ? (decision.approve ? "resume_ok_approve" : "resume_ok_reject") : outcome;
     const columns = outcome === "resume_failed" ? { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false, ...patch } : patch;
     const settled = await this.core.settle(crewReviewTarget(), found, {

@@ -43,10 +43,11 @@ describe("review loop", () => {
     // A real deployment's task webhook names no task id: the human-input request gives the one /resume wants.
     expect(stored).toMatchObject({ round: 1, state: "pending", messageTs: first.msg.ts, taskKey: "research_task", resumeTaskId: "task-research" });
 
-    // Reject without feedback: refused, nothing reaches the crew.
+    // Reject without feedback (blank, or only characters that show nothing): refused, nothing reaches the crew.
     await clickReview(h, first, false, "  ");
-    const refusal = await eventually(() => h.slack.callsTo("chat.postEphemeral")[0]);
-    expect(refusal.args.text).toMatch(/feedback/i);
+    await clickReview(h, first, false, " \n\u200B\u200D\uFEFF ");
+    const refusals = await eventually(() => (h.slack.callsTo("chat.postEphemeral").length >= 2 ? h.slack.callsTo("chat.postEphemeral") : undefined));
+    for (const refusal of refusals) expect(refusal.args.text).toMatch(/write what should change in the feedback field/);
     expect(resumeCalls(h)).toHaveLength(0);
 
     await clickReview(h, first, false, "Cite primary sources");
