@@ -8,6 +8,8 @@ describe("helpText", () => {
       expect(text).toContain(part);
     }
     expect(text).toContain("`research`, `writer`");
+    // What list answers: the channel's recent runs (kickoff/command.ts).
+    expect(text).toContain("`/crew list` — this channel's recent runs");
   });
 
   it("skips the crew-name form with a single crew and uses the given command name", () => {

@@ -14,7 +14,7 @@ export function helpText(commandName = "/crew", crews: string[], flows: { name: 
   lines.push(
     `• \`${cmd} status &lt;kickoff_id&gt;\` — where a run stands`,
     `• \`${cmd} stop &lt;kickoff_id&gt;\` — stop a run you started or may review (the Stop button on its announcement does the same)`,
-    `• \`${cmd} list\` — the crews you can start`,
+    `• \`${cmd} list\` — this channel's recent runs`,
     `• \`${cmd} audit &lt;kickoff_id&gt; [csv|json]\` — who decided what in a run (or a flow's feedback request, by its id), with an export file in its thread`,
     `• \`${cmd} help\` — this message`,
     "",
@@ -38,4 +38,9 @@ function crewsLine(crews: string[]): string {
   const more = crews.length - names.length;
   const list = names.join(", ") + (more > 0 ? ` and ${more} more` : "");
   return crews.length === 1 ? `Crew available: ${list}` : `Crews available: ${list}`;
+}
+
+/** What a kickoff id no run has (or one the asker may not see) gets, from every command that takes one. */
+export function unknownKickoffText(kickoffId: string): string {
+  return `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
 }

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
 import { accessPorts, INSTALLATION_UNKNOWN, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
-import { escapeMrkdwn, fitMrkdwn, helpText, userMention } from "../blocks/index.js";
+import { escapeMrkdwn, fitMrkdwn, helpText, unknownKickoffText, userMention } from "../blocks/index.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
@@ -124,7 +124,7 @@ export function stopUsage(commandName = "/crew"): string {
 
 /** A run's status for someone who may see it (usecases/status-for.ts); everyone else hears "unknown id". */
 export function statusText(kickoffId: string, status: RunStatus): string {
-  if (status.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(kickoffId.slice(0, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  if (status.kind === "unknown") return unknownKickoffText(kickoffId);
   const { execution, crew } = status;
   const lines = [`*${escapeMrkdwn(execution.crewName)}* · \`${escapeMrkdwn(execution.kickoffId ?? kickoffId)}\` · ${execution.state}`];
   if (crew && "status" in crew) {

@@ -4,7 +4,7 @@ import type { WebClient } from "@slack/web-api";
 import type { AccessPorts } from "../../../usecases/access.js";
 import { type AuditRecord, auditCsv, auditJson } from "../../../usecases/audit.js";
 import { auditFor } from "../../../usecases/audit-for.js";
-import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, mentionIds, truncatePlain } from "../blocks/index.js";
+import { escapeMrkdwn, excerpt, formatDuration, formatUtcTime, mentionIds, truncatePlain, unknownKickoffText } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 
 export type AuditFormat = "both" | "csv" | "json";
@@ -79,7 +79,7 @@ export async function auditReply(client: WebClient, deps: FeatureDeps, req: Audi
     userId: req.userId,
     channelId: req.channelId,
   });
-  if (trail.kind === "unknown") return `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(req.kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`;
+  if (trail.kind === "unknown") return unknownKickoffText(req.kickoffId);
   if (trail.kind === "flow") {
     const { request } = trail;
     return exportReply(client, deps, req, trail.rows, {

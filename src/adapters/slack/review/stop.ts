@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { AccessPorts, Asker } from "../../../usecases/access.js";
 import type { StopOutcome } from "../../../usecases/stops.js";
 import { accessPorts } from "../access.js";
-import { cannotStopMessage, escapeMrkdwn, runStateLabel, STOP_ACTION, STOP_FOLLOWING_ACTION, truncatePlain, userMention } from "../blocks/index.js";
+import { cannotStopMessage, escapeMrkdwn, runStateLabel, STOP_ACTION, STOP_FOLLOWING_ACTION, truncatePlain, unknownKickoffText, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { clickedMessage, clickFacts, payloadIssues } from "../private-reply.js";
 
@@ -61,11 +61,7 @@ export function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
   const crew = (run: { crewName: string }) => `*${escapeMrkdwn(truncatePlain(run.crewName, 150))}*`;
   switch (outcome.kind) {
     case "unknown":
-      return text(
-        kickoffId !== undefined
-          ? `I don't know a run with kickoff id \`${escapeMrkdwn(truncatePlain(kickoffId, 80))}\`. \`/crew list\` shows this channel's recent runs.`
-          : "I can't find this run, so nothing was sent to the crew.",
-      );
+      return text(kickoffId !== undefined ? unknownKickoffText(kickoffId) : "I can't find this run, so nothing was sent to the crew.");
     case "not_this_message":
       return text("This button does not belong to the run it names, so nothing was sent to the crew.");
     case "not_allowed":
