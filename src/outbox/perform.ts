@@ -487,7 +487,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const started = Date.now();
       await notifier.updateReview(e, r, reviewNote(r), context);
       shown(e, r, started, false);
-      return { record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)), next: await planFollows(e) };
+      // What the message shows now (approvals, an edit) may leave the output less room than its post
+      // had: shortened, its whole text comes as a file, as the message then says.
+      const file = !r.fileAttached && notifier.reviewFiles(r, context).output;
+      return {
+        record: (tx) => recordReviewShown(tx, r.id, shownAs(r.state)),
+        next: [...(file ? [{ kind: "review.file" as const, subjectId: r.id, ...moved(e) }] : []), ...(await planFollows(e))],
+      };
     },
     async "review.reminder"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
@@ -620,8 +626,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (!request.messageTs) return undefined;
       await spend(gate, job, request);
-      await deps.flows!.updateRequest(request, await flowContextOf(request));
-      return undefined;
+      const context = await flowContextOf(request);
+      await deps.flows!.updateRequest(request, context);
+      // Shown beside approvals or an edit, the output may be shortened where its post was not: its file follows.
+      if (request.fileAttached || !deps.flows!.requestNeedsFile(request, context)) return undefined;
+      return { next: [{ kind: "flow.file", subjectId: request.id, ...(request.movedFrom ? { part: MOVED_PART } : {}) }] };
     },
     async "flow.edited"(job, gate) {
       const request = await flowRequest(job.subjectId);

@@ -144,8 +144,8 @@ export interface FlowNotifier {
   /** The Slack user with this e-mail (the request's assignee), or undefined. */
   lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
   findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined>;
-  /** Whether the request's output goes in a file beside its message. */
-  requestNeedsFile(request: FlowRequest): boolean;
+  /** Whether the request's output goes in a file beside its message, as first posted or as shown with its context (approvals, an edit). */
+  requestNeedsFile(request: FlowRequest, context?: FlowRequestContext): boolean;
   /** Whether an edit and approve attaches the edited version as a file. */
   editNeedsFile(request: FlowRequest, edit: { text: string }): boolean;
   /** Opens the direct message (a group DM with several) with these users and the members of these user groups, for a request whose channel Slack refused: its channel id. */

@@ -105,6 +105,26 @@ describe("edit and approve", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("an output that fits its first message but not beside an edit: once approved with edits, its whole text comes as a file, as the message says", async () => {
+    const line = (i: number) => `Paragraph ${i}: ${"the reef survey recorded steady numbers ".repeat(4).trim()}.`;
+    const long = Array.from({ length: 50 }, (_, i) => line(i)).join("\n");
+    expect(long.length).toBeGreaterThan(8_000);
+    expect(long.length).toBeLessThan(9_500);
+    h = await startHarness({ crew: { tasks: tasks({ report_task: () => long }) } });
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    expect(messageText(h, pending.msg.ts)).not.toContain("Output shortened");
+
+    const modal = await openEditModal(h, pending);
+    await submitEdit(h, modal, long.replace("Paragraph 0:", "Opening:").slice(0, 3000));
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    await eventually(() => messageText(h, pending.msg.ts).includes("Approved with edits"), { what: "the message approved" });
+    expect(messageText(h, pending.msg.ts)).toContain("Output shortened — the full text is attached below as a file.");
+    const file = await eventually(() => h.slack.files.find((f) => f.filename === "report_task-round-1.md"), { what: "the original output's file" });
+    expect(file.content).toBe(long);
+    expect(h.slack.violations).toEqual([]);
+  });
+
   it("submitting the form unchanged is a plain approval with the note, not an edit", async () => {
     h = await startHarness();
     await startRunViaSlack(h);
@@ -358,6 +378,19 @@ describe("flow feedback requests", () => {
     const audit = await prismaOf(f.h.bot.database).auditRecord.findFirstOrThrow({ where: { flowRequestId: req.id, kind: "flow_decision" } });
     expect(audit).toMatchObject({ actor: USER, decision: "approved", detail: { outcome: "answered", edited: true } });
     expect(f.flow.calls).toHaveLength(1);
+  });
+
+  it("edit and approve of an output that fits its first message but not beside the edit: its whole text follows as a file", async () => {
+    f = await startFlowHarness();
+    const long = Array.from({ length: 50 }, (_, i) => `Paragraph ${i}: ${"the reef survey recorded steady numbers ".repeat(4).trim()}.`).join("\n");
+    await f.flow.send({ output: long });
+    const req = await pendingFlowRequest(f.h);
+    expect(f.h.slack.files).toHaveLength(0);
+    await submitEdit(f.h, await openFlowEdit(f.h, req), long.slice(0, 3000).replace("Paragraph 0:", "Opening:"));
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    await eventually(() => flowText(req.msg.ts).includes("Output shortened — the full text is attached below as a file."), { what: "the message shortened" });
+    const file = await eventually(() => f!.h.slack.files.find((x) => x.content === long), { what: "the original output's file" });
+    expect(file.filename.endsWith("-edited.md")).toBe(false);
   });
 
   it("edit and approve follows the flow's reviewer rules: no form for someone who may not answer", async () => {

@@ -93,8 +93,8 @@ export class SlackFlowEffects implements FlowNotifier {
     await this.attach(request, edit.text, "-edited", "edited version");
   }
 
-  requestNeedsFile(request: FlowRequest): boolean {
-    return outputNeedsFile(request.output);
+  requestNeedsFile(request: FlowRequest, context: FlowRequestContext = {}): boolean {
+    return outputNeedsFile(request.output, reviewReserve(context));
   }
 
   editNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
