@@ -1,7 +1,7 @@
 // Review decisions teams ask for (#14): edit and approve, required approvals, self-approval, round
 // diffs. Through signed requests to /slack/events, the Slack stand-in and the local crew service.
 import { afterEach, describe, expect, it } from "vitest";
-import { EDIT_TEXT_BLOCK, FLOW_EDIT_VIEW_CALLBACK } from "../../src/adapters/slack/blocks/index.js";
+import { EDIT_TEXT_BLOCK, FLOW_EDIT_VIEW_CALLBACK, HOME_APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/domain/approvals.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
@@ -291,6 +291,12 @@ describe("self-approval", () => {
     const refusal = await eventually(() => ephemeralsFor(USER).find((e) => /You started this run/.test(e.text ?? "")), { what: "the refusal" });
     expect(refusal.text).toMatch(/nothing was sent to the crew/);
     expect(refusal.text).toMatch(/may still reject/);
+    // Their App Home lists the review without an Approve button they could not use.
+    await h.requests.appHomeOpened({ user_id: USER });
+    const [home] = await h.slack.waitForCalls("views.publish", 1);
+    const homeText = JSON.stringify((home!.args.view as { blocks: unknown[] }).blocks);
+    expect(homeText).toContain("You started this run: someone else approves it");
+    expect(homeText).not.toContain(HOME_APPROVE_ACTION);
     // The edit form is refused the same way, before it opens.
     const opened = h.slack.callsTo("views.open").length;
     await h.requests.blockAction({

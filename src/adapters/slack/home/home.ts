@@ -6,6 +6,7 @@ import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../../../config/config.js";
+import { type ApprovalPolicy, approvalPolicy, DEFAULT_APPROVAL_POLICY, selfApprovalRefused } from "../../../domain/approvals.js";
 import { reviewChannel } from "../../../domain/refusals.js";
 import type { HomeStore } from "../../../store/home.js";
 import { type AccessPorts, mayAnswerFlowRequestFromHome, mayApproveFromHome } from "../../../usecases/access.js";
@@ -51,6 +52,7 @@ export async function homeParams(
   permalink: ReturnType<typeof permalinkBuilder>,
   flows: Pick<FlowRequests, "homeApproval"> | undefined,
   flowHooks: HomeParams["flows"],
+  policyOf: (crewName: string) => ApprovalPolicy = () => DEFAULT_APPROVAL_POLICY,
 ): Promise<HomeParams> {
   const { userId, now } = listing;
   const notes = (r: (typeof listing.reviews)[number] | FlowRequest) => [
@@ -67,9 +69,11 @@ export async function homeParams(
       // Its message is in its run's thread, or in the direct message the run moved to when Slack refused its channel.
       channelId: reviewChannel(r, r.execution),
       permalink: i < HOME_MAX_REVIEWS ? await permalink(reviewChannel(r, r.execution), r.messageTs!, r.channelId ? undefined : (r.execution.threadTs ?? undefined)) : undefined,
-      // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread).
-      approveReviewId: r.id,
-      notes: notes(r),
+      // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread),
+      // unless its crew wants someone other than the run's starter to approve.
+      ...(selfApprovalRefused(policyOf(r.execution.crewName), r.execution.userId, userId)
+        ? { notes: [...notes(r), "You started this run: someone else approves it (you may reject it in the thread)"] }
+        : { approveReviewId: r.id, notes: notes(r) }),
     })),
   );
   const flowReviews = await Promise.all(
@@ -137,7 +141,7 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
     permalinks.set(key, permalink);
     try {
       const listing = await homeFor(homeDeps, userId, team?.teamId);
-      const params = await homeParams(listing, permalink, deps.flows, flowHooksFor(deps, team?.teamId));
+      const params = await homeParams(listing, permalink, deps.flows, flowHooksFor(deps, team?.teamId), (crewName) => approvalPolicy(deps.crews.config(crewName)));
       await spendOnView(deps, team?.teamId, "views.publish");
       await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
     } catch (err) {
