@@ -73,10 +73,11 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
   const review = (round: number): Locator =>
     thread()
       .getByTestId("message")
-      // The review messages, not the live plan (its card names the task too).
+      // The review messages, not the live plan (its card names the task too) nor a notice about them.
       .filter({ hasNot: page.getByTestId("plan") })
       .filter({ hasText: "writing_task" })
-      .filter({ hasText: `round ${round}` });
+      .filter({ hasText: `round ${round}` })
+      .filter({ hasNotText: /reassigned writing_task/ });
 
   it("runs a crew from /crew through a rejected and an approved review to the completion notice and App Home", async () => {
     await page.goto(`${url}/?user=U0STARTER`);
@@ -125,6 +126,13 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
       pane.scrollTop += first.getBoundingClientRect().bottom - pane.getBoundingClientRect().top - 260;
     });
     await page.screenshot({ path: path.join(SHOTS, "review.png") });
+
+    // Riya hands round 2 to Ben with the Reassign form's person picker; the thread says so.
+    await review(2).getByRole("button", { name: "Reassign", exact: true }).click();
+    await modal.locator("select").selectOption("U0REVIEWB");
+    await modal.locator("textarea").fill("Ben knows the audience");
+    await modal.getByRole("button", { name: "Reassign", exact: true }).click();
+    await expect.poll(() => thread().textContent()).toContain("reassigned writing_task (round 2) to @Ben Reviewer");
 
     // Another reviewer approves round 2; the run finishes and the channel hears about it.
     await actAs("U0REVIEWB");
@@ -195,8 +203,18 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
   it("answers the local flow's feedback request from the channel", async () => {
     await page.goto(`${url}/?user=U0REVIEWB`);
     const request = page.getByTestId("timeline").getByTestId("message").filter({ hasText: "Please check this article" });
-    await request.getByRole("button", { name: /^approved$/i }).click();
-    await expect.poll(() => request.textContent(), { timeout: 15_000 }).toMatch(/Ben/);
+    // The page draws the channel again on every change: a click on a button that was being replaced is
+    // lost, so it is clicked again until the answer shows (a second click would only hear "already answered").
+    const approve = request.getByRole("button", { name: /^approved$/i });
+    await expect
+      .poll(
+        async () => {
+          if (await approve.count()) await approve.click({ timeout: 2000 }).catch(() => {});
+          return request.textContent();
+        },
+        { timeout: 30_000 },
+      )
+      .toMatch(/Ben/);
     expect(await request.getByRole("button").count()).toBe(0);
   }, 60_000);
 });

@@ -463,6 +463,8 @@ function collectState(root) {
     if (type === "button") continue;
     const block = (values[el.dataset.block] ??= {});
     if (type === "plain_text_input") block[el.dataset.action] = { type, value: el.value === "" ? null : el.value };
+    // A person picker (users_select) is read by the user it names, as Slack sends it.
+    else if (el.tagName === "SELECT" && type === "users_select") block[el.dataset.action] = { type, selected_user: el.value || null };
     else if (el.tagName === "SELECT") {
       const opt = el.selectedOptions[0];
       block[el.dataset.action] = { type, selected_option: el.value ? { text: { type: "plain_text", text: opt.textContent }, value: el.value } : null };
@@ -483,7 +485,8 @@ async function fire(el) {
     if (el.dataset.value) action.value = el.dataset.value;
   } else if (el.tagName === "SELECT") {
     if (!el.value) return;
-    action.selected_option = { text: { type: "plain_text", text: el.selectedOptions[0].textContent }, value: el.value };
+    if (el.dataset.type === "users_select") action.selected_user = el.value;
+    else action.selected_option = { text: { type: "plain_text", text: el.selectedOptions[0].textContent }, value: el.value };
   }
   const body = { action, state: collectState(root) };
   if (root.classList.contains("modal")) body.viewId = root.dataset.view;
