@@ -244,7 +244,9 @@ const required = (args: Record<string, any>, name: string, code = "invalid_argum
 /** Form fields the WebClient JSON-encodes (non-primitive values); parsed back to objects. */
 const JSON_FIELDS = new Set(["chunks", "blocks", "attachments", "view", "files", "metadata", "unfurls", "user_auth_blocks", "options"]);
 
-const TS_BASE = 1_700_000_000_000_000; // microseconds; stays well under 2^53
+// Microseconds from the process's start (well under 2^53): a playground restarted on its kept database
+// never gives a new message the ts of an old one (a reply would be taken for the old message's thread).
+const TS_BASE = Date.now() * 1000;
 let seq = 0; // process-wide so ids and ts never repeat across fakes or resets
 const nextSeq = () => ++seq;
 const pad = (n: number) => String(n).padStart(10, "0");

@@ -33,6 +33,8 @@ describe("fake Slack Web API with a real WebClient", () => {
     expect(parent.ts).toMatch(/^\d{10}\.\d{6}$/);
     const reply = await client.chat.postMessage({ channel: "C1", text: "reply", thread_ts: parent.ts! });
     expect(Number(reply.ts)).toBeGreaterThan(Number(parent.ts));
+    // Counted from the process's start: a playground restarted on its kept database posts no ts it posted before.
+    expect(Number(parent.ts) * 1000).toBeGreaterThanOrEqual(Math.floor(performance.timeOrigin) - 1000);
 
     expect(fake.callsTo("chat.postMessage")[0]?.args.blocks).toEqual(blocks);
     // Each call records the ts its answer carried: which message it posted.
