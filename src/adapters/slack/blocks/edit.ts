@@ -41,7 +41,13 @@ export function editModal(p: EditModalParams): types.ModalView {
   }
   blocks.push(
     textInput({ blockId: EDIT_TEXT_BLOCK, actionId: EDIT_INPUT_ACTION, label: p.restLength > 0 ? "Output (first part)" : "Output", initial: p.head }),
-    textInput({ blockId: EDIT_NOTE_BLOCK, actionId: EDIT_INPUT_ACTION, label: "Note for the crew", optional: true, placeholder: "Optional: why you changed it" }),
+    textInput({
+      blockId: EDIT_NOTE_BLOCK,
+      actionId: EDIT_INPUT_ACTION,
+      label: `Note for the ${p.receiver === "flow" ? "flow" : "crew"}`,
+      optional: true,
+      placeholder: "Optional: why you changed it",
+    }),
   );
   return modal({ callbackId: p.callbackId ?? EDIT_VIEW_CALLBACK, title: "Edit and approve", submit: "Approve edit", close: "Cancel", metadata: p.metadata, blocks });
 }

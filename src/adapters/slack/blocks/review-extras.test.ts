@@ -87,7 +87,10 @@ describe("editModal", () => {
     expect(view.callback_id).toBe(EDIT_VIEW_CALLBACK);
     expect(view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK)).toMatchObject({ element: { initial_value: "x".repeat(3000), max_length: 3000, multiline: true } });
     expect(json(view.blocks)).not.toContain("kept unchanged");
+    expect(json(view.blocks)).toContain("Note for the crew");
     expect(modalLimitViolations(view)).toEqual([]);
+    // A flow's request: its note goes to the flow.
+    expect(json(editModal({ taskName: "t", head: "x", restLength: 0, metadata: "{}", receiver: "flow" }).blocks)).toContain("Note for the flow");
   });
 
   it("says when only the first part can be edited and what happens to the rest", () => {

@@ -236,6 +236,11 @@ describe("completionMessage", () => {
     expectWithinLimits(m);
   });
 
+  it("a long output: shortened, and its file is said to be in the run's thread (the notice is in the channel)", () => {
+    const m = completionMessage({ ...base, outcome: "succeeded", output: "word ".repeat(5000), outputTruncated: true });
+    expect(json(m)).toContain("Output shortened — the full text is attached in the run's thread as a file.");
+  });
+
   it("failure: plain reason without the stack trace", () => {
     const error = "TypeError: Cannot read <x> of undefined\n    at run (/app/crew.js:10:5)\n    at main (/app/index.js:3:1)";
     const m = completionMessage({ ...base, outcome: "failed", error });

@@ -53,16 +53,16 @@ export function outputNeedsFile(output: string, reserve = 0): boolean {
   return output.length > OUTPUT_MARKDOWN_MAX - reserve || markdownShown(output).length > OUTPUT_MARKDOWN_MAX - reserve;
 }
 
-export function outputBlocks(output: string, fileAttached = false, reserve = 0): types.KnownBlock[] {
+export function outputBlocks(output: string, fileAttached = false, reserve = 0, fileWhere = "below"): types.KnownBlock[] {
   if (!output.trim()) return [section("_No output._")];
   const shortened = outputNeedsFile(output, reserve);
   const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: markdownShown(output) }];
   const note = shortened
     ? fileAttached
-      ? "Output shortened — the full text is attached below as a file."
+      ? `Output shortened — the full text is attached ${fileWhere} as a file.`
       : "Output shortened to fit in Slack."
     : fileAttached
-      ? "The full output is also attached below as a file."
+      ? `The full output is also attached ${fileWhere} as a file.`
       : "";
   return note ? [...blocks, context(note)] : blocks;
 }
@@ -337,7 +337,8 @@ export function completionMessage(p: CompletionParams): SlackMessage {
   const blocks: types.KnownBlock[] = [section(`${OUTCOMES[p.outcome](bold(p.crewName, "Unnamed crew"))}\nStarted by ${userMention(p.userId)} · took ${duration}`)];
   const reason = p.error?.trim() ? readableError(p.error) : p.outcome === "lost" ? "Crewline stopped hearing from the run." : "";
   if (p.outcome !== "succeeded" && reason) blocks.push(section(`*Reason:* ${fitMrkdwn(reason, ERROR_MAX).text}`));
-  if (p.output !== undefined) blocks.push(...outputBlocks(p.output, p.outputTruncated));
+  // Posted in the channel: the file is in the run's thread.
+  if (p.output !== undefined) blocks.push(...outputBlocks(p.output, p.outputTruncated, 0, "in the run's thread"));
   const link = p.threadPermalink?.trim() ?? "";
   if (/^https?:\/\/\S+$/.test(link) && link.length <= PERMALINK_MAX) {
     blocks.push(context(`<${escapeMrkdwn(link).replace(/\|/g, "%7C")}|View the run's thread>`));

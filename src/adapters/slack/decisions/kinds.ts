@@ -173,7 +173,7 @@ export function reviewKind(deps: FeatureDeps) {
         deps.log.warn("review click from another message refused", { userId: c.userId });
         return NOT_THIS_MESSAGE;
       }
-      return replyFor(await reviews.decide({ reviewId: c.value, userId: c.userId, approve: c.actionId === APPROVE_ACTION, feedback: c.feedback }));
+      return replyFor(await reviews.decide({ reviewId: c.value, userId: c.userId, approve: c.actionId === APPROVE_ACTION, feedback: c.feedback }), c.userId);
     },
     fromMessage: (found, place) => clickFromReviewMessage(found, place),
     mayAct: (found, place, ports) => clickMayDecide(ports, found, place),
@@ -183,7 +183,10 @@ export function reviewKind(deps: FeatureDeps) {
       return refusedEarly(reviewerGate(ports, found, userId).then((gate) => (gate.allowed ? undefined : replyFor({ kind: "not_allowed", who: gate.who }))));
     },
     async approveEdited(found, place, note, editedOutput) {
-      return replyFor(await reviews.decide({ reviewId: found.id, userId: place.userId, approve: true, feedback: note, ...(editedOutput !== undefined ? { editedOutput } : {}) }));
+      return replyFor(
+        await reviews.decide({ reviewId: found.id, userId: place.userId, approve: true, feedback: note, ...(editedOutput !== undefined ? { editedOutput } : {}) }),
+        place.userId,
+      );
     },
     mayReassign: (found, userId, ports) => mayReassignReview(ports, found, userId),
     async reassign(found, p) {
@@ -240,6 +243,7 @@ export function flowKind(flows: FlowRequests) {
           channelId: c.channelId,
           messageTs: c.messageTs,
         }),
+        c.userId,
       );
     },
     fromMessage: (found, place) => clickFromFlowMessage(found, place),
@@ -263,6 +267,7 @@ export function flowKind(flows: FlowRequests) {
           messageTs: place.messageTs,
           ...(editedOutput !== undefined ? { editedOutput } : {}),
         }),
+        place.userId,
       );
     },
     mayReassign: async (found, userId, ports) => ((await mayAnswerFlowRequest(ports, found, userId)) ? { ok: true } : { ok: false, who: flows.who(found) }),

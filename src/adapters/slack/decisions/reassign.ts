@@ -5,7 +5,7 @@ import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { accessPorts } from "../access.js";
-import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal } from "../blocks/index.js";
+import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
 import { clickFacts, tellPrivately } from "../private-reply.js";
 import { spendOnView } from "../views.js";
@@ -76,6 +76,9 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const outcome = await kind.reassign(found, { by: user.id, to, reason });
     // Published with the token of its workspace (installed in many, the app-level client is not it).
     if (outcome === "reassigned") await deps.publishHome?.(to, kind.team(found));
+    if (outcome === "same_person") {
+      await tellPrivately(client, deps.log, { ...kind.replyPlace(found), user: user.id }, `This ${w.noun} is reassigned to ${userMention(to)} already, so nothing changed.`);
+    }
     if (outcome === "not_pending") {
       await tellPrivately(client, deps.log, { ...kind.replyPlace(found), user: user.id }, `The ${w.noun} was ${w.done} before it could be reassigned.`);
     }

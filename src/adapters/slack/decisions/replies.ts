@@ -33,17 +33,17 @@ export const NOT_RECORDED =
   "⚠️ Your decision was not recorded: Crewline could not reach its database. Nothing was sent to the crew and the review is still open; please try again in a moment.";
 export const FLOW_NOT_RECORDED = "⚠️ Your answer was not recorded: Crewline could not reach its database. Nothing was sent to the flow; please try again in a moment.";
 
-/** What the clicker is told privately about a review's decision; undefined when the updated message says it all. */
-export function replyFor(outcome: DecisionOutcome): string | undefined {
-  return decisionReply("review", outcome);
+/** What the clicker (`asker`, when known) is told privately about a review's decision; undefined when the updated message says it all. */
+export function replyFor(outcome: DecisionOutcome, asker?: string): string | undefined {
+  return decisionReply("review", outcome, asker);
 }
 
-/** What the clicker is told privately about a flow request's answer; undefined when the updated message says it all. */
-export function flowReplyFor(outcome: FlowDecisionOutcome): string | undefined {
-  return decisionReply("flow", outcome);
+/** What the clicker (`asker`, when known) is told privately about a flow request's answer; undefined when the updated message says it all. */
+export function flowReplyFor(outcome: FlowDecisionOutcome, asker?: string): string | undefined {
+  return decisionReply("flow", outcome, asker);
 }
 
-function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome): string | undefined {
+function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome, asker?: string): string | undefined {
   const w = WORDS[kind];
   switch (outcome.kind) {
     case "decided":
@@ -77,10 +77,14 @@ function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisi
       if (subject.state === "closed")
         return kind === "review" ? "This review is closed: the run no longer needs a decision on it." : "This request is closed: the flow no longer takes an answer to it.";
       const done = "review" in outcome ? (outcome.review.decision === "reject" ? "rejected" : "approved") : w.done;
-      const doing = kind === "review" ? "is deciding" : "is answering";
-      return subject.decidedBy
-        ? `${userMention(subject.decidedBy)} already ${subject.state === "deciding" ? doing : done} this ${w.noun}.`
-        : `This ${w.noun} was already ${w.done}.`;
+      if (!subject.decidedBy) return `This ${w.noun} was already ${w.done}.`;
+      // The one who decided it clicked again (a double click): said to them, not about them.
+      const yours = subject.decidedBy === asker;
+      if (subject.state === "deciding")
+        return yours
+          ? `Your ${kind === "review" ? "decision" : "answer"} is already on its way to the ${w.receiver}.`
+          : `${userMention(subject.decidedBy)} is already ${kind === "review" ? "deciding" : "answering"} this ${w.noun}.`;
+      return `${yours ? "You" : userMention(subject.decidedBy)} already ${done} this ${w.noun}.`;
     }
     // The crew's or the flow's own words (an error message, an answer's body) are outside text: escaped.
     case "not_waiting":
