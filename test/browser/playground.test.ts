@@ -155,6 +155,8 @@ describe.skipIf(!hasChromium || onPostgresPass)("playground in a real browser", 
     const home = page.getByTestId("home");
     await expect.poll(() => home.textContent()).toContain("Your recent runs");
     expect(await home.textContent()).toContain("newsletter");
+    // App Home has no message box.
+    expect(await page.locator("#composer").isVisible()).toBe(false);
     await page.screenshot({ path: path.join(SHOTS, "home.png") });
   }, 150_000);
 
