@@ -335,6 +335,11 @@ describe("reassignment", () => {
     const audit = await prismaOf(h.bot.database).auditRecord.findFirstOrThrow({ where: { kind: "reassignment" } });
     expect(audit).toMatchObject({ actor: BOB, feedback: "Dan knows the sources" });
     expect(audit.detail).toMatchObject({ reassignedTo: DAN });
+    // The same form sent again hands it to nobody new, and Bob hears so.
+    await submitReassign(h, modal, BOB, DAN, "Dan knows the sources");
+    const same = await eventually(() => h.slack.ephemerals.find((e) => e.user === BOB && /already/.test(e.text ?? "")), { what: "the nothing-changed answer" });
+    expect(same.text).toBe(`This review is reassigned to <@${DAN}> already, so nothing changed.`);
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { kind: "reassignment" } })).toBe(1);
 
     // Dan's Home tab is published at once, and again when he opens it.
     const [pushed] = await h.slack.waitForCalls("views.publish", 1);
