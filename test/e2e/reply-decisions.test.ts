@@ -119,7 +119,7 @@ describe("deciding a review by replying in its thread", () => {
 
     // Another approve word later, on the decided review: answered privately, nothing sent.
     await h.requests.event(replyEvent("approved", threadTs));
-    await eventually(() => ephemeralsFor(USER).some((c) => /already approved/.test((c.args as any).text)), { what: "the already-decided answer" });
+    await eventually(() => ephemeralsFor(USER).some((c) => (c.args as any).text === "You already approved this review."), { what: "the already-decided answer" });
     // Talk in the thread after the decision is not for the bot.
     await h.requests.event(replyEvent("great, thanks everyone", threadTs));
     await settle();

@@ -6,7 +6,7 @@ import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../../../config/config.js";
-import { type ApprovalPolicy, approvalPolicy, DEFAULT_APPROVAL_POLICY, selfApprovalRefused } from "../../../domain/approvals.js";
+import { type ApprovalPolicy, approvalPolicy, selfApprovalRefused } from "../../../domain/approvals.js";
 import { reviewChannel } from "../../../domain/refusals.js";
 import type { HomeStore } from "../../../store/home.js";
 import { type AccessPorts, mayAnswerFlowRequestFromHome, mayApproveFromHome } from "../../../usecases/access.js";
@@ -52,7 +52,7 @@ export async function homeParams(
   permalink: ReturnType<typeof permalinkBuilder>,
   flows: Pick<FlowRequests, "homeApproval"> | undefined,
   flowHooks: HomeParams["flows"],
-  policyOf: (crewName: string) => ApprovalPolicy = () => DEFAULT_APPROVAL_POLICY,
+  policyOf: (crewName: string) => ApprovalPolicy,
 ): Promise<HomeParams> {
   const { userId, now } = listing;
   const notes = (r: (typeof listing.reviews)[number] | FlowRequest) => [
@@ -109,17 +109,17 @@ const homeApproveClick = z.object({
 });
 
 /** What the Home tab says after an Approve clicked there. */
-export function homeNotice(outcome: DecisionOutcome | undefined, taskName: string): string {
+export function homeNotice(outcome: DecisionOutcome | undefined, taskName: string, asker?: string): string {
   if (!outcome) return "I can't find this review any more, so nothing was sent to the crew.";
   if (outcome.kind === "decided") return `✅ You approved *${escapeMrkdwn(truncatePlain(taskName, 150))}*; the crew goes on.`;
-  return replyFor(outcome) ?? "Nothing changed.";
+  return replyFor(outcome, asker) ?? "Nothing changed.";
 }
 
 /** What the Home tab says after Approve clicked there on a flow request. */
-export function homeFlowNotice(outcome: FlowDecisionOutcome | undefined, what: string): string {
+export function homeFlowNotice(outcome: FlowDecisionOutcome | undefined, what: string, asker?: string): string {
   if (!outcome) return "I can't find this request any more, so nothing was sent to the flow.";
   if (outcome.kind === "answered") return `✅ You approved *${escapeMrkdwn(truncatePlain(what, 150))}*; the flow goes on.`;
-  return flowReplyFor(outcome) ?? "Nothing changed.";
+  return flowReplyFor(outcome, asker) ?? "Nothing changed.";
 }
 
 /** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
@@ -185,7 +185,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
       async (reviewId, userId, access) => {
         const found = await deps.lifecycle.reviews.get(reviewId);
         if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice(undefined, "");
-        return homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName);
+        return homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName, userId);
       },
     ],
     [
@@ -196,7 +196,7 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
         const approval = request ? flows!.homeApproval(request) : undefined;
         if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome(access, request, userId))) return homeFlowNotice(undefined, "");
         const outcome = await flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true });
-        return homeFlowNotice(outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`);
+        return homeFlowNotice(outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`, userId);
       },
     ],
   ];

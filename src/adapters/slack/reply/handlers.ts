@@ -73,7 +73,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       const message = replyQuestionMessage(outcome.question);
       return void (await tell(message.text, message.blocks));
     }
-    const text = wordsFor(outcome);
+    const text = wordsFor(outcome, reply.userId);
     if (text) await tell(text);
   });
 
@@ -95,7 +95,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
         deps.log.error("reply question answer could not be recorded", { err });
         return void (await tell(REPLY_NOT_RECORDED));
       }
-      const text = wordsFor(outcome);
+      const text = wordsFor(outcome, user.id);
       // The question is answered: it is replaced by what happened (Ignore removes it), so no live
       // buttons stay on screen. Without a response_url that works, the words come as a new message.
       const replacement = choice === "ignore" ? { delete_original: true } : { replace_original: true, ...replyQuestionAnswered(choice, text) };
@@ -122,16 +122,16 @@ function pick(raw: Record<string, unknown>) {
   return { type: raw.type, subtype: raw.subtype, bot_id: raw.bot_id, user: raw.user, channel: raw.channel, ts: raw.ts, thread_ts: raw.thread_ts };
 }
 
-/** What the replier is told privately; undefined when the updated message says it all (or nothing is said). */
-export function wordsFor(outcome: ReplyOutcome): string | undefined {
+/** What the replier (`asker`) is told privately; undefined when the updated message says it all (or nothing is said). */
+export function wordsFor(outcome: ReplyOutcome, asker?: string): string | undefined {
   switch (outcome.kind) {
     case "ignored":
     case "question":
       return undefined;
     case "review":
-      return outcome.outcome.kind === "feedback_required" ? REPLY_FEEDBACK_REQUIRED : replyFor(outcome.outcome);
+      return outcome.outcome.kind === "feedback_required" ? REPLY_FEEDBACK_REQUIRED : replyFor(outcome.outcome, asker);
     case "flow":
-      return outcome.outcome.kind === "feedback_required" ? "Please write your feedback after the colon: it is what the flow receives." : flowReplyFor(outcome.outcome);
+      return outcome.outcome.kind === "feedback_required" ? "Please write your feedback after the colon: it is what the flow receives." : flowReplyFor(outcome.outcome, asker);
     case "unknown_question":
       return QUESTION_UNKNOWN;
     case "answered_already":
