@@ -11,6 +11,7 @@ import { findFlowRequestByMessage } from "../store/flow-requests.js";
 import { type ReviewWithExecution, reviewsInThread } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import { claimThreadReplyAnswer, deleteThreadRepliesBefore, findThreadReply, type NewThreadReply, recordThreadReply } from "../store/thread-replies.js";
+import { isBlank } from "../text/blank.js";
 import { type AccessPorts, fromItsWorkspace, replyInReviewThread, replyMayAnswerFlowRequest, replyMayDecide, reviewerGate } from "./access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "./flows.js";
 import { type Clock, systemClock } from "./ports.js";
@@ -30,6 +31,12 @@ export interface ThreadReplyIn {
 /** The private question about a reply that said neither approve nor reject; its buttons carry `replyId`. */
 export type ReplyQuestion =
   | { kind: "review"; replyId: string; taskName: string; round: number; otherPending: number; cut: boolean }
+  /**
+   * An approve or reject by reply where several reviews the replier may decide wait in one thread
+   * (tasks awaited in parallel, or a run started from a message in another run's thread): which one?
+   * Each button names a review (`pickValue`); `more` wait beyond those shown.
+   */
+  | { kind: "which"; replyId: string; approve: boolean; reviews: WhichReview[]; more: number; cut: boolean }
   | {
       kind: "flow";
       replyId: string;
@@ -42,6 +49,17 @@ export type ReplyQuestion =
       outcomes: string[];
       cut: boolean;
     };
+
+/** A review a "which" question offers: what tells it apart from the others in the thread. */
+export interface WhichReview {
+  /** The button's value (pickValue). */
+  value: string;
+  taskName: string;
+  round: number;
+  crewName: string;
+  /** The output's first characters. */
+  excerpt: string;
+}
 
 export type ReplyChoice = "reject" | "approve" | "ignore";
 
@@ -64,6 +82,19 @@ export const THREAD_REPLY_RETENTION_MS = 7 * 24 * 3600_000;
 const CLEANUP_EVERY_MS = 3600_000;
 /** At most this many reviews of a thread are read to find the one a reply is about. */
 const THREAD_REVIEWS = 50;
+/** At most this many reviews are offered as buttons when a reply could mean several. */
+export const WHICH_REVIEWS_SHOWN = 5;
+const EXCERPT_MAX = 200;
+
+/** The value of a "which review" button: the reply, and the review and round it names. */
+export function pickValue(replyId: string, reviewId: string, round: number): string {
+  return `${replyId}:${reviewId}:${round}`;
+}
+function parsePick(value: string): { replyId: string; reviewId: string; round: number } | undefined {
+  const [replyId, reviewId, round, ...rest] = value.split(":");
+  if (!replyId || !reviewId || rest.length || !/^\d{1,6}$/.test(round ?? "")) return undefined;
+  return { replyId, reviewId, round: Number(round) };
+}
 const IGNORED: ReplyOutcome = { kind: "ignored" };
 
 export interface ReplyDecisionDeps {
@@ -108,6 +139,11 @@ export class ReplyDecisions {
       return { kind: "review", outcome: { kind: "already_decided", review: latest } };
     }
     const asked = intent.kind === "other";
+    if (!asked && pending.length > 1) {
+      // An approve or reject that could mean several reviews is never a guess: which one?
+      const which = await this.which(pending, reply, ports, intent.kind === "approve");
+      if (which) return which;
+    }
     if (!(await replyMayDecide(ports, target, reply))) {
       // Talk is not for the bot; an approve or reject is told why it was not taken, as a click would be.
       if (asked) return IGNORED;
@@ -128,6 +164,68 @@ export class ReplyDecisions {
       via: "reply",
     });
     return { kind: "review", outcome };
+  }
+
+  /**
+   * Several reviews wait in the reply's thread: the ones the replier may decide, newest first. One of
+   * them: undefined, and the reply decides it as usual (the newest if it is theirs). Several: the
+   * question naming each. None: undefined (the newest's refusal is told).
+   */
+  private async which(pending: ReviewWithExecution[], reply: ThreadReplyIn, ports: AccessPorts, approve: boolean): Promise<ReplyOutcome | undefined> {
+    const theirs: ReviewWithExecution[] = [];
+    for (const review of pending) if (await replyMayDecide(ports, review, reply)) theirs.push(review);
+    if (theirs.length === 0) return undefined;
+    if (theirs.length === 1) {
+      const [only] = theirs;
+      const intent = replyIntent(reply.text);
+      if (!(await this.record(reply, { text: null, reviewId: only!.id, round: only!.round, flowRequestId: null }))) return IGNORED;
+      const feedback = intent.kind === "reject" ? intent.feedback : "";
+      return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: only!.id, userId: reply.userId, approve, feedback, via: "reply" }) };
+    }
+    // A reject without its feedback is answered as when one review waits: before any question.
+    const intent = replyIntent(reply.text);
+    if (intent.kind === "reject" && isBlank(intent.feedback)) return { kind: "review", outcome: { kind: "feedback_required" } };
+    const recorded = await this.record(reply, { text: reply.text, reviewId: null, round: null, flowRequestId: null });
+    if (!recorded) return IGNORED;
+    const shown = theirs.slice(0, WHICH_REVIEWS_SHOWN);
+    return {
+      kind: "question",
+      question: {
+        kind: "which",
+        replyId: recorded.id,
+        approve,
+        reviews: shown.map((r) => ({
+          value: pickValue(recorded.id, r.id, r.round),
+          taskName: r.taskName,
+          round: r.round,
+          crewName: r.execution.crewName,
+          // Cut before anything reads it: an output can be megabytes.
+          excerpt: r.output.slice(0, EXCERPT_MAX),
+        })),
+        more: theirs.length - shown.length,
+        cut: reply.cut,
+      },
+    };
+  }
+
+  /**
+   * A button of the "which review" question: the reply must be the clicker's, asked about once, the
+   * review one waiting in that reply's thread in the round the button names, and the clicker must
+   * still pass the rules of a click. The reply's own words decide (approve, or reject with its feedback).
+   */
+  async onPick(value: string, choice: "approve" | "reject", userId: string, ports: AccessPorts): Promise<ReplyOutcome> {
+    const pick = parsePick(value);
+    const row = pick && (await findThreadReply(this.sql, pick.replyId));
+    if (!pick || !row || row.userId !== userId || row.text === null || row.reviewId !== null || row.flowRequestId !== null) return { kind: "unknown_question" };
+    const intent = replyIntent(row.text);
+    const found = await this.deps.reviews.get(pick.reviewId);
+    const place = { userId, channelId: row.channelId, threadTs: row.threadTs };
+    if (intent.kind !== choice || !found || !replyInReviewThread(found, place)) return { kind: "unknown_question" };
+    if (!(await claimThreadReplyAnswer(this.sql, row.id, this.clock.now()))) return { kind: "answered_already" };
+    if (found.state !== "pending" || found.round !== pick.round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
+    if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
+    const approve = intent.kind === "approve";
+    return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: found.id, userId, approve, feedback: approve ? "" : intent.feedback, via: "reply" }) };
   }
 
   private async onFlowReply(request: FlowRequest, reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
@@ -180,6 +278,8 @@ export class ReplyDecisions {
   async onQuestionAnswer(replyId: string, choice: ReplyChoice, userId: string, ports: AccessPorts): Promise<ReplyOutcome> {
     const row = await findThreadReply(this.sql, replyId);
     if (!row || row.userId !== userId || row.text === null) return { kind: "unknown_question" };
+    // A "which review" question is answered by its own buttons (onPick), or ignored.
+    if (choice !== "ignore" && row.reviewId === null && row.flowRequestId === null) return { kind: "unknown_question" };
     if (!(await claimThreadReplyAnswer(this.sql, row.id, this.clock.now()))) return choice === "ignore" ? IGNORED : { kind: "answered_already" };
     if (choice === "ignore") return IGNORED;
     const place = { userId, channelId: row.channelId, threadTs: row.threadTs };

@@ -2,14 +2,23 @@
 // for anything else, strangers ignored, repeated deliveries and two replicas deciding once, hostile
 // replies; and flow requests answered by reply. Through signed message events on /slack/events, the
 // Slack stand-in and the local crew service (and the local flow service).
+
+import crypto from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_QUESTION_BLOCK, REPLY_REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import {
+  KICKOFF_VIEW_CALLBACK,
+  REPLY_APPROVE_ACTION,
+  REPLY_IGNORE_ACTION,
+  REPLY_QUESTION_BLOCK,
+  REPLY_REJECT_ACTION,
+  RUN_ON_MESSAGE_SHORTCUT,
+} from "../../src/adapters/slack/blocks/index.js";
 import { createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import { openDatabase } from "../../src/store/db/database.js";
 import { ReplyDecisions } from "../../src/usecases/reply-decisions.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
-import { CHANNEL, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
+import { CHANNEL, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { slackRequester } from "../support/slack-requests.js";
@@ -75,10 +84,8 @@ const questionFor = (user: string) =>
 /** What the question's replier sees in its place now (undefined once removed). */
 const shownQuestion = (question: any) => h.slack.ephemerals.find((e) => e.ts === question.ts && e.user === question.user);
 
-/** A click on one of the question's buttons, as Slack sends it from the ephemeral, with a response_url handed to the clicker. */
-function clickQuestion(question: any, actionId: string, user = USER) {
-  const actions = question.blocks.find((b: any) => b.block_id === REPLY_QUESTION_BLOCK);
-  const button = actions.elements.find((e: any) => e.action_id === actionId);
+/** A click on a button of a private question, as Slack sends it from the ephemeral, with a response_url handed to the clicker. */
+function clickButton(question: any, blockId: string, button: { action_id: string; value: string }, user = USER) {
   return h.requests.blockAction({
     user_id: user,
     channel_id: question.channel,
@@ -86,8 +93,19 @@ function clickQuestion(question: any, actionId: string, user = USER) {
     thread_ts: question.thread_ts,
     is_ephemeral: true,
     response_url: h.slack.responseUrlFor({ channel: question.channel, user, messageTs: question.ts, threadTs: question.thread_ts }),
-    action: { action_id: actionId, block_id: REPLY_QUESTION_BLOCK, value: button.value },
+    action: { action_id: button.action_id, block_id: blockId, value: button.value },
   });
+}
+
+/** A click on one of the question's buttons (Reject with this, Approve, Ignore). */
+function clickQuestion(question: any, actionId: string, user = USER) {
+  const actions = question.blocks.find((b: any) => b.block_id === REPLY_QUESTION_BLOCK);
+  return clickButton(
+    question,
+    REPLY_QUESTION_BLOCK,
+    actions.elements.find((e: any) => e.action_id === actionId),
+    user,
+  );
 }
 
 describe("deciding a review by replying in its thread", () => {
@@ -277,6 +295,85 @@ describe("deciding a review by replying in its thread", () => {
     const question = await questionFor(USER);
     expect(JSON.stringify(question.blocks)).toContain("first 4,000 characters");
     expect(h.slack.violations).toEqual([]);
+  });
+});
+
+describe("a reply where several reviews wait in one thread", () => {
+  /** A click on the "which review" button naming `reviewId` (or on it with a forged value). */
+  function clickPick(question: any, reviewId: string, user = USER, value?: string) {
+    const block = question.blocks.find((b: any) => b.accessory?.value?.includes(reviewId));
+    return clickButton(question, block.block_id, { ...block.accessory, value: value ?? block.accessory.value }, user);
+  }
+  const questions = () => ephemeralsFor(USER).filter((c) => JSON.stringify((c.args as any).blocks ?? []).includes(REPLY_QUESTION_BLOCK));
+
+  it("an approve or reject that could mean either run's review asks which, never guesses; its button decides the one it names, once", async () => {
+    h = await startHarness();
+    const first = await runWaitingForReview();
+    // A second run, started with the message shortcut on a reply in the first run's thread, shares that thread.
+    const viewsBefore = h.slack.callsTo("views.update").length;
+    await h.requests.messageShortcut({
+      callback_id: RUN_ON_MESSAGE_SHORTCUT,
+      user_id: USER,
+      channel_id: CHANNEL,
+      message: { ts: newTs(), thread_ts: first.threadTs, user: BOB, text: "now the tides" },
+    });
+    const form = await eventually(
+      () =>
+        h.slack
+          .callsTo("views.update")
+          .slice(viewsBefore)
+          .map((c) => c.args.view as any)
+          .filter((v) => v?.callback_id === KICKOFF_VIEW_CALLBACK)
+          .at(-1),
+      { what: "the kickoff form" },
+    );
+    await submitKickoffForm(h, form, { topic: "tides" });
+    const second = await pendingReview(h, { exclude: new Set([first.review.reviewId]) });
+    const runs = await prismaOf(h.bot.database).execution.findMany({ orderBy: { createdAt: "asc" } });
+    expect(runs.map((r) => r.threadTs)).toEqual([first.threadTs, first.threadTs]);
+
+    // "reject:" without feedback is told to write it, as with one review; no question.
+    await h.requests.event(replyEvent("reject:", first.threadTs));
+    await eventually(() => ephemeralsFor(USER).some((c) => /write what should change/.test((c.args as any).text)), { what: "the feedback request" });
+
+    // "changes: …" asks which review gets it; Ignore drops it.
+    await h.requests.event(replyEvent("changes: cite the survey", first.threadTs));
+    const rejectQuestion = await eventually(() => questions()[0] && withTs(questions()[0]!.args), { what: "the reject question" });
+    expect(rejectQuestion.text).toBe("2 reviews wait in this thread. Which one should get your reply as feedback?");
+    await clickQuestion(rejectQuestion, REPLY_IGNORE_ACTION);
+    await eventually(() => shownQuestion(rejectQuestion) === undefined, { what: "the ignored question removed" });
+
+    // "lgtm": which one? Both reviews are offered, the newest first; nothing reaches the crew.
+    await h.requests.event(replyEvent("lgtm", first.threadTs));
+    const question = await eventually(() => questions()[1] && withTs(questions()[1]!.args), { what: "the approve question" });
+    expect(question.text).toBe("2 reviews wait in this thread. Which one do you approve?");
+    const offered = question.blocks.filter((b: any) => b.accessory).map((b: any) => b.accessory.value.split(":")[1]);
+    expect(offered).toEqual([second.reviewId, first.review.reviewId]);
+    expect(JSON.stringify(question.blocks)).toContain("research_task");
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+
+    // Someone else's click, and a forged value naming another review, decide nothing.
+    await clickPick(question, second.reviewId, BOB);
+    await eventually(() => ephemeralsFor(BOB).some((c) => /can't match this button/.test((c.args as any).text)), { what: "Bob's refusal" });
+    const forged = question.blocks.find((b: any) => b.accessory?.value?.includes(second.reviewId)).accessory.value.replace(second.reviewId, crypto.randomUUID());
+    await clickPick(question, second.reviewId, USER, forged);
+    await eventually(() => /can't match this button/.test(shownQuestion(question)?.text ?? ""), { what: "the forged click refused in place" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+
+    // The second run's button approves that review alone, once.
+    await clickPick(question, second.reviewId);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeCalls(h)[0]!.body).toMatchObject({ execution_id: runs[1]!.kickoffId, is_approve: true });
+    expect((await decisionAudit(second.reviewId))[0]).toMatchObject({ decision: "approve", detail: { via: "reply" } });
+    await eventually(() => /Done: approved/.test(shownQuestion(question)?.text ?? ""), { what: "the question replaced" });
+    // The same question's other button: answered already; the first run's review still waits.
+    await clickPick(question, first.review.reviewId);
+    await eventually(() => /already answered/.test(shownQuestion(question)?.text ?? ""), { what: "the already-answered note" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: first.review.reviewId } })).state).toBe("pending");
   });
 });
 

@@ -1,6 +1,5 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
-import { silentLogger } from "../../src/log/log.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, otherReviewRequests, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "./reply.js";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_PICK_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "./reply.js";
 
 const hostile = "<!here> *bold* <https://phish.example|x>";
 const buttons = (blocks: any[]) => blocks.find((b) => b.type === "actions").elements.map((e: any) => [e.action_id, e.text.text, e.value]);
@@ -16,7 +16,7 @@ describe("the private question about a reply", () => {
       [REPLY_IGNORE_ACTION, "Ignore", "r1"],
     ]);
     const words = JSON.stringify(m.blocks);
-    expect(words).toContain("1 other review waits in this thread");
+    expect(words).toContain("1 other review waits in this thread: this question is about the newest");
     expect(words).toContain("first 4,000 characters");
   });
 
@@ -34,6 +34,34 @@ describe("the private question about a reply", () => {
     const none = replyQuestionMessage({ ...base, freeText: false, outcomes: ["hold", "later"] });
     expect(none.text).toContain("`hold`, `later`");
     expect(buttons(none.blocks)).toEqual([[REPLY_IGNORE_ACTION, "Ignore", "r2"]]);
+  });
+});
+
+describe("the question when a reply could mean several reviews", () => {
+  const review = (i: number, excerpt = `Draft ${i}`) => ({ value: `q1:rev${i}:1`, taskName: "research_task", round: 1, crewName: `crew ${i}`, excerpt });
+
+  it("puts one button beside each review, told apart by its crew and first words, each with its own action id", () => {
+    const m = replyQuestionMessage({ kind: "which", replyId: "q1", approve: true, reviews: [review(1, `${hostile}\n\n  second line`), review(2)], more: 0, cut: false });
+    expect(m.text).toBe("2 reviews wait in this thread. Which one do you approve?");
+    const picks = m.blocks.filter((b: any) => b.accessory).map((b: any) => [b.accessory.action_id, b.accessory.text.text, b.accessory.value, b.text.text]);
+    expect(picks).toEqual([
+      ["reply_pick_approve_0", "Approve", "q1:rev1:1", "*research_task* round 1 of *crew 1*\n&lt;!here&gt; *bold* &lt;https://phish.example|x&gt; second line"],
+      ["reply_pick_approve_1", "Approve", "q1:rev2:1", "*research_task* round 1 of *crew 2*\nDraft 2"],
+    ]);
+    for (const [actionId] of picks) expect(REPLY_PICK_ACTION.test(actionId)).toBe(true);
+    expect(buttons(m.blocks)).toEqual([[REPLY_IGNORE_ACTION, "Ignore", "q1"]]);
+  });
+
+  it("for a reject, offers Reject with this, and says how many more wait beyond those shown", () => {
+    const m = replyQuestionMessage({ kind: "which", replyId: "q1", approve: false, reviews: [review(1), review(2)], more: 3, cut: true });
+    expect(m.text).toBe("5 reviews wait in this thread. Which one should get your reply as feedback?");
+    expect(m.blocks.filter((b: any) => b.accessory).map((b: any) => [b.accessory.action_id, b.accessory.text.text])).toEqual([
+      ["reply_pick_reject_0", "Reject with this"],
+      ["reply_pick_reject_1", "Reject with this"],
+    ]);
+    const words = JSON.stringify(m.blocks);
+    expect(words).toContain("3 more wait: use the buttons on their messages.");
+    expect(words).toContain("first 4,000 characters");
   });
 });
 

@@ -1,14 +1,14 @@
 // Deciding by replying in a review's (or flow request's) thread: message events (message.channels,
 // message.groups, and im for a run moved to a direct message) and the buttons of the private question
-// asked about a reply that said neither approve nor reject. Thin: the text is cut first, the event
+// asked about a reply that said neither approve nor reject, or that could mean several reviews. Thin: the text is cut first, the event
 // parsed, and the use case (usecases/reply-decisions.ts) decides what happens.
-import type { App, RespondArguments, RespondFn, types } from "@slack/bolt";
+import type { AllMiddlewareArgs, App, RespondArguments, RespondFn, SlackActionMiddlewareArgs, types } from "@slack/bolt";
 import { z } from "zod";
 import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
 import { accessPorts } from "../access.js";
-import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_PICK_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
 import { flowReplyFor, otherOrganisation, replyFor } from "../decisions/replies.js";
 import type { FeatureDeps } from "../deps.js";
 import { payloadIssues, tellPrivately } from "../private-reply.js";
@@ -77,8 +77,10 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     if (text) await tell(text);
   });
 
-  for (const actionId of Object.keys(CHOICES)) {
-    app.action(actionId, async ({ ack, body, client, respond, context }) => {
+  /** A click on one of a question's buttons: answered by `answer`, the question replaced by what happened. */
+  const onQuestionClick =
+    (answer: (value: string, actionId: string, userId: string, ports: ReturnType<typeof accessPorts>) => Promise<{ choice: ReplyChoice; outcome: ReplyOutcome }>) =>
+    async ({ ack, body, client, respond, context }: SlackActionMiddlewareArgs & AllMiddlewareArgs) => {
       await ack();
       const click = questionClick.safeParse(body);
       if (!click.success) return void deps.log.warn("reply question click with an unexpected payload", { issues: payloadIssues(click.error) });
@@ -86,23 +88,36 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       const channel = container?.channel_id ?? click.data.channel?.id;
       const tell = (text: string) =>
         channel ? tellPrivately(client, deps.log, { channel, user: user.id, ...(container?.thread_ts ? { threadTs: container.thread_ts } : {}) }, text) : Promise.resolve();
-      const choice = CHOICES[actions[0]!.action_id]!;
-      let outcome: ReplyOutcome;
+      let answered: { choice: ReplyChoice; outcome: ReplyOutcome };
       try {
-        outcome = await replies.onQuestionAnswer(actions[0]!.value, choice, user.id, accessPorts(client, deps, context, body));
+        answered = await answer(actions[0]!.value, actions[0]!.action_id, user.id, accessPorts(client, deps, context, body));
       } catch (err) {
         // Nothing was taken: the question stays, with its buttons, for another try.
         deps.log.error("reply question answer could not be recorded", { err });
         return void (await tell(REPLY_NOT_RECORDED));
       }
+      const { choice, outcome } = answered;
       const text = wordsFor(outcome, user.id);
       // The question is answered: it is replaced by what happened (Ignore removes it), so no live
       // buttons stay on screen. Without a response_url that works, the words come as a new message.
       const replacement = choice === "ignore" ? { delete_original: true } : { replace_original: true, ...replyQuestionAnswered(choice, text) };
       const replaced = await replaceQuestion(respond, replacement, deps);
       if (!replaced && text) await tell(text);
-    });
-  }
+    };
+
+  for (const [actionId, choice] of Object.entries(CHOICES))
+    app.action(
+      actionId,
+      onQuestionClick(async (value, _action, userId, ports) => ({ choice, outcome: await replies.onQuestionAnswer(value, choice, userId, ports) })),
+    );
+  // "Which review?": each button names one, and says approve or reject as the reply did.
+  app.action(
+    REPLY_PICK_ACTION,
+    onQuestionClick(async (value, action, userId, ports) => {
+      const choice = action.includes("_approve_") ? "approve" : "reject";
+      return { choice, outcome: await replies.onPick(value, choice, userId, ports) };
+    }),
+  );
 }
 
 /** Answers the clicked question through the click's response_url; false when there is none or Slack refused it. */
