@@ -366,8 +366,10 @@ describe("a reply where several reviews wait in one thread", () => {
     await clickPick(question, second.reviewId);
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
     expect(resumeCalls(h)[0]!.body).toMatchObject({ execution_id: runs[1]!.kickoffId, is_approve: true });
-    expect((await decisionAudit(second.reviewId))[0]).toMatchObject({ decision: "approve", detail: { via: "reply" } });
     await eventually(() => /Done: approved/.test(shownQuestion(question)?.text ?? ""), { what: "the question replaced" });
+    // The audit row is written once the crew took the decision (after its /resume answered).
+    const audit = await eventually(async () => (await decisionAudit(second.reviewId))[0], { what: "the decision's audit" });
+    expect(audit).toMatchObject({ decision: "approve", detail: { via: "reply" } });
     // The same question's other button: answered already; the first run's review still waits.
     await clickPick(question, first.review.reviewId);
     await eventually(() => /already answered/.test(shownQuestion(question)?.text ?? ""), { what: "the already-answered note" });
