@@ -29,17 +29,20 @@ export async function lockRequest<T extends RequestTable>(tx: Sql, table: T, id:
   return rowOf<T>(await tx.selectFrom(shared(table)).selectAll().where("id", "=", id).forUpdate().executeTakeFirst());
 }
 
+/** What recording an approval did: a new approver, a new note or edit from someone who had approved, or nothing. */
+export type ApprovalAdded = "added" | "updated" | "unchanged";
+
 /**
- * Records one person's approval; false when they had approved this request already. A later edit by
- * the same person replaces their earlier edit (and a new note their earlier note). `outcome`: the
- * approve-like outcome chosen (flow requests only).
+ * Records one person's approval. A later edit by the same person replaces their earlier edit (and a
+ * new note their earlier note): "updated" when that changed anything. `outcome`: the approve-like
+ * outcome chosen (flow requests only).
  */
 export async function addApproval(
   db: Sql,
   table: RequestTable,
   a: { requestId: string; userId: string; note: string | null; editedOutput: string | null; outcome?: string | null },
   now: Date,
-): Promise<boolean> {
+): Promise<ApprovalAdded> {
   const sql = db;
   const { table: approvals, key } = approvalsTable(table);
   const inserted = await sql
@@ -56,16 +59,18 @@ export async function addApproval(
     .onConflict((oc) => oc.columns([key, "userId"]).doNothing())
     .returning("id")
     .executeTakeFirst();
-  if (inserted) return true;
-  if (a.note !== null || a.editedOutput !== null) {
-    await sql
-      .updateTable(approvals)
-      .set({ ...(a.note !== null ? { note: a.note } : {}), ...(a.editedOutput !== null ? { editedOutput: a.editedOutput, createdAt: now } : {}) })
-      .where(key, "=", a.requestId)
-      .where("userId", "=", a.userId)
-      .execute();
-  }
-  return false;
+  if (inserted) return "added";
+  if (a.note === null && a.editedOutput === null) return "unchanged";
+  const changed = await sql
+    .updateTable(approvals)
+    .set({ ...(a.note !== null ? { note: a.note } : {}), ...(a.editedOutput !== null ? { editedOutput: a.editedOutput, createdAt: now } : {}) })
+    .where(key, "=", a.requestId)
+    .where("userId", "=", a.userId)
+    .where((eb) =>
+      eb.or([...(a.note !== null ? [eb("note", "is distinct from", a.note)] : []), ...(a.editedOutput !== null ? [eb("editedOutput", "is distinct from", a.editedOutput)] : [])]),
+    )
+    .executeTakeFirst();
+  return Number(changed.numUpdatedRows) > 0 ? "updated" : "unchanged";
 }
 
 /** A request's approvals, oldest first. */

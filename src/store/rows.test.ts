@@ -237,9 +237,12 @@ describe("store rows", () => {
       { executionId: run.id, taskKey: "t1", taskName: "t", agent: null, round: 1, output: "o", outputHash: "h", state: "pending", resumeTaskId: null },
       T0,
     ))!;
-    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: null, editedOutput: null }, at(1))).toBe(true);
-    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U2", note: "fine", editedOutput: null }, at(2))).toBe(true);
-    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: "ok", editedOutput: "edited" }, at(3))).toBe(false);
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: null, editedOutput: null }, at(1))).toBe("added");
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U2", note: "fine", editedOutput: null }, at(2))).toBe("added");
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U2", note: null, editedOutput: null }, at(2))).toBe("unchanged");
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U2", note: "fine", editedOutput: null }, at(2))).toBe("unchanged");
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: "ok", editedOutput: "edited" }, at(3))).toBe("updated");
+    expect(await addApproval(sql, "Review", { requestId: review.id, userId: "U1", note: "ok", editedOutput: "edited" }, at(4))).toBe("unchanged");
     expect(await approvalsOf(sql, "Review", review.id)).toEqual([
       { userId: "U2", note: "fine", editedOutput: null, createdAt: at(2) },
       { userId: "U1", note: "ok", editedOutput: "edited", createdAt: at(3) },

@@ -87,7 +87,7 @@ export type FlowDecisionOutcome =
   | { kind: "unknown_outcome" }
   | { kind: "not_allowed"; who: string }
   | { kind: "approval_recorded"; request: FlowRequest; approvals: number; required: number }
-  | { kind: "already_approved"; request: FlowRequest; approvals: number; required: number }
+  | { kind: "already_approved"; request: FlowRequest; approvals: number; required: number; updated?: boolean }
   | { kind: "approval_counted"; request: FlowRequest }
   | { kind: "already_decided"; request: FlowRequest }
   | { kind: "answered"; request: FlowRequest }
@@ -311,7 +311,10 @@ export class FlowRequests {
       claim: (tx) => store.claimDecision(tx, request.id, flowRequestTransition("claimed"), decision, decidedAt),
       named: {
         taken: decided,
-        waiting: (recorded, approvals) => ({ kind: recorded ? "approval_recorded" : "already_approved", request, approvals, required }),
+        waiting: (how, approvals) =>
+          how === "added"
+            ? { kind: "approval_recorded", request, approvals, required }
+            : { kind: "already_approved", request, approvals, required, ...(how === "updated" ? { updated: true } : {}) },
         lost: async (approvals) => {
           const current = await store.findFlowRequest(this.sql, request.id);
           // Two approvals completed the count at once: the other one answers, and this one is part of it.

@@ -43,8 +43,8 @@ export type DecisionOutcome =
   | { kind: "approval_recorded"; review: Review; approvals: number; required: number }
   /** This approval completed the count at the same moment as another one, which sent the decision. */
   | { kind: "approval_counted"; review: Review }
-  /** This person had approved this round already; still waiting for others. */
-  | { kind: "already_approved"; review: Review; approvals: number; required: number }
+  /** This person had approved this round already; still waiting for others. `updated`: their new note or edit replaced the earlier one. */
+  | { kind: "already_approved"; review: Review; approvals: number; required: number; updated?: boolean }
   | { kind: "already_decided"; review: Review }
   | { kind: "decided"; review: Review; resume: ResumeResult }
   | { kind: "not_waiting"; review: Review; message: string }
@@ -452,7 +452,10 @@ export class Reviews {
         })),
       named: {
         taken: (current) => ({ kind: "already_decided", review: current ?? review }),
-        waiting: (recorded, approvals) => ({ kind: recorded ? "approval_recorded" : "already_approved", review, approvals, required: policy.required }),
+        waiting: (how, approvals) =>
+          how === "added"
+            ? { kind: "approval_recorded", review, approvals, required: policy.required }
+            : { kind: "already_approved", review, approvals, required: policy.required, ...(how === "updated" ? { updated: true } : {}) },
         lost: async (approvals) => {
           const current = (await findReview(this.sql, review.id)) ?? review;
           // Two approvals completed the count at once: the other one sends it, and this one is part of it.

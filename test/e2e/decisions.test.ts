@@ -198,13 +198,20 @@ describe("required approvals", () => {
     await settle();
     expect(resumeCalls(h)).toHaveLength(0);
     expect((await review(pending.reviewId)).state).toBe("pending");
+    // A new note from the same person replaces their earlier one, says so, and is audited; still one approval.
+    await clickReview(h, pending, true, "Looks right, cite the survey", USER);
+    await eventually(() => ephemeralsFor(USER).find((e) => /1 of 2 approvals\): what you sent now replaces your earlier note/.test(e.text ?? "")), {
+      what: "the note replaced",
+    });
+    expect(resumeCalls(h)).toHaveLength(0);
 
     await clickReview(h, pending, true, "Ship it", BOB);
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
     const body = resumeBody(0);
     expect(body.is_approve).toBe(true);
     expect(body.human_feedback).toContain(`Approved by 2 reviewers: ${USER}, ${BOB}.`);
-    expect(body.human_feedback).toContain(`- ${USER}: Looks right to me`);
+    expect(body.human_feedback).toContain(`- ${USER}: Looks right, cite the survey`);
+    expect(body.human_feedback).not.toContain("Looks right to me");
     expect(body.human_feedback).toContain(`- ${BOB}: Ship it`);
     await eventually(async () => (await review(pending.reviewId)).state === "approved");
     const text = await eventually(() => (messageText(h, pending.msg.ts).includes("Approved by") ? messageText(h, pending.msg.ts) : undefined));
@@ -216,12 +223,13 @@ describe("required approvals", () => {
     expect(resumeCalls(h)).toHaveLength(1);
 
     const rows = await prismaOf(h.bot.database).auditRecord.findMany({ where: { taskKey: "research_task" }, orderBy: { createdAt: "asc" } });
-    expect(rows.map((r) => [r.kind, r.actor, r.decision])).toEqual([
-      ["approval", USER, "approve"],
-      ["decision", BOB, "approve"],
+    expect(rows.map((r) => [r.kind, r.actor, r.decision, r.feedback])).toEqual([
+      ["approval", USER, "approve", "Looks right to me"],
+      ["approval", USER, "approve", "Looks right, cite the survey"],
+      ["decision", BOB, "approve", expect.any(String)],
     ]);
     expect(rows[0]!.detail).toMatchObject({ approvals: 1, required: 2 });
-    expect(rows[1]!.detail).toMatchObject({ outcome: "decided", approvers: [USER, BOB] });
+    expect(rows[2]!.detail).toMatchObject({ outcome: "decided", approvers: [USER, BOB] });
     await h.requests.command({ text: `audit ${execution.kickoffId}`, user_id: USER, channel_id: CHANNEL });
     const answer = await eventually(() => h.slack.callsTo("response_url").at(-1), { what: "the audit answer" });
     // Mentions are mentions (the lines are mrkdwn already, not escaped a second time).

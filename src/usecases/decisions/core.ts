@@ -10,6 +10,7 @@ import type { ReviewerRules as RulesConfig } from "../../config/config.js";
 import { approvalTally, latestEdit, type StoredApproval } from "../../domain/approvals.js";
 import type { Logger } from "../../log/log.js";
 import {
+  type ApprovalAdded,
   addApproval,
   approvalsOf,
   claimDeadline,
@@ -269,7 +270,9 @@ export class DecisionCore {
       const approvals = await approvalsOf(tx, target.table, r.id);
       const tally = approvalTally(approvals, a.required);
       if (tally.done) return { kind: "complete" as const, approvals, claimed: await call.claim(tx) };
-      const recorded = added || a.editedOutput !== undefined;
+      // An edit is recorded (audited, shown) even when it repeats the person's earlier one.
+      const how = added === "unchanged" && a.editedOutput !== undefined ? "updated" : added;
+      const recorded = how !== "unchanged";
       if (recorded) {
         const { kind, ...row } = a.audit;
         await this.audit(
@@ -283,12 +286,12 @@ export class DecisionCore {
         // The message shows who approved so far ("1 of 2 approvals").
         await this.deps.outbox.add(tx, target.show(r));
       }
-      return { kind: "waiting" as const, recorded, approvals: tally.approvers.length };
+      return { kind: "waiting" as const, how, recorded, approvals: tally.approvers.length };
     });
     if (step.kind === "taken") return call.named.taken(step.current);
     if (step.kind === "waiting") {
       if (step.recorded) this.deps.outbox.nudge();
-      return call.named.waiting(step.recorded, step.approvals);
+      return call.named.waiting(step.how, step.approvals);
     }
     return step.claimed ? call.deliver(step.approvals) : call.named.lost(step.approvals);
   }
@@ -350,8 +353,8 @@ export interface DecisionCall<R, O> {
   named: {
     /** Decided meanwhile (while the approval waited for the row). */
     taken(current: R | null): O;
-    /** Counted (or given already by this person); more approvals are needed. */
-    waiting(recorded: boolean, approvals: number): O;
+    /** More approvals are needed: this one was new, changed the person's note or edit, or changed nothing. */
+    waiting(how: ApprovalAdded, approvals: number): O;
     /** The claim went to another decision (perhaps one this approval was counted in). */
     lost(approvals: StoredApproval[]): Promise<O>;
   };

@@ -70,8 +70,11 @@ function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisi
     }
     case "approval_counted":
       return `Your approval is recorded and counted: with it the ${w.noun} had the approvals it needs, and ${w.told}.`;
-    case "already_approved":
-      return `You already approved this ${w.noun} (${outcome.approvals} of ${outcome.required} approvals): it needs approvals from ${outcome.required} different people.`;
+    case "already_approved": {
+      const count = `${outcome.approvals} of ${outcome.required} approvals`;
+      if (outcome.updated) return `You had approved this ${w.noun} already (${count}): what you sent now replaces your earlier note or edit.`;
+      return `You already approved this ${w.noun} (${count}): it needs approvals from ${outcome.required} different people.`;
+    }
     case "already_decided": {
       const subject = "review" in outcome ? outcome.review : outcome.request;
       if (subject.state === "closed")
