@@ -195,6 +195,20 @@ describe("kickoff from Slack", () => {
     });
     expect(responses[0]!.args.text).toContain(execution.kickoffId);
     expect(responses[1]!.args.text).toContain(execution.kickoffId);
+
+    // A subcommand without what it takes gets its own usage line, not the whole help; nothing is exported.
+    const usage = async (text: string) => String((await h.requests.command({ text, user_id: USER, channel_id: CHANNEL })).body);
+    const xml = await usage(`audit ${execution.kickoffId} xml`);
+    expect(xml).toContain("Usage: `/crew audit &lt;kickoff_id&gt; [csv|json]`");
+    expect(xml).toContain("`xml` is not one of them.");
+    expect(xml).not.toContain("•");
+    expect(await usage("audit")).toContain("Usage: `/crew audit");
+    expect(await usage(`audit ${execution.kickoffId} csv extra`)).toContain("Usage: `/crew audit");
+    expect(await usage("status")).toContain("Usage: `/crew status &lt;kickoff_id&gt;`");
+    expect(await usage("audit k1 <!channel>")).toContain("`&lt;!channel&gt;` is not one of them.");
+    await h.settled();
+    expect(h.slack.callsTo("files.completeUploadExternal")).toEqual([]);
+    expect(h.slack.callsTo("response_url")).toHaveLength(2);
   });
 
   it("rejects requests with a bad Slack signature", async () => {

@@ -30,4 +30,19 @@ describe("private replies escape outside text", () => {
     const text = statusText("k1", { kind: "run", execution, crew: { unreadable: `The crew “${hostile}” had a server error` } });
     noTokens(text);
   });
+
+  it("/crew status: the crew's output reads as its review would (Markdown as mrkdwn, escaped); an error stays plain", () => {
+    const output = `# Findings\n**Vents** host [life](https://example.org/vents) ${hostile}`;
+    const run = (e: Partial<Execution>) => ({ crewName: "research", kickoffId: "k1", state: "completed", output: null, error: null, ...e }) as unknown as Execution;
+    const done = statusText("k1", { kind: "run", execution: run({ output }) });
+    expect(done).toContain("*Findings*");
+    // A link shows where it goes, as in a review; mentions and a disguised link do not come through.
+    expect(done).toContain("*Vents* host <https://example.org/vents|life (example.org)>");
+    expect(done).not.toContain("**");
+    for (const token of ["<!here>", "<@U0VICTIM>", "|Approve>"]) expect(done).not.toContain(token);
+    const sofar = statusText("k1", { kind: "run", execution: run({ state: "running" }), crew: { status: { phase: "running", rawState: "RUNNING", output } } as never });
+    expect(sofar).toContain("Output so far:\n*Findings*");
+    const failed = statusText("k1", { kind: "run", execution: run({ state: "failed", error: "**boom** at step 3" }) });
+    expect(failed).toContain("**boom** at step 3");
+  });
 });

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type RunStatus, statusFor } from "../../../usecases/status-for.js";
 import { accessPorts, INSTALLATION_UNKNOWN, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
-import { escapeMrkdwn, fitMrkdwn, helpText, unknownKickoffText, userMention } from "../blocks/index.js";
+import { escapeMrkdwn, fitMarkdown, fitMrkdwn, helpText, unknownKickoffText, userMention } from "../blocks/index.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
@@ -18,8 +18,8 @@ export type CrewCommand =
   | { kind: "list" }
   | { kind: "audit"; kickoffId: string; format: AuditFormat }
   | { kind: "stop"; kickoffId: string }
-  /** `/crew stop` without exactly one kickoff id after it. */
-  | { kind: "stop_usage" };
+  /** `/crew stop`, `audit` or `status` without what it takes after it (`format`: an audit format it does not write). */
+  | { kind: "usage"; of: "stop" | "audit" | "status"; format?: string };
 
 export function parseCrewCommand(text: string): CrewCommand {
   const [word = "", ...rest] = text.trim().split(/\s+/);
@@ -31,18 +31,19 @@ export function parseCrewCommand(text: string): CrewCommand {
     case "?":
       return { kind: "help" };
     case "status":
-      return arg ? { kind: "status", kickoffId: arg } : { kind: "help" };
+      return arg ? { kind: "status", kickoffId: arg } : { kind: "usage", of: "status" };
     case "list":
       return { kind: "list" };
     case "stop": {
       // Exactly one word: a kickoff id has no spaces (and a long one is simply unknown).
       const words = arg.split(/\s+/).filter(Boolean);
-      return words.length === 1 ? { kind: "stop", kickoffId: words[0]! } : { kind: "stop_usage" };
+      return words.length === 1 ? { kind: "stop", kickoffId: words[0]! } : { kind: "usage", of: "stop" };
     }
     case "audit": {
-      const [kickoffId, format = "both"] = arg.split(/\s+/);
+      const [kickoffId, format = "both", ...more] = arg.split(/\s+/).filter(Boolean);
       const fmt = format.toLowerCase();
-      if (!kickoffId || !["both", "csv", "json"].includes(fmt)) return { kind: "help" };
+      if (!kickoffId || more.length) return { kind: "usage", of: "audit" };
+      if (!["both", "csv", "json"].includes(fmt)) return { kind: "usage", of: "audit", format };
       return { kind: "audit", kickoffId, format: fmt as AuditFormat };
     }
     default:
@@ -73,7 +74,7 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
           flowHooksFor(deps, team),
         ),
       ));
-    if (parsed.kind === "stop_usage") return void (await say(stopUsage(commandName)));
+    if (parsed.kind === "usage") return void (await say(usageText(parsed, commandName)));
     if (parsed.kind === "open" && deps.crews.all().length === 0) {
       // A flow-only set-up: there is nothing to start.
       const flows = flowHooksFor(deps, team).length ? "It answers flows' feedback requests; " : "";
@@ -122,6 +123,21 @@ export function stopUsage(commandName = "/crew"): string {
   return `Usage: \`${commandName} stop &lt;kickoff_id&gt;\` stops one run: its kickoff id is on the run's announcement (or in \`${commandName} list\`). The Stop button on the announcement does the same.`;
 }
 
+/** How a subcommand is used, for an answer without what it takes (rather than the whole help). */
+export function usageText(usage: Extract<CrewCommand, { kind: "usage" }>, commandName = "/crew"): string {
+  const where = `A run's kickoff id is on its announcement (or in \`${commandName} list\`).`;
+  switch (usage.of) {
+    case "stop":
+      return stopUsage(commandName);
+    case "status":
+      return `Usage: \`${commandName} status &lt;kickoff_id&gt;\` shows where one run is. ${where}`;
+    case "audit": {
+      const format = usage.format === undefined ? "" : ` \`${escapeMrkdwn(usage.format.slice(0, 40))}\` is not one of them.`;
+      return `Usage: \`${commandName} audit &lt;kickoff_id&gt; [csv|json]\` shows who decided what in a run (or a flow's request, by its id), with both export files in its thread, or only the one named.${format} ${where}`;
+    }
+  }
+}
+
 /** A run's status for someone who may see it (usecases/status-for.ts); everyone else hears "unknown id". */
 export function statusText(kickoffId: string, status: RunStatus): string {
   if (status.kind === "unknown") return unknownKickoffText(kickoffId);
@@ -133,11 +149,12 @@ export function statusText(kickoffId: string, status: RunStatus): string {
       `The crew reports *${escapeMrkdwn(reported.rawState || reported.phase)}*${reported.progress?.total ? ` (${reported.progress.completed ?? 0}/${reported.progress.total} tasks)` : ""}.`,
     );
     const sofar = reported.output ?? reported.lastTask?.output;
-    if (sofar) lines.push(`Output so far:\n${fitMrkdwn(sofar, 2500).text}`);
+    // A crew's output is Markdown, shown as its review would show it; an error is plain text.
+    if (sofar) lines.push(`Output so far:\n${fitMarkdown(sofar, 2500).text}`);
   } else if (crew) {
     lines.push(escapeMrkdwn(crew.unreadable));
   } else if (execution.output || execution.error) {
-    lines.push(fitMrkdwn(execution.error ?? execution.output ?? "", 2500).text);
+    lines.push(execution.error ? fitMrkdwn(execution.error, 2500).text : fitMarkdown(execution.output ?? "", 2500).text);
   }
   return lines.join("\n");
 }
