@@ -3,6 +3,7 @@ import {
   approvalFeedback,
   approvalPolicy,
   approvalTally,
+  EDIT_ROOM,
   EDITED_OUTPUT_END,
   EDITED_OUTPUT_START,
   editableSplit,
@@ -90,10 +91,22 @@ describe("editableSplit", () => {
   });
 
   it("never splits a surrogate pair", () => {
-    const output = `${"a".repeat(2999)}😀${"b".repeat(10)}`;
+    const output = `${"a".repeat(2499)}😀${"b".repeat(1000)}`;
     const { head, rest } = editableSplit(output, 3000);
-    expect(head).toBe("a".repeat(2999));
+    expect(head).toBe("a".repeat(2499));
     expect(rest.startsWith("😀")).toBe(true);
+  });
+
+  it("leaves room to add to the first part, even in an output without line breaks", () => {
+    const words = Array.from({ length: 1000 }, (_, i) => `word${i}`).join(" ");
+    const { head, rest } = editableSplit(words, 3000);
+    expect(head.length).toBeLessThanOrEqual(3000 - EDIT_ROOM);
+    expect(head.length).toBeGreaterThan(2000);
+    // Cut between words, not inside one.
+    expect(rest.startsWith(" word")).toBe(true);
+    expect(head + rest).toBe(words);
+    const unbroken = "x".repeat(10_000);
+    expect(editableSplit(unbroken, 3000).head).toHaveLength(3000 - EDIT_ROOM);
   });
 });
 

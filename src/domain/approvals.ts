@@ -86,17 +86,27 @@ export function approvalFeedback(approvals: readonly StoredApproval[], subject =
 export const EDITABLE_MAX = 3000;
 
 /**
- * The part of an output a text input can hold for editing, and the rest that is kept unchanged and
- * appended after the edit. Cut at a line break when there is one in the second half of the room,
- * never inside a surrogate pair. `head + rest === output`, always.
+ * Room kept free in the text input when only part of an output fits: a first part that filled it to
+ * Slack's limit could not take a single added word without deleting first.
+ */
+export const EDIT_ROOM = 500;
+
+/**
+ * The part of an output a text input can hold for editing, with EDIT_ROOM characters left for
+ * additions, and the rest that is kept unchanged and appended after the edit. Cut at a line break
+ * when there is one in the second half of what fits, else at a space there, never inside a surrogate
+ * pair. `head + rest === output`, always.
  */
 export function editableSplit(output: string, max = EDITABLE_MAX): { head: string; rest: string } {
   if (output.length <= max) return { head: output, rest: "" };
+  const fits = max - Math.min(EDIT_ROOM, Math.floor(max / 4));
   // Never end on the first half of a surrogate pair.
-  const high = output.charCodeAt(max - 1);
-  let head = output.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max);
+  const high = output.charCodeAt(fits - 1);
+  let head = output.slice(0, high >= 0xd800 && high <= 0xdbff ? fits - 1 : fits);
   const lineBreak = head.lastIndexOf("\n");
-  if (lineBreak >= max / 2) head = head.slice(0, lineBreak);
+  const space = head.lastIndexOf(" ");
+  if (lineBreak >= fits / 2) head = head.slice(0, lineBreak);
+  else if (space >= fits / 2) head = head.slice(0, space);
   return { head, rest: output.slice(head.length) };
 }
 

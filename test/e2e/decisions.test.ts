@@ -2,7 +2,7 @@
 // diffs. Through signed requests to /slack/events, the Slack stand-in and the local crew service.
 import { afterEach, describe, expect, it } from "vitest";
 import { EDIT_TEXT_BLOCK, FLOW_EDIT_VIEW_CALLBACK, HOME_APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import { EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/domain/approvals.js";
+import { EDIT_ROOM, EDITED_OUTPUT_END, EDITED_OUTPUT_START } from "../../src/domain/approvals.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
@@ -87,10 +87,10 @@ describe("edit and approve", () => {
 
     const modal = await openEditModal(h, pending);
     const head: string = modal.view.blocks.find((b: any) => b.block_id === EDIT_TEXT_BLOCK).element.initial_value;
-    expect(head.length).toBeLessThanOrEqual(3000);
+    expect(head.length).toBeLessThanOrEqual(3000 - EDIT_ROOM);
     expect(long.startsWith(head)).toBe(true);
     const all = JSON.stringify(modal.view.blocks);
-    expect(all).toMatch(/only the first [\d,]+ are here to edit/);
+    expect(all).toMatch(/the first [\d,]+ are here to edit, with room to add/);
     expect(all).toMatch(/kept unchanged and appended after your edit/);
 
     const editedHead = head.replace("Paragraph 0:", "Opening:");

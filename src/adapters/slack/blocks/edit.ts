@@ -34,7 +34,7 @@ export function editModal(p: EditModalParams): types.ModalView {
     const [total, max, head, rest] = [p.head.length + p.restLength, LIMITS.plainTextInput, p.head.length, p.restLength].map((n) => n.toLocaleString("en-US"));
     blocks.push(
       context(
-        `⚠️ This output is ${total} characters long and a Slack text box holds at most ${max}, so only the first ${head} are here to edit. The remaining ${rest} characters are kept unchanged ` +
+        `⚠️ This output is ${total} characters long and a Slack text box holds at most ${max}, so the first ${head} are here to edit, with room to add. The remaining ${rest} characters are kept unchanged ` +
           "and appended after your edit. To approve without editing, close this and use *Approve* with a note in the feedback field.",
       ),
     );

@@ -96,7 +96,7 @@ describe("editModal", () => {
   it("says when only the first part can be edited and what happens to the rest", () => {
     const view = editModal({ taskName: "Write report", round: 1, head: "x".repeat(2990), restLength: 9010, metadata: "{}" });
     expect(json(view.blocks)).toContain("This output is 12,000 characters long");
-    expect(json(view.blocks)).toContain("only the first 2,990 are here to edit. The remaining 9,010 characters are kept unchanged and appended after your edit.");
+    expect(json(view.blocks)).toContain("the first 2,990 are here to edit, with room to add. The remaining 9,010 characters are kept unchanged and appended after your edit.");
     expect(modalLimitViolations(view)).toEqual([]);
   });
 
