@@ -5,7 +5,7 @@
 // question the replier is asked ("Reject round 2 with your reply as feedback?"). No decision path of
 // its own: Reviews.decide and FlowRequests.decide take it from there, exactly once, with `via: "reply"`.
 import { outcomesOf } from "../domain/flow-outcomes.js";
-import { flowReplyChoices, flowReplyIntent, replyIntent } from "../domain/reply-intent.js";
+import { flowReplyChoices, flowReplyIntent, type ReplyIntent, replyIntent } from "../domain/reply-intent.js";
 import type { Logger } from "../log/log.js";
 import { findFlowRequestByMessage } from "../store/flow-requests.js";
 import { type ReviewWithExecution, reviewsInThread } from "../store/reviews.js";
@@ -139,9 +139,9 @@ export class ReplyDecisions {
       return { kind: "review", outcome: { kind: "already_decided", review: latest } };
     }
     const asked = intent.kind === "other";
-    if (!asked && pending.length > 1) {
+    if (intent.kind !== "other" && pending.length > 1) {
       // An approve or reject that could mean several reviews is never a guess: which one?
-      const which = await this.which(pending, reply, ports, intent.kind === "approve");
+      const which = await this.which(pending, reply, ports, intent);
       if (which) return which;
     }
     if (!(await replyMayDecide(ports, target, reply))) {
@@ -167,24 +167,29 @@ export class ReplyDecisions {
   }
 
   /**
-   * Several reviews wait in the reply's thread: the ones the replier may decide, newest first. One of
-   * them: undefined, and the reply decides it as usual (the newest if it is theirs). Several: the
-   * question naming each. None: undefined (the newest's refusal is told).
+   * An approve or reject where several reviews wait in the reply's thread, of which the replier may
+   * decide (newest first): one, which it decides; several, the question naming each; none, undefined
+   * (the newest's refusal is told).
    */
-  private async which(pending: ReviewWithExecution[], reply: ThreadReplyIn, ports: AccessPorts, approve: boolean): Promise<ReplyOutcome | undefined> {
+  private async which(
+    pending: ReviewWithExecution[],
+    reply: ThreadReplyIn,
+    ports: AccessPorts,
+    intent: Exclude<ReplyIntent, { kind: "other" }>,
+  ): Promise<ReplyOutcome | undefined> {
     const theirs: ReviewWithExecution[] = [];
     for (const review of pending) if (await replyMayDecide(ports, review, reply)) theirs.push(review);
     if (theirs.length === 0) return undefined;
+    const approve = intent.kind === "approve";
+    const feedback = intent.kind === "reject" ? intent.feedback : "";
     if (theirs.length === 1) {
-      const [only] = theirs;
-      const intent = replyIntent(reply.text);
-      if (!(await this.record(reply, { text: null, reviewId: only!.id, round: only!.round, flowRequestId: null }))) return IGNORED;
-      const feedback = intent.kind === "reject" ? intent.feedback : "";
-      return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: only!.id, userId: reply.userId, approve, feedback, via: "reply" }) };
+      const only = theirs[0]!;
+      if (!(await this.record(reply, { text: null, reviewId: only.id, round: only.round, flowRequestId: null }))) return IGNORED;
+      return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: only.id, userId: reply.userId, approve, feedback, via: "reply" }) };
     }
-    // A reject without its feedback is answered as when one review waits: before any question.
-    const intent = replyIntent(reply.text);
-    if (intent.kind === "reject" && isBlank(intent.feedback)) return { kind: "review", outcome: { kind: "feedback_required" } };
+    // A reject without its feedback is answered as when one review waits, before any question (once per Slack message).
+    if (!approve && isBlank(feedback))
+      return (await this.record(reply, { text: null, reviewId: null, round: null, flowRequestId: null })) ? { kind: "review", outcome: { kind: "feedback_required" } } : IGNORED;
     const recorded = await this.record(reply, { text: reply.text, reviewId: null, round: null, flowRequestId: null });
     if (!recorded) return IGNORED;
     const shown = theirs.slice(0, WHICH_REVIEWS_SHOWN);

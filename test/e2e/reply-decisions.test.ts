@@ -332,9 +332,13 @@ describe("a reply where several reviews wait in one thread", () => {
     const runs = await prismaOf(h.bot.database).execution.findMany({ orderBy: { createdAt: "asc" } });
     expect(runs.map((r) => r.threadTs)).toEqual([first.threadTs, first.threadTs]);
 
-    // "reject:" without feedback is told to write it, as with one review; no question.
-    await h.requests.event(replyEvent("reject:", first.threadTs));
+    // "reject:" without feedback is told to write it, as with one review, once however often Slack delivers it; no question.
+    const bare = replyEvent("reject:", first.threadTs);
+    await h.requests.event(bare);
     await eventually(() => ephemeralsFor(USER).some((c) => /write what should change/.test((c.args as any).text)), { what: "the feedback request" });
+    await h.requests.event(bare, { retryNum: 1 });
+    await settle();
+    expect(ephemeralsFor(USER).filter((c) => /write what should change/.test((c.args as any).text))).toHaveLength(1);
 
     // "changes: …" asks which review gets it; Ignore drops it.
     await h.requests.event(replyEvent("changes: cite the survey", first.threadTs));
