@@ -72,6 +72,8 @@ export interface CrewlineOptions {
   crewClient?: (crew: CrewConfig) => CrewApi;
   /** Web API retry policy (tests shorten it). */
   slackRetries?: { retries: number; factor?: number; minTimeout?: number; maxTimeout?: number };
+  /** How long a Web API call made while answering a request may take (tests shorten it). */
+  slackTimeoutMs?: number;
   /** Status polling intervals (tests shorten them); overrides config.polling. */
   watcher?: Partial<WatcherOptions>;
   /** How often due review reminders are looked for (default 60 s). */
@@ -157,7 +159,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     // A person waits on most of these calls (a form to open, a run to announce, a private answer):
     // retried briefly, never for the SDK's default half hour, which held a kickoff through an outage.
     retryConfig: opts.slackRetries ?? REQUEST_RETRIES,
-    timeout: REQUEST_TIMEOUT_MS,
+    timeout: opts.slackTimeoutMs ?? REQUEST_TIMEOUT_MS,
   };
   const logger = boltLogger(log);
   // Distribution: tokens come from the installation store (sealed with ENCRYPTION_KEY), per workspace.
@@ -171,6 +173,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // With one bot token, its workspace (who may start its crews: adapters/slack/access.ts), asked now.
   const installation = tokenClient ? tokenWorkspace(tokenClient, log) : undefined;
   const slackClients: SlackClients = installedClients ?? singleTokenClients(tokenClient!);
+  // The same, without retries of their own: a post that may have reached Slack (a 5xx, no answer) is
+  // looked for before it is sent again, where retrying blindly would show it twice (the run's announcement).
+  const oneShotOptions = { ...clientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger };
+  const oneShotClients: SlackClients = installations
+    ? new InstalledClients(installations, oneShotOptions)
+    : singleTokenClients(new webApi.WebClient(config.slack.botToken, oneShotOptions));
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
@@ -388,6 +396,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     ...(installation ? { installation } : {}),
     reviewRequests,
     channelMembers: channelMembersCache(opts.clock),
+    oneShotClients,
     ...(slackBudget ? { spendSlack: (call: SlackCall, maxWaitMs?: number) => slackBudget.spendNow(call, 0, clock, maxWaitMs) } : {}),
     onRunStarted: (execution) => void watcher.watch(execution.id).catch((err) => log.warn("could not schedule status polling", { err })),
   };

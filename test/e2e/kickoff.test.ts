@@ -61,6 +61,24 @@ describe("kickoff from Slack", () => {
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
   });
 
+  it("announces a run once when Slack took the announcement but its answer never came: the retry finds it instead of posting again", async () => {
+    // Request calls give up after 1 s here; the post is performed at once and answered after 2 s.
+    h = await startHarness({ crewline: { slackRetries: undefined, slackTimeoutMs: 1000 } });
+    h.slack.answerLateNext("chat.postMessage", 2000);
+    await kickoffViaSlack(h, { topic: "Rip currents" });
+    const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }), { what: "the kickoff" });
+    const announcements = h.slack.messages(CHANNEL).filter((m) => !m.thread_ts);
+    expect(announcements).toHaveLength(1);
+    expect(execution.threadTs).toBe(announcements[0]!.ts);
+    // One post reached Slack (recorded once its late answer went out); the try after the time-out
+    // looked for it by its metadata and took it.
+    await eventually(() => h.slack.callsTo("chat.postMessage").length > 0, { what: "the late post recorded" });
+    await h.settled();
+    expect(h.slack.callsTo("chat.postMessage").filter((c) => c.args.channel === CHANNEL && !c.args.thread_ts)).toHaveLength(1);
+    expect(h.slack.callsTo("conversations.history").length).toBeGreaterThanOrEqual(1);
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
+  });
+
   it("a run whose announcement Slack did not take is not started, and the form says what would mend it: an invitation, or trying again", async () => {
     h = await startHarness();
     for (const [error, advice] of [

@@ -10,6 +10,7 @@ import type { Execution, TeamRef, WebhookUrls } from "../../usecases/ports.js";
 import type { ReviewRequests } from "../../usecases/review-requests.js";
 import type { ReviewerRules } from "../../usecases/reviewer-rules.js";
 import type { CrewRegistry } from "../crew/registry.js";
+import type { SlackClients } from "./clients.js";
 
 /** A workspace and its Grid org, as Slack names them. */
 export type Workspace = { teamId?: string; enterpriseId?: string };
@@ -56,6 +57,8 @@ export interface FeatureDeps {
    * the token up to `maxWaitMs` (default 3 s), then goes, counted. Unset (budget off): it just goes.
    */
   spendSlack?: (call: SlackCall, maxWaitMs?: number) => Promise<void>;
+  /** Web API clients that never retry by themselves, per workspace: for posts that must not show twice (kickoff/submit.ts). */
+  oneShotClients?: SlackClients;
 }
 
 /** A flow's webhook URL, shown to admins, and the workspace (team id) its requests are posted in. */

@@ -2,6 +2,7 @@
 import type { App, types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { isChannelRefusal } from "../../../domain/refusals.js";
+import { judgeFailure } from "../../../outbox/failures.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type Announcements, startRun } from "../../../usecases/start-run.js";
 import {
@@ -16,7 +17,7 @@ import {
 } from "../blocks/index.js";
 import { modal, section } from "../blocks/kit.js";
 import type { FeatureDeps } from "../deps.js";
-import { announcementFor, NO_UNFURLS } from "../notifier.js";
+import { announcementFor, effectMetadata, findPostedMessage } from "../notifier.js";
 import { updateView } from "../views.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { decodeMetadata, encodeMetadata, type KickoffMetadata } from "./metadata.js";
@@ -68,7 +69,7 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
     {
       crews: deps.crews,
       runs: deps.lifecycle.runs,
-      announcements: slackAnnouncements(client, deps.spendSlack),
+      announcements: slackAnnouncements(client, deps),
       webhooksEnabled: deps.webhooksEnabled,
       webhookUrls: deps.webhookUrls,
       ...(deps.onRunStarted ? { onRunStarted: deps.onRunStarted } : {}),
@@ -112,26 +113,47 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
   }
 }
 
+/** Tries of the announcement's post: Slack down for longer is told to the person (the run is not started). */
+const ANNOUNCE_TRIES = 3;
+/** Longest wait between tries (a rate limit's Retry-After included): a person waits on the form. */
+const ANNOUNCE_WAIT_MAX_MS = 2000;
+
 /**
- * The run's announcement, posted and removed with the request's client. The post takes its token from
- * the outbox's Slack budget first (the channel's chat.postMessage pace, shared with the run's thread
- * messages that follow), as what a person waits on (the crew is asked only once it is posted; a token
- * still missing after a moment is taken in debt, SlackBudget.spendNow).
+ * The run's announcement, posted and removed with the request's workspace. The post takes its token
+ * from the outbox's Slack budget first (the channel's chat.postMessage pace, shared with the run's
+ * thread messages that follow), as what a person waits on (the crew is asked only once it is posted;
+ * a token still missing after a moment is taken in debt, SlackBudget.spendNow).
+ *
+ * Slack can take a post and fail to answer (a 5xx, a time-out): a client retrying by itself would then
+ * show the announcement twice. So each try is one call (oneShotClients), and a try after such a failure
+ * first looks for the announcement in the channel (its metadata names the run), as the outbox does.
  */
-function slackAnnouncements(client: WebClient, spend?: FeatureDeps["spendSlack"]): Announcements {
+function slackAnnouncements(client: WebClient, deps: Pick<FeatureDeps, "spendSlack" | "oneShotClients" | "log">): Announcements {
   return {
     async post(execution, threadTs) {
-      try {
-        await spend?.({ team: execution.teamId, channel: execution.channelId, method: "chat.postMessage" }).catch(() => undefined);
-        const posted = await client.chat.postMessage({
-          channel: execution.channelId,
-          ...(threadTs ? { thread_ts: threadTs } : {}),
-          ...announcementFor(execution),
-          ...NO_UNFURLS,
-        });
-        return { ts: posted.ts! };
-      } catch (err) {
-        return { error: (err as { data?: { error?: string } }).data?.error ?? "unknown_error" };
+      const once = (await deps.oneShotClients?.forTeam(execution.teamId ?? "", execution.enterpriseId).catch(() => undefined)) ?? client;
+      let maybePosted = false;
+      let error = "unknown_error";
+      for (let tries = 1; ; tries++) {
+        try {
+          const found = maybePosted ? await findPostedMessage(once, deps.log, execution.channelId, threadTs ?? null, execution.id) : undefined;
+          if (found) return { ts: found };
+          await deps.spendSlack?.({ team: execution.teamId, channel: execution.channelId, method: "chat.postMessage" }).catch(() => undefined);
+          const posted = await once.chat.postMessage({
+            channel: execution.channelId,
+            ...(threadTs ? { thread_ts: threadTs } : {}),
+            ...announcementFor(execution),
+            ...effectMetadata(execution.id),
+          });
+          return { ts: posted.ts! };
+        } catch (err) {
+          error = (err as { data?: { error?: string } }).data?.error ?? "unknown_error";
+          const verdict = judgeFailure(err);
+          // An error answer (not_in_channel, is_archived…) is Slack's word: told to the person, not tried again.
+          if (verdict.kind === "give_up" || tries >= ANNOUNCE_TRIES || (!verdict.ambiguous && verdict.afterMs === undefined)) return { error };
+          maybePosted ||= verdict.ambiguous;
+          await new Promise((resolve) => setTimeout(resolve, Math.min(verdict.afterMs ?? 500 * tries, ANNOUNCE_WAIT_MAX_MS)));
+        }
       }
     },
     async remove(execution, ts) {
