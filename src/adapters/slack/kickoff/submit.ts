@@ -133,7 +133,7 @@ function slackAnnouncements(client: WebClient, deps: Pick<FeatureDeps, "spendSla
     async post(execution, threadTs) {
       const once = (await deps.oneShotClients?.forTeam(execution.teamId ?? "", execution.enterpriseId).catch(() => undefined)) ?? client;
       let maybePosted = false;
-      let error = "unknown_error";
+      let error: string;
       for (let tries = 1; ; tries++) {
         try {
           const found = maybePosted ? await findPostedMessage(once, deps.log, execution.channelId, threadTs ?? null, execution.id) : undefined;
@@ -147,8 +147,9 @@ function slackAnnouncements(client: WebClient, deps: Pick<FeatureDeps, "spendSla
           });
           return { ts: posted.ts! };
         } catch (err) {
-          error = (err as { data?: { error?: string } }).data?.error ?? "unknown_error";
           const verdict = judgeFailure(err);
+          // Slack's own error code, else what went wrong on the way ("rate limited", "HTTP 503"): the form shows it.
+          error = (err as { data?: { error?: string } }).data?.error ?? verdict.reason;
           // An error answer (not_in_channel, is_archived…) is Slack's word: told to the person, not tried again.
           if (verdict.kind === "give_up" || tries >= ANNOUNCE_TRIES || (!verdict.ambiguous && verdict.afterMs === undefined)) return { error };
           maybePosted ||= verdict.ambiguous;

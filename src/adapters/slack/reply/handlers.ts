@@ -1,7 +1,7 @@
 // Deciding by replying in a review's (or flow request's) thread: message events (message.channels,
 // message.groups, and im for a run moved to a direct message) and the buttons of the private question
-// asked about a reply that said neither approve nor reject, or that could mean several reviews. Thin: the text is cut first, the event
-// parsed, and the use case (usecases/reply-decisions.ts) decides what happens.
+// asked about a reply that said neither approve nor reject, or that could mean several reviews. Thin:
+// the text is cut first, the event parsed, and the use case (usecases/reply-decisions.ts) decides.
 import type { AllMiddlewareArgs, App, RespondArguments, RespondFn, SlackActionMiddlewareArgs, types } from "@slack/bolt";
 import { z } from "zod";
 import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
