@@ -5,20 +5,13 @@
 
 import crypto from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import {
-  KICKOFF_VIEW_CALLBACK,
-  REPLY_APPROVE_ACTION,
-  REPLY_IGNORE_ACTION,
-  REPLY_QUESTION_BLOCK,
-  REPLY_REJECT_ACTION,
-  RUN_ON_MESSAGE_SHORTCUT,
-} from "../../src/adapters/slack/blocks/index.js";
+import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_QUESTION_BLOCK, REPLY_REJECT_ACTION, RUN_ON_MESSAGE_SHORTCUT } from "../../src/adapters/slack/blocks/index.js";
 import { createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import { openDatabase } from "../../src/store/db/database.js";
 import { ReplyDecisions } from "../../src/usecases/reply-decisions.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
-import { CHANNEL, eventually, freePort, type Harness, SIGNING_SECRET, startHarness, submitKickoffForm, USER } from "../support/harness.js";
+import { CHANNEL, eventually, freePort, type Harness, kickoffFormShownAfter, SIGNING_SECRET, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { slackRequester } from "../support/slack-requests.js";
@@ -317,17 +310,7 @@ describe("a reply where several reviews wait in one thread", () => {
       channel_id: CHANNEL,
       message: { ts: newTs(), thread_ts: first.threadTs, user: BOB, text: "now the tides" },
     });
-    const form = await eventually(
-      () =>
-        h.slack
-          .callsTo("views.update")
-          .slice(viewsBefore)
-          .map((c) => c.args.view as any)
-          .filter((v) => v?.callback_id === KICKOFF_VIEW_CALLBACK)
-          .at(-1),
-      { what: "the kickoff form" },
-    );
-    await submitKickoffForm(h, form, { topic: "tides" });
+    await submitKickoffForm(h, await kickoffFormShownAfter(h, viewsBefore), { topic: "tides" });
     const second = await pendingReview(h, { exclude: new Set([first.review.reviewId]) });
     const runs = await prismaOf(h.bot.database).execution.findMany({ orderBy: { createdAt: "asc" } });
     expect(runs.map((r) => r.threadTs)).toEqual([first.threadTs, first.threadTs]);

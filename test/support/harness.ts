@@ -177,7 +177,13 @@ export async function kickoffViaSlack(
   const before = h.slack.callsTo("views.update").length;
   const command = await h.requests.command({ text: opts.crew ?? "", user_id: user, channel_id: channel, ...where });
   if (command.status !== 200) throw new Error(`/crew answered ${command.status}`);
-  const form = await eventually(
+  const form = await kickoffFormShownAfter(h, before);
+  return submitKickoffForm(h, form, inputs, user, where);
+}
+
+/** The first form with a submit button the bot showed after `before` views.update calls (the kickoff form, /crew or the shortcut). */
+export function kickoffFormShownAfter(h: Harness, before: number) {
+  return eventually(
     () =>
       h.slack
         .callsTo("views.update")
@@ -186,7 +192,6 @@ export async function kickoffViaSlack(
         .find((v) => v?.submit),
     { what: "the kickoff form" },
   );
-  return submitKickoffForm(h, form, inputs, user, where);
 }
 
 /** Submits a kickoff form (a view the bot showed) with the given inputs, as its user would. */
