@@ -107,28 +107,46 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const slack = await startFakeSlack({ ...(opts.oauth ? { oauthClient: OAUTH_CLIENT } : {}), ...opts.slack });
   const crew = await startCrewService({ token: CREW_TOKEN, ...opts.crew });
   const db = await createTestDatabase();
-  const port = await freePort();
-  const botUrl = `http://127.0.0.1:${port}`;
-  const config: AppConfig = {
-    slack: opts.oauth ? { signingSecret: SIGNING_SECRET, apiUrl: slack.url, oauth: OAUTH_CLIENT } : { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, apiUrl: slack.url },
-    ...(opts.oauth ? { encryption: { key: opts.oauth.encryptionKey ?? randomBytes(32), previous: [] } } : {}),
-    port,
-    publicUrl: opts.webhooks === false ? undefined : botUrl,
-    dataDir: "unused",
-    crews: [
-      { name: "research", baseUrl: crew.url, token: CREW_TOKEN, ...opts.research },
-      ...(opts.crews ?? []).map((c, i) => ({ name: `crew${i + 2}`, baseUrl: crew.url, token: CREW_TOKEN, ...c })),
-    ],
-    ...opts.config,
+  // freePort() gives a port back before the bot listens on it: another fork can take it meanwhile
+  // (EADDRINUSE). Then the bot is stopped and started again on another port.
+  const startOn = async (port: number) => {
+    const botUrl = `http://127.0.0.1:${port}`;
+    const config: AppConfig = {
+      slack: opts.oauth ? { signingSecret: SIGNING_SECRET, apiUrl: slack.url, oauth: OAUTH_CLIENT } : { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, apiUrl: slack.url },
+      ...(opts.oauth ? { encryption: { key: opts.oauth.encryptionKey ?? randomBytes(32), previous: [] } } : {}),
+      port,
+      publicUrl: opts.webhooks === false ? undefined : botUrl,
+      dataDir: "unused",
+      crews: [
+        { name: "research", baseUrl: crew.url, token: CREW_TOKEN, ...opts.research },
+        ...(opts.crews ?? []).map((c, i) => ({ name: `crew${i + 2}`, baseUrl: crew.url, token: CREW_TOKEN, ...c })),
+      ],
+      ...opts.config,
+    };
+    const bot = createCrewline(config, {
+      log: silentLogger,
+      database: db.database,
+      progressIntervalMs: 200,
+      slackRetries: { retries: 2, factor: 1, minTimeout: 10, maxTimeout: 50 },
+      ...opts.crewline,
+    });
+    try {
+      await bot.start();
+    } catch (err) {
+      await bot.stop().catch(() => {});
+      throw err;
+    }
+    return { bot, botUrl, config };
   };
-  const bot = createCrewline(config, {
-    log: silentLogger,
-    database: db.database,
-    progressIntervalMs: 200,
-    slackRetries: { retries: 2, factor: 1, minTimeout: 10, maxTimeout: 50 },
-    ...opts.crewline,
-  });
-  await bot.start();
+  let started: Awaited<ReturnType<typeof startOn>> | undefined;
+  for (let tries = 1; !started; tries++) {
+    try {
+      started = await startOn(await freePort());
+    } catch (err) {
+      if ((err as { code?: string }).code !== "EADDRINUSE" || tries >= 3) throw err;
+    }
+  }
+  const { bot, botUrl, config } = started;
   const requests = slackRequester({ baseUrl: botUrl, signingSecret: SIGNING_SECRET, responseUrlBase: slack.responseUrlBase });
   return {
     bot,
