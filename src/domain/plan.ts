@@ -121,9 +121,11 @@ function cardOf(r: PlanReview, index: number, ended: boolean, stopped: RunPlan["
 /**
  * While a run's live plan waits for Slack to let it start, the message that shows its latest step
  * meanwhile is refreshed when it shows a step older than this (and a newer one came), so a person sees
- * a step at least about every 10 s even when the refresh waits for a token.
+ * a step at least about every 10 s even when the refresh waits for a token. 6 s, not 7: on a busy
+ * two-core machine the refresh came up to 4 s late (11.3 s); the bench gave the same figures at 6 and
+ * 7 s, and worse at 4 s (docs/benchmarks.md).
  */
-export const EARLY_PROGRESS_REFRESH_MS = 7000;
+export const EARLY_PROGRESS_REFRESH_MS = 6000;
 
 /**
  * How long a live plan waits after an append before its next one: its share of the workspace's append
