@@ -82,7 +82,7 @@ export async function settled(bots: Crewline[], crew: SimCrewService | undefined
   const aheadMs = opts.clock ? opts.clock.now().getTime() - Date.now() : 0;
   const [first] = bots;
   if (!first) return;
-  for (let quiet = 0; quiet < 2; ) {
+  for (let quiet = 0, look = 0; quiet < 2; look++) {
     const busy =
       crew?.delivering || (opts.crewRuns !== false && crew?.busy)
         ? "the crew service's runs or webhooks"
@@ -99,7 +99,8 @@ export async function settled(bots: Crewline[], crew: SimCrewService | undefined
       throw new Error(`settled: a ${pending.kind} effect is due only at ${pending.runAt.toISOString()}, after the ${timeoutMs} ms time-out`);
     quiet = busy || pending ? 0 : quiet + 1;
     if (Date.now() > deadline) throw new Error(`settled: still busy after ${timeoutMs} ms: ${busy || `a ${pending?.kind} effect, due`}`);
-    await new Promise((r) => setTimeout(r, 20));
+    // The second quiet look follows soon; a long wait is looked at less often (pollPause).
+    await new Promise((r) => setTimeout(r, quiet ? 20 : pollPause(look)));
   }
 }
 
@@ -170,7 +171,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
 export async function eventually<T>(probe: () => T | Promise<T>, opts: { timeoutMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
   const deadline = Date.now() + (opts.timeoutMs ?? 8000);
   let last: unknown;
-  for (;;) {
+  for (let look = 0; ; look++) {
     try {
       const value = await probe();
       if (value) return value as NonNullable<T>;
@@ -178,8 +179,17 @@ export async function eventually<T>(probe: () => T | Promise<T>, opts: { timeout
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${opts.what ?? "condition"}${last ? `: ${(last as Error).message}` : ""}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, pollPause(look)));
   }
+}
+
+/**
+ * How long a poll waits before its next look: 10 ms at first, doubling to 100 ms. Most waits end
+ * within a few looks; a long one (a deadline, a paced Slack call) then costs a look every 100 ms
+ * instead of every 20: each look is a database query, and the end-to-end pass is bound by CPU.
+ */
+function pollPause(look: number): number {
+  return Math.min(100, 10 * 2 ** look);
 }
 
 /** Opens the kickoff modal with `/crew` and submits it with the given inputs; returns the view submission answer. */
