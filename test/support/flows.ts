@@ -47,7 +47,7 @@ export function pendingFlowRequest(h: Harness, containing = "", channel = FLOW_C
         const actions = (msg.blocks ?? []).find((b: any) => b.type === "actions" && b.block_id === FLOW_ACTIONS_BLOCK);
         if (!actions || !JSON.stringify(msg.blocks).includes(containing)) continue;
         const id = actions.elements[0].value as string;
-        const stored = await prismaOf(h.bot.database).flowRequest.findFirst({ where: { id, messageTs: msg.ts } });
+        const stored = await h.bot.database.sql.selectFrom("FlowRequest").select("id").where("id", "=", id).where("messageTs", "=", msg.ts).executeTakeFirst();
         if (stored) return { msg, id, buttons: actions.elements.map((e: any) => ({ action_id: e.action_id, text: e.text.text, style: e.style })) };
       }
       return undefined;

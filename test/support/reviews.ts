@@ -46,7 +46,7 @@ export function pendingReview(h: Harness, opts: { index?: number; containing?: s
         .map(openReview)
         .filter((r): r is PendingReview => !!r && !exclude?.has(r.reviewId))[index];
       // Slack has the message a moment before the bot stores its ts; wait for both.
-      const stored = review && (await prismaOf(h.bot.database).review.findFirst({ where: { id: review.reviewId, messageTs: { not: null } } }));
+      const stored = review && (await h.bot.database.sql.selectFrom("Review").select("id").where("id", "=", review.reviewId).where("messageTs", "is not", null).executeTakeFirst());
       return stored ? review : undefined;
     },
     { what: `pending review #${index + 1}${containing ? ` containing "${containing}"` : ""}`, timeoutMs: opts.timeoutMs },
