@@ -187,8 +187,11 @@ describe("review loop", () => {
   });
 
   it("a decision still on its way when the sweep takes it over: its late answer moves nothing, and the review shows the decision that holds it", async () => {
-    // Alice's /resume takes 2.5 s to reach the crew, Bob's 5 s (a slow network; the client's own retries take longer).
-    const delays = [2500, 5000];
+    // Alice's /resume takes 4 s to reach the crew, Bob's 7 s (a slow network; the client's own retries take longer).
+    // Alice's must land after the sweep took her claim over (about 2.8 s after her click) and before it
+    // takes Bob's (about 3 s after his): measured 1.3 s and 1.8 s to spare (with a 1 s window, 0.9 and 1.2,
+    // and a busy PostgreSQL pass once missed).
+    const delays = [4000, 7000];
     const crewClient = (crew: { name: string; baseUrl: string; token: string }): CrewApi => {
       const real = new CrewClient(crew);
       return {
@@ -203,18 +206,18 @@ describe("review loop", () => {
       };
     };
     // The claim window scaled down below the call's time (the default is above its longest).
-    h = await startHarness({ crewline: { crewClient, watcher: { abandonedDecisionMs: 1000, sweepMs: 200 } } });
+    h = await startHarness({ crewline: { crewClient, watcher: { abandonedDecisionMs: 2000, sweepMs: 200 } } });
     await startRunViaSlack(h);
     const review = await pendingReview(h);
     const row = () => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } });
     await clickReview(h, review, false, "Needs sources", "U0ALICE");
     await eventually(async () => (await row()).state === "deciding", { what: "Alice's claim" });
     // The sweep takes Alice's decision over while her call is on its way, and opens the review again.
-    await eventually(async () => (await row()).state === "pending", { what: "the review open again", timeoutMs: 2400 });
+    await eventually(async () => (await row()).state === "pending", { what: "the review open again", timeoutMs: 3800 });
     await clickReview(h, review, true, "", BOB);
     await eventually(async () => (await row()).decidedBy === BOB, { what: "Bob's claim" });
     // Alice's reject reaches the crew and is taken; then Bob's approval.
-    await eventually(() => resumeCalls(h).length === 2, { what: "both calls at the crew", timeoutMs: 10_000 });
+    await eventually(() => resumeCalls(h).length === 2, { what: "both calls at the crew", timeoutMs: 12_000 });
     await eventually(async () => (await row()).state === "approved", { what: "Bob's decision settled", timeoutMs: 10_000 });
     expect(await row()).toMatchObject({ state: "approved", decision: "approve", decidedBy: BOB });
     const audits = await prismaOf(h.bot.database).auditRecord.findMany({ where: { kind: "decision" }, orderBy: { createdAt: "asc" } });
