@@ -3,14 +3,17 @@ import { CompiledQuery } from "kysely";
 // message found again after an interrupted attempt shows the state of that attempt, unknown here, so
 // it is brought up to date with a review.show. A thread reply is handed to Slack as the facts its
 // use case enqueued, or as the words an earlier version stored. The announcement's live render
-// (run.started) never leaves a stopped run's announcement showing it live.
+// (run.started) never leaves a stopped run's announcement showing it live. While a live plan waits for
+// its Slack token, the message that shows the run's latest step is refreshed when its refresh is due.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import type { EffectJob } from "../domain/effects.js";
+import { EARLY_PROGRESS_REFRESH_MS } from "../domain/plan.js";
 import type { Sql } from "../store/sql.js";
 import { inTransaction } from "../store/sql.js";
 import type { RunNotifier } from "../usecases/ports.js";
+import { BudgetWait, type SlackGate } from "./budget.js";
 import { slackEffectPerformer } from "./perform.js";
 
 let db: TestDatabase;
@@ -137,5 +140,64 @@ describe("run.started", () => {
     shownStates.length = 0;
     expect(await slackEffectPerformer({ sql, notifier: stoppedWhileShown(shownStates) })(started(run))).toBeUndefined();
     expect(shownStates).toEqual([]);
+  });
+});
+
+describe("run.progress while its live plan waits for Slack's Tier 2", () => {
+  const T0 = Date.parse("2026-11-26T12:00:00Z");
+
+  /** A running run whose early message shows a step `shownAgoMs` old; the crew sent a newer one since. */
+  async function waitingPlan(shownAgoMs: number) {
+    const execution = await prismaOf(db.database).execution.create({
+      data: {
+        crewName: "research",
+        teamId: "T1",
+        channelId: "C1",
+        userId: "U1",
+        inputs: {},
+        state: "running",
+        requestId: "r",
+        webhookSecret: "s",
+        threadTs: "100.000",
+        earlyTs: "150.000",
+        earlyStepAt: new Date(T0 - shownAgoMs),
+      },
+    });
+    const refreshed: number[] = [];
+    const notify = {
+      planCall: () => ({ method: "chat.startStream", shown: {}, send: async () => ({ ts: "300.000" }) }),
+      showEarlyProgress: async (_e: unknown, _plan: unknown, shown: { stepAt: Date }) => {
+        refreshed.push(shown.stepAt.getTime());
+        return { ts: "150.000" };
+      },
+    } as Partial<RunNotifier> as RunNotifier;
+    // The plan's token is 10 s away; every other call may go.
+    const gate: SlackGate = async (call) => {
+      if (call.method === "chat.startStream") throw new BudgetWait(call, new Date(T0 + 10_000));
+    };
+    const perform = slackEffectPerformer({ sql, notifier: notify, clock: { now: () => new Date(T0) } });
+    const progress: EffectJob = {
+      id: "00000000-0000-4000-8000-0000000000e2",
+      kind: "run.progress",
+      subjectId: execution.id,
+      key: `run.progress:${execution.id}`,
+      payload: { steps: 12, latest: "Reading sources", latestAt: T0 - 50, task: "research_task", taskAt: T0 - 5000 },
+      attempts: 0,
+      generation: 0,
+      interrupted: false,
+    };
+    return { outcome: await perform(progress, gate), refreshed };
+  }
+
+  it("a refresh due in 100 ms is due then, not a second from now: the newer step waits no longer than a refresh", async () => {
+    const { outcome, refreshed } = await waitingPlan(EARLY_PROGRESS_REFRESH_MS - 100);
+    expect(refreshed).toEqual([]);
+    expect(outcome?.again?.getTime()).toBe(T0 + 100);
+  });
+
+  it("a refresh that is due shows the newer step, and the next one is due a refresh after that step", async () => {
+    const { outcome, refreshed } = await waitingPlan(EARLY_PROGRESS_REFRESH_MS + 100);
+    expect(refreshed).toEqual([T0 - 50]);
+    expect(outcome?.again?.getTime()).toBe(T0 - 50 + EARLY_PROGRESS_REFRESH_MS);
   });
 });

@@ -309,8 +309,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     const stepAt = step.latestAt > 0 ? Math.min(step.latestAt, now) : now;
     const shownAt = e.earlyStepAt?.getTime() ?? 0;
     // Due again for the plan's token, or before it to refresh the message. A refresh due within a second of
-    // the token waits for it: the plans waiting then try together, in the order of their effects.
-    const again = (at: number): EffectOutcome => ({ again: new Date(at >= planAt - 1000 ? planAt : Math.max(now + 1000, at)) });
+    // the token waits for it: the plans waiting then try together, in the order of their effects. `soonest`:
+    // a look for something new comes a second from now at the earliest; a refresh due sooner keeps its time.
+    const again = (at: number, soonest = now + 1000): EffectOutcome => ({ again: new Date(at >= planAt - 1000 ? planAt : Math.max(soonest, at)) });
     if (e.earlyTs) {
       // Nothing newer to show: look again in a while (a step re-arms a due effect without bringing it
       // forward), or, once the run has ended (no step is to come), when the plan may start.
@@ -318,7 +319,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         if (plan.ended) throw wait;
         return again(now + EARLY_PROGRESS_REFRESH_MS / 2);
       }
-      if (now < shownAt + EARLY_PROGRESS_REFRESH_MS) return again(shownAt + EARLY_PROGRESS_REFRESH_MS);
+      // Shown less than a refresh ago: refreshed when that is up, not a second after now (which made the step
+      // waiting to be shown a second staler, as when the plan's token, waited for, went to another run).
+      if (now < shownAt + EARLY_PROGRESS_REFRESH_MS) return again(shownAt + EARLY_PROGRESS_REFRESH_MS, now);
     }
     try {
       await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true });
