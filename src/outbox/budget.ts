@@ -38,6 +38,13 @@ export interface SlackCall {
    */
   waitedOn?: boolean;
   /**
+   * Progress that is overdue: the message shown while a live plan waits, its refresh refused until its
+   * step would be older than EARLY_PROGRESS_OVERDUE_MS. It takes its token as a notice does, leaving one
+   * to what a person waits on instead of half the bucket: a burst of decisions that empties Tier 3 would
+   * otherwise hold it for the refill of half the bucket (about 5 s at 50 a minute).
+   */
+  overdue?: boolean;
+  /**
    * A modal or Home tab call made in a Slack request's own answer (src/adapters/slack/views.ts): it may
    * go one burst past the outbox's bucket before it waits. Slack documents Tier 4 as "100+ a minute,
    * bursts tolerated"; the bucket's burst is an estimate kept for what nobody waits on, and a form
@@ -113,7 +120,7 @@ export class SlackBudget {
 
   /** Takes a token for the call, or says when to try again. A method without a tier always goes. */
   async take(call: SlackCall, asked: EffectPriority, now: Date): Promise<{ ok: true } | { ok: false; retryAt: Date }> {
-    const priority: EffectPriority = call.waitedOn ? 0 : asked;
+    const priority: EffectPriority = call.waitedOn ? 0 : call.overdue ? (Math.min(asked, 1) as EffectPriority) : asked;
     const bucket = budgetFor(call, priority, this.options);
     if (!bucket) return { ok: true };
     const taken = await takeBudget(this.sql, { ...bucket, now });

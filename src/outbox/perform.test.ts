@@ -4,16 +4,17 @@ import { CompiledQuery } from "kysely";
 // it is brought up to date with a review.show. A thread reply is handed to Slack as the facts its
 // use case enqueued, or as the words an earlier version stored. The announcement's live render
 // (run.started) never leaves a stopped run's announcement showing it live. While a live plan waits for
-// its Slack token, the message that shows the run's latest step is refreshed when its refresh is due.
+// its Slack token, the message that shows the run's latest step is refreshed when its refresh is due,
+// and a refresh refused its token is tried again when overdue, then as a notice.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
-import type { EffectJob } from "../domain/effects.js";
-import { EARLY_PROGRESS_REFRESH_MS } from "../domain/plan.js";
+import { EFFECT_KINDS, type EffectJob } from "../domain/effects.js";
+import { EARLY_PROGRESS_OVERDUE_MS, EARLY_PROGRESS_REFRESH_MS } from "../domain/plan.js";
 import type { Sql } from "../store/sql.js";
 import { inTransaction } from "../store/sql.js";
 import type { RunNotifier } from "../usecases/ports.js";
-import { BudgetWait, type SlackGate } from "./budget.js";
+import { BudgetWait, SlackBudget, type SlackGate } from "./budget.js";
 import { slackEffectPerformer } from "./perform.js";
 
 let db: TestDatabase;
@@ -146,8 +147,12 @@ describe("run.started", () => {
 describe("run.progress while its live plan waits for Slack's Tier 2", () => {
   const T0 = Date.parse("2026-11-26T12:00:00Z");
 
-  /** A running run whose early message shows a step `shownAgoMs` old; the crew sent a newer one since. */
-  async function waitingPlan(shownAgoMs: number) {
+  /**
+   * A running run whose early message shows a step `shownAgoMs` old; the crew sent a newer one since.
+   * The plan's token is 10 s away; other calls go through `budget` when given (at progress's priority,
+   * as the outbox's worker asks), else freely. `performAt` runs the effect again, that many ms after T0.
+   */
+  async function waitingPlan(shownAgoMs: number, budget?: SlackBudget) {
     const execution = await prismaOf(db.database).execution.create({
       data: {
         crewName: "research",
@@ -171,22 +176,34 @@ describe("run.progress while its live plan waits for Slack's Tier 2", () => {
         return { ts: "150.000" };
       },
     } as Partial<RunNotifier> as RunNotifier;
-    // The plan's token is 10 s away; every other call may go.
-    const gate: SlackGate = async (call) => {
-      if (call.method === "chat.startStream") throw new BudgetWait(call, new Date(T0 + 10_000));
+    const performAt = async (afterMs: number) => {
+      const now = new Date(T0 + afterMs);
+      const gate: SlackGate = async (call) => {
+        if (call.method === "chat.startStream") throw new BudgetWait(call, new Date(T0 + 10_000));
+        const taken = budget ? await budget.take(call, EFFECT_KINDS["run.progress"].priority, now) : { ok: true as const };
+        if (!taken.ok) throw new BudgetWait(call, taken.retryAt);
+      };
+      const perform = slackEffectPerformer({ sql, notifier: notify, clock: { now: () => now } });
+      const progress: EffectJob = {
+        id: "00000000-0000-4000-8000-0000000000e2",
+        kind: "run.progress",
+        subjectId: execution.id,
+        key: `run.progress:${execution.id}`,
+        payload: { steps: 12, latest: "Reading sources", latestAt: T0 - 50, task: "research_task", taskAt: T0 - 5000 },
+        attempts: 0,
+        generation: 0,
+        interrupted: false,
+      };
+      return perform(progress, gate);
     };
-    const perform = slackEffectPerformer({ sql, notifier: notify, clock: { now: () => new Date(T0) } });
-    const progress: EffectJob = {
-      id: "00000000-0000-4000-8000-0000000000e2",
-      kind: "run.progress",
-      subjectId: execution.id,
-      key: `run.progress:${execution.id}`,
-      payload: { steps: 12, latest: "Reading sources", latestAt: T0 - 50, task: "research_task", taskAt: T0 - 5000 },
-      attempts: 0,
-      generation: 0,
-      interrupted: false,
-    };
-    return { outcome: await perform(progress, gate), refreshed };
+    // The first run: what it returned, or the budget's refusal it threw.
+    let refusal: BudgetWait | undefined;
+    const outcome = await performAt(0).catch((err: unknown) => {
+      if (!(err instanceof BudgetWait)) throw err;
+      refusal = err;
+      return undefined;
+    });
+    return { outcome, refusal, refreshed, performAt };
   }
 
   it("a refresh due in 100 ms is due then, not a second from now: the newer step waits no longer than a refresh", async () => {
@@ -199,5 +216,22 @@ describe("run.progress while its live plan waits for Slack's Tier 2", () => {
     const { outcome, refreshed } = await waitingPlan(EARLY_PROGRESS_REFRESH_MS + 100);
     expect(refreshed).toEqual([T0 - 50]);
     expect(outcome?.again?.getTime()).toBe(T0 - 50 + EARLY_PROGRESS_REFRESH_MS);
+  });
+
+  it("a refresh refused its token while decisions emptied Tier 3 comes when overdue, as a notice: not after half the bucket refilled", async () => {
+    // Tier 3 as Slack's (50 a minute, a bucket of 8 less the headroom of 1), emptied by decisions shown at once.
+    const budget = new SlackBudget(sql);
+    const decision = { team: "T1", method: "chat.update" };
+    while ((await budget.take(decision, 0, new Date(T0))).ok);
+    const tokenEvery = 60_000 / 50;
+    // The refresh is due (its step 6.5 s old) and refused: progress leaves half the bucket, so its token is
+    // four refills away. It is tried again when its step is EARLY_PROGRESS_OVERDUE_MS old instead.
+    const { refusal, refreshed, performAt } = await waitingPlan(EARLY_PROGRESS_OVERDUE_MS - 500, budget);
+    expect(refusal?.retryAt.getTime()).toBe(T0 + 500);
+    expect(refreshed).toEqual([]);
+    // Then it leaves one token to what a person waits on, no more: with two tokens back it goes.
+    await expect(performAt(tokenEvery + 500)).rejects.toBeInstanceOf(BudgetWait);
+    await performAt(2 * tokenEvery + 500);
+    expect(refreshed).toEqual([T0 - 50]);
   });
 });

@@ -6,6 +6,7 @@ import { EFFECT_KINDS, type EffectJob, effectKey, type NewEffect, PROGRESS_SPACI
 import {
   appendSpacing,
   EARLY_PROGRESS_AFTER_MS,
+  EARLY_PROGRESS_OVERDUE_MS,
   EARLY_PROGRESS_REFRESH_MS,
   type PlanStep,
   planOf,
@@ -131,7 +132,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     job: EffectJob,
     at: { teamId: string | null; channelId: string; movedTo?: string | null },
     calls: readonly string[] = EFFECT_KINDS[job.kind].calls,
-    how: Pick<SlackCall, "yields" | "exact" | "waitedOn"> = {},
+    how: Pick<SlackCall, "yields" | "exact" | "waitedOn" | "overdue"> = {},
   ) {
     // A run that moved to a direct message spends that conversation's pace, not its old channel's.
     const channel = at.movedTo ?? at.channelId;
@@ -323,12 +324,17 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       // waiting to be shown a second staler, as when the plan's token, waited for, went to another run).
       if (now < shownAt + EARLY_PROGRESS_REFRESH_MS) return again(shownAt + EARLY_PROGRESS_REFRESH_MS, now);
     }
+    // A refresh refused until its step is older than EARLY_PROGRESS_OVERDUE_MS is tried again then, as a notice.
+    const overdueAt = e.earlyTs ? shownAt + EARLY_PROGRESS_OVERDUE_MS : Number.POSITIVE_INFINITY;
+    const overdue = now >= overdueAt;
     try {
-      await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true });
+      await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true, ...(overdue ? { overdue } : {}) });
     } catch (err) {
-      // No token for the message either: tried again when the sooner of the two is there.
-      if (err instanceof BudgetWait) throw err.retryAt < wait.retryAt ? err : wait;
-      throw err;
+      // No token for the message either: tried again when the soonest of the plan's token, the message's
+      // token and the refresh becoming overdue is there.
+      if (!(err instanceof BudgetWait)) throw err;
+      const retryAt = Math.min(err.retryAt.getTime(), wait.retryAt.getTime(), overdue ? Number.POSITIVE_INFINITY : overdueAt);
+      throw retryAt === wait.retryAt.getTime() ? wait : new BudgetWait(err.call, new Date(retryAt));
     }
     const shown = { stepAt: new Date(stepAt) };
     const earlyTs = e.earlyTs;

@@ -407,6 +407,17 @@ describe("outbox worker", () => {
       expect((await budget.take({ ...start, waitedOn: true }, 2, clock.at)).ok).toBe(true);
     });
 
+    it("progress overdue takes its token as a notice: it leaves one to what a person waits on, not half the bucket", async () => {
+      const budget = new SlackBudget(sql, { headroom: 0, tiers: { ...TIGHT, tier3: { perMinute: 6, burst: 5, scope: "workspace" } } });
+      const refresh = { team: "T1", method: "chat.update" };
+      // A bucket of five: progress leaves two, so its fourth call waits; overdue, it takes the fourth, not the last.
+      for (let i = 0; i < 3; i++) expect((await budget.take(refresh, 2, clock.at)).ok).toBe(true);
+      expect((await budget.take(refresh, 2, clock.at)).ok).toBe(false);
+      expect((await budget.take({ ...refresh, overdue: true }, 2, clock.at)).ok).toBe(true);
+      expect((await budget.take({ ...refresh, overdue: true }, 2, clock.at)).ok).toBe(false);
+      expect((await budget.take(refresh, 0, clock.at)).ok).toBe(true);
+    });
+
     it("is shared by replicas: two workers on one database spend from one bucket", async () => {
       for (const [i, id] of ids(4).entries()) await effect("run.announcement", id, `n${i}`);
       const performed: string[] = [];
