@@ -7,7 +7,8 @@
 // Priorities (src/domain/effects.ts, EFFECT_KINDS[kind].priority) decide who may take the last tokens:
 // what a person waits on takes any; notices leave one token of each bucket to it; progress leaves half
 // the bucket; what only tidies a message waits for an all but full bucket (reserveFor). So a burst of
-// reviews finds tokens even while progress spends the rest of the tier.
+// reviews finds tokens even while progress spends the rest of the tier. Progress overdue on a promise
+// (SlackCall.overdue) leaves one token, as a notice.
 
 import type { EffectPriority } from "../domain/effects.js";
 import { pauseBudget, takeBudget } from "../store/slack-budget.js";

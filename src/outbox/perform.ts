@@ -299,8 +299,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
    * is spent, as when a dozen runs start together. Unless its token is there within about 2 s, the run's
    * latest step shows meanwhile in one message of its thread (chat.postMessage, paced per channel, not
    * per workspace), refreshed when it shows a step older than EARLY_PROGRESS_REFRESH_MS (chat.update at
-   * progress's priority: reviews and decisions keep their tokens). The effect stays due for the plan's
-   * token (EffectOutcome.again); the plan then starts below the message, which is left as it is.
+   * progress's priority: reviews and decisions keep their tokens; once overdue, a notice's). The effect
+   * stays due for the plan's token (EffectOutcome.again); the plan then starts below the message, which
+   * is left as it is.
    */
   async function earlyProgress(job: EffectJob, gate: SlackGate, e: Execution, plan: RunPlan, step: PlanStep, wait: BudgetWait): Promise<EffectOutcome> {
     const show = notifier.showEarlyProgress?.bind(notifier);
