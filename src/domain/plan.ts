@@ -130,8 +130,8 @@ export const EARLY_PROGRESS_REFRESH_MS = 6000;
 /**
  * A refresh of that message still refused a token when the step it shows is this old takes its token
  * as a notice (SlackCall.overdue), no longer leaving half of Tier 3 to others: when decisions shown
- * together empty the bucket, progress's share comes back only after about 5 s: 6 s + 5 s matches the
- * 11.7 s a step once waited in test/e2e/plan-waits.test.ts on a busy machine.
+ * together empty the bucket, progress's share comes back only after about 5 s (6 s + 5 s: the 11.7 s a
+ * step once waited in test/e2e/plan-waits.test.ts on a busy machine).
  */
 export const EARLY_PROGRESS_OVERDUE_MS = 7000;
 

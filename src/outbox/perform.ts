@@ -329,13 +329,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     const overdueAt = e.earlyTs ? shownAt + EARLY_PROGRESS_OVERDUE_MS : Number.POSITIVE_INFINITY;
     const overdue = now >= overdueAt;
     try {
-      await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true, ...(overdue ? { overdue } : {}) });
+      await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true, overdue });
     } catch (err) {
       // No token for the message either: tried again when the soonest of the plan's token, the message's
       // token and the refresh becoming overdue is there.
       if (!(err instanceof BudgetWait)) throw err;
-      const retryAt = Math.min(err.retryAt.getTime(), wait.retryAt.getTime(), overdue ? Number.POSITIVE_INFINITY : overdueAt);
-      throw retryAt === wait.retryAt.getTime() ? wait : new BudgetWait(err.call, new Date(retryAt));
+      const retryAt = Math.min(err.retryAt.getTime(), planAt, overdue ? Number.POSITIVE_INFINITY : overdueAt);
+      throw retryAt === planAt ? wait : new BudgetWait(err.call, new Date(retryAt));
     }
     const shown = { stepAt: new Date(stepAt) };
     const earlyTs = e.earlyTs;
