@@ -121,7 +121,7 @@ export class SlackBudget {
 
   /** Takes a token for the call, or says when to try again. A method without a tier always goes. */
   async take(call: SlackCall, asked: EffectPriority, now: Date): Promise<{ ok: true } | { ok: false; retryAt: Date }> {
-    const priority: EffectPriority = call.waitedOn ? 0 : call.overdue ? (Math.min(asked, 1) as EffectPriority) : asked;
+    const priority: EffectPriority = call.waitedOn ? 0 : call.overdue && asked > 1 ? 1 : asked;
     const bucket = budgetFor(call, priority, this.options);
     if (!bucket) return { ok: true };
     const taken = await takeBudget(this.sql, { ...bucket, now });
