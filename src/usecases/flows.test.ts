@@ -180,6 +180,31 @@ describe("flow requests on the database: state, audit and effects commit togethe
     }
   });
 
+  it("an answer the flow took but that could not be stored: the request stays claimed and the answerer hears the flow has it", async () => {
+    let answers = 0;
+    const server = http.createServer((_req, res) => {
+      answers++;
+      res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { flows, outbox } = flowsWith({});
+      const id = await pendingRequest({ callbackUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb` });
+      // The settle transaction fails after the flow answered 200 (its message update cannot be enqueued).
+      outbox.failOn = "flow.show";
+      const outcome = await flows.decide({ requestId: id, userId: BOB, outcomeIndex: 0, feedback: "", fromHome: true });
+      outbox.failOn = undefined;
+      expect(outcome.kind).toBe("unrecorded");
+      expect(answers).toBe(1);
+      expect((await row(id)).state).toBe("deciding");
+      // A second answer meanwhile is told it is under way: the flow is not called again.
+      expect(await flows.decide({ requestId: id, userId: CAROL, outcomeIndex: 1, feedback: "", fromHome: true })).toMatchObject({ kind: "already_decided" });
+      expect(answers).toBe(1);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it("an escalation writes its claim, its audit row and its effects at once, or none of them", async () => {
     const outbox = new FailingOutbox(db.database.sql, clock);
     const flows = new FlowRequests({

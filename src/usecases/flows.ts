@@ -94,7 +94,9 @@ export type FlowDecisionOutcome =
   | { kind: "closed"; request: FlowRequest; reason: string }
   | { kind: "failed"; request: FlowRequest; message: string }
   /** The flow's answer came so late that the request had been opened again meanwhile: the flow heard this answer, the request shows what happened since. */
-  | { kind: "taken_over"; request: FlowRequest };
+  | { kind: "taken_over"; request: FlowRequest }
+  /** The flow took the answer but Crewline could not store that: the request stays claimed until it is reopened as abandoned (a second answer is then the flow's to refuse). */
+  | { kind: "unrecorded"; request: FlowRequest };
 
 /** The text the flow receives: the chosen outcome first (so the flow can route on it), then the comment. */
 export function feedbackText(outcome: string | undefined, comment: string): string {
@@ -342,49 +344,58 @@ export class FlowRequests {
     // 5xx, time-out or unreachable: open again, so someone can decide again.
     if (!ok) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const message = answer.message ?? "the flow could not be reached";
-    const { row: settled, ours } = await this.core.settle(this.target, request, {
-      move: async (tx) => {
-        const now = this.clock.now();
-        const deadlineDone = !!d.byDeadline;
-        const { row, ours } = ok
-          ? await store.settleDecision(
-              tx,
-              request.id,
-              flowRequestTransition(answer.kind === "ok" ? "answered" : "refused"),
-              { status: answer.status, message: answer.message, deadlineDone },
-              c.decidedAt,
-              now,
-            )
-          : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, c.decidedAt, now);
-        if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
-        return { row, ours };
-      },
-      audit: {
-        kind: "flow_decision",
-        actor: d.userId,
-        decision: c.outcome ?? "feedback",
-        feedback: c.comment || null,
-        msToDecision: Math.max(0, c.decidedAt.getTime() - request.createdAt.getTime()),
-        resumeStatus: answer.status ? String(answer.status) : null,
-        resumeMessage: answer.message,
-        detail: { outcome: state, ...(d.byDeadline ? { byDeadline: true } : {}), ...(d.via ? { via: d.via } : {}) },
-      },
-      approvals: c.approvals,
-      show: ok,
-      taken: state === "answered",
-      // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
-      effects:
-        !ok && d.byDeadline
-          ? [
-              {
-                kind: "flow.reminder",
-                subjectId: request.id,
-                part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
-                payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
-              },
-            ]
-          : [],
-    });
+    let settled: FlowRequest;
+    let ours: boolean;
+    try {
+      ({ row: settled, ours } = await this.core.settle(this.target, request, {
+        move: async (tx) => {
+          const now = this.clock.now();
+          const deadlineDone = !!d.byDeadline;
+          const { row, ours } = ok
+            ? await store.settleDecision(
+                tx,
+                request.id,
+                flowRequestTransition(answer.kind === "ok" ? "answered" : "refused"),
+                { status: answer.status, message: answer.message, deadlineDone },
+                c.decidedAt,
+                now,
+              )
+            : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, c.decidedAt, now);
+          if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
+          return { row, ours };
+        },
+        audit: {
+          kind: "flow_decision",
+          actor: d.userId,
+          decision: c.outcome ?? "feedback",
+          feedback: c.comment || null,
+          msToDecision: Math.max(0, c.decidedAt.getTime() - request.createdAt.getTime()),
+          resumeStatus: answer.status ? String(answer.status) : null,
+          resumeMessage: answer.message,
+          detail: { outcome: state, ...(d.byDeadline ? { byDeadline: true } : {}), ...(d.via ? { via: d.via } : {}) },
+        },
+        approvals: c.approvals,
+        show: ok,
+        taken: state === "answered",
+        // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
+        effects:
+          !ok && d.byDeadline
+            ? [
+                {
+                  kind: "flow.reminder",
+                  subjectId: request.id,
+                  part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+                  payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
+                },
+              ]
+            : [],
+      }));
+    } catch (err) {
+      if (!ok) throw err;
+      // The flow has its answer; only storing that failed. Saying "nothing was sent" would be wrong.
+      this.deps.log.error("flow answer delivered but could not be stored", { id: request.id, err });
+      return { kind: "unrecorded", request };
+    }
     if (!ours) return { kind: "taken_over", request: settled };
     if (state === "answered") return { kind: "answered", request: settled };
     return state === "closed" ? { kind: "closed", request: settled, reason: answer.message ?? "" } : { kind: "failed", request: settled, message };

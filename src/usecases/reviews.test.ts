@@ -231,3 +231,45 @@ describe("an approval while more are needed", () => {
     expect(resumes).toHaveLength(0);
   });
 });
+
+describe("a decision the crew took whose outcome could not be stored", () => {
+  let lifecycle: Lifecycle;
+  let effects: () => Promise<void>;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    const taking: CrewApi = {
+      ...crew,
+      resume: async (req) => {
+        resumes.push(req);
+        return { status: "resumed" };
+      },
+    };
+    ({ lifecycle, effects } = lifecycleWith({ get: () => taking }));
+  });
+  afterEach(async () => db.drop());
+
+  it("stays claimed, is not sent again, and is recorded as taken once its claim is recovered", async () => {
+    const { review } = await pendingReview(lifecycle);
+    const prisma = prismaOf(db.database);
+    // The settle transaction fails after /resume answered (its audit write, as a dropped connection would).
+    const record = vi.spyOn(lifecycle.audit, "record").mockRejectedValueOnce(new Error("connection lost"));
+    const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "" });
+    record.mockRestore();
+    expect(outcome.kind).toBe("unrecorded");
+    expect(resumes).toHaveLength(1);
+    expect(await prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "deciding", decidedBy: "U2" });
+
+    // Another click meanwhile hears it is under way: the crew is not asked twice.
+    expect((await lifecycle.reviews.decide({ reviewId: review.id, userId: "U3", approve: false, feedback: "No" })).kind).toBe("already_decided");
+    expect(resumes).toHaveLength(1);
+
+    // Recovery finds the crew moved on: the decision is recorded as taken, still without a second /resume.
+    status = { rawState: "RUNNING", phase: "running" };
+    expect(await lifecycle.reviews.recoverAbandoned(0)).toBe(1);
+    await effects();
+    expect(await prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "approved", decidedBy: "U2" });
+    expect(resumes).toHaveLength(1);
+  });
+});

@@ -53,7 +53,9 @@ export type DecisionOutcome =
    * The crew's answer came so late that the review had been opened again meanwhile (its claim taken
    * over as abandoned): the crew heard this decision, but the review shows what happened since.
    */
-  | { kind: "taken_over"; review: Review };
+  | { kind: "taken_over"; review: Review }
+  /** The crew took the decision but Crewline could not store that: the claim stays until recoverAbandoned records it. */
+  | { kind: "unrecorded"; review: Review };
 
 export interface Decision {
   reviewId: string;
@@ -404,7 +406,7 @@ export class Reviews {
   async decide(decision: Decision): Promise<DecisionOutcome> {
     const outcome = await this.decideOnce(decision);
     // A person's decision that reached the crew (a deadline's is not a person's decision time).
-    if (!decision.byDeadline && (outcome.kind === "decided" || outcome.kind === "not_waiting")) {
+    if (!decision.byDeadline && (outcome.kind === "decided" || outcome.kind === "not_waiting" || outcome.kind === "unrecorded")) {
       const { review } = outcome;
       const waitedMs = Math.max(0, (review.decidedAt ?? this.clock.now()).getTime() - review.createdAt.getTime());
       this.telemetry.emit({ type: "review.decided", approve: decision.approve, waitedMs });
@@ -473,19 +475,27 @@ export class Reviews {
   private async resume(c: Claimed): Promise<DecisionOutcome> {
     const { execution, ...review } = c.found;
     const crew = this.deps.crews.get(execution.crewName);
+    let resume: ResumeResult;
     try {
       if (!crew) throw new Error(`crew "${execution.crewName}" is no longer configured`);
-      const resume = await crew.resume({
+      resume = await crew.resume({
         executionId: execution.kickoffId!,
         taskId: review.resumeTaskId ?? review.taskKey,
         humanFeedback: c.humanFeedback,
         isApprove: c.decision.approve,
         ...this.deps.webhookUrls(execution),
       });
-      const patch = { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null };
-      return await this.conclude(c, "decided", patch, {}, (review) => ({ kind: "decided", review, resume }));
     } catch (err) {
       return this.resumeFailed(c, err);
+    }
+    const patch = { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null };
+    try {
+      return await this.conclude(c, "decided", patch, {}, (review) => ({ kind: "decided", review, resume }));
+    } catch (err) {
+      // The crew took it; only storing that failed. Opening the review again would let it be sent
+      // twice: the claim stays (deciding) until recoverAbandoned finds the crew moved on and records it.
+      this.deps.log.error("decision reached the crew but could not be stored; it is recorded once its claim is stale", { reviewId: review.id, err });
+      return { kind: "unrecorded", review };
     }
   }
 

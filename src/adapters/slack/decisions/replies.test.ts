@@ -17,3 +17,12 @@ describe("what a click on a decided review or request is told", () => {
     expect(flowReplyFor({ kind: "already_decided", request: request({}) }, "U0BEN")).toBe("You already answered this request.");
   });
 });
+
+describe("what a decider is told when the crew or flow took it but Crewline could not store it", () => {
+  it("says it was taken, and not to decide again", () => {
+    expect(replyFor({ kind: "unrecorded", review: review({ state: "deciding" }) })).toBe(
+      "The crew took your decision, but Crewline could not record it just now (its database did not answer), so the review may look undecided here for a few minutes. Please don't decide it again.",
+    );
+    expect(flowReplyFor({ kind: "unrecorded", request: request({ state: "deciding" }) })).toMatch(/^The flow took your answer, .* Please don't answer it again\.$/);
+  });
+});

@@ -96,6 +96,8 @@ function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisi
       return `Your decision did not reach the crew, so the review is open again. ${escapeMrkdwn(outcome.message)}`;
     case "taken_over":
       return `Your ${kind === "review" ? "decision" : "answer"} reached the ${w.receiver} late: Crewline had stopped waiting for it and opened the ${w.noun} again, so the ${w.noun} shows what happened since. Please check the thread before you ${w.verb} it again.`;
+    case "unrecorded":
+      return `The ${w.receiver} took your ${kind === "review" ? "decision" : "answer"}, but Crewline could not record it just now (its database did not answer), so the ${w.noun} may look undecided here for a few minutes. Please don't ${w.verb} it again.`;
     case "closed":
       return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
     case "failed":
