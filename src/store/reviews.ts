@@ -285,7 +285,15 @@ export async function retakeDecision(db: Sql, id: string, p: { seen: Date; now: 
  */
 export async function reviewsInThread(db: Sql, p: { channelId: string; threadTs: string; limit: number }): Promise<ReviewWithExecution[]> {
   const sql = db;
-  const runs = await sql.selectFrom("Execution").selectAll().where("channelId", "=", p.channelId).where("threadTs", "=", p.threadTs).limit(5).execute();
+  // Runs started from messages of the thread share it: the newest, as many as reviews are read.
+  const runs = await sql
+    .selectFrom("Execution")
+    .selectAll()
+    .where("channelId", "=", p.channelId)
+    .where("threadTs", "=", p.threadTs)
+    .orderBy("createdAt", "desc")
+    .limit(p.limit)
+    .execute();
   const ofRuns = runs.length
     ? await sql
         .selectFrom("Review")

@@ -75,7 +75,9 @@ export type ReplyOutcome =
   /** The clicker may no longer decide what the question was about. */
   | { kind: "no_longer_allowed" }
   /** An approve or reject from someone of another organisation than the run's or request's (a Slack Connect channel). */
-  | { kind: "other_organisation"; of: "review" | "flow" };
+  | { kind: "other_organisation"; of: "review" | "flow" }
+  /** An approve or reject in a thread where a flow request and a crew review both wait (a run started on the request's message): never a guess. */
+  | { kind: "both_waiting" };
 
 /** How long a reply is remembered (repeated deliveries come within minutes; questions are answered or forgotten by then). */
 export const THREAD_REPLY_RETENTION_MS = 7 * 24 * 3600_000;
@@ -120,16 +122,21 @@ export class ReplyDecisions {
     this.forgetOldReplies();
     const reviews = await reviewsInThread(this.sql, { channelId: reply.channelId, threadTs: reply.threadTs, limit: THREAD_REVIEWS });
     const here = reviews.filter((r) => replyInReviewThread(r, reply));
-    if (here.length) return this.onReviewReply(here, reply, ports);
-    if (!this.deps.flows) return IGNORED;
-    const request = await findFlowRequestByMessage(this.sql, reply.channelId, reply.threadTs);
-    return request ? this.onFlowReply(request, reply, ports) : IGNORED;
+    const request = this.deps.flows ? await findFlowRequestByMessage(this.sql, reply.channelId, reply.threadTs) : undefined;
+    if (!here.length) return request ? this.onFlowReply(request, reply, ports) : IGNORED;
+    // A run started on a flow request's message shares its thread: a reply goes to whichever waits.
+    if (request?.state === "pending") {
+      if (!here.some((r) => r.state === "pending")) return this.onFlowReply(request, reply, ports);
+      if (replyIntent(reply.text).kind !== "other")
+        return (await this.record(reply, { text: null, reviewId: null, round: null, flowRequestId: request.id })) ? { kind: "both_waiting" } : IGNORED;
+    }
+    return this.onReviewReply(here, reply, ports);
   }
 
   private async onReviewReply(reviews: ReviewWithExecution[], reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
     const pending = reviews.filter((r) => r.state === "pending");
-    // Several waiting in one thread (tasks in parallel): the latest round, newest first among equals.
-    const target = pending.reduce<ReviewWithExecution | undefined>((best, r) => (!best || r.round > best.round ? r : best), undefined);
+    // Several waiting in one thread (tasks in parallel, runs started in it): the newest, as the question says.
+    const target = pending.reduce<ReviewWithExecution | undefined>((best, r) => (!best || r.createdAt > best.createdAt ? r : best), undefined);
     const intent = replyIntent(reply.text);
     if (!target) {
       // Decided already: talk in the thread is not for the bot, but an approve or reject is answered.

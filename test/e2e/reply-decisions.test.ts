@@ -13,7 +13,7 @@ import { ReplyDecisions } from "../../src/usecases/reply-decisions.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, kickoffFormShownAfter, SIGNING_SECRET, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, messageText, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { slackRequester } from "../support/slack-requests.js";
 import { usePostgres } from "../support/test-database.js";
 
@@ -364,6 +364,43 @@ describe("a reply where several reviews wait in one thread", () => {
     expect(resumeCalls(h)).toHaveLength(1);
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: first.review.reviewId } })).state).toBe("pending");
   });
+  it("every run of a busy thread counts, and talk is asked about the newest review, not the highest round", async () => {
+    h = await startHarness();
+    const first = await runWaitingForReview();
+    // The first run's review is rejected by reply: its round 2 waits, older than every run started below.
+    await h.requests.event(replyEvent("changes: shorter", first.threadTs));
+    const seen = new Set([first.review.reviewId]);
+    seen.add((await pendingReview(h, { exclude: seen })).reviewId);
+    let newest = "";
+    for (let i = 0; i < 5; i++) {
+      const viewsBefore = h.slack.callsTo("views.update").length;
+      await h.requests.messageShortcut({
+        callback_id: RUN_ON_MESSAGE_SHORTCUT,
+        user_id: USER,
+        channel_id: CHANNEL,
+        message: { ts: newTs(), thread_ts: first.threadTs, user: BOB, text: `run ${i}` },
+      });
+      await submitKickoffForm(h, await kickoffFormShownAfter(h, viewsBefore), { topic: `run ${i}` });
+      newest = (await pendingReview(h, { exclude: seen })).reviewId;
+      seen.add(newest);
+    }
+    expect(await prismaOf(h.bot.database).review.count({ where: { state: "pending" } })).toBe(6);
+
+    await h.requests.event(replyEvent("lgtm", first.threadTs));
+    const which = await eventually(() => questions()[0] && withTs(questions()[0]!.args), { what: "the which question" });
+    expect(which.text).toBe("6 reviews wait in this thread. Which one do you approve?");
+    expect(JSON.stringify(which.blocks)).toContain("1 more");
+
+    await h.requests.event(replyEvent("hmm, not sure about the intro", first.threadTs));
+    const question = await eventually(() => questions()[1] && withTs(questions()[1]!.args), { what: "the question" });
+    expect(question.text).toBe("Reject *research_task* round 1 with your reply as feedback?");
+    // Its Reject button decides the newest run's review.
+    await clickQuestion(question, REPLY_REJECT_ACTION);
+    await eventually(() => resumeCalls(h).length === 2, { what: "the resume" });
+    const runs = await prismaOf(h.bot.database).execution.findMany({ orderBy: { createdAt: "asc" } });
+    expect(resumeCalls(h)[1]!.body).toMatchObject({ execution_id: runs.at(-1)!.kickoffId, is_approve: false, human_feedback: "hmm, not sure about the intro" });
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: newest } })).state).toBe("rejected");
+  });
 });
 
 describe("a reply while the database is down", () => {
@@ -453,6 +490,41 @@ describe("answering a flow request by reply", () => {
     await settle();
     expect(ephemeralsFor(USER)).toHaveLength(before + 1);
     expect(f.flow.calls).toHaveLength(2);
+  });
+
+  it("a run started on a request's message shares its thread: while both wait an approve is never a guess; then a reply goes to whichever waits", async () => {
+    f = await startFlowHarness();
+    h = f.h;
+    await f.flow.send({ output: "Draft one", message: "Please review" });
+    const request = await pendingFlowRequest(f.h, "Draft one");
+    const viewsBefore = h.slack.callsTo("views.update").length;
+    await h.requests.messageShortcut({
+      callback_id: RUN_ON_MESSAGE_SHORTCUT,
+      user_id: USER,
+      channel_id: FLOW_CHANNEL,
+      message: { ts: request.msg.ts, user: BOB, text: "Draft one" },
+    });
+    await submitKickoffForm(h, await kickoffFormShownAfter(h, viewsBefore), { topic: "draft" });
+    const review = await pendingReview(h, { channel: FLOW_CHANNEL });
+
+    // Both wait: "approved" is taken as neither, and says so once.
+    const both = replyEvent("approved", request.msg.ts, { channel: FLOW_CHANNEL });
+    await h.requests.event(both);
+    await eventually(() => ephemeralsFor(USER).some((c) => /both wait/.test((c.args as any).text)), { what: "the both-waiting note" });
+    await h.requests.event(both, { retryNum: 1 });
+    await settle();
+    expect(ephemeralsFor(USER).filter((c) => /both wait/.test((c.args as any).text))).toHaveLength(1);
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect(f.flow.calls).toHaveLength(0);
+
+    // The crew's review is decided with its button: a reply now answers the request, which still waits.
+    await clickReview(h, review, true);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    await h.requests.event(replyEvent("approved", request.msg.ts, { channel: FLOW_CHANNEL }));
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    expect(f.flow.answers[0]).toMatchObject({ feedback: "approved" });
+    await eventually(async () => (await flowRow(f!.h, request.id)).state === "answered");
+    expect(resumeCalls(h)).toHaveLength(1);
   });
 
   it("an outcome named by someone the flow's rules leave out is told who answers; their talk is ignored", async () => {

@@ -35,13 +35,13 @@ function openReview(msg: FakeMessage): PendingReview | undefined {
   return { msg, blockId: actions.block_id, reviewId: approve.value };
 }
 
-/** Waits for an open review: the `index`-th one, optionally containing a text, skipping `exclude`d ids. */
-export function pendingReview(h: Harness, opts: { index?: number; containing?: string; exclude?: Set<string>; timeoutMs?: number } = {}) {
-  const { index = 0, containing = "", exclude } = opts;
+/** Waits for an open review (in `channel`, default CHANNEL): the `index`-th one, optionally containing a text, skipping `exclude`d ids. */
+export function pendingReview(h: Harness, opts: { index?: number; containing?: string; exclude?: Set<string>; timeoutMs?: number; channel?: string } = {}) {
+  const { index = 0, containing = "", exclude, channel = CHANNEL } = opts;
   return eventually(
     async () => {
       const review = h.slack
-        .messages(CHANNEL)
+        .messages(channel)
         .filter((m) => JSON.stringify(m.blocks ?? []).includes(containing))
         .map(openReview)
         .filter((r): r is PendingReview => !!r && !exclude?.has(r.reviewId))[index];
@@ -65,7 +65,7 @@ export function threadMessage(h: Harness, containing: string, timeoutMs?: number
 export function clickReview(h: Harness, review: PendingReview, approve: boolean, feedback = "", user = USER) {
   return h.requests.blockAction({
     user_id: user,
-    channel_id: CHANNEL,
+    channel_id: review.msg.channel,
     message_ts: review.msg.ts,
     thread_ts: review.msg.thread_ts,
     action: { action_id: approve ? APPROVE_ACTION : REJECT_ACTION, block_id: review.blockId, value: review.reviewId },

@@ -17,6 +17,8 @@ export const REPLY_FEEDBACK_REQUIRED =
   "Please write what should change after the colon (`changes: shorter intro`): the crew re-runs the task with it. Nothing was sent to the crew.";
 export const REPLY_NOT_RECORDED =
   "⚠️ Your reply was not taken as a decision: Crewline could not reach its database. Nothing was sent and the review is still open; please try again in a moment.";
+export const REPLY_BOTH_WAITING =
+  "A flow request and a crew review both wait for an answer in this thread, so your reply was not taken as either: please use the buttons on the message you mean.";
 export const QUESTION_UNKNOWN = "I can't match this button to a reply of yours, so nothing was sent.";
 export const QUESTION_ANSWERED = "You already answered this question.";
 export const NO_LONGER_ALLOWED = "You can no longer decide this from here, so nothing was sent.";
@@ -155,5 +157,7 @@ export function wordsFor(outcome: ReplyOutcome, asker?: string): string | undefi
       return NO_LONGER_ALLOWED;
     case "other_organisation":
       return otherOrganisation(outcome.of);
+    case "both_waiting":
+      return REPLY_BOTH_WAITING;
   }
 }
