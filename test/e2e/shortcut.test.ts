@@ -41,8 +41,9 @@ async function useShortcut(message: Record<string, unknown> & { ts: string }, us
 describe("Run a crew on this message (message shortcut)", () => {
   it("puts the message's text in the crew's text input, its permalink in the kickoff's meta, and runs the crew in its thread", async () => {
     h = await startHarness({ crew: { inputs: ["audience", "topic"] } });
-    const text = "Write about *solar sails* for <@U0BOB> & friends";
-    await useShortcut({ ts: MESSAGE_TS, user: "U0BOB", text });
+    // As Slack sends it: the mention a token, "&" escaped.
+    await useShortcut({ ts: MESSAGE_TS, user: "U0BOB", text: "Write about *solar sails* for <@U0BOB> &amp; friends" });
+    const text = "Write about *solar sails* for @U0BOB & friends";
 
     const [opened] = await h.slack.waitForCalls("views.open", 1);
     expect(JSON.stringify(opened!.args.view)).toContain("Loading");
@@ -76,6 +77,30 @@ describe("Run a crew on this message (message shortcut)", () => {
       { what: "the review in the message's thread" },
     );
     expect(review).toBeTruthy();
+  });
+
+  it("fills the form, and so the crew's input, with the message as Slack shows it, not its escaped wire text", async () => {
+    h = await startHarness({ crew: { inputs: ["topic"] } });
+    const wire =
+      "Q&amp;A: is 1 &lt; 2 &amp;&amp; 3 &gt; 2? Write `&amp;lt;` as is. " +
+      "Ask <@U0ANN|ann>, <@U0BOB>, <!subteam^S0OPS|@ops> and <!here> in <#C0GEN|general>; " +
+      "read <https://example.com/a?b=1&amp;c=2|the brief>, <https://example.com/raw> and <https://x.y|https://x.y>, " +
+      "write to <mailto:ann@example.com|ann@example.com> by <!date^1700000000^{date_short}|Nov 14, 2023>. 😀";
+    await useShortcut({ ts: MESSAGE_TS, user: "U0BOB", text: wire });
+
+    const shown =
+      "Q&A: is 1 < 2 && 3 > 2? Write `&lt;` as is. " +
+      "Ask @ann, @U0BOB, @ops and @here in #general; " +
+      "read the brief (https://example.com/a?b=1&c=2), https://example.com/raw and https://x.y, " +
+      "write to ann@example.com by Nov 14, 2023. 😀";
+    const form = await shownView("the kickoff form", isForm);
+    expect(inputOf(form, "topic").element.initial_value).toBe(shown);
+    expect(h.slack.violations).toEqual([]);
+
+    // Submitted as it was filled in, the crew gets the readable text.
+    await submitKickoffForm(h, form, { topic: inputOf(form, "topic").element.initial_value });
+    const kickoff = await eventually(() => h.crew.requests.find((r) => r.path === "/kickoff"), { what: "POST /kickoff" });
+    expect((kickoff.body as any).inputs).toEqual({ topic: shown });
   });
 
   it("runs a crew started from a reply in the thread that reply is in", async () => {

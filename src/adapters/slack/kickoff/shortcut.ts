@@ -3,6 +3,7 @@
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
+import { slackTextToPlain } from "../../../text/slack-text.js";
 import { safeSlice } from "../../../text/truncate.js";
 import { INSTALLATION_UNKNOWN, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { LIMITS, RUN_ON_MESSAGE_SHORTCUT } from "../blocks/index.js";
@@ -18,6 +19,15 @@ const messageAction = z.object({
   // A message's text can be as long as Slack allows (and then some): it is cut before it is read further.
   message: z.object({ ts, thread_ts: ts.optional(), text: z.string().optional() }),
 });
+
+// Slack cuts a message's text above 40,000 characters, so reading no more loses nothing a person sees;
+// it is read before the cut to a text input's size because decoding shrinks it (an "&amp;" is one "&").
+const MESSAGE_TEXT_READ = 40_000;
+
+/** The message as it reads in Slack (its text arrives escaped, with <…> tokens), cut to what a text input holds. */
+function formTextOf(wire: string): string {
+  return sanitizeText(safeSlice(slackTextToPlain(safeSlice(wire, MESSAGE_TEXT_READ)), LIMITS.plainTextInput));
+}
 
 export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
   app.shortcut(RUN_ON_MESSAGE_SHORTCUT, async ({ ack, shortcut, client, respond, context }) => {
@@ -37,7 +47,7 @@ export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
         messageTs: message.ts,
         // Slack threads are one level deep: a reply's run goes into the thread it is in.
         threadTs: message.thread_ts ?? message.ts,
-        text: sanitizeText(safeSlice(message.text ?? "", LIMITS.plainTextInput)),
+        text: formTextOf(message.text ?? ""),
       },
     });
     if (!opened) await answer(FORM_NOT_OPENED);
