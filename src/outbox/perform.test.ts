@@ -5,7 +5,8 @@ import { CompiledQuery } from "kysely";
 // use case enqueued, or as the words an earlier version stored. The announcement's live render
 // (run.started) never leaves a stopped run's announcement showing it live. While a live plan waits for
 // its Slack token, the message that shows the run's latest step is refreshed when its refresh is due,
-// and a refresh refused its token is tried again when overdue, then as a notice.
+// and a refresh refused its token is tried again when overdue, then as a notice. A notice asking for a
+// decision is dropped once its review was decided or its run ended; one saying what happened is not.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
@@ -107,6 +108,64 @@ describe("run.message", () => {
     await perform(message(run, { notice }));
     await perform(message(run, { text: "🔺 <@U2>: *draft* is still waiting" }));
     expect(posts.map((p) => JSON.parse(p))).toEqual([notice, { kind: "text", text: "🔺 <@U2>: *draft* is still waiting" }]);
+  });
+});
+
+describe("notices whose review was decided, or whose run ended, while they waited for Slack", () => {
+  const effect = (kind: "run.message" | "review.deadline", subjectId: string, payload: Record<string, unknown>): EffectJob => ({
+    id: "00000000-0000-4000-8000-0000000000e4",
+    kind,
+    subjectId,
+    key: `${kind}:${subjectId}:x`,
+    payload,
+    attempts: 1,
+    generation: 0,
+    interrupted: false,
+  });
+  const runOf = async (reviewId: string) => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
+  /** What reached Slack: run notices as their facts, deadline notices as their kind. */
+  const slack = (posts: string[]): RunNotifier =>
+    ({
+      ...notifier(undefined, posts),
+      postDeadlineNotice: async (_e, _r, notice) => void posts.push(`deadline:${notice.kind}`),
+    }) as RunNotifier;
+  const escalation = { kind: "escalation", ids: ["U2"], taskName: "draft", round: 1, reminders: 1 };
+  const reassignment = { kind: "reassignment", to: "U3", by: "U2", taskName: "draft", round: 1 };
+
+  it("a decided review gets no deadline reminder, escalation or reassignment; what happened regardless is still said", async () => {
+    const id = await pendingReview();
+    const run = await runOf(id);
+    const posts: string[] = [];
+    const perform = slackEffectPerformer({ sql, notifier: slack(posts) });
+    const askToDecide = async () => {
+      await perform(effect("review.deadline", id, { kind: "reminder", who: "<@U2>", withinMs: 60_000 }));
+      await perform(effect("run.message", run, { notice: escalation }));
+      await perform(effect("run.message", run, { notice: reassignment }));
+    };
+    await askToDecide();
+    expect(posts).toEqual(["deadline:reminder", JSON.stringify(escalation), JSON.stringify(reassignment)]);
+    posts.length = 0;
+    await query(`UPDATE "Review" SET state = 'approved' WHERE id = $1::uuid`, [id]);
+    await askToDecide();
+    expect(posts).toEqual([]);
+
+    const interrupted = { kind: "decision_interrupted", by: "U2", taskName: "draft", round: 1 };
+    await perform(effect("review.deadline", id, { kind: "not_delivered", action: "reject", message: "crew down" }));
+    await perform(effect("run.message", run, { notice: interrupted }));
+    expect(posts).toEqual(["deadline:not_delivered", JSON.stringify(interrupted)]);
+  });
+
+  it("a run that ended gets no reminder or escalation about its still pending review; its stop is still said", async () => {
+    const id = await pendingReview();
+    const run = await runOf(id);
+    await query(`UPDATE "Execution" SET state = 'stopped', "finishedAt" = now() WHERE id = $1::uuid`, [run]);
+    const posts: string[] = [];
+    const perform = slackEffectPerformer({ sql, notifier: slack(posts) });
+    await perform(effect("review.deadline", id, { kind: "reminder", who: "<@U2>", withinMs: 60_000 }));
+    await perform(effect("run.message", run, { notice: escalation }));
+    const stop = { kind: "run_stopped", by: "U2", how: "stopped" };
+    await perform(effect("run.message", run, { notice: stop }));
+    expect(posts).toEqual([JSON.stringify(stop)]);
   });
 });
 

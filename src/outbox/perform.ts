@@ -115,6 +115,20 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     return found;
   }
 
+  /**
+   * Whether a thread notice is still worth posting when its turn comes (Slack may have held it for a
+   * while). Escalations and reassignments ask someone to decide a review: not once it is decided or
+   * the run ended. An interrupted decision, a stop, or words an earlier version stored report what
+   * happened: always said.
+   */
+  async function stillWanted(e: Execution, notice: RunNotice): Promise<boolean> {
+    if (notice.kind !== "escalation" && notice.kind !== "reassignment") return true;
+    if (isFinished(e.state)) return false;
+    // The notice names its review by task and round; none found to tell by: said, as before.
+    const same = (await planReviews(sql, e.id)).filter((r) => r.taskName === notice.taskName && r.round === notice.round);
+    return same.length === 0 || same.some((r) => r.state === "pending");
+  }
+
   /** A post that may have reached Slack before its attempt was cut short is looked for first. */
   /** `found`: the message an interrupted attempt left was found; it shows what was true then, not now. */
   async function postOnce(job: EffectJob, find: () => Promise<string | undefined>, post: () => Promise<string>): Promise<{ ts: string; found: boolean }> {
@@ -523,8 +537,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     },
     async "review.deadline"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
-      await spend(gate, job, e);
       const notice = job.payload as unknown as DeadlineNotice;
+      // A reminder asks for a decision: not once one was taken (or the run ended) while it waited for
+      // Slack. A decision not delivered happened regardless, and is said.
+      if (notice.kind === "reminder" && (r.state !== "pending" || isFinished(e.state))) return undefined;
+      await spend(gate, job, e);
       await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),
@@ -538,8 +555,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     async "run.message"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
-      await spend(gate, job, e);
       const notice = noticeOf<RunNotice>(job.payload);
+      if (!(await stillWanted(e, notice))) return undefined;
+      await spend(gate, job, e);
       await postOnce(
         job,
         () => notifier.findPosted(e, e.threadTs, job.id),

@@ -143,6 +143,31 @@ describe("review deadlines", () => {
     expect(audit.detail).toMatchObject({ action: "remind", remindersSent: 1 });
   });
 
+  it("onTimeout remind: a reminder Slack held back (429) is not posted once the review was decided meanwhile", async () => {
+    const clock = offsetClock();
+    h = await startHarness({ research: { decideWithinMs: 30 * MIN, onTimeout: "remind" }, crewline: { clock } });
+    setRules(h, [BOB]);
+    const execution = await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    await eventually(() => messageText(h, pending.msg.ts).includes("its reviewers will be reminded"));
+    await h.settled();
+
+    // Slack turns the reminder away for 3 s; Bob approves meanwhile.
+    h.slack.rateLimitNext("chat.postMessage", 1, 3);
+    clock.offsetMs = 31 * MIN;
+    expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
+    await eventually(() => h.slack.callsTo("chat.postMessage").some((c) => c.error === "ratelimited" && /⏰/.test(String(c.args.text))), {
+      what: "the deadline's reminder rate limited",
+    });
+    await clickReview(h, pending, true, "", BOB);
+    await eventually(async () => (await review(h, pending.reviewId)).state === "approved");
+
+    await h.settled();
+    expect(threadReplies(h, execution.threadTs, /⏰/)).toHaveLength(0);
+    expect(messageText(h, pending.msg.ts)).toContain(`Approved by <@${BOB}>`);
+    expect(resumeCalls(h)).toHaveLength(1);
+  });
+
   it("is taken once when two instances on one database reach the deadline together", async () => {
     const clock = offsetClock();
     h = await startHarness({ research: { decideWithinMs: 30 * MIN, onTimeout: "reject" }, crewline: { clock } });
@@ -281,6 +306,33 @@ describe("escalation after the last reminder", () => {
     await eventually(() => resumeCalls(h).length === 1);
     await eventually(async () => (await review(h, pending.reviewId)).state === "approved");
     expect((await review(h, pending.reviewId)).decidedBy).toBe(CAROL);
+  });
+
+  it("an escalation Slack held back (429) is not posted once the review was decided meanwhile", async () => {
+    const clock = offsetClock();
+    h = await startHarness({
+      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+      research: { escalateTo: { users: [CAROL], usergroups: [] } },
+      crewline: { clock },
+    });
+    setRules(h, [BOB]);
+    const execution = await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    await h.settled();
+
+    // The reminder and the escalation go out together: whichever asks first hears a 429 (both, if at
+    // once), and the pause it sets holds the other. Bob approves meanwhile.
+    h.slack.rateLimitNext("chat.postMessage", 2, 3);
+    clock.offsetMs = 61_000;
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
+    await eventually(() => h.slack.callsTo("chat.postMessage").some((c) => c.error === "ratelimited"), { what: "a rate limited post" });
+    expect(threadReplies(h, execution.threadTs, /🔺/)).toHaveLength(0);
+    await clickReview(h, pending, true, "", BOB);
+    await eventually(async () => (await review(h, pending.reviewId)).state === "approved");
+
+    await h.settled();
+    expect(threadReplies(h, execution.threadTs, /🔺/)).toHaveLength(0);
+    expect(messageText(h, pending.msg.ts)).toContain(`Approved by <@${BOB}>`);
   });
 });
 
