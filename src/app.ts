@@ -236,6 +236,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     deadlineOf,
     telemetry,
     holder: replica,
+    // A stop under way is not taken over before its POST /stop could still answer, as decisions (below).
+    longestCrewPostMs: CREW_POST_LONGEST_MS,
   });
   const reviewRequests = new ReviewRequests({
     db: database.sql,

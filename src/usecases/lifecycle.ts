@@ -38,6 +38,8 @@ export interface LifecycleDeps {
   telemetry?: Telemetry;
   /** This replica, named in the claims of decisions, deadlines and stops (a gone holder's are taken over at once). */
   holder?: ClaimHolder;
+  /** The longest a POST to a crew can take, every retry included: a stop claimed more recently is not taken over (stops.ts). */
+  longestCrewPostMs?: number;
 }
 
 export class Lifecycle {
@@ -87,6 +89,7 @@ export class Lifecycle {
       clock,
       audit: this.audit,
       holder: deps.holder,
+      longestCallMs: deps.longestCrewPostMs,
       onEnded: (id) => {
         this.callbacks.forget(id);
         this.progress.forget(id);

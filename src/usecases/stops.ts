@@ -18,7 +18,10 @@ import { type AccessPorts, type Asker, clickFromAnnouncement, mayStopRun, visibl
 import type { Audit } from "./audit.js";
 import type { ClaimHolder, Clock, CrewDirectory, Execution, Outbox } from "./ports.js";
 
-/** A stop claimed this long ago whose process died before finishing it may be claimed again. */
+/**
+ * A stop claimed this long ago whose process died before finishing it may be claimed again: at the
+ * least, since its POST /stop may take longer (StopDeps.longestCallMs).
+ */
 export const STOP_CLAIM_STALE_MS = 60_000;
 
 /** How many times recording a stop the crew took is tried (RunStops.endTaken). */
@@ -47,6 +50,8 @@ export type StopOutcome =
   | { kind: "crew_says_ended"; run: Execution }
   /** The stop did not reach the crew (its words, for the asker); the run goes on. */
   | { kind: "failed"; run: Execution; message: string }
+  /** The crew did not answer the stop (a read time-out, a 504): it may have taken it; its outcome comes by webhook or status. */
+  | { kind: "unconfirmed"; run: Execution }
   /** The crew took the stop, but Crewline could not record it (its database failed every try). */
   | { kind: "taken_not_recorded"; run: Execution };
 
@@ -61,6 +66,11 @@ export interface StopDeps {
   onEnded?: (executionId: string) => void;
   /** This replica: named in the stops it claims; the claim of a holder gone is taken at once by the next asker. */
   holder?: ClaimHolder;
+  /**
+   * The longest a call to the crew can take, every retry and time-out included: a stop claimed more
+   * recently may still be on its way, so it is not taken over before (a second POST /stop would follow).
+   */
+  longestCallMs?: number;
 }
 
 export class RunStops {
@@ -81,7 +91,7 @@ export class RunStops {
     const claimed = await claimStop(this.sql, run.id, {
       userId: asker.userId,
       states: LIVE_STATES,
-      staleBefore: new Date(now.getTime() - STOP_CLAIM_STALE_MS),
+      staleBefore: new Date(now.getTime() - Math.max(STOP_CLAIM_STALE_MS, this.deps.longestCallMs ?? 0)),
       now,
       owner: this.deps.holder?.replicaId,
       deadBefore: this.deps.holder?.deadBefore(now),
@@ -90,6 +100,7 @@ export class RunStops {
 
     let result: StopResult | undefined;
     let failure: string | undefined;
+    let maybeTaken = false;
     try {
       const crew = this.deps.crews.get(run.crewName);
       if (!crew) failure = `The crew “${run.crewName}” is no longer configured in Crewline.`;
@@ -97,6 +108,7 @@ export class RunStops {
     } catch (err) {
       this.deps.log.warn("stop did not reach the crew", { executionId: run.id, err });
       failure = isCrewError(err) ? err.userMessage() : "Crewline could not send the stop to the crew.";
+      maybeTaken = isCrewError(err) && err.maybeApplied === true;
     }
     if (result?.outcome === "stopped") {
       const ended = await this.endTaken(run.id, asker.userId).catch((err) => {
@@ -113,6 +125,7 @@ export class RunStops {
     if (isFinished(current.state)) return { kind: "ended", run: current };
     if (result?.outcome === "not_supported") return { kind: "not_supported", run: current };
     if (result?.outcome === "ended") return { kind: "crew_says_ended", run: current };
+    if (maybeTaken) return { kind: "unconfirmed", run: current };
     return { kind: "failed", run: current, message: failure ?? "Crewline could not send the stop to the crew." };
   }
 

@@ -1,10 +1,11 @@
 // Status polling end to end: runs finish in Slack without webhooks, webhooks and polls racing give
-// each Slack effect once, and a kickoff the crew forgot is declared lost after the grace period.
+// each Slack effect once, a run the crew reports cancelled ends, and a kickoff the crew forgot is
+// declared lost after the grace period.
 import { afterEach, describe, expect, it } from "vitest";
-import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import { eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
+import { APPROVE_ACTION, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { CREW_TOKEN, eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, messageText, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -163,6 +164,39 @@ describe("status polling", () => {
       body: JSON.stringify({ kickoff_id: execution.kickoffId, thought: "one more" }),
     });
     expect(late.status).toBe(410);
+  });
+
+  it("a run cancelled outside Crewline (status says CANCELLED) ends: the channel says so, its pending review loses its buttons, and it is polled no more", async () => {
+    h = await start({ webhooks: false });
+    const execution = await kickedOff(h);
+    const review = await nextReview(h);
+    expect(messageText(h, review.msg.ts)).toContain(APPROVE_ACTION);
+    // Someone cancels it in the platform's own UI: the crew stops it, and its status says so in its own word.
+    const cancelled = await fetch(`${h.crew.url}/stop/${execution.kickoffId}`, { method: "POST", headers: { authorization: `Bearer ${CREW_TOKEN}` } });
+    expect(cancelled.status).toBe(200);
+    h.crew.setOptions({ failWith: [{ endpoint: "status", status: 200, body: { state: "CANCELLED", result: "", last_executed_task: null } }] });
+
+    const ended = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+      what: "the ended run",
+      timeoutMs: 15_000,
+    });
+    expect(ended.state).toBe("failed");
+    expect(ended.finishedAt).not.toBeNull();
+    expect(ended.error).toBe("The crew reports this run CANCELLED: it was stopped outside Crewline, or by a stop the crew did not confirm.");
+    await h.settled();
+    expect(completionPosts(h)).toHaveLength(1);
+    expect(JSON.stringify(completionPosts(h)[0]!.args.blocks)).toContain("The crew reports this run CANCELLED: it was stopped outside Crewline");
+    // The announcement says so too, and offers no Stop any more.
+    const announcement = messageText(h, execution.threadTs!);
+    expect(announcement).toContain("The crew reports this run CANCELLED: it was stopped outside Crewline");
+    expect(announcement).not.toContain(STOP_ACTION);
+    expect(messageText(h, review.msg.ts)).not.toContain(APPROVE_ACTION);
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");
+    // The only POST /stop is the platform's, above (Crewline sent none), and the ended run is not polled any more.
+    expect(h.crew.requests.filter((r) => r.path.startsWith("/stop/"))).toHaveLength(1);
+    const polls = statusPolls(h).length;
+    expect(await pollEndedRun(h, execution.id)).toBe(0);
+    expect(statusPolls(h).length).toBe(polls);
   });
 
   it("a kickoff the crew does not know (404 forever) is declared lost after the grace period and announced once", async () => {

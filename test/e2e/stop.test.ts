@@ -4,6 +4,7 @@
 // local crew service (which implements POST /stop).
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
+import { CREW_POST_LONGEST_MS } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION, RUN_ACTIONS_BLOCK, STOP_ACTION, STOP_FOLLOWING_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, type HarnessOptions, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
@@ -239,7 +240,7 @@ describe("Stop", () => {
 });
 
 describe("a stop whose sender died", () => {
-  it("holds the run for a minute (others hear who is stopping it), then anyone allowed may stop it", async () => {
+  it("holds the run as long as its POST /stop could take (others hear who is stopping it), then anyone allowed may stop it", async () => {
     const { execution, announcement } = await start();
     // As left by a replica killed between its claim and the crew's answer.
     await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { stoppedBy: BOB, stopClaimedAt: new Date() } });
@@ -248,7 +249,13 @@ describe("a stop whose sender died", () => {
     expect(stopCalls()).toEqual([]);
     expect(messageText(h, announcement.ts)).not.toContain("Stopped by");
 
+    // Two minutes on, its POST /stop may still be retrying or waiting for an answer: the claim holds.
     await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { stopClaimedAt: new Date(Date.now() - 120_000) } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await eventually(() => ephemeralsFor(USER).filter((e) => new RegExp(`<@${BOB}> is stopping this run`).test(e.text ?? "")).length === 2, { what: "who is stopping it, again" });
+    expect(stopCalls()).toEqual([]);
+
+    await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { stopClaimedAt: new Date(Date.now() - CREW_POST_LONGEST_MS - 1000) } });
     await clickStop(execution.id, { messageTs: announcement.ts });
     await said(USER, /You stopped the run/, "the stop");
     expect(stopCalls()).toHaveLength(1);
@@ -267,6 +274,18 @@ describe("a stop the crew did not take", () => {
     await clickStop(execution.id, { messageTs: announcement.ts });
     await said(USER, /You stopped the run/, "the stop");
     expect(stopCalls()).toHaveLength(2);
+  });
+
+  it("the crew does not answer the stop (504): the asker hears it may have been taken, not that the run goes on", async () => {
+    const { execution, announcement, review } = await start({ crew: { failWith: [{ endpoint: "stop", status: 504, times: 1 }] } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    const answer = await said(USER, /The crew did not confirm the stop of \*research\*: it may have taken it\./, "the unconfirmed stop");
+    expect(answer.text).toContain("Its outcome shows here as soon as Crewline hears it (check the thread before trying again).");
+    expect(answer.text).not.toMatch(/did not reach the crew|goes on/);
+    // A 504 to a POST is not sent again; nothing is marked stopped until the crew says so.
+    expect(stopCalls()).toHaveLength(1);
+    expect(await run(execution.id)).toMatchObject({ state: "waiting", stoppedBy: null, stopClaimedAt: null });
+    expect(messageText(h, review.msg.ts)).toContain(APPROVE_ACTION);
   });
 
   it("the crew says the run had already ended (409): nothing is marked stopped", async () => {

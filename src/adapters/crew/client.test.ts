@@ -580,9 +580,25 @@ describe("CrewClient stop", () => {
     expect(crew.seen).toHaveLength(1);
   });
 
-  it.each([409, 400])("reads %i as a run that had already ended", async (status) => {
+  it.each([409, 400])("reads %i saying so as a run that had already ended", async (status) => {
     const crew = await startCrew((_req, res) => send(res, status, { message: "Execution already completed" }));
     expect(await client(crew.url).stop("k-1")).toEqual({ outcome: "ended", message: "Execution already completed" });
+  });
+
+  it.each(["Execution already completed", "Execution has been CANCELLED", "Execution is not running", "Run isn't running any more", "status: ALREADY_FINISHED"])(
+    "reads a 400 naming a finished state (%j) as a run that had already ended",
+    async (message) => {
+      const crew = await startCrew((_req, res) => send(res, 400, { message }));
+      expect(await client(crew.url).stop("k-1")).toEqual({ outcome: "ended", message });
+    },
+  );
+
+  it("reads any other 400 as a refused stop, in the crew's words, asked once", async () => {
+    const crew = await startCrew((_req, res) => send(res, 400, { error: "Bad Request", message: "kickoff_id is not a valid UUID" }));
+    const e = await failure(client(crew.url).stop("k-1"));
+    expect(e).toMatchObject({ kind: "bad_request", operation: "stop", status: 400, serviceMessage: "Bad Request: kickoff_id is not a valid UUID" });
+    expect(e.userMessage()).toContain("“Bad Request: kickoff_id is not a valid UUID”");
+    expect(crew.seen).toHaveLength(1);
   });
 
   it("throws other failures as crew errors naming the stop", async () => {

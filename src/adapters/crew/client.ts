@@ -158,7 +158,8 @@ export class CrewClient implements CrewApi {
 
   /**
    * POST /stop/{kickoff_id}: any 2xx is "stopped" (its body is not published); 404 and 405 mean the
-   * deployment has no /stop; 409, or a 400, that the run had already ended. Other failures throw.
+   * deployment has no /stop; 409, or a 400 naming a finished state, that the run had already ended.
+   * Other failures throw (another 400 is a refusal, in the crew's words).
    */
   async stop(kickoffId: string): Promise<StopResult> {
     try {
@@ -167,7 +168,7 @@ export class CrewClient implements CrewApi {
     } catch (e) {
       if (!isCrewError(e) || e.status === undefined) throw e;
       if (e.status === 404 || e.status === 405) return { outcome: "not_supported", status: e.status };
-      if (e.status === 409 || e.status === 400) return { outcome: "ended", ...(e.serviceMessage ? { message: e.serviceMessage } : {}) };
+      if (e.status === 409 || (e.status === 400 && namesFinishedState(e.serviceMessage))) return { outcome: "ended", ...(e.serviceMessage ? { message: e.serviceMessage } : {}) };
       throw e;
     }
   }
@@ -271,6 +272,19 @@ function mayRetry(method: Method, e: CrewError): boolean {
   if (status !== undefined && COLD_START_STATUSES.has(status)) return method === "GET" || status !== 504;
   if (method === "GET") return e.kind === "unreachable" || e.kind === "timeout";
   return errorCode(e.cause) === "ECONNREFUSED";
+}
+
+/** Words by which a 400 from /stop says the run had ended (field notes); "failed" alone is too often a refusal's word. */
+const FINISHED_WORDS = new Set(["ended", "finished", "completed", "stopped", "cancelled", "canceled", "revoked", "terminated", "succeeded"]);
+/** "not running", "no longer running", "isn't running", "not active". */
+const NEGATIONS = new Set(["not", "longer", "t"]);
+const RUNNING_WORDS = new Set(["running", "active"]);
+
+/** Whether a /stop refusal's words name a finished state. Split into words, not matched by pattern: the text is the crew's. */
+function namesFinishedState(message: string | undefined): boolean {
+  if (!message) return false;
+  const words = message.toLowerCase().split(/[^a-z]+/);
+  return words.some((word, i) => FINISHED_WORDS.has(word) || (word === "failed" && words[i - 1] === "already") || (NEGATIONS.has(word) && RUNNING_WORDS.has(words[i + 1] ?? "")));
 }
 
 function kindForStatus(status: number): CrewErrorKind {

@@ -83,6 +83,9 @@ describe("parseStatus", () => {
     ["FAILED", "failed"],
     ["FAILURE", "failed"],
     ["REVOKED", "failed"],
+    ["STOPPED", "failed"],
+    ["CANCELLED", "failed"],
+    ["CANCELED", "failed"],
     ["NOT FOUND", "failed"],
     ["PAUSED", "paused"],
     ["SOMETHING_NEW", "running"],
@@ -143,6 +146,23 @@ describe("parseStatus", () => {
     expect(s.error).toBe("Tool crashed");
     expect(s.progress).toEqual({ completed: 1, total: 3, current: "write", currentAgent: "Writer" });
     expect(parseStatus({ state: "RUNNING", progress: null }).progress).toBeUndefined();
+  });
+
+  it.each(["STOPPED", "CANCELLED", "CANCELED", "cancelled", "Canceled", " stopped "])("reads the cancelled state %j as finished, saying plainly that it was stopped", (state) => {
+    const s = parseStatus({ state });
+    expect(s.phase).toBe("failed");
+    expect(s.error).toBe(`The crew reports this run ${state.trim()}: it was stopped outside Crewline, or by a stop the crew did not confirm.`);
+    // The older lower-case `status` alone says it too.
+    expect(parseStatus({ status: state }).phase).toBe("failed");
+  });
+
+  it("keeps the crew's own words about a cancelled run after saying it was stopped", () => {
+    expect(parseStatus({ state: "CANCELLED", status: "Cancelled by jane@example.com" }).error).toBe(
+      "The crew reports this run CANCELLED: it was stopped outside Crewline, or by a stop the crew did not confirm. The crew says: Cancelled by jane@example.com",
+    );
+    expect(parseStatus({ state: "STOPPED", error: { message: "Stopped from the dashboard" } }).error).toMatch(
+      /^The crew reports this run STOPPED: .* The crew says: Stopped from the dashboard$/,
+    );
   });
 
   it("uses the human status text as error when a failed state has no error", () => {
@@ -351,6 +371,8 @@ describe("parseWebhook crew", () => {
     expect(withError).toEqual({ kind: "crew", runId: "k1", output: "", error: "LLM quota" });
     const failed = parseWebhook("crew", { kickoff_id: "k1", state: "FAILED" });
     expect(failed.kind === "crew" && failed.error).toBe("The crew reported FAILED.");
+    const cancelled = parseWebhook("crew", { kickoff_id: "k1", state: "CANCELLED", result: "" });
+    expect(cancelled.kind === "crew" && cancelled.error).toBe("The crew reported CANCELLED.");
     const ok = parseWebhook("crew", { kickoff_id: "k1", state: "SUCCESS", result: "r" });
     expect(ok.kind === "crew" && ok.error).toBeUndefined();
   });

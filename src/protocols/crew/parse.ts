@@ -175,7 +175,9 @@ export function parseStatus(body: unknown, crewName = ""): ExecutionStatus {
   const phase = phaseOf(rawState) === "running" && !stateSaysGoing && s.status !== undefined && isWaitingText(s.status) ? "paused" : phaseOf(rawState);
   const lastTask = lastTaskOf(s.last_executed_task);
   const output = toText(s.result_json) ?? resultText(s.result) ?? lastTask?.output;
-  const error = toText(errorText(s.error)) ?? (phase === "failed" && s.state && s.status !== s.state ? s.status : undefined);
+  const crewWords = toText(errorText(s.error)) ?? (phase === "failed" && s.state && s.status !== s.state ? s.status : undefined);
+  // A cancelled run must not read as a failure of the crew's own (nor end without a word): say so plainly.
+  const error = isCancelledState(rawState) ? cancelledText(rawState, crewWords) : crewWords;
   const progress = progressOf(s.progress);
   return {
     rawState,
@@ -194,13 +196,37 @@ const PHASES: Record<string, ExecutionPhase> = {
   failure: "failed",
   error: "failed",
   revoked: "failed",
+  // A cancelled state is unpublished (field notes, POST /stop): any of these has ended, however it was stopped.
+  stopped: "failed",
+  cancelled: "failed",
+  canceled: "failed",
   "not found": "failed",
   paused: "paused",
 };
 
+/** States saying the run was cancelled (REVOKED is Celery's word for it). */
+const CANCELLED_KEYS = new Set(["stopped", "cancelled", "canceled", "revoked"]);
+
+function stateKey(state: string): string {
+  return state.trim().toLowerCase().replace(/[_-]+/g, " ");
+}
+
 export function phaseOf(state: string): ExecutionPhase {
-  const key = state.trim().toLowerCase().replace(/[_-]+/g, " ");
+  const key = stateKey(state);
   return PHASES[key] ?? (isWaitingText(key) ? "paused" : "running");
+}
+
+function isCancelledState(state: string): boolean {
+  return CANCELLED_KEYS.has(stateKey(state));
+}
+
+/**
+ * The end of a run the crew reports cancelled. Crewline records the stops the crew confirms itself, so
+ * one reported here came from elsewhere (the platform's own UI) or from a stop whose answer was lost.
+ */
+function cancelledText(state: string, crewWords: string | undefined): string {
+  const said = `The crew reports this run ${state.trim()}: it was stopped outside Crewline, or by a stop the crew did not confirm.`;
+  return crewWords === undefined ? said : `${said} The crew says: ${crewWords}`;
 }
 
 /**

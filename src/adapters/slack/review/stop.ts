@@ -88,6 +88,11 @@ export function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
       return text(`The crew says this run of ${crew(outcome.run)} had already ended, so there was nothing to stop. Its outcome shows here as soon as Crewline hears it.`);
     case "failed":
       return text(`The stop did not reach the crew, so the run of ${crew(outcome.run)} goes on. ${escapeMrkdwn(outcome.message)} Please try again in a moment.`);
+    case "unconfirmed":
+      // Neither "it goes on" nor "stopped": the crew may have taken it, and says so by its status or webhook.
+      return text(
+        `The crew did not confirm the stop of ${crew(outcome.run)}: it may have taken it. Its outcome shows here as soon as Crewline hears it (check the thread before trying again).`,
+      );
     case "taken_not_recorded":
       return text(
         `The crew took your stop of ${crew(outcome.run)}, but Crewline could not record it (its database did not answer), so the run may still show as running here for a while.`,
