@@ -50,6 +50,8 @@ export interface SimFailure {
   body?: unknown;
   /** Extra response headers, e.g. {"retry-after": "1"}. */
   headers?: Record<string, string>;
+  /** The request is carried out first and only its answer is this failure (a gateway's 504 after the crew took it). */
+  afterHandling?: boolean;
 }
 
 export interface SimCrewOptions {
@@ -754,17 +756,20 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
       res.end(method === "HEAD" ? undefined : "Healthy");
       return;
     }
+    const sendScripted = (scripted: SimFailure) => {
+      const body = scripted.body === undefined ? { error: "Simulated failure", message: `Scripted ${scripted.status} for ${r.endpoint}` } : scripted.body;
+      if (typeof body === "string") {
+        res.writeHead(scripted.status, { "content-type": "text/plain; charset=utf-8", ...(scripted.headers ?? {}) });
+        res.end(body);
+        return;
+      }
+      sendJson(res, scripted.status, body, scripted.headers);
+    };
+    let lateFailure: SimFailure | undefined;
     if (r.endpoint === "inputs" || r.endpoint === "kickoff" || r.endpoint === "status" || r.endpoint === "resume" || r.endpoint === "stop") {
       const scripted = takeFailure(r.endpoint);
-      if (scripted) {
-        const body = scripted.body === undefined ? { error: "Simulated failure", message: `Scripted ${scripted.status} for ${r.endpoint}` } : scripted.body;
-        if (typeof body === "string") {
-          res.writeHead(scripted.status, { "content-type": "text/plain; charset=utf-8", ...(scripted.headers ?? {}) });
-          res.end(body);
-          return;
-        }
-        return sendJson(res, scripted.status, body, scripted.headers);
-      }
+      if (scripted?.afterHandling) lateFailure = scripted;
+      else if (scripted) return sendScripted(scripted);
     }
 
     const auth = headers["authorization"] ?? "";
@@ -803,6 +808,7 @@ export async function startCrewService(initial: SimCrewOptions): Promise<SimCrew
           break;
       }
       if (closed && res.destroyed) return;
+      if (lateFailure) return sendScripted(lateFailure);
       sendJson(res, 200, out);
     } catch (err) {
       if (err instanceof HttpError) return sendJson(res, err.status, err.body);

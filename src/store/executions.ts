@@ -88,6 +88,8 @@ export interface ExecutionCondition {
   states?: readonly string[];
   /** Only while this replica holds the poll lease. */
   leaseOwner?: string;
+  /** Only while no kickoff id is stored. */
+  noKickoffId?: boolean;
 }
 
 export interface NewExecutionRow {
@@ -171,7 +173,25 @@ function conditional(sql: Sql, id: string, patch: ExecutionPatch, cond: Executio
   let query = sql.updateTable("Execution").set(changes(patch, now)).where("id", "=", id);
   if (cond.states) query = query.where("state", "in", [...cond.states]);
   if (cond.leaseOwner !== undefined) query = query.where("leaseOwner", "=", cond.leaseOwner);
+  if (cond.noKickoffId) query = query.where("kickoffId", "is", null);
   return query;
+}
+
+/**
+ * Runs still starting, with no kickoff id and no callback recorded, created before `before`: their
+ * kickoff never answered, or its process died.
+ */
+export function unstartedRuns(db: Sql, p: { before: Date; limit: number }): Promise<ExecutionRow[]> {
+  return db
+    .selectFrom("Execution")
+    .selectAll()
+    .where("state", "=", "starting")
+    .where("kickoffId", "is", null)
+    .where("createdAt", "<", p.before)
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom("WebhookEvent").select("WebhookEvent.id").whereRef("WebhookEvent.executionId", "=", "Execution.id"))))
+    .orderBy("createdAt")
+    .limit(p.limit)
+    .execute();
 }
 
 /** Applies the patch if the condition holds; returns how many rows changed (0 or 1). */

@@ -23,7 +23,7 @@ import {
 import { type Clock, type Execution, systemClock } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Reviews } from "./reviews.js";
-import { namesOwnRun } from "./run-binding.js";
+import { namedRunIds, namesOwnRun } from "./run-binding.js";
 import type { Runs } from "./runs.js";
 import { WorkQueue } from "./work-queue.js";
 
@@ -141,6 +141,7 @@ export class Callbacks {
         return { kind: "names_another_run" };
       }
     }
+    if (!execution.kickoffId) execution = await this.adoptNamed(execution, body);
 
     if (kind === "events") return this.acceptEvents(execution, body);
     let event: CrewEvent;
@@ -274,6 +275,20 @@ export class Callbacks {
     if (!dedupeKeys.length || (await countRecordedEvents(this.sql, executionId, dedupeKeys)) === dedupeKeys.length) return false;
     this.cache.delete(executionId);
     return true;
+  }
+
+  /**
+   * A run with no kickoff id yet (its kickoff's answer lost, or not yet stored) takes the one its
+   * authenticated callback names, so that it is polled, resumed and stopped by it.
+   */
+  private async adoptNamed(execution: IntakeRun, body: unknown): Promise<IntakeRun> {
+    const [named, ...others] = namedRunIds(body).filter((id) => id !== execution.id);
+    if (!named || others.some((id) => id !== named)) return execution;
+    const adopted = await this.runs.adopt(execution.id, named);
+    if (!adopted) return (await this.lookup(execution.id)) ?? execution;
+    this.log.info("run adopted its kickoff id from a callback", { executionId: execution.id });
+    const { id, kickoffId, state, webhookSecret, humanInputToken } = adopted;
+    return { id, kickoffId, state, webhookSecret, humanInputToken };
   }
 
   private async lookup(id: string): Promise<IntakeRun | undefined> {

@@ -1,6 +1,6 @@
 // Execution records: creation before kickoff, the kickoff outcome, and the one-time finish.
 import crypto from "node:crypto";
-import { type ExecutionEvent, executionTransition, reviewTransition } from "../domain/states.js";
+import { type ExecutionEvent, executionTransition, LIVE_STATES, reviewTransition } from "../domain/states.js";
 import {
   type ExecutionPatch,
   findExecution,
@@ -9,6 +9,7 @@ import {
   insertExecution,
   type NewExecutionRow,
   recentExecutionsInChannel,
+  unstartedRuns,
   updateExecution,
   updateExecutionReturning,
 } from "../store/executions.js";
@@ -30,6 +31,9 @@ export interface FinishOutcome {
   output?: string;
   error?: string;
 }
+
+/** How long a run may stay starting with no kickoff id and no callback before it is taken as never started (endUnstarted). */
+export const UNSTARTED_AFTER_MS = 10 * 60_000;
 
 export class Runs {
   private readonly sql: Sql;
@@ -74,7 +78,8 @@ export class Runs {
   /**
    * Stores the kickoff id whatever happened meanwhile (a fast crew may already have called back). In
    * the same transaction: the kickoff's audit record (when who started it is given) and the update of
-   * the run's announcement (run.started: when Slack is idle).
+   * the run's announcement (run.started: when Slack is idle). A callback that named the id first had
+   * the run adopt it (adopt), with both: the row is then returned as it is.
    */
   async kickedOff(id: string, kickoffId: string, startedBy?: { userId: string; inputs: Record<string, string> }): Promise<Execution> {
     const data = { kickoffId, startedAt: this.clock.now() };
@@ -82,23 +87,69 @@ export class Runs {
     const started = await inTransaction(this.sql, async (tx) => {
       const now = this.clock.now();
       // One write in the usual case, so nobody sees a kickoff id on a run still marked "starting".
-      const run = (await updateExecutionReturning(tx, id, { ...data, state: to }, { states: from }, now)) ?? (await updateExecutionReturning(tx, id, data, {}, now));
-      if (!run) throw new Error(`execution ${id} does not exist`);
-      if (startedBy)
-        await this.audit?.record(
-          {
-            executionId: id,
-            kind: "kickoff",
-            actor: startedBy.userId,
-            detail: { crewName: run.crewName, channelId: run.channelId, kickoffId, inputs: startedBy.inputs },
-          },
-          tx,
-        );
+      const run =
+        (await updateExecutionReturning(tx, id, { ...data, state: to }, { states: from, noKickoffId: true }, now)) ??
+        (await updateExecutionReturning(tx, id, data, { noKickoffId: true }, now));
+      if (!run) {
+        const adopted = await findExecution(tx, id);
+        if (!adopted) throw new Error(`execution ${id} does not exist`);
+        return adopted;
+      }
+      if (startedBy) await this.recordKickoff(tx, run, startedBy);
       await this.outbox.add(tx, { kind: "run.started", subjectId: id });
       return run;
     });
     this.outbox.nudge();
     return started;
+  }
+
+  /**
+   * A run whose kickoff answer was lost (or could not be stored) learns its kickoff id from the first
+   * callback naming it: that callback's URL secret proves it is this run's. The adopted row, or null
+   * (it has its id, or has ended).
+   */
+  async adopt(id: string, kickoffId: string): Promise<Execution | null> {
+    const { from, to } = executionTransition("kicked_off");
+    const adopted = await inTransaction(this.sql, async (tx) => {
+      const now = this.clock.now();
+      // Live in any state: a review may have opened before a callback named the run.
+      const stored = await updateExecutionReturning(tx, id, { kickoffId, startedAt: now }, { states: LIVE_STATES, noKickoffId: true }, now);
+      if (!stored) return null;
+      const run = (await updateExecutionReturning(tx, id, { state: to }, { states: from }, now)) ?? stored;
+      await this.recordKickoff(tx, run, { userId: run.userId, inputs: run.inputs as Record<string, string> }, { adopted: true });
+      await this.outbox.add(tx, { kind: "run.started", subjectId: id });
+      return run;
+    });
+    if (adopted) this.outbox.nudge();
+    return adopted;
+  }
+
+  /**
+   * Runs that never started: no kickoff id and no callback naming one for `afterMs` (a kickoff whose
+   * answer was lost and that did not start after all, or a process that died mid-kickoff). Each ends
+   * once, its announcement saying so. Returns how many ended.
+   */
+  async endUnstarted(afterMs = UNSTARTED_AFTER_MS): Promise<number> {
+    const now = this.clock.now();
+    const stale = await unstartedRuns(this.sql, { before: new Date(now.getTime() - afterMs), limit: 50 });
+    const { from, to } = executionTransition("kickoff_failed");
+    let ended = 0;
+    for (const run of stale) {
+      const error = "The crew never confirmed this run's start, and no news of it came, so Crewline stopped waiting for it.";
+      const done = await inTransaction(this.sql, async (tx) => {
+        const changed = await updateExecution(tx, run.id, { state: to, error, finishedAt: now }, { states: from, noKickoffId: true }, now);
+        if (changed === 1) await this.outbox.add(tx, { kind: "run.announcement", subjectId: run.id });
+        return changed === 1;
+      });
+      if (done) ended++;
+    }
+    if (ended) this.outbox.nudge();
+    return ended;
+  }
+
+  private recordKickoff(tx: Sql, run: Execution, by: { userId: string; inputs: Record<string, string> }, more: Record<string, unknown> = {}) {
+    const detail = { crewName: run.crewName, channelId: run.channelId, kickoffId: run.kickoffId, inputs: by.inputs, ...more };
+    return this.audit?.record({ executionId: run.id, kind: "kickoff", actor: by.userId, detail }, tx);
   }
 
   async kickoffFailed(id: string, error: string): Promise<void> {

@@ -104,4 +104,22 @@ describe("startRun", () => {
     expect(outcome).toMatchObject({ kind: "failed", reason: expect.stringContaining("server error (503)") });
     expect(down.calls.at(-1)).toBe("remove 100.1");
   });
+
+  it("a kickoff that may have gone through, or that the crew took but that could not be stored: the run and its announcement stay", async () => {
+    const lost = fakes({
+      kickoff: async () => {
+        throw new CrewError({ kind: "timeout", crewName: "research", operation: "kickoff", maybeApplied: true });
+      },
+    });
+    expect(await startRun(lost.deps, req)).toMatchObject({ kind: "unconfirmed", reason: expect.stringContaining("may have gone through") });
+    expect(lost.calls).toEqual(["create", "setThread 100.1"]);
+
+    const unstored = fakes();
+    unstored.deps.runs.kickedOff = async () => {
+      throw new Error("connection lost");
+    };
+    expect(await startRun(unstored.deps, req)).toMatchObject({ kind: "unrecorded", kickoffId: "k1" });
+    expect(unstored.calls).toEqual(["create", "setThread 100.1"]);
+    expect(unstored.kickoff).toHaveBeenCalledOnce();
+  });
 });

@@ -55,6 +55,13 @@ export type StartRunOutcome =
   /** The announcement could not be posted (Slack's error code): the run was not started. */
   | { kind: "not_posted"; code: string }
   | { kind: "started"; execution: Execution; kickoffId: string }
+  /**
+   * The crew's answer to the kickoff was lost (a read time-out, a 504): it may have started. The run
+   * and its thread stay; its first callback naming it adopts it, or Runs.endUnstarted ends it.
+   */
+  | { kind: "unconfirmed"; reason: string; execution: Execution }
+  /** The crew started it, but storing its kickoff id failed: its first callback naming it records it. */
+  | { kind: "unrecorded"; execution: Execution; kickoffId: string }
   /** The crew needs these inputs first. */
   | { kind: "missing_inputs"; missing: string[]; reason: string; execution: Execution }
   | { kind: "failed"; reason: string; execution: Execution };
@@ -99,8 +106,9 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     return { kind: "not_posted", code };
   }
 
+  let kickoffId: string;
   try {
-    const { kickoffId } = await crew.kickoff({
+    ({ kickoffId } = await crew.kickoff({
       inputs: req.inputs,
       meta: {
         source: "slack",
@@ -110,18 +118,27 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
         ...(req.source?.permalink ? { permalink: req.source.permalink } : {}),
       },
       ...urls,
-    });
-    // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
-    const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
-    deps.onRunStarted?.(started);
-    return { kind: "started", execution: started, kickoffId };
+    }));
   } catch (err) {
     const reason = isCrewError(err) ? err.userMessage() : "Crewline could not start the crew.";
     if (!isCrewError(err)) deps.log.error("kickoff failed", { executionId: execution.id, err });
+    // It may have started: removing its announcement and refusing its callbacks would hide a run that
+    // goes on (and invite a second start). It stays "starting" until a callback or the sweep says.
+    if (isCrewError(err) && err.maybeApplied) return { kind: "unconfirmed", reason, execution };
     await runs.kickoffFailed(execution.id, reason);
     // Nothing half-created stays visible: the announcement goes (the user keeps the form or the reason).
     await deps.announcements.remove(execution, announcementTs).catch(() => undefined);
     if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) return { kind: "missing_inputs", missing: err.missingInputs, reason, execution };
     return { kind: "failed", reason, execution };
+  }
+  try {
+    // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
+    const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
+    deps.onRunStarted?.(started);
+    return { kind: "started", execution: started, kickoffId };
+  } catch (err) {
+    // The crew runs it: "could not start" would be false, and a second start would run it twice.
+    deps.log.error("kickoff taken but not stored", { executionId: execution.id, kickoffId, err });
+    return { kind: "unrecorded", execution, kickoffId };
   }
 }

@@ -180,6 +180,8 @@ export class RunWatcher {
    */
   async recover(webhookOlderThanMs = 0, earlierRun = false): Promise<void> {
     await this.lifecycle.callbacks.processBacklog(webhookOlderThanMs).catch((err) => this.log.warn("webhook backlog failed", { err }));
+    // Runs whose kickoff was never confirmed and of which no news came end, their announcement saying so.
+    await this.lifecycle.runs.endUnstarted().catch((err) => this.log.warn("unstarted runs could not be ended", { err }));
     await this.lifecycle.reviews
       .recoverAbandoned(earlierRun ? 0 : this.options.abandonedDecisionMs)
       .catch((err) => this.log.warn("abandoned decisions could not be recovered", { err }));

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, kickoffViaSlack, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
+import { clickReview, pendingReview, resumeCalls } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -178,6 +179,48 @@ describe("kickoff from Slack", () => {
     expect(ephemeral.args.text).not.toMatch(/\n\s+at /);
     const execution = await prismaOf(h.bot.database).execution.findFirstOrThrow();
     expect(execution.state).toBe("kickoff_failed");
+  });
+
+  it("a kickoff the crew took but whose answer was lost (504): the run stays, its first callback adopts it, and it is reviewed and resumed like any run", async () => {
+    h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 504, times: 1, afterHandling: true }] } });
+    await kickoffViaSlack(h, { topic: "tides" });
+    const told = await eventually(
+      () =>
+        h.slack
+          .callsTo("views.update")
+          .map((c) => JSON.stringify(c.args.view))
+          .find((v) => v.includes("⏳")),
+      { what: "the unconfirmed form" },
+    );
+    expect(told).toMatch(/may have gone through.*If \*research\* started, its progress shows in the run's thread/);
+    const review = await pendingReview(h);
+    const run = await prismaOf(h.bot.database).execution.findFirstOrThrow();
+    expect(run.kickoffId).not.toBeNull();
+    expect(run.state).toBe("waiting");
+    expect(h.slack.callsTo("chat.delete")).toHaveLength(0);
+    await clickReview(h, review, true);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeCalls(h)[0]!.body).toMatchObject({ execution_id: run.kickoffId, is_approve: true });
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
+    // One kickoff reached the crew: nothing was started twice.
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
+  });
+
+  it("a kickoff whose answer was lost and of which no news comes ends after a while, its announcement saying so", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 504, times: 1 }] }, crewline: { clock } });
+    await kickoffViaSlack(h, { topic: "tides" });
+    await eventually(() => h.slack.callsTo("views.update").some((c) => JSON.stringify(c.args.view).includes("⏳")), { what: "the unconfirmed form" });
+    const run = await prismaOf(h.bot.database).execution.findFirstOrThrow();
+    await h.bot.watcher.recover();
+    expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("starting");
+
+    clock.offsetMs = 11 * 60_000;
+    await h.bot.watcher.recover();
+    const ended = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } });
+    expect(ended).toMatchObject({ state: "kickoff_failed", kickoffId: null });
+    await eventually(() => h.slack.messages(CHANNEL).some((m) => JSON.stringify(m.blocks ?? []).includes("never confirmed this run")), { what: "the announcement updated" });
+    expect(h.slack.callsTo("chat.delete")).toHaveLength(0);
   });
 
   it("explains an unreachable crew when loading the form", async () => {

@@ -4,6 +4,7 @@ import type { WebClient } from "@slack/web-api";
 import { isChannelRefusal } from "../../../domain/refusals.js";
 import { judgeFailure } from "../../../outbox/failures.js";
 import { sanitizeText } from "../../../text/sanitize.js";
+import { UNSTARTED_AFTER_MS } from "../../../usecases/runs.js";
 import { type Announcements, startRun } from "../../../usecases/start-run.js";
 import {
   escapeMrkdwn,
@@ -105,6 +106,18 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
       ));
     case "started":
       return void (await showView(startedView(crewName, outcome.kickoffId)));
+    case "unconfirmed":
+      return void (await showView(
+        statusView(
+          `⏳ ${escapeMrkdwn(outcome.reason)} If *${escapeMrkdwn(crewName)}* started, its progress shows in the run's thread; if Crewline hears nothing from it within ${UNSTARTED_AFTER_MINUTES} minutes, the run is marked as not started.`,
+        ),
+      ));
+    case "unrecorded":
+      return void (await showView(
+        statusView(
+          `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(outcome.kickoffId)}\`), but Crewline could not record it just now: its progress shows in the channel's thread once it can. Please don't start it again.`,
+        ),
+      ));
     case "missing_inputs":
       return void (await showView(formWithMissing(deps, req, outcome.missing)));
     case "failed":
@@ -112,6 +125,8 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
       await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${escapeMrkdwn(outcome.reason)}` }).catch(() => undefined);
   }
 }
+
+const UNSTARTED_AFTER_MINUTES = Math.round(UNSTARTED_AFTER_MS / 60_000);
 
 /** Tries of the announcement's post: Slack down for longer is told to the person (the run is not started). */
 const ANNOUNCE_TRIES = 3;
