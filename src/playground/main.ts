@@ -103,6 +103,11 @@ async function main(): Promise<void> {
   const pageUrl = slack.url.replace(/\/api\/$/, "");
   for (const u of USERS) slack.setUser(u.id, { real_name: u.name, profile: { display_name: u.name, real_name: u.name } });
   slack.setUsergroup(USERGROUP.id, ["U0EDITOR"]);
+  // Everyone on the page is in its one channel: a review may be handed to any of them.
+  slack.setMembers(
+    CHANNEL.id,
+    USERS.map((u) => u.id),
+  );
 
   const ownCrew = !env.CREW_BASE_URL && !env.CREWS_FILE;
   let crew: SimCrewService | undefined;

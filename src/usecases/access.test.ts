@@ -14,9 +14,11 @@ import {
   mayAnswerFlowRequestFromHome,
   mayApproveFromHome,
   mayReassignReview,
+  mayReceiveReassignment,
   maySeeFlowRequest,
   maySeeRun,
   mayStopRun,
+  type Person,
   type ReviewerPort,
   type ReviewOfRun,
   reviewerGate,
@@ -154,7 +156,7 @@ describe("asked from another workspace that installed the app", () => {
     expect(await mayApproveFromHome(ports, review(), "UEDITOR")).toBe(false);
     expect(await mayApproveFromHome({ ...ports, ...from("T1") }, review(), "UEDITOR")).toBe(true);
     // Home lists a crew without rules for its starter only: nobody else approves from there.
-    expect(await mayApproveFromHome(from("T1"), review(), "UMEMBER")).toBe(false);
+    expect(await mayApproveFromHome({ members: members({ CRUN: ["UMEMBER"] }), ...from("T1") }, review(), "UMEMBER")).toBe(false);
   });
 });
 
@@ -219,6 +221,96 @@ describe("what App Home lists", () => {
     expect(await homeListsReview(ports, review({ escalatedAt: new Date(), escalatedTo: "UBOSS" }), "UBOSS")).toBe(true);
     expect(await homeListsReview({}, review(), "USTARTER")).toBe(true);
     expect(await homeListsReview({}, review(), "UMEMBER")).toBe(false);
+  });
+});
+
+describe("approving from App Home", () => {
+  it("takes access to the run too: a review handed or escalated to someone outside its channel is listed, but not approved there", async () => {
+    const ports: AccessPorts = { members: members({ CRUN: ["UIN"] }), reviewers: reviewers({ research: editors }) };
+    expect(await homeListsReview(ports, review({ reassignedTo: "UOUT" }), "UOUT")).toBe(true);
+    expect(await mayApproveFromHome(ports, review({ reassignedTo: "UOUT" }), "UOUT")).toBe(false);
+    expect(await mayApproveFromHome(ports, review({ escalatedAt: new Date(), escalatedTo: "UOUT" }), "UOUT")).toBe(false);
+    expect(await mayApproveFromHome(ports, review({ reassignedTo: "UIN" }), "UIN")).toBe(true);
+    // The crew's reviewers may see its runs (as /crew status says).
+    expect(await mayApproveFromHome(ports, review(), "UEDITOR")).toBe(true);
+    // Slack unreachable: no.
+    expect(await mayApproveFromHome({ ...ports, members: members("unreachable") }, review({ reassignedTo: "UIN" }), "UIN")).toBe(false);
+  });
+});
+
+describe("who may be handed a review or a flow request", () => {
+  /** People as users.info would tell them: a person of T1 unless said otherwise; "UNKNOWN" cannot be read. */
+  function people(over: Record<string, Partial<Person>> = {}) {
+    return {
+      about: vi.fn(async (userId: string): Promise<Person> => {
+        if (userId === "UNKNOWN") throw new Error("slack is down");
+        return { isBot: false, deleted: false, teamId: "T1", ...over[userId] };
+      }),
+    };
+  }
+  const mayApproveOwn = { required: 1, selfApproval: true };
+  const noSelfApproval = { required: 1, selfApproval: false };
+  const subject = (policy = mayApproveOwn) => ({ run, policy });
+
+  it("a person of its workspace who may see the run: its channel's members, its crew's reviewers, its starter", async () => {
+    const ports: AccessPorts = { members: members({ CRUN: ["UMEMBER"] }), reviewers: reviewers({ research: editors }), people: people() };
+    for (const userId of ["UMEMBER", "UEDITOR", "USTARTER"]) expect(await mayReceiveReassignment(ports, subject(), userId), userId).toEqual({ ok: true });
+    expect(await mayReceiveReassignment(ports, subject(), "USTRANGER")).toEqual({ ok: false, why: "cannot_see" });
+  });
+
+  it("not a bot (nor Slackbot), not a deactivated account, not the starter of a crew that refuses self-approval", async () => {
+    const ports: AccessPorts = {
+      members: members({ CRUN: ["UBOT", "UGONE", "USLACKBOT"] }),
+      people: people({ UBOT: { isBot: true }, UGONE: { deleted: true } }),
+    };
+    expect(await mayReceiveReassignment(ports, subject(), "UBOT")).toEqual({ ok: false, why: "bot" });
+    expect(await mayReceiveReassignment(ports, subject(), "USLACKBOT")).toEqual({ ok: false, why: "bot" });
+    expect(await mayReceiveReassignment(ports, subject(), "UGONE")).toEqual({ ok: false, why: "deactivated" });
+    expect(await mayReceiveReassignment(ports, subject(noSelfApproval), "USTARTER")).toEqual({ ok: false, why: "self_approval" });
+    expect(await mayReceiveReassignment(ports, subject(), "USTARTER")).toEqual({ ok: true });
+  });
+
+  it("of its own workspace or Grid org, as Slack names the person: a Slack Connect guest in its channel is not", async () => {
+    const ports: AccessPorts = {
+      members: members({ CRUN: ["UGUEST", "UORG"] }),
+      people: people({ UGUEST: { teamId: "TPARTNER" }, UORG: { teamId: "T2", enterpriseId: "E1" } }),
+      // Asked by someone of the run's workspace; the person's own workspace is what counts.
+      workspace: { teamId: "T1" },
+    };
+    expect(await mayReceiveReassignment(ports, subject(), "UGUEST")).toEqual({ ok: false, why: "other_organisation" });
+    expect(await mayReceiveReassignment(ports, subject(), "UORG")).toEqual({ ok: false, why: "other_organisation" });
+    expect(await mayReceiveReassignment(ports, { run: { ...run, enterpriseId: "E1" }, policy: mayApproveOwn }, "UORG")).toEqual({ ok: true });
+  });
+
+  it("what cannot be read refuses it as unknown (and says so): the person, the channel's members, no way to ask", async () => {
+    const warn = vi.fn();
+    const ports: AccessPorts = { members: members({ CRUN: ["UMEMBER"] }), people: people(), warn };
+    expect(await mayReceiveReassignment(ports, subject(), "UNKNOWN")).toEqual({ ok: false, why: "unknown" });
+    expect(await mayReceiveReassignment({ ...ports, members: members("unreachable") }, subject(), "UMEMBER")).toEqual({ ok: false, why: "unknown" });
+    expect(await mayReceiveReassignment({ members: members({ CRUN: ["UMEMBER"] }) }, subject(), "UMEMBER")).toEqual({ ok: false, why: "unknown" });
+    expect(warn).toHaveBeenCalledTimes(2);
+  });
+
+  it("a flow request: a person of its workspace (the installation's when it names none) in its channel", async () => {
+    const request: FlowRequestFacts = {
+      flowName: "content",
+      channelId: "CFLOW",
+      messageTs: "5.6",
+      assigneeUserId: "UASSIGNEE",
+      teamId: null,
+      reassignedTo: null,
+      escalatedAt: null,
+      escalatedTo: null,
+    };
+    const ports: AccessPorts = {
+      members: members({ CFLOW: ["UMEMBER", "UGUEST", "UBOT"] }),
+      people: people({ UGUEST: { teamId: "TPARTNER" }, UBOT: { isBot: true } }),
+      installation: { teamId: "T1" },
+    };
+    expect(await mayReceiveReassignment(ports, { request }, "UMEMBER")).toEqual({ ok: true });
+    expect(await mayReceiveReassignment(ports, { request }, "USTRANGER")).toEqual({ ok: false, why: "cannot_see" });
+    expect(await mayReceiveReassignment(ports, { request }, "UGUEST")).toEqual({ ok: false, why: "other_organisation" });
+    expect(await mayReceiveReassignment(ports, { request }, "UBOT")).toEqual({ ok: false, why: "bot" });
   });
 });
 

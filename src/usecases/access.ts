@@ -1,8 +1,9 @@
 // Every access rule of Crewline in one place, with no Slack in it: who may see a run (its status, its
 // audit trail, its content, what App Home lists), who may act on a review (its crew's reviewer rules,
-// and whoever it was reassigned or escalated to), who may see or answer a flow's feedback request, and
-// whether a click comes from the message it claims. What the rules need to know from outside (channel
-// members, user groups) comes through small ports that the Slack adapter supplies (adapters/slack/access.ts).
+// and whoever it was reassigned or escalated to), who may be handed one, who may see or answer a flow's
+// feedback request, and whether a click comes from the message it claims. What the rules need to know
+// from outside (channel members, user groups, people's facts) comes through small ports that the Slack
+// adapter supplies (adapters/slack/access.ts).
 //
 // One rule for runs: the run's starter, its reviewers, and the members of its channel may see it, the
 // first two only when asking from the run's own workspace (a user id means one person there only).
@@ -11,6 +12,7 @@
 // organisation (Slack Connect), its people see the run but do not decide it.
 
 import type { ReviewerRules as RulesConfig } from "../config/config.js";
+import { type ApprovalPolicy, selfApprovalRefused } from "../domain/approvals.js";
 import { reviewChannel } from "../domain/refusals.js";
 import type { TeamRef } from "./ports.js";
 import { describeReviewers } from "./reviewer-rules.js";
@@ -70,8 +72,26 @@ export interface FlowAccessPort {
   isWaitingFor(request: FlowRequestFacts, userId: string): Promise<boolean>;
 }
 
+/** What Slack says of a person (users.info): the facts a reassignment reads. */
+export interface Person {
+  isBot: boolean;
+  /** Deactivated. */
+  deleted: boolean;
+  /** Their own workspace (a Slack Connect guest's is another organisation's), and Grid org if any. */
+  teamId: string;
+  enterpriseId?: string;
+}
+
+/** People as Slack knows them. */
+export interface People {
+  /** The person; throws when it cannot be known (Slack unreachable, unknown id). */
+  about(userId: string): Promise<Person>;
+}
+
 export interface AccessPorts {
   members: ChannelMembers;
+  /** People's facts; unset: nobody can be checked, so nothing is handed on. */
+  people?: People;
   /** Reviewer rules; unset: anyone may decide. */
   reviewers?: ReviewerPort;
   flows?: FlowAccessPort;
@@ -106,20 +126,25 @@ export function fromItsWorkspace(ports: Pick<AccessPorts, "workspace" | "install
 
 /** Whether the asker may see the run (its status, audit trail and output). Unknown (Slack unreachable) counts as no. */
 export async function maySeeRun(ports: AccessPorts, run: RunFacts, asker: Asker): Promise<boolean> {
+  return (await seesRun(ports, run, asker)) ?? false;
+}
+
+/** maySeeRun, undefined when its channel's members could not be read. */
+async function seesRun(ports: AccessPorts, run: RunFacts, asker: Asker): Promise<boolean | undefined> {
   const own = fromItsWorkspace(ports, run);
   if ((own && asker.userId === run.userId) || asker.channelId === run.channelId) return true;
   const { reviewers } = ports;
   if (own && reviewers?.rulesFor(run.crewName) !== undefined && (await reviewers.mayDecide(run.crewName, asker.userId, teamOf(run)).catch(() => false))) return true;
-  return inChannel(ports, run.channelId, asker.userId, "could not read the run's channel members", { executionId: run.id });
+  return memberOf(ports, run.channelId, asker.userId, "could not read the run's channel members", { executionId: run.id });
 }
 
-/** Whether the user is a member of the channel; unknown (Slack unreachable) counts as no, and is told. */
-async function inChannel(ports: AccessPorts, channelId: string, userId: string, warning: string, fields: Record<string, unknown>): Promise<boolean> {
+/** Whether the user is a member of the channel; undefined (and told) when Slack cannot say (the rules read it as no). */
+async function memberOf(ports: AccessPorts, channelId: string, userId: string, warning: string, fields: Record<string, unknown>): Promise<boolean | undefined> {
   try {
     return await ports.members.isMember(channelId, userId);
   } catch (err) {
     ports.warn?.(warning, { ...fields, err });
-    return false;
+    return undefined;
   }
 }
 
@@ -209,9 +234,13 @@ export async function homeListsReview(ports: Pick<AccessPorts, "reviewers">, fou
   return rules ? reviewers!.mayDecide(found.execution.crewName, userId, team) : found.execution.userId === userId;
 }
 
-/** Whether the user may approve this review from App Home: only one their App Home lists, in the workspace it is in. */
-export async function mayApproveFromHome(ports: Pick<AccessPorts, "reviewers" | "workspace">, found: ReviewOfRun, userId: string): Promise<boolean> {
-  return fromItsWorkspace(ports, found.execution) && homeListsReview(ports, found, userId);
+/**
+ * Whether the user may approve this review from App Home: only one their App Home lists, in the
+ * workspace it is in, and of a run they may see, as a click in its thread must be. A review handed or
+ * escalated to someone outside its run's channel is listed for them, but its output is not theirs to read.
+ */
+export async function mayApproveFromHome(ports: AccessPorts, found: ReviewOfRun, userId: string): Promise<boolean> {
+  return fromItsWorkspace(ports, found.execution) && (await homeListsReview(ports, found, userId)) && maySeeRun(ports, found.execution, { userId });
 }
 
 /** Whether a click names the flow request its message shows. */
@@ -237,10 +266,58 @@ export async function mayAnswerFlowRequestFromHome(ports: Pick<AccessPorts, "flo
  * not everyone everywhere read its trail.
  */
 export async function maySeeFlowRequest(ports: AccessPorts, request: FlowRequestFacts, asker: Asker): Promise<boolean> {
+  return (await seesFlowRequest(ports, request, asker)) ?? false;
+}
+
+/** maySeeFlowRequest, undefined when its channel's members could not be read. */
+async function seesFlowRequest(ports: AccessPorts, request: FlowRequestFacts, asker: Asker): Promise<boolean | undefined> {
   if (!fromItsWorkspace(ports, request)) return false;
   if (asker.channelId === request.channelId) return true;
   if (ports.flows && (await ports.flows.isWaitingFor(request, asker.userId).catch(() => false))) return true;
-  return inChannel(ports, request.channelId, asker.userId, "could not read the flow request's channel members", { flow: request.flowName });
+  return memberOf(ports, request.channelId, asker.userId, "could not read the flow request's channel members", { flow: request.flowName });
+}
+
+/** What a reassignment hands on: a crew review of a run (with its crew's approval rules), or a flow request. */
+export type ReassignSubject = { run: RunFacts; policy: ApprovalPolicy } | { request: FlowRequestFacts };
+
+/** Why someone may not be handed a review or flow request; `unknown`: Slack could not say. */
+export type ReassignRefusal = "unknown" | "bot" | "deactivated" | "other_organisation" | "self_approval" | "cannot_see";
+
+/** Slackbot: a person to users.info (is_bot false), but nobody to hand a review to. */
+const SLACKBOT = "USLACKBOT";
+
+/**
+ * Whether a review or flow request may be handed to this person: someone who could then act on it.
+ * A person (not a bot), active, of its own workspace or Grid org (a Slack Connect guest sees it but may
+ * not decide it), who may see it by the rules above (the run's starter, its crew's reviewers or its
+ * channel's members; a flow request's channel members), and not the run's starter when its crew
+ * refuses self-approval (they could never approve it). Asked as if from their own workspace, as
+ * Slack names it. What cannot be read refuses it: nobody is handed what they might not act on.
+ */
+export async function mayReceiveReassignment(ports: AccessPorts, subject: ReassignSubject, userId: string): Promise<{ ok: true } | { ok: false; why: ReassignRefusal }> {
+  const refused = (why: ReassignRefusal) => ({ ok: false as const, why });
+  let person: Person;
+  try {
+    if (!ports.people) throw new Error("no way to read people's facts");
+    person = await ports.people.about(userId);
+  } catch (err) {
+    ports.warn?.("could not read the person a request would be handed to", { userId, err });
+    return refused("unknown");
+  }
+  if (person.isBot || userId === SLACKBOT) return refused("bot");
+  if (person.deleted) return refused("deactivated");
+  const asThem: AccessPorts = { ...ports, workspace: { teamId: person.teamId, ...(person.enterpriseId ? { enterpriseId: person.enterpriseId } : {}) } };
+  let sees: boolean | undefined;
+  if ("run" in subject) {
+    if (!fromItsWorkspace(asThem, subject.run)) return refused("other_organisation");
+    if (selfApprovalRefused(subject.policy, subject.run.userId, userId)) return refused("self_approval");
+    sees = await seesRun(asThem, subject.run, { userId });
+  } else {
+    if (!fromItsWorkspace(asThem, subject.request)) return refused("other_organisation");
+    sees = await seesFlowRequest(asThem, subject.request, { userId });
+  }
+  if (sees === undefined) return refused("unknown");
+  return sees ? { ok: true } : refused("cannot_see");
 }
 
 /**

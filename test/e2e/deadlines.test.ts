@@ -350,6 +350,8 @@ describe("reassignment", () => {
   it("a reviewer hands the review to a named person, who is mentioned, sees it on App Home and may decide it", async () => {
     h = await startHarness();
     setRules(h, [BOB]);
+    // Dan is in the run's channel: he could see it (someone who could not is refused: reviewers.test.ts).
+    h.slack.setMembers(CHANNEL, [DAN]);
     const execution = await startRunViaSlack(h);
     const pending = await pendingReview(h);
     expect(JSON.stringify(pending.msg.blocks)).toContain(REASSIGN_ACTION);

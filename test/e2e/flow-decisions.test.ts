@@ -3,7 +3,7 @@
 // signed requests to /slack/events, the Slack stand-in, the local flow deployment and crew service,
 // with an injected clock.
 import { afterEach, describe, expect, it } from "vitest";
-import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, REASSIGN_USER_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, type PendingFlowRequest, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
@@ -145,6 +145,8 @@ describe("flow request reassignment", () => {
 
   it("someone who may answer hands it to a named person: mentioned, on their Home at once, and they answer it", async () => {
     f = await startFlowHarness({ flow: { reviewers: { users: [BOB], usergroups: [] } } });
+    // Dan is in the request's channel: he could see it.
+    f.h.slack.setMembers(FLOW_CHANNEL, [DAN]);
     await f.flow.send({ output: "Draft" });
     const req = await pendingFlowRequest(f.h);
     expect(req.buttons.map((b) => b.text)).toContain("Reassign");
@@ -178,6 +180,37 @@ describe("flow request reassignment", () => {
     await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
     expect(f.flow.answers[0]).toMatchObject({ feedback: "rejected\n\nTone is off" });
     expect(await answeredRow(f, req)).toMatchObject({ decidedBy: DAN });
+  });
+
+  it("refuses, on the modal's person field and saying why, anyone who could not answer it; nothing is handed on", async () => {
+    f = await startFlowHarness({ flow: { reviewers: { users: [BOB], usergroups: [] } } });
+    const GUEST = "U0GUEST";
+    // Carol is not in the request's channel; the guest is, but of another organisation.
+    f.h.slack.setMembers(FLOW_CHANNEL, [BOB, DAN, GUEST, f.h.slack.botUserId]);
+    f.h.slack.setUser(GUEST, { team_id: "T0PARTNER" });
+    await f.flow.send({ output: "Draft" });
+    const req = await pendingFlowRequest(f.h);
+    await clickReassign(f, req, BOB);
+    const [opened] = await f.h.slack.waitForCalls("views.open", 1);
+    const modal = opened!.args.view as any;
+
+    // Slack cannot tell who Dan is just now: not handed on blindly.
+    f.h.slack.failNext("users.info", "fatal_error");
+    const refusals: [string, string][] = [
+      [DAN, "Crewline could not check that person just now; try again in a moment."],
+      [f.h.slack.botUserId, "That's a bot: reassign to a person."],
+      [GUEST, "That person is of another organisation (a guest in a shared channel), who may not decide it: reassign to someone of this workspace."],
+      [CAROL, "That person is not in this request's channel, so they could not see it."],
+    ];
+    for (const [to, text] of refusals) {
+      const answer = await submitReassign(f.h, modal, BOB, to, "Over to you");
+      expect(answer.json, to).toEqual({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: text } });
+    }
+    await settle();
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", reassignedTo: null });
+    expect(await prismaOf(f.h.bot.database).auditRecord.count({ where: { kind: "reassignment" } })).toBe(0);
+    expect(underRequest(f, req, /↪️/)).toHaveLength(0);
+    expect(f.h.slack.callsTo("views.publish")).toHaveLength(0);
   });
 });
 

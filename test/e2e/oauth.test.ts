@@ -249,6 +249,9 @@ describe("OAuth distribution", () => {
     const reassignModal = (await h.slack.waitForCalls("views.open", opensBefore + 1)).at(-1)!;
     expect(reassignModal.token).toBe(tokenOne);
     const handedTo = "U0ONEDAN";
+    // A person of T0ONE, in the run's channel (anyone else is refused: reviewers.test.ts).
+    h.slack.setUser(handedTo, { team_id: ONE.team });
+    h.slack.setMembers(ONE.channel, [handedTo]);
     const submitted = await h.requests.viewSubmission({
       user_id: ONE.user,
       team_id: ONE.team,

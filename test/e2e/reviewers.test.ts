@@ -1,15 +1,25 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
+import { HOME_APPROVE_ACTION, REASSIGN_ACTION, REASSIGN_USER_BLOCK, REVIEW_ACTIONS_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, otherReviewRequests, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, otherReviewRequests, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
 
 const BOB = "U0BOB";
 const CAROL = "U0CAROL";
+const DAN = "U0DAN";
 const GROUP = "S0REVIEW";
+
+function offsetClock() {
+  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+  return clock;
+}
+
+const homesOf = (h: Harness, user: string) => h.slack.callsTo("views.publish").filter((c) => c.args.user_id === user);
+const homeText = (call: { args: Record<string, unknown> }) => JSON.stringify((call.args.view as any).blocks);
 
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 
@@ -243,5 +253,112 @@ describe("App Home", () => {
     expect(aliceText).not.toContain("Reviews waiting for you (");
     expect(aliceText).toContain(execution.kickoffId!);
     expect(aliceText).toContain("Crews you can start");
+  });
+
+  it("Approve on Home is refused to whoever a review was escalated to while they may not see its run (not in its channel); allowed once they may", async () => {
+    const clock = offsetClock();
+    h = await startHarness({
+      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+      research: { escalateTo: { users: [CAROL], usergroups: [] } },
+      crewline: { clock },
+    });
+    setRules(h, [BOB]);
+    h.slack.setMembers(CHANNEL, [USER, BOB]);
+    await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    clock.offsetMs = 61_000;
+    expect(await h.bot.reviewRequests.remindDue()).toBe(1);
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: pending.reviewId } })).escalatedTo === CAROL);
+
+    // Carol's Home lists the review escalated to her, with its Approve button.
+    await h.requests.appHomeOpened({ user_id: CAROL });
+    const home = await eventually(() => homesOf(h, CAROL)[0], { what: "Carol's Home" });
+    const item = ((home.args.view as any).blocks as any[]).find((b) => b.accessory?.action_id === HOME_APPROVE_ACTION);
+    expect(item.accessory.value).toBe(pending.reviewId);
+    const approveFromHome = () =>
+      h.requests.blockAction({
+        user_id: CAROL,
+        channel_id: "",
+        message_ts: "",
+        view: { id: "V0HOME", type: "home" } as any,
+        action: { action_id: HOME_APPROVE_ACTION, block_id: item.block_id ?? "b", value: pending.reviewId },
+      });
+
+    // She is not in the run's channel: the output is not hers to read, so nothing reaches the crew.
+    await approveFromHome();
+    const refused = await eventually(() => homesOf(h, CAROL)[1], { what: "Carol's Home again" });
+    expect(homeText(refused)).toContain("I can't find this review any more, so nothing was sent to the crew.");
+    await h.settled();
+    expect(resumeCalls(h)).toHaveLength(0);
+    expect(await reviewState(h, pending.reviewId)).toBe("pending");
+
+    // Once she is in it (its member list read again after a minute), the same click approves.
+    h.slack.setMembers(CHANNEL, [USER, BOB, CAROL]);
+    clock.offsetMs += 2 * 60_000;
+    await approveFromHome();
+    await eventually(() => resumeCalls(h).length === 1, { what: "the crew resumed" });
+    await eventually(async () => (await reviewState(h, pending.reviewId)) === "approved");
+    expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: pending.reviewId } })).decidedBy).toBe(CAROL);
+  });
+});
+
+describe("reassignment", () => {
+  async function reassignForm(h: Harness, pending: PendingReview, user: string) {
+    const before = h.slack.callsTo("views.open").length;
+    await h.requests.blockAction({
+      user_id: user,
+      channel_id: CHANNEL,
+      message_ts: pending.msg.ts,
+      thread_ts: pending.msg.thread_ts,
+      action: { action_id: REASSIGN_ACTION, block_id: REVIEW_ACTIONS_BLOCK, value: pending.reviewId },
+    });
+    return (await h.slack.waitForCalls("views.open", before + 1)).at(-1)!.args.view as any;
+  }
+
+  it("refuses, on the modal's person field and saying why, anyone who could not act on the review; hands it to someone who can", async () => {
+    h = await startHarness({ research: { selfApproval: false } });
+    setRules(h, [BOB]);
+    const GONE = "U0GONE";
+    const GUEST = "U0GUEST";
+    const OTHER_BOT = "U0OTHERBOT";
+    // All but Carol are in the run's channel.
+    h.slack.setMembers(CHANNEL, [USER, DAN, GONE, GUEST, OTHER_BOT, h.slack.botUserId]);
+    h.slack.setUser(GONE, { deleted: true });
+    h.slack.setUser(GUEST, { team_id: "T0PARTNER" });
+    h.slack.setUser(OTHER_BOT, { is_bot: true });
+    const execution = await startRunViaSlack(h);
+    const pending = await pendingReview(h);
+    const modal = await reassignForm(h, pending, BOB);
+
+    // Slack cannot tell who Dan is just now: not handed on blindly.
+    h.slack.failNext("users.info", "fatal_error");
+    const refusals: [string, string][] = [
+      [DAN, "Crewline could not check that person just now; try again in a moment."],
+      [h.slack.botUserId, "That's a bot: reassign to a person."],
+      [OTHER_BOT, "That's a bot: reassign to a person."],
+      [GONE, "That person's account is deactivated: reassign to someone active."],
+      [GUEST, "That person is of another organisation (a guest in a shared channel), who may not decide it: reassign to someone of this workspace."],
+      // The crew does not let a run's starter approve it (selfApproval: false).
+      [USER, "That person started this run, and this crew does not let a run's starter approve it: reassign to someone else."],
+      [CAROL, "That person is not in this run's channel, so they could not see it."],
+    ];
+    for (const [to, text] of refusals) {
+      const answer = await submitReassign(h, modal, BOB, to, "Over to you");
+      expect(answer.json, to).toEqual({ response_action: "errors", errors: { [REASSIGN_USER_BLOCK]: text } });
+    }
+    await h.settled();
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: pending.reviewId } })).toMatchObject({ reassignedTo: null });
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { kind: "reassignment" } })).toBe(0);
+    expect(h.slack.messages(CHANNEL).filter((m) => m.thread_ts === execution.threadTs && /↪️/.test(m.text ?? ""))).toHaveLength(0);
+    expect(h.slack.callsTo("views.publish")).toHaveLength(0);
+
+    // Dan, a person of this workspace in the run's channel, is handed it.
+    const handed = await submitReassign(h, modal, BOB, DAN, "Dan knows the sources");
+    expect(handed.status).toBe(200);
+    expect(handed.json).toBeUndefined();
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: pending.reviewId } })).reassignedTo === DAN, {
+      what: "the review handed to Dan",
+    });
+    await eventually(() => homesOf(h, DAN)[0], { what: "Dan's Home" });
   });
 });

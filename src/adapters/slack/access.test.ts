@@ -1,6 +1,9 @@
-// Which workspace and Grid org a Slack request's asker is of, read from payloads as Slack sends them.
+// Which workspace and Grid org a Slack request's asker is of, read from payloads as Slack sends them;
+// and people's facts as users.info answers them (the Slack stand-in).
+import { WebClient } from "@slack/web-api";
 import { describe, expect, it } from "vitest";
-import { askerWorkspace, ofInstallation } from "./access.js";
+import { startFakeSlack } from "../../playground/slack-standin.js";
+import { askerWorkspace, ofInstallation, slackPeople } from "./access.js";
 import type { TokenWorkspace, Workspace } from "./deps.js";
 
 const installation = { teamId: "T1", enterpriseId: "E1" };
@@ -60,5 +63,30 @@ describe("ofInstallation", () => {
   it("with OAuth: the installation the request was authorized with", async () => {
     expect(await ofInstallation({}, { teamId: "T1" }, guest)).toBe(false);
     expect(await ofInstallation({}, { teamId: "TPARTNER" }, guest)).toBe(true);
+  });
+});
+
+describe("slackPeople", () => {
+  it("reads users.info: a bot, a deactivated account, a guest's own team, a Grid org (also when team_id is the org's); throws when Slack says no", async () => {
+    const slack = await startFakeSlack({ validateBlocks: false, teamId: "T1" });
+    try {
+      slack.setUser("UGONE", { deleted: true });
+      slack.setUser("UAPP", { is_bot: true });
+      slack.setUser("UGUEST", { team_id: "TPARTNER" });
+      slack.setUser("UGRID", { team_id: "T2", enterprise_user: { enterprise_id: "E1", teams: ["T2"] } });
+      slack.setUser("UORG", { team_id: "E1" });
+      const people = slackPeople(new WebClient("xoxb-standin", { slackApiUrl: slack.url, retryConfig: { retries: 0 } }));
+      expect(await people.about("U0ANNA")).toEqual({ isBot: false, deleted: false, teamId: "T1" });
+      expect(await people.about(slack.botUserId)).toMatchObject({ isBot: true });
+      expect(await people.about("UAPP")).toMatchObject({ isBot: true });
+      expect(await people.about("UGONE")).toMatchObject({ deleted: true });
+      expect(await people.about("UGUEST")).toEqual({ isBot: false, deleted: false, teamId: "TPARTNER" });
+      expect(await people.about("UGRID")).toEqual({ isBot: false, deleted: false, teamId: "T2", enterpriseId: "E1" });
+      expect(await people.about("UORG")).toEqual({ isBot: false, deleted: false, teamId: "E1", enterpriseId: "E1" });
+      slack.failNext("users.info", "user_not_found");
+      await expect(people.about("U0ANNA")).rejects.toThrow(/user_not_found/);
+    } finally {
+      await slack.close();
+    }
   });
 });

@@ -1,10 +1,10 @@
 // The Slack side of the access rules (usecases/access.ts): channel membership read from
 // conversations.members with the client of the request's workspace (cached briefly, like user
-// groups: usecases/membership-cache.ts), and the reviewer rules.
+// groups: usecases/membership-cache.ts), people's facts from users.info, and the reviewer rules.
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { Logger } from "../../log/log.js";
-import { type AccessPorts, type ChannelMembers, fromItsWorkspace } from "../../usecases/access.js";
+import { type AccessPorts, type ChannelMembers, fromItsWorkspace, type People } from "../../usecases/access.js";
 import { MembershipCache } from "../../usecases/membership-cache.js";
 import type { Clock } from "../../usecases/ports.js";
 import type { FeatureDeps, TokenWorkspace, Workspace } from "./deps.js";
@@ -41,6 +41,32 @@ export function slackChannelMembers(client: WebClient, cache: ChannelMembersCach
 }
 
 const teamId = z.string().min(1).max(255);
+
+/** The parts of users.info's answer a reassignment reads. */
+const userInfo = z.object({
+  user: z.object({
+    is_bot: z.boolean().optional(),
+    deleted: z.boolean().optional(),
+    team_id: teamId,
+    enterprise_user: z.object({ enterprise_id: teamId.optional() }).optional().catch(undefined),
+  }),
+});
+
+/**
+ * People as users.info tells them, asked with the client of the request's workspace (which sees a
+ * Slack Connect guest's own team). Not cached: only a reassignment asks, once per submission (Tier 4).
+ */
+export function slackPeople(client: WebClient): People {
+  return {
+    async about(userId) {
+      const { user } = userInfo.parse(await client.users.info({ user: userId }));
+      // In an Enterprise Grid org, team_id may be the org's own id (E…): their org.
+      const enterpriseId = user.enterprise_user?.enterprise_id ?? (user.team_id.startsWith("E") ? user.team_id : undefined);
+      return { isBot: user.is_bot ?? false, deleted: user.deleted ?? false, teamId: user.team_id, ...(enterpriseId ? { enterpriseId } : {}) };
+    },
+  };
+}
+
 /** The parts of a request that say which workspace (and Grid org) the asker is of: a click's or form's, a command's, a message event's. */
 const askerParts = z.object({
   user: z.object({ team_id: teamId.optional() }).optional().catch(undefined),
@@ -122,8 +148,9 @@ export const NOT_THIS_ORGANISATION = "Crewline's crews here belong to another or
 export const INSTALLATION_UNKNOWN = "Crewline could not tell yet which workspace it is installed in, so it cannot start a crew for you. Please try again in a moment.";
 
 /**
- * The ports of the access rules for one Slack request: its client reads the channel members, and the
- * asker's workspace, read from the request (askerWorkspace), is who the rules take the asker to be from.
+ * The ports of the access rules for one Slack request: its client reads the channel members and
+ * people's facts, and the asker's workspace, read from the request (askerWorkspace), is who the rules
+ * take the asker to be from.
  */
 export function accessPorts(
   client: WebClient,
@@ -136,6 +163,7 @@ export function accessPorts(
     workspace: askerWorkspace(context, body),
     ...(installation ? { installation } : {}),
     members: slackChannelMembers(client, deps.channelMembers),
+    people: slackPeople(client),
     ...(deps.reviewers ? { reviewers: deps.reviewers } : {}),
     ...(deps.flows ? { flows: deps.flows } : {}),
     warn: (message, fields) => deps.log.warn(message, fields),

@@ -13,6 +13,7 @@ import {
   fromItsWorkspace,
   mayAnswerFlowRequest,
   mayReassignReview,
+  type ReassignSubject,
   reviewerGate,
 } from "../../../usecases/access.js";
 import type { FlowRequests } from "../../../usecases/flows.js";
@@ -94,6 +95,8 @@ export interface KindPort<S extends Subject = Subject> {
   /** Approves with an edit (or a note only when nothing changed): the private reply, if any. */
   approveEdited(found: S, place: Required<Place>, note: string, editedOutput: string | undefined): Promise<string | undefined>;
   mayReassign(found: S, userId: string, ports: AccessPorts): Promise<{ ok: true } | { ok: false; who?: string }>;
+  /** What the rule on who may be handed it reads (access.ts mayReceiveReassignment). */
+  reassignSubject(found: S): ReassignSubject;
   /** Hands it on; undefined when there is nobody to do it. */
   reassign(found: S, p: { by: string; to: string; reason: string }): Promise<"reassigned" | "same_person" | "not_pending" | undefined>;
   /** Where the user is told privately about it later (after a modal): its channel, and thread if any. */
@@ -189,6 +192,7 @@ export function reviewKind(deps: FeatureDeps) {
       );
     },
     mayReassign: (found, userId, ports) => mayReassignReview(ports, found, userId),
+    reassignSubject: (found) => ({ run: found.execution, policy: approvalPolicy(deps.crews.config(found.execution.crewName)) }),
     async reassign(found, p) {
       const outcome = await deps.reviewRequests?.reassign({ reviewId: found.id, ...p });
       return outcome && (outcome.kind === "reassigned" || outcome.kind === "same_person" ? outcome.kind : "not_pending");
@@ -271,6 +275,7 @@ export function flowKind(flows: FlowRequests) {
       );
     },
     mayReassign: async (found, userId, ports) => ((await mayAnswerFlowRequest(ports, found, userId)) ? { ok: true } : { ok: false, who: flows.who(found) }),
+    reassignSubject: (found) => ({ request: found }),
     reassign: async (found, p) => {
       const outcome = await flows.reassign({ requestId: found.id, ...p });
       return outcome.kind === "reassigned" || outcome.kind === "same_person" ? outcome.kind : "not_pending";

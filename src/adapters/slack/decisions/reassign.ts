@@ -1,9 +1,11 @@
 // Reassign, clicked on a pending review or flow request: whoever may decide it picks a person and
 // gives a reason in a modal; it is handed to that person (its use case), who is mentioned under it, may
-// decide it, and sees it on their App Home at once.
+// decide it, and sees it on their App Home at once. Only someone who could act on it may be picked
+// (mayReceiveReassignment); anyone else is refused on the modal's person field, saying why.
 import type { App } from "@slack/bolt";
 import { z } from "zod";
 import { sanitizeText } from "../../../text/sanitize.js";
+import { type AccessPorts, mayReceiveReassignment, type ReassignRefusal, type ReassignSubject } from "../../../usecases/access.js";
 import { accessPorts } from "../access.js";
 import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, REASSIGN_USER_BLOCK, reassignModal, userMention } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
@@ -12,6 +14,7 @@ import { spendOnView } from "../views.js";
 import { decisionClick } from "./edit.js";
 import { openDecisionForm, sealDecisionForm } from "./form-seal.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
+import type { DecisionKind } from "./replies.js";
 
 const reassignSubmission = z.object({
   user: z.object({ id: z.string() }),
@@ -24,6 +27,56 @@ const reassignSubmission = z.object({
 });
 
 const USER_ID = /^[UW][A-Z0-9]{2,}$/;
+
+/**
+ * How long after a submission arrives the person picked may still be checked (users.info, channel
+ * members): Slack drops a view submission not answered within 3 s, and then shows the user an error.
+ */
+const ANSWER_WITHIN_MS = 2_500;
+
+/** What the person field says when the person picked may not be handed it (a modal error is plain text: no mentions). */
+function refusalText(why: ReassignRefusal, kind: DecisionKind): string {
+  const place = kind === "flow" ? "this request's channel" : "this run's channel";
+  switch (why) {
+    case "unknown":
+      return "Crewline could not check that person just now; try again in a moment.";
+    case "bot":
+      return "That's a bot: reassign to a person.";
+    case "deactivated":
+      return "That person's account is deactivated: reassign to someone active.";
+    case "other_organisation":
+      return "That person is of another organisation (a guest in a shared channel), who may not decide it: reassign to someone of this workspace.";
+    case "self_approval":
+      return "That person started this run, and this crew does not let a run's starter approve it: reassign to someone else.";
+    case "cannot_see":
+      return `That person is not in ${place}, so they could not see it.`;
+  }
+}
+
+/** Whether the person may be handed it, given up as unknown (refused) once the submission's answer cannot wait longer. */
+async function targetCheck(deps: FeatureDeps, kind: DecisionKind, subject: ReassignSubject, to: string, access: AccessPorts, until: number): Promise<ReassignRefusal | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"unknown">((resolve) => {
+    timer = setTimeout(
+      () => {
+        deps.log.warn("could not check the person picked to reassign to in time", { kind });
+        resolve("unknown");
+      },
+      Math.max(0, until - Date.now()),
+    );
+  });
+  const check = mayReceiveReassignment(access, subject, to)
+    .then((may) => (may.ok ? undefined : may.why))
+    .catch((err: unknown) => {
+      deps.log.warn("could not check the person picked to reassign to", { kind, err });
+      return "unknown" as const;
+    });
+  try {
+    return await Promise.race([check, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export function registerDecisionReassign(app: App, deps: FeatureDeps): void {
   forEachKind(deps, (kind) => registerReassign(app, deps, kind));
@@ -55,6 +108,7 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
   });
 
   app.view(kind.ids.reassignView, async ({ ack, body, client, context }) => {
+    const until = Date.now() + ANSWER_WITHIN_MS;
     const submission = reassignSubmission.safeParse(body);
     if (!submission.success) return void (await ack());
     const { user, view } = submission.data;
@@ -72,6 +126,8 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     if (!(await kind.mayAct(found, place, access)) || !(await kind.mayReassign(found, user.id, access)).ok)
       return void (await refuse(REASSIGN_USER_BLOCK, `You may not reassign this ${w.noun}.`));
     if (found.state !== "pending") return void (await refuse(REASSIGN_USER_BLOCK, `This ${w.noun} is no longer ${w.waiting}.`));
+    const why = await targetCheck(deps, kind.kind, kind.reassignSubject(found), to, access, until);
+    if (why) return void (await refuse(REASSIGN_USER_BLOCK, refusalText(why, kind.kind)));
     await ack();
     const outcome = await kind.reassign(found, { by: user.id, to, reason });
     // Published with the token of its workspace (installed in many, the app-level client is not it).
