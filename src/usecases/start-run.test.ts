@@ -92,7 +92,7 @@ describe("startRun", () => {
       },
     });
     expect(await startRun(missing.deps, req)).toMatchObject({ kind: "missing_inputs", missing: ["audience"] });
-    expect(missing.calls.slice(2)).toEqual([expect.stringMatching(/^kickoffFailed /), "remove 100.1"]);
+    expect(missing.calls.slice(2)).toEqual(["remove 100.1", expect.stringMatching(/^kickoffFailed /)]);
     expect(missing.onRunStarted).not.toHaveBeenCalled();
 
     const down = fakes({
@@ -102,7 +102,17 @@ describe("startRun", () => {
     });
     const outcome = await startRun(down.deps, req);
     expect(outcome).toMatchObject({ kind: "failed", reason: expect.stringContaining("server error (503)") });
-    expect(down.calls.at(-1)).toBe("remove 100.1");
+    expect(down.calls.slice(2)).toEqual(["remove 100.1", expect.stringMatching(/^kickoffFailed .*server error/)]);
+  });
+
+  it("a run whose thread cannot be stored: its announcement goes again and the crew is not called (the error reaches the form)", async () => {
+    const f = fakes();
+    f.deps.runs.setThread = async () => {
+      throw new Error("connection lost");
+    };
+    await expect(startRun(f.deps, req)).rejects.toThrow("connection lost");
+    expect(f.calls).toEqual(["create", "remove 100.1"]);
+    expect(f.kickoff).not.toHaveBeenCalled();
   });
 
   it("a kickoff that may have gone through, or that the crew took but that could not be stored: the run and its announcement stay", async () => {

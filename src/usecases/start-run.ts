@@ -66,6 +66,7 @@ export type StartRunOutcome =
   | { kind: "missing_inputs"; missing: string[]; reason: string; execution: Execution }
   | { kind: "failed"; reason: string; execution: Execution };
 
+/** Starts a run once. Throws only when the database fails before the crew was called, or after it refused (nothing is left running). */
 export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promise<StartRunOutcome> {
   const crewConfig = deps.crews.config(req.crewName);
   const crew = deps.crews.get(req.crewName);
@@ -95,15 +96,18 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
   const urls = deps.webhookUrls(execution);
 
   const posted = await deps.announcements.post(execution, req.source?.threadTs);
-  let announcementTs: string;
+  if ("error" in posted) {
+    await runs.kickoffFailed(execution.id, `could not post in the channel (${posted.error})`);
+    return { kind: "not_posted", code: posted.error };
+  }
+  const announcementTs = posted.ts;
   try {
-    if ("error" in posted) throw new Error(posted.error);
-    announcementTs = posted.ts;
     await runs.setThread(execution.id, req.source?.threadTs ?? announcementTs, announcementTs);
-  } catch {
-    const code = "error" in posted ? posted.error : "unknown_error";
-    await runs.kickoffFailed(execution.id, `could not post in the channel (${code})`);
-    return { kind: "not_posted", code };
+  } catch (err) {
+    // The crew is not called for a run whose thread is not stored; nothing half-created stays visible
+    // (the row, still starting, is ended by Runs.endUnstarted).
+    await deps.announcements.remove(execution, announcementTs).catch(() => undefined);
+    throw err;
   }
 
   let kickoffId: string;
@@ -125,9 +129,9 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     // It may have started: removing its announcement and refusing its callbacks would hide a run that
     // goes on (and invite a second start). It stays "starting" until a callback or the sweep says.
     if (isCrewError(err) && err.maybeApplied) return { kind: "unconfirmed", reason, execution };
-    await runs.kickoffFailed(execution.id, reason);
     // Nothing half-created stays visible: the announcement goes (the user keeps the form or the reason).
     await deps.announcements.remove(execution, announcementTs).catch(() => undefined);
+    await runs.kickoffFailed(execution.id, reason);
     if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) return { kind: "missing_inputs", missing: err.missingInputs, reason, execution };
     return { kind: "failed", reason, execution };
   }

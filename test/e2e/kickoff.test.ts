@@ -1,10 +1,14 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { NOT_STARTED_NO_DATABASE } from "../../src/adapters/slack/kickoff/submit.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, kickoffViaSlack, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls } from "../support/reviews.js";
 
 let h: Harness;
-afterEach(async () => h?.close());
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await h?.close();
+});
 
 describe("kickoff from Slack", () => {
   it("opens a loading modal at once, then fills it with the crew's declared inputs", async () => {
@@ -221,6 +225,26 @@ describe("kickoff from Slack", () => {
     expect(ended).toMatchObject({ state: "kickoff_failed", kickoffId: null });
     await eventually(() => h.slack.messages(CHANNEL).some((m) => JSON.stringify(m.blocks ?? []).includes("never confirmed this run")), { what: "the announcement updated" });
     expect(h.slack.callsTo("chat.delete")).toHaveLength(0);
+  });
+
+  it("a database that fails as the run is stored: the form says it was not started instead of spinning, and the crew hears nothing", async () => {
+    h = await startHarness();
+    vi.spyOn(h.bot.lifecycle.runs, "create").mockRejectedValueOnce(new Error("Can't reach database server at 127.0.0.1:5432"));
+    await kickoffViaSlack(h, { topic: "tides" });
+    const told = await eventually(
+      () =>
+        h.slack
+          .callsTo("views.update")
+          .map((c) => JSON.stringify(c.args.view))
+          .find((v) => v.includes("could not reach its database")),
+      {
+        what: "the form's answer",
+      },
+    );
+    expect(told).toContain(NOT_STARTED_NO_DATABASE);
+    expect(told).not.toContain("5432");
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
+    expect(h.slack.messages(CHANNEL)).toHaveLength(0);
   });
 
   it("explains an unreachable crew when loading the form", async () => {

@@ -5,7 +5,7 @@ import { isChannelRefusal } from "../../../domain/refusals.js";
 import { judgeFailure } from "../../../outbox/failures.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { UNSTARTED_AFTER_MS } from "../../../usecases/runs.js";
-import { type Announcements, startRun } from "../../../usecases/start-run.js";
+import { type Announcements, type StartRunOutcome, startRun } from "../../../usecases/start-run.js";
 import {
   escapeMrkdwn,
   humanizeInputName,
@@ -66,27 +66,34 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
   const crewName = req.meta.crew!;
   const showView = (view: types.ModalView) =>
     updateView(client, deps, req.meta.team || undefined, { view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
-  const outcome = await startRun(
-    {
-      crews: deps.crews,
-      runs: deps.lifecycle.runs,
-      announcements: slackAnnouncements(client, deps),
-      webhooksEnabled: deps.webhooksEnabled,
-      webhookUrls: deps.webhookUrls,
-      ...(deps.onRunStarted ? { onRunStarted: deps.onRunStarted } : {}),
-      log: deps.log,
-    },
-    {
-      crewName,
-      teamId: req.meta.team,
-      channelId: req.meta.channel,
-      enterpriseId: req.enterpriseId ?? null,
-      userId: req.userId,
-      inputs: req.inputs,
-      requestId: req.meta.nonce,
-      ...(req.meta.thread ? { source: { threadTs: req.meta.thread, ...(req.meta.permalink ? { permalink: req.meta.permalink } : {}) } } : {}),
-    },
-  );
+  let outcome: StartRunOutcome;
+  try {
+    outcome = await startRun(
+      {
+        crews: deps.crews,
+        runs: deps.lifecycle.runs,
+        announcements: slackAnnouncements(client, deps),
+        webhooksEnabled: deps.webhooksEnabled,
+        webhookUrls: deps.webhookUrls,
+        ...(deps.onRunStarted ? { onRunStarted: deps.onRunStarted } : {}),
+        log: deps.log,
+      },
+      {
+        crewName,
+        teamId: req.meta.team,
+        channelId: req.meta.channel,
+        enterpriseId: req.enterpriseId ?? null,
+        userId: req.userId,
+        inputs: req.inputs,
+        requestId: req.meta.nonce,
+        ...(req.meta.thread ? { source: { threadTs: req.meta.thread, ...(req.meta.permalink ? { permalink: req.meta.permalink } : {}) } } : {}),
+      },
+    );
+  } catch (err) {
+    // Its database failed before the crew was called (or after it refused): nothing runs.
+    deps.log.error("run could not be started", { crew: crewName, err });
+    return void (await showView(kickoffErrorView({ crewName, message: NOT_STARTED_NO_DATABASE })));
+  }
   switch (outcome.kind) {
     case "refused":
       return void (await showView(kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` })));
@@ -127,6 +134,7 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
 }
 
 const UNSTARTED_AFTER_MINUTES = Math.round(UNSTARTED_AFTER_MS / 60_000);
+export const NOT_STARTED_NO_DATABASE = "Crewline could not reach its database, so the run was not started. Please try again in a moment.";
 
 /** Tries of the announcement's post: Slack down for longer is told to the person (the run is not started). */
 const ANNOUNCE_TRIES = 3;
