@@ -91,7 +91,7 @@ export class RunStops {
     const claimed = await claimStop(this.sql, run.id, {
       userId: asker.userId,
       states: LIVE_STATES,
-      staleBefore: new Date(now.getTime() - Math.max(STOP_CLAIM_STALE_MS, this.deps.longestCallMs ?? 0)),
+      staleBefore: this.staleBefore(now),
       now,
       owner: this.deps.holder?.replicaId,
       deadBefore: this.deps.holder?.deadBefore(now),
@@ -135,9 +135,16 @@ export class RunStops {
     if (!("run" in found) || found.kind !== "allowed") return found;
     const { run } = found;
     if (isFinished(run.state)) return { kind: "ended", run };
+    // Someone's stop is on its way to the crew (an older answer's button): that one decides how it ends.
+    if (run.stopClaimedAt && run.stopClaimedAt > this.staleBefore()) return this.taken(run);
     const ended = await this.end(run.id, "abandoned", asker.userId);
     if (ended) return { kind: "abandoned", run: ended };
     return { kind: "ended", run: (await findExecution(this.sql, run.id)) ?? run };
+  }
+
+  /** Stop claims made before this are stale: their POST /stop has ended, whatever became of it. */
+  private staleBefore(now = this.deps.clock.now()): Date {
+    return new Date(now.getTime() - Math.max(STOP_CLAIM_STALE_MS, this.deps.longestCallMs ?? 0));
   }
 
   /** The run, if it exists, the asker may see it, the click comes from its announcement, and the asker may stop it. */

@@ -324,6 +324,18 @@ describe("/crew stop", () => {
 });
 
 describe("a crew without POST /stop", () => {
+  it("Stop following while someone's stop is on its way to the crew: that stop decides; nothing is abandoned", async () => {
+    const { execution, announcement } = await start({ crew: { failWith: [{ endpoint: "stop", status: 405, times: 1 }] } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    const honest = await said(USER, /cannot be stopped from Slack/, "the honest answer");
+    // Meanwhile Bob's stop has been claimed and is being sent (the deployment took /stop after all).
+    await prismaOf(h.bot.database).execution.update({ where: { id: execution.id }, data: { stoppedBy: BOB, stopClaimedAt: new Date() } });
+    await clickStopFollowing(execution.id, honest.ts);
+    await said(USER, new RegExp(`<@${BOB}> is stopping this run`), "who is stopping it");
+    expect(await run(execution.id)).toMatchObject({ state: "waiting", stoppedBy: BOB });
+    expect(await prismaOf(h.bot.database).auditRecord.count({ where: { executionId: execution.id, kind: "stop" } })).toBe(0);
+  });
+
   it.each([405, 404])("answers %i honestly; Stop following ends the run here as abandoned, and polling stops", async (status) => {
     const { execution, announcement, review } = await start({
       crew: { failWith: [{ endpoint: "stop", status }] },
