@@ -194,6 +194,21 @@ export function unstartedRuns(db: Sql, p: { before: Date; limit: number }): Prom
     .execute();
 }
 
+/**
+ * Whether the run is in one of `states`, holding it there until the transaction ends (a share lock: a
+ * stop or finish waits for the transaction, and then sees what it wrote).
+ */
+export async function holdInStates(tx: Sql, id: string, states: readonly string[]): Promise<boolean> {
+  if (!states.length) return false;
+  return !!(await tx
+    .selectFrom("Execution")
+    .select("id")
+    .where("id", "=", id)
+    .where("state", "in", [...states])
+    .forShare()
+    .executeTakeFirst());
+}
+
 /** Applies the patch if the condition holds; returns how many rows changed (0 or 1). */
 export async function updateExecution(db: Sql, id: string, patch: ExecutionPatch, cond: ExecutionCondition, now: Date): Promise<number> {
   if (cond.states?.length === 0) return 0;

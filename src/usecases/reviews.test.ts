@@ -273,3 +273,28 @@ describe("a decision the crew took whose outcome could not be stored", () => {
     expect(resumes).toHaveLength(1);
   });
 });
+
+describe("a task output recorded just before its run ended", () => {
+  let lifecycle: Lifecycle;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    ({ lifecycle } = lifecycleWith({ get: () => crew }));
+  });
+  afterEach(async () => db.drop());
+
+  it("opens no review once the run has been stopped, though its callback still saw it live", async () => {
+    const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
+    await lifecycle.runs.setThread(created.id, "100.0");
+    const live = await lifecycle.runs.kickedOff(created.id, "k-1");
+    // The stop commits between the callback's record (it saw the run live) and its processing.
+    await lifecycle.runs.transition(live.id, "stopped", { stoppedBy: "U2", finishedAt: new Date() });
+    const prisma = prismaOf(db.database);
+
+    expect(await lifecycle.reviews.open(live, { taskKey: "draft", name: "draft", output: OUTPUT })).toBeUndefined();
+    expect(await lifecycle.reviews.awaitDecision(live, { taskKey: "draft", name: "draft", output: OUTPUT }, { source: "input" })).toBeUndefined();
+    expect(await prisma.review.count({ where: { executionId: live.id } })).toBe(0);
+    expect(await prisma.slackEffect.count({ where: { kind: "review.post" } })).toBe(0);
+  });
+});

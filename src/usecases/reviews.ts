@@ -1,11 +1,12 @@
 // Review rounds: one per task output, decided once through the decision core (decisions/core.ts),
 // each decision resumed exactly once (/resume with the run's webhook settings).
 import { type ApprovalPolicy, approvalFeedback, DEFAULT_APPROVAL_POLICY, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
-import { isFinished, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
+import { isFinished, LIVE_STATES, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { CrewApi, ResumeResult, TaskEvent } from "../protocols/crew/types.js";
 import { abandonedRequests } from "../store/decision-requests.js";
+import { holdInStates } from "../store/executions.js";
 import { isUuid } from "../store/ids.js";
 import {
   closeEarlierRounds,
@@ -175,6 +176,9 @@ export interface ReviewsDeps {
   /** This replica: named in the decisions it claims; a decision whose holder is gone is taken over at once. */
   holder?: ClaimHolder;
 }
+
+/** Rolls back a review stored for a run that ended meanwhile (Reviews.store). */
+const RUN_ENDED = new Error("the run ended before its review could open");
 
 const awaitedKey = (crewName: string, taskName: string) => `${crewName}\0${taskName}`;
 /** How many tasks awaited before are remembered (the most recent). */
@@ -365,10 +369,17 @@ export class Reviews {
             })
           : [];
       for (const id of superseded) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: id });
+      // The run may have ended (a stop, its end) since this output was recorded: it closed the reviews
+      // it found, and this one must not open after them. Checked once the earlier rounds are locked,
+      // the order a stop takes them in.
+      if (!(await holdInStates(tx, execution.id, LIVE_STATES))) throw RUN_ENDED;
       if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
       const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
       await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
       return state === "pending" && this.deps.onPending ? this.deps.onPending(execution, stored, tx) : stored;
+    }).catch((err: unknown) => {
+      if (err === RUN_ENDED) return undefined;
+      throw err;
     });
     if (review) {
       if (review.state === "pending") this.learnAwaited(execution, review);
