@@ -50,6 +50,8 @@ export type StopOutcome =
   | { kind: "crew_says_ended"; run: Execution }
   /** The stop did not reach the crew (its words, for the asker); the run goes on. */
   | { kind: "failed"; run: Execution; message: string }
+  /** The crew refused the stop (a 400 that names no finished state): its words, for the asker; the run goes on. */
+  | { kind: "refused"; run: Execution; message: string }
   /** The crew did not answer the stop (a read time-out, a 504): it may have taken it; its outcome comes by webhook or status. */
   | { kind: "unconfirmed"; run: Execution }
   /** The crew took the stop, but Crewline could not record it (its database failed every try). */
@@ -101,6 +103,7 @@ export class RunStops {
     let result: StopResult | undefined;
     let failure: string | undefined;
     let maybeTaken = false;
+    let refused = false;
     try {
       const crew = this.deps.crews.get(run.crewName);
       if (!crew) failure = `The crew “${run.crewName}” is no longer configured in Crewline.`;
@@ -109,6 +112,7 @@ export class RunStops {
       this.deps.log.warn("stop did not reach the crew", { executionId: run.id, err });
       failure = isCrewError(err) ? err.userMessage() : "Crewline could not send the stop to the crew.";
       maybeTaken = isCrewError(err) && err.maybeApplied === true;
+      refused = isCrewError(err) && err.kind === "bad_request";
     }
     if (result?.outcome === "stopped") {
       const ended = await this.endTaken(run.id, asker.userId).catch((err) => {
@@ -126,6 +130,7 @@ export class RunStops {
     if (result?.outcome === "not_supported") return { kind: "not_supported", run: current };
     if (result?.outcome === "ended") return { kind: "crew_says_ended", run: current };
     if (maybeTaken) return { kind: "unconfirmed", run: current };
+    if (refused) return { kind: "refused", run: current, message: failure ?? "" };
     return { kind: "failed", run: current, message: failure ?? "Crewline could not send the stop to the crew." };
   }
 

@@ -288,6 +288,17 @@ describe("a stop the crew did not take", () => {
     expect(messageText(h, review.msg.ts)).toContain(APPROVE_ACTION);
   });
 
+  it("the crew refuses the stop (a 400 naming no finished state): the asker hears the refusal in its words, and the run goes on", async () => {
+    const { execution, announcement } = await start({
+      crew: { failWith: [{ endpoint: "stop", status: 400, times: 1, body: { error: "Bad Request", message: "kickoff_id is locked by a deployment" } }] },
+    });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    const answer = await said(USER, /The crew refused to stop the run of \*research\*, so it goes on\./, "the refusal");
+    expect(answer.text).toContain("kickoff_id is locked by a deployment");
+    expect(answer.text).not.toMatch(/did not reach the crew|already ended/);
+    expect(await run(execution.id)).toMatchObject({ state: "waiting", stoppedBy: null, stopClaimedAt: null });
+  });
+
   it("the crew says the run had already ended (409): nothing is marked stopped", async () => {
     const { execution, announcement } = await start({ crew: { failWith: [{ endpoint: "stop", status: 409 }] } });
     await clickStop(execution.id, { messageTs: announcement.ts });

@@ -88,6 +88,8 @@ export function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
       return text(`The crew says this run of ${crew(outcome.run)} had already ended, so there was nothing to stop. Its outcome shows here as soon as Crewline hears it.`);
     case "failed":
       return text(`The stop did not reach the crew, so the run of ${crew(outcome.run)} goes on. ${escapeMrkdwn(outcome.message)} Please try again in a moment.`);
+    case "refused":
+      return text(`The crew refused to stop the run of ${crew(outcome.run)}, so it goes on. ${escapeMrkdwn(outcome.message)}`);
     case "unconfirmed":
       // Neither "it goes on" nor "stopped": the crew may have taken it, and says so by its status or webhook.
       return text(
