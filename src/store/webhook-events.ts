@@ -98,6 +98,21 @@ export function unprocessedWebhookEvents(db: Sql, p: { receivedBy: Date; maxAtte
     .execute();
 }
 
+/** One run's task and human-input events not processed yet (but `except`), with attempts left; oldest first. */
+export function unprocessedEventsOfRun(db: Sql, p: { executionId: string; except: string; kinds: readonly string[]; maxAttempts: number }): Promise<Pick<WebhookEventRow, "id">[]> {
+  return db
+    .selectFrom("WebhookEvent")
+    .select("id")
+    .where("executionId", "=", p.executionId)
+    .where("id", "!=", p.except)
+    .where("kind", "in", [...p.kinds])
+    .where("processedAt", "is", null)
+    .where("attempts", "<", p.maxAttempts)
+    .orderBy("receivedAt")
+    .limit(100)
+    .execute();
+}
+
 /**
  * Deletes the events of runs that have ended (every later callback is refused with 410, so their
  * dedupe keys are no longer needed): processed ones processed before `before`, given-up ones

@@ -17,6 +17,7 @@ import {
   markWebhookEventProcessed,
   pruneWebhookEvents,
   startWebhookEventAttempt,
+  unprocessedEventsOfRun,
   unprocessedWebhookEvents,
   webhookEventPayload,
 } from "../store/webhook-events.js";
@@ -158,7 +159,8 @@ export class Callbacks {
     const recorded = await insertWebhookEvent(this.sql, { executionId: execution.id, kind, ...delivery }, this.clock.now());
     if (!recorded) return (await this.refusedAsEnded(execution.id, [delivery.dedupeKey])) ? { kind: "run_ended" } : { kind: "duplicate" };
     // The body is at hand: processing it here need not read megabytes back from the database.
-    return { kind: "accepted", after: () => this.work.push(() => this.process(recorded, body)) };
+    // One run's callbacks are processed in the order they came: its end must not overtake its last task.
+    return { kind: "accepted", after: () => this.work.push(() => this.process(recorded, body), execution.id) };
   }
 
   /**
@@ -187,7 +189,7 @@ export class Callbacks {
       else skipped.push(dedupeKey);
     }
     if (!recorded.length) return (await this.refusedAsEnded(execution.id, skipped)) ? { kind: "run_ended" } : { kind: "nothing_new" };
-    return { kind: "accepted", after: () => this.work.push(() => this.processInOrder(recorded)) };
+    return { kind: "accepted", after: () => this.work.push(() => this.processInOrder(recorded), execution.id) };
   }
 
   private async processInOrder(ids: string[]): Promise<void> {
@@ -207,6 +209,9 @@ export class Callbacks {
     try {
       const payload = body !== undefined ? body : await webhookEventPayload(this.sql, eventId);
       const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, payload);
+      // The end comes after what the run sent before it: a task recorded but not processed yet (by
+      // another replica, or waiting for a retry) is applied first, or the ended run would drop it.
+      if (event.kind === "crew") await this.processEarlierOf(execution.id, eventId);
       await this.apply(execution, event);
       await markWebhookEventProcessed(this.sql, eventId, this.clock.now());
     } catch (err) {
@@ -215,6 +220,11 @@ export class Callbacks {
       await markWebhookEventFailed(this.sql, eventId, String((err as Error).message ?? err).slice(0, 500));
       throw err;
     }
+  }
+
+  private async processEarlierOf(executionId: string, crewEventId: string): Promise<void> {
+    const earlier = await unprocessedEventsOfRun(this.sql, { executionId, except: crewEventId, kinds: ["task", "input"], maxAttempts: MAX_ATTEMPTS });
+    for (const event of earlier) await this.process(event.id).catch(() => {});
   }
 
   /** Events recorded but not processed (crash between answer and work): process them now. */

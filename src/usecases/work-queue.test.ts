@@ -26,3 +26,25 @@ describe("WorkQueue", () => {
     expect(queue.size).toBe(0);
   });
 });
+
+describe("WorkQueue with keys", () => {
+  it("runs one key's jobs one after another in the order pushed, other keys beside them", async () => {
+    const queue = new WorkQueue(4, () => {});
+    const log: string[] = [];
+    const job = (name: string, ms: number) => async () => {
+      log.push(`start ${name}`);
+      await new Promise((r) => setTimeout(r, ms));
+      log.push(`end ${name}`);
+    };
+    // The run's task is slow and its end quick: the end still waits for the task.
+    queue.push(job("a:task", 20), "a");
+    queue.push(job("a:end", 1), "a");
+    queue.push(job("b:task", 1), "b");
+    expect(queue.size).toBe(3);
+    await queue.idle();
+    expect(log.indexOf("start a:end")).toBeGreaterThan(log.indexOf("end a:task"));
+    // Another run's job did not wait for run a.
+    expect(log.indexOf("end b:task")).toBeLessThan(log.indexOf("end a:task"));
+    expect(queue.size).toBe(0);
+  });
+});

@@ -63,7 +63,7 @@ function callsFor(text: string) {
   return { posts, updates, messages: ts.size };
 }
 
-function send(run: Run, kind: "task" | "input", body: Record<string, unknown>, botUrl = h.botUrl) {
+function send(run: Run, kind: "task" | "input" | "crew", body: Record<string, unknown>, botUrl = h.botUrl) {
   return fetch(`${botUrl}/hooks/${run.id}/${kind}/${run.webhookSecret}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(kind === "input" ? { authorization: `Bearer ${run.humanInputToken}` } : {}) },
@@ -227,5 +227,46 @@ describe("Slack calls per review", { timeout: 240_000 }, () => {
     expect(hasControls(callsFor("Draft kelp").posts[0]!.args)).toBe(false);
     expect(callsFor("Polished kelp").posts).toHaveLength(1);
     expect(callsFor("Polished kelp").updates).toHaveLength(0);
+  });
+});
+
+describe("a run's last task and its end, sent back to back", () => {
+  const crewEnd = (run: Run) => send(run, "crew", { kickoff_id: run.kickoffId, result: "final result" });
+  const lastTask = (run: Run) => send(run, "task", { name: "polish", agent: "Writer", output: "LAST TASK OUTPUT", kickoff_id: run.kickoffId });
+  const lastTaskShown = () => h.slack.messages(CHANNEL).some((m) => m.thread_ts && JSON.stringify(m.blocks ?? []).includes("LAST TASK OUTPUT"));
+
+  it("the task is shown before the run ends, even while its processing is slower than the end's", async () => {
+    const run = await start();
+    // The task's processing takes a while (a slow database); the end's does not.
+    const open = h.bot.lifecycle.reviews.open.bind(h.bot.lifecycle.reviews);
+    h.bot.lifecycle.reviews.open = async (...args) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return open(...args);
+    };
+    expect(await lastTask(run)).toBe(202);
+    expect(await crewEnd(run)).toBe(202);
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state === "completed", { what: "the run's end" });
+    await processed();
+    await h.settled({ crewRuns: false });
+    expect(lastTaskShown()).toBe(true);
+  });
+
+  it("a task whose processing failed once is applied when the end comes, not dropped by the ended run", async () => {
+    const run = await start();
+    const open = h.bot.lifecycle.reviews.open.bind(h.bot.lifecycle.reviews);
+    let failures = 1;
+    h.bot.lifecycle.reviews.open = async (...args) => {
+      if (failures-- > 0) throw new Error("connection lost");
+      return open(...args);
+    };
+    expect(await lastTask(run)).toBe(202);
+    await eventually(async () => (await prismaOf(h.bot.database).webhookEvent.findFirst({ where: { kind: "task", attempts: 1, processedAt: null } })) ?? undefined, {
+      what: "the task's failed attempt",
+    });
+    expect(await crewEnd(run)).toBe(202);
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state === "completed", { what: "the run's end" });
+    await processed();
+    await h.settled({ crewRuns: false });
+    expect(lastTaskShown()).toBe(true);
   });
 });
