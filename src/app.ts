@@ -123,7 +123,7 @@ export interface Crewline {
 }
 
 export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): Crewline {
-  const log = opts.log ?? createLogger();
+  const log = opts.log ?? createLogger(config.logLevel);
   const clock = opts.clock ?? systemClock;
   const database =
     opts.database ??
@@ -135,6 +135,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       dataDir: config.dataDir,
       onConverted: (c) =>
         log.warn("embedded database converted to the current engine; the old folder is kept as a backup", { from: c.from, backup: c.backup, tables: c.tables, rows: c.rows }),
+      // Nothing can be stored once the engine's thread is gone, and it does not come back: hand over to
+      // the process entry, which exits so that a supervisor starts the bot again.
+      onEngineStopped: (err) => {
+        log.error("the embedded database stopped; Crewline cannot go on without it", { err });
+        opts.onFatal?.(err);
+      },
     });
   // A database handed in (tests, several bots on one database) is closed by whoever opened it.
   const ownsDatabase = !opts.database;

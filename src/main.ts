@@ -1,9 +1,10 @@
 // Process entry: `npm start`. Reads the environment once, then runs until SIGINT/SIGTERM.
 import { createCrewline } from "./app.js";
 import { ConfigError, loadConfig } from "./config/config.js";
-import { createLogger } from "./log/log.js";
+import { createLogger, type Logger } from "./log/log.js";
 
-const log = createLogger((process.env.LOG_LEVEL as "debug" | "info" | "warn" | "error" | undefined) ?? "info");
+// At info until the configuration is read: LOG_LEVEL is checked with the other settings.
+let log: Logger = createLogger("info");
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -16,6 +17,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  log = createLogger(config.logLevel);
   // Without its database the bot can only refuse work: exit, so that the supervisor (systemd, Docker, Kubernetes) starts it again.
   const crewline = createCrewline(config, { log, onFatal: () => process.exit(1) });
   const shutdown = async (signal: string) => {

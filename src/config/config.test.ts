@@ -73,6 +73,23 @@ describe("loadConfig", () => {
     expect(found.join("\n")).not.toContain("xoxp-user-token");
   });
 
+  it("refuses a PUBLIC_URL with a query string or fragment: webhook URLs are built by appending /hooks/… to it", () => {
+    for (const url of ["https://bot.example.com/?env=prod", "https://bot.example.com/crewline#top", "https://bot.example.com/?"]) {
+      expect(problems({ ...base, PUBLIC_URL: url }).join("\n")).toMatch(
+        /^PUBLIC_URL \(the externally reachable base URL.*\) is invalid: must not have a query string \(\?…\) or fragment \(#…\).*\/hooks\//m,
+      );
+    }
+    expect(loadConfig({ ...base, PUBLIC_URL: "https://bot.example.com/crewline/" }).publicUrl).toBe("https://bot.example.com/crewline");
+  });
+
+  it("reads LOG_LEVEL in any case (default info); any other value stops start-up naming LOG_LEVEL and the levels", () => {
+    expect(loadConfig(base).logLevel).toBe("info");
+    expect(loadConfig({ ...base, LOG_LEVEL: "WARN" }).logLevel).toBe("warn");
+    expect(loadConfig({ ...base, LOG_LEVEL: " Debug " }).logLevel).toBe("debug");
+    for (const level of ["verbose", "warning", "3"])
+      expect(problems({ ...base, LOG_LEVEL: level })).toEqual([expect.stringMatching(/^LOG_LEVEL \(how much the bot logs.*\) is invalid: use debug, info, warn or error$/)]);
+  });
+
   it("reads METRICS_TOKEN; a short or spaced one is refused by name, never echoed", () => {
     expect(loadConfig(base).metricsToken).toBeUndefined();
     expect(loadConfig({ ...base, METRICS_TOKEN: "m3trics-t0ken-long-enough" }).metricsToken).toBe("m3trics-t0ken-long-enough");
@@ -108,21 +125,30 @@ describe("loadConfig", () => {
     const file = path.join(dir, "crews.yml");
     fs.writeFileSync(
       file,
-      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C1, C2]\n    reviewers: U1, S9\n    approvals: 2\n    selfApproval: false\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
+      `crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    channels: [C0ONE, C0TWO]\n    reviewers: U0ALICE, S0EDITORS\n    approvals: 2\n    selfApproval: false\n  - name: writer\n    baseUrl: https://w.example.com\n    token: inline\n`,
     );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
     const config = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "from-env-signing-secret" });
     expect(config.crews.map((c) => [c.name, c.token, c.channels])).toEqual([
-      ["research", "from-env-signing-secret", ["C1", "C2"]],
+      ["research", "from-env-signing-secret", ["C0ONE", "C0TWO"]],
       ["writer", "inline", undefined],
     ]);
-    expect(config.crews[0]!.reviewers).toEqual({ users: ["U1"], usergroups: ["S9"] });
+    expect(config.crews[0]!.reviewers).toEqual({ users: ["U0ALICE"], usergroups: ["S0EDITORS"] });
     expect(config.crews.map((c) => [c.approvals, c.selfApproval])).toEqual([
       [2, false],
       [undefined, undefined],
     ]);
     expect(problems({ ...rest, CREWS_FILE: file })).toEqual([expect.stringMatching(/crew "research" has no token/)]);
     expect(problems({ ...rest, CREWS_FILE: path.join(dir, "missing.yml") })[0]).toMatch(/CREWS_FILE .* cannot read/);
+  });
+
+  it("trims a crew token read through tokenEnv, as CREW_TOKEN is (a mounted secret ends in a newline)", () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "crews-trim-")), "crews.yml");
+    fs.writeFileSync(file, "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    tokenEnv: R_TOKEN\n    userTokenEnv: R_USER_TOKEN\n");
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    const crew = loadConfig({ ...rest, CREWS_FILE: file, R_TOKEN: "crew-org-token\n", R_USER_TOKEN: "  crew-user-token\r\n" }).crews[0]!;
+    expect([crew.token, crew.userToken]).toEqual(["crew-org-token", "crew-user-token"]);
+    expect(problems({ ...rest, CREWS_FILE: file, R_TOKEN: "\n" })).toEqual([expect.stringMatching(/crew "research" has no token/)]);
   });
 
   it("says a crews file does not parse without quoting it (it holds tokens)", () => {
@@ -269,6 +295,49 @@ describe("loadConfig: flows", () => {
     const file = path.join(dir, "crews.yaml");
     fs.writeFileSync(file, "flows:\n  - name: content\n    secretEnv: UNSET_SECRET\n    channel: C0FLOWS\n");
     expect(problems({ ...slackOnly, CREWS_FILE: file }).join("\n")).toMatch(/CREWS_FILE .*flow "content" has no secret/);
+  });
+});
+
+describe("loadConfig: Slack ids of reviewers, channels and workspaces", () => {
+  // A name where an id belongs matches nobody: every review undecidable, or the crew usable nowhere.
+  it("reads ids from CREW_REVIEWERS, FLOW_REVIEWERS, CREW_CHANNELS and CREW_TEAMS; refuses names, naming the variable and the names", () => {
+    const crew = loadConfig({ ...base, CREW_REVIEWERS: "U0ALICE, W0BOB, S0EDITORS", CREW_CHANNELS: "C0GENERAL,G0PRIVATE", CREW_TEAMS: "T0ACME, E0GRID" }).crews[0]!;
+    expect(crew).toMatchObject({ reviewers: { users: ["U0ALICE", "W0BOB"], usergroups: ["S0EDITORS"] }, channels: ["C0GENERAL", "G0PRIVATE"], teams: ["T0ACME", "E0GRID"] });
+    const found = problems({
+      ...base,
+      CREW_REVIEWERS: "@alice,bob,U0CAROL",
+      CREW_CHANNELS: "#general",
+      CREW_TEAMS: "acme",
+      FLOW_WEBHOOK_SECRET: "flow-signing-secret-01",
+      FLOW_CHANNEL: "C0FLOWS",
+      FLOW_REVIEWERS: "S0EDITORS, editors",
+    });
+    expect(found).toEqual([
+      expect.stringMatching(
+        /^FLOW_REVIEWERS \(comma-separated Slack user ids.*\) is invalid: use Slack user ids like U0123ABCD and user group ids like S0123ABCD, not names: "editors"$/,
+      ),
+      expect.stringMatching(/^CREW_CHANNELS \(comma-separated channel ids.*\) is invalid: use Slack channel ids like C0123ABCD, not names: "#general"$/),
+      expect.stringMatching(
+        /^CREW_TEAMS \(comma-separated workspace \(team\) ids.*\) is invalid: use Slack workspace \(team\) ids like T0123ABCD, or "\*" for every workspace, not names: "acme"$/,
+      ),
+      expect.stringMatching(/^CREW_REVIEWERS \(comma-separated Slack user ids.*\) is invalid: use Slack user ids like U0123ABCD .*, not names: "@alice", "bob"$/),
+    ]);
+  });
+
+  it("refuses names in a crews file's reviewers, channels and teams, naming the crew or flow", () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "crews-ids-")), "crews.yml");
+    fs.writeFileSync(
+      file,
+      'crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    reviewers: [alice, S0EDITORS]\n    channels: [general]\n    teams: [acme]\nflows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    reviewers: ["@bob"]\n',
+    );
+    const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = base;
+    const found = problems({ ...rest, CREWS_FILE: file });
+    expect(found).toEqual([
+      expect.stringMatching(/^CREWS_FILE .*: flow "content" reviewers: use Slack user ids like U0123ABCD .*, not names: "@bob"$/),
+      expect.stringMatching(/^CREWS_FILE .*: crew "research" channels: use Slack channel ids like C0123ABCD, not names: "general"$/),
+      expect.stringMatching(/^CREWS_FILE .*: crew "research" reviewers: use Slack user ids like U0123ABCD .*, not names: "alice"$/),
+      expect.stringMatching(/^CREWS_FILE .*: crew "research" teams: use Slack workspace \(team\) ids like T0123ABCD, or "\*" for every workspace, not names: "acme"$/),
+    ]);
   });
 });
 

@@ -5,6 +5,7 @@ import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
 import { parseEncryptionKey } from "../crypto/token-cipher.js";
+import { LOG_LEVELS, type LogLevel } from "../log/log.js";
 import { parseDuration } from "../text/duration.js";
 
 export interface ReviewerRules {
@@ -121,6 +122,8 @@ export interface AppConfig {
   metricsHost?: string;
   /** How long the recorded crew callbacks of an ended run are kept (WEBHOOK_EVENT_RETENTION, default 7 days). */
   webhookEventRetentionMs?: number;
+  /** LOG_LEVEL (default info); unset in a config built by hand: info. */
+  logLevel?: LogLevel;
 }
 
 /**
@@ -200,6 +203,7 @@ const VARIABLES: Record<string, string> = {
   METRICS_TOKEN: "a bearer token that GET /metrics on PORT requires (Authorization: Bearer <token>); unset: /metrics is not served on PORT",
   METRICS_PORT: "a separate port that serves GET /metrics without a token, on METRICS_HOST (default 127.0.0.1, this machine only)",
   METRICS_HOST: "the address METRICS_PORT listens on (default 127.0.0.1; 0.0.0.0 exposes the figures to every network the host is on)",
+  LOG_LEVEL: "how much the bot logs: debug, info (default), warn or error",
 };
 
 const describe = (name: string) => `${name} (${VARIABLES[name] ?? "see README"})`;
@@ -214,6 +218,8 @@ const shownHttpUrl = httpUrl.refine((u) => {
   const url = new URL(u);
   return !url.username && !url.password;
 }, "must not carry a user name or password (the URL is shown and logged)");
+/** PUBLIC_URL: webhook URLs are built by appending /hooks/… to it, which a query or fragment would swallow. */
+const publicBaseUrl = shownHttpUrl.refine((u) => !/[?#]/.test(u), "must not have a query string (?…) or fragment (#…): crew webhook URLs are built by appending /hooks/… to it");
 const idList = z.union([z.string(), z.array(z.string())]).transform((v) => (Array.isArray(v) ? v : v.split(",")).map((s) => s.trim()).filter(Boolean));
 
 const crewFileEntry = z
@@ -250,6 +256,28 @@ const decideWithin = z.union([z.string(), z.number()]).transform((value, ctx) =>
   }
   return ms;
 });
+
+/**
+ * Ids Slack compares (a reviewer's click, the channel and workspace of a /crew): a name (@alice,
+ * #general, acme) would match nothing, leaving every review undecidable or the crew usable nowhere.
+ */
+const slackIds = (id: RegExp, want: string) =>
+  z.array(z.string()).superRefine((ids, ctx) => {
+    const bad = ids.filter((i) => !id.test(i));
+    if (bad.length > 0) ctx.addIssue({ code: "custom", message: `${want}, not names: ${bad.map((b) => `"${b.slice(0, 40)}"`).join(", ")}` });
+  });
+// Users are U… or W… (Enterprise Grid), user groups S… (parseReviewers tells them apart).
+const reviewerIds = slackIds(/^[UWS][A-Z0-9]{2,}$/, "use Slack user ids like U0123ABCD and user group ids like S0123ABCD");
+const channelIds = slackIds(/^[CGD][A-Z0-9]{2,}$/, "use Slack channel ids like C0123ABCD");
+const teamIds = slackIds(/^(?:[TE][A-Z0-9]{2,}|\*)$/, 'use Slack workspace (team) ids like T0123ABCD, or "*" for every workspace');
+
+/** `ids` checked by `schema`; a problem goes to `report`, and nothing is returned. */
+function checkedIds(schema: z.ZodType<string[]>, ids: string[] | undefined, report: (message: string) => void): string[] | undefined {
+  if (ids === undefined) return undefined;
+  const parsed = schema.safeParse(ids);
+  if (!parsed.success) report(parsed.error.issues[0]?.message ?? "invalid");
+  return parsed.success ? parsed.data : undefined;
+}
 
 /** Escalation ids: users (U…, W…) and user groups (S…). */
 const escalationIds = z.array(z.string().regex(/^[UWS][A-Z0-9]{2,}$/, "must be user ids (U…) or user group ids (S…)"));
@@ -326,23 +354,28 @@ function readCrewsFile(file: string, env: NodeJS.ProcessEnv, problems: string[])
   const crews: CrewConfig[] = [];
   for (const entry of parsed.data) {
     const baseUrl = entry.baseUrl ?? entry.base_url;
-    const token = entry.token ?? (entry.tokenEnv ? env[entry.tokenEnv] : undefined);
-    const userToken = entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined);
+    // Trimmed as CREW_TOKEN is: a mounted secret often ends in a newline, which no HTTP header may carry.
+    const token = (entry.token ?? (entry.tokenEnv ? env[entry.tokenEnv] : undefined))?.trim() || undefined;
+    const userToken = (entry.userToken ?? (entry.userTokenEnv ? env[entry.userTokenEnv] : undefined))?.trim() || undefined;
     if (!baseUrl) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no baseUrl`);
     if (!token) problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" has no token (set token, or tokenEnv naming a variable that is set)`);
     const decisions = readDecisionSettings({ decideWithin: entry.decideWithin, onTimeout: entry.onTimeout, escalateTo: entry.escalateTo }, (key, message) =>
       problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" ${key}: ${message}`),
     );
+    const crewProblem = (key: string) => (message: string) => problems.push(`${describe("CREWS_FILE")}: crew "${entry.name}" ${key}: ${message}`);
+    const channels = checkedIds(channelIds, entry.channels, crewProblem("channels"));
+    const reviewers = checkedIds(reviewerIds, entry.reviewers, crewProblem("reviewers"));
+    const teams = checkedIds(teamIds, entry.teams, crewProblem("teams"));
     if (baseUrl && token)
       crews.push({
         name: entry.name,
         baseUrl,
         token,
         userToken,
-        channels: entry.channels,
-        reviewers: parseReviewers(entry.reviewers),
+        channels,
+        reviewers: parseReviewers(reviewers),
         eventStream: entry.eventStream,
-        ...(entry.teams ? { teams: entry.teams } : {}),
+        ...(teams ? { teams } : {}),
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
         ...(entry.selfApproval !== undefined ? { selfApproval: entry.selfApproval } : {}),
         ...decisions,
@@ -395,6 +428,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
       { decideWithin: entry.decideWithin, onTimeout: entry.onTimeout, escalateTo: entry.escalateTo },
       (key, message) => problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${key}: ${message}`),
     );
+    const reviewers = checkedIds(reviewerIds, entry.reviewers, (message) => problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" reviewers: ${message}`));
     if (!secret) problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" has no secret (set secret, or secretEnv naming a variable that is set)`);
     else if (secret.length < MIN_SECRET_LENGTH)
       problems.push(`${describe("CREWS_FILE")}: flow "${entry.name}" ${entry.secret !== undefined ? "secret" : `secretEnv (${entry.secretEnv})`} is too short: ${flowSecretRule}`);
@@ -403,7 +437,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
         name: entry.name,
         secret,
         channel: entry.channel,
-        reviewers: parseReviewers(entry.reviewers),
+        reviewers: parseReviewers(reviewers),
         ...(entry.team ? { team: entry.team } : {}),
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
         ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
@@ -446,6 +480,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
   const checkedTeam = team ? teamId.safeParse(team) : undefined;
   if (checkedTeam && !checkedTeam.success) problems.push(`${describe("FLOW_TEAM")} is invalid: ${checkedTeam.error.issues[0]?.message}`);
+  const checkedReviewers = checkedIds(reviewerIds, idList.parse(reviewers ?? ""), (message) => problems.push(`${describe("FLOW_REVIEWERS")} is invalid: ${message}`));
   const flowEnvName: Record<string, string> = { decideWithin: "FLOW_DECIDE_WITHIN", onTimeout: "FLOW_ON_TIMEOUT", escalateTo: "FLOW_ESCALATE_TO" };
   const { decideWithinMs, onTimeout, escalateTo } = readDecisionSettings(
     { decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT"), escalateTo: escalate ? idList.parse(escalate) : undefined },
@@ -457,7 +492,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
       name: checkedName.data,
       secret,
       channel: checkedChannel.data,
-      reviewers: parseReviewers(idList.parse(reviewers ?? "")),
+      reviewers: parseReviewers(checkedReviewers),
       ...(checkedTeam?.success ? { team: checkedTeam.data } : {}),
       ...(approvals && checkedApprovals.success ? { approvals: checkedApprovals.data } : {}),
       ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
@@ -541,10 +576,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const signingSecret = appToken ? optional(env, "SLACK_SIGNING_SECRET") : need("SLACK_SIGNING_SECRET");
   const apiUrl = check("SLACK_API_URL", shownHttpUrl, optional(env, "SLACK_API_URL"));
   const port = check("PORT", z.coerce.number().int().min(0).max(65535), optional(env, "PORT")) ?? 3000;
-  const publicUrl = check("PUBLIC_URL", shownHttpUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
+  const publicUrl = check("PUBLIC_URL", publicBaseUrl, optional(env, "PUBLIC_URL"))?.replace(/\/+$/, "");
   const databaseUrl = check("DATABASE_URL", z.string().regex(/^postgres(ql)?:\/\//i, "must be a postgres:// URL"), optional(env, "DATABASE_URL"));
   const preparedStatements = check("DATABASE_PREPARED_STATEMENTS", z.enum(["true", "false"]), optional(env, "DATABASE_PREPARED_STATEMENTS") ?? "true") !== "false";
   const dataDir = path.resolve(optional(env, "DATA_DIR") ?? "./data");
+  // In any case (LOG_LEVEL=WARN); an unknown level stops start-up instead of logging everything.
+  const logLevel = check("LOG_LEVEL", z.string().toLowerCase().pipe(z.enum(LOG_LEVELS, "use debug, info, warn or error")), optional(env, "LOG_LEVEL")) ?? "info";
   const ms = (name: string, min: number) => check(name, z.coerce.number().int().min(min).max(86_400_000), optional(env, name));
   const polling = {
     tickMs: ms("POLL_INTERVAL_MS", 10),
@@ -602,7 +639,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     if (!baseUrl) problems.push(`CREW_BASE_URL is missing: ${VARIABLES.CREW_BASE_URL} (or set CREWS_FILE for several crews)`);
     if (!token) problems.push(`CREW_TOKEN is missing: ${VARIABLES.CREW_TOKEN}`);
     const checkedUrl = check("CREW_BASE_URL", httpUrl, baseUrl);
-    const channels = optional(env, "CREW_CHANNELS");
+    const envIds = (name: string, schema: z.ZodType<string[]>) => {
+      const value = optional(env, name);
+      return checkedIds(schema, value === undefined ? undefined : idList.parse(value), (message) => problems.push(`${describe(name)} is invalid: ${message}`));
+    };
+    const channels = envIds("CREW_CHANNELS", channelIds);
+    const teams = envIds("CREW_TEAMS", teamIds);
+    const reviewers = envIds("CREW_REVIEWERS", reviewerIds);
     const envName = { decideWithin: "CREW_DECIDE_WITHIN", onTimeout: "CREW_ON_TIMEOUT", escalateTo: "CREW_ESCALATE_TO" } as Record<string, string>;
     const escalateTo = optional(env, "CREW_ESCALATE_TO");
     const decisionEnv = readDecisionSettings(
@@ -616,9 +659,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           baseUrl: checkedUrl,
           token,
           userToken: optional(env, "CREW_USER_TOKEN"),
-          channels: channels ? idList.parse(channels) : undefined,
-          ...(optional(env, "CREW_TEAMS") ? { teams: idList.parse(optional(env, "CREW_TEAMS")) } : {}),
-          reviewers: parseReviewers(idList.parse(optional(env, "CREW_REVIEWERS") ?? "")),
+          channels,
+          ...(teams ? { teams } : {}),
+          reviewers: parseReviewers(reviewers),
           eventStream: check("CREW_EVENT_STREAM", z.enum(["true", "false"]), optional(env, "CREW_EVENT_STREAM") ?? "false") === "true",
           approvals: check("CREW_APPROVALS", z.coerce.number().int().min(1).max(10), optional(env, "CREW_APPROVALS") ?? "1") ?? 1,
           selfApproval: check("CREW_SELF_APPROVAL", z.enum(["true", "false"]), optional(env, "CREW_SELF_APPROVAL") ?? "true") !== "false",
@@ -654,5 +697,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ...(metricsToken ? { metricsToken } : {}),
     ...(webhookEventRetentionMs ? { webhookEventRetentionMs } : {}),
     ...(metricsPort !== undefined ? { metricsPort, metricsHost: metricsHost ?? "127.0.0.1" } : {}),
+    logLevel,
   };
 }

@@ -1,6 +1,7 @@
 // Line-oriented logger. Everything passes through redact(): Slack tokens, bearer tokens and the
 // secret segment of webhook URLs never reach a log line, whatever a caller hands in.
-export type LogLevel = "debug" | "info" | "warn" | "error";
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 const SECRET_PATTERNS: [RegExp, string][] = [

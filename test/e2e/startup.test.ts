@@ -88,4 +88,36 @@ describe("start-up", () => {
       await db?.drop();
     }
   });
+
+  // LOG_LEVEL=WARN once logged everything, debug included; an unknown level did too.
+  it("logs at LOG_LEVEL given in any case, and refuses an unknown level naming LOG_LEVEL and the levels", { timeout: 120_000 }, async () => {
+    slack = await startFakeSlack();
+    const port = await freePort();
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-log-level-"));
+    const env = {
+      SLACK_BOT_TOKEN: "xoxb-test",
+      SLACK_SIGNING_SECRET: "s",
+      SLACK_API_URL: slack.url,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      CREW_BASE_URL: "http://127.0.0.1:9",
+      CREW_TOKEN: "t",
+    };
+    const refused = runBot({ ...env, LOG_LEVEL: "verbose" });
+    child = refused.proc;
+    expect(await Promise.race([refused.exited, new Promise((resolve) => setTimeout(() => resolve("still running"), 30_000))])).toBe(1);
+    expect(refused.output()).toMatch(/LOG_LEVEL \(how much the bot logs.*\) is invalid: use debug, info, warn or error/);
+
+    const quiet = runBot({ ...env, LOG_LEVEL: "WARN" });
+    child = quiet.proc;
+    await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200 || undefined), { timeoutMs: 80_000, what: "/healthz" });
+    child.kill("SIGTERM");
+    await quiet.exited;
+    const levels = quiet
+      .output()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line).level);
+    expect(levels.filter((level) => level === "debug" || level === "info")).toEqual([]);
+  });
 });
