@@ -2,14 +2,14 @@
 // served beside /slack/events, and the loopback metrics server. Imported by app.ts only.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { webApi } from "@slack/bolt";
-import { App, type Logger as BoltLogger, HTTPReceiver, LogLevel } from "@slack/bolt";
+import { App, type Logger as BoltLogger, ErrorCode, HTTPReceiver, LogLevel, type ReceiverDispatchErrorHandlerArgs } from "@slack/bolt";
 import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX } from "../adapters/http/flow-intake.js";
 import { CALLBACK_PATH, isCallbackPath, matchCallbackUrl } from "../adapters/http/routes.js";
 import { answerHandlerError, guardSlackEvents } from "../adapters/slack/guard.js";
 import type { DbInstallationStore } from "../adapters/slack/installations.js";
 import { installerReceiverOptions } from "../adapters/slack/oauth.js";
 import type { AppConfig } from "../config/config.js";
-import type { Logger } from "../log/log.js";
+import { type Logger, sampledLog } from "../log/log.js";
 
 type Handler = (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void | Promise<void>;
 
@@ -43,6 +43,46 @@ export function boltLogger(log: Logger): BoltLogger {
   };
 }
 
+/** How much of a URL nobody routes goes into the log: enough to recognise it, not an attacker's 10 KB. */
+const URL_EXCERPT_CHARS = 200;
+const excerpt = (url: string | undefined) => {
+  const u = url ?? "";
+  return u.length <= URL_EXCERPT_CHARS ? u : `${u.slice(0, URL_EXCERPT_CHARS)}…`;
+};
+
+/**
+ * What the HTTP receiver does with a request no route takes. Bolt's default logged every one with its
+ * whole URL: anyone could write lines at will. 404 (400 for a target Bolt cannot parse), one sampled
+ * line per method a minute. Anything else thrown while routing is a bug of ours: 500, a line each time.
+ */
+export function quietDispatchErrorHandler(log: Logger) {
+  const unrouted = sampledLog(log);
+  return ({ error, request, response }: ReceiverDispatchErrorHandlerArgs): void => {
+    request.resume();
+    const code = (error as Error & { code?: unknown }).code;
+    const status = code === ErrorCode.HTTPReceiverDeferredRequestError ? 404 : code === "ERR_INVALID_URL" ? 400 : 500;
+    // The method is one of llhttp's few names, so the keys stay bounded.
+    const method = (request.method ?? "").slice(0, 20);
+    if (status === 500) log.error("HTTP request failed while being routed", { method, url: excerpt(request.url), err: error.message.slice(0, 200) });
+    else unrouted.warn(status === 404 ? "request to an unknown path" : "request with an unreadable target", method, { method, url: excerpt(request.url) });
+    if (!response.headersSent)
+      response.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${status === 404 ? "not found" : status === 400 ? "bad request" : "internal error"}\n`);
+  };
+}
+
+/** Socket Mode's own HTTP server has no such handler: its line for an unrouted request goes the same sampled way. */
+export function quietUnroutedLines(logger: BoltLogger, log: Logger): BoltLogger {
+  const unrouted = sampledLog(log);
+  return {
+    ...logger,
+    info: (...msg: unknown[]) => {
+      const m = typeof msg[0] === "string" ? /^An unhandled HTTP request \((\w{1,20})\) made to /.exec(msg[0]) : null;
+      if (!m) return logger.info(...msg);
+      unrouted.warn("request to an unknown path", m[1]!, { method: m[1], url: excerpt((msg[0] as string).slice(m[0].length).replace(/ was ignored$/, "")) });
+    },
+  };
+}
+
 /**
  * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
  * Every method and shape of a /hooks/ path gets the handler's answer (404, 405): Bolt would log the URL, secret included.
@@ -69,7 +109,8 @@ export function createSlackApp(
   const customRoutes = [
     { path: CALLBACK_PATH, method: ALL_METHODS, handler: routes.callbacks },
     { path: FLOW_HOOK_PATH, method: ALL_METHODS, handler: (req: any, res: any) => (req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res)) },
-    { path: "/healthz", method: ["GET"], handler: routes.health },
+    // HEAD as GET: Node leaves out the body of an answer to HEAD.
+    { path: "/healthz", method: ["GET", "HEAD"], handler: routes.health },
     { path: "/metrics", method: ["GET"], handler: routes.metrics },
   ] as { path: string; method: string[]; handler: (req: any, res: any) => void }[];
   const oauth = config.slack.oauth;
@@ -82,7 +123,7 @@ export function createSlackApp(
       // The Socket Mode client has its own Web API client (apps.connections.open): same base URL.
       installerOptions: { port: config.port, clientOptions },
       clientOptions,
-      logger,
+      logger: quietUnroutedLines(logger, log),
     });
   return new App({
     token: config.slack.botToken,
@@ -94,6 +135,7 @@ export function createSlackApp(
           customRoutes,
           logger,
           processEventErrorHandler: answerHandlerError,
+          dispatchErrorHandler: quietDispatchErrorHandler(log),
           ...(oauth && p.installations ? installerReceiverOptions(oauth, p.installations, clientOptions, config.publicUrl) : {}),
         }),
         hooks,

@@ -1,6 +1,7 @@
 // Flow human feedback requests, end to end: the local flow service sends signed requests over HTTP to
 // the running bot, the bot posts into the fake Slack, clicks come as signed /slack/events requests,
 // and the answer reaches the flow service's callback URL.
+import http from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log/log.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
@@ -18,6 +19,25 @@ const DAN = "U0DAN";
 const MALLORY = "U0MALLORY";
 /** Waits until the bot has nothing left to do (test/support/harness.ts settled()). */
 const settle = () => f!.h.settled();
+
+/**
+ * A POST that declares `declared` bytes and sends ten: its status if answered within `waitMs` (a
+ * refusal that does not read the body), else 0 (the server is waiting for the rest).
+ */
+function sendUnfinished(url: string, headers: Record<string, string>, declared: number, waitMs = 3000): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(url, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": String(declared), ...headers } });
+    const done = (status: number) => {
+      clearTimeout(timer);
+      req.destroy();
+      resolve(status);
+    };
+    const timer = setTimeout(() => done(0), waitMs);
+    req.on("response", (res) => done(res.statusCode ?? -1));
+    req.on("error", () => done(-1));
+    req.write('{"event":1');
+  });
+}
 
 /** Everything the bot sent to Slack, as one string (to prove secrets never went there). */
 const slackTraffic = (f: FlowHarness) => JSON.stringify(f.h.slack.calls.map((c) => c.args));
@@ -104,6 +124,31 @@ describe("flow feedback requests", () => {
     await settle();
     expect(await prismaOf(f.h.bot.database).flowRequest.count()).toBe(0);
     expect(f.h.slack.callsTo("chat.postMessage")).toHaveLength(0);
+  });
+
+  it("refuses missing, malformed and stale signature headers before reading the body", async () => {
+    const lines: string[] = [];
+    f = await startFlowHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const url = `${f.h.botUrl}/hooks/flows/content`;
+    const now = Math.floor(Date.now() / 1000);
+    const wellFormed = `sha256=${"0".repeat(64)}`;
+    const refusals: Record<string, string>[] = [
+      {},
+      { "x-crewai-timestamp": String(now) },
+      { "x-crewai-timestamp": String(now), "x-crewai-signature": "sha256=nothex" },
+      { "x-crewai-timestamp": "soon", "x-crewai-signature": wellFormed },
+      { "x-crewai-timestamp": String(now - 6 * 60), "x-crewai-signature": wellFormed },
+      { "x-crewai-timestamp": String(now + 6 * 60), "x-crewai-signature": wellFormed },
+    ];
+    // 900 KB declared (under the 1 MiB limit), 10 bytes sent: answered only if the body is not awaited.
+    const answers = await Promise.all(refusals.map((headers) => sendUnfinished(url, headers, 900_000)));
+    expect(answers).toEqual(refusals.map(() => 401));
+    // Plausible headers need the body for the HMAC: that request is still waiting for it.
+    expect(await sendUnfinished(url, { "x-crewai-timestamp": String(now), "x-crewai-signature": wellFormed }, 900_000, 500)).toBe(0);
+    // Sampled as before: one line per reason.
+    const refused = lines.filter((l) => l.includes("flow request refused"));
+    expect(refused.map((l) => JSON.parse(l).reason).sort()).toEqual(["malformed", "missing", "stale"]);
+    expect(await prismaOf(f.h.bot.database).flowRequest.count()).toBe(0);
   });
 
   it("posts a request delivered twice once", async () => {

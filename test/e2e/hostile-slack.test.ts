@@ -1,6 +1,7 @@
 // Hostile Slack requests through signed HTTP to /slack/events (issue #11, items 3, 4, 6, 7, 9):
 // malformed signed bodies, status of other people's runs, forged clicks, foreign and replayed
 // kickoff forms, and a click while the database is down.
+import http from "node:http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/adapters/slack/blocks/index.js";
 import { createLogger } from "../../src/log/log.js";
@@ -22,6 +23,38 @@ const MALLORY = "U0MALLORY";
 const signed = (body: string, contentType: string) => h.requests.raw(body, { "Content-Type": contentType, ...signSlackBody(SIGNING_SECRET, body) });
 const _form = (fields: Record<string, string>) => signed(new URLSearchParams(fields).toString(), "application/x-www-form-urlencoded");
 const lastResponse = () => eventually(() => h.slack.callsTo("response_url").at(-1));
+
+/**
+ * A request sent as written (fetch resolves `/./` and `%2e` before sending) that declares `declared`
+ * bytes but sends only `body`: a refusal that does not wait for the body comes at once; a server that
+ * reads it never answers (status 0 after `waitMs`).
+ */
+function rawRequest(path: string, o: { method?: string; headers?: Record<string, string>; body?: string; declared?: number; waitMs?: number } = {}) {
+  return new Promise<{ status: number; body: string }>((resolve) => {
+    const body = o.body ?? "";
+    const req = http.request(h.botUrl, {
+      path,
+      method: o.method ?? "POST",
+      agent: false,
+      headers: { "content-length": String(o.declared ?? Buffer.byteLength(body)), ...o.headers },
+    });
+    const done = (status: number, text = "") => {
+      clearTimeout(timer);
+      req.destroy();
+      resolve({ status, body: text });
+    };
+    const timer = setTimeout(() => done(0), o.waitMs ?? 3000);
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => (text += c));
+      res.on("end", () => done(res.statusCode ?? 0, text));
+    });
+    req.on("error", () => done(-1));
+    if (o.declared === undefined) req.end(body);
+    else req.write(body);
+  });
+}
 
 async function kickoffIn(channel: string, user: string, topic: string) {
   const before = await prismaOf(h.bot.database).execution.count();
@@ -97,6 +130,62 @@ describe("forged Slack requests are refused before their body is parsed", () => 
     const refused = lines.filter((l) => l.includes("unsigned or forged Slack request refused"));
     expect(refused.map((l) => JSON.parse(l).reason).sort()).toEqual(["no valid signature headers", "signature mismatch"]);
     await startRunViaSlack(h);
+  });
+});
+
+describe("paths Bolt resolves to /slack/events", () => {
+  it("refuses /slack/./events, %2e, .. and absolute forms like /slack/events: 401 before the body, one sampled line", async () => {
+    const lines: string[] = [];
+    h = await startHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const paths = [
+      "/slack/events",
+      "/slack/./events",
+      "/x/../slack/events",
+      "/slack/%2e/events",
+      "/slack/%2E%2e/slack/events",
+      "http://evil/slack/events",
+      "//evil/slack/events",
+      "/slack\\events",
+    ];
+    const before = lines.length;
+    // 3 MB declared (under Bolt's 4 MiB), none sent: only a refusal that does not read the body is answered.
+    const answers = await Promise.all(paths.map((path) => rawRequest(path, { headers: { "content-type": "application/json" }, declared: 3_000_000 })));
+    const canonical = answers[0]!;
+    expect(canonical.status).toBe(401);
+    for (const [i, a] of answers.entries()) expect({ path: paths[i], status: a.status, body: a.body }).toEqual({ path: paths[i], status: 401, body: canonical.body });
+    // Same with signature headers that look valid: the body would be read, up to the guard's 1 MiB (413).
+    const ts = String(Math.floor(Date.now() / 1000));
+    const plausible = { "content-type": "application/json", "x-slack-signature": `v0=${"0".repeat(64)}`, "x-slack-request-timestamp": ts };
+    for (const path of paths) expect((await rawRequest(path, { headers: plausible, declared: 2_000_000 })).status, path).toBe(413);
+    // One line for all those refusals (sampled), none of Bolt's per-request warnings.
+    const written = lines.slice(before).filter((l) => !l.includes('"level":"debug"'));
+    expect(written.map((l) => JSON.parse(l).msg)).toEqual(["unsigned or forged Slack request refused"]);
+    await startRunViaSlack(h);
+  });
+});
+
+describe("paths nobody routes", () => {
+  it("answers 404 to unknown paths with at most one sampled line and a bounded URL; HEAD /healthz as GET", async () => {
+    const lines: string[] = [];
+    h = await startHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    const before = lines.length;
+    const long = "a".repeat(10_000);
+    for (let i = 0; i < 20; i++) {
+      const res = await rawRequest(`/nope${i}/${long}?q=${i}`, { method: i % 2 ? "GET" : "POST" });
+      expect(res.status).toBe(404);
+    }
+    const written = () => lines.slice(before).filter((l) => !l.includes('"level":"debug"'));
+    // The first line of each method (GET, POST); the rest are counted in the next one.
+    expect(written().length).toBeLessThanOrEqual(2);
+    expect(written().join("\n")).not.toContain("a".repeat(1000));
+    expect(lines.join("\n")).not.toContain(long);
+    // A target Bolt cannot parse: 400, not 500 with an error line each.
+    for (let i = 0; i < 5; i++) expect((await rawRequest("//[", { method: "GET" })).status).toBe(400);
+    expect(written().length).toBeLessThanOrEqual(3);
+    const head = await rawRequest("/healthz", { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.body).toBe("");
+    expect((await rawRequest("/healthz", { method: "GET" })).status).toBe(200);
   });
 });
 

@@ -42,6 +42,18 @@ export function flowIntakeHandler(flows: FlowRequests, log: Logger, telemetry: T
       req.resume();
       return reply(res, 404, { error: "unknown flow" });
     }
+    const refused = (reason: string) => {
+      refusals.warn("flow request refused: bad signature", `${flow.name}\0${reason}`, { flow: flow.name, reason });
+      reply(res, 401, { error: "invalid or missing signature" });
+    };
+    // Missing, malformed or stale headers are refused before the body is read: over an empty body only
+    // the HMAC can fail ("mismatch"), and that one needs the real body.
+    const headers = { secret: flow.secret, timestamp: req.headers[TIMESTAMP_HEADER], signature: req.headers[SIGNATURE_HEADER], nowMs: now() };
+    const early = verifyFlowSignature({ ...headers, rawBody: Buffer.alloc(0) });
+    if (!early.ok && early.reason !== "mismatch") {
+      req.resume();
+      return refused(early.reason);
+    }
     let raw: Buffer;
     try {
       raw = await readBody(req, MAX_FLOW_BODY_BYTES);
@@ -52,11 +64,8 @@ export function flowIntakeHandler(flows: FlowRequests, log: Logger, telemetry: T
       }
       return reply(res, 400, { error: "could not read the body" });
     }
-    const verdict = verifyFlowSignature({ secret: flow.secret, timestamp: req.headers[TIMESTAMP_HEADER], signature: req.headers[SIGNATURE_HEADER], rawBody: raw, nowMs: now() });
-    if (!verdict.ok) {
-      refusals.warn("flow request refused: bad signature", `${flow.name}\0${verdict.reason}`, { flow: flow.name, reason: verdict.reason });
-      return reply(res, 401, { error: "invalid or missing signature" });
-    }
+    const verdict = verifyFlowSignature({ ...headers, rawBody: raw, nowMs: now() });
+    if (!verdict.ok) return refused(verdict.reason);
     let body: unknown;
     try {
       // Bounded before parsing (nesting, value count), then text PostgreSQL can store (like crew callbacks).

@@ -132,6 +132,19 @@ function isSslCheck(req: IncomingMessage, raw: Buffer): boolean {
   return isForm(req) && raw.length <= MAX_UNSIGNED_BYTES && parseQuery(raw.toString("utf8")).ssl_check === "1";
 }
 
+/**
+ * The path as Bolt's HTTPReceiver routes it (`new URL(url, base).pathname`): dot segments, `%2e`,
+ * backslashes and absolute or `//host` targets all resolve, so `/slack/./events` is /slack/events to
+ * Bolt and must be to the guard too. Undefined when Bolt could not parse it either (it throws).
+ */
+export function routedPath(url: string | undefined): string | undefined {
+  try {
+    return new URL(url ?? "", "http://localhost").pathname;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Puts the signature check, then the shape check, in front of the receiver's /slack/events endpoint. */
 export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, signingSecret: string, endpoint = "/slack/events"): HTTPReceiver {
   const next = receiver.requestListener;
@@ -143,8 +156,8 @@ export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, signingSec
     refuse(res, 401, "invalid request signature");
   };
   receiver.requestListener = (req, res) => {
-    const path = (req.url ?? "").split("?")[0];
-    if (req.method !== "POST" || path !== endpoint) return next(req, res);
+    // Matched as Bolt will route it: the raw path let `/slack/./events` reach Bolt unguarded.
+    if ((req.method ?? "").toUpperCase() !== "POST" || routedPath(req.url) !== endpoint) return next(req, res);
     // Headers that cannot be a signature: nothing but an SSL check (a tiny form) is worth reading.
     const plausible = signatureHeadersLookValid(req, Math.floor(Date.now() / 1000));
     if (!plausible && !(isForm(req) && Number(req.headers["content-length"] ?? 0) <= MAX_UNSIGNED_BYTES)) return forged(req, res, "no valid signature headers");

@@ -16,6 +16,48 @@ describe("parseEventBatch", () => {
     expect(events.map((e) => e.id)).toEqual(["a", "b"]);
   });
 
+  it("reads epoch seconds and milliseconds, as numbers or numeric strings", () => {
+    const at = (timestamp: unknown) => parseEventBatch({ events: [{ id: "1", type: "x", timestamp }] })[0]!.at;
+    expect(at(1_700_000_000)).toBe(1_700_000_000_000);
+    expect(at("1700000000")).toBe(1_700_000_000_000);
+    expect(at(" 1700000000.5 ")).toBe(1_700_000_000_500);
+    expect(at(1_700_000_000_123)).toBe(1_700_000_000_123);
+    expect(at("1700000000123")).toBe(1_700_000_000_123);
+    expect(at("2023-11-14T22:13:20Z")).toBe(1_700_000_000_000);
+    for (const unreadable of ["soon", "", -5, "1e400", "9".repeat(100), `2023-11-14T22:13:20Z${" ".repeat(100)}`]) expect(at(unreadable), String(unreadable)).toBeUndefined();
+    // Numeric and ISO times of one batch sort together.
+    const mixed = parseEventBatch({
+      events: [
+        { id: "c", type: "x", timestamp: "1700000003" },
+        { id: "a", type: "x", timestamp: 1_700_000_001 },
+        { id: "b", type: "x", timestamp: "2023-11-14T22:13:22Z" },
+      ],
+    });
+    expect(mixed.map((e) => e.id)).toEqual(["a", "b", "c"]);
+  });
+
+  it("keeps an event without a readable time after the one it followed in the batch, not first", () => {
+    const events = parseEventBatch({
+      events: [
+        { id: "t3", type: "x", timestamp: "2026-11-22T10:00:03Z" },
+        { id: "none", type: "x" },
+        { id: "t1", type: "x", timestamp: "2026-11-22T10:00:01Z" },
+        { id: "bad", type: "x", timestamp: "whenever" },
+        { id: "t2", type: "x", timestamp: "2026-11-22T10:00:02Z" },
+      ],
+    });
+    expect(events.map((e) => e.id)).toEqual(["t1", "bad", "t2", "t3", "none"]);
+    // At the head of the batch it stays at the head.
+    expect(
+      parseEventBatch({
+        events: [
+          { id: "none", type: "x" },
+          { id: "t", type: "x", timestamp: 5 },
+        ],
+      }).map((e) => e.id),
+    ).toEqual(["none", "t"]);
+  });
+
   it("refuses what is not a batch, and batches that are too large", () => {
     expect(() => parseEventBatch({ events: "x" })).toThrow();
     expect(() => parseEventBatch(null)).toThrow();

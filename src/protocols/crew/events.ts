@@ -13,8 +13,8 @@ export const MAX_EVENTS_PER_BATCH = 1000;
 export interface StreamEvent {
   id: string;
   type: string;
-  /** Milliseconds since the epoch; events without a readable time sort first, in arrival order. */
-  at: number;
+  /** Milliseconds since the epoch; undefined when the event carries no readable time (see parseEventBatch). */
+  at: number | undefined;
   runId?: string;
   data: Record<string, unknown>;
 }
@@ -58,14 +58,27 @@ export function parseEventBatch(body: unknown, crewName = ""): StreamEvent[] {
       data: e.data.data ?? {},
     });
   }
-  // Stable sort: same-time events keep their order in the batch.
-  return events.sort((a, b) => a.at - b.at);
+  // An event without a readable time is taken to follow the one before it in the batch (it sorts with
+  // it, right after it), not to precede everything. Stable sort: equal keys keep their batch order.
+  let key = Number.NEGATIVE_INFINITY;
+  const keyed = events.map((e) => {
+    key = e.at ?? key;
+    return { e, key };
+  });
+  return keyed.sort((a, b) => a.key - b.key).map((k) => k.e);
 }
 
-function timeOf(ts: string | number | undefined): number {
-  if (typeof ts === "number") return ts < 1e12 ? ts * 1000 : ts;
-  const ms = ts ? Date.parse(ts) : Number.NaN;
-  return Number.isNaN(ms) ? 0 : ms;
+/** Seconds below this, milliseconds from it: 1e12 ms is September 2001, 1e12 s the year 33658. */
+const MS_FROM = 1e12;
+const NUMERIC = /^\d{1,16}(?:\.\d{1,9})?$/;
+
+/** An epoch number (seconds or milliseconds, by magnitude), a numeric string of one, or a date text. */
+function timeOf(ts: string | number | undefined): number | undefined {
+  const n = typeof ts === "number" ? ts : typeof ts === "string" && NUMERIC.test(ts.trim()) ? Number(ts.trim()) : undefined;
+  if (n !== undefined) return Number.isFinite(n) && n > 0 ? (n < MS_FROM ? n * 1000 : n) : undefined;
+  // Date texts are short; a long string is not one (and is not worth parsing).
+  const ms = typeof ts === "string" && ts.length <= 64 ? Date.parse(ts) : Number.NaN;
+  return Number.isNaN(ms) ? undefined : ms;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v.trim() ? v : typeof v === "number" ? String(v) : undefined);
