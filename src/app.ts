@@ -39,7 +39,7 @@ import { SlackBudget, type SlackCall } from "./outbox/budget.js";
 import { DurableOutbox } from "./outbox/index.js";
 import { slackEffectPerformer } from "./outbox/perform.js";
 import { moveOnRefusal } from "./outbox/refused.js";
-import { DEFAULT_OUTBOX_OPTIONS, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
+import { DEFAULT_OUTBOX_OPTIONS, effectCallTimeout, type OutboxOptions, OutboxWorker } from "./outbox/worker.js";
 import type { CrewApi } from "./protocols/crew/types.js";
 import { boltLogger, metricsServer as createMetricsServer, createSlackApp } from "./root/slack-app.js";
 import { type Database, openDatabase } from "./store/db/database.js";
@@ -188,14 +188,16 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
-  const leaseMs = opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs;
+  // An effect makes up to five calls (a look-up after an interrupted attempt, a permalink, the post; a
+  // file's three), each given up after the time-out: all of them end within four fifths of the claim,
+  // so no other replica takes the effect over, and posts it again, while it still calls Slack (60 s:
+  // 9.6 s a call). A lease too short for calls of a second is lengthened to hold them (effectCallTimeout).
+  const { leaseMs, timeoutMs: effectCallTimeoutMs } = effectCallTimeout(opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs);
   const effectsClientOptions = {
     ...clientOptions,
     retryConfig: { retries: 0 },
     rejectRateLimitedCalls: true,
-    // A call gives up well within its claim (an effect makes at most two), so no other replica takes
-    // the effect over while it runs.
-    timeout: Math.min(20_000, Math.max(2000, Math.floor(leaseMs / 3))),
+    timeout: effectCallTimeoutMs,
     logger,
   };
   const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;

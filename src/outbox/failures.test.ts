@@ -21,4 +21,10 @@ describe("outbox failures", () => {
     expect(judgeFailure(platform("invalid_blocks"))).toMatchObject({ kind: "give_up" });
     expect(judgeFailure(new GiveUp("its review no longer exists"))).toMatchObject({ kind: "give_up" });
   });
+
+  it("takes Slack saying it is down as a call that may have gone through: the next attempt looks before posting", () => {
+    // Slack documents that these may follow a partial success: a post made whose answer is the error.
+    for (const code of ["internal_error", "fatal_error", "service_unavailable", "request_timeout"])
+      expect(judgeFailure(platform(code)), code).toEqual({ kind: "retry", reason: code, ambiguous: true, outage: true });
+  });
 });

@@ -26,13 +26,17 @@ const PERMANENT_SLACK_ERRORS = new Set([
   "team_access_not_granted",
 ]);
 
-/** Slack's own words for being down for a while: like a 5xx or no answer, the call may go through later. */
+/**
+ * Slack's own words for being down for a while: like a 5xx or no answer, the call may go through later,
+ * and, as Slack documents for these, may have partly succeeded already (a post made, its answer lost).
+ */
 const OUTAGE_SLACK_ERRORS = new Set(["internal_error", "fatal_error", "service_unavailable", "request_timeout"]);
 
 /**
- * `ambiguous`: Slack may have done it anyway (no answer, or a 5xx), unlike an error answer or a rate
- * limit. `outage`: Slack (or the way to it) is down, not refusing this call: a 5xx, no answer, or
- * Slack saying so; what a person waits on is never given up for that (src/outbox/worker.ts).
+ * `ambiguous`: Slack may have done it anyway (no answer, a 5xx, or Slack saying it is down), unlike
+ * an error answer refusing the call or a rate limit. `outage`: Slack (or the way to it) is down, not
+ * refusing this call: a 5xx, no answer, or Slack saying so; what a person waits on is never given up
+ * for that (src/outbox/worker.ts).
  */
 export type FailureVerdict = { kind: "retry"; afterMs?: number; reason: string; ambiguous: boolean; outage?: boolean } | { kind: "give_up"; reason: string };
 
@@ -43,7 +47,9 @@ export function judgeFailure(err: unknown): FailureVerdict {
   if (e?.code === "slack_webapi_platform_error") {
     const code = String(e.data?.error ?? "unknown_error");
     if (PERMANENT_SLACK_ERRORS.has(code)) return { kind: "give_up", reason: code };
-    return { kind: "retry", reason: code, ambiguous: false, ...(OUTAGE_SLACK_ERRORS.has(code) ? { outage: true } : {}) };
+    // An outage answer may follow a post Slack made: the next attempt looks for it before posting again.
+    if (OUTAGE_SLACK_ERRORS.has(code)) return { kind: "retry", reason: code, ambiguous: true, outage: true };
+    return { kind: "retry", reason: code, ambiguous: false };
   }
   // A 4xx is Slack refusing this request (a wrong SLACK_API_URL, a body too large), not Slack being down.
   if (e?.code === "slack_webapi_http_error")

@@ -10,7 +10,7 @@ import { enqueueEffect as enqueue } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
 import { SlackBudget, type SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
-import { type OutboxEvents, type OutboxOptions, OutboxWorker, type Performer } from "./worker.js";
+import { DEFAULT_OUTBOX_OPTIONS, effectCallTimeout, MOST_CALLS_PER_EFFECT, type OutboxEvents, type OutboxOptions, OutboxWorker, type Performer } from "./worker.js";
 
 let db: TestDatabase;
 let sql: Sql;
@@ -61,6 +61,44 @@ describe("outbox worker", () => {
     expect(interrupted).toBe(true);
     expect((await rows()).find((r) => r.kind === "run.file")).toMatchObject({ state: "done", attempts: 2 });
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
+  });
+
+  it("gives each Slack call a time-out that lets an effect's calls all end within its claim, however long the lease", () => {
+    for (const configured of [100, 800, 1500, 6000, 30_000, 60_000, 600_000]) {
+      const { timeoutMs, leaseMs } = effectCallTimeout(configured);
+      // The calls, each timing out, leave a fifth of the claim for the database: no other replica takes it meanwhile.
+      expect(timeoutMs * MOST_CALLS_PER_EFFECT, `lease ${configured}`).toBeLessThanOrEqual(leaseMs * 0.8);
+      expect(leaseMs).toBeGreaterThanOrEqual(configured);
+      expect(timeoutMs).toBeGreaterThanOrEqual(1000);
+    }
+    // The default lease: 9.6 s a call, the lease as configured.
+    expect(effectCallTimeout(DEFAULT_OUTBOX_OPTIONS.leaseMs)).toEqual({ timeoutMs: 9600, leaseMs: 60_000 });
+  });
+
+  it("keeps an attempt that may have reached Slack marked through the failures after it, until a post succeeds", async () => {
+    await enqueue(sql, { kind: "review.post", subjectId: subject }, clock.at);
+    const unanswered = () => Object.assign(new Error("socket hang up"), { code: "slack_webapi_request_error" });
+    const limited = () => Object.assign(new Error("rate limited"), { code: "slack_webapi_rate_limited_error", retryAfter: 1 });
+    const refused = () => Object.assign(new Error("message_not_found"), { code: "slack_webapi_platform_error", data: { error: "message_not_found" } });
+    // The post gets no answer; the look-ups before the next posts are rate limited, then refused (no outage).
+    const failures = [unanswered, limited, refused];
+    const told: boolean[] = [];
+    const w = worker(
+      async (job) => {
+        told.push(job.interrupted);
+        const fail = failures.shift();
+        if (fail) throw fail();
+        return undefined;
+      },
+      { budget: false },
+    );
+    for (let i = 0; i < 4; i++) {
+      expect(await w.runDue()).toBe(1);
+      clock.at = new Date(clock.at.getTime() + 10_000);
+    }
+    // Every attempt after the unanswered post looked first, not only the one right after it.
+    expect(told).toEqual([false, true, true, true]);
+    expect((await rows())[0]).toMatchObject({ kind: "review.post", state: "done" });
   });
 
   it("never gives up what a person waits on while Slack is down (a 5xx, no answer, internal_error), but gives up the rest, and a refusal, after maxAttempts", async () => {

@@ -39,7 +39,7 @@ export type Performer = (job: EffectJob, gate?: SlackGate) => Promise<EffectOutc
 export interface OutboxOptions {
   /** This process's name in lease columns. */
   replicaId: string;
-  /** How long a claim holds; a dead replica's effects are taken over after it (default 60 s, well above the Web API time-out). */
+  /** How long a claim holds; a dead replica's effects are taken over after it (default 60 s; effectCallTimeout bounds the calls within it). */
   leaseMs: number;
   /** How often due effects are looked for when nothing nudged the loop (default 500 ms). */
   tickMs: number;
@@ -74,6 +74,33 @@ export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
   maxAttempts: 15,
   keepDoneMs: 7 * 24 * 3600_000,
 };
+
+/**
+ * The most Web API calls one effect makes, each of which may take the whole per-call time-out: after an
+ * attempt that may have reached Slack, a post first looks for it (findPostedMessage in
+ * src/adapters/slack/notifier.ts reads up to three pages), and then review.reminder and run.completion
+ * ask for a permalink and post, flow.post looks its assignee up by email and posts; a file is three
+ * (upload URL, upload, completion). Not counted: flow.move reads one user group per call, and goes
+ * past five only with five or more of them.
+ */
+export const MOST_CALLS_PER_EFFECT = 5;
+/** The shortest per-call time-out the outbox's Slack client is given, whatever the lease. */
+const SHORTEST_CALL_MS = 1000;
+/** And the longest: beyond it a call is taken as lost, however long the lease. */
+const LONGEST_CALL_MS = 20_000;
+
+/**
+ * The outbox Web API client's per-call time-out for a claim of `leaseMs`, and the lease that holds it:
+ * an effect's calls, each given up after `timeoutMs`, end within four fifths of its claim (the rest is
+ * for the database work around them), so no other replica takes an effect over while it still calls
+ * Slack, which would post it a second time. A lease too short for calls of SHORTEST_CALL_MS is
+ * lengthened to hold them (Slack calls of a few hundred milliseconds would otherwise time out).
+ */
+export function effectCallTimeout(leaseMs: number): { timeoutMs: number; leaseMs: number } {
+  const share = Math.floor((leaseMs * 4) / (5 * MOST_CALLS_PER_EFFECT));
+  const timeoutMs = Math.min(LONGEST_CALL_MS, Math.max(SHORTEST_CALL_MS, share));
+  return { timeoutMs, leaseMs: Math.max(leaseMs, Math.ceil((timeoutMs * MOST_CALLS_PER_EFFECT * 5) / 4)) };
+}
 
 /** How often a worker deletes old done effects. */
 const PRUNE_EVERY_MS = 3600_000;
@@ -380,13 +407,16 @@ export class OutboxWorker {
     const outlastsOutage = verdict.kind === "retry" && !!verdict.outage && EFFECT_KINDS[job.kind].priority === 0;
     const giveUp = verdict.kind === "give_up" || (attempts >= this.options.maxAttempts && !outlastsOutage);
     const wait = verdict.kind === "retry" && verdict.afterMs !== undefined ? verdict.afterMs : retryDelay(attempts, this.options.minBackoffMs, this.options.maxBackoffMs);
+    // An attempt that may have reached Slack keeps its mark through any failure after it (its look-up
+    // rate limited, say) until a post succeeds: else the next attempt would post without looking.
+    const maybePosted = job.interrupted || (verdict.kind === "retry" && verdict.ambiguous);
     const failure = {
       id: job.id,
       owner: this.options.replicaId,
       giveUp,
       attempts,
       runAt: new Date(now.getTime() + wait),
-      error: `${verdict.kind === "retry" && verdict.ambiguous ? AMBIGUOUS : ""}${verdict.reason}`.slice(0, 300),
+      error: `${maybePosted ? AMBIGUOUS : ""}${verdict.reason}`.slice(0, 300),
       now,
     };
     const onGiveUp = giveUp ? this.events.onGiveUp : undefined;

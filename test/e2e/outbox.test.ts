@@ -94,13 +94,14 @@ describe("outbox", () => {
     expect(taskMessages(h, "draft")).toHaveLength(1);
   });
 
-  it("finds a post whose answer was lost (the replica stalled past its lease) instead of posting it again", async () => {
+  it("finds a post whose answer was lost (its call gave up before Slack answered) instead of posting it again, whichever replica retries", async () => {
     h = await startHarness({
       crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 3000, steps: 0 }] },
       crewline: { outbox: { ...FAST, leaseMs: 800 } },
     });
     const execution = await startRunViaSlack(h);
-    // Slack takes the review post (the task takes 3 s: the post comes after this) but answers only after the lease ran out: another worker retakes the effect.
+    // Slack takes the review post (the task takes 3 s: the post comes after this) but answers only after
+    // the call gave up (1 s with this short lease, lengthened to hold the calls: effectCallTimeout); either worker may retry it.
     h.slack.answerLateNext("chat.postMessage", 2500);
     const second = createCrewline(
       { ...h.config, port: await freePort() },
@@ -115,12 +116,36 @@ describe("outbox", () => {
     await h.settled({ also: extra });
     expect(taskMessages(h, "draft")).toHaveLength(1);
     expect(review.messageTs).toBe(taskMessages(h, "draft")[0]!.ts);
-    // The retaking worker looked for the message by its effect id before posting.
+    // The retrying worker looked for the message by its effect id before posting.
     expect(h.slack.callsTo("conversations.replies").length).toBeGreaterThan(0);
     // Whichever worker recorded it, the one message ends showing the review as it is now (waiting
     // for a person: its buttons). src/outbox/perform.test.ts checks a found message is brought up to date.
     await eventually(() => JSON.stringify(taskMessages(h, "draft")[0]!.blocks).includes(APPROVE_ACTION), { what: "the review's buttons" });
   });
+
+  for (const [fault, failLookup] of [
+    ["rate limited", (h: Harness) => h.slack.rateLimitNext("conversations.replies", 1, 1)],
+    ["internal_error", (h: Harness) => h.slack.failNext("conversations.replies", "internal_error")],
+  ] as const)
+    it(`posts a review whose answer was lost once, when the look-up for it fails first (${fault})`, async () => {
+      h = await startHarness({
+        crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 3000, steps: 0 }] },
+        // A short lease: Slack calls of the outbox give up after 1 s (effectCallTimeout).
+        crewline: { outbox: { ...FAST, leaseMs: 800 } },
+      });
+      const execution = await startRunViaSlack(h);
+      // Slack takes the review's post but answers after the call gave up; the look-up that follows fails once.
+      h.slack.answerLateNext("chat.postMessage", 2500);
+      failLookup(h);
+      const review = await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { executionId: execution.id, messageTs: { not: null } } }), {
+        what: "the review's ts",
+      });
+      await h.settled();
+      expect(taskMessages(h, "draft")).toHaveLength(1);
+      expect(review.messageTs).toBe(taskMessages(h, "draft")[0]!.ts);
+      // The failed look-up was retried until it answered, rather than taken for "not there".
+      expect(h.slack.callsTo("conversations.replies").map((c) => c.error ?? "ok")).toEqual([fault === "rate limited" ? "ratelimited" : fault, "ok"]);
+    });
 
   // Slack's outage and the outbox's backoff are both a tenth of production's (60 s down, backoff 0.5 s doubling
   // to 5 s): the same retries, spaced alike, in seconds rather than a minute.

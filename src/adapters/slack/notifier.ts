@@ -379,23 +379,53 @@ export class SlackRunNotifier implements RunNotifier {
 
 /**
  * After an interrupted post (the process died, or its lease ran out, between Slack's answer and
- * storing the ts), looks for the message that post may have left: the recent messages of the thread
- * (or channel) carrying this effect's id in their metadata. Reading them needs the history scopes
- * (channels:history, groups:history); without them this answers undefined and the effect posts again,
- * so at worst a rare crash shows a message twice (README, "Outbox").
+ * storing the ts), looks for the message that post may have left: the messages of the thread (or the
+ * recent ones of the channel) carrying this effect's id in their metadata. Reading them needs the
+ * history scopes (channels:history, groups:history); without them this answers undefined and the
+ * effect posts again, so at worst a rare crash shows a message twice (README, "Outbox"). Any other
+ * failure to look (a rate limit, Slack down, a time-out) is thrown: the effect is retried later, and
+ * looks again first.
  */
 export async function findPostedMessage(client: WebClient, log: Logger, channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
+  // Slack refusing to let the bot read this conversation (an install without the history scopes), or
+  // saying the thread is gone (a reply made in it would have kept it): an answer, not a failure to
+  // answer, so posting again is all that is left.
+  const UNREADABLE = [
+    "missing_scope",
+    "not_allowed_token_type",
+    "no_permission",
+    "access_denied",
+    "ekm_access_denied",
+    "team_access_not_granted",
+    "not_in_channel",
+    "thread_not_found",
+  ];
+  // A thread lists its oldest replies first, so a post deep in a long one is on a later page. The
+  // effect's creation time (for `oldest`) is not at hand here, so pages are read, a bounded number:
+  // each is a call within the effect's claim (MOST_CALLS_PER_EFFECT in src/outbox/worker.ts counts three).
+  const PAGES = 3;
+  const PAGE_SIZE = 200;
+  const ours = (m: unknown) => {
+    const meta = (m as { metadata?: { event_type?: string; event_payload?: { effect?: unknown } } }).metadata;
+    return meta?.event_type === EFFECT_EVENT_TYPE && meta.event_payload?.effect === effectId;
+  };
+  let cursor: string | undefined;
   try {
-    const page = threadTs
-      ? await client.conversations.replies({ channel, ts: threadTs, limit: 200, include_all_metadata: true })
-      : await client.conversations.history({ channel, limit: 100, include_all_metadata: true });
-    const found = (page.messages ?? []).find((m) => {
-      const meta = (m as { metadata?: { event_type?: string; event_payload?: { effect?: unknown } } }).metadata;
-      return meta?.event_type === EFFECT_EVENT_TYPE && meta.event_payload?.effect === effectId;
-    });
-    return found?.ts;
+    for (let page = 0; page < PAGES; page++) {
+      const args = { channel, limit: PAGE_SIZE, include_all_metadata: true, ...(cursor ? { cursor } : {}) };
+      const answer = threadTs ? await client.conversations.replies({ ...args, ts: threadTs }) : await client.conversations.history(args);
+      const found = (answer.messages ?? []).find(ours);
+      if (found?.ts) return found.ts;
+      cursor = answer.response_metadata?.next_cursor || undefined;
+      if (!answer.has_more || !cursor) return undefined;
+    }
   } catch (err) {
-    log.warn("could not look for an interrupted post; posting again", { error: (err as { data?: { error?: string } }).data?.error ?? (err as Error).message });
+    const code = (err as { code?: string; data?: { error?: string } }).code === "slack_webapi_platform_error" ? (err as { data?: { error?: string } }).data?.error : undefined;
+    if (!code || !UNREADABLE.includes(code)) throw err;
+    log.warn("could not look for an interrupted post; posting again", { error: code });
     return undefined;
   }
+  // Longer than what is read: the post, if Slack made it, is further on. Posted again, as without the scopes.
+  log.warn("looked for an interrupted post in the first messages only; posting again", { pages: PAGES, pageSize: PAGE_SIZE });
+  return undefined;
 }
