@@ -63,6 +63,8 @@ export { STREAM_EVENTS, webhookUrlBuilder } from "./adapters/http/webhook-urls.j
 export const REQUEST_RETRIES = { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 };
 /** A Web API call made while answering a request gives up after this long. */
 const REQUEST_TIMEOUT_MS = 10_000;
+/** How long a stop waits for Slack handlers already answered (a kickoff storing its crew's answer) before it goes on. */
+const HANDLERS_GRACE_MS = 10_000;
 
 export interface CrewlineOptions {
   log?: Logger;
@@ -431,18 +433,34 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       clock: opts.clock,
     });
   app.error(async (error) => log.error("slack handler failed", { err: error }));
-  // Bolt answers Slack on ack() and goes on handling the event; counted so that tests can wait for the end.
+  // Bolt answers Slack on ack() and goes on handling the event; counted so that a stop (and a test)
+  // can wait for the end.
   let handling = 0;
+  const handled: (() => void)[] = [];
   app.use(async ({ next }) => {
     handling++;
     try {
       await next();
     } finally {
       handling--;
+      if (handling === 0) handled.splice(0).forEach((resolve) => resolve());
     }
   });
+  /** Handlers already answered and still working (a kickoff storing its crew's answer) finish first, for a while. */
+  const handlersDone = (withinMs: number) =>
+    handling === 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, withinMs);
+          timer.unref();
+          handled.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
 
   let server: Server | undefined;
+  let stopping: Promise<void> | undefined;
   return {
     app,
     database,
@@ -503,17 +521,23 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       return { port, ...(metricsPort !== undefined ? { metricsPort } : {}) };
     },
     busy: () => handling > 0 || lifecycle.progress.unsent > 0 || watcher.polling,
-    async stop() {
-      // No new requests first; then the jobs stop in reverse order, each drained (polling, reminders
-      // and deadlines, callbacks in flight, progress, the outbox's effects under way, the heartbeat).
-      await app.stop().catch(() => {});
-      if (metricsServer?.listening) {
-        metricsServer.closeAllConnections();
-        await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
-      }
-      await jobs.stop();
-      await crews.close();
-      if (ownsDatabase) await database.close();
+    stop() {
+      // Once, however often asked (a second SIGTERM, a test's close after its own stop).
+      stopping ??= (async () => {
+        // No new requests first; then the jobs stop in reverse order, each drained (polling, reminders
+        // and deadlines, callbacks in flight, progress, the outbox's effects under way, the heartbeat).
+        await app.stop().catch(() => {});
+        // Within a supervisor's usual grace (Kubernetes gives 30 s in all).
+        await handlersDone(HANDLERS_GRACE_MS);
+        if (metricsServer?.listening) {
+          metricsServer.closeAllConnections();
+          await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+        }
+        await jobs.stop();
+        await crews.close();
+        if (ownsDatabase) await database.close();
+      })();
+      return stopping;
     },
   };
 }

@@ -248,6 +248,17 @@ describe("kickoff from Slack", () => {
     expect(h.slack.messages(CHANNEL)).toHaveLength(0);
   });
 
+  it("a stop while a kickoff is under way waits for it: the run is recorded as started, not left starting", async () => {
+    h = await startHarness({ crew: { kickoffDelayMs: 1500 } });
+    await kickoffViaSlack(h, { topic: "tides" });
+    await eventually(() => h.crew.requests.some((r) => r.path === "/kickoff"), { what: "the kickoff call" });
+    await h.bot.stop();
+    expect(h.bot.busy()).toBe(false);
+    const run = await prismaOf(h.bot.database).execution.findFirstOrThrow();
+    expect(run.kickoffId).not.toBeNull();
+    expect(run.state).toBe("running");
+  });
+
   it("explains an unreachable crew when loading the form", async () => {
     h = await startHarness({ crew: { inputs: ["topic"] } });
     await h.crew.close();
