@@ -110,6 +110,25 @@ describe("flow feedback requests", () => {
     expect(slackTraffic(f)).not.toContain("human_feedback_requests");
   });
 
+  it("posts a request whose long message leaves the output too little room with an excerpt and the whole as a file; its answer shows too", async () => {
+    f = await startFlowHarness();
+    const words = (n: number) => "lorem ipsum dolor sit amet ".repeat(Math.ceil(n / 27)).slice(0, n);
+    const output = words(10_000);
+    // 2,000 + 10,000 chars: Slack refused the message (msg_blocks_too_long), and the flow waited for ever.
+    expect((await f.flow.send({ output, message: words(2_000) })).status).toBe(202);
+    const req = await pendingFlowRequest(f.h);
+    expect(JSON.stringify(req.msg.blocks)).toContain("Output shortened");
+    const file = await eventually(() => f!.h.slack.files.find((x) => x.thread_ts === req.msg.ts), { what: "the output's file" });
+    expect(file.content).toBe(output);
+
+    await clickFlow(f.h, req, "approved", words(800), BOB);
+    const updated = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts && m.updated), { what: "the answered request" });
+    expect(updated.blocks!.some((b: any) => b.type === "actions")).toBe(false);
+    expect(JSON.stringify(updated.blocks)).toContain("the full text is attached below as a file");
+    await settle();
+    expect(f.h.slack.violations).toEqual([]);
+  });
+
   it("refuses forged, missing and stale signatures with 401 and posts nothing; malformed → 400; unknown event → 2xx ignored", async () => {
     f = await startFlowHarness();
     expect((await f.flow.send({}, { secret: "not-the-secret" })).status).toBe(401);

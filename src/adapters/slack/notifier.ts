@@ -55,11 +55,15 @@ function runStopped(execution: Execution): { how: "stopped" | "abandoned"; by?: 
 }
 
 /**
- * Whether a review's output goes in a file when first posted (its message keeps room for its diffs);
- * also when it changed too much since the previous round to compare: the new version is the file.
+ * Whether a review's output goes in a file (its message keeps room for its names, diffs, approvals and
+ * notes: the same parts reviewFor shows); also when it changed too much since the previous round to
+ * compare: the new version is the file.
  */
 export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
-  return outputNeedsFile(review.output, reviewReserve(context)) || roundDiffTooLarge(context.previous, review.output);
+  const { approvals, edit, previous } = context;
+  const shown = { approvals, edit, previous, taskName: review.taskName, agent: review.agent ?? undefined, round: review.round, output: review.output };
+  const reserve = reviewReserve({ ...shown, pendingNotes: pendingNotesOf(review, new Date()), reassignable: true });
+  return outputNeedsFile(review.output, reserve) || roundDiffTooLarge(previous, review.output);
 }
 
 /** Whether an edit and approve attaches the edited version as a file (too long to read in the message): reviews and flow requests. */

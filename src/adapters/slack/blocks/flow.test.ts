@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { type FlowMessageParams, flowRequestMessage, outcomeStyle } from "./flow.js";
+import { pendingReviewNotes } from "./deadline.js";
+import { type FlowMessageParams, flowOutputNeedsFile, flowRequestMessage, outcomeStyle } from "./flow.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
-import { messageLimitViolations } from "./limits.js";
+import { blockTextLength, messageLimitViolations } from "./limits.js";
+import { buildRefusedChannelHeader, withRefusedHeader } from "./refused.js";
+import { OUTPUT_MARKDOWN_MAX } from "./run.js";
 
 const base: FlowMessageParams = {
   requestId: "3f0c2a9e-1b2c-4d5e-8f90-123456789abc",
@@ -104,6 +107,112 @@ describe("flowRequestMessage's notification text and the flow's answer", () => {
       const shown = JSON.stringify(m.blocks);
       expect(shown).toContain("409 &lt;!here&gt; &lt;@U0VICTIM&gt; &lt;https://phish.example|Approve&gt;");
       for (const token of ["<!here>", "<@U0VICTIM>", "<https://phish"]) expect(shown).not.toContain(token);
+    }
+  });
+});
+
+describe("flowRequestMessage with text that converts to nothing", () => {
+  const texts = (m: ReturnType<typeof flowRequestMessage>) => m.blocks.flatMap((b) => (b.type === "section" && b.text ? [b.text.text] : b.type === "markdown" ? [b.text] : []));
+
+  it("shows a message with nothing visible once converted as written, and leaves a blank one out", () => {
+    for (const message of ["![](chart.png)", "[](#)", "[ ](x)", "\uE000\uE001"]) {
+      const m = flowRequestMessage({ ...base, message });
+      expect(messageLimitViolations(m.blocks)).toEqual([]);
+      expect(texts(m)).toContain(message);
+    }
+    const blank = flowRequestMessage({ ...base, message: " \n " });
+    expect(messageLimitViolations(blank.blocks)).toEqual([]);
+    expect(texts(blank).every((t) => t.trim())).toBe(true);
+  });
+
+  it("shows the excerpt of an output made only of such text as written", () => {
+    // Too long to show whole, short enough to be converted whole for the excerpt (fitMarkdown).
+    for (const output of ["![](chart.png)\n".repeat(720), "\uE000".repeat(11_000), "[](#) ".repeat(1_800), "\uE001\uE002 ".repeat(3_600)]) {
+      const m = flowRequestMessage({ ...base, output, outputTruncated: true });
+      expect(messageLimitViolations(m.blocks)).toEqual([]);
+      expect(texts(m).every((t) => t.trim())).toBe(true);
+      expect(JSON.stringify(m.blocks)).toContain("Output shortened");
+    }
+  });
+});
+
+describe("flowRequestMessage within Slack's total of block text", () => {
+  const words = (n: number) => "lorem ipsum dolor sit amet ".repeat(Math.ceil(n / 27)).slice(0, n);
+  const decided = { decidedBy: "U0BOB", outcome: "approved", feedback: words(800), note: words(500) };
+  /** Every state a request's message goes through, with what each shows at its longest. */
+  const states = (p: FlowMessageParams): FlowMessageParams[] => [
+    { ...p, state: "pending", note: words(300) },
+    { ...p, state: "deciding" },
+    { ...p, ...decided, state: "answered" },
+    { ...p, ...decided, state: "answered", edit: { by: "U0BOB", text: `${p.output} edited` }, approvals: { required: 1, by: [{ userId: "U0BOB", edited: true }] } },
+    { ...p, ...decided, state: "closed" },
+    { ...p, ...decided, state: "closed", byDeadline: true },
+  ];
+  const markdownOf = (m: ReturnType<typeof flowRequestMessage>) => m.blocks.find((b) => b.type === "markdown");
+
+  it("a long message beside a long output: the output is an excerpt with the whole in a file, in every state", () => {
+    const many = Array.from({ length: 20 }, (_, i) => `option number ${i} with a longer descriptive label for routing`);
+    for (const p of [
+      { ...base, message: words(2_000), output: words(10_000) },
+      { ...base, message: words(1_200), output: words(10_000), emit: ["approved", "rejected"] },
+      { ...base, message: words(1_000), output: words(10_000), emit: many },
+      {
+        ...base,
+        message: words(2_000),
+        output: words(9_000),
+        emit: many,
+        assigneeUserId: "U0DAN",
+        pendingNotes: ["⏳ If nobody decides in 2 hours, it will be rejected automatically."],
+      },
+    ]) {
+      for (const shown of states(p)) {
+        const m = flowRequestMessage({ ...shown, outputTruncated: true });
+        expect(messageLimitViolations(m.blocks), `${shown.state}`).toEqual([]);
+        expect(markdownOf(m)).toBeUndefined();
+        expect(JSON.stringify(m.blocks)).toContain("Output shortened — the full text is attached below as a file.");
+      }
+      // The file decision (slack-effects.ts) agrees: the whole output is attached.
+      expect(flowOutputNeedsFile(p)).toBe(true);
+    }
+    // An output that fits beside the rest is shown whole, before and after the answer alike (beside an
+    // edit it is cut sooner, as before, and its file follows: flow.show asks again).
+    const fits = { ...base, message: words(300), output: words(OUTPUT_MARKDOWN_MAX) };
+    expect(flowOutputNeedsFile(fits)).toBe(false);
+    for (const shown of states(fits).filter((s) => !s.edit)) {
+      const m = flowRequestMessage(shown);
+      expect(messageLimitViolations(m.blocks), `${shown.state}`).toEqual([]);
+      expect((markdownOf(m) as { text: string } | undefined)?.text).toBe(fits.output);
+    }
+  });
+
+  it("stays within Slack's limits with every part at its longest and most hostile", () => {
+    const hostile = (n: number) => "<&>".repeat(n);
+    const ids = Array.from({ length: 200 }, (_, i) => `U${String(i).padStart(10, "0")}`);
+    const p: FlowMessageParams = {
+      ...base,
+      flowName: hostile(1_000),
+      deploymentName: hostile(1_000),
+      methodName: hostile(1_000),
+      message: hostile(5_000),
+      output: hostile(20_000),
+      emit: Array.from({ length: 30 }, (_, i) => `${hostile(40)}${i}`),
+      assignedEmail: hostile(1_000),
+      pendingNotes: pendingReviewNotes({ deadline: { at: new Date(Date.now() + 3_600_000), action: "reject" }, escalatedTo: ids, reassignedTo: "U0DAN", now: new Date() }),
+      approvals: { required: 5, by: ids.slice(0, 40).map((userId) => ({ userId, note: hostile(500), edited: true })) },
+      edit: { by: "U0BOB", text: hostile(19_000) },
+    };
+    // Sent to a direct message: the refused channel's header goes on top, as long as it gets.
+    const header = buildRefusedChannelHeader({ channelId: "C0FLOWS", reason: hostile(1_000), subject: { kind: "flow", flowName: p.flowName, methodName: p.methodName } });
+    for (const shown of states({ ...p, besides: blockTextLength(header.blocks) })) {
+      const m = withRefusedHeader(flowRequestMessage({ ...shown, outcome: p.emit[0], feedback: hostile(5_000), note: hostile(5_000), outputTruncated: true }), {
+        channelId: "C0FLOWS",
+        reason: hostile(1_000),
+        subject: { kind: "flow", flowName: p.flowName, methodName: p.methodName },
+      });
+      expect(messageLimitViolations(m.blocks), `${shown.state}`).toEqual([]);
+      // Still a readable excerpt of the output above the note that it was shortened.
+      const note = m.blocks.findIndex((b) => JSON.stringify(b).includes("Output shortened"));
+      expect((m.blocks[note - 1] as { text?: { text: string } }).text?.text.length, `${shown.state}`).toBeGreaterThan(1_000);
     }
   });
 });

@@ -4,9 +4,9 @@ import type { types } from "@slack/bolt";
 import { flowEditable, outcomeLeaning } from "../../../domain/flow-outcomes.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { feedbackInput, mrkdwn, plain, section } from "./kit.js";
-import { LIMITS } from "./limits.js";
+import { blockTextLength, LIMITS } from "./limits.js";
 import { approvedBlocks, pendingApprovalsBlocks } from "./review-extras.js";
-import { type DecisionMessageParams, outputBlocks, reviewReserve, type SlackMessage } from "./run.js";
+import { type DecisionMessageParams, outputBlocks, outputShownWhole, roomBesideExtras, type SlackMessage } from "./run.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
@@ -25,6 +25,8 @@ export interface FlowMessageParams extends DecisionMessageParams {
   assignedEmail?: string;
   state: FlowRequestState;
   outcome?: string;
+  /** Block text the caller adds to the message (a refused channel's header, refused.ts). */
+  besides?: number;
 }
 
 /** primary for approve-like outcomes, danger for reject-like ones, none otherwise. */
@@ -33,8 +35,13 @@ export function outcomeStyle(outcome: string): "primary" | "danger" | undefined 
   return leaning === "approve" ? "primary" : leaning === "reject" ? "danger" : undefined;
 }
 
-const context = (text: string): types.ContextBlock => ({ type: "context", elements: [mrkdwn(excerpt(text, LIMITS.contextText).text)] });
-const name = (text: string, max = 150) => escapeMrkdwn(truncatePlain(text, max));
+const context = (text: string, max: number = LIMITS.contextText): types.ContextBlock => ({ type: "context", elements: [mrkdwn(excerpt(text, max).text)] });
+/** Escaped, then cut again: escaping makes hostile text up to 5× longer, and the output gets what is left. */
+const name = (text: string, max = 150) => excerpt(escapeMrkdwn(truncatePlain(text, max)), max).text;
+/** The deadline, escalation and reassignment lines under a pending request: a long escalation list is cut. */
+const PENDING_NOTES_MAX = 1_500;
+/** The flow's own words above the output, converted from Markdown. */
+const MESSAGE_MAX = 2_000;
 
 export function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assignedEmail">): string | undefined {
   if (p.assigneeUserId) return `Assigned to ${userMention(p.assigneeUserId)}`;
@@ -44,11 +51,60 @@ export function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assi
 
 export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   if (p.requestId.length > LIMITS.buttonValue) throw new Error("requestId is too long for a button value");
+  const head = flowHead(p);
+  const tail = flowTail(p);
+  // What this message's other parts take, in case they are longer than flowOutputRoom supposes.
+  const room = Math.min(flowOutputRoom(p), LIMITS.messageBlockText - (p.besides ?? 0) - blockTextLength(head) - blockTextLength(tail.blocks));
+  return { text: tail.text, blocks: [...head, ...outputBlocks(p.output, p.outputTruncated, room), ...tail.blocks] };
+}
+
+/** A user id as long as a mention may be (userMention): who answers is not known beforehand. */
+const LONGEST_USER = `U${"0".repeat(40)}`;
+/** Lines that read the clock (a deadline's "in 2 hours") may be a little longer when next shown. */
+const ROOM_MARGIN = 50;
+const FEEDBACK_MAX = 800;
+const NOTE_MAX = 500;
+
+/**
+ * The block text a request's message leaves for its output, in whichever state it is shown (the answer,
+ * its comment and the flow's reply at their longest), so the output is shown the same way before and
+ * after the answer, and whether it needs a file is known when it is posted. Its message, names,
+ * outcome buttons, assignee, notes and approvals are measured as built.
+ */
+export function flowOutputRoom(p: FlowMessageParams): number {
+  const outcome = [...p.emit, ...(p.outcome ? [p.outcome] : [])].reduce((a, b) => (name(b, 100).length > name(a, 100).length ? b : a), "");
+  const longest = {
+    ...p,
+    decidedBy: LONGEST_USER,
+    byDeadline: false,
+    feedback: "x".repeat(FEEDBACK_MAX),
+    note: "x".repeat(NOTE_MAX),
+    editFileAttached: true,
+    outcome: outcome || undefined,
+  };
+  const tails = (["pending", "answered", "closed"] as const).map((state) => blockTextLength(flowTail({ ...longest, state }).blocks));
+  return roomBesideExtras(p, LIMITS.messageBlockText - (p.besides ?? 0) - blockTextLength(flowHead(p)) - Math.max(...tails) - ROOM_MARGIN);
+}
+
+/** Whether the request's output is shown as an excerpt, its whole text in a file. */
+export function flowOutputNeedsFile(p: FlowMessageParams): boolean {
+  return !outputShownWhole(p.output, flowOutputRoom(p));
+}
+
+/** Who asks, and the flow's message: above the output. */
+function flowHead(p: FlowMessageParams): types.KnownBlock[] {
   const who = p.deploymentName && p.deploymentName !== p.flowName ? `*${name(p.flowName)}* · ${name(p.deploymentName)}` : `*${name(p.flowName)}*`;
   const step = p.methodName ? ` · step \`${name(p.methodName, 100).replace(/`/g, "'")}\`` : "";
   const blocks: types.KnownBlock[] = [section(`🙋 Feedback requested by flow ${who}${step}`)];
-  if (p.message) blocks.push(section(fitMarkdown(p.message, 2_000).text));
-  blocks.push(...outputBlocks(p.output, p.outputTruncated, reviewReserve(p)));
+  // Slack refuses an empty text: a message with nothing left once converted is left out (fitMarkdown).
+  const message = p.message?.trim() ? fitMarkdown(p.message, MESSAGE_MAX).text : "";
+  if (message.trim()) blocks.push(section(message));
+  return blocks;
+}
+
+/** The state's part under the output (controls, answer, notes) and the notification text. */
+function flowTail(p: FlowMessageParams): { text: string; blocks: types.KnownBlock[] } {
+  const blocks: types.KnownBlock[] = [];
   const assignee = assigneeLine(p);
   // The notification text is mrkdwn too: every outside part of it is escaped.
   const title = `Flow ${name(p.flowName)}${p.methodName ? ` (${name(p.methodName, 100)})` : ""}`;
@@ -62,13 +118,13 @@ export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
     const notes = [assignee, answerText(300)].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
     const pending = (p.pendingNotes ?? []).filter((l) => l.trim());
-    if (pending.length) blocks.push(context(pending.join("\n")));
+    if (pending.length) blocks.push(context(pending.join("\n"), PENDING_NOTES_MAX));
     return { text: `🙋 Feedback requested: ${title}`, blocks };
   }
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
-  const comment = p.feedback?.trim() ? `\n${fitQuote(p.feedback.trim(), 800).text}` : "";
-  const note = answerText(500);
+  const comment = p.feedback?.trim() ? `\n${fitQuote(p.feedback.trim(), FEEDBACK_MAX).text}` : "";
+  const note = answerText(NOTE_MAX);
   if (p.state === "answered" && (p.edit || p.approvals)) {
     blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));

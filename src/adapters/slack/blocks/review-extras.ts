@@ -25,8 +25,9 @@ export interface PreviousRound {
 }
 
 /**
- * Room kept free in a review message for these parts: when any is present, an output longer than
- * OUTPUT_MARKDOWN_MAX minus this is shown as an excerpt with the whole text in a file.
+ * Beside these parts an output is shown whole only when it is at least this much shorter than
+ * OUTPUT_MARKDOWN_MAX (a long one reads better as a file there), or more when the rest of the
+ * message takes more (reviewOutputRoom, flowOutputRoom measure it).
  */
 export const EXTRAS_RESERVE = 2_600;
 const QUOTE_MAX = 300;

@@ -1,5 +1,6 @@
 import type { types } from "@slack/bolt";
 import { describe, expect, it } from "vitest";
+import { pendingReviewNotes } from "./deadline.js";
 import { APPROVE_ACTION, EDIT_ACTION, FEEDBACK_ACTION, FEEDBACK_BLOCK, REJECT_ACTION, STOP_ACTION, STOP_FOLLOWING_ACTION } from "./ids.js";
 import { blockTextLength, messageLimitViolations } from "./limits.js";
 import {
@@ -11,7 +12,9 @@ import {
   OUTPUT_MARKDOWN_MAX,
   outputNeedsFile,
   progressMessage,
+  type ReviewParams,
   reviewMessage,
+  reviewReserve,
   type SlackMessage,
 } from "./run.js";
 
@@ -214,6 +217,36 @@ describe("reviewMessage", () => {
           outputTruncated: true,
         });
         expectWithinLimits(m);
+      }
+    }
+  });
+
+  it("keeps room for what hostile names, notes and every extra take: the output is cut sooner, and the file decision agrees", () => {
+    const hostile = (n: number) => "<&>".repeat(n);
+    const words = (n: number, w = "word") => `${w} `.repeat(n / 5).slice(0, n);
+    const ids = Array.from({ length: 80 }, (_, i) => `U${String(i).padStart(10, "0")}`);
+    const pendingNotes = pendingReviewNotes({ deadline: { at: new Date(Date.now() + 3_600_000), action: "reject" }, escalatedTo: ids, reassignedTo: "U0DAN", now: new Date() });
+    const approvals = { required: 5, by: ids.slice(0, 40).map((userId) => ({ userId, note: hostile(100), edited: true })) };
+    const previous = { round: 2, output: words(7_400, "wxrd"), feedback: hostile(1_000), decidedBy: "U0BOB" };
+    const names = { reviewId: "r1", taskName: hostile(4_000), agent: hostile(4_000), round: 3, reassignable: true, pendingNotes };
+    const edit = { by: "U0BOB", text: words(7_400, "ward") };
+    // [params, whether the output must be excerpted]: with a fixed reserve the first and third came to
+    // 12,221 and 12,935 chars of block text, which Slack refuses.
+    const cases: [ReviewParams, boolean | undefined][] = [
+      [{ ...names, state: "pending", output: words(10_000) }, true],
+      [{ ...names, state: "pending", output: words(7_400), approvals, edit }, undefined],
+      [{ ...names, state: "pending", output: words(7_400), previous, approvals, edit }, true],
+      [{ ...names, state: "pending", output: words(7_400), previous: { ...previous, output: words(7_400).replace(/word/, "first") } }, undefined],
+      [{ ...names, taskName: "Report", agent: "Writer", pendingNotes: [], state: "pending", output: words(10_000), previous: { ...previous, feedback: "More" } }, undefined],
+    ];
+    for (const [c, expected] of cases) {
+      const excerpted = outputNeedsFile(c.output, reviewReserve(c));
+      if (expected !== undefined) expect(excerpted).toBe(expected);
+      for (const state of ["posted", "pending", "approved", "rejected", "closed"] as const) {
+        const m = reviewMessage({ ...c, state, decidedBy: "U0BOB", feedback: hostile(1_000), note: hostile(1_000), outputTruncated: excerpted, editFileAttached: !!c.edit });
+        expectWithinLimits(m);
+        // Shown the same way in every state, as the file decision says: no excerpt without its file.
+        expect(ofType(m, "markdown").length, state).toBe(excerpted ? 0 : 1);
       }
     }
   });

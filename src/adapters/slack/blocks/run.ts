@@ -16,7 +16,7 @@ import {
   STOP_FOLLOWING_ACTION,
 } from "./ids.js";
 import { context, feedbackInput, mrkdwn, plain, section } from "./kit.js";
-import { LIMITS } from "./limits.js";
+import { blockTextLength, LIMITS } from "./limits.js";
 import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, formatDuration, formatUtcTime, humanizeInputName, revealLinkHosts, truncatePlain, userMention } from "./text.js";
 
@@ -28,9 +28,9 @@ export interface SlackMessage {
 
 /**
  * Outputs up to this length go out whole, as a `markdown` block (standard Markdown,
- * which is what crews produce). Longer ones become a mrkdwn excerpt plus a file.
- * 10,000 rather than 11,000 leaves ~2k for the rest of a review or completion
- * message, so a message never carries more than 12k chars of block text.
+ * which is what crews produce), when the rest of the message leaves room for them
+ * (reviewOutputRoom, flowOutputRoom; a completion's rest is short). Longer ones
+ * become a mrkdwn excerpt plus a file.
  */
 export const OUTPUT_MARKDOWN_MAX = 10_000;
 /** A short preview once the whole output is in a file: the thread stays readable. */
@@ -47,24 +47,57 @@ const INPUT_FIELDS_BUDGET = 6_000;
 const bold = (name: string, fallback: string) => `*${escapeMrkdwn(truncatePlain(name, NAME_MAX)) || fallback}*`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-/** `reserve`: room kept for other parts of the message (a review's diffs, see review-extras.ts). */
+/**
+ * Whether the output is shown as an excerpt (with the whole in a file); `reserve`: how much shorter
+ * than OUTPUT_MARKDOWN_MAX the rest of its message needs it to be (reviewReserve).
+ */
 export function outputNeedsFile(output: string, reserve = 0): boolean {
-  // What is shown is never shorter than the output: a long one needs no further look.
-  return output.length > OUTPUT_MARKDOWN_MAX - reserve || markdownShown(output).length > OUTPUT_MARKDOWN_MAX - reserve;
+  return !fitsWhole(output, OUTPUT_MARKDOWN_MAX - reserve);
 }
 
-export function outputBlocks(output: string, fileAttached = false, reserve = 0, fileWhere = "below"): types.KnownBlock[] {
+function fitsWhole(output: string, max: number): boolean {
+  // What is shown is never shorter than the output: a long one needs no further look.
+  return output.length <= max && markdownShown(output).length <= max;
+}
+
+/** The line under an output: whether it was shortened, and where its file is (empty: no line). */
+function outputNote(shortened: boolean, fileAttached: boolean, fileWhere: string): string {
+  if (shortened) return fileAttached ? `Output shortened — the full text is attached ${fileWhere} as a file.` : "Output shortened to fit in Slack.";
+  return fileAttached ? `The full output is also attached ${fileWhere} as a file.` : "";
+}
+
+/**
+ * Whether the output is shown whole when the rest of its message leaves `room` chars of block text
+ * (its note included: counted as if a file were attached, which may come later).
+ */
+export function outputShownWhole(output: string, room: number, fileWhere = "below"): boolean {
+  return !outputNeedsFile(output, roomReserve(room, fileWhere));
+}
+
+/** The reserve (outputNeedsFile) that leaves an output shown whole `room` chars of block text, its note included. */
+function roomReserve(room: number, fileWhere = "below"): number {
+  return Math.max(0, OUTPUT_MARKDOWN_MAX - (room - outputNote(false, true, fileWhere).length));
+}
+
+/** The room an output beside diffs, approvals or an edit has at most (EXTRAS_RESERVE): `room` otherwise. */
+export function roomBesideExtras(p: Pick<DecisionMessageParams, "approvals" | "edit"> & { previous?: unknown }, room: number): number {
+  return p.approvals || p.edit || p.previous ? Math.min(room, OUTPUT_MARKDOWN_MAX - EXTRAS_RESERVE + outputNote(false, true, "below").length) : room;
+}
+
+/** Below this an excerpt tells nothing: only the note is shown. */
+const EXCERPT_MIN = 200;
+
+/**
+ * The output as its message shows it: whole (a `markdown` block) or a mrkdwn excerpt, and a note.
+ * `room`: the chars of block text the rest of the message leaves (by default, as if it had nothing else).
+ */
+export function outputBlocks(output: string, fileAttached = false, room = Number.POSITIVE_INFINITY, fileWhere = "below"): types.KnownBlock[] {
   if (!output.trim()) return [section("_No output._")];
-  const shortened = outputNeedsFile(output, reserve);
-  const blocks: types.KnownBlock[] = shortened ? [section(fitMarkdown(output, OUTPUT_EXCERPT_MAX).text)] : [{ type: "markdown", text: markdownShown(output) }];
-  const note = shortened
-    ? fileAttached
-      ? `Output shortened — the full text is attached ${fileWhere} as a file.`
-      : "Output shortened to fit in Slack."
-    : fileAttached
-      ? `The full output is also attached ${fileWhere} as a file.`
-      : "";
-  return note ? [...blocks, context(note)] : blocks;
+  const whole = outputShownWhole(output, room, fileWhere);
+  const note = outputNote(!whole, fileAttached, fileWhere);
+  if (whole) return [{ type: "markdown", text: markdownShown(output) }, ...(note ? [context(note)] : [])];
+  const max = Math.min(OUTPUT_EXCERPT_MAX, room - note.length);
+  return max < EXCERPT_MIN ? [context(note)] : [section(fitMarkdown(output, max).text), context(note)];
 }
 
 /** Crew Markdown as Slack renders it: no mentions, and every link says where it leads. */
@@ -247,26 +280,62 @@ export interface ReviewParams extends DecisionMessageParams {
   runStopped?: { how: "stopped" | "abandoned"; by?: string };
 }
 
-/** Room a review message keeps for its extra parts (diffs, approvals): its output is excerpted sooner. */
-export function reviewReserve(p: Pick<ReviewParams, "approvals" | "edit" | "previous">): number {
-  return p.approvals || p.edit || p.previous ? EXTRAS_RESERVE : 0;
+/** What decides how much room a review's output has: all but what only a decision (or its close) brings. */
+export type ReviewRoomParams = Pick<ReviewParams, "taskName" | "agent" | "round" | "output" | "previous" | "approvals" | "edit" | "pendingNotes" | "reassignable">;
+
+/** A user id as long as a mention may be (userMention): who decides is not known beforehand. */
+const LONGEST_USER = `U${"0".repeat(40)}`;
+/** Lines that read the clock (a deadline's "in 2 hours") may be a little longer when next shown. */
+const ROOM_MARGIN = 50;
+
+/**
+ * The block text a review message leaves for its output, in whichever state it is shown (its feedback,
+ * note and decider at their longest), so the output is shown the same way before and after a decision,
+ * and whether it needs a file is known when it is posted. Escaped names, diffs, approvals and notes
+ * are measured as built.
+ */
+export function reviewOutputRoom(p: ReviewRoomParams): number {
+  // Only these: the file decision (notifier.ts) knows no more, and must come to the same answer.
+  const { taskName, agent, round, output, previous, approvals, edit, pendingNotes, reassignable } = p;
+  const known = { taskName, agent, round, output, previous, approvals, edit, pendingNotes, reassignable };
+  const longest = { ...known, reviewId: "", feedback: "x".repeat(FEEDBACK_MAX), note: "x".repeat(NOTE_MAX), decidedBy: LONGEST_USER, editFileAttached: true };
+  // The longer wording of each note about files: one may be attached later.
+  const head = reviewHead({ ...longest, state: "pending", diffFileAttached: true, outputTruncated: true });
+  const tails = (["pending", "approved", "rejected", "closed"] as const).map((state) => blockTextLength(reviewTail({ ...longest, state }).blocks));
+  return roomBesideExtras(p, LIMITS.messageBlockText - blockTextLength(head) - Math.max(...tails) - ROOM_MARGIN);
+}
+
+/** The reserve (outputNeedsFile) of a review's output: what reviewOutputRoom leaves it. */
+export function reviewReserve(p: ReviewRoomParams): number {
+  return roomReserve(reviewOutputRoom(p));
 }
 
 export function reviewMessage(p: ReviewParams): SlackMessage {
   if (p.reviewId.length > LIMITS.buttonValue) throw new Error("reviewId is too long for a button value");
+  const head = reviewHead(p);
+  const tail = reviewTail(p);
+  // What this message's other parts take, in case they are longer than reviewOutputRoom supposes.
+  const room = Math.min(reviewOutputRoom(p), LIMITS.messageBlockText - blockTextLength(head) - blockTextLength(tail.blocks));
+  return { text: tail.text, blocks: [...head, ...outputBlocks(p.output, p.outputTruncated, room), ...tail.blocks] };
+}
+
+/** The task (and round), and what changed since the previous round: above the output. */
+function reviewHead(p: ReviewParams): types.KnownBlock[] {
   const task = bold(p.taskName, "Task");
   const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
+  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached, !!p.outputTruncated) : [];
+  // A task message (posted) is compact: the crew goes on by itself, so there is nothing to decide.
+  const title = p.state === "posted" ? `✔️ ${task}${agent}${p.round > 1 ? ` · round ${p.round}` : ""}` : `📝 ${task}${agent} · round ${p.round}`;
+  return [section(title), ...previous];
+}
+
+/** The state's part under the output (controls, decision, notes) and the notification text. */
+function reviewTail(p: ReviewParams): { text: string; blocks: types.KnownBlock[] } {
   const note = p.note?.trim() ? fitMrkdwn(p.note.trim(), NOTE_MAX).text : "";
   // The notification text is mrkdwn too (<!here> in a task name would ping): escaped like the blocks.
   const name = escapeMrkdwn(truncatePlain(p.taskName, NAME_MAX));
-  const reserve = reviewReserve(p);
-  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached, !!p.outputTruncated) : [];
-  if (p.state === "posted") {
-    // A compact task message: the crew goes on by itself, so there is nothing to decide.
-    const round = p.round > 1 ? ` · round ${p.round}` : "";
-    return { text: `✔️ Task finished: ${name}`, blocks: [section(`✔️ ${task}${agent}${round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)] };
-  }
-  const blocks: types.KnownBlock[] = [section(`📝 ${task}${agent} · round ${p.round}`), ...previous, ...outputBlocks(p.output, p.outputTruncated, reserve)];
+  const blocks: types.KnownBlock[] = [];
+  if (p.state === "posted") return { text: `✔️ Task finished: ${name}`, blocks };
   if (p.state === "pending") {
     blocks.push(feedbackInput(FEEDBACK_BLOCK, FEEDBACK_ACTION, "Required to reject; optional to approve"), reviewButtons(p.reviewId, p.reassignable));
     if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
@@ -338,7 +407,7 @@ export function completionMessage(p: CompletionParams): SlackMessage {
   const reason = p.error?.trim() ? readableError(p.error) : p.outcome === "lost" ? "Crewline stopped hearing from the run." : "";
   if (p.outcome !== "succeeded" && reason) blocks.push(section(`*Reason:* ${fitMrkdwn(reason, ERROR_MAX).text}`));
   // Posted in the channel: the file is in the run's thread.
-  if (p.output !== undefined) blocks.push(...outputBlocks(p.output, p.outputTruncated, 0, "in the run's thread"));
+  if (p.output !== undefined) blocks.push(...outputBlocks(p.output, p.outputTruncated, undefined, "in the run's thread"));
   const link = p.threadPermalink?.trim() ?? "";
   if (/^https?:\/\/\S+$/.test(link) && link.length <= PERMALINK_MAX) {
     blocks.push(context(`<${escapeMrkdwn(link).replace(/\|/g, "%7C")}|View the run's thread>`));

@@ -142,6 +142,20 @@ describe("hostile text", () => {
     expect(shrinking.text).toMatch(/^x x x x x x x.*\n…$/);
   });
 
+  it("shows Markdown that converts to nothing visible as written, escaped: never an empty text", () => {
+    for (const md of ["![](chart.png)", "[](#)", "[ ](x)", "\uE000\uE001", "[](#<x>)"]) {
+      expect(fitMarkdown(md, 2_000)).toEqual({ text: escapeMrkdwn(md), truncated: false });
+    }
+    // Long ones too, cut like any text (the start converts to blank lines and "…").
+    for (const md of [fill("![](x.png)\n", 20_000), fill("\uE000", 20_000), fill("[](<#>) ", 20_000)]) {
+      const { text, truncated } = fitMarkdown(md, 2_900);
+      expect(truncated).toBe(true);
+      expect(text.length).toBeLessThanOrEqual(2_900);
+      expect(text.replace("…", "").trim().length).toBeGreaterThan(2_000);
+    }
+    expect(fitMarkdown("  \n ", 100).text.trim()).toBe("");
+  });
+
   it("escapes only what can show", () => {
     const { text, truncated } = fitMrkdwn(fill("<"), 700);
     expect(truncated).toBe(true);

@@ -522,8 +522,18 @@ export function fitQuote(text: string, maxChars: number): Excerpt {
   return excerpt(quoteMrkdwn(escapeMrkdwn(safeSlice(text, Math.max(0, maxChars) + 16))), maxChars);
 }
 
-/** Markdown converted to mrkdwn and cut to fit. Only the start of a long text is converted. */
+/**
+ * Markdown converted to mrkdwn and cut to fit. Only the start of a long text is converted. Text that
+ * converts to nothing visible (only images without alt text, empty links, sentinels) is shown as
+ * written, escaped: Slack refuses an empty text object.
+ */
 export function fitMarkdown(md: string, maxChars: number): Excerpt {
+  const shown = convertedExcerpt(md, maxChars);
+  const visible = shown.text.replaceAll(ELLIPSIS, "").trim();
+  return visible || !md.trim() ? shown : fitMrkdwn(md, maxChars);
+}
+
+function convertedExcerpt(md: string, maxChars: number): Excerpt {
   const read = Math.max(0, maxChars) * MARKDOWN_READ_FACTOR + 64;
   if (md.length <= read) return excerpt(markdownToMrkdwn(md), maxChars);
   let head = safeSlice(md, read);

@@ -5,12 +5,15 @@ import { outcomesOf } from "../../../domain/flow-outcomes.js";
 import type { Logger } from "../../../log/log.js";
 import type { FlowNotice, FlowNotifier, FlowRequest, FlowRequestContext } from "../../../usecases/ports.js";
 import {
+  blockTextLength,
+  buildRefusedChannelHeader,
+  type FlowMessageParams,
   type FlowRequestState,
   flowNoticeText,
+  flowOutputNeedsFile,
   flowRequestMessage,
-  outputNeedsFile,
   pendingNotesOf,
-  reviewReserve,
+  type RefusedChannelFacts,
   type SlackMessage,
   withRefusedHeader,
 } from "../blocks/index.js";
@@ -21,15 +24,24 @@ import { editFileNeeded, effectMetadata, findPostedMessage, openConversation, sa
 const GROUP_DM_MAX = 8;
 
 export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
-  // Moved to a direct message because Slack refused the flow's channel: it says so on top.
-  const refused = request.movedFrom
-    ? {
-        channelId: request.movedFrom,
-        reason: request.movedBecause ?? "",
-        subject: { kind: "flow" as const, flowName: request.flowName, methodName: request.methodName ?? undefined },
-      }
-    : undefined;
-  const message = flowRequestMessage({
+  return withRefusedHeader(flowRequestMessage(flowParamsFor(request, note, context)), refusedFacts(request));
+}
+
+/** Moved to a direct message because Slack refused the flow's channel: the message says so on top. */
+function refusedFacts(request: FlowRequest): RefusedChannelFacts | undefined {
+  if (!request.movedFrom) return undefined;
+  return {
+    channelId: request.movedFrom,
+    reason: request.movedBecause ?? "",
+    subject: { kind: "flow", flowName: request.flowName, methodName: request.methodName ?? undefined },
+  };
+}
+
+/** What a request's message shows: one place, so the file decision (requestNeedsFile) measures the message as posted. */
+function flowParamsFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): FlowMessageParams {
+  const refused = refusedFacts(request);
+  const params: FlowMessageParams = {
+    ...(refused ? { besides: blockTextLength(buildRefusedChannelHeader(refused).blocks) } : {}),
     ...(context.approvals ? { approvals: context.approvals } : {}),
     ...(context.edit ? { edit: context.edit, editFileAttached: editFileNeeded(request.output, context.edit.text) } : {}),
     requestId: request.id,
@@ -46,11 +58,11 @@ export function flowMessageFor(request: FlowRequest, note?: string, context: Flo
     outcome: request.outcome ?? undefined,
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
-    outputTruncated: request.fileAttached || outputNeedsFile(request.output, reviewReserve(context)),
+    outputTruncated: request.fileAttached,
     byDeadline: request.decidedByDeadline,
     pendingNotes: pendingNotesOf(request, new Date()),
-  });
-  return withRefusedHeader(message, refused);
+  };
+  return { ...params, outputTruncated: request.fileAttached || flowOutputNeedsFile(params) };
 }
 
 export class SlackFlowEffects implements FlowNotifier {
@@ -94,7 +106,7 @@ export class SlackFlowEffects implements FlowNotifier {
   }
 
   requestNeedsFile(request: FlowRequest, context: FlowRequestContext = {}): boolean {
-    return outputNeedsFile(request.output, reviewReserve(context));
+    return flowOutputNeedsFile(flowParamsFor(request, undefined, context));
   }
 
   editNeedsFile(request: FlowRequest, edit: { text: string }): boolean {
