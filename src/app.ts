@@ -184,9 +184,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // The same, without retries of their own: a post that may have reached Slack (a 5xx, no answer) is
   // looked for before it is sent again, where retrying blindly would show it twice (the run's announcement).
   const oneShotOptions = { ...clientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger };
-  const oneShotClients: SlackClients = installations
-    ? new InstalledClients(installations, oneShotOptions)
-    : singleTokenClients(new webApi.WebClient(config.slack.botToken, oneShotOptions));
+  const installedOneShotClients = installations ? new InstalledClients(installations, oneShotOptions) : undefined;
+  const oneShotClients: SlackClients = installedOneShotClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, oneShotOptions));
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
@@ -427,8 +426,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     registerUninstall(app, {
       db: database.sql,
       installations,
-      // Both client caches (request path and outbox) drop an uninstalled workspace at once.
-      clients: { forget: (match) => [installedClients, installedEffectClients].forEach((c) => c?.forget(match)) },
+      // Every client cache (request path, its one-shot posts, outbox) drops an uninstalled workspace at once.
+      clients: { forget: (match) => [installedClients, installedOneShotClients, installedEffectClients].forEach((c) => c?.forget(match)) },
       log,
       clock: opts.clock,
     });
