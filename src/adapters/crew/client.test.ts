@@ -580,6 +580,15 @@ describe("CrewClient stop", () => {
     expect(crew.seen).toHaveLength(1);
   });
 
+  it.each([
+    { error: "Not Found", message: "Execution ID not found" },
+    { error: "Execution not found", message: "No execution found with ID: k-1" },
+  ])("reads a 404 naming the execution (%j) as a run the crew has no record of, not as a deployment without /stop", async (body) => {
+    const crew = await startCrew((_req, res) => send(res, 404, body));
+    expect(await client(crew.url).stop("k-1")).toMatchObject({ outcome: "ended" });
+    expect(crew.seen).toHaveLength(1);
+  });
+
   it.each([409, 400])("reads %i saying so as a run that had already ended", async (status) => {
     const crew = await startCrew((_req, res) => send(res, status, { message: "Execution already completed" }));
     expect(await client(crew.url).stop("k-1")).toEqual({ outcome: "ended", message: "Execution already completed" });

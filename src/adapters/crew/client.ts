@@ -158,7 +158,7 @@ export class CrewClient implements CrewApi {
 
   /**
    * POST /stop/{kickoff_id}: any 2xx is "stopped" (its body is not published); 404 and 405 mean the
-   * deployment has no /stop; 409, or a 400 naming a finished state, that the run had already ended.
+   * deployment has no /stop, but a 404 naming the execution that the crew has no such run (ended); 409, or a 400 naming a finished state, that the run had already ended.
    * Other failures throw (another 400 is a refusal, in the crew's words).
    */
   async stop(kickoffId: string): Promise<StopResult> {
@@ -167,6 +167,8 @@ export class CrewClient implements CrewApi {
       return { outcome: "stopped" };
     } catch (e) {
       if (!isCrewError(e) || e.status === undefined) throw e;
+      // A 404 naming the execution is the crew's "no such run" (field notes), not a deployment without /stop.
+      if (e.status === 404 && namesMissingExecution(e.serviceMessage)) return { outcome: "ended", ...(e.serviceMessage ? { message: e.serviceMessage } : {}) };
       if (e.status === 404 || e.status === 405) return { outcome: "not_supported", status: e.status };
       if (e.status === 409 || (e.status === 400 && namesFinishedState(e.serviceMessage))) return { outcome: "ended", ...(e.serviceMessage ? { message: e.serviceMessage } : {}) };
       throw e;
@@ -272,6 +274,12 @@ function mayRetry(method: Method, e: CrewError): boolean {
   if (status !== undefined && COLD_START_STATUSES.has(status)) return method === "GET" || status !== 504;
   if (method === "GET") return e.kind === "unreachable" || e.kind === "timeout";
   return errorCode(e.cause) === "ECONNREFUSED";
+}
+
+/** Whether a 404's words are about the execution ("Execution ID not found", "No execution found with ID: …"). */
+function namesMissingExecution(message: string | undefined): boolean {
+  const text = message?.toLowerCase() ?? "";
+  return (text.includes("not found") || text.includes("no execution")) && (text.includes("execution") || text.includes("kickoff"));
 }
 
 /** Words by which a 400 from /stop says the run had ended (field notes); "failed" alone is too often a refusal's word. */
