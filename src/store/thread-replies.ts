@@ -42,6 +42,16 @@ export async function claimThreadReplyAnswer(on: On, id: string, now: Date): Pro
   return Number(res.numUpdatedRows) === 1;
 }
 
+/** A reply deleted in Slack: its words are forgotten and its question can no longer be answered (the row stays, against a repeated delivery). */
+export async function forgetDeletedThreadReply(on: On, p: { channelId: string; ts: string }, now: Date): Promise<void> {
+  await on
+    .updateTable("ThreadReply")
+    .set((eb) => ({ text: null, answeredAt: eb.fn.coalesce("answeredAt", eb.val(now)) }))
+    .where("channelId", "=", p.channelId)
+    .where("ts", "=", p.ts)
+    .execute();
+}
+
 /** Forgets replies recorded before `before` (no delivery is repeated that late, and questions are answered by then). */
 export async function deleteThreadRepliesBefore(on: On, before: Date): Promise<number> {
   const res = await on.deleteFrom("ThreadReply").where("createdAt", "<", before).executeTakeFirst();

@@ -223,6 +223,20 @@ describe("deciding a review by replying in its thread", () => {
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: round2.reviewId } })).state).toBe("pending");
   });
 
+  it("a reply deleted after its question was asked is not sent by the question, and its words are not kept", async () => {
+    h = await startHarness();
+    const { threadTs } = await runWaitingForReview();
+    const event = replyEvent("Actually the intro is wrong, ignore me", threadTs);
+    await h.requests.event(event);
+    const question = await questionFor(USER);
+    await h.requests.event({ type: "message", subtype: "message_deleted", hidden: true, channel: CHANNEL, ts: newTs(), deleted_ts: event.ts, previous_message: { ...event } });
+    await eventually(async () => (await prismaOf(h.bot.database).threadReply.findFirstOrThrow({ where: { ts: event.ts } })).text === null, { what: "the words forgotten" });
+    await clickQuestion(question, REPLY_REJECT_ACTION);
+    await eventually(() => /can't match this button/.test(shownQuestion(question)?.text ?? ""), { what: "the refusal in place" });
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(0);
+  });
+
   it("talk from people who may not decide, bot messages, edits, other subtypes and other threads are ignored without a word; their approve or reject is told who decides", async () => {
     h = await startHarness();
     const { threadTs, review } = await runWaitingForReview();

@@ -38,6 +38,8 @@ const threadReply = z.object({
   text: z.string(),
 });
 
+const deletedMessage = z.object({ channel: id, deleted_ts: ts });
+
 const questionClick = z.object({
   user: z.object({ id }),
   channel: z.object({ id }).optional(),
@@ -53,6 +55,12 @@ const CHOICES: Record<string, ReplyChoice> = { [REPLY_REJECT_ACTION]: "reject", 
 export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: ReplyDecisions): void {
   app.event("message", async ({ event, body, client, context }) => {
     const raw = event as unknown as Record<string, unknown>;
+    // A reply deleted after its private question was asked: the question must not send it.
+    if (raw.subtype === "message_deleted") {
+      const deleted = deletedMessage.safeParse(raw);
+      if (deleted.success) await replies.onDeleted(deleted.data.channel, deleted.data.deleted_ts).catch((err) => deps.log.warn("a deleted reply could not be forgotten", { err }));
+      return;
+    }
     // Most messages are not replies in a thread: left before anything else is read.
     if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || raw.subtype !== undefined || raw.bot_id !== undefined) return;
     // Any size: cut first, then made storable (NUL, lone surrogates), then parsed.
