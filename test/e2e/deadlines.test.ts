@@ -270,7 +270,8 @@ describe("review deadlines", () => {
 });
 
 describe("escalation after the last reminder", () => {
-  it("mentions escalateTo after the last reminder; they may decide only from then on", async () => {
+  /** One reminder a minute after the review, then Carol as escalateTo; Bob is the reviewer. */
+  async function startEscalating() {
     const clock = offsetClock();
     h = await startHarness({
       config: { reviewReminders: { afterMinutes: 1, max: 1 } },
@@ -278,6 +279,11 @@ describe("escalation after the last reminder", () => {
       crewline: { clock },
     });
     setRules(h, [BOB]);
+    return clock;
+  }
+
+  it("mentions escalateTo after the last reminder; they may decide only from then on", async () => {
+    const clock = await startEscalating();
     const execution = await startRunViaSlack(h);
     const pending = await pendingReview(h);
 
@@ -309,13 +315,7 @@ describe("escalation after the last reminder", () => {
   });
 
   it("an escalation Slack held back (429) is not posted once the review was decided meanwhile", async () => {
-    const clock = offsetClock();
-    h = await startHarness({
-      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
-      research: { escalateTo: { users: [CAROL], usergroups: [] } },
-      crewline: { clock },
-    });
-    setRules(h, [BOB]);
+    const clock = await startEscalating();
     const execution = await startRunViaSlack(h);
     const pending = await pendingReview(h);
     await h.settled();

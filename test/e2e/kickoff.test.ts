@@ -10,6 +10,17 @@ afterEach(async () => {
   await h?.close();
 });
 
+/** The first form the bot showed (views.update) that says `text`, as JSON. */
+const formSaying = (text: string, what: string) =>
+  eventually(
+    () =>
+      h.slack
+        .callsTo("views.update")
+        .map((c) => JSON.stringify(c.args.view))
+        .find((v) => v.includes(text)),
+    { what },
+  );
+
 describe("kickoff from Slack", () => {
   it("opens a loading modal at once, then fills it with the crew's declared inputs", async () => {
     h = await startHarness({ crew: { inputs: ["topic", "current_year"], inputsDelayMs: 300 } });
@@ -189,14 +200,7 @@ describe("kickoff from Slack", () => {
   it("a kickoff the crew took but whose answer was lost (504): the run stays, its first callback adopts it, and it is reviewed and resumed like any run", async () => {
     h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 504, times: 1, afterHandling: true }] } });
     await kickoffViaSlack(h, { topic: "tides" });
-    const told = await eventually(
-      () =>
-        h.slack
-          .callsTo("views.update")
-          .map((c) => JSON.stringify(c.args.view))
-          .find((v) => v.includes("⏳")),
-      { what: "the unconfirmed form" },
-    );
+    const told = await formSaying("⏳", "the unconfirmed form");
     expect(told).toMatch(/may have gone through.*If \*research\* started, its progress shows in the run's thread/);
     const review = await pendingReview(h);
     const run = await prismaOf(h.bot.database).execution.findFirstOrThrow();
@@ -215,7 +219,7 @@ describe("kickoff from Slack", () => {
     const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
     h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 504, times: 1 }] }, crewline: { clock } });
     await kickoffViaSlack(h, { topic: "tides" });
-    await eventually(() => h.slack.callsTo("views.update").some((c) => JSON.stringify(c.args.view).includes("⏳")), { what: "the unconfirmed form" });
+    await formSaying("⏳", "the unconfirmed form");
     const run = await prismaOf(h.bot.database).execution.findFirstOrThrow();
     await h.bot.watcher.recover();
     expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("starting");
@@ -232,16 +236,7 @@ describe("kickoff from Slack", () => {
     h = await startHarness();
     vi.spyOn(h.bot.lifecycle.runs, "create").mockRejectedValueOnce(new Error("Can't reach database server at 127.0.0.1:5432"));
     await kickoffViaSlack(h, { topic: "tides" });
-    const told = await eventually(
-      () =>
-        h.slack
-          .callsTo("views.update")
-          .map((c) => JSON.stringify(c.args.view))
-          .find((v) => v.includes("could not reach its database")),
-      {
-        what: "the form's answer",
-      },
-    );
+    const told = await formSaying("could not reach its database", "the form's answer");
     expect(told).toContain(NOT_STARTED_NO_DATABASE);
     expect(told).not.toContain("5432");
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(0);
