@@ -52,6 +52,19 @@ export async function forgetDeletedThreadReply(on: On, p: { channelId: string; t
     .execute();
 }
 
+/** A reply edited in Slack by its author: a question not yet answered sends the words as they read now. */
+export async function editThreadReplyText(on: On, p: { channelId: string; ts: string; userId: string; text: string }): Promise<void> {
+  await on
+    .updateTable("ThreadReply")
+    .set({ text: p.text })
+    .where("channelId", "=", p.channelId)
+    .where("ts", "=", p.ts)
+    .where("userId", "=", p.userId)
+    .where("text", "is not", null)
+    .where("answeredAt", "is", null)
+    .execute();
+}
+
 /** Forgets replies recorded before `before` (no delivery is repeated that late, and questions are answered by then). */
 export async function deleteThreadRepliesBefore(on: On, before: Date): Promise<number> {
   const res = await on.deleteFrom("ThreadReply").where("createdAt", "<", before).executeTakeFirst();

@@ -10,7 +10,15 @@ import type { Logger } from "../log/log.js";
 import { findFlowRequestByMessage } from "../store/flow-requests.js";
 import { type ReviewWithExecution, reviewsInThread } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
-import { claimThreadReplyAnswer, deleteThreadRepliesBefore, findThreadReply, forgetDeletedThreadReply, type NewThreadReply, recordThreadReply } from "../store/thread-replies.js";
+import {
+  claimThreadReplyAnswer,
+  deleteThreadRepliesBefore,
+  editThreadReplyText,
+  findThreadReply,
+  forgetDeletedThreadReply,
+  type NewThreadReply,
+  recordThreadReply,
+} from "../store/thread-replies.js";
 import { isBlank } from "../text/blank.js";
 import { type AccessPorts, fromItsWorkspace, replyInReviewThread, replyMayAnswerFlowRequest, replyMayDecide, reviewerGate } from "./access.js";
 import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "./flows.js";
@@ -328,6 +336,11 @@ export class ReplyDecisions {
   /** A reply deleted in Slack: its words are not kept, nor sent as feedback by a question asked about it before. */
   async onDeleted(channelId: string, ts: string): Promise<void> {
     await forgetDeletedThreadReply(this.sql, { channelId, ts }, this.clock.now());
+  }
+
+  /** A reply its author edited (its text already cut): a question still open about it sends the new words. */
+  async onEdited(channelId: string, ts: string, userId: string, text: string): Promise<void> {
+    await editThreadReplyText(this.sql, { channelId, ts, userId, text });
   }
 
   /** A refused approve or reject: told once per Slack message (a repeated delivery says nothing); undefined: nothing to tell. */

@@ -223,6 +223,22 @@ describe("deciding a review by replying in its thread", () => {
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: round2.reviewId } })).state).toBe("pending");
   });
 
+  it("a reply edited after its question was asked: Reject with this sends the words as they read now", async () => {
+    h = await startHarness();
+    const { threadTs } = await runWaitingForReview();
+    const event = replyEvent("Cite the 2019 survey", threadTs);
+    await h.requests.event(event);
+    const question = await questionFor(USER);
+    const edited = { ...event, text: "Cite the 2020 survey instead" };
+    await h.requests.event({ type: "message", subtype: "message_changed", hidden: true, channel: CHANNEL, ts: newTs(), message: edited, previous_message: event });
+    await eventually(async () => (await prismaOf(h.bot.database).threadReply.findFirstOrThrow({ where: { ts: event.ts } })).text === edited.text, { what: "the edit taken" });
+    // Someone else's edit event naming the reply changes nothing.
+    await h.requests.event({ type: "message", subtype: "message_changed", hidden: true, channel: CHANNEL, ts: newTs(), message: { ...edited, user: BOB, text: "Bob's words" } });
+    await clickQuestion(question, REPLY_REJECT_ACTION);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: "Cite the 2020 survey instead" });
+  });
+
   it("a reply deleted after its question was asked is not sent by the question, and its words are not kept", async () => {
     h = await startHarness();
     const { threadTs } = await runWaitingForReview();

@@ -39,6 +39,8 @@ const threadReply = z.object({
 });
 
 const deletedMessage = z.object({ channel: id, deleted_ts: ts });
+/** The edited message of a message_changed event; its text is read apart (any size, cut first). */
+const changedMessage = z.object({ channel: id, message: z.object({ ts, thread_ts: ts, user: id, bot_id: z.undefined().optional() }) });
 
 const questionClick = z.object({
   user: z.object({ id }),
@@ -59,6 +61,16 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     if (raw.subtype === "message_deleted") {
       const deleted = deletedMessage.safeParse(raw);
       if (deleted.success) await replies.onDeleted(deleted.data.channel, deleted.data.deleted_ts).catch((err) => deps.log.warn("a deleted reply could not be forgotten", { err }));
+      return;
+    }
+    // A reply edited after its private question was asked: the question sends it as it reads now.
+    if (raw.subtype === "message_changed") {
+      const changed = changedMessage.safeParse(raw);
+      const text = (raw.message as { text?: unknown } | undefined)?.text;
+      if (changed.success && typeof text === "string" && changed.data.message.thread_ts !== changed.data.message.ts) {
+        const { channel, message } = changed.data;
+        await replies.onEdited(channel, message.ts, message.user, sanitizeText(cutReply(text).text)).catch((err) => deps.log.warn("an edited reply could not be taken", { err }));
+      }
       return;
     }
     // Most messages are not replies in a thread: left before anything else is read.
