@@ -195,8 +195,10 @@ export function unstartedRuns(db: Sql, p: { before: Date; limit: number }): Prom
 }
 
 /**
- * Whether the run is in one of `states`, holding it there until the transaction ends (a share lock: a
- * stop or finish waits for the transaction, and then sees what it wrote).
+ * Whether the run is in one of `states`, holding it there until the transaction ends: a stop or finish
+ * waits for the transaction, and then sees what it wrote. The lock is the one an update takes, not a
+ * share lock: the transaction may go on to update the run, and two that upgraded a share lock each
+ * would deadlock.
  */
 export async function holdInStates(tx: Sql, id: string, states: readonly string[]): Promise<boolean> {
   if (!states.length) return false;
@@ -205,7 +207,7 @@ export async function holdInStates(tx: Sql, id: string, states: readonly string[
     .select("id")
     .where("id", "=", id)
     .where("state", "in", [...states])
-    .forShare()
+    .forNoKeyUpdate()
     .executeTakeFirst());
 }
 

@@ -285,10 +285,11 @@ export async function retakeDecision(db: Sql, id: string, p: { seen: Date; now: 
  */
 export async function reviewsInThread(db: Sql, p: { channelId: string; threadTs: string; limit: number }): Promise<ReviewWithExecution[]> {
   const sql = db;
-  // Runs started from messages of the thread share it: the newest, as many as reviews are read.
+  // Runs started from messages of the thread share it: the newest, as many as reviews are read (their
+  // ids only: a finished run's row carries its output, and only the runs of the reviews found are read).
   const runs = await sql
     .selectFrom("Execution")
-    .selectAll()
+    .select("id")
     .where("channelId", "=", p.channelId)
     .where("threadTs", "=", p.threadTs)
     .orderBy("createdAt", "desc")
@@ -309,12 +310,10 @@ export async function reviewsInThread(db: Sql, p: { channelId: string; threadTs:
         .execute()
     : [];
   const moved = await sql.selectFrom("Review").selectAll().where("channelId", "=", p.channelId).where("messageTs", "=", p.threadTs).limit(1).execute();
-  const executions = new Map(runs.map((r) => [r.id, r]));
-  for (const [id, run] of await findExecutions(
+  const executions = await findExecutions(
     db,
-    moved.map((r) => r.executionId).filter((id) => !executions.has(id)),
-  ))
-    executions.set(id, run);
+    [...ofRuns, ...moved].map((r) => r.executionId),
+  );
   return [...ofRuns, ...moved].flatMap((review) => {
     const execution = executions.get(review.executionId);
     return execution ? [{ ...review, execution }] : [];

@@ -205,6 +205,20 @@ describe("flow requests on the database: state, audit and effects commit togethe
     }
   });
 
+  it("a refusal from the flow that could not be stored is an error, never told as an answer the flow took", async () => {
+    const server = http.createServer((_req, res) => res.writeHead(409, { "content-type": "application/json" }).end('{"error":"already answered"}'));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { flows, outbox } = flowsWith({});
+      const id = await pendingRequest({ callbackUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb` });
+      outbox.failOn = "flow.show";
+      await expect(flows.decide({ requestId: id, userId: BOB, outcomeIndex: 0, feedback: "", fromHome: true })).rejects.toThrow(/flow.show/);
+      expect((await row(id)).state).toBe("deciding");
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it("an escalation writes its claim, its audit row and its effects at once, or none of them", async () => {
     const outbox = new FailingOutbox(db.database.sql, clock);
     const flows = new FlowRequests({

@@ -391,7 +391,8 @@ export class FlowRequests {
             : [],
       }));
     } catch (err) {
-      if (!ok) throw err;
+      // Only an answer the flow took: a refusal not stored is an error like any other.
+      if (answer.kind !== "ok") throw err;
       // The flow has its answer; only storing that failed. Saying "nothing was sent" would be wrong.
       this.deps.log.error("flow answer delivered but could not be stored", { id: request.id, err });
       return { kind: "unrecorded", request };

@@ -298,3 +298,27 @@ describe("a task output recorded just before its run ended", () => {
     expect(await prisma.slackEffect.count({ where: { kind: "review.post" } })).toBe(0);
   });
 });
+
+describe("two reviews of one run opening at once", () => {
+  let lifecycle: Lifecycle;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    ({ lifecycle } = lifecycleWith({ get: () => crew }));
+  });
+  afterEach(async () => db.drop());
+
+  it("both open (on PostgreSQL they run side by side, and neither deadlocks the other)", async () => {
+    for (let i = 0; i < 5; i++) {
+      const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
+      await lifecycle.runs.setThread(created.id, `10${i}.0`);
+      const live = await lifecycle.runs.kickedOff(created.id, `k-${i}`);
+      // Tasks awaited in parallel: two human-input requests for two tasks of the run.
+      const opened = await Promise.all(
+        ["draft", "facts"].map((name) => lifecycle.reviews.awaitDecision(live, { taskKey: name, name, output: `${OUTPUT} ${name}` }, { source: "input" })),
+      );
+      expect(opened.map((r) => r?.state)).toEqual(["pending", "pending"]);
+    }
+  });
+});
