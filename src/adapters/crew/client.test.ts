@@ -602,6 +602,19 @@ describe("CrewClient stop", () => {
     },
   );
 
+  it.each([
+    [400, "Execution cannot be stopped while awaiting human input"],
+    [400, "Stop is not allowed until the current step has completed"],
+  ])("reads a %i that names a state only to refuse (%j) as a refused stop, not an ended run", async (status, message) => {
+    const crew = await startCrew((_req, res) => send(res, status, { message }));
+    expect((await failure(client(crew.url).stop("k-1"))).kind).toBe("bad_request");
+  });
+
+  it("reads a 404 that names no execution (a route) as a deployment without /stop", async () => {
+    const crew = await startCrew((_req, res) => send(res, 404, { message: "Kickoff not found in route table" }));
+    expect(await client(crew.url).stop("k-1")).toEqual({ outcome: "not_supported", status: 404 });
+  });
+
   it("reads any other 400 as a refused stop, in the crew's words, asked once", async () => {
     const crew = await startCrew((_req, res) => send(res, 400, { error: "Bad Request", message: "kickoff_id is not a valid UUID" }));
     const e = await failure(client(crew.url).stop("k-1"));

@@ -279,7 +279,7 @@ function mayRetry(method: Method, e: CrewError): boolean {
 /** Whether a 404's words are about the execution ("Execution ID not found", "No execution found with ID: …"). */
 function namesMissingExecution(message: string | undefined): boolean {
   const text = message?.toLowerCase() ?? "";
-  return (text.includes("not found") || text.includes("no execution")) && (text.includes("execution") || text.includes("kickoff"));
+  return text.includes("execution") && (text.includes("not found") || text.includes("no execution"));
 }
 
 /** Words by which a 400 from /stop says the run had ended (field notes); "failed" alone is too often a refusal's word. */
@@ -287,11 +287,14 @@ const FINISHED_WORDS = new Set(["ended", "finished", "completed", "stopped", "ca
 /** "not running", "no longer running", "isn't running", "not active". */
 const NEGATIONS = new Set(["not", "longer", "t"]);
 const RUNNING_WORDS = new Set(["running", "active"]);
+const REFUSAL_WORDS = new Set(["cannot", "can", "unable", "until", "while", "before", "unless"]);
 
 /** Whether a /stop refusal's words name a finished state. Split into words, not matched by pattern: the text is the crew's. */
 function namesFinishedState(message: string | undefined): boolean {
   if (!message) return false;
   const words = message.toLowerCase().split(/[^a-z]+/);
+  // "cannot be stopped while…", "not allowed until … has completed": a refusal that names a state, not an end.
+  if (words.some((word, i) => REFUSAL_WORDS.has(word) || (word === "not" && words[i + 1] === "allowed"))) return false;
   return words.some((word, i) => FINISHED_WORDS.has(word) || (word === "failed" && words[i - 1] === "already") || (NEGATIONS.has(word) && RUNNING_WORDS.has(words[i + 1] ?? "")));
 }
 
