@@ -125,11 +125,25 @@ describe("startRun", () => {
     expect(lost.calls).toEqual(["create", "setThread 100.1"]);
 
     const unstored = fakes();
+    let tries = 0;
     unstored.deps.runs.kickedOff = async () => {
+      tries++;
       throw new Error("connection lost");
     };
     expect(await startRun(unstored.deps, req)).toMatchObject({ kind: "unrecorded", kickoffId: "k1" });
     expect(unstored.calls).toEqual(["create", "setThread 100.1"]);
     expect(unstored.kickoff).toHaveBeenCalledOnce();
+    expect(tries).toBe(3);
+
+    // Stored on a second try: started, as if nothing had happened.
+    const once = fakes();
+    const kickedOff = once.deps.runs.kickedOff;
+    let failures = 1;
+    once.deps.runs.kickedOff = async (...args) => {
+      if (failures-- > 0) throw new Error("deadlock detected");
+      return kickedOff(...args);
+    };
+    expect(await startRun(once.deps, req)).toMatchObject({ kind: "started", kickoffId: "k1" });
+    expect(once.kickoff).toHaveBeenCalledOnce();
   });
 });

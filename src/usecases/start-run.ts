@@ -135,14 +135,24 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) return { kind: "missing_inputs", missing: err.missingInputs, reason, execution };
     return { kind: "failed", reason, execution };
   }
-  try {
-    // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
-    const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
-    deps.onRunStarted?.(started);
-    return { kind: "started", execution: started, kickoffId };
-  } catch (err) {
-    // The crew runs it: "could not start" would be false, and a second start would run it twice.
-    deps.log.error("kickoff taken but not stored", { executionId: execution.id, kickoffId, err });
-    return { kind: "unrecorded", execution, kickoffId };
+  // The crew runs it: its kickoff id must be stored (tried again, as a transaction PostgreSQL failed
+  // may go through the next time); "could not start" would be false, and a second start would run it twice.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // The audit record and the announcement's update (an outbox effect) go with the stored kickoff.
+      const started = await runs.kickedOff(execution.id, kickoffId, { userId: req.userId, inputs: req.inputs });
+      deps.onRunStarted?.(started);
+      return { kind: "started", execution: started, kickoffId };
+    } catch (err) {
+      if (attempt < STORE_ATTEMPTS) {
+        await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+        continue;
+      }
+      deps.log.error("kickoff taken but not stored", { executionId: execution.id, kickoffId, err });
+      return { kind: "unrecorded", execution, kickoffId };
+    }
   }
 }
+
+/** How many times a kickoff id the crew gave is stored before the person is told it was not. */
+const STORE_ATTEMPTS = 3;

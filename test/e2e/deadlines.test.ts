@@ -152,8 +152,8 @@ describe("review deadlines", () => {
     await eventually(() => messageText(h, pending.msg.ts).includes("its reviewers will be reminded"));
     await h.settled();
 
-    // Slack turns the reminder away for 3 s; Bob approves meanwhile.
-    h.slack.rateLimitNext("chat.postMessage", 1, 3);
+    // Slack turns the reminder away for 5 s; Bob approves meanwhile.
+    h.slack.rateLimitNext("chat.postMessage", 1, 5);
     clock.offsetMs = 31 * MIN;
     expect(await h.bot.reviewRequests.deadlinesDue()).toBe(1);
     await eventually(() => h.slack.callsTo("chat.postMessage").some((c) => c.error === "ratelimited" && /⏰/.test(String(c.args.text))), {

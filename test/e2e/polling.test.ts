@@ -171,10 +171,11 @@ describe("status polling", () => {
     const execution = await kickedOff(h);
     const review = await nextReview(h);
     expect(messageText(h, review.msg.ts)).toContain(APPROVE_ACTION);
-    // Someone cancels it in the platform's own UI: the crew stops it, and its status says so in its own word.
+    // Someone cancels it in the platform's own UI: the crew stops it, and its status says so in its own
+    // word (set first: a poll between the stop and the override would read the stand-in's STOPPED).
+    h.crew.setOptions({ failWith: [{ endpoint: "status", status: 200, body: { state: "CANCELLED", result: "", last_executed_task: null } }] });
     const cancelled = await fetch(`${h.crew.url}/stop/${execution.kickoffId}`, { method: "POST", headers: { authorization: `Bearer ${CREW_TOKEN}` } });
     expect(cancelled.status).toBe(200);
-    h.crew.setOptions({ failWith: [{ endpoint: "status", status: 200, body: { state: "CANCELLED", result: "", last_executed_task: null } }] });
 
     const ended = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
       what: "the ended run",
@@ -182,13 +183,13 @@ describe("status polling", () => {
     });
     expect(ended.state).toBe("failed");
     expect(ended.finishedAt).not.toBeNull();
-    expect(ended.error).toBe("The crew reports this run CANCELLED: it was stopped outside Crewline, or by a stop the crew did not confirm.");
+    expect(ended.error).toBe("The crew reports this run CANCELLED: it was stopped or cancelled.");
     await h.settled();
     expect(completionPosts(h)).toHaveLength(1);
-    expect(JSON.stringify(completionPosts(h)[0]!.args.blocks)).toContain("The crew reports this run CANCELLED: it was stopped outside Crewline");
+    expect(JSON.stringify(completionPosts(h)[0]!.args.blocks)).toContain("The crew reports this run CANCELLED: it was stopped or cancelled");
     // The announcement says so too, and offers no Stop any more.
     const announcement = messageText(h, execution.threadTs!);
-    expect(announcement).toContain("The crew reports this run CANCELLED: it was stopped outside Crewline");
+    expect(announcement).toContain("The crew reports this run CANCELLED: it was stopped or cancelled");
     expect(announcement).not.toContain(STOP_ACTION);
     expect(messageText(h, review.msg.ts)).not.toContain(APPROVE_ACTION);
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state).toBe("closed");

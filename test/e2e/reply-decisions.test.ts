@@ -234,6 +234,7 @@ describe("deciding a review by replying in its thread", () => {
     await eventually(async () => (await prismaOf(h.bot.database).threadReply.findFirstOrThrow({ where: { ts: event.ts } })).text === edited.text, { what: "the edit taken" });
     // Someone else's edit event naming the reply changes nothing.
     await h.requests.event({ type: "message", subtype: "message_changed", hidden: true, channel: CHANNEL, ts: newTs(), message: { ...edited, user: BOB, text: "Bob's words" } });
+    await settle();
     await clickQuestion(question, REPLY_REJECT_ACTION);
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
     expect(resumeBody(0)).toMatchObject({ is_approve: false, human_feedback: "Cite the 2020 survey instead" });

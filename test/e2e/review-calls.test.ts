@@ -235,7 +235,7 @@ describe("a run's last task and its end, sent back to back", () => {
   const lastTask = (run: Run) => send(run, "task", { name: "polish", agent: "Writer", output: "LAST TASK OUTPUT", kickoff_id: run.kickoffId });
   const lastTaskShown = () => h.slack.messages(CHANNEL).some((m) => m.thread_ts && JSON.stringify(m.blocks ?? []).includes("LAST TASK OUTPUT"));
 
-  it("the task is shown before the run ends, even while its processing is slower than the end's", async () => {
+  it("the task is shown, not dropped by the run's end, even while its processing is slower than the end's", async () => {
     const run = await start();
     // The task's processing takes a while (a slow database); the end's does not.
     const open = h.bot.lifecycle.reviews.open.bind(h.bot.lifecycle.reviews);

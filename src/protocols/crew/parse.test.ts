@@ -151,14 +151,14 @@ describe("parseStatus", () => {
   it.each(["STOPPED", "CANCELLED", "CANCELED", "cancelled", "Canceled", " stopped "])("reads the cancelled state %j as finished, saying plainly that it was stopped", (state) => {
     const s = parseStatus({ state });
     expect(s.phase).toBe("failed");
-    expect(s.error).toBe(`The crew reports this run ${state.trim()}: it was stopped outside Crewline, or by a stop the crew did not confirm.`);
+    expect(s.error).toBe(`The crew reports this run ${state.trim()}: it was stopped or cancelled.`);
     // The older lower-case `status` alone says it too.
     expect(parseStatus({ status: state }).phase).toBe("failed");
   });
 
   it("keeps the crew's own words about a cancelled run after saying it was stopped", () => {
     expect(parseStatus({ state: "CANCELLED", status: "Cancelled by jane@example.com" }).error).toBe(
-      "The crew reports this run CANCELLED: it was stopped outside Crewline, or by a stop the crew did not confirm. The crew says: Cancelled by jane@example.com",
+      "The crew reports this run CANCELLED: it was stopped or cancelled. The crew says: Cancelled by jane@example.com",
     );
     expect(parseStatus({ state: "STOPPED", error: { message: "Stopped from the dashboard" } }).error).toMatch(
       /^The crew reports this run STOPPED: .* The crew says: Stopped from the dashboard$/,

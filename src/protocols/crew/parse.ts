@@ -221,11 +221,11 @@ function isCancelledState(state: string): boolean {
 }
 
 /**
- * The end of a run the crew reports cancelled. Crewline records the stops the crew confirms itself, so
- * one reported here came from elsewhere (the platform's own UI) or from a stop whose answer was lost.
+ * The end of a run the crew reports cancelled. It says what, not why: a stop from the platform's own UI,
+ * or one of Crewline's whose answer or record was lost, read the same.
  */
 function cancelledText(state: string, crewWords: string | undefined): string {
-  const said = `The crew reports this run ${state.trim()}: it was stopped outside Crewline, or by a stop the crew did not confirm.`;
+  const said = `The crew reports this run ${state.trim()}: it was stopped or cancelled.`;
   return crewWords === undefined ? said : `${said} The crew says: ${crewWords}`;
 }
 
