@@ -135,8 +135,9 @@ export class ReplyDecisions {
     // A run started on a flow request's message shares its thread: a reply goes to whichever waits.
     if (request?.state === "pending") {
       if (!here.some((r) => r.state === "pending")) return this.onFlowReply(request, reply, ports);
-      if (replyIntent(reply.text).kind !== "other")
-        return (await this.record(reply, { text: null, reviewId: null, round: null, flowRequestId: request.id })) ? { kind: "both_waiting" } : IGNORED;
+      // Decisive for either: an approve or reject word, or one of the flow's own outcomes ("ship it").
+      const decisive = replyIntent(reply.text).kind !== "other" || flowReplyIntent(reply.text, outcomesOf(request)).kind === "outcome";
+      if (decisive) return (await this.record(reply, { text: null, reviewId: null, round: null, flowRequestId: request.id })) ? { kind: "both_waiting" } : IGNORED;
     }
     return this.onReviewReply(here, reply, ports);
   }

@@ -136,7 +136,8 @@ export class Runs {
     let ended = 0;
     for (const run of stale) {
       // Said as known: the crew's answer may have been lost rather than never given.
-      const error = "Crewline has no confirmation that the crew started this run, and no news of it came, so it stopped waiting for it. If the crew did start it, it may still be working.";
+      const error =
+        "Crewline has no confirmation that the crew started this run, and no news of it came, so it stopped waiting for it. If the crew did start it, it may still be working.";
       const done = await inTransaction(this.sql, async (tx) => {
         const changed = await updateExecution(tx, run.id, { state: to, error, finishedAt: now }, { states: from, noKickoffId: true }, now);
         if (changed === 1) await this.outbox.add(tx, { kind: "run.announcement", subjectId: run.id });

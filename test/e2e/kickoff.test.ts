@@ -228,7 +228,9 @@ describe("kickoff from Slack", () => {
     await h.bot.watcher.recover();
     const ended = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } });
     expect(ended).toMatchObject({ state: "kickoff_failed", kickoffId: null });
-    await eventually(() => h.slack.messages(CHANNEL).some((m) => JSON.stringify(m.blocks ?? []).includes("no confirmation that the crew started this run")), { what: "the announcement updated" });
+    await eventually(() => h.slack.messages(CHANNEL).some((m) => JSON.stringify(m.blocks ?? []).includes("no confirmation that the crew started this run")), {
+      what: "the announcement updated",
+    });
     expect(h.slack.callsTo("chat.delete")).toHaveLength(0);
   });
 

@@ -527,7 +527,7 @@ describe("answering a flow request by reply", () => {
   it("a run started on a request's message shares its thread: while both wait an approve is never a guess; then a reply goes to whichever waits", async () => {
     f = await startFlowHarness();
     h = f.h;
-    await f.flow.send({ output: "Draft one", message: "Please review" });
+    await f.flow.send({ output: "Draft one", message: "Please review", emit: ["ship", "hold"] });
     const request = await pendingFlowRequest(f.h, "Draft one");
     const viewsBefore = h.slack.callsTo("views.update").length;
     await h.requests.messageShortcut({
@@ -539,22 +539,24 @@ describe("answering a flow request by reply", () => {
     await submitKickoffForm(h, await kickoffFormShownAfter(h, viewsBefore), { topic: "draft" });
     const review = await pendingReview(h, { channel: FLOW_CHANNEL });
 
-    // Both wait: "approved" is taken as neither, and says so once.
+    // Both wait: "approved", or the flow's own outcome "ship", is taken as neither, and says so once each.
+    await h.requests.event(replyEvent("ship", request.msg.ts, { channel: FLOW_CHANNEL }));
+    await eventually(() => ephemeralsFor(USER).some((c) => /both wait/.test((c.args as any).text)), { what: "the both-waiting note for an outcome" });
     const both = replyEvent("approved", request.msg.ts, { channel: FLOW_CHANNEL });
     await h.requests.event(both);
     await eventually(() => ephemeralsFor(USER).some((c) => /both wait/.test((c.args as any).text)), { what: "the both-waiting note" });
     await h.requests.event(both, { retryNum: 1 });
     await settle();
-    expect(ephemeralsFor(USER).filter((c) => /both wait/.test((c.args as any).text))).toHaveLength(1);
+    expect(ephemeralsFor(USER).filter((c) => /both wait/.test((c.args as any).text))).toHaveLength(2);
     expect(resumeCalls(h)).toHaveLength(0);
     expect(f.flow.calls).toHaveLength(0);
 
     // The crew's review is decided with its button: a reply now answers the request, which still waits.
     await clickReview(h, review, true);
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
-    await h.requests.event(replyEvent("approved", request.msg.ts, { channel: FLOW_CHANNEL }));
+    await h.requests.event(replyEvent("ship", request.msg.ts, { channel: FLOW_CHANNEL }));
     await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
-    expect(f.flow.answers[0]).toMatchObject({ feedback: "approved" });
+    expect(f.flow.answers[0]).toMatchObject({ feedback: "ship" });
     await eventually(async () => (await flowRow(f!.h, request.id)).state === "answered");
     expect(resumeCalls(h)).toHaveLength(1);
   });
