@@ -38,7 +38,8 @@ const threadReply = z.object({
   text: z.string(),
 });
 
-const deletedMessage = z.object({ channel: id, deleted_ts: ts });
+/** A deleted reply in a thread (another deletion anywhere is left without a database write). */
+const deletedMessage = z.object({ channel: id, deleted_ts: ts, previous_message: z.object({ thread_ts: ts }) });
 /** The edited message of a message_changed event; its text is read apart (any size, cut first). */
 const changedMessage = z.object({ channel: id, message: z.object({ ts, thread_ts: ts, user: id, bot_id: z.undefined().optional() }) });
 
@@ -60,7 +61,8 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     // A reply deleted after its private question was asked: the question must not send it.
     if (raw.subtype === "message_deleted") {
       const deleted = deletedMessage.safeParse(raw);
-      if (deleted.success) await replies.onDeleted(deleted.data.channel, deleted.data.deleted_ts).catch((err) => deps.log.warn("a deleted reply could not be forgotten", { err }));
+      if (deleted.success && deleted.data.previous_message.thread_ts !== deleted.data.deleted_ts)
+        await replies.onDeleted(deleted.data.channel, deleted.data.deleted_ts).catch((err) => deps.log.warn("a deleted reply could not be forgotten", { err }));
       return;
     }
     // A reply edited after its private question was asked: the question sends it as it reads now.
