@@ -89,15 +89,7 @@ export class RunStops {
     const { run } = found;
     if (isFinished(run.state)) return { kind: "ended", run };
     if (!run.kickoffId) return { kind: "not_started", run };
-    const now = this.deps.clock.now();
-    const claimed = await claimStop(this.sql, run.id, {
-      userId: asker.userId,
-      states: LIVE_STATES,
-      staleBefore: this.staleBefore(now),
-      now,
-      owner: this.deps.holder?.replicaId,
-      deadBefore: this.deps.holder?.deadBefore(now),
-    });
+    const claimed = await this.claim(run, asker);
     if (!claimed?.stopClaimedAt) return this.taken(run);
 
     let result: StopResult | undefined;
@@ -140,15 +132,31 @@ export class RunStops {
     if (!("run" in found) || found.kind !== "allowed") return found;
     const { run } = found;
     if (isFinished(run.state)) return { kind: "ended", run };
-    // Someone's stop is on its way to the crew (an older answer's button): that one decides how it ends.
-    if (run.stopClaimedAt && run.stopClaimedAt > this.staleBefore()) return this.taken(run);
+    // The stop's own claim: someone's stop on its way to the crew (an older answer's button) decides how
+    // the run ends, while a dead replica's or a stale claim is taken over, as a Stop would.
+    const claimed = await this.claim(run, asker);
+    if (!claimed?.stopClaimedAt) return this.taken(run);
     const ended = await this.end(run.id, "abandoned", asker.userId);
     if (ended) return { kind: "abandoned", run: ended };
+    await releaseStopClaim(this.sql, run.id, { claimedAt: claimed.stopClaimedAt, keep: STOPPED_STATES, now: this.deps.clock.now() });
     return { kind: "ended", run: (await findExecution(this.sql, run.id)) ?? run };
   }
 
+  /** Claims the run's stop for the asker, once (store/executions.ts claimStop): the claimed row, or null. */
+  private claim(run: Execution, asker: Asker) {
+    const now = this.deps.clock.now();
+    return claimStop(this.sql, run.id, {
+      userId: asker.userId,
+      states: LIVE_STATES,
+      staleBefore: this.staleBefore(now),
+      now,
+      owner: this.deps.holder?.replicaId,
+      deadBefore: this.deps.holder?.deadBefore(now),
+    });
+  }
+
   /** Stop claims made before this are stale: their POST /stop has ended, whatever became of it. */
-  private staleBefore(now = this.deps.clock.now()): Date {
+  private staleBefore(now: Date): Date {
     return new Date(now.getTime() - Math.max(STOP_CLAIM_STALE_MS, this.deps.longestCallMs ?? 0));
   }
 
