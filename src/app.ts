@@ -189,10 +189,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
   // CLAIM_STALE_MS: how long a replica's claim on a Slack effect holds before another takes it over.
-  // An effect makes up to five calls (a look-up after an interrupted attempt, a permalink, the post; a
-  // file's three), each given up after the time-out: all of them end within four fifths of the claim,
-  // so no other replica takes the effect over, and posts it again, while it still calls Slack (60 s:
-  // 9.6 s a call). A lease too short for calls of a second is lengthened to hold them (effectCallTimeout).
+  // An effect makes up to four calls (a look-up's two pages after an interrupted attempt, a permalink,
+  // the post; a file's three), each given up after the time-out: all of them end within four fifths of
+  // the claim, so no other replica takes the effect over, and posts it again, while it still calls Slack
+  // (60 s: 12 s a call). A lease too short for calls of a second is lengthened to hold them (effectCallTimeout).
   const { leaseMs, timeoutMs: effectCallTimeoutMs } = effectCallTimeout(opts.outbox?.leaseMs ?? config.polling?.claimStaleMs ?? DEFAULT_OUTBOX_OPTIONS.leaseMs);
   const effectsClientOptions = {
     ...clientOptions,

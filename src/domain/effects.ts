@@ -119,6 +119,11 @@ export interface EffectJob {
    * looks for the message it may have left before posting again.
    */
   interrupted: boolean;
+  /**
+   * When the effect was enqueued: whatever it posts is no older, so the look-up after an interrupted
+   * attempt reads the conversation from about then on (findPostedMessage's `oldest`), not from its start.
+   */
+  createdAt: Date;
 }
 
 /** Waits before the next attempt after `attempts` failures: doubling from min to max, with up to 20% jitter. */

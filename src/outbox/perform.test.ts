@@ -51,6 +51,9 @@ function notifier(found: string | undefined, posts: string[]): RunNotifier {
   } as Partial<RunNotifier> as RunNotifier;
 }
 
+/** When the effects below were enqueued (a look-up for an interrupted post starts about then). */
+const ENQUEUED = new Date("2026-11-23T09:59:00.000Z");
+
 const job = (reviewId: string, interrupted: boolean): EffectJob => ({
   id: "00000000-0000-4000-8000-0000000000e1",
   kind: "review.post",
@@ -60,6 +63,7 @@ const job = (reviewId: string, interrupted: boolean): EffectJob => ({
   attempts: 2,
   generation: 0,
   interrupted,
+  createdAt: ENQUEUED,
 });
 
 const shown = (id: string) => query<{ messageTs: string | null; shownState: string | null }>(`SELECT "messageTs", "shownState" FROM "Review" WHERE id = $1::uuid`, [id]);
@@ -85,6 +89,20 @@ describe("review.post", () => {
     expect(await shown(id)).toEqual([{ messageTs: "150.000", shownState: null }]);
     expect(await showsDue(id)).toHaveLength(1);
   });
+
+  it("looks for an interrupted post in the run's thread from when its effect was enqueued", async () => {
+    const id = await pendingReview();
+    const looked: { threadTs: string | null; effectId: string; since: Date | undefined }[] = [];
+    const notify: RunNotifier = {
+      ...notifier(undefined, []),
+      findPosted: async (_e, threadTs, effectId, since) => {
+        looked.push({ threadTs, effectId, since });
+        return "150.000";
+      },
+    };
+    await slackEffectPerformer({ sql, notifier: notify })(job(id, true));
+    expect(looked).toEqual([{ threadTs: "100.000", effectId: job(id, true).id, since: ENQUEUED }]);
+  });
 });
 
 describe("run.message", () => {
@@ -97,6 +115,7 @@ describe("run.message", () => {
     attempts: 0,
     generation: 0,
     interrupted: false,
+    createdAt: ENQUEUED,
   });
   const runOf = async (reviewId: string) => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
 
@@ -121,6 +140,7 @@ describe("notices whose review was decided, or whose run ended, while they waite
     attempts: 1,
     generation: 0,
     interrupted: false,
+    createdAt: ENQUEUED,
   });
   const runOf = async (reviewId: string) => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
   /** What reached Slack: run notices as their facts, deadline notices as their kind. */
@@ -179,6 +199,7 @@ describe("run.started", () => {
     attempts: 0,
     generation: 0,
     interrupted: false,
+    createdAt: ENQUEUED,
   });
   const runOf = async (reviewId: string) => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: reviewId } })).executionId;
   /** Slack's answer to the live render comes back after the run was stopped (by another effect, another replica). */
@@ -252,6 +273,7 @@ describe("run.progress while its live plan waits for Slack's Tier 2", () => {
         attempts: 0,
         generation: 0,
         interrupted: false,
+        createdAt: ENQUEUED,
       };
       return perform(progress, gate);
     };

@@ -357,7 +357,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       ? await show(e, plan, shown, earlyTs, job.id)
       : await postOnce(
           job,
-          () => notifier.findPosted(e, e.threadTs, job.id),
+          () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
           async () => (await show(e, plan, shown, null, job.id)).ts,
         );
     return { record: (tx) => recordEarlyProgress(tx, { executionId: e.id, ts, stepAt: shown.stepAt }), ...again(stepAt + EARLY_PROGRESS_REFRESH_MS) };
@@ -428,7 +428,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     }
     const { ts, found } = await postOnce(
       job,
-      () => notifier.findPosted(e, e.threadTs, job.id),
+      () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
       async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
     );
     return {
@@ -450,7 +450,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await spend(gate, job, e);
       const { ts, found } = await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id),
+        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
         async () => {
           const started = Date.now();
           const { ts } = await notifier.postReview(e, r, job.id, context);
@@ -527,7 +527,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const reminder = job.payload as { who: string; waitedMs: number };
       await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id),
+        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
         async () => {
           await notifier.postReminder(e, r, reminder, job.id);
           return "";
@@ -544,7 +544,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await spend(gate, job, e);
       await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id),
+        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
         async () => {
           await notifier.postDeadlineNotice(e, r, notice, job.id);
           return "";
@@ -560,7 +560,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await spend(gate, job, e);
       await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id),
+        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
         async () => {
           await notifier.postThreadNotice(e, notice, job.id);
           // A stopped run has no completion notice: its thread's stop notice (posted once) counts it.
@@ -577,7 +577,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await spend(gate, job, e);
       const { ts } = await postOnce(
         job,
-        () => notifier.findPosted(e, null, job.id),
+        () => notifier.findPosted(e, null, job.id, job.createdAt),
         async () => {
           const { ts } = await notifier.postCompletion(e, job.id);
           telemetry.emit({ type: "run.ended", executionId: e.id, crewName: e.crewName, outcome: e.state });
@@ -628,7 +628,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const current = request;
       const { ts, found } = await postOnce(
         job,
-        () => flows.findPosted(current, null, job.id),
+        () => flows.findPosted(current, null, job.id, job.createdAt),
         async () => (await flows.postRequest(current, job.id)).ts,
       );
       return {
@@ -677,7 +677,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const notice = noticeOf<FlowNotice>(job.payload);
       await postOnce(
         job,
-        () => deps.flows!.findPosted(request, request.messageTs, job.id),
+        () => deps.flows!.findPosted(request, request.messageTs, job.id, job.createdAt),
         async () => {
           await deps.flows!.postNotice(request, notice, job.id);
           return "";

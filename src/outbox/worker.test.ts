@@ -63,6 +63,22 @@ describe("outbox worker", () => {
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
   });
 
+  it("hands each job the time its effect was enqueued (a look-up for an interrupted post starts there), whenever it is tried", async () => {
+    const enqueuedAt = new Date(clock.at);
+    await enqueue(sql, { kind: "review.post", subjectId: subject }, enqueuedAt);
+    clock.at = new Date(clock.at.getTime() + 60_000);
+    const created: unknown[] = [];
+    const w = worker(async (job) => {
+      created.push(job.createdAt);
+      if (created.length === 1) throw Object.assign(new Error("503"), { code: "slack_webapi_http_error", statusCode: 503 });
+      return undefined;
+    });
+    expect(await w.runDue()).toBe(1);
+    clock.at = new Date(clock.at.getTime() + 10_000);
+    expect(await w.runDue()).toBe(1);
+    expect(created).toEqual([enqueuedAt, enqueuedAt]);
+  });
+
   it("gives each Slack call a time-out that lets an effect's calls all end within its claim, however long the lease", () => {
     for (const configured of [100, 800, 1500, 6000, 30_000, 60_000, 600_000]) {
       const { timeoutMs, leaseMs } = effectCallTimeout(configured);
@@ -71,8 +87,8 @@ describe("outbox worker", () => {
       expect(leaseMs).toBeGreaterThanOrEqual(configured);
       expect(timeoutMs).toBeGreaterThanOrEqual(1000);
     }
-    // The default lease: 9.6 s a call, the lease as configured.
-    expect(effectCallTimeout(DEFAULT_OUTBOX_OPTIONS.leaseMs)).toEqual({ timeoutMs: 9600, leaseMs: 60_000 });
+    // The default lease: 12 s a call (four calls in four fifths of 60 s), the lease as configured.
+    expect(effectCallTimeout(DEFAULT_OUTBOX_OPTIONS.leaseMs)).toEqual({ timeoutMs: 12_000, leaseMs: 60_000 });
   });
 
   it("keeps an attempt that may have reached Slack marked through the failures after it, until a post succeeds", async () => {

@@ -78,12 +78,12 @@ export const DEFAULT_OUTBOX_OPTIONS: Omit<OutboxOptions, "replicaId"> = {
 /**
  * The most Web API calls one effect makes, each of which may take the whole per-call time-out: after an
  * attempt that may have reached Slack, a post first looks for it (findPostedMessage in
- * src/adapters/slack/notifier.ts reads up to three pages), and then review.reminder and run.completion
+ * src/adapters/slack/notifier.ts reads up to two pages), and then review.reminder and run.completion
  * ask for a permalink and post, flow.post looks its assignee up by email and posts; a file is three
  * (upload URL, upload, completion). Not counted: flow.move reads one user group per call, and goes
- * past five only with five or more of them.
+ * past four only with four or more of them.
  */
-export const MOST_CALLS_PER_EFFECT = 5;
+export const MOST_CALLS_PER_EFFECT = 4;
 /** The shortest per-call time-out the outbox's Slack client is given, whatever the lease. */
 const SHORTEST_CALL_MS = 1000;
 /** And the longest: beyond it a call is taken as lost, however long the lease. */

@@ -115,8 +115,11 @@ export async function hurryEffect(db: Sql, effect: Pick<NewEffect, "kind" | "sub
   return Number(result.numUpdatedRows);
 }
 
-/** A claimed row, with the error its previous attempt left (or the in-flight mark of an attempt cut short). */
-export type ClaimedEffect = Pick<EffectRow, "id" | "kind" | "subjectId" | "key" | "payload" | "attempts" | "generation"> & { previousError: string | null };
+/**
+ * A claimed row, with the error its previous attempt left (or the in-flight mark of an attempt cut short),
+ * and when it was enqueued (a post it makes is no older: the look-up after an interrupted attempt starts there).
+ */
+export type ClaimedEffect = Pick<EffectRow, "id" | "kind" | "subjectId" | "key" | "payload" | "attempts" | "generation" | "createdAt"> & { previousError: string | null };
 
 export interface ClaimRequest {
   now: Date;
@@ -209,7 +212,7 @@ export async function claimEffects(db: Sql, r: ClaimRequest): Promise<ClaimedEff
       updatedAt: r.now,
     }))
     .whereRef("s.id", "=", "picked.id")
-    .returning(["s.id", "s.kind", "s.subjectId", "s.key", "s.payload", "s.attempts", "s.generation", "picked.previous as previousError"])
+    .returning(["s.id", "s.kind", "s.subjectId", "s.key", "s.payload", "s.attempts", "s.generation", "s.createdAt", "picked.previous as previousError"])
     .execute();
 }
 

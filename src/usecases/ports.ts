@@ -89,8 +89,11 @@ export interface RunNotifier {
   showEarlyProgress?(execution: Execution, plan: RunPlan, shown: { stepAt: Date; stopped?: boolean }, ts: string | null, effectId: string): Promise<{ ts: string }>;
   /** A reminder under a review nobody has decided. */
   postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void>;
-  /** The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it can be found. */
-  findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined>;
+  /**
+   * The ts of a message an interrupted post of this effect left in the run's channel (or thread), if it
+   * can be found; `since`: when the effect was enqueued (the post is no older, so the look-up starts there).
+   */
+  findPosted(execution: Execution, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined>;
   /** A reply in the run's thread: an escalation, a reassignment, an interrupted decision. */
   postThreadNotice(execution: Execution, notice: RunNotice, effectId: string): Promise<void>;
   /** A reply in the run's thread about a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
@@ -143,7 +146,8 @@ export interface FlowNotifier {
   postNotice(request: FlowRequest, notice: FlowNotice, effectId: string): Promise<void>;
   /** The Slack user with this e-mail (the request's assignee), or undefined. */
   lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
-  findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined>;
+  /** As RunNotifier.findPosted: under the request's message (threadTs) or in its channel, from `since` on. */
+  findPosted(request: FlowRequest, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined>;
   /** Whether the request's output goes in a file beside its message, as first posted or as shown with its context (approvals, an edit). */
   requestNeedsFile(request: FlowRequest, context?: FlowRequestContext): boolean;
   /** Whether an edit and approve attaches the edited version as a file. */

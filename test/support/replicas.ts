@@ -46,7 +46,7 @@ export function killReplicasAfterEach(): void {
 }
 
 // Short timings: leases of a killed replica expire after 1.5 s, and a Slack post it had claimed but
-// not made is taken over after 6.25 s (CLAIM_STALE_MS 6 s, lengthened to hold five Web API calls of 1 s each) by another replica's outbox worker.
+// not made is taken over after 6 s (CLAIM_STALE_MS; each of an effect's Web API calls gives up after 1.2 s) by another replica's outbox worker.
 export const POLLING = { POLL_INTERVAL_MS: "100", POLL_MIN_BACKOFF_MS: "150", POLL_MAX_BACKOFF_MS: "600", POLL_LEASE_MS: "1500", POLL_SWEEP_MS: "1000", CLAIM_STALE_MS: "6000" };
 
 /**

@@ -327,9 +327,9 @@ export class SlackRunNotifier implements RunNotifier {
     await client.chat.postMessage({ channel: place.channel, thread_ts: place.threadTs ?? undefined, text, ...effectMetadata(effectId) });
   }
 
-  async findPosted(execution: Execution, threadTs: string | null, effectId: string): Promise<string | undefined> {
+  async findPosted(execution: Execution, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined> {
     const place = runPlace(execution);
-    return findPostedMessage(await this.clientFor(execution), this.log, place.channel, place.moved ? null : threadTs, effectId);
+    return findPostedMessage(await this.clientFor(execution), this.log, place.channel, place.moved ? null : threadTs, effectId, since);
   }
 
   async openConversation(execution: Execution, userIds: string[]): Promise<string> {
@@ -381,16 +381,25 @@ export class SlackRunNotifier implements RunNotifier {
   }
 }
 
+/** How much earlier than its effect (or run) a post is looked for: Slack's clock and ours may disagree. */
+const LOOKUP_CLOCK_SLACK_MS = 60_000;
+
 /**
  * After an interrupted post (the process died, or its lease ran out, between Slack's answer and
  * storing the ts), looks for the message that post may have left: the messages of the thread (or the
- * recent ones of the channel) carrying this effect's id in their metadata. Reading them needs the
- * history scopes (channels:history, groups:history); without them this answers undefined and the
- * effect posts again, so at worst a rare crash shows a message twice (README, "Outbox"). Any other
- * failure to look (a rate limit, Slack down, a time-out) is thrown: the effect is retried later, and
- * looks again first.
+ * recent ones of the channel) carrying this effect's id in their metadata, posted from `since` on
+ * (when the effect was enqueued, or the run created: the post is no older), less a minute for the
+ * clocks. Reading them needs the history scopes (channels:history, groups:history); without them this
+ * answers undefined and the effect posts again, so at worst a rare crash shows a message twice
+ * (README, "Outbox"). Any other failure to read the first page (a rate limit, Slack down, a time-out)
+ * is thrown: the effect is retried later, and looks again first. A failure on the second page is
+ * answered "not found", and the effect posts again: Slack gives commercially distributed apps outside
+ * the Marketplace these methods at one call a minute, so a second page is always refused there, and
+ * each retry would read the first page again and be refused again: the post would never be made (a
+ * rate limit is not counted as an attempt), and would hold its thread meanwhile, worse than a message
+ * shown twice.
  */
-export async function findPostedMessage(client: WebClient, log: Logger, channel: string, threadTs: string | null, effectId: string): Promise<string | undefined> {
+export async function findPostedMessage(client: WebClient, log: Logger, channel: string, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined> {
   // Slack refusing to let the bot read this conversation (an install without the history scopes), or
   // saying the thread is gone (a reply made in it would have kept it): an answer, not a failure to
   // answer, so posting again is all that is left.
@@ -404,30 +413,43 @@ export async function findPostedMessage(client: WebClient, log: Logger, channel:
     "not_in_channel",
     "thread_not_found",
   ];
-  // A thread lists its oldest replies first, so a post deep in a long one is on a later page. The
-  // effect's creation time (for `oldest`) is not at hand here, so pages are read, a bounded number:
-  // each is a call within the effect's claim (MOST_CALLS_PER_EFFECT in src/outbox/worker.ts counts three).
-  const PAGES = 3;
+  // A thread lists its oldest replies first; `oldest` starts it about when the effect was enqueued, so
+  // the post is nearly always on the first page, even of 15 messages (what Slack gives apps outside the
+  // Marketplace). A second page is read at most: each is a call within the effect's claim
+  // (MOST_CALLS_PER_EFFECT in src/outbox/worker.ts counts two).
+  const PAGES = 2;
   const PAGE_SIZE = 200;
+  const oldest = ((since.getTime() - LOOKUP_CLOCK_SLACK_MS) / 1000).toFixed(6);
+  const read = (cursor: string | undefined) => {
+    const args = { channel, oldest, inclusive: true, limit: PAGE_SIZE, include_all_metadata: true, ...(cursor ? { cursor } : {}) };
+    return threadTs ? client.conversations.replies({ ...args, ts: threadTs }) : client.conversations.history(args);
+  };
   const ours = (m: unknown) => {
     const meta = (m as { metadata?: { event_type?: string; event_payload?: { effect?: unknown } } }).metadata;
     return meta?.event_type === EFFECT_EVENT_TYPE && meta.event_payload?.effect === effectId;
   };
   let cursor: string | undefined;
-  try {
-    for (let page = 0; page < PAGES; page++) {
-      const args = { channel, limit: PAGE_SIZE, include_all_metadata: true, ...(cursor ? { cursor } : {}) };
-      const answer = threadTs ? await client.conversations.replies({ ...args, ts: threadTs }) : await client.conversations.history(args);
-      const found = (answer.messages ?? []).find(ours);
-      if (found?.ts) return found.ts;
-      cursor = answer.response_metadata?.next_cursor || undefined;
-      if (!answer.has_more || !cursor) return undefined;
+  for (let page = 0; page < PAGES; page++) {
+    let answer: Awaited<ReturnType<typeof read>>;
+    try {
+      answer = await read(cursor);
+    } catch (err) {
+      const code = (err as { code?: string; data?: { error?: string } }).code === "slack_webapi_platform_error" ? (err as { data?: { error?: string } }).data?.error : undefined;
+      if (page > 0) {
+        // The first page held the part of the conversation `oldest` starts with; waiting for the next
+        // (a rate limit) would only read the first again.
+        const error = code ?? (err as { code?: string }).code ?? String(err);
+        log.warn("could not read further looking for an interrupted post; posting again", { page: page + 1, error });
+        return undefined;
+      }
+      if (!code || !UNREADABLE.includes(code)) throw err;
+      log.warn("could not look for an interrupted post; posting again", { error: code });
+      return undefined;
     }
-  } catch (err) {
-    const code = (err as { code?: string; data?: { error?: string } }).code === "slack_webapi_platform_error" ? (err as { data?: { error?: string } }).data?.error : undefined;
-    if (!code || !UNREADABLE.includes(code)) throw err;
-    log.warn("could not look for an interrupted post; posting again", { error: code });
-    return undefined;
+    const found = (answer.messages ?? []).find(ours);
+    if (found?.ts) return found.ts;
+    cursor = answer.response_metadata?.next_cursor || undefined;
+    if (!answer.has_more || !cursor) return undefined;
   }
   // Longer than what is read: the post, if Slack made it, is further on. Posted again, as without the scopes.
   log.warn("looked for an interrupted post in the first messages only; posting again", { pages: PAGES, pageSize: PAGE_SIZE });

@@ -122,8 +122,8 @@ export class SlackFlowEffects implements FlowNotifier {
     });
   }
 
-  async findPosted(request: FlowRequest, threadTs: string | null, effectId: string): Promise<string | undefined> {
-    return findPostedMessage(await this.client(request), this.log, request.channelId, threadTs, effectId);
+  async findPosted(request: FlowRequest, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined> {
+    return findPostedMessage(await this.client(request), this.log, request.channelId, threadTs, effectId, since);
   }
 
   /** A direct message with these people (group DM with several; the members of user groups, up to Slack's limit). */

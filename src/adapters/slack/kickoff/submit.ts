@@ -159,7 +159,7 @@ function slackAnnouncements(client: WebClient, deps: Pick<FeatureDeps, "spendSla
       let error: string;
       for (let tries = 1; ; tries++) {
         try {
-          const found = maybePosted ? await findPostedMessage(once, deps.log, execution.channelId, threadTs ?? null, execution.id) : undefined;
+          const found = maybePosted ? await findPostedMessage(once, deps.log, execution.channelId, threadTs ?? null, execution.id, execution.createdAt) : undefined;
           if (found) return { ts: found };
           await deps.spendSlack?.({ team: execution.teamId, channel: execution.channelId, method: "chat.postMessage" }).catch(() => undefined);
           const posted = await once.chat.postMessage({
