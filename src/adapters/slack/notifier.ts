@@ -62,7 +62,8 @@ function runStopped(execution: Execution): { how: "stopped" | "abandoned"; by?: 
 export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
   const { approvals, edit, previous } = context;
   const shown = { approvals, edit, previous, taskName: review.taskName, agent: review.agent ?? undefined, round: review.round, output: review.output };
-  const reserve = reviewReserve({ ...shown, pendingNotes: pendingNotesOf(review, new Date()), reassignable: true });
+  // Pending notes count at their longest (run.ts reviewOutputRoom): the decision does not read the clock.
+  const reserve = reviewReserve({ ...shown, reassignable: true });
   return outputNeedsFile(review.output, reserve) || roundDiffTooLarge(previous, review.output);
 }
 

@@ -4,7 +4,7 @@ import { type FlowMessageParams, flowOutputNeedsFile, flowRequestMessage, outcom
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { blockTextLength, messageLimitViolations } from "./limits.js";
 import { buildRefusedChannelHeader, withRefusedHeader } from "./refused.js";
-import { OUTPUT_MARKDOWN_MAX } from "./run.js";
+import { PENDING_NOTES_MAX } from "./run.js";
 
 const base: FlowMessageParams = {
   requestId: "3f0c2a9e-1b2c-4d5e-8f90-123456789abc",
@@ -174,15 +174,72 @@ describe("flowRequestMessage within Slack's total of block text", () => {
       // The file decision (slack-effects.ts) agrees: the whole output is attached.
       expect(flowOutputNeedsFile(p)).toBe(true);
     }
-    // An output that fits beside the rest is shown whole, before and after the answer alike (beside an
-    // edit it is cut sooner, as before, and its file follows: flow.show asks again).
-    const fits = { ...base, message: words(300), output: words(OUTPUT_MARKDOWN_MAX) };
+    // An output that fits beside the rest (its pending notes counted at their longest) is shown whole,
+    // before and after the answer alike (beside an edit it is cut sooner, as before, and its file
+    // follows: flow.show asks again).
+    const fits = { ...base, message: words(300), output: words(9_600) };
     expect(flowOutputNeedsFile(fits)).toBe(false);
     for (const shown of states(fits).filter((s) => !s.edit)) {
       const m = flowRequestMessage(shown);
       expect(messageLimitViolations(m.blocks), `${shown.state}`).toEqual([]);
       expect((markdownOf(m) as { text: string } | undefined)?.text).toBe(fits.output);
     }
+  });
+
+  it("an escalation or reassignment after posting never cuts an output that was posted without its file", () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `U${String(i).padStart(10, "0")}`);
+    const now = new Date();
+    const deadline = { at: new Date(now.getTime() + 3_600_000), action: "reject" as const };
+    const atPosting = pendingReviewNotes({ deadline, now });
+    // What escalation and reassignment add later (cut at PENDING_NOTES_MAX): before, an 8,050-char output
+    // beside a 2,000-char message was posted whole and without a file, then cut once 80 ids were escalated to.
+    const later = [40, 80, 200].map((n) => pendingReviewNotes({ deadline, escalatedTo: ids.slice(0, n), reassignedTo: "U0DAN", now }));
+    for (const message of [0, 1_000, 2_000]) {
+      for (let length = 7_000; length <= 10_000; length += 50) {
+        const p: FlowMessageParams = { ...base, message: words(message), output: words(length), emit: ["approved", "rejected"], pendingNotes: atPosting };
+        const file = flowOutputNeedsFile(p);
+        for (const pendingNotes of later) {
+          const m = flowRequestMessage({ ...p, pendingNotes, outputTruncated: file });
+          expect(messageLimitViolations(m.blocks)).toEqual([]);
+          expect(JSON.stringify(m.blocks), `${message}/${length}`).not.toContain("Output shortened to fit in Slack.");
+          if (!file) expect((markdownOf(m) as { text: string } | undefined)?.text).toBe(p.output);
+          // The notes do not change the decision: it is the same whenever it is asked.
+          expect(flowOutputNeedsFile({ ...p, pendingNotes }), `${message}/${length}`).toBe(file);
+        }
+      }
+    }
+  });
+
+  it("the pending notes go one under the other, cut at PENDING_NOTES_MAX", () => {
+    const lines = ["↪️ Reassigned to <@U0DAN>", `🔺 Escalated to ${"<@U0CAROL>, ".repeat(300)}`, "⏳ The deadline passed."];
+    const m = flowRequestMessage({ ...base, pendingNotes: lines });
+    const notes = JSON.stringify(m.blocks.filter((b) => JSON.stringify(b).includes("Reassigned to")));
+    expect(notes).toContain("↪️ Reassigned to <@U0DAN>\\n🔺 Escalated to <@U0CAROL>");
+    expect(blockTextLength(m.blocks.filter((b) => JSON.stringify(b).includes("Reassigned to")))).toBeLessThanOrEqual(PENDING_NOTES_MAX);
+  });
+
+  it("the room kept for what may come is all used: the longest output shown whole fills the longest state to Slack's total", () => {
+    const p: FlowMessageParams = { ...base, message: words(2_000), output: "" };
+    // The largest output shown whole (found by bisection: the decision is monotonic in the length).
+    let [whole, cut] = [0, 10_001];
+    while (whole + 1 < cut) {
+      const mid = (whole + cut) >> 1;
+      if (flowOutputNeedsFile({ ...p, output: "o".repeat(mid) })) cut = mid;
+      else whole = mid;
+    }
+    expect(whole).toBeLessThan(10_000);
+    const longest = { decidedBy: `U${"0".repeat(40)}`, outcome: "approved", feedback: "x".repeat(5_000), note: "x".repeat(5_000) };
+    const sizes = [
+      { ...p, state: "pending" as const, note: "x".repeat(5_000), pendingNotes: ["x".repeat(5_000)] },
+      { ...p, ...longest, state: "answered" as const },
+      { ...p, ...longest, state: "closed" as const },
+    ].map((shown) => {
+      const m = flowRequestMessage({ ...shown, output: "o".repeat(whole), outputTruncated: true });
+      expect(messageLimitViolations(m.blocks)).toEqual([]);
+      expect((markdownOf(m) as { text: string } | undefined)?.text).toBe("o".repeat(whole));
+      return blockTextLength(m.blocks);
+    });
+    expect(Math.max(...sizes)).toBe(12_000);
   });
 
   it("stays within Slack's limits with every part at its longest and most hostile", () => {

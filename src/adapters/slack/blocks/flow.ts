@@ -4,9 +4,19 @@ import type { types } from "@slack/bolt";
 import { flowEditable, outcomeLeaning } from "../../../domain/flow-outcomes.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { feedbackInput, mrkdwn, plain, section } from "./kit.js";
-import { blockTextLength, LIMITS } from "./limits.js";
-import { approvedBlocks, pendingApprovalsBlocks } from "./review-extras.js";
-import { type DecisionMessageParams, outputBlocks, outputShownWhole, roomBesideExtras, type SlackMessage } from "./run.js";
+import { LIMITS } from "./limits.js";
+import { approvedBlocks, pendingApprovalsBlocks, type ShownDiffs, shownDiffs } from "./review-extras.js";
+import {
+  type DecisionMessageParams,
+  decisionMessage,
+  LONGEST_USER,
+  outputShownWhole,
+  PENDING_NOTES_MAX,
+  pendingNotesBlocks,
+  roomBeside,
+  roomBesideExtras,
+  type SlackMessage,
+} from "./run.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, truncatePlain, userMention } from "./text.js";
 
 export type FlowRequestState = "pending" | "deciding" | "answered" | "closed";
@@ -35,11 +45,9 @@ export function outcomeStyle(outcome: string): "primary" | "danger" | undefined 
   return leaning === "approve" ? "primary" : leaning === "reject" ? "danger" : undefined;
 }
 
-const context = (text: string, max: number = LIMITS.contextText): types.ContextBlock => ({ type: "context", elements: [mrkdwn(excerpt(text, max).text)] });
+const context = (text: string): types.ContextBlock => ({ type: "context", elements: [mrkdwn(excerpt(text, LIMITS.contextText).text)] });
 /** Escaped, then cut again: escaping makes hostile text up to 5× longer, and the output gets what is left. */
 const name = (text: string, max = 150) => excerpt(escapeMrkdwn(truncatePlain(text, max)), max).text;
-/** The deadline, escalation and reassignment lines under a pending request: a long escalation list is cut. */
-const PENDING_NOTES_MAX = 1_500;
 /** The flow's own words above the output, converted from Markdown. */
 const MESSAGE_MAX = 2_000;
 
@@ -51,27 +59,21 @@ export function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assi
 
 export function flowRequestMessage(p: FlowMessageParams): SlackMessage {
   if (p.requestId.length > LIMITS.buttonValue) throw new Error("requestId is too long for a button value");
-  const head = flowHead(p);
-  const tail = flowTail(p);
-  // What this message's other parts take, in case they are longer than flowOutputRoom supposes.
-  const room = Math.min(flowOutputRoom(p), LIMITS.messageBlockText - (p.besides ?? 0) - blockTextLength(head) - blockTextLength(tail.blocks));
-  return { text: tail.text, blocks: [...head, ...outputBlocks(p.output, p.outputTruncated, room), ...tail.blocks] };
+  const diffs = shownDiffs(p);
+  return decisionMessage(p, flowHead(p), flowTail(p, diffs), flowOutputRoom(p, diffs), p.besides);
 }
 
-/** A user id as long as a mention may be (userMention): who answers is not known beforehand. */
-const LONGEST_USER = `U${"0".repeat(40)}`;
-/** Lines that read the clock (a deadline's "in 2 hours") may be a little longer when next shown. */
-const ROOM_MARGIN = 50;
 const FEEDBACK_MAX = 800;
 const NOTE_MAX = 500;
 
 /**
- * The block text a request's message leaves for its output, in whichever state it is shown (the answer,
- * its comment and the flow's reply at their longest), so the output is shown the same way before and
- * after the answer, and whether it needs a file is known when it is posted. Its message, names,
- * outcome buttons, assignee, notes and approvals are measured as built.
+ * The block text a request's message leaves for its output, in whichever state it is shown (who answers,
+ * the answer, its comment, the flow's reply and the pending notes at their longest), so the output is
+ * shown the same way before and after the answer, an escalation or a reassignment, and whether it needs
+ * a file is known when it is posted. Its message, names, outcome buttons, assignee and approvals are
+ * measured as built.
  */
-export function flowOutputRoom(p: FlowMessageParams): number {
+function flowOutputRoom(p: FlowMessageParams, diffs = shownDiffs(p)): number {
   const outcome = [...p.emit, ...(p.outcome ? [p.outcome] : [])].reduce((a, b) => (name(b, 100).length > name(a, 100).length ? b : a), "");
   const longest = {
     ...p,
@@ -81,9 +83,10 @@ export function flowOutputRoom(p: FlowMessageParams): number {
     note: "x".repeat(NOTE_MAX),
     editFileAttached: true,
     outcome: outcome || undefined,
+    pendingNotes: ["x".repeat(PENDING_NOTES_MAX)],
   };
-  const tails = (["pending", "answered", "closed"] as const).map((state) => blockTextLength(flowTail({ ...longest, state }).blocks));
-  return roomBesideExtras(p, LIMITS.messageBlockText - (p.besides ?? 0) - blockTextLength(flowHead(p)) - Math.max(...tails) - ROOM_MARGIN);
+  const tails = (["pending", "answered", "closed"] as const).map((state) => flowTail({ ...longest, state }, diffs).blocks);
+  return roomBesideExtras(p, roomBeside(flowHead(p), tails, p.besides));
 }
 
 /** Whether the request's output is shown as an excerpt, its whole text in a file. */
@@ -103,7 +106,7 @@ function flowHead(p: FlowMessageParams): types.KnownBlock[] {
 }
 
 /** The state's part under the output (controls, answer, notes) and the notification text. */
-function flowTail(p: FlowMessageParams): { text: string; blocks: types.KnownBlock[] } {
+function flowTail(p: FlowMessageParams, diffs: ShownDiffs): { text: string; blocks: types.KnownBlock[] } {
   const blocks: types.KnownBlock[] = [];
   const assignee = assigneeLine(p);
   // The notification text is mrkdwn too: every outside part of it is escaped.
@@ -114,11 +117,10 @@ function flowTail(p: FlowMessageParams): { text: string; blocks: types.KnownBloc
   if (p.state === "pending" || p.state === "deciding") {
     const placeholder = p.emit.length === 0 ? "Required: your feedback goes back to the flow" : "Optional comment sent with your choice";
     blocks.push(feedbackInput(FLOW_FEEDBACK_BLOCK, FLOW_FEEDBACK_ACTION, placeholder), actions(p.requestId, p.emit));
-    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output, diffs.edit));
     const notes = [assignee, answerText(300)].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
-    const pending = (p.pendingNotes ?? []).filter((l) => l.trim());
-    if (pending.length) blocks.push(context(pending.join("\n"), PENDING_NOTES_MAX));
+    blocks.push(...pendingNotesBlocks(p.pendingNotes));
     return { text: `🙋 Feedback requested: ${title}`, blocks };
   }
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
@@ -126,7 +128,17 @@ function flowTail(p: FlowMessageParams): { text: string; blocks: types.KnownBloc
   const comment = p.feedback?.trim() ? `\n${fitQuote(p.feedback.trim(), FEEDBACK_MAX).text}` : "";
   const note = answerText(NOTE_MAX);
   if (p.state === "answered" && (p.edit || p.approvals)) {
-    blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
+    blocks.push(
+      ...approvedBlocks({
+        decidedBy: p.decidedBy,
+        approvals: p.approvals,
+        edit: p.edit,
+        output: p.output,
+        editDiff: diffs.edit,
+        editFileAttached: !!p.editFileAttached,
+        receiver: "flow",
+      }),
+    );
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
     return { text: `Answered${p.edit ? " with edits" : ""}${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }

@@ -27,7 +27,7 @@ export interface PreviousRound {
 /**
  * Beside these parts an output is shown whole only when it is at least this much shorter than
  * OUTPUT_MARKDOWN_MAX (a long one reads better as a file there), or more when the rest of the
- * message takes more (reviewOutputRoom, flowOutputRoom measure it).
+ * message takes more (the room of a review's or flow request's output, run.ts and flow.ts, measures it).
  */
 export const EXTRAS_RESERVE = 2_600;
 const QUOTE_MAX = 300;
@@ -37,6 +37,20 @@ const APPROVALS_MAX = 800;
 /** The diff of a round against the previous one, or undefined when there is nothing to compare. */
 export function roundDiff(previous: PreviousRound | undefined, output: string): CompactDiff | undefined {
   return previous ? compactDiff(previous.output, output, DIFF_INLINE_MAX) : undefined;
+}
+
+/** The diffs a review's (or flow request's) message shows: against the previous round, and of an edit. */
+export interface ShownDiffs {
+  round?: CompactDiff;
+  edit?: CompactDiff;
+}
+
+/**
+ * Computed once per message build and passed to the builders below: the message is measured in every
+ * state it may take, each showing the same diffs (compactDiff's cache still hashes both versions).
+ */
+export function shownDiffs(p: { output: string; previous?: PreviousRound; edit?: EditShown }): ShownDiffs {
+  return { round: roundDiff(p.previous, p.output), edit: p.edit && compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX) };
 }
 
 /** Whether the round's whole diff goes in a file (the compact one was cut, but the versions could be compared). */
@@ -64,15 +78,20 @@ function diffBlocks(title: string, diff: CompactDiff, fileNote: string | undefin
   return blocks;
 }
 
-/** Round 2 and later: the feedback that asked for the round, then what changed. */
-export function previousRoundBlocks(previous: PreviousRound, output: string, diffFileAttached: boolean, outputFileAttached = false): types.KnownBlock[] {
+/** Round 2 and later: the feedback that asked for the round, then what changed (`diff`: shownDiffs' round, when already computed). */
+export function previousRoundBlocks(
+  previous: PreviousRound,
+  output: string,
+  diffFileAttached: boolean,
+  outputFileAttached = false,
+  diff = compactDiff(previous.output, output, DIFF_INLINE_MAX),
+): types.KnownBlock[] {
   const blocks: types.KnownBlock[] = [];
   if (previous.feedback?.trim()) {
     const by = previous.decidedBy ? ` by ${userMention(previous.decidedBy)}` : "";
     const quote = fitQuote(previous.feedback.trim(), QUOTE_MAX).text;
     blocks.push(section(`↩️ Round ${previous.round} was rejected${by} with this feedback:\n${quote}`));
   }
-  const diff = compactDiff(previous.output, output, DIFF_INLINE_MAX);
   const instead = outputFileAttached ? "the new version is attached below as a file." : "the new version is below.";
   blocks.push(...diffBlocks(`Changes since round ${previous.round}`, diff, diffFileAttached ? "The whole diff is attached below as a file." : undefined, instead));
   return blocks;
@@ -90,11 +109,11 @@ export function approvalsLine(approvals: ApprovalsShown): string {
   return excerpt(text, APPROVALS_MAX).text;
 }
 
-/** While waiting for more approvals: who approved so far. */
-export function pendingApprovalsBlocks(approvals: ApprovalsShown, edit: EditShown | undefined, output: string): types.KnownBlock[] {
+/** While waiting for more approvals: who approved so far (`editDiff`: shownDiffs' edit, when already computed). */
+export function pendingApprovalsBlocks(approvals: ApprovalsShown, edit: EditShown | undefined, output: string, editDiff?: CompactDiff): types.KnownBlock[] {
   if (approvals.required <= 1 && !approvals.by.length) return [];
   const blocks: types.KnownBlock[] = [context(`☑️ ${approvalsLine(approvals)}`)];
-  if (edit) blocks.push(...diffBlocks(`Proposed edit by ${userMention(edit.by)}`, compactDiff(output, edit.text, DIFF_INLINE_MAX), undefined));
+  if (edit) blocks.push(...diffBlocks(`Proposed edit by ${userMention(edit.by)}`, editDiff ?? compactDiff(output, edit.text, DIFF_INLINE_MAX), undefined));
   return blocks;
 }
 
@@ -104,6 +123,8 @@ export function approvedBlocks(p: {
   approvals?: ApprovalsShown;
   edit?: EditShown;
   output: string;
+  /** shownDiffs' edit, when already computed. */
+  editDiff?: CompactDiff;
   editFileAttached: boolean;
   /** Who received the edit (default the crew). */
   receiver?: "crew" | "flow";
@@ -114,7 +135,7 @@ export function approvedBlocks(p: {
   const several = p.approvals && (p.approvals.required > 1 || p.approvals.by.length > 1);
   blocks.push(section(several ? `${head}\n${approvalsLine(p.approvals!)}` : head));
   if (p.edit) {
-    const diff = compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX);
+    const diff = p.editDiff ?? compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX);
     const attached = p.editFileAttached ? "The edited version is attached below as a file." : undefined;
     blocks.push(...diffBlocks("The edit", diff, attached, attached && "the edited version is attached below as a file."));
     if (p.editFileAttached && !diff.truncated) blocks.push(context("The edited version is attached below as a file."));

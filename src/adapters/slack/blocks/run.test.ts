@@ -11,6 +11,7 @@ import {
   OUTPUT_EXCERPT_MAX,
   OUTPUT_MARKDOWN_MAX,
   outputNeedsFile,
+  PENDING_NOTES_MAX,
   progressMessage,
   type ReviewParams,
   reviewMessage,
@@ -249,6 +250,66 @@ describe("reviewMessage", () => {
         expect(ofType(m, "markdown").length, state).toBe(excerpted ? 0 : 1);
       }
     }
+  });
+
+  it("an escalation or reassignment after posting never cuts an output that was posted without its file", () => {
+    const words = (n: number) => "word ".repeat(n / 5).slice(0, n);
+    const ids = Array.from({ length: 200 }, (_, i) => `U${String(i).padStart(10, "0")}`);
+    const now = new Date();
+    const deadline = { at: new Date(now.getTime() + 3_600_000), action: "reject" as const };
+    const escalated = pendingReviewNotes({ deadline, escalatedTo: ids, reassignedTo: "U0DAN", now });
+    // What escalation and reassignment add later: before, five such lines (600 chars each) made a
+    // 9,000-char output posted whole and without a file be cut.
+    const later = [escalated, Array.from({ length: 5 }, () => escalated[1]!)];
+    const approvals = { required: 2, by: [{ userId: "U0BOB", note: "fine", edited: false }] };
+    for (const extra of [{ taskName: "Report" }, { taskName: "<&>".repeat(50), agent: "Senior Research Analyst" }, { taskName: "Report", approvals }]) {
+      for (let length = 7_000; length <= 10_000; length += 50) {
+        const posted = { reviewId: "r1", round: 1, output: words(length), reassignable: true, pendingNotes: pendingReviewNotes({ deadline, now }), ...extra };
+        const file = outputNeedsFile(posted.output, reviewReserve(posted));
+        for (const pendingNotes of later) {
+          const m = reviewMessage({ ...posted, state: "pending", pendingNotes, note: "n".repeat(1_000), outputTruncated: file });
+          expectWithinLimits(m);
+          expect(json(m), `${extra.taskName}/${length}`).not.toContain("Output shortened to fit in Slack.");
+          if (!file) expect(ofType(m, "markdown")[0]?.text).toBe(posted.output);
+        }
+      }
+    }
+  });
+
+  it("shows the pending notes one under the other, cut at PENDING_NOTES_MAX in all", () => {
+    const lines = ["↪️ Reassigned to <@U0DAN>", `🔺 Escalated to ${"<@U0CAROL>, ".repeat(300)}`, "⏳ The deadline passed.", "x".repeat(600), "y".repeat(600)];
+    const m = reviewMessage({ ...base, pendingNotes: lines });
+    const notes = ofType(m, "context").filter((b) => JSON.stringify(b).includes("Reassigned to"));
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.elements).toHaveLength(1);
+    expect((notes[0]?.elements[0] as { text: string }).text).toMatch(/^↪️ Reassigned to <@U0DAN>\n🔺 Escalated to <@U0CAROL>, /);
+    expect(blockTextLength(notes)).toBeLessThanOrEqual(PENDING_NOTES_MAX);
+    expectWithinLimits(m);
+  });
+
+  it("uses all the room it keeps for what may come: the longest output shown whole fills the longest state to Slack's total", () => {
+    const posted = { reviewId: "r1", taskName: "t".repeat(150), agent: "Senior Research Analyst", round: 1, reassignable: true };
+    // The largest output shown whole (by bisection: the decision is monotonic in the length).
+    let [whole, cut] = [0, OUTPUT_MARKDOWN_MAX + 1];
+    while (whole + 1 < cut) {
+      const mid = (whole + cut) >> 1;
+      if (outputNeedsFile("o".repeat(mid), reviewReserve({ ...posted, output: "o".repeat(mid) }))) cut = mid;
+      else whole = mid;
+    }
+    expect(whole).toBeLessThan(OUTPUT_MARKDOWN_MAX);
+    const decided = { decidedBy: `U${"0".repeat(40)}`, feedback: "x".repeat(5_000), note: "x".repeat(5_000) };
+    const sizes = [
+      { ...posted, state: "pending" as const, note: "x".repeat(5_000), pendingNotes: ["x".repeat(5_000)] },
+      { ...posted, ...decided, state: "approved" as const },
+      { ...posted, ...decided, state: "rejected" as const },
+      { ...posted, ...decided, state: "closed" as const },
+    ].map((shown) => {
+      const m = reviewMessage({ ...shown, output: "o".repeat(whole), outputTruncated: true });
+      expectWithinLimits(m);
+      expect(ofType(m, "markdown")[0]?.text).toBe("o".repeat(whole));
+      return blockTextLength(m.blocks);
+    });
+    expect(Math.max(...sizes)).toBe(12_000);
   });
 
   it("refuses a review id that cannot be a button value", () => {

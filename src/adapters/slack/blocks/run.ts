@@ -17,7 +17,17 @@ import {
 } from "./ids.js";
 import { context, feedbackInput, mrkdwn, plain, section } from "./kit.js";
 import { blockTextLength, LIMITS } from "./limits.js";
-import { type ApprovalsShown, approvedBlocks, type EditShown, EXTRAS_RESERVE, type PreviousRound, pendingApprovalsBlocks, previousRoundBlocks } from "./review-extras.js";
+import {
+  type ApprovalsShown,
+  approvedBlocks,
+  type EditShown,
+  EXTRAS_RESERVE,
+  type PreviousRound,
+  pendingApprovalsBlocks,
+  previousRoundBlocks,
+  type ShownDiffs,
+  shownDiffs,
+} from "./review-extras.js";
 import { escapeMrkdwn, excerpt, fitMarkdown, fitMrkdwn, fitQuote, formatDuration, formatUtcTime, humanizeInputName, revealLinkHosts, truncatePlain, userMention } from "./text.js";
 
 export interface SlackMessage {
@@ -29,7 +39,7 @@ export interface SlackMessage {
 /**
  * Outputs up to this length go out whole, as a `markdown` block (standard Markdown,
  * which is what crews produce), when the rest of the message leaves room for them
- * (reviewOutputRoom, flowOutputRoom; a completion's rest is short). Longer ones
+ * (reviewOutputRoom, flowOutputRoom in flow.ts; a completion's rest is short). Longer ones
  * become a mrkdwn excerpt plus a file.
  */
 export const OUTPUT_MARKDOWN_MAX = 10_000;
@@ -280,29 +290,69 @@ export interface ReviewParams extends DecisionMessageParams {
   runStopped?: { how: "stopped" | "abandoned"; by?: string };
 }
 
-/** What decides how much room a review's output has: all but what only a decision (or its close) brings. */
-export type ReviewRoomParams = Pick<ReviewParams, "taskName" | "agent" | "round" | "output" | "previous" | "approvals" | "edit" | "pendingNotes" | "reassignable">;
+/**
+ * What decides how much room a review's output has: all but what only a decision (or its close) brings.
+ * Its pending notes are accepted but not used: they are counted at their longest whatever they are now
+ * (a later escalation or reassignment adds to them), and the clock no longer plays a part.
+ */
+type ReviewRoomParams = Pick<ReviewParams, "taskName" | "agent" | "round" | "output" | "previous" | "approvals" | "edit" | "reassignable">;
 
 /** A user id as long as a mention may be (userMention): who decides is not known beforehand. */
-const LONGEST_USER = `U${"0".repeat(40)}`;
-/** Lines that read the clock (a deadline's "in 2 hours") may be a little longer when next shown. */
-const ROOM_MARGIN = 50;
+export const LONGEST_USER = `U${"0".repeat(40)}`;
+
+/** The deadline, escalation and reassignment lines under a pending review or flow request, at most: a long escalation list is cut. */
+export const PENDING_NOTES_MAX = 1_500;
+
+/** Those lines (deadline.ts pendingNotesOf), one under the other. */
+export function pendingNotesBlocks(lines: readonly string[] = []): types.KnownBlock[] {
+  // Already mrkdwn (deadline.ts builds them with escaped names and Slack tokens): cut, never escaped.
+  const text = lines.filter((l) => l.trim()).join("\n");
+  return text ? [context(excerpt(text, PENDING_NOTES_MAX).text)] : [];
+}
+
+/** The block text an output has beside `head` and the longest of `tails`, and `besides` (what the caller adds to the message). */
+export function roomBeside(head: types.KnownBlock[], tails: types.KnownBlock[][], besides = 0): number {
+  return LIMITS.messageBlockText - besides - blockTextLength(head) - Math.max(...tails.map((tail) => blockTextLength(tail)));
+}
+
+/**
+ * A review's or flow request's message: `head`, the output, then `tail` (and its notification text). The
+ * output gets `room` (what the message leaves it in any state it may take), or less if these parts take
+ * more than that supposed.
+ */
+export function decisionMessage(
+  p: Pick<DecisionMessageParams, "output" | "outputTruncated">,
+  head: types.KnownBlock[],
+  tail: { text: string; blocks: types.KnownBlock[] },
+  room: number,
+  besides = 0,
+): SlackMessage {
+  const fits = Math.min(room, roomBeside(head, [tail.blocks], besides));
+  return { text: tail.text, blocks: [...head, ...outputBlocks(p.output, p.outputTruncated, fits), ...tail.blocks] };
+}
 
 /**
  * The block text a review message leaves for its output, in whichever state it is shown (its feedback,
- * note and decider at their longest), so the output is shown the same way before and after a decision,
- * and whether it needs a file is known when it is posted. Escaped names, diffs, approvals and notes
- * are measured as built.
+ * note, decider and pending notes at their longest), so the output is shown the same way before and after
+ * a decision, an escalation or a reassignment, and whether it needs a file is known when it is posted.
+ * Escaped names, diffs and approvals are measured as built.
  */
-export function reviewOutputRoom(p: ReviewRoomParams): number {
+function reviewOutputRoom(p: ReviewRoomParams, diffs = shownDiffs(p)): number {
   // Only these: the file decision (notifier.ts) knows no more, and must come to the same answer.
-  const { taskName, agent, round, output, previous, approvals, edit, pendingNotes, reassignable } = p;
-  const known = { taskName, agent, round, output, previous, approvals, edit, pendingNotes, reassignable };
-  const longest = { ...known, reviewId: "", feedback: "x".repeat(FEEDBACK_MAX), note: "x".repeat(NOTE_MAX), decidedBy: LONGEST_USER, editFileAttached: true };
+  const { taskName, agent, round, output, previous, approvals, edit, reassignable } = p;
+  const longest = {
+    ...{ taskName, agent, round, output, previous, approvals, edit, reassignable },
+    reviewId: "",
+    feedback: "x".repeat(FEEDBACK_MAX),
+    note: "x".repeat(NOTE_MAX),
+    decidedBy: LONGEST_USER,
+    editFileAttached: true,
+    pendingNotes: ["x".repeat(PENDING_NOTES_MAX)],
+  };
   // The longer wording of each note about files: one may be attached later.
-  const head = reviewHead({ ...longest, state: "pending", diffFileAttached: true, outputTruncated: true });
-  const tails = (["pending", "approved", "rejected", "closed"] as const).map((state) => blockTextLength(reviewTail({ ...longest, state }).blocks));
-  return roomBesideExtras(p, LIMITS.messageBlockText - blockTextLength(head) - Math.max(...tails) - ROOM_MARGIN);
+  const head = reviewHead({ ...longest, state: "pending", diffFileAttached: true, outputTruncated: true }, diffs);
+  const tails = (["pending", "approved", "rejected", "closed"] as const).map((state) => reviewTail({ ...longest, state }, diffs).blocks);
+  return roomBesideExtras(p, roomBeside(head, tails));
 }
 
 /** The reserve (outputNeedsFile) of a review's output: what reviewOutputRoom leaves it. */
@@ -312,25 +362,22 @@ export function reviewReserve(p: ReviewRoomParams): number {
 
 export function reviewMessage(p: ReviewParams): SlackMessage {
   if (p.reviewId.length > LIMITS.buttonValue) throw new Error("reviewId is too long for a button value");
-  const head = reviewHead(p);
-  const tail = reviewTail(p);
-  // What this message's other parts take, in case they are longer than reviewOutputRoom supposes.
-  const room = Math.min(reviewOutputRoom(p), LIMITS.messageBlockText - blockTextLength(head) - blockTextLength(tail.blocks));
-  return { text: tail.text, blocks: [...head, ...outputBlocks(p.output, p.outputTruncated, room), ...tail.blocks] };
+  const diffs = shownDiffs(p);
+  return decisionMessage(p, reviewHead(p, diffs), reviewTail(p, diffs), reviewOutputRoom(p, diffs));
 }
 
 /** The task (and round), and what changed since the previous round: above the output. */
-function reviewHead(p: ReviewParams): types.KnownBlock[] {
+function reviewHead(p: ReviewParams, diffs: ShownDiffs): types.KnownBlock[] {
   const task = bold(p.taskName, "Task");
   const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
-  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached, !!p.outputTruncated) : [];
+  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached, !!p.outputTruncated, diffs.round) : [];
   // A task message (posted) is compact: the crew goes on by itself, so there is nothing to decide.
   const title = p.state === "posted" ? `✔️ ${task}${agent}${p.round > 1 ? ` · round ${p.round}` : ""}` : `📝 ${task}${agent} · round ${p.round}`;
   return [section(title), ...previous];
 }
 
 /** The state's part under the output (controls, decision, notes) and the notification text. */
-function reviewTail(p: ReviewParams): { text: string; blocks: types.KnownBlock[] } {
+function reviewTail(p: ReviewParams, diffs: ShownDiffs): { text: string; blocks: types.KnownBlock[] } {
   const note = p.note?.trim() ? fitMrkdwn(p.note.trim(), NOTE_MAX).text : "";
   // The notification text is mrkdwn too (<!here> in a task name would ping): escaped like the blocks.
   const name = escapeMrkdwn(truncatePlain(p.taskName, NAME_MAX));
@@ -338,10 +385,8 @@ function reviewTail(p: ReviewParams): { text: string; blocks: types.KnownBlock[]
   if (p.state === "posted") return { text: `✔️ Task finished: ${name}`, blocks };
   if (p.state === "pending") {
     blocks.push(feedbackInput(FEEDBACK_BLOCK, FEEDBACK_ACTION, "Required to reject; optional to approve"), reviewButtons(p.reviewId, p.reassignable));
-    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output));
-    // Already mrkdwn (deadline.ts builds them with escaped names and Slack tokens): cut, never escaped.
-    const pendingNotes = (p.pendingNotes ?? []).filter((l) => l.trim()).map((l) => excerpt(l, NOTE_MAX * 2).text);
-    if (pendingNotes.length) blocks.push(context(...pendingNotes.slice(0, 5)));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output, diffs.edit));
+    blocks.push(...pendingNotesBlocks(p.pendingNotes));
     if (note) blocks.push(context(note));
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
   }
@@ -354,7 +399,9 @@ function reviewTail(p: ReviewParams): { text: string; blocks: types.KnownBlock[]
   }
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   if (p.state === "approved" && (p.edit || p.approvals)) {
-    blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editFileAttached: !!p.editFileAttached }));
+    blocks.push(
+      ...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editDiff: diffs.edit, editFileAttached: !!p.editFileAttached }),
+    );
     if (note) blocks.push(context(note));
     return { text: `${p.edit ? "Approved with edits" : "Approved"}: ${name}`, blocks };
   }
