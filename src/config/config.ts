@@ -267,8 +267,10 @@ const slackIds = (id: RegExp, want: string) =>
     if (bad.length > 0) ctx.addIssue({ code: "custom", message: `${want}, not names: ${bad.map((b) => `"${b.slice(0, 40)}"`).join(", ")}` });
   });
 // Users are U… or W… (Enterprise Grid), user groups S… (parseReviewers tells them apart).
-const reviewerIds = slackIds(/^[UWS][A-Z0-9]{2,}$/, "use Slack user ids like U0123ABCD and user group ids like S0123ABCD");
-const channelIds = slackIds(/^[CGD][A-Z0-9]{2,}$/, "use Slack channel ids like C0123ABCD");
+const PERSON_OR_GROUP_ID = /^[UWS][A-Z0-9]{2,}$/;
+const CHANNEL_ID = /^[CGD][A-Z0-9]{2,}$/;
+const reviewerIds = slackIds(PERSON_OR_GROUP_ID, "use Slack user ids like U0123ABCD and user group ids like S0123ABCD");
+const channelIds = slackIds(CHANNEL_ID, "use Slack channel ids like C0123ABCD");
 const teamIds = slackIds(/^(?:[TE][A-Z0-9]{2,}|\*)$/, 'use Slack workspace (team) ids like T0123ABCD, or "*" for every workspace');
 
 /** `ids` checked by `schema`; a problem goes to `report`, and nothing is returned. */
@@ -280,16 +282,13 @@ function checkedIds(schema: z.ZodType<string[]>, ids: string[] | undefined, repo
 }
 
 /** Escalation ids: users (U…, W…) and user groups (S…). */
-const escalationIds = z.array(z.string().regex(/^[UWS][A-Z0-9]{2,}$/, "must be user ids (U…) or user group ids (S…)"));
+const escalationIds = z.array(z.string().regex(PERSON_OR_GROUP_ID, "must be user ids (U…) or user group ids (S…)"));
 
 const flowName = z
   .string()
   .trim()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, "use 1-64 letters, digits, - or _ (it is part of the webhook URL)");
-const channelId = z
-  .string()
-  .trim()
-  .regex(/^[CGD][A-Z0-9]{2,}$/, "must be a channel id such as C0123ABCD");
+const channelId = z.string().trim().regex(CHANNEL_ID, "must be a channel id such as C0123ABCD");
 
 const teamId = z
   .string()

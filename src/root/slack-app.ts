@@ -55,7 +55,7 @@ const excerpt = (url: string | undefined) => {
  * whole URL: anyone could write lines at will. 404 (400 for a target Bolt cannot parse), one sampled
  * line per method a minute. Anything else thrown while routing is a bug of ours: 500, a line each time.
  */
-export function quietDispatchErrorHandler(log: Logger) {
+function quietDispatchErrorHandler(log: Logger) {
   const unrouted = sampledLog(log);
   return ({ error, request, response }: ReceiverDispatchErrorHandlerArgs): void => {
     request.resume();
@@ -71,7 +71,7 @@ export function quietDispatchErrorHandler(log: Logger) {
 }
 
 /** Socket Mode's own HTTP server has no such handler: its line for an unrouted request goes the same sampled way. */
-export function quietUnroutedLines(logger: BoltLogger, log: Logger): BoltLogger {
+function quietUnroutedLines(logger: BoltLogger, log: Logger): BoltLogger {
   const unrouted = sampledLog(log);
   return {
     ...logger,

@@ -137,7 +137,7 @@ function isSslCheck(req: IncomingMessage, raw: Buffer): boolean {
  * backslashes and absolute or `//host` targets all resolve, so `/slack/./events` is /slack/events to
  * Bolt and must be to the guard too. Undefined when Bolt could not parse it either (it throws).
  */
-export function routedPath(url: string | undefined): string | undefined {
+function routedPath(url: string | undefined): string | undefined {
   try {
     return new URL(url ?? "", "http://localhost").pathname;
   } catch {
