@@ -85,32 +85,22 @@ export async function markWebhookEventFailed(db: Sql, id: string, error: string)
   await db.updateTable("WebhookEvent").set({ lastError: error }).where("id", "=", id).execute();
 }
 
-/** Events recorded at or before `receivedBy` and not processed, with attempts left; oldest first. */
-export function unprocessedWebhookEvents(db: Sql, p: { receivedBy: Date; maxAttempts: number; limit: number }): Promise<Pick<WebhookEventRow, "id">[]> {
-  return db
-    .selectFrom("WebhookEvent")
-    .select("id")
-    .where("processedAt", "is", null)
-    .where("attempts", "<", p.maxAttempts)
-    .where("receivedAt", "<=", p.receivedBy)
-    .orderBy("receivedAt")
-    .limit(p.limit)
-    .execute();
-}
-
-/** One run's task and human-input events not processed yet (but `except`), with attempts left; oldest first. */
-export function unprocessedEventsOfRun(db: Sql, p: { executionId: string; except: string; kinds: readonly string[]; maxAttempts: number }): Promise<Pick<WebhookEventRow, "id">[]> {
-  return db
-    .selectFrom("WebhookEvent")
-    .select("id")
-    .where("executionId", "=", p.executionId)
-    .where("id", "!=", p.except)
-    .where("kind", "in", [...p.kinds])
-    .where("processedAt", "is", null)
-    .where("attempts", "<", p.maxAttempts)
-    .orderBy("receivedAt")
-    .limit(100)
-    .execute();
+/**
+ * Events not processed, with attempts left, oldest first: recorded at or before `receivedBy` (the
+ * recovery sweep), or of one run and kinds but `except` (a run's end applying what came before it).
+ */
+export function unprocessedWebhookEvents(
+  db: Sql,
+  p: { maxAttempts: number; limit: number; receivedBy?: Date; ofRun?: { executionId: string; kinds: readonly string[]; except: string } },
+): Promise<Pick<WebhookEventRow, "id">[]> {
+  let query = db.selectFrom("WebhookEvent").select("id").where("processedAt", "is", null).where("attempts", "<", p.maxAttempts);
+  if (p.receivedBy) query = query.where("receivedAt", "<=", p.receivedBy);
+  if (p.ofRun)
+    query = query
+      .where("executionId", "=", p.ofRun.executionId)
+      .where("kind", "in", [...p.ofRun.kinds])
+      .where("id", "!=", p.ofRun.except);
+  return query.orderBy("receivedAt").limit(p.limit).execute();
 }
 
 /**

@@ -17,7 +17,6 @@ import {
   markWebhookEventProcessed,
   pruneWebhookEvents,
   startWebhookEventAttempt,
-  unprocessedEventsOfRun,
   unprocessedWebhookEvents,
   webhookEventPayload,
 } from "../store/webhook-events.js";
@@ -223,7 +222,8 @@ export class Callbacks {
   }
 
   private async processEarlierOf(executionId: string, crewEventId: string): Promise<void> {
-    const earlier = await unprocessedEventsOfRun(this.sql, { executionId, except: crewEventId, kinds: ["task", "input"], maxAttempts: MAX_ATTEMPTS });
+    const ofRun = { executionId, kinds: ["task", "input"], except: crewEventId };
+    const earlier = await unprocessedWebhookEvents(this.sql, { ofRun, maxAttempts: MAX_ATTEMPTS, limit: 100 });
     for (const event of earlier) await this.process(event.id).catch(() => {});
   }
 
