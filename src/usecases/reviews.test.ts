@@ -274,7 +274,7 @@ describe("a decision the crew took whose outcome could not be stored", () => {
   });
 });
 
-describe("a task output recorded just before its run ended", () => {
+describe("reviews opening while their run changes", () => {
   let lifecycle: Lifecycle;
   beforeEach(async () => {
     db = await createTestDatabase();
@@ -284,10 +284,15 @@ describe("a task output recorded just before its run ended", () => {
   });
   afterEach(async () => db.drop());
 
-  it("opens no review once the run has been stopped, though its callback still saw it live", async () => {
+  /** A run the crew has started, as a callback's record still shows it (live). */
+  async function liveRun(i = 0) {
     const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
-    await lifecycle.runs.setThread(created.id, "100.0");
-    const live = await lifecycle.runs.kickedOff(created.id, "k-1");
+    await lifecycle.runs.setThread(created.id, `10${i}.0`);
+    return lifecycle.runs.kickedOff(created.id, `k-${i}`);
+  }
+
+  it("a task output recorded just before its run was stopped opens no review, though its callback still saw the run live", async () => {
+    const live = await liveRun();
     // The stop commits between the callback's record (it saw the run live) and its processing.
     await lifecycle.runs.transition(live.id, "stopped", { stoppedBy: "U2", finishedAt: new Date() });
     const prisma = prismaOf(db.database);
@@ -297,23 +302,10 @@ describe("a task output recorded just before its run ended", () => {
     expect(await prisma.review.count({ where: { executionId: live.id } })).toBe(0);
     expect(await prisma.slackEffect.count({ where: { kind: "review.post" } })).toBe(0);
   });
-});
 
-describe("two reviews of one run opening at once", () => {
-  let lifecycle: Lifecycle;
-  beforeEach(async () => {
-    db = await createTestDatabase();
-    resumes = [];
-    updates = [];
-    ({ lifecycle } = lifecycleWith({ get: () => crew }));
-  });
-  afterEach(async () => db.drop());
-
-  it("both open (on PostgreSQL they run side by side, and neither deadlocks the other)", async () => {
+  it("two reviews of one run opening at once both open (on PostgreSQL they run side by side, and neither deadlocks the other)", async () => {
     for (let i = 0; i < 5; i++) {
-      const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
-      await lifecycle.runs.setThread(created.id, `10${i}.0`);
-      const live = await lifecycle.runs.kickedOff(created.id, `k-${i}`);
+      const live = await liveRun(i);
       // Tasks awaited in parallel: two human-input requests for two tasks of the run.
       const opened = await Promise.all(
         ["draft", "facts"].map((name) => lifecycle.reviews.awaitDecision(live, { taskKey: name, name, output: `${OUTPUT} ${name}` }, { source: "input" })),
