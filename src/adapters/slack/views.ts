@@ -7,6 +7,7 @@
 import type { types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { FeatureDeps } from "./deps.js";
+import { within } from "./within.js";
 
 export type ViewMethod = "views.open" | "views.update" | "views.publish";
 
@@ -21,9 +22,7 @@ export async function spendOnView(deps: Pick<FeatureDeps, "spendSlack">, team: s
   if (!team || !deps.spendSlack) return;
   const open = method === "views.open";
   const spent = deps.spendSlack({ team, method, burstTolerated: true }, open ? 0 : undefined).catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([spent, new Promise((resolve) => (timer = setTimeout(resolve, open ? SPEND_MAX_MS.open : SPEND_MAX_MS.other)))]);
-  clearTimeout(timer);
+  await within(spent, open ? SPEND_MAX_MS.open : SPEND_MAX_MS.other, () => undefined);
 }
 
 /** views.update, its token taken first. */

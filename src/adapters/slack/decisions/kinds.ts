@@ -37,6 +37,7 @@ import {
   REJECT_ACTION,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { within } from "../within.js";
 import {
   type DecisionKind,
   FLOW_NOT_RECORDED,
@@ -112,8 +113,11 @@ const GATE_WAIT_MS = 1_000;
  * A slow answer does not hold the trigger (undefined: open the form); the submission is checked again either way.
  */
 async function refusedEarly(refusal: Promise<string | undefined>): Promise<string | undefined> {
-  const wait = new Promise<undefined>((r) => setTimeout(() => r(undefined), GATE_WAIT_MS).unref());
-  return Promise.race([refusal.catch(() => undefined), wait]);
+  return within(
+    refusal.catch(() => undefined),
+    GATE_WAIT_MS,
+    () => undefined,
+  );
 }
 
 const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";

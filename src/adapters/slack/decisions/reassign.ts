@@ -11,6 +11,7 @@ import { REASSIGN_REASON_ACTION, REASSIGN_REASON_BLOCK, REASSIGN_USER_ACTION, RE
 import type { FeatureDeps } from "../deps.js";
 import { clickFacts, tellPrivately } from "../private-reply.js";
 import { spendOnView } from "../views.js";
+import { within } from "../within.js";
 import { decisionClick } from "./edit.js";
 import { openDecisionForm, sealDecisionForm } from "./form-seal.js";
 import { forEachKind, type KindPort, type Subject } from "./kinds.js";
@@ -55,27 +56,16 @@ function refusalText(why: ReassignRefusal, kind: DecisionKind): string {
 
 /** Whether the person may be handed it, given up as unknown (refused) once the submission's answer cannot wait longer. */
 async function targetCheck(deps: FeatureDeps, kind: DecisionKind, subject: ReassignSubject, to: string, access: AccessPorts, until: number): Promise<ReassignRefusal | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<"unknown">((resolve) => {
-    timer = setTimeout(
-      () => {
-        deps.log.warn("could not check the person picked to reassign to in time", { kind });
-        resolve("unknown");
-      },
-      Math.max(0, until - Date.now()),
-    );
-  });
   const check = mayReceiveReassignment(access, subject, to)
     .then((may) => (may.ok ? undefined : may.why))
     .catch((err: unknown) => {
       deps.log.warn("could not check the person picked to reassign to", { kind, err });
       return "unknown" as const;
     });
-  try {
-    return await Promise.race([check, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return within(check, until - Date.now(), () => {
+    deps.log.warn("could not check the person picked to reassign to in time", { kind });
+    return "unknown" as const;
+  });
 }
 
 export function registerDecisionReassign(app: App, deps: FeatureDeps): void {
