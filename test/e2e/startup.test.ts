@@ -29,6 +29,19 @@ function runBot(env: Record<string, string>) {
   return { proc, exited, output: () => output };
 }
 
+/** The least a bot needs to start: one workspace's token, the Slack stand-in, a crew that is not there. */
+function minimalEnv(slackUrl: string, port: number, dataDir: string): Record<string, string> {
+  return {
+    SLACK_BOT_TOKEN: "xoxb-test",
+    SLACK_SIGNING_SECRET: "s",
+    SLACK_API_URL: slackUrl,
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    CREW_BASE_URL: "http://127.0.0.1:9",
+    CREW_TOKEN: "t",
+  };
+}
+
 describe("start-up", () => {
   it("stops with a message naming each missing variable, and no secret", async () => {
     const bot = runBot({ SLACK_BOT_TOKEN: "xoxb-super-secret-value", CREW_TOKEN: "crew-secret" });
@@ -62,16 +75,7 @@ describe("start-up", () => {
     const port = await freePort();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-data-"));
     const db = usePostgres ? await createTestDatabaseUrl() : undefined;
-    const bot = runBot({
-      SLACK_BOT_TOKEN: "xoxb-test",
-      SLACK_SIGNING_SECRET: "s",
-      SLACK_API_URL: slack.url,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      CREW_BASE_URL: "http://127.0.0.1:9",
-      CREW_TOKEN: "t",
-      ...(db ? { DATABASE_URL: db.url } : {}),
-    });
+    const bot = runBot({ ...minimalEnv(slack.url, port, dataDir), ...(db ? { DATABASE_URL: db.url } : {}) });
     child = bot.proc;
     try {
       const health = await eventually(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => (r.status === 200 ? r.json() : undefined)), {
@@ -94,15 +98,7 @@ describe("start-up", () => {
     slack = await startFakeSlack();
     const port = await freePort();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-log-level-"));
-    const env = {
-      SLACK_BOT_TOKEN: "xoxb-test",
-      SLACK_SIGNING_SECRET: "s",
-      SLACK_API_URL: slack.url,
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      CREW_BASE_URL: "http://127.0.0.1:9",
-      CREW_TOKEN: "t",
-    };
+    const env = minimalEnv(slack.url, port, dataDir);
     const refused = runBot({ ...env, LOG_LEVEL: "verbose" });
     child = refused.proc;
     expect(await Promise.race([refused.exited, new Promise((resolve) => setTimeout(() => resolve("still running"), 30_000))])).toBe(1);
