@@ -428,6 +428,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       installations,
       // Every client cache (request path, its one-shot posts, outbox) drops an uninstalled workspace at once.
       clients: { forget: (match) => [installedClients, installedOneShotClients, installedEffectClients].forEach((c) => c?.forget(match)) },
+      runsEnded: () => lifecycle.callbacks.forgetLive(),
       log,
       clock: opts.clock,
     });

@@ -91,18 +91,29 @@ describe("store: a removed workspace's rows", () => {
     for (const id of [theirs.run, theirs.review, theirFlow]) expect(await effect(id)).toEqual({ state: "due", updatedAt: before });
   });
 
-  it("closes an org's runs except in teams installed on their own; flow requests belong to teams and stay", async () => {
+  it("closes an org's runs and the flow requests of its teams (its runs' and the ones Slack named), except in teams installed on their own", async () => {
     const orgTeam = await run("T1", "E1");
     const ownInstall = await run("T2", "E1");
     const otherOrg = await run("T3", "E2");
-    const flow = await flowRequest("T1");
+    const runTeamFlow = await flowRequest("T1");
+    const namedTeamFlow = await flowRequest("T4");
+    const ownInstallFlow = await flowRequest("T2");
+    const otherOrgFlow = await flowRequest("T3");
+    const unknownTeamFlow = await flowRequest("T5");
 
-    expect(await stopWorkspace(db.database.sql, { enterpriseId: "E1", exceptTeams: ["T2"] }, now)).toEqual({ runs: 1, reviews: 1, flowRequests: 0 });
+    expect(await stopWorkspace(db.database.sql, { enterpriseId: "E1", exceptTeams: ["T2"], namedTeams: ["T4"] }, now)).toEqual({ runs: 1, reviews: 1, flowRequests: 2 });
     expect((await state("Execution", orgTeam.run)).state).toBe("uninstalled");
     expect((await effect(orgTeam.review)).state).toBe("dead");
     expect((await state("Execution", ownInstall.run)).state).toBe("running");
     expect((await state("Execution", otherOrg.run)).state).toBe("running");
-    expect((await state("FlowRequest", flow)).state).toBe("pending");
-    expect((await effect(flow)).state).toBe("due");
+    for (const flow of [runTeamFlow, namedTeamFlow]) {
+      expect(await state("FlowRequest", flow)).toEqual({ state: "closed", updatedAt: now });
+      expect((await sql.selectFrom("FlowRequest").select("answerMessage").where("id", "=", flow).executeTakeFirstOrThrow()).answerMessage).toBe(UNINSTALLED_NOTE);
+      expect(await effect(flow)).toEqual({ state: "dead", updatedAt: now });
+    }
+    for (const flow of [ownInstallFlow, otherOrgFlow, unknownTeamFlow]) {
+      expect(await state("FlowRequest", flow)).toEqual({ state: "pending", updatedAt: before });
+      expect((await effect(flow)).state).toBe("due");
+    }
   });
 });

@@ -6,15 +6,18 @@ import { inTransaction, type Sql } from "./sql.js";
 /** A database, a runner or a Kysely handle (possibly one transaction's). */
 type On = Sql;
 
-/** Which workspace: one team, or every team of a Grid org that has no install of its own. */
-export type WorkspaceMatch = { teamId: string } | { enterpriseId: string; exceptTeams: string[] };
+/**
+ * Which workspace: one team, or every team of a Grid org that has no install of its own. `namedTeams`:
+ * teams Slack named as the org's (the uninstall event's), beside those its runs were started in.
+ */
+export type WorkspaceMatch = { teamId: string } | { enterpriseId: string; exceptTeams: string[]; namedTeams?: string[] };
 
 type Move = { from: readonly string[]; to: string };
 
 export interface WorkspaceClosing {
   runs: Move;
   reviews: Move;
-  /** Flow requests belong to a team (a flow's `team:`); an org's closing leaves them. */
+  /** Flow requests belong to a team (a flow's `team:`): an org's closing takes those of the teams known to be the org's. */
   flowRequests: Move;
   /** Why the runs ended and the flow requests closed (the runs' error, the requests' answerMessage). */
   note: string;
@@ -28,6 +31,19 @@ function runsOf(sql: Sql, match: WorkspaceMatch) {
   if ("teamId" in match) return runs.where("Execution.teamId", "=", match.teamId);
   const org = runs.where("Execution.enterpriseId", "=", match.enterpriseId);
   return match.exceptTeams.length ? org.where("Execution.teamId", "not in", match.exceptTeams) : org;
+}
+
+/**
+ * The ids of the workspace's flow requests, as a subquery. A request stores its team only (a flow's
+ * `team:`, a T… id), so an org's are those of the teams known to be the org's: its runs' teams, the
+ * teams Slack named, and the org's own id; never a team with an install of its own.
+ */
+function flowRequestsOf(sql: Sql, match: WorkspaceMatch) {
+  const requests = sql.selectFrom("FlowRequest").select("FlowRequest.id");
+  if ("teamId" in match) return requests.where("FlowRequest.teamId", "=", match.teamId);
+  const runTeams = sql.selectFrom("Execution").select("Execution.teamId").where("Execution.enterpriseId", "=", match.enterpriseId);
+  const org = requests.where((eb) => eb.or([eb("FlowRequest.teamId", "in", runTeams), eb("FlowRequest.teamId", "in", [match.enterpriseId, ...(match.namedTeams ?? [])])]));
+  return match.exceptTeams.length ? org.where("FlowRequest.teamId", "not in", match.exceptTeams) : org;
 }
 
 /** Closes what the workspace still had going; returns how many runs, reviews and flow requests it closed. */
@@ -46,30 +62,26 @@ export function closeWorkspace(on: On, match: WorkspaceMatch, closing: Workspace
       .where("id", "in", runsOf(tx, match))
       .where("state", "in", closing.runs.from)
       .executeTakeFirst();
-    const flowRequests =
-      "teamId" in match
-        ? await tx
-            .updateTable("FlowRequest")
-            .set({ state: closing.flowRequests.to, answerMessage: closing.note, nextReminderAt: null, updatedAt: now })
-            .where("teamId", "=", match.teamId)
-            .where("state", "in", closing.flowRequests.from)
-            .executeTakeFirst()
-        : undefined;
+    const flowRequests = await tx
+      .updateTable("FlowRequest")
+      .set({ state: closing.flowRequests.to, answerMessage: closing.note, nextReminderAt: null, updatedAt: now })
+      .where("id", "in", flowRequestsOf(tx, match))
+      .where("state", "in", closing.flowRequests.from)
+      .executeTakeFirst();
     // Its Slack effects still due can never be performed (no token any more): given up now rather
     // than retried for an hour.
     await tx
       .updateTable("SlackEffect")
       .set({ state: "dead", lastError: closing.effectsError, leaseOwner: null, leaseExpiresAt: null, updatedAt: now })
       .where("state", "=", "due")
-      .where((eb) => {
-        const about = [
+      .where((eb) =>
+        eb.or([
           eb("subjectId", "in", runsOf(tx, match)),
           eb("subjectId", "in", eb.selectFrom("Review").select("Review.id").where("Review.executionId", "in", runsOf(tx, match))),
-        ];
-        if ("teamId" in match) about.push(eb("subjectId", "in", eb.selectFrom("FlowRequest").select("FlowRequest.id").where("FlowRequest.teamId", "=", match.teamId)));
-        return eb.or(about);
-      })
+          eb("subjectId", "in", flowRequestsOf(tx, match)),
+        ]),
+      )
       .execute();
-    return { runs: Number(runs.numUpdatedRows), reviews: Number(reviews.numUpdatedRows), flowRequests: Number(flowRequests?.numUpdatedRows ?? 0n) };
+    return { runs: Number(runs.numUpdatedRows), reviews: Number(reviews.numUpdatedRows), flowRequests: Number(flowRequests.numUpdatedRows) };
   });
 }

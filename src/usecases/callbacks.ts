@@ -38,6 +38,11 @@ export const DEFAULT_PROCESSING_CONCURRENCY = 6;
 export const DEFAULT_WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
 /** Processing attempts before a recorded callback is given up. */
 const MAX_ATTEMPTS = 5;
+/**
+ * A live run's cached row is read again once this old: a run ended elsewhere (a stop or an uninstall
+ * on another replica) is refused here within that time, a step callback included.
+ */
+export const LIVE_RUN_RECHECK_MS = 2_000;
 /** How often old events are deleted (at most). */
 const PRUNE_EVERY_MS = 3600_000;
 
@@ -73,9 +78,15 @@ export type CallbackOutcome =
   | { kind: "names_another_run" }
   | { kind: "malformed"; problem: string };
 
+/** A cached run, and when it was read (ms on the clock). */
+interface CachedRun {
+  run: IntakeRun;
+  readAt: number;
+}
+
 export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
-  private readonly cache = new Map<string, IntakeRun>();
+  private readonly cache = new Map<string, CachedRun>();
   private readonly work: WorkQueue;
   private readonly sql: Sql;
   private lastPrune = 0;
@@ -114,7 +125,8 @@ export class Callbacks {
   async authenticate(executionId: string, kind: string, secret: string, authorization?: string): Promise<{ caller: AuthenticatedCallback } | { refused: CallbackRefusal }> {
     if (!(CALLBACK_KINDS as readonly string[]).includes(kind) || !isUuid(executionId)) return { refused: { kind: "unknown_callback" } };
     // The cached row will do: its secret and token never change, and an ended run stays ended. A run
-    // that ended since it was cached is caught where the callback is stored (record: run_ended).
+    // that ended since it was cached is caught where the callback is stored (record: run_ended), and
+    // for a step, which is not stored, once its live row is read again (lookup).
     const execution = await this.lookup(executionId);
     if (!execution) return { refused: { kind: "unknown_run" } };
     if (!sameSecret(secret, execution.webhookSecret)) return { refused: { kind: "bad_secret" } };
@@ -303,7 +315,8 @@ export class Callbacks {
 
   private async lookup(id: string): Promise<IntakeRun | undefined> {
     const cached = this.cache.get(id);
-    if (cached) return cached;
+    if (cached && this.current(cached)) return cached.run;
+    const readAt = this.clock.now().getTime();
     const row = await findExecution(this.sql, id);
     if (!row) return undefined;
     const { kickoffId, state, webhookSecret, humanInputToken } = row;
@@ -311,13 +324,27 @@ export class Callbacks {
     // Not cached before the crew has answered the kickoff: its kickoff id is what a callback's body is
     // checked against (namesOwnRun). Bounded: oldest entries go first (Map keeps insertion order).
     if (!kickoffId) return execution;
+    this.cache.delete(id);
     if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(id, execution);
+    this.cache.set(id, { run: execution, readAt });
     return execution;
+  }
+
+  /**
+   * Whether a cached run may answer as it is: an ended run stays ended; a live one until its row is
+   * LIVE_RUN_RECHECK_MS old (a stop or an uninstall on another replica may have ended it).
+   */
+  private current(cached: CachedRun): boolean {
+    return isFinished(cached.run.state) || this.clock.now().getTime() - cached.readAt < LIVE_RUN_RECHECK_MS;
   }
 
   forget(id: string): void {
     this.cache.delete(id);
+  }
+
+  /** Runs were ended in bulk here (an uninstall): every live run is read again at its next callback. */
+  forgetLive(): void {
+    for (const [id, cached] of this.cache) if (!isFinished(cached.run.state)) this.cache.delete(id);
   }
 
   /** Resolves when recorded callbacks have been processed (shutdown). */

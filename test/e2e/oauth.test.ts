@@ -20,6 +20,8 @@ import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/log/log.js";
 import type { InstallGrant } from "../../src/playground/slack-standin.js";
 import { startFlowService } from "../../src/sim/flow-service.js";
+import { LIVE_RUN_RECHECK_MS } from "../../src/usecases/callbacks.js";
+import { UNINSTALLED_NOTE } from "../../src/usecases/workspaces.js";
 import { eventually, type Harness, kickoffViaSlack, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 
@@ -382,5 +384,99 @@ describe("OAuth distribution", () => {
     } finally {
       await flow.close();
     }
+  }, 90_000);
+
+  it("an org-wide uninstall ends every run and closes every open flow request of the org's workspaces, as a workspace's uninstall does; the flows hear nothing more, not even a deadline's answer", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    const SECRET = "flow-webhook-secret";
+    const GRID = "E0GRID";
+    const gridA = { team: "T0GRIDA", channel: "C0GRIDA", user: "U0GRIDAUSER", enterprise: GRID };
+    // Each flow answers "approved" by itself after a minute: what reached a flow says whether its request stayed open.
+    const flowIn = (name: string, team: string) => ({ name, secret: SECRET, channel: `C0${name.toUpperCase()}`, team, decideWithinMs: 60_000, onTimeout: "approve" as const });
+    const flows = [
+      flowIn("grida", gridA.team), // a workspace of the org where a run was started
+      flowIn("gridb", "T0GRIDB"), // the workspace of the org the uninstall event names
+      flowIn("gridown", "T0GRIDOWN"), // a workspace of the org with an install of its own: it keeps the app
+      flowIn("elsewhere", ONE.team), // another organisation
+    ];
+    h = await startHarness({ oauth: {}, crew: { inputs: ["topic"] }, config: { flows }, crewline: { clock } });
+    const flow = await startFlowService({ secret: SECRET });
+    try {
+      // Given: an org-wide install, a workspace of the org installed on its own, and a workspace outside the org.
+      expect((await installViaBrowser(h, GRID, { enterpriseId: GRID, isEnterpriseInstall: true })).status).toBe(200);
+      expect((await installViaBrowser(h, "T0GRIDOWN", { enterpriseId: GRID })).status).toBe(200);
+      expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+      const run = await startRunIn(h, gridA);
+      const requestIds = new Map<string, string>();
+      for (const { name } of flows) {
+        const sent = await flow.send({ message: `Please review for ${name}` }, { url: `${h.botUrl}/hooks/flows/${name}` });
+        expect(sent.status).toBe(202);
+        requestIds.set(name, String(sent.body.id));
+      }
+      const rowOf = (name: string) => prismaOf(h.bot.database).flowRequest.findFirstOrThrow({ where: { requestId: requestIds.get(name)! } });
+      for (const { name } of flows) expect((await rowOf(name)).state).toBe("pending");
+
+      // When: the org removes the app (Slack names one of its workspaces in the event).
+      expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: "T0GRIDB", enterprise_id: GRID })).status).toBe(200);
+      await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count({ where: { installKey: `E:${GRID}` } })) === 0, {
+        what: "the org's installation deleted",
+      });
+
+      // Then: its run ended and its workspaces' flow requests closed, saying why, with their Slack effects given up.
+      expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state).toBe("uninstalled");
+      for (const name of ["grida", "gridb"]) {
+        const closed = await rowOf(name);
+        expect({ name, state: closed.state, answerMessage: closed.answerMessage }).toEqual({ name, state: "closed", answerMessage: UNINSTALLED_NOTE });
+        expect(await prismaOf(h.bot.database).slackEffect.count({ where: { subjectId: closed.id, state: "due" } })).toBe(0);
+      }
+      // The workspace with its own install and the other organisation keep theirs.
+      for (const name of ["gridown", "elsewhere"]) expect((await rowOf(name)).state).toBe("pending");
+
+      // Their deadline passes: only the requests still open are answered; the org's flows hear nothing.
+      clock.offsetMs = 61_000;
+      await h.bot.flows.deadlinesDue();
+      const answered = await eventually(() => (flow.answers.length >= 2 ? flow.answers : undefined), { what: "the deadlines' answers" });
+      expect(answered.map((a) => a.requestId).sort()).toEqual([requestIds.get("elsewhere"), requestIds.get("gridown")].sort());
+      expect(flow.calls.map((c) => c.requestId)).not.toContain(requestIds.get("grida"));
+      expect(flow.calls.map((c) => c.requestId)).not.toContain(requestIds.get("gridb"));
+    } finally {
+      await flow.close();
+    }
+  }, 90_000);
+
+  it("callbacks of a run its workspace's uninstall ended get 410 like any ended run's: at once on the replica that recorded it, within LIVE_RUN_RECHECK_MS on the others", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    h = await startHarness({ oauth: {}, research: { teams: [ONE.team, TWO.team] }, crew: { inputs: ["topic"] }, crewline: { clock } });
+    for (const ws of [ONE, TWO]) expect((await installViaBrowser(h, ws.team)).status).toBe(200);
+    const runOne = await startRunIn(h, ONE);
+    const runTwo = await startRunIn(h, TWO);
+    const hook = (run: typeof runOne, kind: string, body: object) =>
+      fetch(`${h.botUrl}/hooks/${run.id}/${kind}/${run.webhookSecret}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then(
+        (r) => r.status,
+      );
+    const step = (run: typeof runOne, thought: string) => hook(run, "step", { execution_id: run.kickoffId, agent: "Writer", thought, output: "" });
+    // Given: both runs' steps taken (their rows now cached by the callback intake).
+    expect(await step(runOne, "reading sources")).toBe(202);
+    expect(await step(runTwo, "reading sources")).toBe(202);
+
+    // When: T0ONE removes the app, recorded by this replica.
+    h.slack.revokeTeam(ONE.team);
+    expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: ONE.team })).status).toBe(200);
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: runOne.id } })).state === "uninstalled", {
+      what: "T0ONE's run ended by the uninstall",
+    });
+    // The uninstall is done (its installation goes last).
+    await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count({ where: { teamId: ONE.team } })) === 0, { what: "T0ONE's installation deleted" });
+
+    // Then: its callbacks are refused at once as an ended run's, a step as a task; T0TWO's run goes on.
+    expect(await step(runOne, "still writing")).toBe(410);
+    expect(await hook(runOne, "task", { task_id: "t9", name: "late_task", output: "late", kickoff_id: runOne.kickoffId })).toBe(410);
+    expect(await step(runTwo, "still writing")).toBe(202);
+
+    // T0TWO's run ended by another replica (written to the shared database, never told to this process):
+    // refused once the cached row is LIVE_RUN_RECHECK_MS old.
+    await prismaOf(h.bot.database).execution.update({ where: { id: runTwo.id }, data: { state: "uninstalled", finishedAt: clock.now(), error: UNINSTALLED_NOTE } });
+    clock.offsetMs += LIVE_RUN_RECHECK_MS;
+    expect(await step(runTwo, "one more step")).toBe(410);
   }, 90_000);
 });

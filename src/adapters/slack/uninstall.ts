@@ -13,6 +13,8 @@ export interface UninstallDeps {
   db: Sql;
   installations: DbInstallationStore;
   clients: Pick<InstalledClients, "forget">;
+  /** Told when an uninstall ended runs, so the callback intake stops answering for them at once. */
+  runsEnded?: () => void;
   log: Logger;
   clock?: Clock;
 }
@@ -30,12 +32,16 @@ export function registerUninstall(app: App, deps: UninstallDeps): void {
       // Workspaces of the org that have their own install keep working.
       const own = await deps.installations.teamsInstalledOnTheirOwn(where.enterpriseId);
       // The work stops first, then the install goes: nothing is left running without a token.
-      const stopped = await stopWorkspace(deps.db, { enterpriseId: where.enterpriseId, exceptTeams: own }, now);
+      // The workspace the event names is the org's too (its flow requests are found by team).
+      const named = where.teamId ? [where.teamId] : [];
+      const stopped = await stopWorkspace(deps.db, { enterpriseId: where.enterpriseId, exceptTeams: own, namedTeams: named }, now);
+      if (stopped.runs > 0) deps.runsEnded?.();
       await deps.installations.deleteEnterprise(where.enterpriseId);
       deps.clients.forget({ enterpriseId: where.enterpriseId });
       deps.log.info("crewline removed from an org", { enterpriseId: where.enterpriseId, why, ...stopped });
     } else if (where.teamId) {
       const stopped = await stopWorkspace(deps.db, { teamId: where.teamId }, now);
+      if (stopped.runs > 0) deps.runsEnded?.();
       await deps.installations.deleteTeam(where.teamId);
       deps.clients.forget({ teamId: where.teamId });
       deps.log.info("crewline removed from a workspace", { teamId: where.teamId, why, ...stopped });
