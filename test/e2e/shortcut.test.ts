@@ -10,8 +10,9 @@ import {
   RUN_ON_MESSAGE_SHORTCUT,
   SOURCE_TEXT_BLOCK,
 } from "../../src/adapters/slack/blocks/index.js";
-import { CHANNEL, eventually, type Harness, startHarness, submitKickoffForm, USER } from "../support/harness.js";
+import { CHANNEL, eventually, type Harness, SIGNING_SECRET, startHarness, submitKickoffForm, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
+import { signSlackBody } from "../support/slack-requests.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -161,6 +162,77 @@ describe("Run a crew on this message (message shortcut)", () => {
     const answer = await submitKickoffForm(h, forged, { topic: "tides" });
     expect(JSON.stringify(answer.json)).toContain("expired or was opened by someone else");
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toEqual([]);
+    expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
+  });
+});
+
+describe("Run a crew on this message, in an org-wide (Enterprise Grid) install", () => {
+  const ORG = "E0GRID";
+  const GRID = { team: "T0GRIDA", channel: "C0GRID", user: "U0GRIDUSER" };
+
+  /** The app installed org-wide, as a browser does it (GET /slack/install, then the redirect with code and state). */
+  async function installOrgWide() {
+    const page = await fetch(`${h.botUrl}/slack/install`, { redirect: "manual" });
+    const cookie = page.headers.get("set-cookie")!.split(";")[0]!;
+    const state = new URL(/href="(https:[^"]+)"/.exec(await page.text())![1]!.replace(/&amp;/g, "&")).searchParams.get("state")!;
+    const code = h.slack.issueInstallCode({ teamId: ORG, enterpriseId: ORG, isEnterpriseInstall: true });
+    const done = await fetch(`${h.botUrl}/slack/oauth_redirect?code=${code}&state=${encodeURIComponent(state)}`, { redirect: "manual", headers: { cookie } });
+    expect(done.status).toBe(200);
+  }
+
+  /** A message_action as Slack sends it for an org-wide install: `team` is null; the user's team_id names their workspace. */
+  function orgWideShortcut(message: { ts: string; text: string; user: string }, userTeam: string) {
+    const payload = {
+      type: "message_action",
+      callback_id: RUN_ON_MESSAGE_SHORTCUT,
+      token: "legacy",
+      api_app_id: "A0APP",
+      action_ts: `${Date.now() / 1000}`,
+      trigger_id: h.slack.issueTrigger(GRID.user),
+      team: null,
+      user: { id: GRID.user, username: "grid", name: "grid", team_id: userTeam },
+      channel: { id: GRID.channel, name: "grid" },
+      is_enterprise_install: true,
+      enterprise: { id: ORG, name: "Grid" },
+      message_ts: message.ts,
+      message: { type: "message", ...message },
+      response_url: h.slack.responseUrlFor({ channel: GRID.channel, user: GRID.user }),
+    };
+    const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    return h.requests.raw(body, { "Content-Type": "application/x-www-form-urlencoded", ...signSlackBody(SIGNING_SECRET, body) });
+  }
+
+  it("stores the run with the user's workspace (team is null), announces it with the org's token, and lists it on that workspace's App Home", async () => {
+    h = await startHarness({ oauth: {}, crew: { inputs: ["topic"] } });
+    await installOrgWide();
+    const orgToken = h.slack.botTokenOf(ORG)!;
+    expect((await orgWideShortcut({ ts: MESSAGE_TS, text: "Summarise the launch plan", user: "U0BOB" }, GRID.team)).status).toBe(200);
+    const form = await shownView("the kickoff form", isForm);
+    await submitKickoffForm(h, form, { topic: "Summarise the launch plan" }, GRID.user, { team_id: GRID.team, enterprise_id: ORG });
+
+    const execution = await eventually(async () => {
+      const e = await prismaOf(h.bot.database).execution.findFirst({ include: { reviews: true } });
+      return e?.reviews.some((r) => r.messageTs) ? e : undefined;
+    });
+    expect(execution).toMatchObject({ teamId: GRID.team, enterpriseId: ORG, channelId: GRID.channel, threadTs: MESSAGE_TS });
+    const announced = h.slack.callsTo("chat.postMessage").find((c) => c.args.channel === GRID.channel && c.args.thread_ts === MESSAGE_TS);
+    expect(announced?.token).toBe(orgToken);
+
+    // What goes by workspace finds it: the user's App Home, opened in their workspace, lists its review.
+    await h.requests.event({ type: "app_home_opened", user: GRID.user, channel: "D0GRIDUSER", tab: "home" }, { team_id: GRID.team, enterprise_id: ORG });
+    const home = await eventually(() => h.slack.callsTo("views.publish").find((c) => c.args.user_id === GRID.user), { what: "the App Home" });
+    expect(home.token).toBe(orgToken);
+    expect(JSON.stringify(home.args.view)).toContain(execution.reviews[0]!.taskName);
+  });
+
+  it("refuses, and stores nothing, when the payload names no workspace (the user's team_id is the org's)", async () => {
+    h = await startHarness({ oauth: {}, crew: { inputs: ["topic"] } });
+    await installOrgWide();
+    expect((await orgWideShortcut({ ts: MESSAGE_TS, text: "Summarise the launch plan", user: "U0BOB" }, ORG)).status).toBe(200);
+    const answer = await eventually(() => h.slack.callsTo("response_url")[0], { what: "the shortcut's answer" });
+    expect(answer.args.text).toMatch(/did not say which workspace you are in, so no crew was started/);
+    await h.settled();
+    expect(h.slack.callsTo("views.open")).toHaveLength(0);
     expect(await prismaOf(h.bot.database).execution.count()).toBe(0);
   });
 });

@@ -9,7 +9,7 @@ import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { announcementFor } from "../notifier.js";
 import { type AuditFormat, auditReply } from "../review/audit-export.js";
 import { stopCommandReply } from "../review/stop.js";
-import { FORM_NOT_OPENED, openKickoffModal } from "./modal.js";
+import { FORM_NOT_OPENED, openKickoffModal, WORKSPACE_UNKNOWN } from "./modal.js";
 
 export type CrewCommand =
   | { kind: "open"; crewName?: string }
@@ -85,6 +85,8 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
       const own = await ofInstallation(deps, context, command);
       if (own !== true) return void (await say(own === false ? NOT_THIS_ORGANISATION : INSTALLATION_UNKNOWN));
     }
+    // A run is stored with its workspace, whatever goes by workspace later (its token, App Home, an uninstall).
+    if (parsed.kind === "open" && !team) return void (await say(WORKSPACE_UNKNOWN));
     if (parsed.kind === "open" && deps.crews.usableBy(team).length === 0) {
       // Crews are limited to other workspaces (teams: in CREWS_FILE).
       return void (await say(

@@ -6,7 +6,8 @@ import { LIMITS } from "../blocks/index.js";
 export const kickoffMetadata = z.object({
   crew: z.string().optional(),
   channel: z.string(),
-  team: z.string().default(""),
+  /** The workspace the run is for: never empty (a form without one is refused, not started in workspace ""). */
+  team: z.string().min(1).max(255),
   inputs: z.array(z.object({ name: z.string(), required: z.boolean() })).default([]),
   /** A form opened from a message (the message shortcut): the thread the run is announced in, and the message's permalink. */
   thread: z.string().max(40).optional(),

@@ -39,6 +39,18 @@ export interface FormOrigin {
   text?: string;
 }
 
+/** What the person hears when the request names no workspace: a run is never stored without one. */
+export const WORKSPACE_UNKNOWN = "Slack did not say which workspace you are in, so no crew was started. Please try again, or start it with `/crew` in the channel.";
+
+/**
+ * The workspace a kickoff is for: the payload's team, else (an org-wide Enterprise Grid install sends
+ * `team: null`) the user's team_id, unless that names their org (E…) rather than a workspace. Undefined: none.
+ */
+export function workspaceOf(team: string | undefined, userTeam: string | undefined): string | undefined {
+  if (team) return team;
+  return userTeam && !userTeam.startsWith("E") ? userTeam : undefined;
+}
+
 /** What the person hears when Slack would not open the form (its trigger expired, a rate limit, an outage). */
 export const FORM_NOT_OPENED = "I couldn't open the form: Slack did not let me in time. Please try again.";
 
@@ -187,10 +199,10 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     const meta = decodeMetadata(metadataText);
     // A picker opened for someone else (or metadata we did not seal) shows nothing.
     if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
-    const names = deps.crews.availableIn(meta.data.channel, meta.data.team || undefined).map((c) => c.name);
+    const names = deps.crews.availableIn(meta.data.channel, meta.data.team).map((c) => c.name);
     const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
     if (!crewName) return;
-    const team = meta.data.team || undefined;
+    const team = meta.data.team;
     await updateView(client, deps, team, { view_id: viewId, view: loadingView() });
     const origin: FormOrigin = { ...sealedOrigin(meta.data), text: sourceTextOf(stateValues) };
     await updateView(client, deps, team, { view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId, origin) });

@@ -8,13 +8,14 @@ import { safeSlice } from "../../../text/truncate.js";
 import { INSTALLATION_UNKNOWN, NOT_THIS_ORGANISATION, ofInstallation } from "../access.js";
 import { LIMITS, RUN_ON_MESSAGE_SHORTCUT } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
-import { FORM_NOT_OPENED, openKickoffModal } from "./modal.js";
+import { FORM_NOT_OPENED, openKickoffModal, WORKSPACE_UNKNOWN, workspaceOf } from "./modal.js";
 
 const ts = z.string().min(1).max(40);
 const messageAction = z.object({
   trigger_id: z.string(),
-  user: z.object({ id: z.string() }),
-  team: z.object({ id: z.string() }).nullish(),
+  // An org-wide (Enterprise Grid) install gets `team: null`: the user's team_id names their workspace.
+  user: z.object({ id: z.string(), team_id: z.string().max(255).optional() }),
+  team: z.object({ id: z.string().max(255) }).nullish(),
   channel: z.object({ id: z.string() }),
   // A message's text can be as long as Slack allows (and then some): it is cut before it is read further.
   message: z.object({ ts, thread_ts: ts.optional(), text: z.string().optional() }),
@@ -38,11 +39,16 @@ export function registerMessageShortcut(app: App, deps: FeatureDeps): void {
     const own = await ofInstallation(deps, context, shortcut);
     if (own !== true) return void (await answer(own === false ? NOT_THIS_ORGANISATION : INSTALLATION_UNKNOWN));
     const { message, channel, user, team } = parsed.data;
+    const teamId = workspaceOf(team?.id, user.team_id);
+    if (!teamId) {
+      deps.log.warn("message shortcut names no workspace; refused", { userId: user.id });
+      return void (await answer(WORKSPACE_UNKNOWN));
+    }
     const opened = await openKickoffModal(client, deps, {
       triggerId: parsed.data.trigger_id,
       channelId: channel.id,
       userId: user.id,
-      teamId: team?.id ?? "",
+      teamId,
       source: {
         messageTs: message.ts,
         // Slack threads are one level deep: a reply's run goes into the thread it is in.

@@ -65,7 +65,7 @@ function enterpriseOf(body: unknown): string | null {
 async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
   const crewName = req.meta.crew!;
   const showView = (view: types.ModalView) =>
-    updateView(client, deps, req.meta.team || undefined, { view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
+    updateView(client, deps, req.meta.team, { view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
   let outcome: StartRunOutcome;
   try {
     outcome = await startRun(
