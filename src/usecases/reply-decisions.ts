@@ -36,6 +36,21 @@ export interface ThreadReplyIn {
   cut: boolean;
 }
 
+/**
+ * Whether a reply that could not be looked up (the database unreachable) is told it was not taken as a
+ * decision. Only an approve or reject, and only in a thread that may hold a review or a flow request:
+ * one whose parent the bot posted (a run's announcement, a flow request, a review moved to a direct
+ * message). Slack names the parent's author on every reply in a thread (`parent_user_id`); without it,
+ * or without the bot's own id, a thread cannot be told apart and the reply is told, as before. A run
+ * started with the message shortcut has someone else's message as its parent: an approve there goes
+ * unanswered while the database is down (its review still shows open), the price of not answering
+ * "lgtm" in every other thread of the channel.
+ */
+export function toldWhenUnrecorded(reply: { text: string; parentUserId?: string | undefined }, botUserId: string | undefined): boolean {
+  if (replyIntent(reply.text).kind === "other") return false;
+  return !reply.parentUserId || !botUserId || reply.parentUserId === botUserId;
+}
+
 /** The private question about a reply that said neither approve nor reject; its buttons carry `replyId`. */
 export type ReplyQuestion =
   | { kind: "review"; replyId: string; taskName: string; round: number; otherPending: number; cut: boolean }

@@ -436,23 +436,42 @@ describe("a reply where several reviews wait in one thread", () => {
 });
 
 describe("a reply while the database is down", () => {
+  /** As Slack sends a reply in a thread: it names who wrote the thread's parent. */
+  const under = (parent: string) => ({ extra: { parent_user_id: parent } });
+  const outage = () => vi.spyOn(ReplyDecisions.prototype, "onReply").mockRejectedValue(new Error("Can't reach database server at 127.0.0.1:5432"));
+
   it("an approve or reject is told it was not taken (nothing reaches the crew); other talk gets nothing", async () => {
     h = await startHarness();
     const { threadTs, review } = await runWaitingForReview();
-    const outage = vi.spyOn(ReplyDecisions.prototype, "onReply").mockRejectedValue(new Error("Can't reach database server at 127.0.0.1:5432"));
-    await h.requests.event(replyEvent("lgtm", threadTs));
+    const down = outage();
+    await h.requests.event(replyEvent("lgtm", threadTs, under(h.slack.botUserId)));
     const note = await eventually(() => ephemeralsFor(USER).at(-1));
     expect(String((note.args as any).text)).toMatch(/not taken as a decision.*try again/);
     expect(String((note.args as any).text)).not.toContain("5432");
-    await h.requests.event(replyEvent("what do you all think?", threadTs));
+    await h.requests.event(replyEvent("what do you all think?", threadTs, under(h.slack.botUserId)));
     await settle();
     expect(ephemeralsFor(USER)).toHaveLength(1);
     expect(resumeCalls(h)).toHaveLength(0);
-    outage.mockRestore();
+    down.mockRestore();
     // Back: a new reply decides.
-    await h.requests.event(replyEvent("approve", threadTs));
+    await h.requests.event(replyEvent("approve", threadTs, under(h.slack.botUserId)));
     await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).decidedBy).toBe(USER);
+  });
+
+  it("an approve in a thread whose parent is someone else's (any other thread of the channel) gets no word; under the bot's, it does", async () => {
+    h = await startHarness();
+    const { threadTs } = await runWaitingForReview();
+    outage();
+    // A thread under a person's message: no review can be there, unless a run was started on that
+    // message with the shortcut (such a run's approve goes unanswered while the database is down).
+    await h.requests.event(replyEvent("lgtm", "1700000000.000100", under(BOB)));
+    await h.requests.event(replyEvent("approve", "1700000000.000200", { user: BOB, ...under(USER) }));
+    // Under the bot's announcement, the same approve is told.
+    await h.requests.event(replyEvent("approve", threadTs, under(h.slack.botUserId)));
+    await settle();
+    expect(h.slack.callsTo("chat.postEphemeral").map((c) => [(c.args as any).user, (c.args as any).thread_ts])).toEqual([[USER, threadTs]]);
+    expect(resumeCalls(h)).toHaveLength(0);
   });
 });
 

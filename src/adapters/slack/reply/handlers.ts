@@ -4,9 +4,9 @@
 // the text is cut first, the event parsed, and the use case (usecases/reply-decisions.ts) decides.
 import type { AllMiddlewareArgs, App, RespondArguments, RespondFn, SlackActionMiddlewareArgs, types } from "@slack/bolt";
 import { z } from "zod";
-import { cutReply, replyIntent } from "../../../domain/reply-intent.js";
+import { cutReply } from "../../../domain/reply-intent.js";
 import { sanitizeText } from "../../../text/sanitize.js";
-import type { ReplyChoice, ReplyDecisions, ReplyOutcome } from "../../../usecases/reply-decisions.js";
+import { type ReplyChoice, type ReplyDecisions, type ReplyOutcome, toldWhenUnrecorded } from "../../../usecases/reply-decisions.js";
 import { accessPorts } from "../access.js";
 import { REPLY_APPROVE_ACTION, REPLY_IGNORE_ACTION, REPLY_PICK_ACTION, REPLY_REJECT_ACTION, replyQuestionAnswered, replyQuestionMessage } from "../blocks/index.js";
 import { flowReplyFor, otherOrganisation, replyFor } from "../decisions/replies.js";
@@ -34,6 +34,8 @@ const threadReply = z.object({
   channel: id,
   ts,
   thread_ts: ts,
+  /** Who wrote the thread's parent: a review's or flow request's thread has the bot's (or, for a run started on a message, that message's author). */
+  parent_user_id: id.optional().catch(undefined),
   /** Cut before it gets here. */
   text: z.string(),
 });
@@ -89,8 +91,8 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       outcome = await replies.onReply(reply, accessPorts(client, deps, context, body));
     } catch (err) {
       deps.log.error("reply in a thread could not be handled", { err });
-      // Someone who meant to decide hears it was not taken; other talk in the thread stays unanswered.
-      if (replyIntent(reply.text).kind !== "other") await tell(REPLY_NOT_RECORDED);
+      // Someone who meant to decide, in a thread that may hold a review, hears it was not taken; other talk stays unanswered.
+      if (toldWhenUnrecorded({ text: reply.text, parentUserId: parsed.data.parent_user_id }, context.botUserId)) await tell(REPLY_NOT_RECORDED);
       return;
     }
     if (outcome.kind === "question") {
@@ -158,7 +160,16 @@ async function replaceQuestion(respond: RespondFn | undefined, message: RespondA
 
 /** The fields of a message event the parser reads (the text apart: it is cut first). */
 function pick(raw: Record<string, unknown>) {
-  return { type: raw.type, subtype: raw.subtype, bot_id: raw.bot_id, user: raw.user, channel: raw.channel, ts: raw.ts, thread_ts: raw.thread_ts };
+  return {
+    type: raw.type,
+    subtype: raw.subtype,
+    bot_id: raw.bot_id,
+    user: raw.user,
+    channel: raw.channel,
+    ts: raw.ts,
+    thread_ts: raw.thread_ts,
+    parent_user_id: raw.parent_user_id,
+  };
 }
 
 /** What the replier (`asker`) is told privately; undefined when the updated message says it all (or nothing is said). */
