@@ -6,8 +6,8 @@
 // lives 3 s, so it is counted and goes, and a slow database does not hold it up.
 import type { types } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
+import { within } from "../../usecases/within.js";
 import type { FeatureDeps } from "./deps.js";
-import { within } from "./within.js";
 
 export type ViewMethod = "views.open" | "views.update" | "views.publish";
 

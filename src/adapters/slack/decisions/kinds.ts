@@ -18,6 +18,7 @@ import {
 } from "../../../usecases/access.js";
 import type { FlowRequests } from "../../../usecases/flows.js";
 import type { TeamRef } from "../../../usecases/ports.js";
+import { within } from "../../../usecases/within.js";
 import {
   APPROVE_ACTION,
   EDIT_ACTION,
@@ -37,7 +38,6 @@ import {
   REJECT_ACTION,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
-import { within } from "../within.js";
 import {
   type DecisionKind,
   FLOW_NOT_RECORDED,

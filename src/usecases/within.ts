@@ -1,4 +1,4 @@
-// A Slack request is answered within 3 s: work it waits on is raced against a deadline.
+// Work a caller waits on, raced against a deadline (a Slack request is answered within 3 s; a Home is not held by a slow Slack).
 
 /** `work`'s result, or `late()`'s once `ms` have passed first (the work goes on, unheard). */
 export async function within<T, L>(work: Promise<T>, ms: number, late: () => L): Promise<T | L> {
