@@ -1,5 +1,5 @@
 // homeFor with a fake store and fake rules: which reviews, requests and runs a user's Home lists.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { HomeStore, PendingReview } from "../store/home.js";
 import { homeFor } from "./home-for.js";
 
@@ -32,6 +32,15 @@ function store(reviews: PendingReview[], approved: Record<string, string[]> = {}
 }
 
 const clock = { now: () => new Date("2026-03-29T01:00:00Z") };
+/** Channel members by channel; a channel set to "slow" never answers. */
+function members(byChannel: Record<string, string[] | "slow">) {
+  return {
+    isMember: vi.fn((channelId: string, userId: string) => {
+      const users = byChannel[channelId];
+      return users === "slow" ? new Promise<boolean>(() => undefined) : Promise.resolve(users?.includes(userId) ?? false);
+    }),
+  };
+}
 const crews = { usableBy: (teamId?: string) => (teamId === "T2" ? [] : [{ name: "research", channels: ["C1"] }]) };
 
 describe("homeFor", () => {
@@ -41,6 +50,7 @@ describe("homeFor", () => {
     const { fake } = store(reviews, { USTARTER: ["approved"] });
     // No reviewer rules for the crew: the runs one started, and what was handed to one.
     const access = {
+      members: members({ C1: ["UDAN"] }),
       reviewers: { rulesFor: () => undefined, mayDecide: async () => true, isGranted: async (r: { reassignedTo: string | null }, userId: string) => r.reassignedTo === userId },
     };
     const listing = await homeFor({ store: fake, access, crews, clock, maxRuns: 6 }, "USTARTER");
@@ -60,14 +70,42 @@ describe("homeFor", () => {
         { id: "f2", teamId: "T2" },
       ],
     };
-    const listing = await homeFor({ store: fake, access: {}, flows, crews, clock, multiWorkspace: true, maxRuns: 6 }, "USTARTER", "T2");
+    const listing = await homeFor({ store: fake, access: { members: members({}) }, flows, crews, clock, multiWorkspace: true, maxRuns: 6 }, "USTARTER", "T2");
     expect(listing.reviews.map((r) => r.id)).toEqual(["two"]);
     expect(listing.flowRequests.map((r) => r.id)).toEqual(["f2"]);
     expect(listing.crews).toEqual([]);
     expect(asked).toEqual([{ teamId: "T2" }, { teamId: "T2", limit: 6 }]);
     // One workspace: everything, whatever team the event names.
-    const single = await homeFor({ store: fake, access: {}, flows, crews, clock, maxRuns: 6 }, "USTARTER", "T2");
+    const single = await homeFor({ store: fake, access: { members: members({}) }, flows, crews, clock, maxRuns: 6 }, "USTARTER", "T2");
     expect(single.reviews.map((r) => r.id)).toEqual(["one", "two"]);
     expect(single.flowRequests.map((r) => r.id)).toEqual(["f1", "f2"]);
+  });
+
+  it("lists without their content the reviews handed or escalated to someone who may not see their runs (or whose channel is not read in time)", async () => {
+    const someone = (id: string, channelId: string) => execution(id, { userId: "USOMEONE", channelId });
+    const reviews = [
+      pending("in", { reassignedTo: "UDAN" }, someone("e-in", "CIN")),
+      pending("out", { reassignedTo: "UDAN" }, someone("e-out", "COUT")),
+      pending("escalated", { escalatedAt: new Date(), escalatedTo: "UDAN" }, someone("e-esc", "COUT")),
+      pending("slow", { reassignedTo: "UDAN" }, someone("e-slow", "CSLOW")),
+    ];
+    const { fake } = store(reviews);
+    const access = {
+      members: members({ CIN: ["UDAN"], COUT: [], CSLOW: "slow" }),
+      reviewers: {
+        rulesFor: () => undefined,
+        mayDecide: async () => true,
+        isGranted: async (r: { reassignedTo: string | null; escalatedTo: string | null }, userId: string) => r.reassignedTo === userId || r.escalatedTo === userId,
+      },
+    };
+    const dan = await homeFor({ store: fake, access, crews, clock, maxRuns: 6, seeWaitMs: 50 }, "UDAN");
+    expect(dan.reviews.map((r) => r.id)).toEqual(["in"]);
+    expect(dan.withheld).toEqual([
+      { channelId: "COUT", why: "handed" },
+      { channelId: "COUT", why: "escalated" },
+      { channelId: "CSLOW", why: "handed" },
+    ]);
+    // Asked at once for every review listed (the cache behind the port reads a channel once).
+    expect(access.members.isMember.mock.calls.map(([channel]) => channel).sort()).toEqual(["CIN", "COUT", "COUT", "CSLOW"]);
   });
 });

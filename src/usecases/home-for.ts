@@ -1,16 +1,26 @@
 // What a user's App Home lists: the reviews waiting for them (by the access rules: reassigned or
 // escalated to them, the crew's reviewer rules, or the runs they started), the flow feedback requests
 // waiting for them, their recent runs, and the crews they may start. Installed in many workspaces, a
-// Home shows its own workspace's runs and requests only. The Slack adapter (adapters/slack/home/home.ts) turns
-// this into the view.
+// Home shows its own workspace's runs and requests only. A review whose run the user may not see
+// (handed or escalated to them outside its channel) is listed without its content. The Slack adapter
+// (adapters/slack/home/home.ts) turns this into the view.
 
 import type { ExecutionRow, HomeStore, PendingReview } from "../store/home.js";
-import { type AccessPorts, homeListsReview } from "./access.js";
+import { type AccessPorts, homeListsReview, homeShowsReview } from "./access.js";
 import type { Clock } from "./ports.js";
+import { within } from "./within.js";
+
+/**
+ * How long a Home waits to know who may see the runs of the reviews it lists (channel members, read
+ * through their cache): a slow Slack does not hold the tab, and what is not known by then is withheld.
+ */
+export const HOME_SEE_WAIT_MS = 2_000;
 
 export interface HomeForDeps<F extends { teamId: string | null }> {
   store: HomeStore;
-  access: Pick<AccessPorts, "reviewers">;
+  access: Pick<AccessPorts, "reviewers" | "members" | "warn">;
+  /** How long to wait for who may see the listed runs (HOME_SEE_WAIT_MS). */
+  seeWaitMs?: number;
   /** Flow feedback requests waiting for a user (usecases/flows.ts), if flows are configured. */
   flows?: { waitingFor(userId: string): Promise<F[]> };
   crews: { usableBy(teamId?: string): { name: string; channels?: string[] }[] };
@@ -24,14 +34,23 @@ export interface HomeForDeps<F extends { teamId: string | null }> {
 export interface HomeListing<F> {
   userId: string;
   now: Date;
-  /** Pending reviews the user may decide and has not approved yet, oldest first. */
+  /** Pending reviews the user may decide and has not approved yet, of runs they may see, oldest first. */
   reviews: PendingReview[];
+  /** Pending reviews waiting for them whose run they may not see (or Slack could not say in time): only where, and how they got it. */
+  withheld: WithheldReview[];
   /** Flow feedback requests the user may answer, oldest first. */
   flowRequests: F[];
   /** The user's recent runs, newest first. */
   runs: ExecutionRow[];
   /** The crews the user may start here. */
   crews: { name: string; channels?: string[] }[];
+}
+
+/** A review listed without its content: its run's channel, and whether it was handed or escalated to the user. */
+export interface WithheldReview {
+  channelId: string;
+  /** Unset: listed by the crew's rules (its run's channel could not be read in time). */
+  why?: "handed" | "escalated";
 }
 
 export async function homeFor<F extends { teamId: string | null }>(deps: HomeForDeps<F>, userId: string, teamId?: string): Promise<HomeListing<F>> {
@@ -43,10 +62,36 @@ export async function homeFor<F extends { teamId: string | null }>(deps: HomeFor
     userId,
     pending.map((r) => r.id),
   );
-  const reviews: PendingReview[] = [];
-  for (const review of pending) if (!approved.has(review.id) && (await homeListsReview(deps.access, review, userId))) reviews.push(review);
+  const listed: PendingReview[] = [];
+  for (const review of pending) if (!approved.has(review.id) && (await homeListsReview(deps.access, review, userId))) listed.push(review);
+  // Asked for all at once: the channel member cache reads each channel once, however many reviews it holds.
+  const shown = await answersWithin(
+    listed.map((review) => homeShowsReview(deps.access, review, userId)),
+    deps.seeWaitMs ?? HOME_SEE_WAIT_MS,
+  );
+  const reviews = listed.filter((_, i) => shown[i]);
+  const withheld = listed.filter((_, i) => !shown[i]).map((r): WithheldReview => ({ channelId: r.execution.channelId, ...grantOf(r, userId) }));
   const flowRequests = (deps.flows ? await deps.flows.waitingFor(userId) : []).filter((r) => !team || r.teamId === team);
   const runs = await deps.store.recentRuns(userId, { ...(team ? { teamId: team } : {}), limit: deps.maxRuns });
   const crews = deps.crews.usableBy(teamId).map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
-  return { userId, now, reviews, flowRequests, runs, crews };
+  return { userId, now, reviews, withheld, flowRequests, runs, crews };
+}
+
+/** How a review came to the user, if it was handed or escalated to them. */
+function grantOf(review: PendingReview, userId: string): Pick<WithheldReview, "why"> {
+  if (review.reassignedTo === userId) return { why: "handed" };
+  return review.escalatedAt ? { why: "escalated" } : {};
+}
+
+/** Each check's answer, or false for those not answered (or failed) within `ms`. */
+function answersWithin(checks: Promise<boolean>[], ms: number): Promise<boolean[]> {
+  return Promise.all(
+    checks.map((check) =>
+      within(
+        check.catch(() => false),
+        ms,
+        () => false,
+      ),
+    ),
+  );
 }

@@ -20,6 +20,13 @@ function offsetClock() {
 
 const homesOf = (h: Harness, user: string) => h.slack.callsTo("views.publish").filter((c) => c.args.user_id === user);
 const homeText = (call: { args: Record<string, unknown> }) => JSON.stringify((call.args.view as any).blocks);
+/** The Home's reviews part: from its "Reviews waiting for you" header to the divider after it. */
+function reviewsPart(call: { args: Record<string, unknown> }): string {
+  const blocks = (call.args.view as any).blocks as any[];
+  const start = blocks.findIndex((b) => b.type === "header" && String(b.text.text).startsWith("Reviews waiting for you"));
+  const end = blocks.findIndex((b, i) => i > start && b.type === "divider");
+  return JSON.stringify(blocks.slice(start, end));
+}
 
 const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 
@@ -255,7 +262,7 @@ describe("App Home", () => {
     expect(aliceText).toContain("Crews you can start");
   });
 
-  it("Approve on Home is refused to whoever a review was escalated to while they may not see its run (not in its channel); allowed once they may", async () => {
+  it("a review escalated to someone not in its run's private channel is on their Home without its content or Approve; a forged Approve sends nothing; once in the channel, they approve it there", async () => {
     const clock = offsetClock();
     h = await startHarness({
       config: { reviewReminders: { afterMinutes: 1, max: 1 } },
@@ -270,21 +277,23 @@ describe("App Home", () => {
     expect(await h.bot.reviewRequests.remindDue()).toBe(1);
     await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: pending.reviewId } })).escalatedTo === CAROL);
 
-    // Carol's Home lists the review escalated to her, with its Approve button.
+    // Carol's Home says a review escalated to her waits in the run's channel, and nothing of what it is.
     await h.requests.appHomeOpened({ user_id: CAROL });
     const home = await eventually(() => homesOf(h, CAROL)[0], { what: "Carol's Home" });
-    const item = ((home.args.view as any).blocks as any[]).find((b) => b.accessory?.action_id === HOME_APPROVE_ACTION);
-    expect(item.accessory.value).toBe(pending.reviewId);
+    const waiting = reviewsPart(home);
+    expect(waiting).toContain("Reviews waiting for you (1)");
+    expect(waiting).toContain(`A review escalated to you waits in <#${CHANNEL}>, a channel you are not in`);
+    for (const content of ["research", "/archives/", HOME_APPROVE_ACTION, pending.reviewId]) expect(waiting).not.toContain(content);
     const approveFromHome = () =>
       h.requests.blockAction({
         user_id: CAROL,
         channel_id: "",
         message_ts: "",
         view: { id: "V0HOME", type: "home" } as any,
-        action: { action_id: HOME_APPROVE_ACTION, block_id: item.block_id ?? "b", value: pending.reviewId },
+        action: { action_id: HOME_APPROVE_ACTION, block_id: "b", value: pending.reviewId },
       });
 
-    // She is not in the run's channel: the output is not hers to read, so nothing reaches the crew.
+    // A forged Approve (the review's id guessed): the output is not hers to read, so nothing reaches the crew.
     await approveFromHome();
     const refused = await eventually(() => homesOf(h, CAROL)[1], { what: "Carol's Home again" });
     expect(homeText(refused)).toContain("I can't find this review any more, so nothing was sent to the crew.");
@@ -292,13 +301,57 @@ describe("App Home", () => {
     expect(resumeCalls(h)).toHaveLength(0);
     expect(await reviewState(h, pending.reviewId)).toBe("pending");
 
-    // Once she is in it (its member list read again after a minute), the same click approves.
+    // Once she is in it (its member list read again after a minute), Home lists it with Approve, which approves.
     h.slack.setMembers(CHANNEL, [USER, BOB, CAROL]);
     clock.offsetMs += 2 * 60_000;
+    await h.requests.appHomeOpened({ user_id: CAROL });
+    const listed = await eventually(() => homesOf(h, CAROL)[2], { what: "Carol's Home once in the channel" });
+    const item = ((listed.args.view as any).blocks as any[]).find((b) => b.accessory?.action_id === HOME_APPROVE_ACTION);
+    expect(item.accessory.value).toBe(pending.reviewId);
+    expect(reviewsPart(listed)).toContain("research");
+    expect(reviewsPart(listed)).not.toContain("a channel you are not in");
     await approveFromHome();
     await eventually(() => resumeCalls(h).length === 1, { what: "the crew resumed" });
     await eventually(async () => (await reviewState(h, pending.reviewId)) === "approved");
     expect((await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: pending.reviewId } })).decidedBy).toBe(CAROL);
+  });
+
+  it("who may see the listed runs is read once per channel and waited on for a bounded time: a slow Slack withholds them, the next Home shows them from the cache", async () => {
+    const clock = offsetClock();
+    h = await startHarness({
+      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+      research: { escalateTo: { users: [CAROL], usergroups: [] } },
+      crewline: { clock },
+    });
+    setRules(h, [BOB]);
+    h.slack.setMembers(CHANNEL, [USER, BOB, CAROL]);
+    await startRunViaSlack(h, "Deep sea vents");
+    const first = await pendingReview(h);
+    await startRunViaSlack(h, "Coral reefs");
+    const second = await pendingReview(h, { exclude: new Set([first.reviewId]) });
+    clock.offsetMs = 61_000;
+    expect(await h.bot.reviewRequests.remindDue()).toBe(2);
+    await eventually(async () => (await prismaOf(h.bot.database).review.count({ where: { escalatedTo: CAROL } })) === 2, { what: "both escalated" });
+    const membersCalls = () => h.slack.callsTo("conversations.members").length;
+    const before = membersCalls();
+
+    // Slack takes 6 s to list the channel's members: Carol's Home does not wait for it.
+    h.slack.delayNext("conversations.members", 6_000);
+    const opened = Date.now();
+    await h.requests.appHomeOpened({ user_id: CAROL });
+    const home = await eventually(() => homesOf(h, CAROL)[0], { what: "Carol's Home" });
+    expect(Date.now() - opened).toBeLessThan(5_000);
+    expect(reviewsPart(home)).toContain(`2 reviews escalated to you wait in <#${CHANNEL}>`);
+    expect(reviewsPart(home)).not.toContain(HOME_APPROVE_ACTION);
+
+    // Once Slack answered (one call for both reviews), her next Home lists both, asking Slack nothing more.
+    await eventually(() => !h.slack.inFlight.some((c) => c.method === "conversations.members"), { what: "Slack's slow answer", timeoutMs: 15_000 });
+    expect(membersCalls() - before).toBe(1);
+    await h.requests.appHomeOpened({ user_id: CAROL });
+    const again = await eventually(() => homesOf(h, CAROL)[1], { what: "Carol's Home again" });
+    const values = ((again.args.view as any).blocks as any[]).filter((b) => b.accessory?.action_id === HOME_APPROVE_ACTION).map((b) => b.accessory.value);
+    expect(values.sort()).toEqual([first.reviewId, second.reviewId].sort());
+    expect(membersCalls() - before).toBe(1);
   });
 });
 

@@ -61,4 +61,37 @@ describe("homeView", () => {
     expect(JSON.stringify(view.blocks)).toContain("and 270 more reviews");
     expect(blockTextLength(view.blocks)).toBeGreaterThan(0);
   });
+
+  it("says where reviews whose runs the user may not see wait, grouped by channel, without their content or a button", () => {
+    const view = homeView({
+      userId: "U1",
+      now,
+      reviews: [],
+      withheld: [
+        { channelId: "CPRIV", why: "escalated" },
+        { channelId: "CPRIV", why: "escalated" },
+        { channelId: "COTHER", why: "handed" },
+        { channelId: "CMIXED", why: "handed" },
+        { channelId: "CMIXED" },
+      ],
+      runs: [],
+      crews: [],
+    });
+    const text = JSON.stringify(view.blocks);
+    expect(text).toContain("Reviews waiting for you (5)");
+    expect(text).not.toContain("Nothing to decide right now");
+    expect(text).toContain("2 reviews escalated to you wait in <#CPRIV>, a channel you are not in");
+    expect(text).toContain("A review handed to you waits in <#COTHER>");
+    expect(text).toContain("2 reviews for you wait in <#CMIXED>");
+    expect((view.blocks as any[]).some((b) => b.accessory)).toBe(false);
+  });
+
+  it("names at most a few channels of withheld reviews", () => {
+    const withheld = Array.from({ length: 25 }, (_, i) => ({ channelId: `C${i}`, why: "escalated" as const }));
+    const view = homeView({ userId: "U1", now, reviews: [], withheld, runs: [], crews: [] });
+    const text = JSON.stringify(view.blocks);
+    expect(text).toContain("<#C9>");
+    expect(text).not.toContain("<#C10>");
+    expect(text).toContain("…and reviews in 15 more such channels.");
+  });
 });

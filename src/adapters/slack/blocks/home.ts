@@ -22,6 +22,12 @@ export interface HomeReview {
   notes?: string[];
 }
 
+/** A review waiting for this user in a run they may not see: only where it is and how it came to them. */
+export interface HomeWithheldReview {
+  channelId: string;
+  why?: "handed" | "escalated";
+}
+
 export interface HomeRun {
   crewName: string;
   state: string;
@@ -40,6 +46,8 @@ export interface HomeCrew {
 export interface HomeParams {
   userId: string;
   reviews: HomeReview[];
+  /** Reviews waiting for the user whose runs they may not see: said without their content (no crew, task, link or Approve). */
+  withheld?: HomeWithheldReview[];
   runs: HomeRun[];
   crews: HomeCrew[];
   now: Date;
@@ -52,6 +60,8 @@ export interface HomeParams {
 export const HOME_MAX_REVIEWS = 30;
 export const HOME_MAX_RUNS = 15;
 export const HOME_MAX_CREWS = 30;
+/** At most this many channels are named for reviews withheld. */
+export const HOME_MAX_WITHHELD_CHANNELS = 10;
 
 const name = (text: string) => escapeMrkdwn(truncatePlain(text, 80));
 // mrkdwn is cut with excerpt(), which keeps line breaks; truncatePlain is for single-line plain_text.
@@ -75,12 +85,36 @@ function packed(lines: string[]): types.KnownBlock[] {
   return blocks;
 }
 
+/**
+ * One line per channel for the reviews waiting for the user in runs they may not see: how many, how
+ * they came, and where, and nothing of what they are (a private channel's name shows to its members only).
+ */
+function withheldLines(withheld: HomeWithheldReview[]): string[] {
+  const byChannel = new Map<string, HomeWithheldReview[]>();
+  for (const w of withheld) {
+    const group = byChannel.get(w.channelId);
+    if (group) group.push(w);
+    else byChannel.set(w.channelId, [w]);
+  }
+  const lines = [...byChannel].slice(0, HOME_MAX_WITHHELD_CHANNELS).map(([channelId, reviews]) => {
+    const whys = new Set(reviews.map((r) => r.why));
+    const [only] = whys.size === 1 ? whys : [undefined];
+    const how = only === "handed" ? "handed to you" : only === "escalated" ? "escalated to you" : "for you";
+    const [what, its, it] = reviews.length === 1 ? [`A review ${how} waits`, "its", "it is"] : [`${reviews.length} reviews ${how} wait`, "their", "they are"];
+    return `🔒 ${what} in <#${channelId}>, a channel you are not in (or Slack could not confirm you are just now): ${its} content is not shown here. Ask a member to add you; then ${it} listed here with Approve.`;
+  });
+  const more = byChannel.size - HOME_MAX_WITHHELD_CHANNELS;
+  return more > 0 ? [...lines, `…and reviews in ${more} more such channels.`] : lines;
+}
+
 export function homeView(p: HomeParams): types.HomeView {
   const blocks: types.KnownBlock[] = [header("Crewline")];
   if (p.notice?.trim()) blocks.push(section(p.notice.trim()));
 
-  blocks.push(header(p.reviews.length ? `Reviews waiting for you (${p.reviews.length})` : "Reviews waiting for you"));
-  if (p.reviews.length === 0) blocks.push(context("Nothing to decide right now."));
+  const withheld = p.withheld ?? [];
+  const waiting = p.reviews.length + withheld.length;
+  blocks.push(header(waiting ? `Reviews waiting for you (${waiting})` : "Reviews waiting for you"));
+  if (waiting === 0) blocks.push(context("Nothing to decide right now."));
   for (const r of p.reviews.slice(0, HOME_MAX_REVIEWS)) {
     const task = `*${name(r.taskName)}*${r.round > 1 ? ` (round ${r.round})` : ""}`;
     const open = r.permalink ? `<${r.permalink}|Open the thread>` : `in <#${r.channelId}>`;
@@ -93,6 +127,7 @@ export function homeView(p: HomeParams): types.HomeView {
     blocks.push(item);
   }
   blocks.push(...more(p.reviews.length - HOME_MAX_REVIEWS, "reviews"));
+  blocks.push(...packed(withheldLines(withheld)));
   blocks.push({ type: "divider" });
 
   blocks.push(header("Your recent runs"));

@@ -14,7 +14,7 @@ import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../us
 import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
 import { type Clock, systemClock, type TeamRef } from "../../../usecases/ports.js";
-import { accessPorts } from "../access.js";
+import { accessPorts, slackChannelMembers } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
@@ -100,7 +100,8 @@ export async function homeParams(
       permalink: e.threadTs ? await permalink(e.channelId, e.threadTs) : undefined,
     })),
   );
-  return { userId, reviews, runs, crews: listing.crews, now, flows: flowHooks };
+  const withheld = listing.withheld.map((w) => ({ channelId: w.channelId, ...(w.why ? { why: w.why } : {}) }));
+  return { userId, reviews, withheld, runs, crews: listing.crews, now, flows: flowHooks };
 }
 
 const homeApproveClick = z.object({
@@ -128,7 +129,6 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
   const homeDeps = {
     store: home.store,
-    access: { ...(deps.reviewers ? { reviewers: deps.reviewers } : {}) },
     ...(deps.flows ? { flows: deps.flows } : {}),
     crews: deps.crews,
     clock: home.clock ?? systemClock,
@@ -140,7 +140,14 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
     const permalink = permalinks.get(key) ?? permalinkBuilder(client);
     permalinks.set(key, permalink);
     try {
-      const listing = await homeFor(homeDeps, userId, team?.teamId);
+      // Who may see a listed review's run: its channel's members, read with this workspace's client
+      // through the one member cache every access check shares.
+      const access = {
+        members: slackChannelMembers(client, deps.channelMembers),
+        ...(deps.reviewers ? { reviewers: deps.reviewers } : {}),
+        warn: (message: string, fields: Record<string, unknown>) => deps.log.warn(message, fields),
+      };
+      const listing = await homeFor({ ...homeDeps, access }, userId, team?.teamId);
       const params = await homeParams(listing, permalink, deps.flows, flowHooksFor(deps, team?.teamId), (crewName) => approvalPolicy(deps.crews.config(crewName)));
       await spendOnView(deps, team?.teamId, "views.publish");
       await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
