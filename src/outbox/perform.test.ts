@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import { CompiledQuery } from "kysely";
 // What a review post records, on a real database: a fresh post shows the state it was made in; a
 // message found again after an interrupted attempt shows the state of that attempt, unknown here, so
@@ -12,11 +13,14 @@ import { prismaOf } from "../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../test/support/test-database.js";
 import { EFFECT_KINDS, type EffectJob } from "../domain/effects.js";
 import { EARLY_PROGRESS_OVERDUE_MS, EARLY_PROGRESS_REFRESH_MS } from "../domain/plan.js";
+import { silentLogger } from "../log/log.js";
+import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
 import { inTransaction } from "../store/sql.js";
 import type { RunNotifier } from "../usecases/ports.js";
 import { BudgetWait, SlackBudget, type SlackGate } from "./budget.js";
 import { slackEffectPerformer } from "./perform.js";
+import { OutboxWorker } from "./worker.js";
 
 let db: TestDatabase;
 let sql: Sql;
@@ -314,5 +318,148 @@ describe("run.progress while its live plan waits for Slack's Tier 2", () => {
     await expect(performAt(tokenEvery + 500)).rejects.toBeInstanceOf(BudgetWait);
     await performAt(2 * tokenEvery + 500);
     expect(refreshed).toEqual([T0 - 50]);
+  });
+});
+
+describe("Slack's budget in a run's thread (the worker performing these effects, a real budget)", () => {
+  const T0 = new Date("2026-11-27T12:00:00.000Z");
+  const clock = { at: T0, now: () => clock.at };
+  const later = (ms: number) => {
+    clock.at = new Date(clock.at.getTime() + ms);
+  };
+  beforeEach(() => {
+    clock.at = T0;
+  });
+
+  /** A run in channel C1 with a review posted and pending; `unposted` more reviews not posted yet. */
+  async function runWithReviews(unposted: number) {
+    const prisma = prismaOf(db.database);
+    const execution = await prisma.execution.create({
+      data: {
+        crewName: "research",
+        teamId: "T1",
+        channelId: "C1",
+        userId: "U1",
+        inputs: {},
+        state: "waiting",
+        requestId: crypto.randomUUID(),
+        webhookSecret: "s",
+        threadTs: "100.000",
+      },
+    });
+    const review = (i: number, messageTs: string | null) =>
+      prisma.review.create({
+        data: {
+          executionId: execution.id,
+          taskKey: `t${i}`,
+          taskName: `task ${i}`,
+          round: 1,
+          output: "text",
+          outputHash: `h${i}`,
+          state: messageTs ? "pending" : "posted",
+          messageTs,
+          createdAt: new Date(T0.getTime() + i),
+        },
+      });
+    await review(0, "110.000");
+    const toPost = [];
+    for (let i = 1; i <= unposted; i++) toPost.push((await review(i, null)).id);
+    return { execution, toPost };
+  }
+
+  /** What reached Slack, in order: reviews by id, notices by their text; and the look-ups made. */
+  function slack(o: { lookup?: () => Promise<string | undefined> } = {}) {
+    const posted: string[] = [];
+    const looked: string[] = [];
+    const notify = {
+      findPosted: async (_e: unknown, threadTs: string | null) => {
+        looked.push(threadTs ?? "channel");
+        return o.lookup?.();
+      },
+      postReview: async (_e: unknown, r: { id: string }) => {
+        posted.push(r.id);
+        return { ts: `2${posted.length}0.000` };
+      },
+      reviewFiles: () => ({ output: false, diff: false }),
+      postThreadNotice: async (_e: unknown, notice: { text?: string }) => void posted.push(String(notice.text)),
+    } as Partial<RunNotifier> as RunNotifier;
+    return { posted, looked, notify };
+  }
+
+  const workerWith = (notify: RunNotifier, concurrency = 1) =>
+    new OutboxWorker(sql, slackEffectPerformer({ sql, notifier: notify, clock }), silentLogger, clock, { replicaId: "r1", concurrency, minBackoffMs: 1000, maxBackoffMs: 4000 });
+  const postCall = { team: "T1", channel: "C1", method: "chat.postMessage" };
+
+  it("a notice ahead of a review in its thread takes its token as the review would: other runs' reviews in the channel do not hold both back", async () => {
+    const a = await runWithReviews(1);
+    const b = await runWithReviews(4);
+    const budget = new SlackBudget(sql);
+    // The channel's posts (Slack's pace: one a second, 3 tokens to spend) are down to their last token.
+    for (let i = 0; i < 2; i++) expect((await budget.take(postCall, 0, clock.now())).ok).toBe(true);
+    // An escalation in run A's thread, then its next review behind it.
+    await enqueueEffect(sql, { kind: "run.message", subjectId: a.execution.id, part: "x", payload: { text: "escalated" } }, clock.now());
+    await enqueueEffect(sql, { kind: "review.post", subjectId: a.toPost[0]! }, clock.now());
+    const { posted, notify } = slack();
+    const worker = workerWith(notify);
+    // Each second one of run B's reviews in the same channel falls due: what a person waits on, as A's review is.
+    for (const id of b.toPost) {
+      while ((await worker.runDue()) > 0);
+      later(1000);
+      await enqueueEffect(sql, { kind: "review.post", subjectId: id }, clock.now());
+    }
+    while ((await worker.runDue()) > 0);
+    // Run A's review went with the first token after its escalation, in its thread's order, not after B's reviews.
+    const notice = posted.indexOf("escalated");
+    expect(notice).toBeGreaterThanOrEqual(0);
+    expect(posted.indexOf(a.toPost[0]!)).toBe(notice + 1);
+    expect(posted.indexOf(a.toPost[0]!)).toBeLessThan(posted.indexOf(b.toPost[1]!));
+  });
+
+  it("a notice with no review behind it in its thread leaves the channel's last token to what a person waits on", async () => {
+    const a = await runWithReviews(0);
+    const budget = new SlackBudget(sql);
+    for (let i = 0; i < 2; i++) expect((await budget.take(postCall, 0, clock.now())).ok).toBe(true);
+    await enqueueEffect(sql, { kind: "run.message", subjectId: a.execution.id, part: "x", payload: { text: "escalated" } }, clock.now());
+    const { posted, notify } = slack();
+    await workerWith(notify).runDue();
+    expect(posted).toEqual([]);
+    expect((await budget.take(postCall, 0, clock.now())).ok).toBe(true);
+  });
+
+  /** The review post of run A, its earlier attempt's answer lost (it may be in Slack: looked for first). */
+  async function interruptedPost() {
+    const a = await runWithReviews(1);
+    await enqueueEffect(sql, { kind: "review.post", subjectId: a.toPost[0]! }, clock.now());
+    await query(`UPDATE "SlackEffect" SET attempts = 1, "lastError" = '(may have reached Slack) HTTP 503' WHERE kind = 'review.post'`);
+    return a;
+  }
+  const repliesCall = { team: "T1", method: "conversations.replies" };
+
+  it("the look-up before an interrupted post takes a token of its own method (Tier 3): with none left it waits, looking and posting nothing", async () => {
+    const a = await interruptedPost();
+    const budget = new SlackBudget(sql);
+    while ((await budget.take(repliesCall, 0, clock.now())).ok);
+    const { posted, looked, notify } = slack();
+    await workerWith(notify).runDue();
+    expect(looked).toEqual([]);
+    expect(posted).toEqual([]);
+    const [row] = await query<{ lastError: string; attempts: number }>(`SELECT "lastError", attempts FROM "SlackEffect" WHERE kind = 'review.post'`);
+    expect(row).toMatchObject({ lastError: "(may have reached Slack) waiting for Slack's conversations.replies budget", attempts: 1 });
+    // Its token back, it looks, then posts.
+    later(2000);
+    await workerWith(notify).runDue();
+    expect(looked).toEqual(["100.000"]);
+    expect(posted).toEqual([a.toPost[0]]);
+  });
+
+  it("a 429 on the look-up pauses conversations.replies for its Retry-After, not the workspace's posts", async () => {
+    await interruptedPost();
+    const limited = () => Promise.reject(Object.assign(new Error("rate limited"), { code: "slack_webapi_rate_limited_error", retryAfter: 30 }));
+    const { posted, notify } = slack({ lookup: limited });
+    await workerWith(notify).runDue();
+    expect(posted).toEqual([]);
+    const budget = new SlackBudget(sql);
+    expect(await budget.take({ team: "T1", channel: "C2", method: "chat.postMessage" }, 0, clock.now())).toEqual({ ok: true });
+    expect(await budget.take(repliesCall, 0, clock.now())).toEqual({ ok: false, retryAt: new Date(T0.getTime() + 30_000) });
   });
 });

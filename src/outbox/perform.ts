@@ -41,6 +41,7 @@ import {
 } from "../store/effect-results.js";
 import { enqueueEffect } from "../store/effects.js";
 import { effectGivenUp, recordFlowMoved, recordRunMoved, reviewsToPostAgain } from "../store/moves.js";
+import { latestReviewOf } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import {
   type Clock,
@@ -91,6 +92,9 @@ const APPEND_INTERVAL_MS = cellRate(tierOf("chat.appendStream") ?? { perMinute: 
 /** How long a workspace that streams is believed to (refusedIn) before it is read again. */
 const REFUSAL_RECHECK_MS = 30_000;
 
+/** Where an effect's calls go: a run (its id), or a flow request, in its workspace and channel. */
+type Place = { id?: string; teamId: string | null; channelId: string; movedTo?: string | null };
+
 /** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
 const assignees = (request: FlowRequest) => ({ users: [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u), usergroups: [] });
 
@@ -129,11 +133,45 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     return same.length === 0 || same.some((r) => r.state === "pending");
   }
 
-  /** A post that may have reached Slack before its attempt was cut short is looked for first. */
-  /** `found`: the message an interrupted attempt left was found; it shows what was true then, not now. */
-  async function postOnce(job: EffectJob, find: () => Promise<string | undefined>, post: () => Promise<string>): Promise<{ ts: string; found: boolean }> {
-    const found = job.interrupted ? await find() : undefined;
-    return found !== undefined ? { ts: found, found: true } : { ts: await post(), found: false };
+  /**
+   * Posts a message once. A post that may have reached Slack before its attempt was cut short is looked
+   * for first, with a token of the look-up's own method (Tier 3: conversations.replies in a thread,
+   * conversations.history in the channel), so that it waits for that method's budget and a 429 on it
+   * pauses that method alone. The post's tokens (`take`) are asked for after the look-up, right before
+   * the post (the worker puts a 429 on the method let through last), and not at all for a message found.
+   * `found`: the message an interrupted attempt left was found; it shows what was true then, not now.
+   */
+  async function postOnce(
+    job: EffectJob,
+    look: { gate: SlackGate | undefined; at: Place; threadTs: string | null; find: () => Promise<string | undefined> },
+    take: () => Promise<void>,
+    post: () => Promise<string>,
+  ): Promise<{ ts: string; found: boolean }> {
+    if (job.interrupted) {
+      // The notifiers look in the thread, or in the channel for a run moved to a direct message.
+      const method = look.threadTs && !look.at.movedTo ? "conversations.replies" : "conversations.history";
+      await spend(look.gate, job, look.at, [method]);
+      const found = await look.find();
+      if (found !== undefined) return { ts: found, found: true };
+    }
+    await take();
+    return { ts: await post(), found: false };
+  }
+
+  /**
+   * Whether the message an effect posts in a run's thread holds a review back: the thread keeps its
+   * order (claimEffects), so a review (or a task's output) enqueued after a notice or a file waits for
+   * it, and a notice waiting for the token it leaves to what a person waits on would keep the review
+   * waiting too, however many other runs' reviews take the channel's tokens meanwhile. Such a message
+   * takes its tokens as the review would (priority inheritance). A review's post is the only message of
+   * a run's thread of higher priority, and a run's reviews are posted in order: one is still to be
+   * posted when its latest review is (a post held for its controls counts too; it goes soon).
+   */
+  async function holdsReview(job: EffectJob, at: Place): Promise<boolean> {
+    const { thread, priority } = EFFECT_KINDS[job.kind];
+    if ((thread !== "run" && thread !== "review") || priority <= EFFECT_KINDS["review.post"].priority || !at.id) return false;
+    const latest = await latestReviewOf(sql, at.id);
+    return !!latest && !latest.messageTs;
   }
 
   /**
@@ -144,13 +182,15 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   async function spend(
     gate: SlackGate | undefined,
     job: EffectJob,
-    at: { teamId: string | null; channelId: string; movedTo?: string | null },
+    at: Place,
     calls: readonly string[] = EFFECT_KINDS[job.kind].calls,
     how: Pick<SlackCall, "yields" | "exact" | "waitedOn" | "overdue"> = {},
   ) {
+    if (!gate) return;
     // A run that moved to a direct message spends that conversation's pace, not its old channel's.
     const channel = at.movedTo ?? at.channelId;
-    for (const method of calls) await gate?.({ team: at.teamId ?? "", channel, method, ...how });
+    const waitedOn = how.waitedOn || (await holdsReview(job, at));
+    for (const method of calls) await gate({ team: at.teamId ?? "", channel, method, ...how, ...(waitedOn ? { waitedOn } : {}) });
   }
 
   /** The run's announcement re-rendered from its row (`whileLive`: only while the run is live). */
@@ -342,22 +382,26 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     // A refresh refused until its step is older than EARLY_PROGRESS_OVERDUE_MS is tried again then, as a notice.
     const overdueAt = e.earlyTs ? shownAt + EARLY_PROGRESS_OVERDUE_MS : Number.POSITIVE_INFINITY;
     const overdue = now >= overdueAt;
-    try {
-      await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true, overdue });
-    } catch (err) {
-      // No token for the message either: tried again when the soonest of the plan's token, the message's
-      // token and the refresh becoming overdue is there.
-      if (!(err instanceof BudgetWait)) throw err;
-      const retryAt = Math.min(err.retryAt.getTime(), planAt, overdue ? Number.POSITIVE_INFINITY : overdueAt);
-      throw retryAt === planAt ? wait : new BudgetWait(err.call, new Date(retryAt));
-    }
+    const take = async () => {
+      try {
+        await spend(gate, job, e, [e.earlyTs ? "chat.update" : "chat.postMessage"], { exact: true, overdue });
+      } catch (err) {
+        // No token for the message either: tried again when the soonest of the plan's token, the message's
+        // token and the refresh becoming overdue is there.
+        if (!(err instanceof BudgetWait)) throw err;
+        const retryAt = Math.min(err.retryAt.getTime(), planAt, overdue ? Number.POSITIVE_INFINITY : overdueAt);
+        throw retryAt === planAt ? wait : new BudgetWait(err.call, new Date(retryAt));
+      }
+    };
     const shown = { stepAt: new Date(stepAt) };
     const earlyTs = e.earlyTs;
+    if (earlyTs) await take();
     const { ts } = earlyTs
       ? await show(e, plan, shown, earlyTs, job.id)
       : await postOnce(
           job,
-          () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
+          { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+          take,
           async () => (await show(e, plan, shown, null, job.id)).ts,
         );
     return { record: (tx) => recordEarlyProgress(tx, { executionId: e.id, ts, stepAt: shown.stepAt }), ...again(stepAt + EARLY_PROGRESS_REFRESH_MS) };
@@ -419,17 +463,18 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     const existing = e.progressTs;
     // Nothing to show yet (the run's end or a task output asked before any step): no message.
     if (!existing && !Number(p.steps ?? 0)) return undefined;
-    await spend(gate, job, e, existing ? ["chat.update"] : ["chat.postMessage"]);
     // Read after the budget let it go: a wait for a token does not show older figures.
-    const snapshot = { steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done || isFinished(e.state), updatedAt: clock.now() };
+    const snapshot = () => ({ steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done || isFinished(e.state), updatedAt: clock.now() });
     if (existing) {
-      await notifier.showProgress(e, snapshot, existing, job.id);
+      await spend(gate, job, e, ["chat.update"]);
+      await notifier.showProgress(e, snapshot(), existing, job.id);
       return undefined;
     }
     const { ts, found } = await postOnce(
       job,
-      () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
-      async () => (await notifier.showProgress(e, snapshot, null, job.id)).ts,
+      { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+      () => spend(gate, job, e, ["chat.postMessage"]),
+      async () => (await notifier.showProgress(e, snapshot(), null, job.id)).ts,
     );
     return {
       record: async (tx) => {
@@ -447,10 +492,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { review: r, execution: e } = subject;
       if (r.messageTs) return undefined;
       const context = await contextOf(subject);
-      await spend(gate, job, e);
       const { ts, found } = await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
+        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        () => spend(gate, job, e),
         async () => {
           const started = Date.now();
           const { ts } = await notifier.postReview(e, r, job.id, context);
@@ -523,11 +568,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
       // Decided (or the run ended) since it was due: nobody needs reminding any more.
       if (r.state !== "pending" || (!e.threadTs && !e.movedTo)) return undefined;
-      await spend(gate, job, e);
       const reminder = job.payload as { who: string; waitedMs: number };
       await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
+        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        () => spend(gate, job, e),
         async () => {
           await notifier.postReminder(e, r, reminder, job.id);
           return "";
@@ -541,10 +586,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       // A reminder asks for a decision: not once one was taken (or the run ended) while it waited for
       // Slack. A decision not delivered happened regardless, and is said.
       if (notice.kind === "reminder" && (r.state !== "pending" || isFinished(e.state))) return undefined;
-      await spend(gate, job, e);
       await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
+        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        () => spend(gate, job, e),
         async () => {
           await notifier.postDeadlineNotice(e, r, notice, job.id);
           return "";
@@ -557,10 +602,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!e) throw new GiveUp("its run no longer exists");
       const notice = noticeOf<RunNotice>(job.payload);
       if (!(await stillWanted(e, notice))) return undefined;
-      await spend(gate, job, e);
       await postOnce(
         job,
-        () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt),
+        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        () => spend(gate, job, e),
         async () => {
           await notifier.postThreadNotice(e, notice, job.id);
           // A stopped run has no completion notice: its thread's stop notice (posted once) counts it.
@@ -574,10 +619,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");
       if (e.completionTs) return undefined;
-      await spend(gate, job, e);
       const { ts } = await postOnce(
         job,
-        () => notifier.findPosted(e, null, job.id, job.createdAt),
+        { gate, at: e, threadTs: null, find: () => notifier.findPosted(e, null, job.id, job.createdAt) },
+        () => spend(gate, job, e),
         async () => {
           const { ts } = await notifier.postCompletion(e, job.id);
           telemetry.emit({ type: "run.ended", executionId: e.id, crewName: e.crewName, outcome: e.state });
@@ -619,7 +664,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.messageTs) return undefined;
       const lookup = !!request.assignedEmail && !request.assigneeUserId;
-      await spend(gate, job, request, lookup ? ["users.lookupByEmail", ...EFFECT_KINDS[job.kind].calls] : undefined);
+      if (lookup) await spend(gate, job, request, ["users.lookupByEmail"]);
       const assignee = lookup && request.assignedEmail ? await flows.lookupByEmail(request.assignedEmail, request.teamId) : undefined;
       if (assignee) {
         await recordFlowAssignee(sql, request.id, assignee);
@@ -628,7 +673,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const current = request;
       const { ts, found } = await postOnce(
         job,
-        () => flows.findPosted(current, null, job.id, job.createdAt),
+        { gate, at: current, threadTs: null, find: () => flows.findPosted(current, null, job.id, job.createdAt) },
+        () => spend(gate, job, current),
         async () => (await flows.postRequest(current, job.id)).ts,
       );
       return {
@@ -673,11 +719,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const request = await flowRequest(job.subjectId);
       if (!request) throw new GiveUp("its flow request no longer exists");
       if (request.state !== "pending" || !request.messageTs) return undefined;
-      await spend(gate, job, request);
       const notice = noticeOf<FlowNotice>(job.payload);
       await postOnce(
         job,
-        () => deps.flows!.findPosted(request, request.messageTs, job.id, job.createdAt),
+        { gate, at: request, threadTs: request.messageTs, find: () => deps.flows!.findPosted(request, request.messageTs, job.id, job.createdAt) },
+        () => spend(gate, job, request),
         async () => {
           await deps.flows!.postNotice(request, notice, job.id);
           return "";

@@ -6,7 +6,7 @@ import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { type Crewline, createCrewline } from "../../src/app.js";
 import { silentLogger } from "../../src/log/log.js";
 import type { FakeMessage } from "../support/fake-slack.js";
-import { CHANNEL, eventually, freePort, type Harness, moreReplicas, startHarness } from "../support/harness.js";
+import { CHANNEL, eventually, freePort, type Harness, kickoffViaSlack, moreReplicas, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
@@ -146,6 +146,28 @@ describe("outbox", () => {
       // The failed look-up was retried until it answered, rather than taken for "not there".
       expect(h.slack.callsTo("conversations.replies").map((c) => c.error ?? "ok")).toEqual([fault === "rate limited" ? "ratelimited" : fault, "ok"]);
     });
+
+  it("a 429 on the look-up for a lost post pauses that look-up alone: another run's review in the workspace is posted meanwhile", async () => {
+    h = await startHarness({
+      crew: { tasks: [{ id: "t1", name: "draft", agent: "A", humanInput: true, delayMs: 3000, steps: 0 }] },
+      crewline: { outbox: { ...FAST, leaseMs: 800 } },
+    });
+    const first = await startRunViaSlack(h);
+    // Slack takes the first run's review but answers after the call gave up; the look-up that follows gets a 429 for 30 s.
+    h.slack.answerLateNext("chat.postMessage", 2500);
+    h.slack.rateLimitNext("conversations.replies", 1, 30);
+    await eventually(() => h.slack.callsTo("conversations.replies").some((c) => c.error === "ratelimited"), { what: "the look-up refused", timeoutMs: 15_000 });
+    // Given Slack's Retry-After for conversations.replies, the workspace's posts go on.
+    await kickoffViaSlack(h, { topic: "Kelp forests" });
+    const posted = await eventually(() => prismaOf(h.bot.database).review.findFirst({ where: { executionId: { not: first.id }, messageTs: { not: null } } }), {
+      what: "the second run's review, posted",
+      timeoutMs: 12_000,
+    });
+    expect(taskMessages(h, "draft").filter((m) => m.ts === posted.messageTs)).toHaveLength(1);
+    // The first run's look-up waits out its Retry-After: not tried again yet, its review not recorded.
+    expect(h.slack.callsTo("conversations.replies")).toHaveLength(1);
+    expect(await prismaOf(h.bot.database).review.findFirst({ where: { executionId: first.id, messageTs: { not: null } } })).toBeNull();
+  }, 40_000);
 
   // Slack's outage and the outbox's backoff are both a tenth of production's (60 s down, backoff 0.5 s doubling
   // to 5 s): the same retries, spaced alike, in seconds rather than a minute.
