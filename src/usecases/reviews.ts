@@ -299,7 +299,7 @@ export class Reviews {
       const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
       const shown = this.deps.onPending ? await this.deps.onPending(execution, moved, tx) : moved;
-      await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
+      await this.deps.runs.transitionShown(execution.id, "review_opened", {}, tx);
       // Posted already: the message gets its controls in place (an update). Not posted yet: the post
       // renders the row as it is when performed, so it shows the controls in one call; a post already
       // under way with the older state asks for the update itself when it records its ts (perform.ts).
@@ -373,7 +373,7 @@ export class Reviews {
       // it found, and this one must not open after them. Checked once the earlier rounds are locked,
       // the order a stop takes them in.
       if (!(await holdInStates(tx, execution.id, LIVE_STATES))) throw RUN_ENDED;
-      if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
+      if (state === "pending") await this.deps.runs.transitionShown(execution.id, "review_opened", {}, tx);
       const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
       await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
       return state === "pending" && this.deps.onPending ? this.deps.onPending(execution, stored, tx) : stored;
@@ -533,7 +533,7 @@ export class Reviews {
         const moved = await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns, claimedAt);
         if (!moved) return { row: { ...((await findReview(tx, review.id)) ?? review), execution: found.execution }, ours: false };
         // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
-        if (outcome === "decided") await this.deps.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+        if (outcome === "decided") await this.deps.runs.transitionShown(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
         return { row: { ...moved, execution: found.execution }, ours: true };
       },
       audit: {
