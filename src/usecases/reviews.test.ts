@@ -314,3 +314,44 @@ describe("reviews opening while their run changes", () => {
     }
   });
 });
+
+describe("a run with two reviews waiting at once", () => {
+  let lifecycle: Lifecycle;
+  const resuming: CrewApi = {
+    ...crew,
+    resume: async (req) => {
+      resumes.push(req);
+      return { status: "resumed" };
+    },
+  };
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    ({ lifecycle } = lifecycleWith({ get: () => resuming }));
+  });
+  afterEach(async () => db.drop());
+
+  it("still waits after the first is decided, runs again after the last, and its announcement is shown again only then", async () => {
+    const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
+    await lifecycle.runs.setThread(created.id, "100.0");
+    const run = await lifecycle.runs.kickedOff(created.id, "k-1");
+    // Tasks awaited in parallel: two human-input requests for two tasks of the run.
+    const [draft, facts] = await Promise.all(
+      ["draft", "facts"].map((name) => lifecycle.reviews.awaitDecision(run, { taskKey: name, name, output: `${OUTPUT} ${name}` }, { source: "input" })),
+    );
+    const prisma = prismaOf(db.database);
+    const state = async () => (await prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state;
+    const liveRenders = () => prisma.slackEffect.findMany({ where: { kind: "run.started", subjectId: run.id } });
+    expect(await state()).toBe("waiting");
+    const shownBefore = (await liveRenders()).map((e) => e.updatedAt.getTime());
+
+    expect(await lifecycle.reviews.decide({ reviewId: draft!.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "decided" });
+    expect(await state()).toBe("waiting");
+    expect((await liveRenders()).map((e) => e.updatedAt.getTime())).toEqual(shownBefore);
+
+    expect(await lifecycle.reviews.decide({ reviewId: facts!.id, userId: "U2", approve: false, feedback: "more sources" })).toMatchObject({ kind: "decided" });
+    expect(await state()).toBe("running");
+    expect(resumes.map((r) => r.taskId)).toEqual(["draft", "facts"]);
+  });
+});

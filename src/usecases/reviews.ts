@@ -18,6 +18,7 @@ import {
   latestReviewWithOutput,
   latestWithOutputAndForTask,
   moveReview,
+  openReviewsOf,
   type ReviewDecisionPatch,
   type ReviewWithExecution,
   recentlyAwaitedTasks,
@@ -532,8 +533,10 @@ export class Reviews {
       move: async (tx) => {
         const moved = await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns, claimedAt);
         if (!moved) return { row: { ...((await findReview(tx, review.id)) ?? review), execution: found.execution }, ours: false };
-        // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff).
-        if (outcome === "decided") await this.deps.runs.transitionShown(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+        // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff). A
+        // run with another review still pending (tasks awaited side by side) keeps waiting for it.
+        if (outcome === "decided" && !(await anotherPending(tx, review)))
+          await this.deps.runs.transitionShown(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
         return { row: { ...moved, execution: found.execution }, ours: true };
       },
       audit: {
@@ -659,4 +662,9 @@ export function reviewNote(review: Review): string | undefined {
 export function resumeNote(resume: ResumeResult): string | undefined {
   const parts = [resume.status, resume.message].filter(Boolean);
   return parts.length ? `Crew: ${parts.join(" — ")}` : undefined;
+}
+
+/** Whether another review of the run still waits for a person (a decision under way on it will move the run itself). */
+async function anotherPending(tx: Sql, review: { id: string; executionId: string }): Promise<boolean> {
+  return (await openReviewsOf(tx, review.executionId)).some((r) => r.id !== review.id && r.state === "pending");
 }
