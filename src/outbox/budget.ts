@@ -63,6 +63,8 @@ export class BudgetWait extends Error {
   constructor(
     readonly call: SlackCall,
     readonly retryAt: Date,
+    /** A post an earlier attempt may have made was looked for and is not there: the next attempt need not look again. */
+    readonly notPosted = false,
   ) {
     super(`no Slack budget for ${call.method} until ${retryAt.toISOString()}`);
   }

@@ -426,6 +426,19 @@ describe("Slack's budget in a run's thread (the worker performing these effects,
     expect((await budget.take(postCall, 0, clock.now())).ok).toBe(true);
   });
 
+  it("a notice ahead of a review post given up leaves the channel's last token: only a post still due is waited on", async () => {
+    const a = await runWithReviews(1);
+    const budget = new SlackBudget(sql);
+    for (let i = 0; i < 2; i++) expect((await budget.take(postCall, 0, clock.now())).ok).toBe(true);
+    await enqueueEffect(sql, { kind: "run.message", subjectId: a.execution.id, part: "x", payload: { text: "escalated" } }, clock.now());
+    await enqueueEffect(sql, { kind: "review.post", subjectId: a.toPost[0]! }, clock.now());
+    await query(`UPDATE "SlackEffect" SET state = 'dead' WHERE kind = 'review.post'`);
+    const { posted, notify } = slack();
+    await workerWith(notify).runDue();
+    expect(posted).toEqual([]);
+    expect((await budget.take(postCall, 0, clock.now())).ok).toBe(true);
+  });
+
   /** The review post of run A, its earlier attempt's answer lost (it may be in Slack: looked for first). */
   async function interruptedPost() {
     const a = await runWithReviews(1);
@@ -447,6 +460,23 @@ describe("Slack's budget in a run's thread (the worker performing these effects,
     expect(row).toMatchObject({ lastError: "(may have reached Slack) waiting for Slack's conversations.replies budget", attempts: 1 });
     // Its token back, it looks, then posts.
     later(2000);
+    await workerWith(notify).runDue();
+    expect(looked).toEqual(["100.000"]);
+    expect(posted).toEqual([a.toPost[0]]);
+  });
+
+  it("an interrupted post that looked and did not find itself waits for its post's token without looking again", async () => {
+    const a = await interruptedPost();
+    const budget = new SlackBudget(sql);
+    while ((await budget.take(postCall, 0, clock.now())).ok);
+    const { posted, looked, notify } = slack();
+    await workerWith(notify).runDue();
+    expect(looked).toEqual(["100.000"]);
+    expect(posted).toEqual([]);
+    const [row] = await query<{ lastError: string }>(`SELECT "lastError" FROM "SlackEffect" WHERE kind = 'review.post'`);
+    expect(row!.lastError).toBe("waiting for Slack's chat.postMessage budget");
+    // Its token back, it posts, without a second look-up.
+    later(5000);
     await workerWith(notify).runDue();
     expect(looked).toEqual(["100.000"]);
     expect(posted).toEqual([a.toPost[0]]);

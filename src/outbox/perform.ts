@@ -39,9 +39,8 @@ import {
   recordStreamShown,
   streamingRefused,
 } from "../store/effect-results.js";
-import { enqueueEffect } from "../store/effects.js";
+import { enqueueEffect, holdsUrgentMessage } from "../store/effects.js";
 import { effectGivenUp, recordFlowMoved, recordRunMoved, reviewsToPostAgain } from "../store/moves.js";
-import { latestReviewOf } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import {
   type Clock,
@@ -92,8 +91,8 @@ const APPEND_INTERVAL_MS = cellRate(tierOf("chat.appendStream") ?? { perMinute: 
 /** How long a workspace that streams is believed to (refusedIn) before it is read again. */
 const REFUSAL_RECHECK_MS = 30_000;
 
-/** Where an effect's calls go: a run (its id), or a flow request, in its workspace and channel. */
-type Place = { id?: string; teamId: string | null; channelId: string; movedTo?: string | null };
+/** Where an effect's calls go: a run or a flow request, in its workspace and channel. */
+type Place = { teamId: string | null; channelId: string; movedTo?: string | null };
 
 /** Who a flow request goes to directly without reviewer rules: whoever it is assigned or handed to. */
 const assignees = (request: FlowRequest) => ({ users: [request.reassignedTo, request.assigneeUserId].filter((u): u is string => !!u), usergroups: [] });
@@ -153,25 +152,24 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await spend(look.gate, job, look.at, [method]);
       const found = await look.find();
       if (found !== undefined) return { ts: found, found: true };
-    }
-    await take();
+      // Not there: waiting for the post's token, the next attempt posts without looking again.
+      await take().catch((err) => {
+        throw err instanceof BudgetWait ? new BudgetWait(err.call, err.retryAt, true) : err;
+      });
+    } else await take();
     return { ts: await post(), found: false };
   }
 
   /**
-   * Whether the message an effect posts in a run's thread holds a review back: the thread keeps its
-   * order (claimEffects), so a review (or a task's output) enqueued after a notice or a file waits for
-   * it, and a notice waiting for the token it leaves to what a person waits on would keep the review
-   * waiting too, however many other runs' reviews take the channel's tokens meanwhile. Such a message
-   * takes its tokens as the review would (priority inheritance). A review's post is the only message of
-   * a run's thread of higher priority, and a run's reviews are posted in order: one is still to be
-   * posted when its latest review is (a post held for its controls counts too; it goes soon).
+   * Whether the message an effect posts in a thread holds a review (or a flow request) back: the thread
+   * keeps its order (claimEffects), so one enqueued after a notice or a file waits for it, and a notice
+   * waiting for the token it leaves to what a person waits on would keep the review waiting too, however
+   * many other runs' reviews take the channel's tokens meanwhile. Such a message takes its tokens as the
+   * review would (priority inheritance), only while that review's post is still due.
    */
-  async function holdsReview(job: EffectJob, at: Place): Promise<boolean> {
+  async function holdsReview(job: EffectJob): Promise<boolean> {
     const { thread, priority } = EFFECT_KINDS[job.kind];
-    if ((thread !== "run" && thread !== "review") || priority <= EFFECT_KINDS["review.post"].priority || !at.id) return false;
-    const latest = await latestReviewOf(sql, at.id);
-    return !!latest && !latest.messageTs;
+    return thread !== null && priority > 0 && holdsUrgentMessage(sql, job.id);
   }
 
   /**
@@ -189,7 +187,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     if (!gate) return;
     // A run that moved to a direct message spends that conversation's pace, not its old channel's.
     const channel = at.movedTo ?? at.channelId;
-    const waitedOn = how.waitedOn || (await holdsReview(job, at));
+    const waitedOn = how.waitedOn || (await holdsReview(job));
     for (const method of calls) await gate({ team: at.teamId ?? "", channel, method, ...how, ...(waitedOn ? { waitedOn } : {}) });
   }
 

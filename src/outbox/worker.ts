@@ -363,7 +363,8 @@ export class OutboxWorker {
 
   /**
    * No Slack budget for the effect's call: due again when a token will be there, the attempt not
-   * counted. An attempt before it that may have reached Slack still makes the next one look first.
+   * counted. An attempt before it that may have reached Slack still makes the next one look first,
+   * unless this one looked and did not find it.
    */
   private async putBack(job: EffectJob, wait: BudgetWait): Promise<void> {
     const now = this.clock.now();
@@ -373,7 +374,7 @@ export class OutboxWorker {
       giveUp: false,
       attempts: job.attempts - 1,
       runAt: wait.retryAt,
-      error: `${job.interrupted ? AMBIGUOUS : ""}waiting for Slack's ${wait.call.method} budget`,
+      error: `${job.interrupted && !wait.notPosted ? AMBIGUOUS : ""}waiting for Slack's ${wait.call.method} budget`,
       now,
     });
     this.wakeAt(wait.retryAt.getTime());

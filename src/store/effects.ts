@@ -147,6 +147,28 @@ const FILE_KINDS = Object.entries(EFFECT_KINDS)
   .filter(([, k]) => (k.calls as readonly string[]).includes("files.completeUploadExternal"))
   .map(([kind]) => kind);
 
+/** Messages in a thread that a person waits on (priority 0): a review's post, a flow request's. */
+const URGENT_THREAD_KINDS = Object.entries(EFFECT_KINDS)
+  .filter(([, k]) => k.priority === 0 && k.thread !== null)
+  .map(([kind]) => kind);
+
+/**
+ * Whether a message a person waits on is due behind this effect in its thread (so, since a thread
+ * keeps its order, waits for it): a review's post not yet made, however long it has been held.
+ */
+export async function holdsUrgentMessage(db: Sql, effectId: string): Promise<boolean> {
+  const behind = await db
+    .selectFrom("SlackEffect as e")
+    .innerJoin("SlackEffect as later", (join) => join.onRef("later.threadId", "=", "e.threadId").onRef("later.seq", ">", "e.seq"))
+    .select("later.id")
+    .where("e.id", "=", effectId)
+    .where("later.state", "=", "due")
+    .where("later.kind", "in", URGENT_THREAD_KINDS)
+    .limit(1)
+    .executeTakeFirst();
+  return behind !== undefined;
+}
+
 /**
  * Claims up to `limit` due effects under a lease (FOR UPDATE SKIP LOCKED: replicas take disjoint
  * rows), counting the attempt, in order of priority (what a person waits on first, progress last;
