@@ -317,10 +317,14 @@ describe("reviews opening while their run changes", () => {
 
 describe("a run with two reviews waiting at once", () => {
   let lifecycle: Lifecycle;
+  /** Tasks the crew no longer waits on: a resume naming one is refused with a 400. */
+  let moved: string[] = [];
   const resuming: CrewApi = {
     ...crew,
     resume: async (req) => {
       resumes.push(req);
+      if (moved.includes(req.taskId ?? ""))
+        throw new CrewError({ kind: "bad_request", crewName: "research", operation: "resume", status: 400, serviceMessage: "Execution is not in pending human input state" });
       return { status: "resumed" };
     },
   };
@@ -328,11 +332,13 @@ describe("a run with two reviews waiting at once", () => {
     db = await createTestDatabase();
     resumes = [];
     updates = [];
+    moved = [];
     ({ lifecycle } = lifecycleWith({ get: () => resuming }));
   });
   afterEach(async () => db.drop());
 
-  it("still waits after the first is decided, runs again after the last, and its announcement is shown again only then", async () => {
+  /** A run whose crew waits on two tasks at once, with their reviews. */
+  async function twoWaiting() {
     const created = await lifecycle.runs.create({ crewName: "research", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: true });
     await lifecycle.runs.setThread(created.id, "100.0");
     const run = await lifecycle.runs.kickedOff(created.id, "k-1");
@@ -340,18 +346,32 @@ describe("a run with two reviews waiting at once", () => {
     const [draft, facts] = await Promise.all(
       ["draft", "facts"].map((name) => lifecycle.reviews.awaitDecision(run, { taskKey: name, name, output: `${OUTPUT} ${name}` }, { source: "input" })),
     );
+    const state = async () => (await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state;
+    return { run, draft: draft!, facts: facts!, state };
+  }
+
+  it("still waits after the first is decided, runs again after the last, and its announcement is shown again only then", async () => {
+    const { run, draft, facts, state } = await twoWaiting();
     const prisma = prismaOf(db.database);
-    const state = async () => (await prisma.execution.findUniqueOrThrow({ where: { id: run.id } })).state;
     const liveRenders = () => prisma.slackEffect.findMany({ where: { kind: "run.started", subjectId: run.id } });
     expect(await state()).toBe("waiting");
     const shownBefore = (await liveRenders()).map((e) => e.updatedAt.getTime());
 
-    expect(await lifecycle.reviews.decide({ reviewId: draft!.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "decided" });
+    expect(await lifecycle.reviews.decide({ reviewId: draft.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "decided" });
     expect(await state()).toBe("waiting");
     expect((await liveRenders()).map((e) => e.updatedAt.getTime())).toEqual(shownBefore);
 
-    expect(await lifecycle.reviews.decide({ reviewId: facts!.id, userId: "U2", approve: false, feedback: "more sources" })).toMatchObject({ kind: "decided" });
+    expect(await lifecycle.reviews.decide({ reviewId: facts.id, userId: "U2", approve: false, feedback: "more sources" })).toMatchObject({ kind: "decided" });
     expect(await state()).toBe("running");
     expect(resumes.map((r) => r.taskId)).toEqual(["draft", "facts"]);
+  });
+
+  it("runs again when the last review waiting is closed because the crew no longer waits on it", async () => {
+    const { draft, facts, state } = await twoWaiting();
+    expect(await lifecycle.reviews.decide({ reviewId: draft.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "decided" });
+    expect(await state()).toBe("waiting");
+    moved = ["facts"];
+    expect(await lifecycle.reviews.decide({ reviewId: facts.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "not_waiting" });
+    expect(await state()).toBe("running");
   });
 });

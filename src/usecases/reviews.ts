@@ -512,6 +512,19 @@ export class Reviews {
   }
 
   /**
+   * The crew has moved on from a review (it took the decision, or said it was not waiting): the run
+   * runs again, unless another of its reviews still waits for a person (tasks awaited side by side).
+   * The run's row is locked first, so a review opening meanwhile is counted once it has committed.
+   * pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff); while
+   * another review waits, the crew cannot end, and polling keeps its pace.
+   */
+  private async runsOn(tx: Sql, review: { id: string; executionId: string }): Promise<void> {
+    if (!(await holdInStates(tx, review.executionId, LIVE_STATES))) return;
+    if ((await openReviewsOf(tx, review.executionId)).some((r) => r.id !== review.id && r.state === "pending")) return;
+    await this.deps.runs.transitionShown(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+  }
+
+  /**
    * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
    * it), the audit record, and the Slack effects (the message rendered from the row, note included;
    * the edited version as a file after an edit and approve). Resume failed: the review opens again,
@@ -533,10 +546,7 @@ export class Reviews {
       move: async (tx) => {
         const moved = await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns, claimedAt);
         if (!moved) return { row: { ...((await findReview(tx, review.id)) ?? review), execution: found.execution }, ours: false };
-        // pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff). A
-        // run with another review still pending (tasks awaited side by side) keeps waiting for it.
-        if (outcome === "decided" && !(await anotherPending(tx, review)))
-          await this.deps.runs.transitionShown(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+        if (outcome !== "resume_failed") await this.runsOn(tx, review);
         return { row: { ...moved, execution: found.execution }, ours: true };
       },
       audit: {
@@ -662,9 +672,4 @@ export function reviewNote(review: Review): string | undefined {
 export function resumeNote(resume: ResumeResult): string | undefined {
   const parts = [resume.status, resume.message].filter(Boolean);
   return parts.length ? `Crew: ${parts.join(" — ")}` : undefined;
-}
-
-/** Whether another review of the run still waits for a person (a decision under way on it will move the run itself). */
-async function anotherPending(tx: Sql, review: { id: string; executionId: string }): Promise<boolean> {
-  return (await openReviewsOf(tx, review.executionId)).some((r) => r.id !== review.id && r.state === "pending");
 }
