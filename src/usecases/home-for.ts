@@ -77,10 +77,10 @@ export async function homeFor<F extends { teamId: string | null }>(deps: HomeFor
   return { userId, now, reviews, withheld, flowRequests, runs, crews };
 }
 
-/** How a review came to the user, if it was handed or escalated to them. */
+/** How a review came to the user, if it was handed or escalated to them by name (a user group's escalation reads as "for you"). */
 function grantOf(review: PendingReview, userId: string): Pick<WithheldReview, "why"> {
   if (review.reassignedTo === userId) return { why: "handed" };
-  return review.escalatedAt ? { why: "escalated" } : {};
+  return review.escalatedTo?.split(",").includes(userId) ? { why: "escalated" } : {};
 }
 
 /** Each check's answer, or false for those not answered (or failed) within `ms`. */

@@ -101,7 +101,7 @@ function withheldLines(withheld: HomeWithheldReview[]): string[] {
     const [only] = whys.size === 1 ? whys : [undefined];
     const how = only === "handed" ? "handed to you" : only === "escalated" ? "escalated to you" : "for you";
     const [what, its, it] = reviews.length === 1 ? [`A review ${how} waits`, "its", "it is"] : [`${reviews.length} reviews ${how} wait`, "their", "they are"];
-    return `🔒 ${what} in <#${channelId}>, a channel you are not in (or Slack could not confirm you are just now): ${its} content is not shown here. Ask a member to add you; then ${it} listed here with Approve.`;
+    return `🔒 ${what} in <#${channelId}>, a channel you are not in (or Slack could not confirm you are just now): ${its} content is not shown here. Join the channel (or ask a member to add you, if it is private); then ${it} listed here with Approve.`;
   });
   const more = byChannel.size - HOME_MAX_WITHHELD_CHANNELS;
   return more > 0 ? [...lines, `…and reviews in ${more} more such channels.`] : lines;
