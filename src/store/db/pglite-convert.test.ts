@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { pgliteDir } from "./adapters.js";
 import { openDatabase } from "./database.js";
 import { applyMigrations, readMigrations } from "./migrate.js";
-import { type Conversion, dataFolderMajor } from "./pglite-convert.js";
+import { type Conversion, convertDataFolder, dataFolderMajor } from "./pglite-convert.js";
 
 const oldSession = (db: OldPGlite) => ({
   exec: async (sql: string) => void (await db.exec(sql)),
@@ -79,5 +79,35 @@ describe("an embedded database made by the earlier engine (PGlite 0.3, PostgreSQ
       await again.close();
     }
     expect(conversions).toHaveLength(1);
+
+    // A conversion cut short between its last two renames (the old folder already the backup, the
+    // converted one not yet in its place) is finished at the next start: its rows, not a new database.
+    fs.renameSync(pgliteDir(dataDir), `${pgliteDir(dataDir)}.converted`);
+    const resumed = openDatabase({ dataDir, onConverted: (c) => conversions.push(c) });
+    try {
+      await resumed.migrate();
+      expect(await resumed.sql.selectFrom("SlackEffect").select("key").execute()).toHaveLength(4);
+    } finally {
+      await resumed.close();
+    }
+    expect(conversions.at(-1)).toEqual({ from: "PostgreSQL 17", backup });
+    expect(fs.existsSync(`${pgliteDir(dataDir)}.converted`)).toBe(false);
   }, 60_000);
+
+  it("cut short after its copy but before the old folder was moved aside: the next start moves it aside and puts the copy in its place", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-convert-"));
+    const dir = pgliteDir(dataDir);
+    for (const [folder, version] of [
+      [dir, "17"],
+      [`${dir}.converted`, "18"],
+    ] as const) {
+      fs.mkdirSync(folder, { recursive: true });
+      fs.writeFileSync(path.join(folder, "PG_VERSION"), `${version}\n`);
+    }
+    const conversion = await convertDataFolder(dir, () => Promise.reject(new Error("no engine is opened to finish a conversion")), new Date("2026-11-27T05:00:00Z"));
+    expect(conversion).toEqual({ from: "PostgreSQL 17", backup: `${dir}.pg17-backup-2026-11-27T05-00-00-000Z` });
+    expect(dataFolderMajor(dir)).toBe("18");
+    expect(dataFolderMajor(conversion!.backup)).toBe("17");
+    expect(fs.existsSync(`${dir}.converted`)).toBe(false);
+  });
 });

@@ -4,7 +4,8 @@
 // dependency `pglite-v03` for this alone), brought to the latest migration, and each table is copied
 // with COPY into a new folder migrated the same way. The old folder stays beside the new one as a
 // backup (`pglite.pg17-backup-<time>`); nothing is removed. Runs once, at start, before the engine's
-// thread opens the folder; a conversion cut short leaves the old folder in place and starts again.
+// thread opens the folder; a conversion cut short leaves the old folder in place and starts again, and
+// one cut short while its folders were being swapped is finished at the next start (placeConverted).
 import fs from "node:fs";
 import path from "node:path";
 import { applyMigrations, type MigrationSession } from "./migrate.js";
@@ -22,8 +23,9 @@ interface Engine {
 export interface Conversion {
   from: string;
   backup: string;
-  tables: number;
-  rows: number;
+  /** What was copied (unknown for a conversion finished at a later start: its copy was counted then). */
+  tables?: number;
+  rows?: number;
 }
 
 /** The major version of PostgreSQL that wrote the folder, or undefined for a new (empty) folder. */
@@ -44,6 +46,9 @@ const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
  * did, or undefined when the folder is new or already the engine's.
  */
 export async function convertDataFolder(dir: string, openNew: (dir: string) => Promise<Engine>, now = new Date()): Promise<Conversion | undefined> {
+  const converted = `${dir}.converted`;
+  // A conversion whose copy was complete, cut short while the folders were swapped.
+  if (fs.existsSync(converted)) return { from: "PostgreSQL 17", backup: placeConverted(dir, converted, now) };
   const major = dataFolderMajor(dir);
   if (!major || major === ENGINE_MAJOR) return undefined;
   if (major !== "17") throw new Error(`The embedded database in ${dir} was written by PostgreSQL ${major}, which this Crewline cannot convert.`);
@@ -90,8 +95,26 @@ export async function convertDataFolder(dir: string, openNew: (dir: string) => P
     await fresh?.close();
     await old.close();
   }
-  const backup = `${dir}.pg${major}-backup-${now.toISOString().replace(/[:.]/g, "-")}`;
-  fs.renameSync(dir, backup);
-  fs.renameSync(converting, dir);
-  return { from: `PostgreSQL ${major}`, backup, tables, rows };
+  // Marked complete first: a crash between the two renames below must not leave `dir` missing, which
+  // the next start would take for a new, empty database.
+  fs.renameSync(converting, converted);
+  return { from: `PostgreSQL ${major}`, backup: placeConverted(dir, converted, now), tables, rows };
+}
+
+/** Moves the old folder aside as the backup (unless a cut-short swap did already) and the converted one in; returns the backup. */
+function placeConverted(dir: string, converted: string, now: Date): string {
+  const backups = `${path.basename(dir)}.pg17-backup-`;
+  let backup: string;
+  if (fs.existsSync(dir)) {
+    backup = `${dir}.pg17-backup-${now.toISOString().replace(/[:.]/g, "-")}`;
+    fs.renameSync(dir, backup);
+  } else {
+    const earlier = fs
+      .readdirSync(path.dirname(dir))
+      .filter((name) => name.startsWith(backups))
+      .sort();
+    backup = path.join(path.dirname(dir), earlier.at(-1) ?? "(none)");
+  }
+  fs.renameSync(converted, dir);
+  return backup;
 }
