@@ -29,6 +29,17 @@ export const BOT_SCOPES = [
 export const INSTALL_PATH = "/slack/install";
 export const REDIRECT_PATH = "/slack/oauth_redirect";
 
+/**
+ * Where the "Add to Slack" link sends the browser: Slack's authorize page on the host that serves the
+ * Web API (SLACK_API_URL `https://slack-gov.com/api/` for GovSlack: `https://slack-gov.com/oauth/v2/authorize`).
+ * Undefined (Bolt's default, slack.com) for the default API, or one not served at `/api/` over https.
+ */
+export function authorizeUrlFor(apiUrl: string | undefined): string | undefined {
+  if (!apiUrl) return undefined;
+  const url = new URL(apiUrl);
+  return url.protocol === "https:" && /^\/api\/?$/.test(url.pathname) ? `${url.origin}/oauth/v2/authorize` : undefined;
+}
+
 /** The receiver options that turn the installer on. */
 export function installerReceiverOptions(
   oauth: OAuthConfig,
@@ -47,6 +58,7 @@ export function installerReceiverOptions(
     ...(publicUrl ? { redirectUri: `${publicUrl}${REDIRECT_PATH}` } : {}),
     installerOptions: {
       installPath: INSTALL_PATH,
+      ...withAuthorizeUrl(authorizeUrlFor(clientOptions.slackApiUrl)),
       redirectUriPath: REDIRECT_PATH,
       // oauth.v2.access and auth.test go to the same Web API (SLACK_API_URL) and are counted.
       clientOptions,
@@ -54,3 +66,5 @@ export function installerReceiverOptions(
     },
   };
 }
+
+const withAuthorizeUrl = (authorizationUrl: string | undefined) => (authorizationUrl ? { authorizationUrl } : {});
