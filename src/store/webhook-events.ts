@@ -50,6 +50,46 @@ export async function countRecordedEvents(db: Sql, executionId: string, dedupeKe
   return Number(row.n);
 }
 
+/** A delivery the run has recorded already, and the run's latest rejection of the same output. */
+export interface RepeatedDelivery {
+  /** When the delivery it repeats was received. */
+  receivedAt: Date;
+  /** The run's review of the same output most recently rejected (decision reject, in one of the states asked for), if any. */
+  lastRejected: Pick<Selectable<DB["Review"]>, "id" | "state" | "decision" | "decidedAt"> | null;
+}
+
+/**
+ * What tells a repeated task or human-input callback apart (callbacks.ts, roundRepeatedAfterRejection):
+ * the recorded delivery under `dedupeKey`, and the run's latest rejection, in `rejectedStates`, of a
+ * review of `outputHash`. One statement, read only when a delivery's insert found it recorded
+ * already; undefined when it is not recorded.
+ */
+export async function repeatedDelivery(
+  db: Sql,
+  p: { executionId: string; dedupeKey: string; outputHash: string; rejectedStates: readonly string[] },
+): Promise<RepeatedDelivery | undefined> {
+  const rejected = db
+    .selectFrom("Review")
+    .select(["id", "state", "decision", "decidedAt"])
+    .where("executionId", "=", p.executionId)
+    .where("outputHash", "=", p.outputHash)
+    .where("decision", "=", "reject")
+    .where("state", "in", [...p.rejectedStates])
+    .where("decidedAt", "is not", null)
+    .orderBy("decidedAt", "desc")
+    .limit(1);
+  const row = await db
+    .selectFrom("WebhookEvent")
+    .leftJoin(rejected.as("r"), (join) => join.onTrue())
+    .select(["WebhookEvent.receivedAt", "r.id", "r.state", "r.decision", "r.decidedAt"])
+    .where("WebhookEvent.executionId", "=", p.executionId)
+    .where("WebhookEvent.dedupeKey", "=", p.dedupeKey)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const { receivedAt, id, state, decision, decidedAt } = row;
+  return { receivedAt, lastRejected: id && state ? { id, state, decision, decidedAt } : null };
+}
+
 /** A recorded event without its body (which may be megabytes: read it only when it is not at hand). */
 export type WebhookEventHead = Pick<WebhookEventRow, "id" | "executionId" | "kind" | "processedAt" | "attempts">;
 

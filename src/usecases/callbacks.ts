@@ -1,7 +1,8 @@
 // Crew callbacks (step, task, crew): authenticate, record durably, answer, then act.
 // This is the one place that says what happens when a webhook arrives.
 import crypto from "node:crypto";
-import { isFinished } from "../domain/states.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { isFinished, reviewTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import { effectOf, parseEventBatch, type StreamEvent } from "../protocols/crew/events.js";
@@ -9,6 +10,7 @@ import { parseWebhook } from "../protocols/crew/parse.js";
 import type { CrewEvent } from "../protocols/crew/types.js";
 import { findExecution } from "../store/executions.js";
 import { isUuid } from "../store/ids.js";
+import { latestReviewWithOutput } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import {
   countRecordedEvents,
@@ -16,10 +18,13 @@ import {
   markWebhookEventFailed,
   markWebhookEventProcessed,
   pruneWebhookEvents,
+  type RepeatedDelivery,
+  repeatedDelivery,
   startWebhookEventAttempt,
   unprocessedWebhookEvents,
   webhookEventPayload,
 } from "../store/webhook-events.js";
+import { hashOutput } from "./decisions/core.js";
 import { type Clock, type Execution, systemClock } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
 import type { Reviews } from "./reviews.js";
@@ -45,6 +50,35 @@ const MAX_ATTEMPTS = 5;
 export const LIVE_RUN_RECHECK_MS = 2_000;
 /** How often old events are deleted (at most). */
 const PRUNE_EVERY_MS = 3600_000;
+/**
+ * How long a task output that repeats a round still being decided waits for that decision to be
+ * stored (applyOnceDecided), in steps: about 6 s, then it is left to the recovery sweep.
+ */
+const DECISION_STORED_WAITS_MS = [50, 100, 200, 400, 800, 1600, 3200] as const;
+
+/** A review whose decision is claimed and being sent to the crew. */
+const DECIDING = reviewTransition("claimed").to;
+
+const REJECTED = reviewTransition("resume_ok_reject").to;
+
+/** The states of a review whose rejection the crew was, or is being, told: it runs the task again. */
+const REJECTED_STATES = [DECIDING, REJECTED] as const;
+
+/**
+ * Whether a task or human-input callback whose body the run has recorded before is the crew's next
+ * round rather than a redelivery. A crew that ignores the feedback, or an LLM at temperature 0,
+ * answers a rejection with the very same bytes; only a decision between the two deliveries tells
+ * them apart: a round of that output was rejected (the rejection claimed, so possibly still on its
+ * way to the crew, or taken) after the delivery it repeats was received. Then it returns the round
+ * last rejected, under which the new delivery is recorded (so that its own redelivery is a repeat in
+ * turn, until the next rejection); otherwise undefined: the same delivery again (before or while its
+ * round is open, after an approval, or after a rejection the crew never took), answered as a repeat.
+ */
+export function roundRepeatedAfterRejection(repeat: RepeatedDelivery): string | undefined {
+  const round = repeat.lastRejected;
+  if (!round?.decidedAt || round.decision !== "reject" || !(REJECTED_STATES as readonly string[]).includes(round.state)) return undefined;
+  return round.decidedAt.getTime() >= repeat.receivedAt.getTime() ? round.id : undefined;
+}
 
 // "input": the human-input webhook; "events": the event stream (opt-in per crew). Both also carry the
 // execution's bearer token.
@@ -167,7 +201,22 @@ export class Callbacks {
       return { kind: "accepted" };
     }
     const delivery = this.deliveryOf(kind, body);
-    const recorded = await insertWebhookEvent(this.sql, { executionId: execution.id, kind, ...delivery }, this.clock.now());
+    let recorded = await insertWebhookEvent(this.sql, { executionId: execution.id, kind, ...delivery }, this.clock.now());
+    if (!recorded && event.kind !== "crew") {
+      // The same bytes again: a redelivery, or the crew's next round after a rejection.
+      const repeat = await repeatedDelivery(this.sql, {
+        executionId: execution.id,
+        dedupeKey: delivery.dedupeKey,
+        outputHash: hashOutput(event.output),
+        rejectedStates: REJECTED_STATES,
+      });
+      const round = repeat && roundRepeatedAfterRejection(repeat);
+      if (round) {
+        delivery.dedupeKey = afterRoundKey(delivery.dedupeKey, round);
+        recorded = await insertWebhookEvent(this.sql, { executionId: execution.id, kind, ...delivery }, this.clock.now());
+        if (recorded) this.log.info("a callback repeating a rejected round's output is taken as the next round", { executionId: execution.id, kind, reviewId: round });
+      }
+    }
     if (!recorded) return (await this.refusedAsEnded(execution.id, [delivery.dedupeKey])) ? { kind: "run_ended" } : { kind: "duplicate" };
     // The body is at hand: processing it here need not read megabytes back from the database.
     // One run's callbacks are processed in the order they came: its end must not overtake its last task.
@@ -263,22 +312,39 @@ export class Callbacks {
     // here made every task and human-input callback read its run again.
     if (event.kind === "task") {
       if (isFinished(execution.state)) return;
-      const posted = await this.reviews.open(execution, event);
+      const posted = await this.applyOnceDecided(execution.id, event.output, () => this.reviews.open(execution, event));
       // Seed deployments send no human-input request: the status says whether the crew waits on it.
       if (posted?.state === "posted") {
         void this.reviews.confirmWaiting(execution, posted).catch((err) => this.log.warn("could not confirm a pause from the status", { executionId: execution.id, err }));
       }
     } else if (event.kind === "input") {
       if (isFinished(execution.state)) return;
-      await this.reviews.awaitDecision(
-        execution,
-        { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId ?? event.wholeName },
-        { source: "input" },
-      );
+      const awaited = { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId ?? event.wholeName };
+      await this.applyOnceDecided(execution.id, event.output, () => this.reviews.awaitDecision(execution, awaited, { source: "input" }));
     } else if (event.kind === "crew") {
       await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
       // Step callbacks read the cached row: from now on they see the run has ended.
       this.cache.delete(execution.id);
+    }
+  }
+
+  /**
+   * Applies a task output. When it opened nothing because a round of the same output is still being
+   * decided (the crew re-ran the task on a rejection before Crewline had stored it), it is applied
+   * again once that decision is stored, so that the round it repeats counts as rejected. Still being
+   * decided after DECISION_STORED_WAITS_MS: it fails, and the recovery sweep tries it again.
+   */
+  private async applyOnceDecided<T>(executionId: string, output: string, apply: () => Promise<T | undefined>): Promise<T | undefined> {
+    const applied = await apply();
+    if (applied) return applied;
+    const outputHash = hashOutput(output);
+    for (let attempt = 0; ; attempt++) {
+      const round = await latestReviewWithOutput(this.sql, executionId, outputHash);
+      // Stored as rejected between the apply and this read: it counts now, so applied again.
+      if (round?.state !== DECIDING) return attempt || round?.state === REJECTED ? apply() : undefined;
+      const wait = DECISION_STORED_WAITS_MS[attempt];
+      if (wait === undefined) throw new Error(`a round of this output is still being decided (review ${round.id})`);
+      await sleep(wait, undefined, { ref: false });
     }
   }
 
@@ -351,6 +417,11 @@ export class Callbacks {
   drain(): Promise<void> {
     return this.work.idle();
   }
+}
+
+/** The dedupe key of a delivery repeating the one under `dedupeKey` after the round `reviewId` was rejected. */
+function afterRoundKey(dedupeKey: string, reviewId: string): string {
+  return crypto.createHash("sha256").update("after-rejection\0").update(dedupeKey).update("\0").update(reviewId).digest("hex");
 }
 
 /** An event's dedupe key: its id, so a batch delivered again (or overlapping another) records it once. */
