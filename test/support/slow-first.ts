@@ -18,6 +18,7 @@ const SLOWEST = [
   "test/e2e/deadlines.test.ts",
   "test/e2e/stop.test.ts",
   "test/e2e/decisions.test.ts",
+  "test/e2e/reply-decisions.test.ts",
   // The slowest of the end-to-end pass, but not in its first wave: it bounds how stale a step may be
   // shown (10 s), and the first wave shares the machine with every fork's start and recovery's kill -9s.
   "test/e2e/plan-waits.test.ts",
@@ -26,6 +27,7 @@ const SLOWEST = [
   "test/e2e/oauth.test.ts",
   "test/e2e/live-plan.test.ts",
   "test/e2e/outbox.test.ts",
+  "test/e2e/identical-rounds.test.ts",
   "test/db/migrate.test.ts",
   "test/e2e/real-deployments.test.ts",
   "test/e2e/hostile-slack.test.ts",
