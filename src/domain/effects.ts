@@ -45,12 +45,11 @@ export const EFFECT_KINDS = {
   "run.completion": { repeatable: false, thread: null, priority: 0, calls: ["chat.getPermalink", "chat.postMessage"] },
   /** The final output as a file when it is long. */
   "run.file": { repeatable: false, thread: "run", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
-  /** The run's announcement (thread parent) re-rendered with its final state. */
+  /** The run's announcement (thread parent) re-rendered from its row: a review waits, the run runs again, its final state. */
   "run.announcement": { repeatable: true, thread: null, priority: 1, calls: ["chat.update"] },
   /**
-   * The live announcement: once the crew has answered the kickoff (Running, its kickoff id), and each
-   * time the run starts or stops waiting for a review. Nobody waits on it (the Stop button is there
-   * from the first post, the review mentions its reviewers), so it goes when Slack is idle, after progress.
+   * The announcement once the crew has answered the kickoff (Running, its kickoff id): nobody waits on
+   * it (the Stop button is there from the first post), so it goes when Slack is idle, after progress.
    */
   "run.started": { repeatable: true, thread: null, priority: 3, calls: ["chat.update"] },
   /**

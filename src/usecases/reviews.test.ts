@@ -353,16 +353,19 @@ describe("a run with two reviews waiting at once", () => {
   it("still waits after the first is decided, runs again after the last, and its announcement is shown again only then", async () => {
     const { run, draft, facts, state } = await twoWaiting();
     const prisma = prismaOf(db.database);
-    const liveRenders = () => prisma.slackEffect.findMany({ where: { kind: "run.started", subjectId: run.id } });
+    const liveRenders = () => prisma.slackEffect.findMany({ where: { kind: "run.announcement", subjectId: run.id } });
     expect(await state()).toBe("waiting");
-    const shownBefore = (await liveRenders()).map((e) => e.updatedAt.getTime());
+    // One render of the announcement enqueued as the run started waiting (each later enqueue bumps its generation).
+    const shownBefore = (await liveRenders()).map((e) => e.generation);
+    expect(shownBefore).toEqual([0]);
 
     expect(await lifecycle.reviews.decide({ reviewId: draft.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "decided" });
     expect(await state()).toBe("waiting");
-    expect((await liveRenders()).map((e) => e.updatedAt.getTime())).toEqual(shownBefore);
+    expect((await liveRenders()).map((e) => e.generation)).toEqual(shownBefore);
 
     expect(await lifecycle.reviews.decide({ reviewId: facts.id, userId: "U2", approve: false, feedback: "more sources" })).toMatchObject({ kind: "decided" });
     expect(await state()).toBe("running");
+    expect((await liveRenders()).map((e) => e.generation)).toEqual([1]);
     expect(resumes.map((r) => r.taskId)).toEqual(["draft", "facts"]);
   });
 
