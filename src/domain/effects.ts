@@ -45,13 +45,18 @@ export const EFFECT_KINDS = {
   "run.completion": { repeatable: false, thread: null, priority: 0, calls: ["chat.getPermalink", "chat.postMessage"] },
   /** The final output as a file when it is long. */
   "run.file": { repeatable: false, thread: "run", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
-  /** The run's announcement (thread parent) re-rendered from its row: a review waits, the run runs again, its final state. */
+  /** The run's announcement (thread parent) re-rendered with its final state. */
   "run.announcement": { repeatable: true, thread: null, priority: 1, calls: ["chat.update"] },
   /**
    * The announcement once the crew has answered the kickoff (Running, its kickoff id): nobody waits on
    * it (the Stop button is there from the first post), so it goes when Slack is idle, after progress.
    */
   "run.started": { repeatable: true, thread: null, priority: 3, calls: ["chat.update"] },
+  /**
+   * The live announcement once a review has waited through a reminder ("Waiting for a review") and
+   * once that review is decided ("Running" again): a notice, like the reminder that brings it.
+   */
+  "run.state": { repeatable: true, thread: null, priority: 1, calls: ["chat.update"] },
   /**
    * The run's progress: its live plan streamed (chat.startStream once, chat.appendStream, chat.stopStream at
    * its end; while the start waits for Slack's Tier 2, its latest step in one message of the thread, posted

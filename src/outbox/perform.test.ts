@@ -215,11 +215,23 @@ describe("run.started", () => {
       },
     }) as Partial<RunNotifier> as RunNotifier;
 
+  it("says a review waits once one has waited through a reminder", async () => {
+    const reviewId = await pendingReview();
+    const run = await runOf(reviewId);
+    const shownStates: string[] = [];
+    const recording = { updateAnnouncement: async (e: { state: string }) => void shownStates.push(e.state) } as Partial<RunNotifier> as RunNotifier;
+    await slackEffectPerformer({ sql, notifier: recording })(started(run));
+    await query(`UPDATE "Review" SET "remindersSent" = 1 WHERE id = $1::uuid`, [reviewId]);
+    await slackEffectPerformer({ sql, notifier: recording })(started(run));
+    expect(shownStates).toEqual(["running", "waiting"]);
+  });
+
   it("shows the live run; when the run ended meanwhile, asks for the final state to be shown again after it", async () => {
     const run = await runOf(await pendingReview());
     const shownStates: string[] = [];
     const outcome = await slackEffectPerformer({ sql, notifier: stoppedWhileShown(shownStates) })(started(run));
-    expect(shownStates).toEqual(["waiting"]);
+    // Its review has not waited through a reminder yet: the announcement reads as running.
+    expect(shownStates).toEqual(["running"]);
     expect(outcome?.next).toEqual([{ kind: "run.announcement", subjectId: run }]);
     // An ended run: nothing to show (run.announcement shows its final state).
     shownStates.length = 0;

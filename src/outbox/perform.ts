@@ -41,6 +41,7 @@ import {
 } from "../store/effect-results.js";
 import { enqueueEffect, holdsUrgentMessage } from "../store/effects.js";
 import { effectGivenUp, recordFlowMoved, recordRunMoved, reviewsToPostAgain } from "../store/moves.js";
+import { openReviewsOf } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import {
   type Clock,
@@ -191,13 +192,25 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     for (const method of calls) await gate({ team: at.teamId ?? "", channel, method, ...how, ...(waitedOn ? { waitedOn } : {}) });
   }
 
+  /**
+   * The run as its announcement shows it: "Waiting for a review" only once a review has waited through
+   * a reminder (one decided at once never costs the channel two updates of a Tier 3 method that progress
+   * needs); until then a waiting run reads as running. The reminder and the decision after it show it
+   * (run.state).
+   */
+  async function asAnnounced(e: Execution): Promise<Execution> {
+    if (e.state !== "waiting") return e;
+    const reminded = (await openReviewsOf(sql, e.id)).some((r) => r.state === "pending" && r.remindersSent > 0);
+    return reminded ? e : { ...e, state: "running" };
+  }
+
   /** The run's announcement re-rendered from its row (`whileLive`: only while the run is live). */
   async function showAnnouncement(job: EffectJob, gate: SlackGate | undefined, o: { whileLive?: boolean } = {}): Promise<EffectOutcome | undefined> {
     const e = await execution(job.subjectId);
     if (!e) throw new GiveUp("its run no longer exists");
     if (e.movedTo || (o.whileLive && isFinished(e.state))) return undefined;
     await spend(gate, job, e);
-    await notifier.updateAnnouncement(e);
+    await notifier.updateAnnouncement(await asAnnounced(e));
     if (!o.whileLive) return undefined;
     // Another effect kind shows the final state (run.announcement): if the run ended while this live
     // render was on its way, it may have landed after that one, so the final state is shown once more.
@@ -576,7 +589,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           return "";
         },
       );
-      return undefined;
+      // The review has waited through a reminder: its run's announcement now says a review waits.
+      return { next: [{ kind: "run.state", subjectId: e.id }] };
     },
     async "review.deadline"(job, gate) {
       const { review: r, execution: e } = await reviewWithRun(job.subjectId);
@@ -593,7 +607,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           return "";
         },
       );
-      return undefined;
+      // A deadline's reminder counts as one (see review.reminder).
+      return notice.kind === "reminder" ? { next: [{ kind: "run.state", subjectId: e.id }] } : undefined;
     },
     async "run.message"(job, gate) {
       const e = await execution(job.subjectId);
@@ -642,6 +657,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     "run.announcement": (job, gate) => showAnnouncement(job, gate),
     // An ended run's announcement is shown by run.announcement (its final state).
     "run.started": (job, gate) => showAnnouncement(job, gate, { whileLive: true }),
+    "run.state": (job, gate) => showAnnouncement(job, gate, { whileLive: true }),
     async "run.progress"(job, gate) {
       const e = await execution(job.subjectId);
       if (!e) throw new GiveUp("its run no longer exists");

@@ -350,22 +350,23 @@ describe("a run with two reviews waiting at once", () => {
     return { run, draft: draft!, facts: facts!, state };
   }
 
-  it("still waits after the first is decided, runs again after the last, and its announcement is shown again only then", async () => {
+  it("still waits after the first is decided and runs again after the last; a decided review that waited through a reminder has the announcement shown again", async () => {
     const { run, draft, facts, state } = await twoWaiting();
     const prisma = prismaOf(db.database);
-    const liveRenders = () => prisma.slackEffect.findMany({ where: { kind: "run.announcement", subjectId: run.id } });
+    const announcementRenders = () => prisma.slackEffect.count({ where: { kind: "run.state", subjectId: run.id } });
     expect(await state()).toBe("waiting");
-    // One render of the announcement enqueued as the run started waiting (each later enqueue bumps its generation).
-    const shownBefore = (await liveRenders()).map((e) => e.generation);
-    expect(shownBefore).toEqual([0]);
+    // A review opening costs the announcement nothing.
+    expect(await announcementRenders()).toBe(0);
 
     expect(await lifecycle.reviews.decide({ reviewId: draft.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "decided" });
     expect(await state()).toBe("waiting");
-    expect((await liveRenders()).map((e) => e.generation)).toEqual(shownBefore);
+    expect(await announcementRenders()).toBe(0);
 
+    // The other waited through a reminder (its run's announcement then said a review waits).
+    await prisma.review.update({ where: { id: facts.id }, data: { remindersSent: 1 } });
     expect(await lifecycle.reviews.decide({ reviewId: facts.id, userId: "U2", approve: false, feedback: "more sources" })).toMatchObject({ kind: "decided" });
     expect(await state()).toBe("running");
-    expect((await liveRenders()).map((e) => e.generation)).toEqual([1]);
+    expect(await announcementRenders()).toBe(1);
     expect(resumes.map((r) => r.taskId)).toEqual(["draft", "facts"]);
   });
 

@@ -300,7 +300,7 @@ export class Reviews {
       const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
       const shown = this.deps.onPending ? await this.deps.onPending(execution, moved, tx) : moved;
-      await this.deps.runs.transitionShown(execution.id, "review_opened", {}, tx);
+      await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
       // Posted already: the message gets its controls in place (an update). Not posted yet: the post
       // renders the row as it is when performed, so it shows the controls in one call; a post already
       // under way with the older state asks for the update itself when it records its ts (perform.ts).
@@ -374,7 +374,7 @@ export class Reviews {
       // it found, and this one must not open after them. Checked once the earlier rounds are locked,
       // the order a stop takes them in.
       if (!(await holdInStates(tx, execution.id, LIVE_STATES))) throw RUN_ENDED;
-      if (state === "pending") await this.deps.runs.transitionShown(execution.id, "review_opened", {}, tx);
+      if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
       const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
       await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
       return state === "pending" && this.deps.onPending ? this.deps.onPending(execution, stored, tx) : stored;
@@ -518,10 +518,12 @@ export class Reviews {
    * pollBackoffMs 0: the run watcher looks at the run again soon (see watcher.ts nextBackoff); while
    * another review waits, the crew cannot end, and polling keeps its pace.
    */
-  private async runsOn(tx: Sql, review: { id: string; executionId: string }): Promise<void> {
+  private async runsOn(tx: Sql, review: { id: string; executionId: string; remindersSent: number }): Promise<void> {
     if (!(await holdInStates(tx, review.executionId, LIVE_STATES))) return;
+    // A review that waited through a reminder had its run's announcement say so: shown again now.
+    if (review.remindersSent > 0) await this.deps.outbox.add(tx, { kind: "run.state", subjectId: review.executionId });
     if ((await openReviewsOf(tx, review.executionId)).some((r) => r.id !== review.id && r.state === "pending")) return;
-    await this.deps.runs.transitionShown(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
+    await this.deps.runs.transition(review.executionId, "review_decided", { nextPollAt: this.clock.now(), pollBackoffMs: 0 }, tx);
   }
 
   /**

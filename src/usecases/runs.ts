@@ -170,23 +170,6 @@ export class Runs {
   }
 
   /**
-   * A live run enters or leaves `waiting` (a review opened, a decision taken), as transition does; when
-   * its state changed, the announcement shows the new one (run.announcement, a notice: rendered from
-   * the row when performed, so quick flips end in one update, and one with the final state).
-   */
-  async transitionShown(id: string, event: Extract<ExecutionEvent, "review_opened" | "review_decided">, data: ExecutionPatch, tx: Sql): Promise<boolean> {
-    const { from, to } = executionTransition(event);
-    // First only from the other states: then a write means the state changed (a second review
-    // opening while one waits keeps `waiting`, and shows nothing new).
-    const others = from.filter((state) => state !== to);
-    if ((await updateExecution(tx, id, { ...data, state: to }, { states: others }, this.clock.now())) === 1) {
-      await this.outbox.add(tx, { kind: "run.announcement", subjectId: id });
-      return true;
-    }
-    return this.transition(id, event, data, tx);
-  }
-
-  /**
    * Ends a run once, whichever of webhook, poll or replica gets here first. In the same transaction:
    * the audit record, reviews left pending are closed, and the completion notice is enqueued.
    */
