@@ -161,6 +161,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     return { ts: await post(), found: false };
   }
 
+  /** Where postOnce looks for a run's message an interrupted attempt may have posted: in `threadTs`, by default the run's thread. */
+  const runLook = (job: EffectJob, gate: SlackGate | undefined, e: Execution, threadTs: string | null = e.threadTs) => ({
+    gate,
+    at: e,
+    threadTs,
+    find: () => notifier.findPosted(e, threadTs, job.id, job.createdAt),
+  });
+
   /**
    * Whether the message an effect posts in a thread holds a review (or a flow request) back: the thread
    * keeps its order (claimEffects), so one enqueued after a notice or a file waits for it, and a notice
@@ -409,12 +417,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     if (earlyTs) await take();
     const { ts } = earlyTs
       ? await show(e, plan, shown, earlyTs, job.id)
-      : await postOnce(
-          job,
-          { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
-          take,
-          async () => (await show(e, plan, shown, null, job.id)).ts,
-        );
+      : await postOnce(job, runLook(job, gate, e), take, async () => (await show(e, plan, shown, null, job.id)).ts);
     return { record: (tx) => recordEarlyProgress(tx, { executionId: e.id, ts, stepAt: shown.stepAt }), ...again(stepAt + EARLY_PROGRESS_REFRESH_MS) };
   }
 
@@ -483,7 +486,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     }
     const { ts, found } = await postOnce(
       job,
-      { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+      runLook(job, gate, e),
       () => spend(gate, job, e, ["chat.postMessage"]),
       async () => (await notifier.showProgress(e, snapshot(), null, job.id)).ts,
     );
@@ -505,7 +508,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const context = await contextOf(subject);
       const { ts, found } = await postOnce(
         job,
-        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        runLook(job, gate, e),
         () => spend(gate, job, e),
         async () => {
           const started = Date.now();
@@ -582,7 +585,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const reminder = job.payload as { who: string; waitedMs: number };
       await postOnce(
         job,
-        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        runLook(job, gate, e),
         () => spend(gate, job, e),
         async () => {
           await notifier.postReminder(e, r, reminder, job.id);
@@ -600,7 +603,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (notice.kind === "reminder" && (r.state !== "pending" || isFinished(e.state))) return undefined;
       await postOnce(
         job,
-        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        runLook(job, gate, e),
         () => spend(gate, job, e),
         async () => {
           await notifier.postDeadlineNotice(e, r, notice, job.id);
@@ -617,7 +620,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (!(await stillWanted(e, notice))) return undefined;
       await postOnce(
         job,
-        { gate, at: e, threadTs: e.threadTs, find: () => notifier.findPosted(e, e.threadTs, job.id, job.createdAt) },
+        runLook(job, gate, e),
         () => spend(gate, job, e),
         async () => {
           await notifier.postThreadNotice(e, notice, job.id);
@@ -634,7 +637,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (e.completionTs) return undefined;
       const { ts } = await postOnce(
         job,
-        { gate, at: e, threadTs: null, find: () => notifier.findPosted(e, null, job.id, job.createdAt) },
+        runLook(job, gate, e, null),
         () => spend(gate, job, e),
         async () => {
           const { ts } = await notifier.postCompletion(e, job.id);
