@@ -3,13 +3,11 @@
 // round, not a redelivery: round 2 opens, says it changed nothing, and can be decided. A true
 // redelivery (before the decision, while round 2 is open, after an approval) still opens nothing.
 import { afterEach, describe, expect, it } from "vitest";
-import { CrewClient } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import type { CrewApi } from "../../src/protocols/crew/types.js";
 import type { SimTask, SimWebhookDelivery } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, pendingReview, resumeCalls, resumingThrough, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -122,25 +120,16 @@ describe.each(KINDS)("a %s crew that sends the same output again after a rejecti
   it("opens round 2 when the crew sends it before its rejection is recorded", async () => {
     // The crew's answer to /resume reaches Crewline only after its next round's callbacks have (no
     // order is promised between them): round 2 arrives while round 1 is still being decided.
-    const crewClient = (crew: { name: string; baseUrl: string; token: string }): CrewApi => {
-      const real = new CrewClient(crew);
-      return {
-        listInputs: () => real.listInputs(),
-        kickoff: (r) => real.kickoff(r),
-        status: (id) => real.status(id),
-        stop: (id) => real.stop(id),
-        resume: async (r) => {
-          const round = () => h.crew.executions.get(r.executionId)?.rounds["t-draft"] ?? 1;
-          const before = round();
-          const answer = await real.resume(r);
-          if (!r.isApprove) {
-            await h.crew.waitFor(() => round() > before && h.crew.executions.get(r.executionId)!.state === "PAUSED" && h.crew.delivering === 0);
-            await eventually(() => h.crew.webhookDeliveries.every((d) => d.status) || undefined, { what: "the next round's callbacks answered" });
-          }
-          return answer;
-        },
-      };
-    };
+    const crewClient = resumingThrough(async (real, r) => {
+      const round = () => h.crew.executions.get(r.executionId)?.rounds["t-draft"] ?? 1;
+      const before = round();
+      const answer = await real.resume(r);
+      if (!r.isApprove) {
+        await h.crew.waitFor(() => round() > before && h.crew.executions.get(r.executionId)!.state === "PAUSED" && h.crew.delivering === 0);
+        await eventually(() => h.crew.webhookDeliveries.every((d) => d.status) || undefined, { what: "the next round's callbacks answered" });
+      }
+      return answer;
+    });
     const base = options();
     h = await startHarness({ ...base, crewline: { ...base.crewline, crewClient } });
     await startRunViaSlack(h);

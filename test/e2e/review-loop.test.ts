@@ -1,13 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { CREW_POST_LONGEST_MS, CrewClient } from "../../src/adapters/crew/client.js";
+import { CREW_POST_LONGEST_MS } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import type { CrewApi } from "../../src/protocols/crew/types.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, pendingReview, resumeCalls, resumingThrough, startRunViaSlack } from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
 let h: Harness;
@@ -192,19 +191,10 @@ describe("review loop", () => {
     // takes Bob's (about 3 s after his): measured 1.3 s and 1.8 s to spare (with a 1 s window, 0.9 and 1.2,
     // and a busy PostgreSQL pass once missed).
     const delays = [4000, 7000];
-    const crewClient = (crew: { name: string; baseUrl: string; token: string }): CrewApi => {
-      const real = new CrewClient(crew);
-      return {
-        listInputs: () => real.listInputs(),
-        kickoff: (r) => real.kickoff(r),
-        status: (id) => real.status(id),
-        stop: (id) => real.stop(id),
-        resume: async (r) => {
-          await sleep(delays.shift() ?? 0);
-          return real.resume(r);
-        },
-      };
-    };
+    const crewClient = resumingThrough(async (real, r) => {
+      await sleep(delays.shift() ?? 0);
+      return real.resume(r);
+    });
     // The claim window scaled down below the call's time (the default is above its longest).
     h = await startHarness({ crewline: { crewClient, watcher: { abandonedDecisionMs: 2000, sweepMs: 200 } } });
     await startRunViaSlack(h);

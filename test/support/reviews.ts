@@ -1,4 +1,6 @@
 // Review messages as a test sees them in the fake Slack, and clicks on them as Slack would send them.
+
+import { CrewClient } from "../../src/adapters/crew/client.js";
 import {
   APPROVE_ACTION,
   EDIT_ACTION,
@@ -15,6 +17,7 @@ import {
   REJECT_ACTION,
 } from "../../src/adapters/slack/blocks/index.js";
 import { silentLogger } from "../../src/log/log.js";
+import type { CrewApi, ResumeRequest, ResumeResult } from "../../src/protocols/crew/types.js";
 import type { Clock } from "../../src/usecases/ports.js";
 import { type ReviewRequestDeps, ReviewRequests } from "../../src/usecases/review-requests.js";
 import type { FakeMessage } from "./fake-slack.js";
@@ -157,4 +160,21 @@ export function otherReviewRequests(h: Harness, clock: Clock, p: Partial<ReviewR
     decide: (decision) => h.bot.lifecycle.reviews.decide(decision),
     ...p,
   });
+}
+
+/**
+ * The bot's own crew client (`crewline.crewClient`), its /resume passed through `resume` (the real
+ * call given): a slow network, or an answer held back until something else has happened.
+ */
+export function resumingThrough(resume: (real: CrewApi, request: ResumeRequest) => Promise<ResumeResult>) {
+  return (crew: { name: string; baseUrl: string; token: string }): CrewApi => {
+    const real = new CrewClient(crew);
+    return {
+      listInputs: () => real.listInputs(),
+      kickoff: (r) => real.kickoff(r),
+      status: (id) => real.status(id),
+      stop: (id) => real.stop(id),
+      resume: (r) => resume(real, r),
+    };
+  };
 }
