@@ -237,6 +237,18 @@ describe("review reminders", () => {
 });
 
 describe("App Home", () => {
+  /** Bob decides by the crew's rules; a review nobody decided by its one reminder goes to Carol. */
+  async function escalatingToCarol() {
+    const clock = offsetClock();
+    h = await startHarness({
+      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+      research: { escalateTo: { users: [CAROL], usergroups: [] } },
+      crewline: { clock },
+    });
+    setRules(h, [BOB]);
+    return clock;
+  }
+
   it("shows a reviewer the reviews waiting for them with thread links, and the starter their runs", async () => {
     h = await startHarness();
     setRules(h, [BOB]);
@@ -263,13 +275,7 @@ describe("App Home", () => {
   });
 
   it("a review escalated to someone not in its run's private channel is on their Home without its content or Approve; a forged Approve sends nothing; once in the channel, they approve it there", async () => {
-    const clock = offsetClock();
-    h = await startHarness({
-      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
-      research: { escalateTo: { users: [CAROL], usergroups: [] } },
-      crewline: { clock },
-    });
-    setRules(h, [BOB]);
+    const clock = await escalatingToCarol();
     h.slack.setMembers(CHANNEL, [USER, BOB]);
     await startRunViaSlack(h);
     const pending = await pendingReview(h);
@@ -317,13 +323,7 @@ describe("App Home", () => {
   });
 
   it("who may see the listed runs is read once per channel and waited on for a bounded time: a slow Slack withholds them, the next Home shows them from the cache", async () => {
-    const clock = offsetClock();
-    h = await startHarness({
-      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
-      research: { escalateTo: { users: [CAROL], usergroups: [] } },
-      crewline: { clock },
-    });
-    setRules(h, [BOB]);
+    const clock = await escalatingToCarol();
     h.slack.setMembers(CHANNEL, [USER, BOB, CAROL]);
     await startRunViaSlack(h, "Deep sea vents");
     const first = await pendingReview(h);
