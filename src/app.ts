@@ -276,10 +276,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const flowConfigs = config.flows ?? [];
   const flowRules = new ReviewerRules(
     { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
-    // A flow's groups are looked up in the flow's workspace (team: in CREWS_FILE, FLOW_TEAM).
+    // A flow's groups are looked up in the flow's workspace (team: and enterprise: in CREWS_FILE, FLOW_TEAM, FLOW_ENTERPRISE).
     async (usergroup, team) => {
-      const flowTeam = flowConfigs.find((f) => f.team && (f.reviewers?.usergroups.includes(usergroup) || f.escalateTo?.usergroups.includes(usergroup)))?.team;
-      return usergroupMembers(usergroup, team ?? (flowTeam ? { teamId: flowTeam } : undefined));
+      const flow = flowConfigs.find((f) => f.team && (f.reviewers?.usergroups.includes(usergroup) || f.escalateTo?.usergroups.includes(usergroup)));
+      return usergroupMembers(usergroup, team ?? (flow?.team ? { teamId: flow.team, enterpriseId: flow.enterprise } : undefined));
     },
     log,
     opts.clock,

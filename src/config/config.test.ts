@@ -381,21 +381,27 @@ describe("loadConfig: distribution (OAuth) mode", () => {
     expect(problems({ ...oauth, SLACK_STATE_SECRET: "short" }).join("\n")).toMatch(/^SLACK_STATE_SECRET .* at least 16/m);
   });
 
-  it("needs each flow's workspace in OAuth mode; reads crews' teams allow-lists", () => {
+  it("needs each flow's workspace in OAuth mode, with its Grid org when given; reads crews' teams allow-lists", () => {
     expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS" }).join("\n")).toMatch(/flow "flow" has no workspace: .*FLOW_TEAM/);
     expect(loadConfig({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE" }).flows?.[0]?.team).toBe("T0ONE");
     expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "general" }).join("\n")).toMatch(/^FLOW_TEAM .* is invalid/m);
+    expect(
+      loadConfig({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE", FLOW_ENTERPRISE: "E0GRID" }).flows?.[0]?.enterprise,
+    ).toBe("E0GRID");
+    expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE", FLOW_ENTERPRISE: "T0ONE" }).join("\n")).toMatch(
+      /^FLOW_ENTERPRISE \(the Enterprise Grid org .*\) is invalid: must be an Enterprise Grid org id/m,
+    );
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-teams-"));
     const file = path.join(dir, "crews.yaml");
     fs.writeFileSync(
       file,
-      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    team: T0ONE\n",
+      "crews:\n  - name: research\n    baseUrl: https://r.example.com\n    token: t\n    teams: [T0ONE, T0TWO]\nflows:\n  - name: content\n    secret: flow-signing-secret-01\n    channel: C0FLOWS\n    team: T0ONE\n    enterprise: E0GRID\n",
     );
     const { CREW_BASE_URL: _a, CREW_TOKEN: _b, ...rest } = oauth;
     const config = loadConfig({ ...rest, CREWS_FILE: file });
     expect(config.crews[0]!.teams).toEqual(["T0ONE", "T0TWO"]);
-    expect(config.flows?.[0]?.team).toBe("T0ONE");
+    expect(config.flows?.[0]).toMatchObject({ team: "T0ONE", enterprise: "E0GRID" });
   });
 
   it('in OAuth mode offers a crew without teams: to no workspace; teams: ["*"] to every workspace; one bot token: unchanged', () => {

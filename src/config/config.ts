@@ -56,6 +56,8 @@ export interface FlowConfig {
   reviewers?: ReviewerRules;
   /** The workspace (team id T…) its channel belongs to; required when the app is installed by OAuth. */
   team?: string;
+  /** The Enterprise Grid org (E…) of that workspace: finds the token of an org-wide install. */
+  enterprise?: string;
   /** Distinct people who must choose an approve-like outcome before the flow gets the answer (default 1). */
   approvals?: number;
   /** How long a request may wait for an answer (decideWithin / FLOW_DECIDE_WITHIN); unset: no deadline. */
@@ -156,6 +158,7 @@ const VARIABLES: Record<string, string> = {
   ENCRYPTION_KEY: "32 random bytes (64 hex digits or base64; openssl rand -base64 32) that encrypt each workspace's Slack tokens in the database",
   ENCRYPTION_KEY_PREVIOUS: "comma-separated earlier ENCRYPTION_KEY values, only for reading tokens sealed before a key rotation",
   FLOW_TEAM: "the workspace (team id T…) of FLOW_CHANNEL; required when Crewline is installed by OAuth",
+  FLOW_ENTERPRISE: "the Enterprise Grid org (E…) of FLOW_TEAM, when Crewline is installed org-wide there",
   SLACK_SIGNING_SECRET: "verifies that requests to /slack/events come from Slack; Slack app settings → Basic Information",
   SLACK_APP_TOKEN: "an app-level token (xapp-…, scope connections:write) that switches the bot to Socket Mode",
   SLACK_API_URL: "the Slack Web API base URL (default https://slack.com/api/)",
@@ -295,10 +298,16 @@ const teamId = z
   .trim()
   .regex(/^T[A-Z0-9]{2,}$/, "must be a workspace (team) id such as T0123ABCD");
 
+const enterpriseId = z
+  .string()
+  .trim()
+  .regex(/^E[A-Z0-9]{2,}$/, "must be an Enterprise Grid org id such as E0123ABCD");
+
 const flowFileEntry = z
   .object({
     name: flowName,
     team: teamId.optional(),
+    enterprise: enterpriseId.optional(),
     secret: z.string().min(1).optional(),
     secretEnv: z.string().min(1).optional(),
     channel: channelId,
@@ -438,6 +447,7 @@ function readFlowEntries(list: unknown, env: NodeJS.ProcessEnv, problems: string
         channel: entry.channel,
         reviewers: parseReviewers(reviewers),
         ...(entry.team ? { team: entry.team } : {}),
+        ...(entry.enterprise ? { enterprise: entry.enterprise } : {}),
         ...(entry.approvals !== undefined ? { approvals: entry.approvals } : {}),
         ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
         ...(escalateTo ? { escalateTo } : {}),
@@ -460,9 +470,10 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   const name = optional(env, "FLOW_NAME");
   const reviewers = optional(env, "FLOW_REVIEWERS");
   const team = optional(env, "FLOW_TEAM");
+  const enterprise = optional(env, "FLOW_ENTERPRISE");
   const approvals = optional(env, "FLOW_APPROVALS");
   const escalate = optional(env, "FLOW_ESCALATE_TO");
-  if (!secret && !channel && !name && !reviewers && !team && !approvals && !escalate) return [];
+  if (!secret && !channel && !name && !reviewers && !team && !enterprise && !approvals && !escalate) return [];
   const checkedApprovals = z.coerce
     .number()
     .int()
@@ -479,13 +490,23 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
   if (checkedChannel && !checkedChannel.success) problems.push(`${describe("FLOW_CHANNEL")} is invalid: ${checkedChannel.error.issues[0]?.message}`);
   const checkedTeam = team ? teamId.safeParse(team) : undefined;
   if (checkedTeam && !checkedTeam.success) problems.push(`${describe("FLOW_TEAM")} is invalid: ${checkedTeam.error.issues[0]?.message}`);
+  const checkedEnterprise = enterprise ? enterpriseId.safeParse(enterprise) : undefined;
+  if (checkedEnterprise && !checkedEnterprise.success) problems.push(`${describe("FLOW_ENTERPRISE")} is invalid: ${checkedEnterprise.error.issues[0]?.message}`);
   const checkedReviewers = checkedIds(reviewerIds, idList.parse(reviewers ?? ""), (message) => problems.push(`${describe("FLOW_REVIEWERS")} is invalid: ${message}`));
   const flowEnvName: Record<string, string> = { decideWithin: "FLOW_DECIDE_WITHIN", onTimeout: "FLOW_ON_TIMEOUT", escalateTo: "FLOW_ESCALATE_TO" };
   const { decideWithinMs, onTimeout, escalateTo } = readDecisionSettings(
     { decideWithin: optional(env, "FLOW_DECIDE_WITHIN"), onTimeout: optional(env, "FLOW_ON_TIMEOUT"), escalateTo: escalate ? idList.parse(escalate) : undefined },
     (key, message) => problems.push(`${describe(flowEnvName[key]!)} is invalid: ${message}`),
   );
-  if (!secret || secret.length < MIN_SECRET_LENGTH || !checkedName.success || !checkedChannel?.success || (checkedTeam && !checkedTeam.success)) return [];
+  if (
+    !secret ||
+    secret.length < MIN_SECRET_LENGTH ||
+    !checkedName.success ||
+    !checkedChannel?.success ||
+    (checkedTeam && !checkedTeam.success) ||
+    (checkedEnterprise && !checkedEnterprise.success)
+  )
+    return [];
   return [
     {
       name: checkedName.data,
@@ -493,6 +514,7 @@ function readFlowEnv(env: NodeJS.ProcessEnv, problems: string[]): FlowConfig[] {
       channel: checkedChannel.data,
       reviewers: parseReviewers(checkedReviewers),
       ...(checkedTeam?.success ? { team: checkedTeam.data } : {}),
+      ...(checkedEnterprise?.success ? { enterprise: checkedEnterprise.data } : {}),
       ...(approvals && checkedApprovals.success ? { approvals: checkedApprovals.data } : {}),
       ...(decideWithinMs ? { decideWithinMs, onTimeout } : {}),
       ...(escalateTo ? { escalateTo } : {}),

@@ -682,7 +682,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (request.messageTs) return undefined;
       const lookup = !!request.assignedEmail && !request.assigneeUserId;
       if (lookup) await spend(gate, job, request, ["users.lookupByEmail"]);
-      const assignee = lookup && request.assignedEmail ? await flows.lookupByEmail(request.assignedEmail, request.teamId) : undefined;
+      const assignee = lookup && request.assignedEmail ? await flows.lookupByEmail(request.assignedEmail, request) : undefined;
       if (assignee) {
         await recordFlowAssignee(sql, request.id, assignee);
         request = { ...request, assigneeUserId: assignee };

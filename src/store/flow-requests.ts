@@ -20,6 +20,7 @@ export interface NewFlowRequest {
   requestId: string;
   channelId: string;
   teamId: string | null;
+  enterpriseId: string | null;
   methodName: string | null;
   message: string | null;
   output: string;

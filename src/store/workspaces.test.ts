@@ -31,7 +31,7 @@ async function run(teamId: string, enterpriseId: string | null, state = "running
   return { run, review };
 }
 
-async function flowRequest(teamId: string): Promise<string> {
+async function flowRequest(teamId: string, enterpriseId: string | null = null): Promise<string> {
   const row = await insertFlowRequest(
     sql,
     {
@@ -39,6 +39,7 @@ async function flowRequest(teamId: string): Promise<string> {
       requestId: crypto.randomUUID(),
       channelId: "C",
       teamId,
+      enterpriseId,
       methodName: null,
       message: null,
       output: "o",
@@ -91,7 +92,7 @@ describe("store: a removed workspace's rows", () => {
     for (const id of [theirs.run, theirs.review, theirFlow]) expect(await effect(id)).toEqual({ state: "due", updatedAt: before });
   });
 
-  it("closes an org's runs and the flow requests of its teams (its runs' and the ones Slack named), except in teams installed on their own", async () => {
+  it("closes an org's runs and the flow requests of its teams (stored with its id, its runs' and the ones Slack named), except in teams installed on their own", async () => {
     const orgTeam = await run("T1", "E1");
     const ownInstall = await run("T2", "E1");
     const otherOrg = await run("T3", "E2");
@@ -100,13 +101,14 @@ describe("store: a removed workspace's rows", () => {
     const ownInstallFlow = await flowRequest("T2");
     const otherOrgFlow = await flowRequest("T3");
     const unknownTeamFlow = await flowRequest("T5");
+    const orgFlow = await flowRequest("T6", "E1");
 
-    expect(await stopWorkspace(db.database.sql, { enterpriseId: "E1", exceptTeams: ["T2"], namedTeams: ["T4"] }, now)).toEqual({ runs: 1, reviews: 1, flowRequests: 2 });
+    expect(await stopWorkspace(db.database.sql, { enterpriseId: "E1", exceptTeams: ["T2"], namedTeams: ["T4"] }, now)).toEqual({ runs: 1, reviews: 1, flowRequests: 3 });
     expect((await state("Execution", orgTeam.run)).state).toBe("uninstalled");
     expect((await effect(orgTeam.review)).state).toBe("dead");
     expect((await state("Execution", ownInstall.run)).state).toBe("running");
     expect((await state("Execution", otherOrg.run)).state).toBe("running");
-    for (const flow of [runTeamFlow, namedTeamFlow]) {
+    for (const flow of [runTeamFlow, namedTeamFlow, orgFlow]) {
       expect(await state("FlowRequest", flow)).toEqual({ state: "closed", updatedAt: now });
       expect((await sql.selectFrom("FlowRequest").select("answerMessage").where("id", "=", flow).executeTakeFirstOrThrow()).answerMessage).toBe(UNINSTALLED_NOTE);
       expect(await effect(flow)).toEqual({ state: "dead", updatedAt: now });

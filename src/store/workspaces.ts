@@ -34,15 +34,21 @@ function runsOf(sql: Sql, match: WorkspaceMatch) {
 }
 
 /**
- * The ids of the workspace's flow requests, as a subquery. A request stores its team only (a flow's
- * `team:`, a T… id), so an org's are those of the teams known to be the org's: its runs' teams, the
- * teams Slack named, and the org's own id; never a team with an install of its own.
+ * The ids of the workspace's flow requests, as a subquery. An org's are those stored with its id (a
+ * flow's `enterprise:`), and, for a flow that names its team only, those of the teams known to be the
+ * org's: its runs' teams, the teams Slack named, and the org's own id; never a team with an install of its own.
  */
 function flowRequestsOf(sql: Sql, match: WorkspaceMatch) {
   const requests = sql.selectFrom("FlowRequest").select("FlowRequest.id");
   if ("teamId" in match) return requests.where("FlowRequest.teamId", "=", match.teamId);
   const runTeams = sql.selectFrom("Execution").select("Execution.teamId").where("Execution.enterpriseId", "=", match.enterpriseId);
-  const org = requests.where((eb) => eb.or([eb("FlowRequest.teamId", "in", runTeams), eb("FlowRequest.teamId", "in", [match.enterpriseId, ...(match.namedTeams ?? [])])]));
+  const org = requests.where((eb) =>
+    eb.or([
+      eb("FlowRequest.enterpriseId", "=", match.enterpriseId),
+      eb("FlowRequest.teamId", "in", runTeams),
+      eb("FlowRequest.teamId", "in", [match.enterpriseId, ...(match.namedTeams ?? [])]),
+    ]),
+  );
   return match.exceptTeams.length ? org.where("FlowRequest.teamId", "not in", match.exceptTeams) : org;
 }
 

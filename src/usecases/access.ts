@@ -59,6 +59,7 @@ export type FlowRequestFacts = {
   messageTs: string | null;
   assigneeUserId: string | null;
   teamId: string | null;
+  enterpriseId: string | null;
   reassignedTo: string | null;
   escalatedAt: Date | null;
   escalatedTo: string | null;

@@ -59,6 +59,7 @@ async function pendingRequest(p: { emit?: string[]; callbackUrl?: string; decide
       requestId: crypto.randomUUID(),
       channelId: "C0FLOWS",
       teamId: null,
+      enterpriseId: null,
       methodName: "approve_expense",
       message: "Approve?",
       output: "Lunch, 42 EUR",

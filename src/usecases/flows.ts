@@ -36,7 +36,7 @@ export interface FlowRules {
 }
 
 /** What a request's access checks read: its flow, assignee, workspace, reassignment and escalation. */
-export type FlowRequestAccess = Pick<FlowRequest, "flowName" | "assigneeUserId" | "teamId" | "reassignedTo" | "escalatedAt" | "escalatedTo">;
+export type FlowRequestAccess = Pick<FlowRequest, "flowName" | "assigneeUserId" | "teamId" | "enterpriseId" | "reassignedTo" | "escalatedAt" | "escalatedTo">;
 
 export type FlowReassignOutcome = { kind: "reassigned"; request: FlowRequest } | { kind: "not_pending" } | { kind: "unknown_request" } | { kind: "same_person" };
 
@@ -159,6 +159,7 @@ export class FlowRequests {
           requestId: r.requestId,
           channelId: flow.channel,
           teamId: flow.team ?? null,
+          enterpriseId: flow.enterprise ?? null,
           methodName: r.methodName ?? null,
           message: r.message ?? null,
           output: r.output,
@@ -251,7 +252,7 @@ export class FlowRequests {
 
   /** Reassigned to the user, or escalated to them or a group of theirs (looked up in the request's workspace). */
   private isGranted(request: FlowRequestAccess, userId: string): Promise<boolean> {
-    return this.deps.rules.isGranted(request, userId, request.teamId ? { teamId: request.teamId } : undefined).catch(() => false);
+    return this.deps.rules.isGranted(request, userId, request.teamId ? { teamId: request.teamId, enterpriseId: request.enterpriseId } : undefined).catch(() => false);
   }
 
   /** Whether the request is the user's to answer, as App Home lists it: assigned, reassigned or escalated to them, or by the flow's rules (without rules: its assignee only). */

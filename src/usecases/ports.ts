@@ -144,8 +144,8 @@ export interface FlowNotifier {
   attachEditedOutput(request: FlowRequest, edit: { by: string; text: string }): Promise<void>;
   /** A reply under the request's message: a reminder, an escalation, a reassignment, a passed deadline. */
   postNotice(request: FlowRequest, notice: FlowNotice, effectId: string): Promise<void>;
-  /** The Slack user with this e-mail (the request's assignee), or undefined. */
-  lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined>;
+  /** The Slack user with this e-mail (the request's assignee) in the request's workspace, or undefined. */
+  lookupByEmail(email: string, request: Pick<FlowRequest, "teamId" | "enterpriseId">): Promise<string | undefined>;
   /** As RunNotifier.findPosted: under the request's message (threadTs) or in its channel, from `since` on. */
   findPosted(request: FlowRequest, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined>;
   /** Whether the request's output goes in a file beside its message, as first posted or as shown with its context (approvals, an edit). */

@@ -54,6 +54,7 @@ describe("a reply in a flow request's thread", () => {
     messageTs: "300.000",
     assigneeUserId: null,
     teamId: null,
+    enterpriseId: null,
     reassignedTo: null,
     escalatedAt: null,
     escalatedTo: null,

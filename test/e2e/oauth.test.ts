@@ -386,6 +386,43 @@ describe("OAuth distribution", () => {
     }
   }, 90_000);
 
+  it("a flow in a workspace covered only by an org-wide install (enterprise: set) posts with the org's token, finds its assignee there, and closes with the org's uninstall", async () => {
+    const SECRET = "flow-webhook-secret";
+    const GRID = "E0GRID";
+    h = await startHarness({ oauth: {}, config: { flows: [{ name: "content", secret: SECRET, channel: "C0GRIDFLOWS", team: "T0GRIDC", enterprise: GRID }] } });
+    const flow = await startFlowService({ secret: SECRET, targetUrl: `${h.botUrl}/hooks/flows/content` });
+    try {
+      // Given: the org's install is the only one; the flow's workspace has none of its own, and no run was ever started there.
+      expect((await installViaBrowser(h, GRID, { enterpriseId: GRID, isEnterpriseInstall: true })).status).toBe(200);
+      const tokenOrg = h.slack.botTokenOf(GRID)!;
+      h.slack.setUser("U0GRIDREVIEWER", { profile: { email: "reviewer@grid.example" } });
+
+      // When: the flow asks for feedback, naming its assignee by e-mail.
+      const sent = await flow.send({ message: "Please review", assigned_to_email: "reviewer@grid.example" });
+      expect(sent.status).toBe(202);
+
+      // Then: the assignee is looked up and the request posted in the flow's channel, with the org's token.
+      const request = await eventually(() => prismaOf(h.bot.database).flowRequest.findFirst({ where: { messageTs: { not: null } } }), { what: "the flow request posted" });
+      expect(request).toMatchObject({ teamId: "T0GRIDC", enterpriseId: GRID, assigneeUserId: "U0GRIDREVIEWER" });
+      const post = h.slack.callsTo("chat.postMessage").find((c) => c.args.channel === "C0GRIDFLOWS");
+      expect(post?.token).toBe(tokenOrg);
+      expect(h.slack.callsTo("users.lookupByEmail").map((c) => c.token)).toEqual([tokenOrg]);
+
+      // When the org removes the app (the event names another of its workspaces), the request closes: the flow can no longer be answered from Slack.
+      expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: "T0GRIDB", enterprise_id: GRID })).status).toBe(200);
+      const closed = await eventually(
+        async () => {
+          const row = await prismaOf(h.bot.database).flowRequest.findUniqueOrThrow({ where: { id: request.id } });
+          return row.state === "closed" ? row : undefined;
+        },
+        { what: "the org's flow request closed" },
+      );
+      expect(closed.answerMessage).toBe(UNINSTALLED_NOTE);
+    } finally {
+      await flow.close();
+    }
+  }, 60_000);
+
   it("an org-wide uninstall ends every run and closes every open flow request of the org's workspaces, as a workspace's uninstall does; the flows hear nothing more, not even a deadline's answer", async () => {
     const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
     const SECRET = "flow-webhook-secret";

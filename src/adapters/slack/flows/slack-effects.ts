@@ -71,9 +71,9 @@ export class SlackFlowEffects implements FlowNotifier {
     private readonly log: Logger,
   ) {}
 
-  /** The client of the flow's workspace (the request row's team; single-workspace mode has one client). */
-  private client(request: Pick<FlowRequest, "teamId">): Promise<WebClient> {
-    return this.clients.forTeam(request.teamId ?? "");
+  /** The client of the flow's workspace (the request row's team and Grid org; single-workspace mode has one client). */
+  private client(request: Pick<FlowRequest, "teamId" | "enterpriseId">): Promise<WebClient> {
+    return this.clients.forTeam(request.teamId ?? "", request.enterpriseId);
   }
 
   async postRequest(request: FlowRequest, effectId: string, context: FlowRequestContext = {}): Promise<{ ts: string }> {
@@ -146,9 +146,9 @@ export class SlackFlowEffects implements FlowNotifier {
     return openConversation(client, list);
   }
 
-  async lookupByEmail(email: string, teamId?: string | null): Promise<string | undefined> {
+  async lookupByEmail(email: string, request: Pick<FlowRequest, "teamId" | "enterpriseId">): Promise<string | undefined> {
     try {
-      const found = await (await this.client({ teamId: teamId ?? null })).users.lookupByEmail({ email });
+      const found = await (await this.client(request)).users.lookupByEmail({ email });
       return found.user?.id ?? undefined;
     } catch (err) {
       const code = (err as { data?: { error?: string } }).data?.error;

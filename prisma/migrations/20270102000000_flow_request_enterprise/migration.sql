@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "FlowRequest" ADD COLUMN     "enterpriseId" TEXT;
+
