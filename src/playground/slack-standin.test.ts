@@ -137,7 +137,7 @@ describe("playground page API: messages and message shortcuts", () => {
       const event = JSON.parse(received[0]!.body);
       expect(event).toMatchObject({
         type: "event_callback",
-        event: { type: "message", channel: "C1", user: "U1", text: "lgtm", thread_ts: parent.ts, ts: slack.messages("C1")[1]!.ts },
+        event: { type: "message", channel: "C1", user: "U1", text: "lgtm", thread_ts: parent.ts, parent_user_id: "U0BOT", ts: slack.messages("C1")[1]!.ts },
       });
       expect(received[0]!.headers["x-slack-signature"]).toMatch(/^v0=/);
       // A thread that does not exist is refused before the bot hears of it.

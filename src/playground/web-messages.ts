@@ -24,7 +24,8 @@ export function messageRoutes(slack: FakeSlack, requests: SlackRequester, shortc
   return {
     "/playground/message": async (raw) => {
       const b = messageBody.parse(raw);
-      if (b.threadTs && !slack.messages(b.channel).some((m) => m.ts === b.threadTs)) return { ok: false, error: "That thread is gone." };
+      const parent = b.threadTs ? slack.messages(b.channel).find((m) => m.ts === b.threadTs) : undefined;
+      if (b.threadTs && !parent) return { ok: false, error: "That thread is gone." };
       const posted = slack.postAsUser(b.channel, b.user, b.text, b.threadTs);
       const res = await requests.event({
         type: "message",
@@ -33,7 +34,8 @@ export function messageRoutes(slack: FakeSlack, requests: SlackRequester, shortc
         user: b.user,
         text: b.text,
         ts: posted.ts,
-        ...(b.threadTs ? { thread_ts: b.threadTs } : {}),
+        // As Slack sends a thread reply: who wrote the thread's parent (the bot's outage warning reads it).
+        ...(b.threadTs ? { thread_ts: b.threadTs, parent_user_id: parent?.user } : {}),
       });
       return { ok: res.status === 200, status: res.status, ts: posted.ts };
     },
