@@ -236,21 +236,9 @@ export async function homeListsReview(ports: Pick<AccessPorts, "reviewers">, fou
 }
 
 /**
- * Whether App Home shows a review it lists for the user (homeListsReview) as what it is (its crew,
- * task, thread link) with its Approve: only of a run they may see (maySeeRun), as its Approve there
- * requires (mayApproveFromHome). One handed or escalated to someone outside its run's channel (or whose
- * channel Slack could not read) is listed only as waiting for them, without its content: every answer
- * that shows a run's content checks who is asking. (A click in the thread needs no such check: whoever
- * can click it sees the message.)
- */
-export function homeShowsReview(ports: AccessPorts, found: ReviewOfRun, userId: string): Promise<boolean> {
-  return maySeeRun(ports, found.execution, { userId });
-}
-
-/**
  * Whether the user may approve this review from App Home: only one their App Home lists, in the
  * workspace it is in, and of a run they may see. A review handed or escalated to someone outside its
- * run's channel is listed for them without its content (homeShowsReview): its output is not theirs to read.
+ * run's channel is listed for them without its content (homeFor): its output is not theirs to read.
  */
 export async function mayApproveFromHome(ports: AccessPorts, found: ReviewOfRun, userId: string): Promise<boolean> {
   return fromItsWorkspace(ports, found.execution) && (await homeListsReview(ports, found, userId)) && maySeeRun(ports, found.execution, { userId });

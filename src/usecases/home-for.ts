@@ -6,7 +6,7 @@
 // (adapters/slack/home/home.ts) turns this into the view.
 
 import type { ExecutionRow, HomeStore, PendingReview } from "../store/home.js";
-import { type AccessPorts, homeListsReview, homeShowsReview } from "./access.js";
+import { type AccessPorts, homeListsReview, maySeeRun } from "./access.js";
 import type { Clock } from "./ports.js";
 import { within } from "./within.js";
 
@@ -64,9 +64,10 @@ export async function homeFor<F extends { teamId: string | null }>(deps: HomeFor
   );
   const listed: PendingReview[] = [];
   for (const review of pending) if (!approved.has(review.id) && (await homeListsReview(deps.access, review, userId))) listed.push(review);
+  // A review's content (crew, task, thread link, Approve) only to someone who may see its run: every answer showing a run's content checks who asks.
   // Asked for all at once: the channel member cache reads each channel once, however many reviews it holds.
   const shown = await answersWithin(
-    listed.map((review) => homeShowsReview(deps.access, review, userId)),
+    listed.map((review) => maySeeRun(deps.access, review.execution, { userId })),
     deps.seeWaitMs ?? HOME_SEE_WAIT_MS,
   );
   const reviews = listed.filter((_, i) => shown[i]);

@@ -55,40 +55,14 @@ export class Lifecycle {
     this.audit = deps.audit ?? new Audit(deps.db, deps.log, clock);
     this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
     this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
-    const reviews = new Reviews({
-      db: deps.db,
-      runs: this.runs,
-      crews: deps.crews,
-      outbox: deps.outbox,
-      webhookUrls: deps.webhookUrls,
-      log: deps.log,
-      clock,
-      gate: deps.gate,
-      audit: this.audit,
-      approvalPolicy: deps.approvalPolicy,
-      onPending: deadlineStamper(deps.deadlineOf, clock),
-      telemetry: deps.telemetry,
-      holder: deps.holder,
-    });
-    this.reviews = reviews;
-    this.callbacks = new Callbacks({
-      db: deps.db,
-      runs: this.runs,
-      reviews,
-      progress: this.progress,
-      log: deps.log,
-      clock,
-      processingConcurrency: deps.processingConcurrency,
-      retentionMs: deps.webhookEventRetentionMs,
-    });
+    // Each gets deps whole: an option of theirs named as a field of LifecycleDeps takes that field
+    // (check before adding one to either); the rest are set here.
+    this.reviews = new Reviews({ ...deps, runs: this.runs, clock, audit: this.audit, onPending: deadlineStamper(deps.deadlineOf, clock) });
+    this.callbacks = new Callbacks({ ...deps, runs: this.runs, reviews: this.reviews, progress: this.progress, clock, retentionMs: deps.webhookEventRetentionMs });
     this.stops = new RunStops({
-      db: deps.db,
-      crews: deps.crews,
-      outbox: deps.outbox,
-      log: deps.log,
+      ...deps,
       clock,
       audit: this.audit,
-      holder: deps.holder,
       longestCallMs: deps.longestCrewPostMs,
       onEnded: (id) => {
         this.callbacks.forget(id);

@@ -187,14 +187,12 @@ export class ReplyDecisions {
         kind: "question",
         question: { kind: "review", replyId: recorded.id, taskName: target.taskName, round: target.round, otherPending: pending.length - 1, cut: reply.cut },
       };
-    const outcome = await this.deps.reviews.decide({
-      reviewId: target.id,
-      userId: reply.userId,
-      approve: intent.kind === "approve",
-      feedback: intent.kind === "reject" ? intent.feedback : "",
-      via: "reply",
-    });
-    return { kind: "review", outcome };
+    return this.decide(target.id, reply.userId, intent.kind === "approve", intent.kind === "reject" ? intent.feedback : "");
+  }
+
+  /** The decide call a click makes, as a reply's. */
+  private async decide(reviewId: string, userId: string, approve: boolean, feedback: string): Promise<ReplyOutcome> {
+    return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId, userId, approve, feedback, via: "reply" }) };
   }
 
   /**
@@ -216,7 +214,7 @@ export class ReplyDecisions {
     if (theirs.length === 1) {
       const only = theirs[0]!;
       if (!(await this.record(reply, { text: null, reviewId: only.id, round: only.round, flowRequestId: null }))) return IGNORED;
-      return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: only.id, userId: reply.userId, approve, feedback, via: "reply" }) };
+      return this.decide(only.id, reply.userId, approve, feedback);
     }
     // A reject without its feedback is answered as when one review waits, before any question (once per Slack message).
     if (!approve && isBlank(feedback))
@@ -261,7 +259,7 @@ export class ReplyDecisions {
     if (found.state !== "pending" || found.round !== pick.round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
     if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
     const approve = intent.kind === "approve";
-    return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: found.id, userId, approve, feedback: approve ? "" : intent.feedback, via: "reply" }) };
+    return this.decide(found.id, userId, approve, approve ? "" : intent.feedback);
   }
 
   private async onFlowReply(request: FlowRequest, reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
@@ -325,7 +323,7 @@ export class ReplyDecisions {
       if (found.state !== "pending" || found.round !== row.round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
       if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
       const approve = choice === "approve";
-      return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId: found.id, userId, approve, feedback: approve ? "" : row.text, via: "reply" }) };
+      return this.decide(found.id, userId, approve, approve ? "" : row.text);
     }
     const flows = this.deps.flows;
     const request = row.flowRequestId && flows ? await flows.get(row.flowRequestId) : null;

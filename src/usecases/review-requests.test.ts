@@ -9,8 +9,9 @@ import { DurableOutbox } from "../outbox/index.js";
 import { insertExecution, updateExecutionReturning } from "../store/executions.js";
 import { insertReview } from "../store/reviews.js";
 import { Audit } from "./audit.js";
+import { DEADLINE_ACTOR } from "./decisions/core.js";
 import type { Execution, Review } from "./ports.js";
-import { DEADLINE_ACTOR, ReviewRequests } from "./review-requests.js";
+import { ReviewRequests } from "./review-requests.js";
 
 let db: TestDatabase;
 let execution: Execution;

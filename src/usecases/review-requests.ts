@@ -12,13 +12,11 @@ import { approvalsOf, deadlinesDue, remindersDue } from "../store/decision-reque
 import { findReviewWithExecution, type ReviewWithExecution, stampDeadline, withExecutions } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import type { Audit } from "./audit.js";
-import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget, timeoutFeedback } from "./decisions/core.js";
+import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { crewReviewTarget } from "./decisions/crew-review.js";
 import { type ClaimHolder, type Clock, type DeadlineNotice, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
-
-export { DEADLINE_ACTOR, timeoutFeedback };
 
 /** The crew's deadline settings; undefined when its reviews have no deadline. */
 export type DeadlineOf = (crewName: string) => { withinMs: number; onTimeout: TimeoutAction } | undefined;

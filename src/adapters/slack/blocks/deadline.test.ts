@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { timeoutFeedback } from "../../../usecases/review-requests.js";
+import { timeoutFeedback } from "../../../usecases/decisions/core.js";
 import { deadlineNotDeliveredText, deadlineText, escalationText, mentionIds, pendingReviewNotes, reassignModal, reassignmentText, slackTime } from "./deadline.js";
 import { FLOW_REASSIGN_VIEW_CALLBACK, REASSIGN_VIEW_CALLBACK } from "./ids.js";
 import { modalLimitViolations } from "./limits.js";
