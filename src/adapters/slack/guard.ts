@@ -72,7 +72,7 @@ const anObject = z.record(z.string(), z.unknown());
 /** Why a /slack/events body is not one Crewline can take, or undefined when it is. */
 export function slackBodyProblem(contentType: string | undefined, text: string): string | undefined {
   try {
-    if ((contentType ?? "").split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded") {
+    if (isForm(contentType)) {
       const form = parseQuery(text);
       if (form.ssl_check === "1") return undefined;
       if (form.payload !== undefined) {
@@ -108,8 +108,8 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-function isForm(req: IncomingMessage): boolean {
-  return (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded";
+function isForm(contentType: string | undefined): boolean {
+  return (contentType ?? "").split(";")[0]!.trim().toLowerCase() === "application/x-www-form-urlencoded";
 }
 
 /** Whether the signature headers can be a valid signature at all (format, age): checked before the body is read. */
@@ -129,7 +129,7 @@ function signedBySlack(req: IncomingMessage, signingSecret: string, raw: Buffer)
 
 /** Slack's unsigned SSL check, which Bolt answers (and strips of anything else): a tiny form body. */
 function isSslCheck(req: IncomingMessage, raw: Buffer): boolean {
-  return isForm(req) && raw.length <= MAX_UNSIGNED_BYTES && parseQuery(raw.toString("utf8")).ssl_check === "1";
+  return isForm(req.headers["content-type"]) && raw.length <= MAX_UNSIGNED_BYTES && parseQuery(raw.toString("utf8")).ssl_check === "1";
 }
 
 /**
@@ -160,7 +160,8 @@ export function guardSlackEvents(receiver: HTTPReceiver, log: Logger, signingSec
     if ((req.method ?? "").toUpperCase() !== "POST" || routedPath(req.url) !== endpoint) return next(req, res);
     // Headers that cannot be a signature: nothing but an SSL check (a tiny form) is worth reading.
     const plausible = signatureHeadersLookValid(req, Math.floor(Date.now() / 1000));
-    if (!plausible && !(isForm(req) && Number(req.headers["content-length"] ?? 0) <= MAX_UNSIGNED_BYTES)) return forged(req, res, "no valid signature headers");
+    if (!plausible && !(isForm(req.headers["content-type"]) && Number(req.headers["content-length"] ?? 0) <= MAX_UNSIGNED_BYTES))
+      return forged(req, res, "no valid signature headers");
     readBody(req, plausible ? MAX_SLACK_BODY_BYTES : MAX_UNSIGNED_BYTES).then(
       (raw) => {
         if (!plausible || !signedBySlack(req, signingSecret, raw)) {

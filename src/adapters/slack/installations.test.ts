@@ -79,7 +79,7 @@ describe("DbInstallationStore", () => {
     expect(org.bot?.token).toBe("xoxb-org-token");
     expect(org.isEnterpriseInstall).toBe(true);
 
-    await store.deleteEnterprise("E0GRID");
+    await store.deleteInstallation({ teamId: undefined, enterpriseId: "E0GRID", isEnterpriseInstall: true });
     await expect(store.botFor("T0ANY", "E0GRID")).rejects.toThrow(InstallationNotFound);
     expect((await store.botFor("T0OWN", "E0GRID")).botToken).toBe("xoxb-own-token");
   });
@@ -175,14 +175,14 @@ describe("InstalledClients", () => {
     expect((await clients.forTeam("T0TWO")).token).toBe("xoxb-two");
     expect(await clients.forTeam("T0ONE")).toBe(one);
 
-    await store.deleteTeam("T0ONE");
+    await store.deleteInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
     expect(await clients.forTeam("T0ONE")).toBe(one); // cached until the TTL
     now = 1500;
     await expect(clients.forTeam("T0ONE")).rejects.toThrow(InstallationNotFound);
     await store.storeInstallation(workspace("T0ONE", "xoxb-one-again"));
     expect((await clients.forTeam("T0ONE")).token).toBe("xoxb-one-again");
 
-    await store.deleteTeam("T0TWO");
+    await store.deleteInstallation({ teamId: "T0TWO", enterpriseId: undefined, isEnterpriseInstall: false });
     clients.forget({ teamId: "T0TWO" });
     await expect(clients.forTeam("T0TWO")).rejects.toThrow(InstallationNotFound);
   });

@@ -135,20 +135,6 @@ export class DbInstallationStore implements InstallationStore {
     return { teamId: row.teamId, enterpriseId: row.enterpriseId, botToken: this.openField(row, "botToken") };
   }
 
-  /** Removes a workspace's own installation (app_uninstalled); returns how many rows went. */
-  async deleteTeam(teamId: string): Promise<number> {
-    const deleted = await store.deleteInstallation(this.sql, `T:${teamId}`);
-    this.recent.clear();
-    return deleted;
-  }
-
-  /** Removes an org-wide installation (app_uninstalled for an org install). */
-  async deleteEnterprise(enterpriseId: string): Promise<number> {
-    const deleted = await store.deleteInstallation(this.sql, `E:${enterpriseId}`);
-    this.recent.clear();
-    return deleted;
-  }
-
   /** The teams of a Grid org that have an install of their own. */
   teamsInstalledOnTheirOwn(enterpriseId: string): Promise<string[]> {
     return store.teamsInstalledOnTheirOwn(this.sql, enterpriseId);

@@ -103,9 +103,12 @@ export function runRefusal(execution: Execution): RefusedChannelFacts | undefine
     : undefined;
 }
 
-/** A review message where it is: in a direct message the run moved to, it says why on top. */
-function placedReview(execution: Execution, review: Review, message: SlackMessage): SlackMessage {
-  return withRefusedHeader(message, review.channelId ? runRefusal(execution) : undefined);
+/** A message's link, or undefined when Slack does not give one. */
+export function permalinkOf(client: WebClient, channel: string, ts: string): Promise<string | undefined> {
+  return client.chat
+    .getPermalink({ channel, message_ts: ts })
+    .then((r) => r.permalink)
+    .catch(() => undefined);
 }
 
 /**
@@ -159,16 +162,8 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   async postReview(execution: Execution, review: Review, effectId: string, context: ReviewContext = {}): Promise<{ ts: string }> {
-    const client = await this.clientFor(execution);
-    const place = runPlace(execution);
     const message = reviewFor(review, undefined, context, reviewOutputNeedsFile(review, context));
-    const posted = await client.chat.postMessage({
-      channel: place.channel,
-      thread_ts: place.threadTs ?? undefined,
-      ...withRefusedHeader(message, runRefusal(execution)),
-      ...effectMetadata(effectId),
-    });
-    return { ts: posted.ts! };
+    return this.postInRun(await this.clientFor(execution), execution, withRefusedHeader(message, runRefusal(execution)), effectId);
   }
 
   async attachReviewFile(execution: Execution, review: Review): Promise<void> {
@@ -199,7 +194,9 @@ export class SlackRunNotifier implements RunNotifier {
     if (!review.messageTs) return;
     const client = await this.clientFor(execution);
     const message = reviewFor(review, note, context, undefined, undefined, runStopped(execution));
-    await client.chat.update({ channel: reviewChannel(review, execution), ts: review.messageTs, ...placedReview(execution, review, message) });
+    // In a direct message the run moved to, a review says why on top.
+    const refusal = review.channelId ? runRefusal(execution) : undefined;
+    await client.chat.update({ channel: reviewChannel(review, execution), ts: review.messageTs, ...withRefusedHeader(message, refusal) });
   }
 
   async attachEditedOutput(execution: Execution, review: Review, edit: { by: string; text: string }): Promise<void> {
@@ -208,13 +205,7 @@ export class SlackRunNotifier implements RunNotifier {
 
   async postCompletion(execution: Execution, effectId: string): Promise<{ ts: string }> {
     const client = await this.clientFor(execution);
-    const permalink =
-      execution.threadTs && !execution.movedTo
-        ? await client.chat
-            .getPermalink({ channel: execution.channelId, message_ts: execution.threadTs })
-            .then((r) => r.permalink)
-            .catch(() => undefined)
-        : undefined;
+    const permalink = execution.threadTs && !execution.movedTo ? await permalinkOf(client, execution.channelId, execution.threadTs) : undefined;
     const output = execution.output ?? undefined;
     const outcome = execution.state === "completed" ? "succeeded" : execution.state === "lost" ? "lost" : "failed";
     const started = execution.startedAt ?? execution.createdAt;
@@ -317,15 +308,8 @@ export class SlackRunNotifier implements RunNotifier {
 
   async postReminder(execution: Execution, review: Review, reminder: { who: string; waitedMs: number }, effectId: string): Promise<void> {
     const client = await this.clientFor(execution);
-    const link = review.messageTs
-      ? await client.chat
-          .getPermalink({ channel: reviewChannel(review, execution), message_ts: review.messageTs })
-          .then((r) => r.permalink)
-          .catch(() => undefined)
-      : undefined;
-    const text = reminderText(execution, review, reminder.who, reminder.waitedMs, link);
-    const place = runPlace(execution);
-    await client.chat.postMessage({ channel: place.channel, thread_ts: place.threadTs ?? undefined, text, ...effectMetadata(effectId) });
+    const link = review.messageTs ? await permalinkOf(client, reviewChannel(review, execution), review.messageTs) : undefined;
+    await this.postInRun(client, execution, { text: reminderText(execution, review, reminder.who, reminder.waitedMs, link) }, effectId);
   }
 
   async findPosted(execution: Execution, threadTs: string | null, effectId: string, since: Date): Promise<string | undefined> {
@@ -354,15 +338,14 @@ export class SlackRunNotifier implements RunNotifier {
   }
 
   private async postThreadText(execution: Execution, text: string, effectId: string): Promise<void> {
-    const client = await this.clientFor(execution);
+    await this.postInRun(await this.clientFor(execution), execution, { text, blocks: [{ type: "section", text: { type: "mrkdwn", text } }] }, effectId);
+  }
+
+  /** A post where the run's messages go (its thread, or the direct message it moved to), carrying the effect's id. */
+  private async postInRun(client: WebClient, execution: Execution, message: { text: string; blocks?: SlackMessage["blocks"] }, effectId: string): Promise<{ ts: string }> {
     const place = runPlace(execution);
-    await client.chat.postMessage({
-      channel: place.channel,
-      thread_ts: place.threadTs ?? undefined,
-      text,
-      blocks: [{ type: "section", text: { type: "mrkdwn", text } }],
-      ...effectMetadata(effectId),
-    });
+    const posted = await client.chat.postMessage({ channel: place.channel, thread_ts: place.threadTs ?? undefined, ...message, ...effectMetadata(effectId) });
+    return { ts: posted.ts! };
   }
 
   async postDeadlineNotice(execution: Execution, review: Review, notice: DeadlineNotice, effectId: string): Promise<void> {

@@ -20,32 +20,34 @@ export interface UninstallDeps {
 }
 
 interface Where {
-  teamId?: string;
-  enterpriseId?: string;
+  teamId: string | undefined;
+  enterpriseId: string | undefined;
   isEnterpriseInstall: boolean;
 }
 
 export function registerUninstall(app: App, deps: UninstallDeps): void {
   const removed = async (where: Where, why: string) => {
+    // An org-wide install is removed as its org's, any other as its workspace's.
+    const key: { enterpriseId: string } | { teamId: string } | undefined =
+      where.isEnterpriseInstall && where.enterpriseId ? { enterpriseId: where.enterpriseId } : where.teamId ? { teamId: where.teamId } : undefined;
+    if (!key) return;
     const now = (deps.clock ?? systemClock).now();
-    if (where.isEnterpriseInstall && where.enterpriseId) {
-      // Workspaces of the org that have their own install keep working.
-      const own = await deps.installations.teamsInstalledOnTheirOwn(where.enterpriseId);
-      // The work stops first, then the install goes: nothing is left running without a token.
-      // The workspace the event names is the org's too (its flow requests are found by team).
-      const named = where.teamId ? [where.teamId] : [];
-      const stopped = await stopWorkspace(deps.db, { enterpriseId: where.enterpriseId, exceptTeams: own, namedTeams: named }, now);
-      if (stopped.runs > 0) deps.runsEnded?.();
-      await deps.installations.deleteEnterprise(where.enterpriseId);
-      deps.clients.forget({ enterpriseId: where.enterpriseId });
-      deps.log.info("crewline removed from an org", { enterpriseId: where.enterpriseId, why, ...stopped });
-    } else if (where.teamId) {
-      const stopped = await stopWorkspace(deps.db, { teamId: where.teamId }, now);
-      if (stopped.runs > 0) deps.runsEnded?.();
-      await deps.installations.deleteTeam(where.teamId);
-      deps.clients.forget({ teamId: where.teamId });
-      deps.log.info("crewline removed from a workspace", { teamId: where.teamId, why, ...stopped });
-    }
+    const match =
+      "enterpriseId" in key
+        ? {
+            ...key,
+            // Workspaces of the org that have their own install keep working.
+            exceptTeams: await deps.installations.teamsInstalledOnTheirOwn(key.enterpriseId),
+            // The workspace the event names is the org's too (its flow requests are found by team).
+            namedTeams: where.teamId ? [where.teamId] : [],
+          }
+        : key;
+    // The work stops first, then the install goes: nothing is left running without a token.
+    const stopped = await stopWorkspace(deps.db, match, now);
+    if (stopped.runs > 0) deps.runsEnded?.();
+    await deps.installations.deleteInstallation({ ...where, isEnterpriseInstall: "enterpriseId" in key });
+    deps.clients.forget(key);
+    deps.log.info(`crewline removed from ${"enterpriseId" in key ? "an org" : "a workspace"}`, { ...key, why, ...stopped });
   };
 
   app.event("app_uninstalled", async ({ body, context }) => {

@@ -2,6 +2,7 @@
 // Pure: the handler gathers the data; this only lays it out within Block Kit's limits
 // (100 blocks per view, 3,000 chars per section text).
 import type { types } from "@slack/bolt";
+import type { HomeListing, WithheldReview } from "../../../usecases/home-for.js";
 import { HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION } from "./ids.js";
 import { LIMITS } from "./limits.js";
 import { runStateLabel } from "./run.js";
@@ -22,12 +23,6 @@ export interface HomeReview {
   notes?: string[];
 }
 
-/** A review waiting for this user in a run they may not see: only where it is and how it came to them. */
-export interface HomeWithheldReview {
-  channelId: string;
-  why?: "handed" | "escalated";
-}
-
 export interface HomeRun {
   crewName: string;
   state: string;
@@ -37,19 +32,14 @@ export interface HomeRun {
   permalink?: string;
 }
 
-export interface HomeCrew {
-  name: string;
-  /** Channel allow-list; unset: any channel. */
-  channels?: string[];
-}
-
 export interface HomeParams {
   userId: string;
   reviews: HomeReview[];
   /** Reviews waiting for the user whose runs they may not see: said without their content (no crew, task, link or Approve). */
-  withheld?: HomeWithheldReview[];
+  withheld?: WithheldReview[];
   runs: HomeRun[];
-  crews: HomeCrew[];
+  /** Channel allow-list of each (unset: any channel). */
+  crews: HomeListing<unknown>["crews"];
   now: Date;
   /** Configured flows and their webhook URLs (for admins setting them up). */
   flows?: { name: string; webhookUrl: string }[];
@@ -89,8 +79,8 @@ function packed(lines: string[]): types.KnownBlock[] {
  * One line per channel for the reviews waiting for the user in runs they may not see: how many, how
  * they came, and where, and nothing of what they are (a private channel's name shows to its members only).
  */
-function withheldLines(withheld: HomeWithheldReview[]): string[] {
-  const byChannel = new Map<string, HomeWithheldReview[]>();
+function withheldLines(withheld: WithheldReview[]): string[] {
+  const byChannel = new Map<string, WithheldReview[]>();
   for (const w of withheld) {
     const group = byChannel.get(w.channelId);
     if (group) group.push(w);

@@ -1,7 +1,7 @@
 // Modal views for starting a crew: loading → (crew picker) → input form, or an error.
 import type { types } from "@slack/bolt";
 import { CREW_PICKER_VIEW_CALLBACK, CREW_SELECT_ACTION, CREW_SELECT_BLOCK, crewOptionValue, INPUT_ACTION, inputBlockId, KICKOFF_VIEW_CALLBACK, SOURCE_TEXT_BLOCK } from "./ids.js";
-import { label, modal, section, textInput } from "./kit.js";
+import { context, label, modal, section, textInput } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, excerpt, humanizeInputName, safeSlice, truncatePlain } from "./text.js";
 
@@ -75,10 +75,7 @@ export function crewPickerView(crews: CrewChoice[], metadata: string, sourceText
     blocks.push(textInput({ blockId: SOURCE_TEXT_BLOCK, actionId: INPUT_ACTION, label: "The message", optional: true, hint, initial }));
   }
   if (unique.length > shown.length) {
-    blocks.push({
-      type: "context",
-      elements: [{ type: "mrkdwn", text: `Showing ${shown.length} of ${unique.length} crews. Start another with \`/crew &lt;crew name&gt;\`.` }],
-    });
+    blocks.push(context(`Showing ${shown.length} of ${unique.length} crews. Start another with \`/crew &lt;crew name&gt;\`.`));
   }
   return modal({ callbackId: CREW_PICKER_VIEW_CALLBACK, title: TITLE, blocks, submit: "Next", close: "Cancel", metadata });
 }
@@ -116,7 +113,7 @@ export function visibleFormInputs<T>(inputs: readonly T[]): T[] {
 export function kickoffFormView(p: KickoffFormParams): types.ModalView {
   const shown = visibleFormInputs(p.inputs);
   const cut = shown.length < p.inputs.length;
-  const blocks: types.KnownBlock[] = [{ type: "context", elements: [{ type: "mrkdwn", text: `Crew: ${crewLabel(p.crewName)}` }] }];
+  const blocks: types.KnownBlock[] = [context(`Crew: ${crewLabel(p.crewName)}`)];
   if (p.inputs.length === 0) blocks.push(section("This crew needs no inputs."));
   for (const input of shown) blocks.push(inputBlock(input, p.values?.[input.name]));
   if (cut) {

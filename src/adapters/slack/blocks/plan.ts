@@ -6,7 +6,7 @@
 
 import type { types } from "@slack/bolt";
 import type { PlanTask, RunPlan } from "../../../domain/plan.js";
-import { mrkdwn } from "./kit.js";
+import { context, section } from "./kit.js";
 import { escapeMrkdwn, formatUtcTime, humanizeInputName, truncatePlain } from "./text.js";
 
 export type PlanChunk = types.PlanUpdateChunk | types.TaskUpdateChunk;
@@ -90,18 +90,13 @@ export function earlyProgressMessage(p: { title: string; plan: RunPlan; stepAt: 
   return {
     text: `${p.title}: ${task ? `${task}: ` : ""}${details}`,
     blocks: [
-      { type: "section", text: mrkdwn(`⏳ *${p.title}*`) },
-      { type: "section", text: mrkdwn(`${task ? `*${task}* · ` : ""}${details}`) },
-      {
-        type: "context",
-        elements: [
-          mrkdwn(
-            p.stopped
-              ? `Latest step at ${formatUtcTime(p.stepAt)}. The run was stopped before its live plan started.`
-              : `Latest step at ${formatUtcTime(p.stepAt)}. The run's live plan follows below this message once Slack lets it start (a workspace starts about 20 a minute); until then the latest step shows here.`,
-          ),
-        ],
-      },
+      section(`⏳ *${p.title}*`),
+      section(`${task ? `*${task}* · ` : ""}${details}`),
+      context(
+        p.stopped
+          ? `Latest step at ${formatUtcTime(p.stepAt)}. The run was stopped before its live plan started.`
+          : `Latest step at ${formatUtcTime(p.stepAt)}. The run's live plan follows below this message once Slack lets it start (a workspace starts about 20 a minute); until then the latest step shows here.`,
+      ),
     ],
   };
 }

@@ -1,6 +1,6 @@
 // The words of a message Crewline sends a person directly because Slack refused the channel it
 // belongs in (src/outbox/refused.ts): which channel, why in plain words, and what the message is.
-import type { types } from "@slack/bolt";
+import { context } from "./kit.js";
 import type { SlackMessage } from "./run.js";
 import { escapeMrkdwn, truncatePlain, userMention } from "./text.js";
 
@@ -52,8 +52,7 @@ export function buildRefusedChannelHeader(facts: RefusedChannelFacts): SlackMess
       ? `so the run of ${name(facts.subject.crewName)} started by ${userMention(facts.subject.startedBy)} continues here, in this direct message`
       : `so this feedback request of the flow ${name(facts.subject.flowName)}${facts.subject.methodName?.trim() ? ` (step ${name(facts.subject.methodName)})` : ""} is sent here, in this direct message`;
   const text = `⚠️ I couldn't post in ${channel} because ${why}, ${what}.`;
-  const block: types.ContextBlock = { type: "context", elements: [{ type: "mrkdwn", text }] };
-  return { text, blocks: [block] };
+  return { text, blocks: [context(text)] };
 }
 
 /** A message with the header on top (its notification text starts with the header's). */

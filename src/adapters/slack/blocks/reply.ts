@@ -4,7 +4,8 @@
 // the server. Pure builder.
 import type { types } from "@slack/bolt";
 import { REPLY_TEXT_MAX } from "../../../domain/reply-intent.js";
-import { mrkdwn } from "./kit.js";
+import type { ReplyQuestion } from "../../../usecases/reply-decisions.js";
+import { context, mrkdwn, section } from "./kit.js";
 import { LIMITS } from "./limits.js";
 import { escapeMrkdwn, truncatePlain } from "./text.js";
 
@@ -19,19 +20,6 @@ const REPLY_PICK_BLOCK_PREFIX = "reply_pick_";
 /** Characters of a review's output shown beside its button (it was cut to 200 before it got here). */
 const EXCERPT_SHOWN = 120;
 
-/** What the question is about (usecases/reply-decisions.ts ReplyQuestion). */
-export type ReplyQuestionShown =
-  | { kind: "review"; replyId: string; taskName: string; round: number; otherPending: number; cut: boolean }
-  | { kind: "flow"; replyId: string; flowName: string; rejectOutcome?: string; approveOutcome?: string; freeText: boolean; outcomes: string[]; cut: boolean }
-  | {
-      kind: "which";
-      replyId: string;
-      approve: boolean;
-      reviews: { value: string; taskName: string; round: number; crewName: string; excerpt: string }[];
-      more: number;
-      cut: boolean;
-    };
-
 const NAME_MAX = 80;
 const name = (text: string) => `*${escapeMrkdwn(truncatePlain(text, NAME_MAX))}*`;
 const button = (actionId: string, text: string, value: string, style?: "primary" | "danger"): types.Button => ({
@@ -43,7 +31,7 @@ const button = (actionId: string, text: string, value: string, style?: "primary"
 });
 
 /** The question's words and buttons, for chat.postEphemeral. */
-export function replyQuestionMessage(q: ReplyQuestionShown): { text: string; blocks: types.KnownBlock[] } {
+export function replyQuestionMessage(q: ReplyQuestion): { text: string; blocks: types.KnownBlock[] } {
   const buttons: types.Button[] = [];
   const which: types.KnownBlock[] = [];
   const notes: string[] = [];
@@ -85,10 +73,10 @@ export function replyQuestionMessage(q: ReplyQuestionShown): { text: string; blo
   if (q.cut) notes.push(`Your reply is long: only its first ${REPLY_TEXT_MAX.toLocaleString("en-US")} characters would be sent.`);
   buttons.push(button(REPLY_IGNORE_ACTION, "Ignore", q.replyId));
   const blocks: types.KnownBlock[] = [
-    { type: "section", text: mrkdwn(question) },
+    section(question),
     ...which,
     { type: "actions", block_id: REPLY_QUESTION_BLOCK, elements: buttons },
-    ...(notes.length ? [{ type: "context" as const, elements: [mrkdwn(notes.join(" "))] }] : []),
+    ...(notes.length ? [context(notes.join(" "))] : []),
   ];
   return { text: question, blocks };
 }
@@ -100,5 +88,5 @@ export function replyQuestionMessage(q: ReplyQuestionShown): { text: string; blo
  */
 export function replyQuestionAnswered(choice: "reject" | "approve", words: string | undefined): { text: string; blocks: types.KnownBlock[] } {
   const text = words ?? (choice === "reject" ? "✅ Done: your reply was sent as feedback." : "✅ Done: approved.");
-  return { text, blocks: [{ type: "section", text: mrkdwn(text) }] };
+  return { text, blocks: [section(text)] };
 }

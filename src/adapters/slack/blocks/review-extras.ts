@@ -2,27 +2,14 @@
 // round (and the feedback that asked for it), the approvals so far when a crew needs several, and an
 // edit's diff against the original. Pure builders; reviewMessage (run.ts) places them.
 import type { types } from "@slack/bolt";
+import type { ReviewContext } from "../../../usecases/ports.js";
 import { type CompactDiff, compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats } from "./diff.js";
 import { context, section } from "./kit.js";
 import { escapeMrkdwn, excerpt, fitQuote, truncatePlain, userMention } from "./text.js";
 
-export interface ApprovalsShown {
-  required: number;
-  by: { userId: string; note?: string; edited: boolean }[];
-}
-
-export interface EditShown {
-  by: string;
-  text: string;
-}
-
-export interface PreviousRound {
-  round: number;
-  output: string;
-  /** The feedback that asked for this round (the previous round's rejection). */
-  feedback?: string;
-  decidedBy?: string;
-}
+export type ApprovalsShown = NonNullable<ReviewContext["approvals"]>;
+export type EditShown = NonNullable<ReviewContext["edit"]>;
+export type PreviousRound = NonNullable<ReviewContext["previous"]>;
 
 /**
  * Beside these parts an output is shown whole only when it is at least this much shorter than

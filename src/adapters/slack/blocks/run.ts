@@ -62,12 +62,9 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
  * than OUTPUT_MARKDOWN_MAX the rest of its message needs it to be (reviewReserve).
  */
 export function outputNeedsFile(output: string, reserve = 0): boolean {
-  return !fitsWhole(output, OUTPUT_MARKDOWN_MAX - reserve);
-}
-
-function fitsWhole(output: string, max: number): boolean {
+  const max = OUTPUT_MARKDOWN_MAX - reserve;
   // What is shown is never shorter than the output: a long one needs no further look.
-  return output.length <= max && markdownShown(output).length <= max;
+  return output.length > max || markdownShown(output).length > max;
 }
 
 /** The line under an output: whether it was shortened, and where its file is (empty: no line). */

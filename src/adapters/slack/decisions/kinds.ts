@@ -63,21 +63,18 @@ export interface Subject {
   round?: number;
 }
 
-/** A decision button clicked: which, its value (the request's id), the feedback field, who and where. */
-export interface Click {
-  actionId: string;
-  value: string;
-  feedback: string;
-  userId: string;
-  channelId?: string;
-  messageTs?: string;
-}
-
 /** A click or a submission: who, and on which message. */
 export interface Place {
   userId: string;
   channelId?: string;
   messageTs?: string;
+}
+
+/** A decision button clicked: which, its value (the request's id), the feedback field, who and where. */
+export interface Click extends Place {
+  actionId: string;
+  value: string;
+  feedback: string;
 }
 
 export interface KindPort<S extends Subject = Subject> {

@@ -43,7 +43,7 @@ export function flowReplyFor(outcome: FlowDecisionOutcome, asker?: string): stri
   return decisionReply("flow", outcome, asker);
 }
 
-function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome, asker?: string): string | undefined {
+export function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome, asker?: string): string | undefined {
   const w = WORDS[kind];
   switch (outcome.kind) {
     case "decided":

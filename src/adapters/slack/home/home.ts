@@ -18,7 +18,7 @@ import { accessPorts, slackChannelMembers } from "../access.js";
 import { HOME_MAX_REVIEWS, HOME_MAX_RUNS, type HomeParams, type HomeReview, homeView } from "../blocks/home.js";
 import { deadlineText, escapeMrkdwn, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, truncatePlain, userMention } from "../blocks/index.js";
 import type { SlackClients } from "../clients.js";
-import { flowReplyFor, NOT_RECORDED, replyFor } from "../decisions/replies.js";
+import { type DecisionKind, decisionReply, NOT_RECORDED, WORDS } from "../decisions/replies.js";
 import { type FeatureDeps, flowHooksFor } from "../deps.js";
 import { spendOnView } from "../views.js";
 
@@ -109,18 +109,12 @@ const homeApproveClick = z.object({
   actions: z.array(z.object({ action_id: z.string(), value: z.string().max(100) })).min(1),
 });
 
-/** What the Home tab says after an Approve clicked there. */
-export function homeNotice(outcome: DecisionOutcome | undefined, taskName: string, asker?: string): string {
-  if (!outcome) return "I can't find this review any more, so nothing was sent to the crew.";
-  if (outcome.kind === "decided") return `✅ You approved *${escapeMrkdwn(truncatePlain(taskName, 150))}*; the crew goes on.`;
-  return replyFor(outcome, asker) ?? "Nothing changed.";
-}
-
-/** What the Home tab says after Approve clicked there on a flow request. */
-export function homeFlowNotice(outcome: FlowDecisionOutcome | undefined, what: string, asker?: string): string {
-  if (!outcome) return "I can't find this request any more, so nothing was sent to the flow.";
-  if (outcome.kind === "answered") return `✅ You approved *${escapeMrkdwn(truncatePlain(what, 150))}*; the flow goes on.`;
-  return flowReplyFor(outcome, asker) ?? "Nothing changed.";
+/** What the Home tab says after Approve clicked there on a review or a flow request (`what` names it). */
+export function homeNotice(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome | undefined, what: string, asker?: string): string {
+  const w = WORDS[kind];
+  if (!outcome) return `I can't find this ${w.noun} any more, so nothing was sent to the ${w.receiver}.`;
+  if (outcome.kind === "decided" || outcome.kind === "answered") return `✅ You approved *${escapeMrkdwn(truncatePlain(what, 150))}*; the ${w.receiver} goes on.`;
+  return decisionReply(kind, outcome, asker) ?? "Nothing changed.";
 }
 
 /** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
@@ -191,8 +185,8 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
       HOME_APPROVE_ACTION,
       async (reviewId, userId, access) => {
         const found = await deps.lifecycle.reviews.get(reviewId);
-        if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice(undefined, "");
-        return homeNotice(await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName, userId);
+        if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice("review", undefined, "");
+        return homeNotice("review", await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName, userId);
       },
     ],
     [
@@ -201,9 +195,9 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
         const flows = deps.flows;
         const request = flows ? await flows.get(id) : null;
         const approval = request ? flows!.homeApproval(request) : undefined;
-        if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome(access, request, userId))) return homeFlowNotice(undefined, "");
+        if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome(access, request, userId))) return homeNotice("flow", undefined, "");
         const outcome = await flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true });
-        return homeFlowNotice(outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`, userId);
+        return homeNotice("flow", outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`, userId);
       },
     ],
   ];

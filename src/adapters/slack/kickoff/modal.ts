@@ -18,6 +18,7 @@ import {
   SOURCE_TEXT_BLOCK,
 } from "../blocks/index.js";
 import type { FeatureDeps } from "../deps.js";
+import { permalinkOf } from "../notifier.js";
 import { spendOnView, updateView } from "../views.js";
 import { bindForm, formIsFor } from "./form-binding.js";
 import { decodeMetadata, encodeMetadata } from "./metadata.js";
@@ -87,10 +88,7 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   const origin: FormOrigin | undefined = req.source && {
     thread: req.source.threadTs,
     text: req.source.text,
-    permalink: await client.chat
-      .getPermalink({ channel: req.channelId, message_ts: req.source.messageTs })
-      .then((r) => r.permalink)
-      .catch(() => undefined),
+    permalink: await permalinkOf(client, req.channelId, req.source.messageTs),
   };
   const crews = deps.crews.availableIn(req.channelId, req.teamId);
   // A crew this workspace may not use is not named at all (as if it did not exist).
