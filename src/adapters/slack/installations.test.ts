@@ -74,7 +74,9 @@ describe("DbInstallationStore", () => {
     await store.storeInstallation(workspace("T0OWN", "xoxb-own-token", "E0GRID"));
     expect((await store.botFor("T0ANY", "E0GRID")).botToken).toBe("xoxb-org-token");
     expect((await store.botFor("T0OWN", "E0GRID")).botToken).toBe("xoxb-own-token");
-    await expect(store.botFor("T0ANY")).rejects.toThrow(InstallationNotFound);
+    await expect(store.botFor("T0ANY")).rejects.toThrow(
+      /^Crewline is not installed in workspace T0ANY \(a workspace an Enterprise Grid org-wide install serves is found with its org: a flow's enterprise:, FLOW_ENTERPRISE\)$/,
+    );
     const org = await store.fetchInstallation({ teamId: undefined, enterpriseId: "E0GRID", isEnterpriseInstall: true });
     expect(org.bot?.token).toBe("xoxb-org-token");
     expect(org.isEnterpriseInstall).toBe(true);

@@ -131,7 +131,9 @@ export class DbInstallationStore implements InstallationStore {
   /** The bot token for a workspace: its own install, else its Grid org's org-wide install. */
   async botFor(teamId: string, enterpriseId?: string | null): Promise<BotInstallation> {
     const row = await this.find(teamId, enterpriseId ?? undefined, false);
-    if (!row?.botToken) throw new InstallationNotFound(describeQuery(teamId, enterpriseId ?? undefined));
+    // Without its org, a workspace served by an org-wide install is not found: say what names it.
+    const hint = enterpriseId ? "" : " (a workspace an Enterprise Grid org-wide install serves is found with its org: a flow's enterprise:, FLOW_ENTERPRISE)";
+    if (!row?.botToken) throw new InstallationNotFound(`${describeQuery(teamId, enterpriseId ?? undefined)}${hint}`);
     return { teamId: row.teamId, enterpriseId: row.enterpriseId, botToken: this.openField(row, "botToken") };
   }
 
