@@ -5,7 +5,7 @@ import crypto from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type App, webApi } from "@slack/bolt";
-import { CREW_POST_LONGEST_MS } from "./adapters/crew/client.js";
+import { CREW_GET_LONGEST_MS, CREW_POST_LONGEST_MS } from "./adapters/crew/client.js";
 import { CrewRegistry } from "./adapters/crew/registry.js";
 import { flowCallbackClient } from "./adapters/flows/callback-client.js";
 import { flowIntakeHandler, flowWebhookUrl } from "./adapters/http/flow-intake.js";
@@ -265,13 +265,15 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // A decision is abandoned once older than the claim window and than its /resume call's longest time
   // (every retry included): taken over sooner, a late answer would meet a second decision at the crew.
   const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, CREW_POST_LONGEST_MS);
+  // A poll's lease holds its status call's longest time (every retry included), with a margin for the database.
+  const pollLeaseMs = Math.max(config.polling?.leaseMs ?? 30_000, CREW_GET_LONGEST_MS + 5_000);
   const watcher = new RunWatcher({
     db: database.sql,
     lifecycle,
     crews,
     log,
     clock: opts.clock,
-    options: { ...config.polling, abandonedDecisionMs, deadAfterMs, ...opts.watcher, replicaId: replica.replicaId },
+    options: { ...config.polling, abandonedDecisionMs, leaseMs: pollLeaseMs, deadAfterMs, ...opts.watcher, replicaId: replica.replicaId },
   });
   const flowConfigs = config.flows ?? [];
   const flowRules = new ReviewerRules(

@@ -267,7 +267,7 @@ export async function releaseStopClaim(db: Sql, id: string, p: { claimedAt: Date
  */
 export function leaseDueExecutions(
   db: Sql,
-  p: { owner: string; states: readonly string[]; leaseMs: number; limit: number; now: Date; deadBefore?: Date },
+  p: { owner: string; states: readonly string[]; leaseMs: number; limit: number; now: Date; deadBefore?: Date; except?: readonly string[] },
 ): Promise<ExecutionRow[]> {
   const sql = db;
   return sql
@@ -278,6 +278,8 @@ export function leaseDueExecutions(
         .selectFrom("Execution")
         .select("id")
         .where("state", "in", [...p.states])
+        // The owner's own polls still under way are not taken again.
+        .$if(!!p.except?.length, (q) => q.where("id", "not in", [...p.except!]))
         .where("kickoffId", "is not", null)
         .where("nextPollAt", "<=", p.now)
         .where((w) =>

@@ -32,7 +32,7 @@ export interface WatcherOptions {
    * and finishing from it would refuse them, leaving the last task out of the thread. 0: finish at once.
    */
   endGraceMs: number;
-  /** Rows taken per tick (default 20). */
+  /** Rows taken per tick (default 20); at most four times as many polls are under way at once. */
   batchSize: number;
   /** How often callbacks recorded but not processed are looked for (default 30 000 ms; 0 = only at start). */
   sweepMs: number;
@@ -124,6 +124,8 @@ export class RunWatcher {
   private running = false;
   private ticking?: Promise<void>;
   private lastSweep = 0;
+  /** Polls under way, by run: a round does not wait for them, so a crew slow to answer holds only its own runs. */
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   private readonly sql: Sql;
 
@@ -156,11 +158,12 @@ export class RunWatcher {
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.ticking?.catch(() => {});
+    await Promise.all(this.inFlight.values());
   }
 
-  /** A polling round is under way (tests wait for none). */
+  /** A polling round or a poll is under way (tests wait for none). */
   get polling(): boolean {
-    return !!this.ticking;
+    return !!this.ticking || this.inFlight.size > 0;
   }
 
   /** Look at a run soon (a new kickoff, a decision): due now, backoff reset. */
@@ -191,18 +194,34 @@ export class RunWatcher {
 
   /** One round: lease due rows, poll them concurrently, release them. Returns how many were polled. */
   async tick(): Promise<number> {
+    const polls = await this.startPolls();
+    await Promise.all(polls);
+    return polls.length;
+  }
+
+  /**
+   * Leases due rows and starts their polls without waiting for them: each releases its row when its
+   * crew answers (or its calls time out), so a crew that hangs does not hold the other crews' runs.
+   */
+  private async startPolls(): Promise<Promise<void>[]> {
+    const room = Math.min(this.options.batchSize, 4 * this.options.batchSize - this.inFlight.size);
+    if (room <= 0) return [];
     // Due and lease times are the clock's, like every time the rows are written with.
     const now = this.clock.now();
     const rows = await leaseDueExecutions(this.sql, {
       owner: this.replicaId,
       states: WATCHED_STATES,
       leaseMs: this.options.leaseMs,
-      limit: this.options.batchSize,
+      limit: room,
       now,
+      except: [...this.inFlight.keys()],
       ...(this.options.deadAfterMs ? { deadBefore: new Date(now.getTime() - this.options.deadAfterMs) } : {}),
     });
-    await Promise.all(rows.map((row) => this.pollOne(row)));
-    return rows.length;
+    return rows.map((row) => {
+      const poll = this.pollOne(row).finally(() => this.inFlight.delete(row.id));
+      this.inFlight.set(row.id, poll);
+      return poll;
+    });
   }
 
   private schedule(ms: number): void {
@@ -220,7 +239,7 @@ export class RunWatcher {
   private async round(): Promise<void> {
     let polled = 0;
     try {
-      polled = await this.tick();
+      polled = (await this.startPolls()).length;
       if (this.options.sweepMs > 0 && Date.now() - this.lastSweep >= this.options.sweepMs) {
         this.lastSweep = Date.now();
         await this.recover(this.options.sweepMs);
@@ -249,6 +268,8 @@ export class RunWatcher {
         // A run with webhooks: the crew's own callbacks get endGraceMs to say it has ended, after its last task.
         if (ended && row.webhooks) endSeenAt ??= observedAt;
         if (ended && row.webhooks && !graceOver(endSeenAt, this.clock.now(), this.options.endGraceMs)) return;
+        // The crew's own callbacks, recorded but not processed, go first: its last task, its end (with its output).
+        if (ended && row.webhooks) await this.lifecycle.callbacks.processRecordedOf(row.id, ["task", "input", "crew"]);
         if (await this.apply(row, action, observedAt)) changed = true;
       } catch (err) {
         if (!isCrewError(err) || err.kind !== "not_found") throw err;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { CREW_POST_LONGEST_MS } from "../../src/adapters/crew/client.js";
+import { CREW_GET_LONGEST_MS, CREW_POST_LONGEST_MS } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION, FEEDBACK_BLOCK, REJECT_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import type { FakeMessage } from "../support/fake-slack.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, startHarness, USER } from "../support/harness.js";
@@ -217,9 +217,10 @@ describe("review loop", () => {
     expect(told.text).toMatch(/opened the review again, so the review shows what happened since/);
   }, 30_000);
 
-  it("waits for a decision's /resume longer than the call can take before taking it over as abandoned", async () => {
+  it("waits for a decision's /resume longer than the call can take before taking it over as abandoned, and holds a poll's lease longer than its status call", async () => {
     h = await startHarness();
     expect(h.bot.watcher.options.abandonedDecisionMs).toBeGreaterThanOrEqual(CREW_POST_LONGEST_MS);
+    expect(h.bot.watcher.options.leaseMs).toBeGreaterThan(CREW_GET_LONGEST_MS);
   });
 
   it("a newer round of a task closes the review of an earlier one left undecided: its buttons go, and a click on them sends nothing", async () => {

@@ -56,6 +56,12 @@ const DEFAULT_ATTEMPTS = 3;
  * (app.ts): its answer may still come, and a second decision would reach the crew.
  */
 export const CREW_POST_LONGEST_MS = 2 * (DEFAULT_ATTEMPTS * (DEFAULT_CONNECT_TIMEOUT_MS + 2 * DEFAULT_READ_TIMEOUT_MS) + (DEFAULT_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS);
+/**
+ * The longest a status GET can take with the default settings: every attempt's connect, headers and
+ * body time-outs and the waits between them. A poll's lease outlasts it (app.ts), so another replica
+ * does not poll the run again while a crew slow to answer is still being asked.
+ */
+export const CREW_GET_LONGEST_MS = DEFAULT_ATTEMPTS * (DEFAULT_CONNECT_TIMEOUT_MS + 2 * DEFAULT_READ_TIMEOUT_MS) + (DEFAULT_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS;
 const COLD_START_STATUSES = new Set([502, 503, 504]);
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
 /** Failures where the request certainly never reached the crew. */
