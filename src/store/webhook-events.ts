@@ -131,7 +131,7 @@ export async function markWebhookEventFailed(db: Sql, id: string, error: string)
  */
 export function unprocessedWebhookEvents(
   db: Sql,
-  p: { maxAttempts: number; limit: number; receivedBy?: Date; ofRun?: { executionId: string; kinds: readonly string[]; except: string } },
+  p: { maxAttempts: number; limit: number; receivedBy?: Date; ofRun?: { executionId: string; kinds: readonly string[]; except?: string } },
 ): Promise<Pick<WebhookEventRow, "id">[]> {
   let query = db.selectFrom("WebhookEvent").select("id").where("processedAt", "is", null).where("attempts", "<", p.maxAttempts);
   if (p.receivedBy) query = query.where("receivedAt", "<=", p.receivedBy);
@@ -139,7 +139,7 @@ export function unprocessedWebhookEvents(
     query = query
       .where("executionId", "=", p.ofRun.executionId)
       .where("kind", "in", [...p.ofRun.kinds])
-      .where("id", "!=", p.ofRun.except);
+      .$if(!!p.ofRun.except, (q) => q.where("id", "!=", p.ofRun!.except!));
   return query.orderBy("receivedAt").limit(p.limit).execute();
 }
 

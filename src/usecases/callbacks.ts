@@ -271,7 +271,7 @@ export class Callbacks {
       const event = parseWebhook(record.kind as Exclude<CallbackKind, "events">, payload);
       // The end comes after what the run sent before it: a task recorded but not processed yet (by
       // another replica, or waiting for a retry) is applied first, or the ended run would drop it.
-      if (event.kind === "crew") await this.processEarlierOf(execution.id, eventId);
+      if (event.kind === "crew") await this.processRecordedOf(execution.id, ["task", "input"], eventId);
       await this.apply(execution, event);
       await markWebhookEventProcessed(this.sql, eventId, this.clock.now());
     } catch (err) {
@@ -282,10 +282,15 @@ export class Callbacks {
     }
   }
 
-  private async processEarlierOf(executionId: string, crewEventId: string): Promise<void> {
-    const ofRun = { executionId, kinds: ["task", "input"], except: crewEventId };
-    const earlier = await unprocessedWebhookEvents(this.sql, { ofRun, maxAttempts: MAX_ATTEMPTS, limit: 100 });
-    for (const event of earlier) await this.process(event.id).catch(() => {});
+  /**
+   * A run's callbacks of these kinds recorded but not processed (by a replica that died, or awaiting a
+   * retry), in the order they came: applied before the run's end is taken from its crew callback
+   * (`except`: that one) or from its status, either of which would leave them refused.
+   */
+  async processRecordedOf(executionId: string, kinds: readonly CallbackKind[], except?: string): Promise<void> {
+    const ofRun = { executionId, kinds, ...(except ? { except } : {}) };
+    const recorded = await unprocessedWebhookEvents(this.sql, { ofRun, maxAttempts: MAX_ATTEMPTS, limit: 100 });
+    for (const event of recorded) await this.process(event.id).catch(() => {});
   }
 
   /** Events recorded but not processed (crash between answer and work): process them now. */

@@ -1,9 +1,10 @@
 // Status polling end to end: runs finish in Slack without webhooks, webhooks and polls racing give
 // each Slack effect once, a run the crew reports cancelled ends, and a kickoff the crew forgot is
 // declared lost after the grace period.
+import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
-import { CREW_TOKEN, eventually, type Harness, type HarnessOptions, startHarness } from "../support/harness.js";
+import { CHANNEL, CREW_TOKEN, eventually, type Harness, type HarnessOptions, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, messageText, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 
@@ -166,6 +167,37 @@ describe("status polling", () => {
     expect(late.status).toBe(410);
   });
 
+  it("a run finished from its status first applies the crew's callbacks recorded but not processed: its last task is in the thread", async () => {
+    h = await start({ watcher: { endGraceMs: 600, sweepMs: 0 }, crew: { tasks: ONE_TASK } });
+    // Given: the bot records the crew's callbacks and answers them, but their processing is cut short
+    // (as when a replica dies right after answering): they wait in the database, unprocessed.
+    const callbacks = h.bot.lifecycle.callbacks;
+    const process = callbacks.process.bind(callbacks);
+    const cut = new Set<string>();
+    callbacks.process = async (id, body) => {
+      if (cut.has(id)) return process(id, body);
+      cut.add(id);
+      throw new Error("the process died");
+    };
+    const execution = await kickedOff(h);
+    const crewCallback = await eventually(() => h.crew.webhookDeliveries.find((d) => d.kind === "crew"), { what: "the crew's end callback", timeoutMs: 15_000 });
+    expect(crewCallback.status).toBe(202);
+
+    // When: status says the run succeeded, and the grace for its callbacks is over.
+    const done = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, completionTs: { not: null } } }), {
+      what: "the completion",
+      timeoutMs: 15_000,
+    });
+
+    // Then: the task's output was posted in the thread before the run ended, and every callback was applied.
+    expect(done.state).toBe("completed");
+    await h.settled({ crewRuns: false });
+    expect(reviewPosts(h).map((c) => c.args.thread_ts)).toEqual([execution.threadTs]);
+    expect(JSON.stringify(reviewPosts(h)[0]!.args)).toContain("only_task");
+    expect(completionPosts(h)).toHaveLength(1);
+    expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { executionId: execution.id, kind: { in: ["task", "crew"] }, processedAt: null } })).toBe(0);
+  });
+
   it("a run cancelled outside Crewline (status says CANCELLED) ends: the channel says so, its pending review loses its buttons, and it is polled no more", async () => {
     h = await start({ webhooks: false });
     const execution = await kickedOff(h);
@@ -198,6 +230,48 @@ describe("status polling", () => {
     const polls = statusPolls(h).length;
     expect(await pollEndedRun(h, execution.id)).toBe(0);
     expect(statusPolls(h).length).toBe(polls);
+  });
+
+  it("a crew that never answers holds only its own runs: another crew's review still comes from status at once", async () => {
+    // A crew deployment that takes connections and never answers (a cold or wedged host): each status call waits out its time-outs.
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+    try {
+      h = await start({ webhooks: false, crews: [{ name: "wedged", baseUrl: silentUrl }] });
+      // Given: a run of the wedged crew, due for a poll.
+      await prismaOf(h.bot.database).execution.create({
+        data: {
+          crewName: "wedged",
+          kickoffId: "k-wedged",
+          teamId: "T1",
+          channelId: "C0OTHER",
+          userId: "U1",
+          inputs: {},
+          state: "running",
+          requestId: "r-wedged",
+          webhookSecret: "s",
+        },
+      });
+      await eventually(() => (sockets.size > 0 ? true : undefined), { what: "the wedged crew's status call under way" });
+
+      // When: a run of the healthy crew pauses for a review while that call hangs.
+      await kickoffViaSlack(h, { topic: "Tidal power" }, USER, CHANNEL, { crew: "research" });
+      const execution = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { crewName: "research", kickoffId: { not: null } } }), {
+        what: "the kickoff",
+      });
+      const review = await nextReview(h);
+
+      // Then: its review came from status without waiting out the wedged crew's call (15 s a try).
+      expect(review.msg.thread_ts).toBe(execution.threadTs);
+      expect(sockets.size).toBeGreaterThan(0);
+      const wedged = await prismaOf(h.bot.database).execution.findFirstOrThrow({ where: { crewName: "wedged" } });
+      expect(wedged.leaseOwner).toBe(h.bot.watcher.replicaId);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it("a kickoff the crew does not know (404 forever) is declared lost after the grace period and announced once", async () => {
