@@ -1,6 +1,7 @@
 // The flows use case on a real database (embedded, or PostgreSQL with CREWLINE_TEST_DATABASE=postgres):
 // every state change it makes (an approval towards N, a deadline's action, an escalation, a
-// reassignment) commits together with its audit row and its Slack effects, or not at all.
+// reassignment) commits together with its audit row and its Slack effects, or not at all; and an
+// answered request's message shows the approvals and the edit only when they built what the flow got.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -12,7 +13,7 @@ import { DurableOutbox, type NewEffect } from "../outbox/index.js";
 import { findFlowRequest, insertFlowRequest } from "../store/flow-requests.js";
 import type { Sql } from "../store/sql.js";
 import { Audit } from "./audit.js";
-import { FlowRequests, type FlowRules } from "./flows.js";
+import { approvalsAnswered, FlowRequests, type FlowRules } from "./flows.js";
 import type { Clock } from "./ports.js";
 
 const FLOW = "expenses";
@@ -276,5 +277,112 @@ describe("flow requests on the database: state, audit and effects commit togethe
     expect(await approve(BOB)).toMatchObject({ kind: "already_approved", approvals: 1 });
     expect(await audits(id)).toHaveLength(1);
     expect((await row(id)).state).toBe("pending");
+  });
+});
+
+/** A flow's callback endpoint answering each call with the next status given (200 once they run out). */
+async function flowEndpoint(...statuses: number[]): Promise<{ url: string; calls: () => number; close: () => Promise<void> }> {
+  let calls = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    const status = statuses[calls++] ?? 200;
+    res.writeHead(status, { "content-type": "application/json" }).end(status < 300 ? '{"status":"ok"}' : '{"error":"down"}');
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb`,
+    calls: () => calls,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+describe("what an answered request's message shows beside the answer: the approvals only when they built it", () => {
+  let endpoint: Awaited<ReturnType<typeof flowEndpoint>> | undefined;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    sql = db.database.sql;
+    t = Date.parse("2026-03-29T01:30:00.000Z");
+  });
+  afterEach(async () => {
+    await endpoint?.close();
+    endpoint = undefined;
+    await db.drop();
+  });
+
+  const decide = (flows: FlowRequests, id: string, userId: string, d: { outcomeIndex?: number; feedback?: string; editedOutput?: string } = {}) => {
+    t += 1000;
+    return flows.decide({ requestId: id, userId, feedback: "", fromHome: true, ...d });
+  };
+
+  it("two required: an approval, then a reject: the rejection alone (two approvals: both shown)", async () => {
+    endpoint = await flowEndpoint();
+    const { flows } = flowsWith({ approvals: 2 });
+    const rejected = await pendingRequest({ callbackUrl: endpoint.url });
+    expect(await decide(flows, rejected, BOB, { outcomeIndex: 0 })).toMatchObject({ kind: "approval_recorded" });
+    expect(await flows.context(await row(rejected))).toMatchObject({ approvals: { required: 2, by: [{ userId: BOB }] } });
+    expect(await decide(flows, rejected, CAROL, { outcomeIndex: 1, feedback: "Not yet" })).toMatchObject({ kind: "answered" });
+    expect(await flows.context(await row(rejected))).toEqual({});
+
+    const approved = await pendingRequest({ callbackUrl: endpoint.url });
+    await decide(flows, approved, BOB, { outcomeIndex: 0 });
+    expect(await decide(flows, approved, CAROL, { outcomeIndex: 0 })).toMatchObject({ kind: "answered" });
+    expect(await flows.context(await row(approved))).toMatchObject({ approvals: { required: 2, by: [{ userId: BOB }, { userId: CAROL }] } });
+  });
+
+  it("one required: an edit whose answer did not arrive is not shown beside a plain approve or a reject after it; an edit the flow took is", async () => {
+    endpoint = await flowEndpoint(503, 200, 503);
+    const { flows } = flowsWith({});
+    const plain = await pendingRequest({ callbackUrl: endpoint.url });
+    expect(await decide(flows, plain, BOB, { outcomeIndex: 0, editedOutput: "Lunch, 40 EUR" })).toMatchObject({ kind: "failed" });
+    expect(await flows.context(await row(plain))).toMatchObject({ edit: { by: BOB, text: "Lunch, 40 EUR" } });
+    // The same person's plain approve sends no edit.
+    expect(await decide(flows, plain, BOB, { outcomeIndex: 0 })).toMatchObject({ kind: "answered" });
+    expect(await flows.context(await row(plain))).toEqual({});
+
+    const rejected = await pendingRequest({ callbackUrl: endpoint.url });
+    expect(await decide(flows, rejected, BOB, { outcomeIndex: 0, editedOutput: "Lunch, 40 EUR" })).toMatchObject({ kind: "failed" });
+    expect(await decide(flows, rejected, CAROL, { outcomeIndex: 1, feedback: "No" })).toMatchObject({ kind: "answered" });
+    expect(await flows.context(await row(rejected))).toEqual({});
+
+    const edited = await pendingRequest({ callbackUrl: endpoint.url });
+    expect(await decide(flows, edited, BOB, { outcomeIndex: 0, editedOutput: "Lunch, 40 EUR" })).toMatchObject({ kind: "answered" });
+    expect(await flows.context(await row(edited))).toMatchObject({ edit: { by: BOB, text: "Lunch, 40 EUR" } });
+    expect(endpoint.calls()).toBe(5);
+  });
+
+  it("a free-feedback flow: an edit, then someone's plain feedback: the feedback alone", async () => {
+    endpoint = await flowEndpoint();
+    const { flows } = flowsWith({ approvals: 2 });
+    const id = await pendingRequest({ emit: [], callbackUrl: endpoint.url });
+    expect(await decide(flows, id, BOB, { editedOutput: "Lunch, 40 EUR" })).toMatchObject({ kind: "approval_recorded" });
+    expect(await decide(flows, id, BOB, { feedback: "Ask finance first" })).toMatchObject({ kind: "answered" });
+    expect(await flows.context(await row(id))).toEqual({});
+  });
+
+  it("the deadline's approve with two required and an edit recorded: the edit was not sent, so it is not shown", async () => {
+    endpoint = await flowEndpoint();
+    const { flows } = flowsWith({ approvals: 2, decideWithinMs: 60_000, onTimeout: "approve" });
+    const id = await pendingRequest({ decideBy: new Date(t + 60_000), onTimeout: "approve", callbackUrl: endpoint.url });
+    expect(await decide(flows, id, BOB, { outcomeIndex: 0, editedOutput: "Lunch, 40 EUR" })).toMatchObject({ kind: "approval_recorded" });
+    t += 61_000;
+    expect(await flows.deadlinesDue()).toBe(1);
+    expect(await row(id)).toMatchObject({ state: "answered", outcome: "Approve", decidedByDeadline: true });
+    expect(await flows.context(await row(id))).toEqual({});
+  });
+
+  it("the rule on its own: waiting shows them; closed, a deadline's, a reject-like or a neutral answer never", () => {
+    const at = new Date(t);
+    const edit = [{ userId: BOB, note: null, editedOutput: "x", createdAt: at }];
+    const answered = { state: "answered", outcome: "Approve", decidedBy: BOB, decidedAt: at, decidedByDeadline: false };
+    expect(approvalsAnswered({ ...answered, state: "pending" }, edit, 1)).toBe(true);
+    expect(approvalsAnswered({ ...answered, state: "deciding", outcome: "Reject" }, edit, 1)).toBe(true);
+    expect(approvalsAnswered(answered, edit, 1)).toBe(true);
+    expect(approvalsAnswered({ ...answered, state: "closed" }, edit, 1)).toBe(false);
+    expect(approvalsAnswered({ ...answered, decidedByDeadline: true }, edit, 2)).toBe(false);
+    expect(approvalsAnswered({ ...answered, outcome: "Reject" }, edit, 2)).toBe(false);
+    expect(approvalsAnswered({ ...answered, outcome: "Escalate to finance" }, edit, 2)).toBe(false);
+    // Decided after the edit was recorded: a plain answer.
+    expect(approvalsAnswered({ ...answered, decidedAt: new Date(t + 1) }, edit, 1)).toBe(false);
+    expect(approvalsAnswered({ ...answered, decidedBy: CAROL }, edit, 1)).toBe(false);
   });
 });

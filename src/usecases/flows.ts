@@ -105,6 +105,11 @@ export function feedbackText(outcome: string | undefined, comment: string): stri
   return c ? `${outcome}\n\n${c}` : outcome;
 }
 
+/** A flow's words without any `token=` value they quote (a callback URL's response token, however it was cut). */
+export function withoutTokens(text: string): string {
+  return text.replace(/token=[^\s&]+/gi, "token=…");
+}
+
 /** A readable reason from a callback's error body, without echoing anything secret-looking. */
 export function answerReason(status: number, body: string): string {
   let reason = "";
@@ -115,9 +120,34 @@ export function answerReason(status: number, body: string): string {
   } catch {
     reason = /^[^<{]/.test(body.trim()) ? body.trim() : "";
   }
-  reason = truncatePlain(reason.replace(/\s+/g, " ").replace(/token=[^\s&]+/gi, "token=…"), 300);
+  reason = truncatePlain(withoutTokens(reason.replace(/\s+/g, " ")), 300);
   const fallback: Record<number, string> = { 404: "the request no longer exists", 409: "the request was already answered", 410: "the request expired" };
   return `${status}${reason ? ` ${reason}` : fallback[status] ? ` ${fallback[status]}` : ""}`;
+}
+
+type AnsweredRow = Pick<FlowRequest, "state" | "outcome" | "decidedBy" | "decidedAt" | "decidedByDeadline">;
+
+/** Waiting, or answered by an approve-like outcome (or an edit, on a flow without outcomes) not taken by the deadline: the only states approvals can be shown in. */
+function approvalsMayShow(request: AnsweredRow): boolean {
+  if (request.state === "pending" || request.state === "deciding") return true;
+  return request.state === "answered" && !request.decidedByDeadline && (request.outcome === null || outcomeLeaning(request.outcome) === "approve");
+}
+
+/**
+ * Whether the request's stored approvals (and edit) are what its message may show: while it waits, or
+ * when the flow was sent the answer they built. Approvals stay stored after an answer that did not
+ * arrive, yet a reject-like or other outcome, any deadline's answer, and an approve counted by nobody
+ * (one approval required, no edit) send the flow their own words only (decide()).
+ */
+export function approvalsAnswered(request: AnsweredRow, approvals: readonly StoredApproval[], required: number): boolean {
+  if (!approvalsMayShow(request)) return false;
+  if (request.state !== "answered") return true;
+  // Several required: an approve-like click always completes the count, and the flow gets all of it.
+  if (request.outcome !== null && required > 1) return true;
+  // Otherwise only an edit is counted: the decider's, recorded by this very decision (an edit left from
+  // an answer that did not arrive is older, and a plain click after it sends no edit).
+  const own = approvals.find((a) => a.userId === request.decidedBy);
+  return !!own?.editedOutput && !!request.decidedAt && own.createdAt.getTime() >= request.decidedAt.getTime();
 }
 
 export class FlowRequests {
@@ -407,10 +437,12 @@ export class FlowRequests {
     return approvalsOf(this.sql, "FlowRequest", flowRequestId);
   }
 
-  /** What the request's message shows beside its row (approvals so far, the edit). */
+  /** What the request's message shows beside its row (approvals so far, the edit): only while they can still count, or when they built the answer. */
   async context(request: FlowRequest): Promise<FlowRequestContext> {
-    if (request.state === "closed") return {};
-    return approvalsShown(await this.approvals(request.id), approvalPolicy(this.flow(request.flowName)).required);
+    if (!approvalsMayShow(request)) return {};
+    const approvals = await this.approvals(request.id);
+    const required = approvalPolicy(this.flow(request.flowName)).required;
+    return approvalsAnswered(request, approvals, required) ? approvalsShown(approvals, required) : {};
   }
 
   // ------------------------------------------------------------------ reminders

@@ -20,6 +20,13 @@ afterEach(async () => {
 
 const BOB = "U0BOB";
 const CAROL = "U0CAROL";
+const MIN = 60_000;
+
+/** A clock a test moves forward (a deadline passing). */
+function offsetClock() {
+  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+  return clock;
+}
 
 const review = (id: string) => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } });
 const ephemeralsFor = (user: string) => h.slack.ephemerals.filter((e) => e.user === user);
@@ -455,6 +462,59 @@ describe("flow feedback requests", () => {
     await eventually(() => f!.flow.answers.length === 2, { what: "the reject" });
     expect(f.flow.answers[1]!.feedback).toBe("rejected\n\nNot yet");
     expect(f.flow.calls).toHaveLength(2);
+    // The message says what the flow was sent: the rejection, not the approval counted before it.
+    await eventually(async () => (await flowRow(f!.h, second.id)).state === "answered", { what: "the reject recorded" });
+    await settle();
+    const shown = flowText(second.msg.ts);
+    expect(shown).toContain(`Answered by <@${CAROL}> — *rejected*`);
+    expect(shown).toContain("Not yet");
+    expect(shown).not.toContain("Approved");
+    expect(shown).not.toContain("approvals");
+  });
+
+  it("the deadline's rejection after an edit whose answer did not arrive: the message shows the rejection the flow got, not the edit", async () => {
+    const clock = offsetClock();
+    f = await startFlowHarness({ flow: { decideWithinMs: 30 * MIN, onTimeout: "reject" }, crewline: { clock } });
+    await f.flow.send({ output: "The reef grew by five percent this year." });
+    const req = await pendingFlowRequest(f.h);
+    f.flow.failNext(503);
+    await submitEdit(f.h, await openFlowEdit(f.h, req), "The reef grew by seven percent this year.");
+    await eventually(() => f!.flow.calls.length === 1, { what: "the edit's answer" });
+    await settle();
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", decidedBy: null });
+    expect(await prismaOf(f.h.bot.database).flowApproval.findMany({ where: { flowRequestId: req.id } })).toMatchObject([
+      { userId: USER, editedOutput: "The reef grew by seven percent this year." },
+    ]);
+
+    clock.offsetMs = 31 * MIN;
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(1);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the deadline's answer" });
+    expect(f.flow.answers[0]!.feedback).toBe("rejected\n\nNo decision within 30 minutes: rejected automatically by Crewline");
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered", { what: "the answer recorded" });
+    await settle();
+    const shown = flowText(req.msg.ts);
+    expect(shown).toContain("Answered by deadline (Crewline) — *rejected*");
+    for (const claim of ["Approved", "edited version", "[-five-]{+seven+}"]) expect(shown).not.toContain(claim);
+  });
+
+  it("the deadline's approval with two required and an edit recorded: the flow gets the plain approval, and the message does not claim the edit", async () => {
+    const clock = offsetClock();
+    f = await startFlowHarness({ flow: { approvals: 2, decideWithinMs: 30 * MIN, onTimeout: "approve" }, crewline: { clock } });
+    await f.flow.send({ output: "The reef grew by five percent this year." });
+    const req = await pendingFlowRequest(f.h);
+    await submitEdit(f.h, await openFlowEdit(f.h, req), "The reef grew by seven percent this year.");
+    await eventually(() => flowText(req.msg.ts).includes(`1 of 2 approvals: <@${USER}>`), { what: "1 of 2" });
+
+    clock.offsetMs = 31 * MIN;
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(1);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the deadline's answer" });
+    expect(f.flow.answers[0]!.feedback).toBe("approved\n\nNo decision within 30 minutes: approved automatically by Crewline");
+    await eventually(async () => (await flowRow(f!.h, req.id)).state === "answered", { what: "the answer recorded" });
+    await settle();
+    const shown = flowText(req.msg.ts);
+    expect(shown).toContain("Answered by deadline (Crewline) — *approved*");
+    for (const claim of ["Approved with edits", "edited version", "[-five-]{+seven+}", "approvals"]) expect(shown).not.toContain(claim);
+    expect(f.h.slack.files.filter((file) => file.filename.includes("edited"))).toHaveLength(0);
   });
 
   it("two required approvals at once from different people answer the flow exactly once", async () => {

@@ -226,14 +226,34 @@ describe("flow feedback requests", () => {
     await eventually(async () => (await flowRow(f!.h, req.id)).state === state, { what: `the request ${state}` });
     const updated = await eventually(() => f!.h.slack.messages(FLOW_CHANNEL).find((m) => m.ts === req.msg.ts && m.updated));
     const shown = JSON.stringify(updated.blocks);
-    // An error's text loses its URLs (it may quote the callback URL, whose token answers the request).
-    const link = status === 200 ? "&lt;https://phish.example|Approve&gt;" : "&lt;[url]&gt;";
-    expect(shown).toContain(`&lt;!channel&gt; ping &lt;@U0VICTIM&gt; ${link}`);
+    // The flow's text loses its URLs, whatever its status (it may quote the callback URL, whose token answers the request).
+    expect(shown).toContain("&lt;!channel&gt; ping &lt;@U0VICTIM&gt; &lt;[url]&gt;");
     if (state === "closed") {
       const told = await eventually(() => f!.h.slack.callsTo("chat.postEphemeral")[0]);
       expect(told.args.text).toContain("&lt;!channel&gt;");
     }
     for (const part of ["<!channel>", "<@U0VICTIM>", "<https://phish.example"]) expect(slackTraffic(f)).not.toContain(part);
+  });
+
+  it("never stores or shows the callback URL or its token when the flow quotes them in its 2xx answer", async () => {
+    f = await startFlowHarness();
+    const sent = await f.flow.send();
+    const req = await pendingFlowRequest(f.h);
+    const callbackUrl = String(sent.body.callback_url);
+    const token = new URL(callbackUrl).searchParams.get("token")!;
+    f.flow.failNext(200, { message: `Feedback stored for ${callbackUrl} (response token ${token})` });
+    await clickFlow(f.h, req, "approved", "ok", USER);
+    const row = await eventually(async () => {
+      const r = await flowRow(f!.h, req.id);
+      return r.state === "answered" ? r : undefined;
+    });
+    await settle();
+    const audit = JSON.stringify(await prismaOf(f.h.bot.database).auditRecord.findMany({ where: { flowRequestId: req.id } }));
+    for (const stored of [String(row.answerMessage), audit, slackTraffic(f)]) {
+      expect(stored).toContain("Feedback stored for");
+      expect(stored).not.toContain(token);
+      expect(stored).not.toContain("human_feedback_requests");
+    }
   });
 
   it("/crew audit of a flow without reviewer rules: only its channel's members and its assignee see the trail; an outsider gets what an unknown id gets", async () => {

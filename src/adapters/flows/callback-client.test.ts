@@ -19,15 +19,20 @@ async function flowAnswering(status: number, body: (url: string) => string): Pro
 describe("a flow's callback", () => {
   const token = "resp-token-0123456789abcdefghijklmnop";
 
-  it("never shows the token of the URL it was called at, however the flow quotes it back", async () => {
+  it("never shows the token of the URL it was called at, however the flow quotes it back, in an error or an answer it took", async () => {
     for (const [status, quote] of [
       [401, (_url: string) => JSON.stringify({ message: `Invalid response token '${token}'` })],
       [503, (url: string) => JSON.stringify({ error: `upstream refused ${url}` })],
       [400, (url: string) => JSON.stringify({ detail: `bad request to ${encodeURIComponent(url)}` })],
+      // An answer the flow took is stored and shown too.
+      [200, (url: string) => JSON.stringify({ message: `Feedback stored for ${url}` })],
+      [201, (_url: string) => JSON.stringify({ message: `Stored under response token ${token}` })],
+      [200, (url: string) => JSON.stringify({ status: `received at ${encodeURIComponent(url)}` })],
     ] as const) {
       const base = await flowAnswering(status, quote);
       const answer = await flowCallbackClient({ timeoutMs: 2000 }).answer(`${base}/respond/abc?token=${token}`, "ok");
-      expect(answer.message).toContain(String(status));
+      if (status < 300) expect(answer).toMatchObject({ kind: "ok", message: expect.stringMatching(/^(Feedback stored for|Stored under|received at) /) });
+      else expect(answer.message).toContain(String(status));
       expect(answer.message).not.toContain(token);
       await new Promise<void>((resolve) => server!.close(() => resolve()));
       server = undefined;

@@ -5,7 +5,7 @@ import { request } from "undici";
 import { readBoundedText } from "../../text/bounded-body.js";
 import { redactEchoes, sentSecrets } from "../../text/echoes.js";
 import { truncatePlain } from "../../text/truncate.js";
-import { answerReason } from "../../usecases/flows.js";
+import { answerReason, withoutTokens } from "../../usecases/flows.js";
 import type { FlowCallback, FlowCallbackAnswer } from "../../usecases/ports.js";
 
 export function flowCallbackClient(opts: { timeoutMs?: number } = {}): FlowCallback {
@@ -24,19 +24,22 @@ export function flowCallbackClient(opts: { timeoutMs?: number } = {}): FlowCallb
         });
         const text = ((await readBoundedText(res.body).catch(() => "")) ?? "").slice(0, 4000);
         const status = res.statusCode;
+        // Whatever it answers, the flow may quote the URL it was called at, whose token answers the
+        // request: never stored or shown.
+        const secrets = sentSecrets(callbackUrl);
         if (status >= 200 && status < 300) {
           let message: string | null = null;
+          const said = (words: string, max: number) => truncatePlain(withoutTokens(redactEchoes(words, secrets)), max);
           try {
             const json = JSON.parse(text) as Record<string, unknown>;
-            message = typeof json.message === "string" ? truncatePlain(json.message, 300) : typeof json.status === "string" ? truncatePlain(json.status, 100) : null;
+            message = typeof json.message === "string" ? said(json.message, 300) : typeof json.status === "string" ? said(json.status, 100) : null;
           } catch {
             /* an empty or non-JSON 2xx is fine */
           }
           return { kind: "ok", status, message };
         }
         // undici does not follow redirects: a 3xx is an answer that failed, like a 5xx.
-        // The flow may quote the URL it was called at, whose token answers the request: never shown.
-        const reason = answerReason(status, redactEchoes(text, sentSecrets(callbackUrl)));
+        const reason = answerReason(status, redactEchoes(text, secrets));
         if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { kind: "refused", status, message: reason };
         return { kind: "failed", status, message: `the flow answered ${reason}` };
       } catch (err) {
