@@ -1,9 +1,11 @@
 // Issue #14 for flow feedback requests: escalation after the last reminder, Reassign, Approve from App
-// Home; and (crew reviews and flows) Home and reminders leave out whoever already approved. Through
+// Home; and (crew reviews and flows) Home and reminders leave out whoever already approved. Also what a
+// request's body may hold (a long output, odd fields) and which of its outcomes approve. Through
 // signed requests to /slack/events, the Slack stand-in, the local flow deployment and crew service,
 // with an injected clock.
 import { afterEach, describe, expect, it } from "vitest";
 import { FLOW_ACTIONS_BLOCK, FLOW_REASSIGN_ACTION, HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, REASSIGN_USER_BLOCK } from "../../src/adapters/slack/blocks/index.js";
+import { createLogger } from "../../src/log/log.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, type PendingFlowRequest, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
@@ -314,5 +316,70 @@ describe("who already approved is not waited for", () => {
     });
     expect(reminder.text).toContain(`⏰ <@${BOB}>:`);
     expect(reminder.text).not.toContain(`<@${CAROL}>`);
+  });
+});
+
+describe("a feedback request's body is read tolerantly", () => {
+  it("a 250,000-character output is posted with the whole output attached as a file", async () => {
+    f = await startFlowHarness();
+    const output = "The article to review. ".repeat(Math.ceil(250_000 / 23)).slice(0, 250_000);
+    // Refused with 400 ("output: Too big") before: nothing was posted and the flow waited.
+    expect((await f.flow.send({ output })).status).toBe(202);
+    const req = await pendingFlowRequest(f.h);
+    const file = await eventually(() => f!.h.slack.files.find((x) => x.thread_ts === req.msg.ts), { what: "the output's file" });
+    expect(file.content).toBe(output);
+    expect((await flowRow(f.h, req.id)).output).toBe(output);
+  });
+
+  it("blank outcomes and a numeric deployment name are no reason to refuse; a refused body is logged with its flow and field only", async () => {
+    const lines: string[] = [];
+    f = await startFlowHarness({ crewline: { log: createLogger("debug", (l) => lines.push(l)) } });
+    expect((await f.flow.send({ emit: ["approved", " ", "rejected"], deployment_name: 42, message: "m".repeat(25_000) })).status).toBe(202);
+    const req = await pendingFlowRequest(f.h);
+    expect(req.buttons.map((b) => b.text).slice(0, 2)).toEqual(["approved", "rejected"]);
+
+    // More outcomes than can be offered: refused rather than answered from some of them; the operator sees why.
+    const many = await f.flow.send({ emit: Array.from({ length: 21 }, (_, i) => `route_${i}`) });
+    expect(many.status).toBe(400);
+    expect(JSON.parse(many.text).error).toContain("21 distinct outcomes, at most 20");
+    const logged = await eventually(() => lines.find((l) => l.includes("flow request malformed")), { what: "the warning" });
+    expect(JSON.parse(logged)).toMatchObject({ level: "warn", flow: "content", problem: "invalid", field: "emit" });
+    const token = new URL(String(many.body.callback_url)).searchParams.get("token")!;
+    expect(logged).not.toContain(token);
+    expect(logged).not.toContain("route_");
+    expect(logged).not.toContain("human_feedback_requests");
+  });
+});
+
+describe("which outcome approves", () => {
+  it("a deadline that approves sends the approve-like outcome, not the first one that starts with an affirming word", async () => {
+    const clock = offsetClock();
+    f = await startFlowHarness({ flow: { decideWithinMs: 90_000, onTimeout: "approve" }, crewline: { clock } });
+    await f.flow.send({ output: "Draft", emit: ["go_back", "publish"] });
+    const req = await pendingFlowRequest(f.h);
+    expect(req.buttons.map((b) => [b.text, b.style])).toContainEqual(["publish", "primary"]);
+    expect(req.buttons.find((b) => b.text === "go_back")?.style).toBeUndefined();
+    clock.offsetMs = 2 * 60_000;
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(1);
+    await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
+    expect(f.flow.answers[0]!.feedback).toMatch(/^publish\n\n/);
+    expect(await answeredRow(f, req)).toMatchObject({ outcome: "publish", decidedByDeadline: true });
+  });
+
+  it("a flow offering no approve-like outcome: the approving deadline reminds, and neither Home nor the message offers an approval", async () => {
+    const clock = offsetClock();
+    f = await startFlowHarness({ flow: { decideWithinMs: 90_000, onTimeout: "approve", reviewers: { users: [BOB], usergroups: [] } }, crewline: { clock } });
+    await f.flow.send({ output: "Draft", emit: ["go_back", "continue_editing"] });
+    const req = await pendingFlowRequest(f.h);
+    expect(req.buttons.map((b) => b.text)).not.toContain("Edit and approve…");
+    expect(homeText(await openHome(f.h, BOB))).not.toContain(HOME_FLOW_APPROVE_ACTION);
+
+    clock.offsetMs = 2 * 60_000;
+    expect(await f.h.bot.flows.deadlinesDue()).toBe(1);
+    const reminder = await eventually(() => underRequest(f!, req, /⏰/)[0], { what: "the deadline's reminder" });
+    expect(reminder.text).toContain("it offers no approve outcome, so nothing was chosen for it");
+    await settle();
+    expect(f.flow.calls).toHaveLength(0);
+    expect(await flowRow(f.h, req.id)).toMatchObject({ state: "pending", remindersSent: 1 });
   });
 });

@@ -46,6 +46,12 @@ export function flowIntakeHandler(flows: FlowRequests, log: Logger, telemetry: T
       refusals.warn("flow request refused: bad signature", `${flow.name}\0${reason}`, { flow: flow.name, reason });
       reply(res, 401, { error: "invalid or missing signature" });
     };
+    // The platform does not retry a 4xx, and the flow waits for an answer that will not come: the
+    // operator is told which flow and which field (never a value, the callback URL or its token).
+    const malformed = (problem: "unreadable" | "not_json" | "too_complex" | "invalid", field: string, error: string) => {
+      refusals.warn("flow request malformed: answered 400", `${flow.name}\0${problem}\0${field}`, { flow: flow.name, problem, field });
+      reply(res, 400, { error });
+    };
     // Missing, malformed or stale headers are refused before the body is read: over an empty body only
     // the HMAC can fail ("mismatch"), and that one needs the real body.
     const headers = { secret: flow.secret, timestamp: req.headers[TIMESTAMP_HEADER], signature: req.headers[SIGNATURE_HEADER], nowMs: now() };
@@ -62,7 +68,7 @@ export function flowIntakeHandler(flows: FlowRequests, log: Logger, telemetry: T
         req.resume();
         return reply(res, 413, { error: `feedback requests are limited to ${MAX_FLOW_BODY_BYTES} bytes` });
       }
-      return reply(res, 400, { error: "could not read the body" });
+      return malformed("unreadable", "body", "could not read the body");
     }
     const verdict = verifyFlowSignature({ ...headers, rawBody: raw, nowMs: now() });
     if (!verdict.ok) return refused(verdict.reason);
@@ -71,10 +77,11 @@ export function flowIntakeHandler(flows: FlowRequests, log: Logger, telemetry: T
       // Bounded before parsing (nesting, value count), then text PostgreSQL can store (like crew callbacks).
       body = sanitizeJson(parseBoundedJson(raw.toString("utf8")));
     } catch (err) {
-      return reply(res, 400, { error: err instanceof JsonTooComplex ? `feedback request refused: ${err.message}` : "the body must be JSON" });
+      if (err instanceof JsonTooComplex) return malformed("too_complex", "body", `feedback request refused: ${err.message}`);
+      return malformed("not_json", "body", "the body must be JSON");
     }
     const parsed = parseFlowBody(body);
-    if (parsed.kind === "invalid") return reply(res, 400, { error: `malformed feedback request: ${parsed.problem}` });
+    if (parsed.kind === "invalid") return malformed("invalid", parsed.field, `malformed feedback request: ${parsed.problem}`);
     if (parsed.kind === "ignored") {
       log.info("flow event ignored", { flow: flow.name, eventType: parsed.eventType });
       return reply(res, 200, { ok: true, ignored: true });

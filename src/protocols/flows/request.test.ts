@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { answerReason, feedbackText } from "../../usecases/flows.js";
-import { parseFlowBody } from "./request.js";
+import { MESSAGE_MAX, OUTPUT_MAX, parseFlowBody } from "./request.js";
 
 const valid = {
   event_type: "new_request",
@@ -28,7 +28,44 @@ describe("parseFlowBody", () => {
     const bad = parseFlowBody({ ...valid, callback_url: "javascript:alert(1)" });
     expect(bad.kind).toBe("invalid");
     expect(JSON.stringify(bad)).not.toContain("alert");
-    expect(parseFlowBody({ ...valid, emit: Array(21).fill("x") }).kind).toBe("invalid");
+  });
+
+  it("keeps a long output whole, and cuts only what no body could carry, saying so", () => {
+    const long = "x".repeat(250_000);
+    expect(parseFlowBody({ ...valid, output: long })).toMatchObject({ kind: "request", request: { output: long } });
+    const object = { text: "y".repeat(250_000) };
+    expect(parseFlowBody({ ...valid, output: object })).toMatchObject({ kind: "request", request: { output: JSON.stringify(object) } });
+    const cut = parseFlowBody({ ...valid, output: `${"z".repeat(OUTPUT_MAX - 2)}\u{1F600}tail` });
+    expect(cut.kind === "request" && cut.request.output).toBe(`${"z".repeat(OUTPUT_MAX - 2)}…`);
+    expect(parseFlowBody({ ...valid, output: 42 })).toMatchObject({ kind: "request", request: { output: "42" } });
+  });
+
+  it("cuts a long message, and drops shown-only fields of the wrong type instead of refusing the request", () => {
+    const parsed = parseFlowBody({ ...valid, message: "m".repeat(MESSAGE_MAX + 5), deployment_name: 7, method_name: { x: 1 }, flow_id: [1], assigned_to_email: 5, status: 3 });
+    expect(parsed.kind).toBe("request");
+    if (parsed.kind !== "request") return;
+    expect(parsed.request.message).toBe(`${"m".repeat(MESSAGE_MAX - 1)}…`);
+    expect(parsed.request).toMatchObject({ deploymentName: "7", methodName: null, flowId: null, assignedEmail: null, requestId: "r1" });
+    expect(parseFlowBody({ ...valid, method_name: "s".repeat(1000) })).toMatchObject({ kind: "request", request: { methodName: `${"s".repeat(299)}…` } });
+  });
+
+  it("offers each outcome once, leaving blank ones out; refuses more than can be offered, never dropping one the flow routes on", () => {
+    expect(parseFlowBody({ ...valid, emit: ["approved", " ", "", "rejected", " approved "] })).toMatchObject({ kind: "request", request: { emit: ["approved", "rejected"] } });
+    expect(parseFlowBody({ ...valid, emit: Array(21).fill("x") })).toMatchObject({ kind: "request", request: { emit: ["x"] } });
+    expect(parseFlowBody({ ...valid, emit: [1, "two"] })).toMatchObject({ kind: "request", request: { emit: ["1", "two"] } });
+    const many = parseFlowBody({ ...valid, emit: Array.from({ length: 21 }, (_, i) => `route_${i}`) });
+    expect(many).toEqual({ kind: "invalid", field: "emit", problem: "emit: 21 distinct outcomes, at most 20 can be offered" });
+    expect(parseFlowBody({ ...valid, emit: ["ok", "o".repeat(101)] })).toMatchObject({ kind: "invalid", field: "emit.1" });
+    expect(parseFlowBody({ ...valid, emit: "approved" })).toMatchObject({ kind: "invalid", field: "emit" });
+  });
+
+  it("still requires the request's id and callback URL", () => {
+    const { id: _id, ...noId } = valid;
+    expect(parseFlowBody(noId)).toMatchObject({ kind: "invalid", field: "id" });
+    expect(parseFlowBody({ ...valid, id: "  " })).toMatchObject({ kind: "invalid", field: "id" });
+    expect(parseFlowBody({ ...valid, id: "i".repeat(201) })).toMatchObject({ kind: "invalid", field: "id" });
+    const { callback_url: _url, ...noUrl } = valid;
+    expect(parseFlowBody(noUrl)).toMatchObject({ kind: "invalid", field: "callback_url" });
   });
 });
 
