@@ -90,6 +90,8 @@ export interface ExecutionCondition {
   leaseOwner?: string;
   /** Only while no kickoff id is stored. */
   noKickoffId?: boolean;
+  /** Only while the next poll is still due at this time (nobody asked for one sooner meanwhile). */
+  nextPollAt?: Date;
 }
 
 export interface NewExecutionRow {
@@ -174,6 +176,7 @@ function conditional(sql: Sql, id: string, patch: ExecutionPatch, cond: Executio
   if (cond.states) query = query.where("state", "in", [...cond.states]);
   if (cond.leaseOwner !== undefined) query = query.where("leaseOwner", "=", cond.leaseOwner);
   if (cond.noKickoffId) query = query.where("kickoffId", "is", null);
+  if (cond.nextPollAt) query = query.where("nextPollAt", "=", cond.nextPollAt);
   return query;
 }
 

@@ -285,14 +285,26 @@ export class RunWatcher {
       const backoff = nextBackoff(row.pollBackoffMs, changed, this.options);
       const now = this.clock.now();
       const wait = waitWithinGrace(waitWithinGrace(backoff, notFoundSince, now, this.options.lostGraceMs), endSeenAt, now, this.options.endGraceMs);
-      await updateExecution(
-        this.sql,
-        row.id,
-        { leaseOwner: null, leaseExpiresAt: null, pollBackoffMs: backoff, nextPollAt: new Date(now.getTime() + wait), notFoundSince, endSeenAt },
-        { leaseOwner: this.replicaId },
-        now,
-      ).catch((err) => this.log.warn("could not release poll lease", { executionId: row.id, err }));
+      await this.release(row, { notFoundSince, endSeenAt }, { pollBackoffMs: backoff, nextPollAt: new Date(now.getTime() + wait) }, now).catch((err) =>
+        this.log.warn("could not release poll lease", { executionId: row.id, err }),
+      );
     }
+  }
+
+  /**
+   * Gives the run's lease back with what the poll learned and when to poll next, unless a decision or
+   * a kickoff asked for a poll sooner while this one was under way (`watch`): that ask stands.
+   */
+  private async release(
+    row: Execution,
+    learned: { notFoundSince: Date | null; endSeenAt: Date | null },
+    next: { pollBackoffMs: number; nextPollAt: Date },
+    now: Date,
+  ): Promise<void> {
+    const released = { leaseOwner: null, leaseExpiresAt: null, ...learned };
+    const mine = { leaseOwner: this.replicaId };
+    if (await updateExecution(this.sql, row.id, { ...released, ...next }, { ...mine, nextPollAt: row.nextPollAt }, now)) return;
+    await updateExecution(this.sql, row.id, released, mine, now);
   }
 
   /** Applies a status answer through the webhook code paths; returns whether anything changed. */

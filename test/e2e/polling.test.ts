@@ -3,7 +3,9 @@
 // declared lost after the grace period.
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { CrewClient } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION, STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import type { CrewApi } from "../../src/protocols/crew/types.js";
 import { CHANNEL, CREW_TOKEN, eventually, type Harness, type HarnessOptions, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, messageText, type PendingReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
@@ -196,6 +198,58 @@ describe("status polling", () => {
     expect(JSON.stringify(reviewPosts(h)[0]!.args)).toContain("only_task");
     expect(completionPosts(h)).toHaveLength(1);
     expect(await prismaOf(h.bot.database).webhookEvent.count({ where: { executionId: execution.id, kind: { in: ["task", "crew"] }, processedAt: null } })).toBe(0);
+  });
+
+  it("a decision made while a poll is under way keeps its ask for a poll at once: the next review comes without waiting out the backoff", async () => {
+    // The bot's status calls, held back while `hold` is set (a crew slow to answer).
+    let hold: Promise<void> | undefined;
+    let held = 0;
+    const crewClient = (crew: { name: string; baseUrl: string; token: string }): CrewApi => {
+      const real = new CrewClient(crew);
+      return {
+        listInputs: () => real.listInputs(),
+        kickoff: (r) => real.kickoff(r),
+        status: async (id) => {
+          if (hold) {
+            held++;
+            await hold;
+          }
+          return real.status(id);
+        },
+        stop: (id) => real.stop(id),
+        resume: (r) => real.resume(r),
+      };
+    };
+    // A long backoff while nothing changes: a poll let through late would show.
+    h = await start({ webhooks: false, watcher: { maxBackoffMs: 20_000 }, crewline: { crewClient } });
+    const execution = await kickedOff(h);
+    const first = await nextReview(h);
+    const row = () => prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
+    await eventually(async () => (await row()).pollBackoffMs >= 3200 || undefined, { what: "the backoff grown while the review waits", timeoutMs: 15_000 });
+
+    // Given: a poll of the run under way, its answer held back.
+    let release!: () => void;
+    hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await eventually(() => held > 0 || undefined, { what: "a status call held", timeoutMs: 25_000 });
+    // When: the review is decided meanwhile (it asks for a poll at once), and then the poll ends.
+    await click(h, first, true);
+    await eventually(async () => (await row()).pollBackoffMs === 0 || undefined, { what: "the decision's ask for a poll" });
+    hold = undefined;
+    release();
+
+    // Then: the run is polled again at once, not after the backoff the held poll had counted.
+    const second = await eventually(
+      async () => {
+        const r = await row();
+        return r.leaseOwner === null && r.pollBackoffMs !== 0 ? r : undefined;
+      },
+      { what: "the held poll ended" },
+    );
+    expect(second.nextPollAt.getTime() - Date.now()).toBeLessThan(2000);
+    const next = await nextReview(h);
+    expect(JSON.stringify(next.msg.blocks)).toContain("writing_task");
   });
 
   it("a run cancelled outside Crewline (status says CANCELLED) ends: the channel says so, its pending review loses its buttons, and it is polled no more", async () => {
