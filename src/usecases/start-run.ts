@@ -56,7 +56,8 @@ export type StartRunOutcome =
   | { kind: "not_posted"; code: string }
   | { kind: "started"; execution: Execution; kickoffId: string }
   /**
-   * The crew's answer to the kickoff was lost (a read time-out, a 504): it may have started. The run
+   * The crew's answer to the kickoff was lost (a read time-out, a 504) or unreadable (a 2xx Crewline
+   * cannot read: the crew took it, but its kickoff id is not known): it may have started. The run
    * and its thread stay; its first callback naming it adopts it, or Runs.endUnstarted ends it.
    */
   | { kind: "unconfirmed"; reason: string; execution: Execution }

@@ -183,6 +183,45 @@ describe("kickoff from Slack", () => {
     expect(h.slack.messages(CHANNEL)).toHaveLength(0);
   });
 
+  it("a 422 naming an input the crew's list did not declare: the corrected form gets a field for it, and its submission starts the run", async () => {
+    h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { details: { missing_inputs: ["audience"] } }, times: 1 }] } });
+    await kickoffViaSlack(h, { topic: "Tides" });
+    const form = await eventually(
+      () =>
+        h.slack
+          .callsTo("views.update")
+          .map((c) => c.args.view as any)
+          .find((v) => JSON.stringify(v).includes("needs")),
+      { what: "the corrected form" },
+    );
+    const fields = form.blocks.filter((b: any) => b.type === "input");
+    expect(fields.map((b: any) => b.label.text)).toEqual(["Topic", "Audience"]);
+    expect(fields.map((b: any) => b.optional ?? false)).toEqual([false, false]);
+    // The topic given is kept.
+    expect(fields[0].element.initial_value).toBe("Tides");
+
+    await submitKickoffForm(h, form, { topic: "Tides", audience: "Sailors" });
+    const run = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }), { what: "the run started" });
+    expect(run.inputs).toEqual({ topic: "Tides", audience: "Sailors" });
+    const kickoffs = h.crew.requests.filter((r) => r.path === "/kickoff");
+    expect(kickoffs).toHaveLength(2);
+    expect((kickoffs[1]!.body as any).inputs).toEqual({ topic: "Tides", audience: "Sailors" });
+  });
+
+  it("a 422 naming more inputs than a form can carry: the corrected form gets the fields that fit, and says the rest do not", async () => {
+    const names = Array.from({ length: 60 }, (_, i) => `audience_${i}_${"x".repeat(150)}`);
+    h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { details: { missing_inputs: names } }, times: 1 }] } });
+    await kickoffViaSlack(h, { topic: "Tides" });
+    const form = await formSaying("needs", "the corrected form");
+    const view = JSON.parse(form);
+    const fields = view.blocks.filter((b: any) => b.type === "input");
+    expect(fields.length).toBeGreaterThan(1);
+    expect(fields.length).toBeLessThan(names.length + 1);
+    expect(view.private_metadata.length).toBeLessThanOrEqual(3000);
+    expect(form).toContain("and 50 more");
+    expect(form).toContain("Not all of them fit in this form");
+  });
+
   it.each([
     [401, /rejected Crewline's token|token/i],
     [503, /server error|try again/i],
@@ -212,6 +251,24 @@ describe("kickoff from Slack", () => {
     expect(resumeCalls(h)[0]!.body).toMatchObject({ execution_id: run.kickoffId, is_approve: true });
     await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved");
     // One kickoff reached the crew: nothing was started twice.
+    expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
+  });
+
+  it("a kickoff the crew took (200) with an answer Crewline cannot read: the run stays, the person is told it may have started, and its first callback adopts it", async () => {
+    h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 200, body: "Accepted", afterHandling: true, times: 1 }] } });
+    await kickoffViaSlack(h, { topic: "tides" });
+    const told = await formSaying("⏳", "the unconfirmed form");
+    expect(told).toMatch(/answered \(200\) while starting a run.*may have gone through.*If \*research\* started, its progress shows in the run's thread/);
+    // The crew's callbacks are taken: its review shows in the thread, the run has its kickoff id.
+    const review = await pendingReview(h);
+    const run = await prismaOf(h.bot.database).execution.findFirstOrThrow();
+    expect(run.kickoffId).not.toBeNull();
+    expect(run.state).toBe("waiting");
+    expect(h.slack.callsTo("chat.delete")).toHaveLength(0);
+    expect(h.slack.callsTo("chat.postEphemeral")).toHaveLength(0);
+    await clickReview(h, review, true);
+    await eventually(() => resumeCalls(h).length === 1, { what: "the resume" });
+    expect(resumeCalls(h)[0]!.body).toMatchObject({ execution_id: run.kickoffId, is_approve: true });
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
   });
 

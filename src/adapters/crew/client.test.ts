@@ -373,9 +373,20 @@ describe("CrewClient errors", () => {
     expect(e.userMessage()).toContain("couldn't read");
   });
 
-  it("maps a kickoff answer without an id to invalid_response", async () => {
-    const crew = await startCrew((_req, res) => send(res, 200, { ok: true }));
-    expect((await failure(client(crew.url).kickoff({ inputs: {} }))).kind).toBe("invalid_response");
+  it.each([
+    ["without an id", { ok: true }],
+    ["in plain text", "Accepted"],
+    ["as a proxy's page", "<html><body>OK</body></html>"],
+    ["empty", undefined],
+    ["with an id longer than 200 characters", { kickoff_id: "k".repeat(201) }],
+  ])("reads a 2xx kickoff answer %s as one it cannot read, but taken: the run may have started", async (_label, answer) => {
+    const crew = await startCrew((_req, res) => send(res, 200, answer));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e).toMatchObject({ kind: "invalid_response", operation: "kickoff", status: 200, maybeApplied: true });
+    expect(e.userMessage()).toBe(
+      "The crew “Research” answered (200) while starting a run, but Crewline couldn't read the answer. It may have gone through anyway, so check the thread before trying again.",
+    );
+    expect(crew.seen).toHaveLength(1);
   });
 
   it("maps a refused connection to unreachable", async () => {
@@ -419,7 +430,9 @@ describe("CrewClient answers too large to read", () => {
     });
     const c = client(crew.url, { readTimeoutMs: 5000, retry: { attempts: 1, baseDelayMs: 5 } });
     const e = await failure(c.kickoff({ inputs: { topic: "AI" } }));
-    expect(e.kind).toBe("invalid_response");
+    // Its 200 came first: the crew took the kickoff.
+    expect(e).toMatchObject({ kind: "invalid_response", maybeApplied: true });
+    expect(e.message).toMatch(/larger than 4194304 bytes/);
     expect(written).toBeLessThan(32 * 1024 * 1024);
     const server = await failure(c.listInputs());
     expect(server.kind).toBe("server");

@@ -112,7 +112,14 @@ export class CrewClient implements CrewApi {
       webhooks: req.webhooks,
     });
     const reply = await this.send({ op: "kickoff", method: "POST", path: ["kickoff"], token: this.token, body });
-    return parseKickoff(this.json("kickoff", reply), this.name);
+    try {
+      return parseKickoff(this.json("kickoff", reply), this.name);
+    } catch (e) {
+      // A 2xx: the crew took the kickoff. An answer Crewline cannot read (plain text, a proxy's page, an
+      // unusable id, too large) loses the kickoff id, not the run: its first callback names it (Runs.adopt).
+      if (!isCrewError(e)) throw e;
+      throw new CrewError({ kind: "invalid_response", crewName: this.name, operation: "kickoff", status: reply.statusCode, detail: e.detail, maybeApplied: true, cause: e });
+    }
   }
 
   async status(kickoffId: string): Promise<ExecutionStatus> {

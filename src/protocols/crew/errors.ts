@@ -30,6 +30,8 @@ export class CrewError extends Error {
   readonly serviceMessage?: string;
   readonly retryAfterSeconds?: number;
   readonly maybeApplied?: boolean;
+  /** Technical detail for logs only (never shown to users). */
+  readonly detail?: string;
 
   constructor(init: CrewErrorInit) {
     super(technicalMessage(init), init.cause === undefined ? undefined : { cause: init.cause });
@@ -43,6 +45,7 @@ export class CrewError extends Error {
     this.serviceMessage = init.serviceMessage === undefined ? undefined : clip(readableError(init.serviceMessage));
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.maybeApplied = init.maybeApplied;
+    this.detail = init.detail;
   }
 
   /** Plain sentences for a Slack user: what failed and what to check. No URLs, tokens or stacks. */
@@ -72,9 +75,10 @@ export class CrewError extends Error {
           ? `${crew} has no record of that run${code}; it may have expired or never started.`
           : `${crew} answered “not found”${code} while ${doing}. Check that CREW_BASE_URL points at the crew itself.`;
       case "invalid_response":
-        return this.operation === "webhook"
-          ? `${crew} sent a notification Crewline couldn't read.`
-          : `${crew} sent an answer Crewline couldn't read while ${doing}. It may run a different version of the service; ask whoever set up Crewline to check the deployment.`;
+        if (this.operation === "webhook") return `${crew} sent a notification Crewline couldn't read.`;
+        // A 2xx whose body could not be read: the crew (or whatever answers for it) took the request.
+        if (this.maybeApplied) return `${crew} answered${code} while ${doing}, but Crewline couldn't read the answer.${this.maybeAppliedNote()}`;
+        return `${crew} sent an answer Crewline couldn't read while ${doing}. It may run a different version of the service; ask whoever set up Crewline to check the deployment.`;
     }
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CrewError } from "./errors.js";
-import { parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus, parseWebhook, TASK_NAME_MAX, WHOLE_NAME_MAX } from "./parse.js";
+import { MISSING_INPUTS_MAX, parseErrorBody, parseInputs, parseKickoff, parseResume, parseStatus, parseWebhook, TASK_NAME_MAX, WHOLE_NAME_MAX } from "./parse.js";
 
 function invalidResponse(fn: () => unknown): CrewError {
   try {
@@ -391,6 +391,8 @@ describe("response and error bodies", () => {
     expect(parseKickoff({ kickoff_id: "a" })).toEqual({ kickoffId: "a" });
     expect(parseKickoff({ id: "b" })).toEqual({ kickoffId: "b" });
     expect(parseKickoff({ kickoffId: "c" })).toEqual({ kickoffId: "c" });
+    expect(parseKickoff({ execution_id: "d", id: "other" })).toEqual({ kickoffId: "d" });
+    expect(parseKickoff({ executionId: "e" })).toEqual({ kickoffId: "e" });
     invalidResponse(() => parseKickoff({ status: "ok" }));
   });
 
@@ -422,6 +424,9 @@ describe("response and error bodies", () => {
       }),
     ).toEqual({ serviceMessage: "topic: field required; bad", missingInputs: ["topic"] });
     expect(parseErrorBody("<html>Bad gateway</html>")).toEqual({});
+    // Missing names are read as /inputs names are: trimmed, at most 200 characters, once each, bounded.
+    expect(parseErrorBody({ missing_inputs: [" audience ", "audience", "x".repeat(201), 7, ""] })).toEqual({ missingInputs: ["audience"] });
+    expect(parseErrorBody({ missing_inputs: Array.from({ length: 500 }, (_, i) => `in${i}`) }).missingInputs).toHaveLength(MISSING_INPUTS_MAX);
     expect(parseErrorBody("Not Found")).toEqual({ serviceMessage: "Not Found" });
   });
 });

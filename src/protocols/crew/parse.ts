@@ -394,7 +394,8 @@ function crewResultText(result: unknown): string | undefined {
 
 export function parseKickoff(body: unknown, crewName = ""): { kickoffId: string } {
   const b = asRecord(body, "kickoff", crewName);
-  const kickoffId = firstId(b.kickoff_id, b.kickoffId, b.id);
+  // The run id under any name a callback gives it (field notes).
+  const kickoffId = firstId(b.kickoff_id, b.kickoffId, b.execution_id, b.executionId, b.id);
   if (kickoffId === undefined) throw invalid("kickoff", crewName, "kickoff answer has no kickoff_id");
   return { kickoffId };
 }
@@ -458,16 +459,22 @@ function detailText(detail: unknown): string | undefined {
   return parts.filter(Boolean).join("; ") || undefined;
 }
 
-const stringList = z.array(z.unknown()).transform((xs) => xs.filter((x): x is string => typeof x === "string" && x.trim() !== ""));
+/** Most input names a 422 is read for: each becomes a field of the corrected form, which holds fewer. */
+export const MISSING_INPUTS_MAX = 100;
+
+/** Input names as /inputs names are read (trimmed, at most ID_MAX characters; anything else is no name), once each, bounded. */
+function inputNames(values: unknown[]): string[] {
+  const names = values.map((v) => (typeof v === "string" ? idText.safeParse(v).data : undefined)).filter((n): n is string => n !== undefined);
+  return [...new Set(names)].slice(0, MISSING_INPUTS_MAX);
+}
 
 function missingInputsOf(b: Record<string, unknown>): string[] {
   const details = record.safeParse(b.details);
   for (const candidate of [details.data?.missing_inputs, b.missing_inputs]) {
-    const listed = stringList.safeParse(candidate);
-    if (listed.success && listed.data.length) return listed.data;
+    const listed = Array.isArray(candidate) ? inputNames(candidate) : [];
+    if (listed.length) return listed;
   }
-  const fromDetail = Array.isArray(b.detail) ? b.detail.map((d) => locName(record.safeParse(d).data?.loc)) : [];
-  return [...new Set(fromDetail.filter((n): n is string => n !== undefined))];
+  return Array.isArray(b.detail) ? inputNames(b.detail.map((d) => locName(record.safeParse(d).data?.loc))) : [];
 }
 
 const LOC_NOISE = new Set(["body", "query", "path", "header", "inputs"]);

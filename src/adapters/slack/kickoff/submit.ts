@@ -14,6 +14,7 @@ import {
   kickoffFormView,
   missingInputErrors,
   readViewInputs,
+  truncatePlain,
   type ViewStateValues,
 } from "../blocks/index.js";
 import { modal, section } from "../blocks/kit.js";
@@ -186,18 +187,42 @@ function slackAnnouncements(client: WebClient, deps: Pick<FeatureDeps, "spendSla
   };
 }
 
+/** Names the corrected form's warning lists by name; the rest are counted. */
+const WARNING_NAMES_MAX = 10;
+/** Longest input name the corrected form's warning shows. */
+const WARNING_NAME_MAX = 100;
+
+/**
+ * The form again, every input the crew named required. A name only the crew's 422 gave (not one /inputs
+ * listed) gets a field too, carried in the sealed metadata the submission reads its inputs from: else
+ * every submission would send the same inputs and be refused again. As many as the metadata can carry.
+ */
 function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]): types.ModalView {
-  const inputs = req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) }));
+  const declared = req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) }));
+  const known = new Set(declared.map((i) => i.name));
+  const named = missing.filter((name) => !known.has(name)).map((name) => ({ name, required: true, description: "The crew asked for this input." }));
   // A new nonce: the corrected form is a new submission (this one's run failed to start).
   const { nonce: _n, sig: _s, ...facts } = req.meta;
-  const view = kickoffFormView({
-    crewName: req.meta.crew!,
-    inputs,
-    metadata: encodeMetadata(bindForm(deps.formKey, { ...facts, inputs: inputs.map((i) => ({ name: i.name, required: i.required })), user: req.userId })),
-    values: req.inputs,
-  });
-  const names = missing.map((name) => `*${escapeMrkdwn(humanizeInputName(name))}*`).join(", ");
-  view.blocks.unshift(section(`⚠️ The crew needs ${names} before it can start.`));
+  const sealed = (fields: { name: string; required: boolean }[]) =>
+    encodeMetadata(bindForm(deps.formKey, { ...facts, inputs: fields.map((i) => ({ name: i.name, required: i.required })), user: req.userId }));
+  let inputs = [...declared, ...named];
+  let metadata: string;
+  for (;;) {
+    try {
+      metadata = sealed(inputs);
+      break;
+    } catch (err) {
+      // The form's own inputs fit before (the nonce and seal keep their length): only the crew's extra names may not.
+      if (inputs.length <= declared.length) throw err;
+      inputs = inputs.slice(0, -1);
+    }
+  }
+  const view = kickoffFormView({ crewName: req.meta.crew!, inputs, metadata, values: req.inputs });
+  const listed = missing.slice(0, WARNING_NAMES_MAX).map((name) => `*${escapeMrkdwn(truncatePlain(humanizeInputName(name), WARNING_NAME_MAX))}*`);
+  const more = missing.length - listed.length;
+  const names = more > 0 ? `${listed.join(", ")} and ${more} more` : listed.join(", ");
+  const left = inputs.length < declared.length + named.length ? " Not all of them fit in this form: ask whoever set up Crewline to check the crew's inputs." : "";
+  view.blocks.unshift(section(`⚠️ The crew needs ${names} before it can start.${left}`));
   return view;
 }
 
