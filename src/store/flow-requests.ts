@@ -52,9 +52,97 @@ export async function findFlowRequestByPlatformId(on: On, requestId: string): Pr
   return on.selectFrom("FlowRequest").selectAll().where("requestId", "=", requestId).orderBy("createdAt", "desc").limit(1).executeTakeFirst();
 }
 
-/** Pending requests whose message is posted (App Home), oldest first. */
-export async function listPostedPending(on: On, limit: number): Promise<FlowRequestRow[]> {
-  return on.selectFrom("FlowRequest").selectAll().where("state", "=", "pending").where("messageTs", "is not", null).orderBy("createdAt", "asc").limit(limit).execute();
+/** The columns of a pending request that App Home reads: what its access rules and the Home view need (never its output or callback). */
+export type HomeFlowRequest = Pick<
+  FlowRequestRow,
+  | "id"
+  | "flowName"
+  | "methodName"
+  | "channelId"
+  | "messageTs"
+  | "teamId"
+  | "enterpriseId"
+  | "assigneeUserId"
+  | "emit"
+  | "createdAt"
+  | "reassignedTo"
+  | "reassignedBy"
+  | "escalatedAt"
+  | "escalatedTo"
+  | "decideBy"
+  | "onTimeout"
+  | "deadlineHandledAt"
+>;
+
+/** Which posted pending requests may be one user's (App Home): a superset of what the access rules list for them. */
+export interface PostedPendingFor {
+  userId: string;
+  /** Flows whose reviewer rules let the user answer. */
+  flows: readonly string[];
+  /** Escalation lists (escalatedTo) that name the user or a group of theirs. */
+  escalatedTo: readonly string[];
+}
+
+/** Pending requests whose message is posted (of one workspace when given). */
+function postedPending(on: On, teamId: string | undefined) {
+  const query = on.selectFrom("FlowRequest").where("state", "=", "pending").where("messageTs", "is not", null);
+  return teamId ? query.where("teamId", "=", teamId) : query;
+}
+
+/** The distinct flows and escalation lists (with their workspaces) of the posted pending requests: what the rules are asked about for App Home. */
+export async function postedPendingKinds(
+  on: On,
+  teamId?: string,
+): Promise<{ flows: string[]; escalations: { escalatedTo: string; teamId: string | null; enterpriseId: string | null }[] }> {
+  const flows = await postedPending(on, teamId).select("flowName").distinct().execute();
+  const escalations = await postedPending(on, teamId)
+    .where("escalatedAt", "is not", null)
+    .where("escalatedTo", "is not", null)
+    .select(["escalatedTo", "teamId", "enterpriseId"])
+    .distinct()
+    .execute();
+  return { flows: flows.map((f) => f.flowName), escalations: escalations.map((e) => ({ ...e, escalatedTo: e.escalatedTo! })) };
+}
+
+/**
+ * Pending requests whose message is posted (App Home; of one workspace when given) that may be the
+ * user's (`for`): assigned or reassigned to them, escalated by one of their lists, or of a flow they
+ * may answer; oldest first.
+ */
+export async function listPostedPending(on: On, opts: { for: PostedPendingFor; teamId?: string; limit: number }): Promise<HomeFlowRequest[]> {
+  const mine = opts.for;
+  return postedPending(on, opts.teamId)
+    .where((eb) =>
+      eb.or([
+        eb("assigneeUserId", "=", mine.userId),
+        eb("reassignedTo", "=", mine.userId),
+        ...(mine.flows.length > 0 ? [eb("flowName", "in", [...mine.flows])] : []),
+        ...(mine.escalatedTo.length > 0 ? [eb.and([eb("escalatedAt", "is not", null), eb("escalatedTo", "in", [...mine.escalatedTo])])] : []),
+      ]),
+    )
+    .select([
+      "id",
+      "flowName",
+      "methodName",
+      "channelId",
+      "messageTs",
+      "teamId",
+      "enterpriseId",
+      "assigneeUserId",
+      "emit",
+      "createdAt",
+      "reassignedTo",
+      "reassignedBy",
+      "escalatedAt",
+      "escalatedTo",
+      "decideBy",
+      "onTimeout",
+      "deadlineHandledAt",
+    ])
+    .orderBy("createdAt", "asc")
+    .orderBy("id", "asc")
+    .limit(opts.limit)
+    .execute();
 }
 
 // ------------------------------------------------------------------ decisions

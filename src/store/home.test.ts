@@ -48,7 +48,10 @@ describe("App Home store", () => {
   });
   afterEach(async () => db.drop());
 
-  it("lists pending, posted reviews of live runs, oldest first, with their runs as the model API reads them", async () => {
+  /** Everything U1 may decide: their own runs (no crew with rules) and nothing more. */
+  const ownRuns = { userId: "U1", ruledCrews: [], crews: [], escalatedTo: [] };
+
+  it("lists pending, posted reviews of live runs, oldest first, with the columns of them and their runs App Home reads (not the output)", async () => {
     const live = await run({ requestId: "r1" });
     const other = await run({ requestId: "r2", teamId: "T2" });
     const done = await run({ requestId: "r3", state: "completed" });
@@ -59,20 +62,97 @@ describe("App Home store", () => {
     await review(done.id, { taskKey: "e", createdAt: at("07:00") }); // its run is over
 
     const store = new HomeStore(db.database.sql);
-    const pending = await store.pendingReviews();
+    const pending = await store.pendingReviews({ for: ownRuns });
     expect(pending.map((r) => r.id)).toEqual([first.id, second.id]);
     const viaModel = await prismaOf(db.database).review.findMany({
       where: { id: { in: [first.id, second.id] } },
       include: { execution: true },
       orderBy: { createdAt: "asc" },
     });
-    expect(pending).toEqual(viaModel);
+    const reviewKeys = Object.keys(pending[0]!).filter((k) => k !== "execution");
+    const runKeys = Object.keys(pending[0]!.execution);
+    const pick = <T extends object>(row: T, keys: string[]) => Object.fromEntries(keys.map((k) => [k, row[k as keyof T]]));
+    expect(pending).toEqual(viaModel.map((r) => ({ ...pick(r, reviewKeys), execution: pick(r.execution, runKeys) })));
+    expect(reviewKeys).not.toContain("output");
+    expect(runKeys).not.toContain("inputs");
     expect(pending[0]!.createdAt).toEqual(at("10:00"));
     expect(pending[0]!.decideBy).toEqual(at("45:00"));
-    expect(pending[0]!.execution.inputs).toEqual({ topic: "tides" });
+    expect(pending[0]!.execution).toEqual({ id: other.id, crewName: "research", userId: "U1", channelId: "C1", threadTs: null, teamId: "T2", enterpriseId: null });
 
-    expect((await store.pendingReviews({ teamId: "T2" })).map((r) => r.id)).toEqual([first.id]);
-    expect((await store.pendingReviews({ limit: 1 })).map((r) => r.id)).toEqual([first.id]);
+    expect((await store.pendingReviews({ for: ownRuns, teamId: "T2" })).map((r) => r.id)).toEqual([first.id]);
+    expect((await store.pendingReviews({ for: ownRuns, limit: 1 })).map((r) => r.id)).toEqual([first.id]);
+  });
+
+  it("reads only the reviews that may be the user's, however many older ones wait in the workspace", async () => {
+    // 600 older reviews of someone else's runs, none of them the user's.
+    const others = await Promise.all([1, 2, 3].map((n) => run({ requestId: `o${n}`, userId: "USOMEONE" })));
+    await prismaOf(db.database).review.createMany({
+      data: Array.from({ length: 600 }, (_, i) => ({
+        executionId: others[i % 3]!.id,
+        taskKey: `t${i}`,
+        taskName: `t${i}`,
+        round: 1,
+        output: "x".repeat(1000),
+        outputHash: "h",
+        state: "pending",
+        messageTs: `1.${i}`,
+        createdAt: new Date(at("00:00").getTime() + i * 1000),
+      })),
+    });
+    const ruled = await prismaOf(db.database).execution.update({ where: { id: others[2]!.id }, data: { crewName: "ruled" } });
+    const mine = await run({ requestId: "m1" });
+    const own = await review(mine.id, { taskKey: "own", createdAt: at("30:00") });
+    const store = new HomeStore(db.database.sql);
+    const none = { userId: "U1", ruledCrews: [], crews: [], escalatedTo: [] };
+
+    // Their own run's review, newer than all 600.
+    expect((await store.pendingReviews({ for: none })).map((r) => r.id)).toEqual([own.id]);
+    // Not by having started it when its crew has rules.
+    await prismaOf(db.database).execution.update({ where: { id: mine.id }, data: { crewName: "ruled" } });
+    expect(await store.pendingReviews({ for: { ...none, ruledCrews: ["ruled"] } })).toEqual([]);
+    await prismaOf(db.database).execution.update({ where: { id: mine.id }, data: { crewName: "research" } });
+
+    // Handed to them, or escalated by a list that names them (or a group of theirs).
+    const [handed, escalated, notYet] = await prismaOf(db.database).review.findMany({ where: { executionId: others[0]!.id }, orderBy: { createdAt: "desc" }, take: 3 });
+    await prismaOf(db.database).review.update({ where: { id: handed!.id }, data: { reassignedTo: "U1" } });
+    await prismaOf(db.database).review.update({ where: { id: escalated!.id }, data: { escalatedAt: at("40:00"), escalatedTo: "U9,S0EDITORS" } });
+    await prismaOf(db.database).review.update({ where: { id: notYet!.id }, data: { escalatedTo: "U9,S0EDITORS" } }); // named, not escalated yet
+    const grants = await store.pendingReviews({ for: { ...none, escalatedTo: ["U9,S0EDITORS"] } });
+    expect(grants.map((r) => r.id)).toEqual([escalated!.id, handed!.id, own.id]);
+    expect(grants[0]!.escalatedTo).toBe("U9,S0EDITORS");
+
+    // Every review of a crew whose rules let them decide (200), with the one handed to them and their own, oldest first, within the limit.
+    const byRules = await store.pendingReviews({ for: { ...none, ruledCrews: ["ruled"], crews: ["ruled"] } });
+    expect(byRules).toHaveLength(202);
+    expect(byRules.filter((r) => r.execution.id === ruled.id)).toHaveLength(200);
+    expect(byRules.at(-1)!.id).toBe(own.id);
+    expect(byRules.map((r) => r.createdAt.getTime())).toEqual(byRules.map((r) => r.createdAt.getTime()).sort((a, b) => a - b));
+    expect(await store.pendingReviews({ for: { ...none, crews: ["ruled"] }, limit: 10 })).toHaveLength(10);
+  });
+
+  it("names the crews and escalation lists of the pending reviews, with their runs' workspaces", async () => {
+    const one = await run({ requestId: "r1" });
+    const two = await run({ requestId: "r2", teamId: "T2" });
+    const done = await run({ requestId: "r3", state: "completed" });
+    await prismaOf(db.database).execution.update({ where: { id: two.id }, data: { crewName: "writer", enterpriseId: "E1" } });
+    await review(one.id, { taskKey: "a", createdAt: at("10:00") });
+    const escalated = await review(two.id, { taskKey: "b", createdAt: at("11:00") });
+    await prismaOf(db.database).review.update({ where: { id: escalated.id }, data: { escalatedAt: at("12:00"), escalatedTo: "U9,S0EDITORS" } });
+    const named = await review(one.id, { taskKey: "c", createdAt: at("13:00") });
+    await prismaOf(db.database).review.update({ where: { id: named.id }, data: { escalatedTo: "U8" } }); // not escalated
+    const over = await review(done.id, { taskKey: "d", createdAt: at("14:00") });
+    await prismaOf(db.database).review.update({ where: { id: over.id }, data: { escalatedAt: at("15:00"), escalatedTo: "U7" } }); // its run is over
+    const store = new HomeStore(db.database.sql);
+
+    const kinds = await store.pendingKinds();
+    const byName = <T extends { crewName?: string; escalatedTo?: string }>(rows: T[]) =>
+      [...rows].sort((a, b) => String(a.crewName ?? a.escalatedTo).localeCompare(String(b.crewName ?? b.escalatedTo)));
+    expect(byName(kinds.crews)).toEqual([
+      { crewName: "research", teamId: "T1", enterpriseId: null },
+      { crewName: "writer", teamId: "T2", enterpriseId: "E1" },
+    ]);
+    expect(kinds.escalations).toEqual([{ escalatedTo: "U9,S0EDITORS", teamId: "T2", enterpriseId: "E1" }]);
+    expect(await store.pendingKinds({ teamId: "T1" })).toEqual({ crews: [{ crewName: "research", teamId: "T1", enterpriseId: null }], escalations: [] });
   });
 
   it("knows which reviews a user approved already", async () => {

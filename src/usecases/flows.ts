@@ -523,9 +523,22 @@ export class FlowRequests {
     return (await store.findFlowRequestByPlatformId(this.sql, requestId)) ?? null;
   }
 
-  /** Pending requests this user may decide (App Home), oldest first. */
-  async waitingFor(userId: string): Promise<FlowRequest[]> {
-    const pending = await store.listPostedPending(this.sql, 500);
+  /** Pending requests this user may decide (App Home; of one workspace when given), oldest first. */
+  async waitingFor(userId: string, teamId?: string): Promise<store.HomeFlowRequest[]> {
+    // Only the requests that may be this user's are read, however many others wait: the rules are
+    // asked once per flow and escalation list the pending requests have; isWaitingFor still decides.
+    const kinds = await store.postedPendingKinds(this.sql, teamId);
+    const { rules } = this.deps;
+    const ruled = kinds.flows.filter((flowName) => rules.rulesFor(flowName) !== undefined);
+    const decides = await Promise.all(ruled.map((flowName) => rules.mayDecide(flowName, userId)));
+    const now = this.clock.now();
+    const granted = await Promise.all(kinds.escalations.map((e) => this.isGranted({ ...e, flowName: "", assigneeUserId: null, reassignedTo: null, escalatedAt: now }, userId)));
+    const mine = {
+      userId,
+      flows: ruled.filter((_, i) => decides[i]),
+      escalatedTo: [...new Set(kinds.escalations.filter((_, i) => granted[i]).map((e) => e.escalatedTo))],
+    };
+    const pending = await store.listPostedPending(this.sql, { for: mine, ...(teamId ? { teamId } : {}), limit: 500 });
     // Someone who approved a request still waiting for more approvals is not waited for.
     const approved = await approvedBy(
       this.sql,
@@ -533,9 +546,9 @@ export class FlowRequests {
       userId,
       pending.map((r) => r.id),
     );
-    const mine: FlowRequest[] = [];
-    for (const request of pending) if (!approved.has(request.id) && (await this.isWaitingFor(request, userId))) mine.push(request);
-    return mine;
+    const listed: store.HomeFlowRequest[] = [];
+    for (const request of pending) if (!approved.has(request.id) && (await this.isWaitingFor(request, userId))) listed.push(request);
+    return listed;
   }
 
   /**

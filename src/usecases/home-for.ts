@@ -5,7 +5,7 @@
 // (handed or escalated to them outside its channel) is listed without its content. The Slack adapter
 // (adapters/slack/home/home.ts) turns this into the view.
 
-import type { ExecutionRow, HomeStore, PendingReview } from "../store/home.js";
+import type { ExecutionRow, HomeStore, PendingFor, PendingReview } from "../store/home.js";
 import { type AccessPorts, homeListsReview, maySeeRun } from "./access.js";
 import type { Clock } from "./ports.js";
 import { within } from "./within.js";
@@ -22,7 +22,7 @@ export interface HomeForDeps<F extends { teamId: string | null }> {
   /** How long to wait for who may see the listed runs (HOME_SEE_WAIT_MS). */
   seeWaitMs?: number;
   /** Flow feedback requests waiting for a user (usecases/flows.ts), if flows are configured. */
-  flows?: { waitingFor(userId: string): Promise<F[]> };
+  flows?: { waitingFor(userId: string, teamId?: string): Promise<F[]> };
   crews: { usableBy(teamId?: string): { name: string; channels?: string[] }[] };
   clock: Clock;
   /** Installed in many workspaces (OAuth). */
@@ -56,7 +56,10 @@ export interface WithheldReview {
 export async function homeFor<F extends { teamId: string | null }>(deps: HomeForDeps<F>, userId: string, teamId?: string): Promise<HomeListing<F>> {
   const now = deps.clock.now();
   const team = deps.multiWorkspace && teamId ? teamId : undefined;
-  const pending = await deps.store.pendingReviews({ ...(team ? { teamId: team } : {}) });
+  const scope = team ? { teamId: team } : {};
+  // Only the pending reviews that may be this user's are read, however many others wait in the workspace;
+  // the rules below still decide which of them are listed.
+  const pending = await deps.store.pendingReviews({ ...scope, for: await mayBeTheirs(deps, userId, scope, now) });
   // Someone who approved a review still waiting for more approvals is not waited for.
   const approved = await deps.store.approvedBy(
     userId,
@@ -72,10 +75,35 @@ export async function homeFor<F extends { teamId: string | null }>(deps: HomeFor
   );
   const reviews = listed.filter((_, i) => shown[i]);
   const withheld = listed.filter((_, i) => !shown[i]).map((r): WithheldReview => ({ channelId: r.execution.channelId, ...grantOf(r, userId) }));
-  const flowRequests = (deps.flows ? await deps.flows.waitingFor(userId) : []).filter((r) => !team || r.teamId === team);
+  const flowRequests = (deps.flows ? await deps.flows.waitingFor(userId, team) : []).filter((r) => !team || r.teamId === team);
   const runs = await deps.store.recentRuns(userId, { ...(team ? { teamId: team } : {}), limit: deps.maxRuns });
   const crews = deps.crews.usableBy(teamId).map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
   return { userId, now, reviews, withheld, flowRequests, runs, crews };
+}
+
+/**
+ * Which pending reviews may be the user's, for the store to read only those: the reviewer rules asked
+ * as homeListsReview asks them, once per crew and escalation list (with its runs' workspace) that the
+ * pending reviews have, rather than once per review.
+ */
+async function mayBeTheirs<F extends { teamId: string | null }>(deps: HomeForDeps<F>, userId: string, scope: { teamId?: string }, now: Date): Promise<PendingFor> {
+  const { reviewers } = deps.access;
+  // No reviewer rules at all: homeListsReview lists the runs the user started, which the store always reads.
+  if (!reviewers) return { userId, ruledCrews: [], crews: [], escalatedTo: [] };
+  const kinds = await deps.store.pendingKinds(scope);
+  const ruled = kinds.crews.filter((c) => reviewers.rulesFor(c.crewName) !== undefined);
+  const decides = await Promise.all(ruled.map((c) => reviewers.mayDecide(c.crewName, userId, { teamId: c.teamId, enterpriseId: c.enterpriseId })));
+  const granted = await Promise.all(
+    kinds.escalations.map((e) =>
+      reviewers.isGranted({ reassignedTo: null, escalatedAt: now, escalatedTo: e.escalatedTo }, userId, { teamId: e.teamId, enterpriseId: e.enterpriseId }),
+    ),
+  );
+  return {
+    userId,
+    ruledCrews: [...new Set(ruled.map((c) => c.crewName))],
+    crews: [...new Set(ruled.filter((_, i) => decides[i]).map((c) => c.crewName))],
+    escalatedTo: [...new Set(kinds.escalations.filter((_, i) => granted[i]).map((e) => e.escalatedTo))],
+  };
 }
 
 /** How a review came to the user, if it was handed or escalated to them by name (a user group's escalation reads as "for you"). */

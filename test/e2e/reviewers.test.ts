@@ -1,12 +1,18 @@
 // Reviewer rules, audit trail, reminders and App Home, through signed requests, fake Slack and the local crew.
 import { afterEach, describe, expect, it } from "vitest";
-import { HOME_APPROVE_ACTION, REASSIGN_ACTION, REASSIGN_USER_BLOCK, REVIEW_ACTIONS_BLOCK } from "../../src/adapters/slack/blocks/index.js";
+import { HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, REASSIGN_ACTION, REASSIGN_USER_BLOCK, REVIEW_ACTIONS_BLOCK } from "../../src/adapters/slack/blocks/index.js";
+import { FLOW_CHANNEL, FLOW_NAME, FLOW_SECRET, type FlowHarness, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, otherReviewRequests, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
 
 let h: Harness;
-afterEach(async () => h?.close());
+let f: FlowHarness | undefined;
+afterEach(async () => {
+  await h?.close();
+  await f?.close();
+  f = undefined;
+});
 
 const BOB = "U0BOB";
 const CAROL = "U0CAROL";
@@ -352,6 +358,105 @@ describe("App Home", () => {
     const values = ((again.args.view as any).blocks as any[]).filter((b) => b.accessory?.action_id === HOME_APPROVE_ACTION).map((b) => b.accessory.value);
     expect(values.sort()).toEqual([first.reviewId, second.reviewId].sort());
     expect(membersCalls() - before).toBe(1);
+  });
+});
+
+describe("App Home in a busy workspace", () => {
+  /** The workspace the harness's Slack names. */
+  const TEAM = "T0TEAM";
+  const approveValues = (home: { args: Record<string, unknown> }, actionId: string) =>
+    ((home.args.view as any).blocks as any[]).filter((b) => b.accessory?.action_id === actionId).map((b) => b.accessory.value);
+
+  it("lists a user's review however many older reviews of others' runs wait in the workspace; they approve it from there", async () => {
+    h = await startHarness();
+    const db = prismaOf(h.bot.database);
+    // 520 reviews, shown in Slack and waiting a minute already, on Bob's waiting runs (never polled during the test).
+    const since = Date.now() - 60_000;
+    const runs = await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        db.execution.create({
+          data: {
+            crewName: "research",
+            teamId: TEAM,
+            channelId: CHANNEL,
+            userId: BOB,
+            inputs: { topic: `older ${i}` },
+            state: "waiting",
+            requestId: `seeded-${i}`,
+            kickoffId: `seeded-kickoff-${i}`,
+            webhookSecret: "seeded",
+            createdAt: new Date(since),
+            nextPollAt: new Date(Date.now() + 86_400_000),
+          },
+        }),
+      ),
+    );
+    await db.review.createMany({
+      data: Array.from({ length: 520 }, (_, i) => ({
+        executionId: runs[i % runs.length]!.id,
+        taskKey: `seeded-${i}`,
+        taskName: `Seeded task ${i}`,
+        round: 1,
+        output: "An older output",
+        outputHash: `seeded-${i}`,
+        state: "pending",
+        messageTs: `1700000000.${String(i).padStart(6, "0")}`,
+        createdAt: new Date(since + i),
+      })),
+    });
+
+    const execution = await startRunViaSlack(h);
+    expect(execution.teamId).toBe(TEAM);
+    const review = await pendingReview(h);
+    await h.requests.appHomeOpened({ user_id: USER });
+    const home = await eventually(() => homesOf(h, USER)[0], { what: "Alice's Home" });
+    expect(reviewsPart(home)).toContain("Reviews waiting for you (1)");
+    expect(approveValues(home, HOME_APPROVE_ACTION)).toEqual([review.reviewId]);
+
+    // Approved from there, the next Home (published again) lists none of hers.
+    await h.requests.blockAction({
+      user_id: USER,
+      channel_id: "",
+      message_ts: "",
+      view: { id: "V0HOME", type: "home" } as any,
+      action: { action_id: HOME_APPROVE_ACTION, block_id: "b", value: review.reviewId },
+    });
+    await eventually(() => resumeCalls(h).length === 1, { what: "the crew resumed" });
+    const again = await eventually(() => homesOf(h, USER)[1], { what: "Alice's Home again" });
+    expect(approveValues(again, HOME_APPROVE_ACTION)).toEqual([]);
+    expect(await reviewState(h, review.reviewId)).toBe("approved");
+  });
+
+  it("lists a flow request for its reviewer however many older requests of another flow wait", async () => {
+    const flow = (name: string, reviewer: string) => ({ name, secret: FLOW_SECRET, channel: FLOW_CHANNEL, reviewers: { users: [reviewer], usergroups: [] } });
+    f = await startFlowHarness({ config: { flows: [flow(FLOW_NAME, BOB), flow("intake", CAROL)] } });
+    h = f.h;
+    // 520 requests of a flow Carol answers, shown in Slack and waiting a minute already.
+    const since = Date.now() - 60_000;
+    await prismaOf(h.bot.database).flowRequest.createMany({
+      data: Array.from({ length: 520 }, (_, i) => ({
+        flowName: "intake",
+        requestId: `seeded-${i}`,
+        channelId: FLOW_CHANNEL,
+        output: "An older draft",
+        emit: ["approved", "rejected"],
+        callbackUrl: "http://127.0.0.1:9/never",
+        state: "pending",
+        messageTs: `1700000000.${String(i).padStart(6, "0")}`,
+        createdAt: new Date(since + i),
+      })),
+    });
+
+    await f.flow.send({ output: "Draft" });
+    const req = await pendingFlowRequest(h, "Draft");
+    await h.requests.appHomeOpened({ user_id: BOB });
+    const home = await eventually(() => homesOf(h, BOB)[0], { what: "Bob's Home" });
+    expect(approveValues(home, HOME_FLOW_APPROVE_ACTION)).toEqual([req.id]);
+    await h.requests.appHomeOpened({ user_id: CAROL });
+    const carol = await eventually(() => homesOf(h, CAROL)[0], { what: "Carol's Home" });
+    // Carol's are the other flow's, not Bob's.
+    expect(approveValues(carol, HOME_FLOW_APPROVE_ACTION)).toHaveLength(30);
+    expect(approveValues(carol, HOME_FLOW_APPROVE_ACTION)).not.toContain(req.id);
   });
 });
 

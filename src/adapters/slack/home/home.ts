@@ -8,9 +8,10 @@ import { z } from "zod";
 import type { TimeoutAction } from "../../../config/config.js";
 import { type ApprovalPolicy, approvalPolicy, selfApprovalRefused } from "../../../domain/approvals.js";
 import { reviewChannel } from "../../../domain/refusals.js";
+import type { HomeFlowRequest } from "../../../store/flow-requests.js";
 import type { HomeStore } from "../../../store/home.js";
 import { type AccessPorts, mayAnswerFlowRequestFromHome, mayApproveFromHome } from "../../../usecases/access.js";
-import type { FlowDecisionOutcome, FlowRequest, FlowRequests } from "../../../usecases/flows.js";
+import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
 import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
 import { type Clock, systemClock, type TeamRef } from "../../../usecases/ports.js";
@@ -48,14 +49,14 @@ export function permalinkBuilder(client: WebClient) {
 
 /** The Home view's parameters for what homeFor lists (with thread permalinks, notes and deadlines). */
 export async function homeParams(
-  listing: HomeListing<FlowRequest>,
+  listing: HomeListing<HomeFlowRequest>,
   permalink: ReturnType<typeof permalinkBuilder>,
   flows: Pick<FlowRequests, "homeApproval"> | undefined,
   flowHooks: HomeParams["flows"],
   policyOf: (crewName: string) => ApprovalPolicy,
 ): Promise<HomeParams> {
   const { userId, now } = listing;
-  const notes = (r: (typeof listing.reviews)[number] | FlowRequest) => [
+  const notes = (r: (typeof listing.reviews)[number] | HomeFlowRequest) => [
     ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
     ...(r.escalatedAt ? ["🔺 Escalated after its reminders"] : []),
     ...(r.decideBy && r.onTimeout && !r.deadlineHandledAt ? [deadlineText(r.decideBy, r.onTimeout as TimeoutAction, now)] : []),
