@@ -65,6 +65,27 @@ describe("planOf", () => {
     expect(cards(planOf({ state: "stopped", reviews: [review("a", 0, { state: "posted" })] }))).toEqual([["task-1", "a", "complete", "Done"]]);
     expect(cards(planOf({ state: "abandoned", reviews: [], step: { latest: "x", latestAt: 1_000_005 } }))).toEqual([["task-1", "Task 1", "error", "No longer followed"]]);
   });
+
+  it("a stopped run: only what was waiting for a decision shows the stop; finished tasks stay complete", () => {
+    const reviews = [
+      review("gather", 0),
+      review("check", 10, { state: "approved" }),
+      review("draft", 20, { state: "deciding" }),
+      review("sources", 30, { state: "closed" }),
+      review("summary", 40),
+    ];
+    expect(cards(planOf({ state: "stopped", reviews }))).toEqual([
+      ["task-1", "gather", "complete", "Done"],
+      ["task-2", "check", "complete", "Done"],
+      // Its decision was on its way to the crew when the run stopped: not known to be taken.
+      ["task-3", "draft", "error", "Stopped from Slack while its decision was being sent"],
+      ["task-4", "sources", "error", "Stopped from Slack before a decision"],
+      ["task-5", "summary", "complete", "Done"],
+    ]);
+    expect(cards(planOf({ state: "abandoned", reviews: [review("draft", 0, { state: "pending" })] }))).toEqual([
+      ["task-1", "draft", "error", "No longer followed before a decision"],
+    ]);
+  });
 });
 
 describe("a live plan's append spacing", () => {

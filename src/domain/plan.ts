@@ -109,9 +109,14 @@ const STOPPED_WORDS = { stopped: "Stopped from Slack", abandoned: "No longer fol
 
 function cardOf(r: PlanReview, index: number, ended: boolean, stopped: RunPlan["stopped"]): PlanTask {
   const base = { id: taskId(index), title: r.taskName || r.taskKey, output: r.output };
+  // Still waiting when someone stopped the run (its decision on its way to the crew, or a review the
+  // stop found): the run stopped before the decision was known to be taken.
+  if (WAITING_STATES.has(r.state) && stopped)
+    return { ...base, status: "error", details: `${STOPPED_WORDS[stopped]} ${r.state === "deciding" ? "while its decision was being sent" : "before a decision"}` };
   if (WAITING_STATES.has(r.state)) return { ...base, status: ended ? "complete" : "pending", details: "Waiting for a decision" };
   if (r.state === "rejected") return { ...base, status: "in_progress", details: "Sent back: the crew is doing it again" };
   // A review closed by the run's stop was not done: its card says the run stopped before a decision.
+  // (A task message the stop found stays "posted", a finished task, below.)
   if (r.state === "closed")
     return stopped ? { ...base, status: "error", details: `${STOPPED_WORDS[stopped]} before a decision` } : { ...base, status: "complete", details: "Closed without a decision" };
   // Details said, so that the last step the card showed while it ran does not stay as if still under way.

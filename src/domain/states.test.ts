@@ -47,7 +47,7 @@ describe("review transitions", () => {
     resume_failed: { deciding: "pending" },
     not_waiting: { deciding: "closed" },
     run_finished: { pending: "closed" },
-    run_stopped: { posted: "closed", pending: "closed" },
+    run_stopped: { pending: "closed" },
     workspace_removed: { posted: "closed", pending: "closed" },
     superseded: { pending: "closed" },
   };

@@ -77,8 +77,9 @@ const REVIEW_TRANSITIONS: Record<ReviewEvent, { from: readonly ReviewState[]; to
   resume_failed: { from: ["deciding"], to: "pending" },
   not_waiting: { from: ["deciding"], to: "closed" },
   run_finished: { from: ["pending"], to: "closed" },
-  // The run was stopped (or is no longer followed): its reviews close, and its task messages can no longer become one.
-  run_stopped: { from: ["posted", "pending"], to: "closed" },
+  // The run was stopped (or is no longer followed): its reviews close. Its task messages stay finished
+  // tasks ("posted"), as at the run's own end: closed, they would read as reviews stopped before a decision.
+  run_stopped: { from: ["pending"], to: "closed" },
   // The app was removed from the run's workspace: its messages can no longer change.
   workspace_removed: { from: ["posted", "pending"], to: "closed" },
   // The crew ran the task again (a newer round came): an earlier review left undecided can no longer

@@ -21,6 +21,8 @@ let db: TestDatabase;
 let status: ExecutionStatus;
 let resumes: ResumeRequest[];
 let updates: { review: Review; note?: string }[];
+/** Happens while a /resume is under way (before its answer is lost). */
+let duringResume: (() => Promise<unknown>) | undefined;
 
 const crew: CrewApi = {
   listInputs: async () => [],
@@ -28,6 +30,7 @@ const crew: CrewApi = {
   status: async () => status,
   resume: async (req) => {
     resumes.push(req);
+    await duringResume?.();
     return timedOutResume();
   },
 };
@@ -105,6 +108,21 @@ describe("a decision whose /resume answer timed out", () => {
     const again = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U3", approve: true, feedback: "" });
     expect(again.kind).toBe("already_decided");
     expect(resumes).toHaveLength(1);
+  });
+
+  it("closes, saying nothing was known to be taken, when the run was stopped while the answer was lost (a stopped crew is not paused)", async () => {
+    const { execution, review } = await pendingReview(lifecycle);
+    status = { rawState: "CANCELLED", phase: "failed" };
+    duringResume = () => lifecycle.runs.transition(execution.id, "stopped", { stoppedBy: "U9", finishedAt: new Date() });
+    try {
+      const outcome = await lifecycle.reviews.decide({ reviewId: review.id, userId: "U2", approve: true, feedback: "" });
+      expect(outcome).toMatchObject({ kind: "not_waiting", message: "The run was stopped before the crew was known to take the decision." });
+    } finally {
+      duringResume = undefined;
+    }
+    const stored = await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } });
+    expect(stored.state).toBe("closed");
+    expect(stored.resumeMessage ?? "").not.toMatch(/took the decision/);
   });
 
   it("opens the review again when the run is still paused on the same output", async () => {
@@ -303,6 +321,21 @@ describe("reviews opening while their run changes", () => {
     expect(await prisma.slackEffect.count({ where: { kind: "review.post" } })).toBe(0);
   });
 
+  it("a task message of a run stopped meanwhile is not made a review by the crew's late request: it stays a finished task", async () => {
+    const live = await liveRun();
+    const posted = await lifecycle.reviews.open(live, { taskKey: "draft", name: "draft", output: OUTPUT });
+    expect(posted?.state).toBe("posted");
+    await lifecycle.runs.transition(live.id, "stopped", { stoppedBy: "U2", finishedAt: new Date() });
+    const prisma = prismaOf(db.database);
+    const effects = await prisma.slackEffect.count();
+
+    // The crew's human-input request for that output, processed after the stop (its callback saw the run live).
+    expect(await lifecycle.reviews.awaitDecision(live, { taskKey: "draft", name: "draft", output: OUTPUT }, { source: "input" })).toBeUndefined();
+    expect((await prisma.review.findUniqueOrThrow({ where: { id: posted!.id } })).state).toBe("posted");
+    expect((await prisma.execution.findUniqueOrThrow({ where: { id: live.id } })).state).toBe("stopped");
+    expect(await prisma.slackEffect.count()).toBe(effects);
+  });
+
   it("two reviews of one run opening at once both open (on PostgreSQL they run side by side, and neither deadlocks the other)", async () => {
     for (let i = 0; i < 5; i++) {
       const live = await liveRun(i);
@@ -377,5 +410,87 @@ describe("a run with two reviews waiting at once", () => {
     moved = ["facts"];
     expect(await lifecycle.reviews.decide({ reviewId: facts.id, userId: "U2", approve: true, feedback: "" })).toMatchObject({ kind: "not_waiting" });
     expect(await state()).toBe("running");
+  });
+});
+
+describe("a decision whose process died mid-/resume, on a run that ended meanwhile", () => {
+  let lifecycle: Lifecycle;
+  let effects: () => Promise<void>;
+  let statusReadable: boolean;
+  /** What happens while the crew's status is read. */
+  let onStatus: (() => Promise<unknown>) | undefined;
+  beforeEach(async () => {
+    db = await createTestDatabase();
+    resumes = [];
+    updates = [];
+    statusReadable = true;
+    onStatus = undefined;
+    const stoppable: CrewApi = {
+      ...crew,
+      status: async () => {
+        await onStatus?.();
+        if (!statusReadable) throw new CrewError({ kind: "unreachable", crewName: "research", operation: "status" });
+        return status;
+      },
+      stop: async () => ({ outcome: "stopped" }),
+    };
+    ({ lifecycle, effects } = lifecycleWith({ get: () => stoppable }));
+  });
+  afterEach(async () => db.drop());
+
+  /** A pending review whose decision was claimed by a process that died before the crew answered. */
+  async function abandonedDecision() {
+    const { execution, review } = await pendingReview(lifecycle);
+    await effects();
+    await prismaOf(db.database).review.update({
+      where: { id: review.id },
+      data: { state: "deciding", decidedBy: "U2", decision: "approve", feedback: "", decidedAt: new Date(Date.now() - 60_000) },
+    });
+    return { execution, review };
+  }
+
+  const stop = (executionId: string) => lifecycle.stops.stop({ executionId }, { userId: "U1" }, { members: { isMember: async () => true } });
+  const interruptedNotices = () => prismaOf(db.database).slackEffect.count({ where: { kind: "run.message", key: { contains: "abandoned:" } } });
+
+  it.each([
+    ["its status readable (stopped, so not paused)", true],
+    ["its status unreadable", false],
+  ])("stopped from Slack, %s: the review closes as the stop closes those waiting; it is neither recorded as taken nor opened again", async (_, readable) => {
+    const { execution, review } = await abandonedDecision();
+    expect((await stop(execution.id)).kind).toBe("stopped");
+    status = { rawState: "STOPPED", phase: "failed" };
+    statusReadable = readable;
+
+    expect(await lifecycle.reviews.recoverAbandoned(0)).toBe(1);
+    await effects();
+    const stored = await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } });
+    // No resumeMessage: its message says who stopped the run, as for the reviews the stop closed.
+    expect(stored).toMatchObject({ state: "closed", resumeMessage: null });
+    expect(await interruptedNotices()).toBe(0);
+    expect(resumes).toHaveLength(0);
+    const audit = await prismaOf(db.database).auditRecord.findFirstOrThrow({ where: { executionId: execution.id, kind: "decision" } });
+    expect(audit.detail).toMatchObject({ outcome: "not_waiting", message: expect.stringMatching(/stopped before the crew was known to take the decision/) });
+  });
+
+  it("stopped while recovery reads the crew's status: the status's STOPPED is not taken for the decision", async () => {
+    const { execution, review } = await abandonedDecision();
+    onStatus = () => stop(execution.id);
+    status = { rawState: "STOPPED", phase: "failed" };
+
+    expect(await lifecycle.reviews.recoverAbandoned(0)).toBe(1);
+    expect(await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "closed", resumeMessage: null });
+    expect((await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).state).toBe("stopped");
+  });
+
+  it("a run that failed, its status unreadable: the review closes, saying the run had ended, and nobody is asked to decide again", async () => {
+    const { execution, review } = await abandonedDecision();
+    await lifecycle.runs.finish(execution.id, { event: "failed", error: "boom" });
+    statusReadable = false;
+
+    expect(await lifecycle.reviews.recoverAbandoned(0)).toBe(1);
+    await effects();
+    expect(await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "closed", resumeMessage: "the run had ended" });
+    expect(await interruptedNotices()).toBe(0);
+    expect(updates.at(-1)!.note).toBe("The crew was not waiting for this decision: the run had ended");
   });
 });

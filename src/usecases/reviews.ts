@@ -1,7 +1,7 @@
 // Review rounds: one per task output, decided once through the decision core (decisions/core.ts),
 // each decision resumed exactly once (/resume with the run's webhook settings).
 import { type ApprovalPolicy, approvalFeedback, DEFAULT_APPROVAL_POLICY, type StoredApproval, selfApprovalRefused } from "../domain/approvals.js";
-import { isFinished, LIVE_STATES, nextRound, type ReviewEvent, reviewTransition } from "../domain/states.js";
+import { type ExecutionState, isFinished, LIVE_STATES, nextRound, type ReviewEvent, reviewTransition, STOPPED_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { CrewApi, ResumeResult, TaskEvent } from "../protocols/crew/types.js";
@@ -34,6 +34,9 @@ import { crewReviewTarget } from "./decisions/crew-review.js";
 import type { ClaimHolder, Clock, CrewDirectory, Execution, Outbox, Review, RunNotice, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
 import { noTelemetry, type Telemetry } from "./telemetry.js";
+
+/** Rolls back a promotion whose run ended before it: nothing of it is kept. */
+class RunEndedMeanwhile extends Error {}
 
 export type DecisionOutcome =
   | { kind: "unknown_review" }
@@ -300,7 +303,8 @@ export class Reviews {
       const moved = await moveReview(tx, review.id, reviewTransition("wait_confirmed"), this.clock.now(), resumeTaskId ? { resumeTaskId } : {});
       if (!moved) return null;
       const shown = this.deps.onPending ? await this.deps.onPending(execution, moved, tx) : moved;
-      await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
+      // A run that ended meanwhile (stopped, finished) opens no review: its task message stays a finished task.
+      if (!(await this.deps.runs.transition(execution.id, "review_opened", {}, tx))) throw new RunEndedMeanwhile();
       // Posted already: the message gets its controls in place (an update). Not posted yet: the post
       // renders the row as it is when performed, so it shows the controls in one call; a post already
       // under way with the older state asks for the update itself when it records its ts (perform.ts).
@@ -308,6 +312,9 @@ export class Reviews {
       // Held back for this very moment (open): it goes now, with its controls.
       else await this.deps.outbox.hurry(tx, { kind: "review.post", subjectId: moved.id });
       return shown;
+    }).catch((err) => {
+      if (err instanceof RunEndedMeanwhile) return null;
+      throw err;
     });
     if (promoted) {
       if (this.confirming.get(execution.id) === promoted.id) this.confirming.delete(execution.id);
@@ -581,17 +588,41 @@ export class Reviews {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     // 400: the crew is not waiting for this decision (it moved on, or another client decided).
     if (isCrewError(err) && err.kind === "bad_request") return this.conclude(c, "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, { message });
-    if (isCrewError(err) && err.maybeApplied && (await this.tookEffect(c.found.execution, c.found))) {
-      // The crew moved on: the decision reached it although its answer did not reach us.
-      const patch = { resumeMessage: "the answer timed out, but its status shows it took the decision" };
-      return this.conclude(c, "decided", patch, {}, (review) => ({ kind: "decided", review, resume: {} }));
-    }
+    const fate = await this.fateOf(c.found.execution, c.found, isCrewError(err) && !!err.maybeApplied);
+    // The crew moved on: the decision reached it although its answer did not reach us.
+    if (fate === "taken")
+      return this.conclude(c, "decided", { resumeMessage: "the answer timed out, but its status shows it took the decision" }, {}, (review) => ({
+        kind: "decided",
+        review,
+        resume: {},
+      }));
     // The run ended while the call failed (a stop, its end): nothing is waiting for this review any more.
-    const run = await this.deps.runs.get(c.found.executionId);
-    if (run && isFinished(run.state))
-      return this.conclude(c, "not_waiting", { resumeMessage: "the run had ended" }, { message: "The run had ended before the crew took the decision." });
+    if (fate) return this.concludeEnded(c, fate);
     this.deps.log.warn("resume failed; review is open again", { reviewId: c.found.id, err });
     return this.conclude(c, "resume_failed", {}, { message });
+  }
+
+  /**
+   * Where a decision stands whose sending was cut short (its answer lost, or its sender gone), asking
+   * the crew's status when `ask`: taken when the status shows the crew moved on; `stopped` when the run
+   * was stopped (a stopped crew's status says nothing of the decision: it is not paused, whatever became
+   * of it), before or during the question; `ended` when it ended otherwise; undefined: not known to be taken.
+   */
+  private async fateOf(execution: Execution, review: Review, ask: boolean): Promise<"taken" | "stopped" | "ended" | undefined> {
+    const stopped = (state: string) => STOPPED_STATES.includes(state as ExecutionState);
+    const took = ask && !stopped(execution.state) && !!execution.kickoffId && !!this.deps.crews.get(execution.crewName) && (await this.tookEffect(execution, review));
+    // Read after the status: a stop taken meanwhile shows there as the crew no longer paused.
+    const run = (await this.deps.runs.get(review.executionId)) ?? execution;
+    if (stopped(run.state)) return "stopped";
+    if (took) return "taken";
+    return isFinished(run.state) ? "ended" : undefined;
+  }
+
+  /** Closes a decision cut short on a run that has ended: nobody is asked to decide again. */
+  private concludeEnded(c: Claimed, fate: "stopped" | "ended"): Promise<DecisionOutcome> {
+    // Stopped: the review closes as the stop closes those waiting (its message says who stopped the run).
+    if (fate === "stopped") return this.conclude(c, "not_waiting", {}, { message: "The run was stopped before the crew was known to take the decision." });
+    return this.conclude(c, "not_waiting", { resumeMessage: "the run had ended" }, { message: "The run had ended before the crew took the decision." });
   }
 
   /**
@@ -601,7 +632,7 @@ export class Reviews {
    * over (a conditional write on decidedAt, naming itself) and asks the crew's status: if the crew moved on, the
    * decision reached it and is recorded as taken; otherwise the review opens again, and the thread
    * says so, for a person to decide again (sending it again could apply it twice if the first call
-   * is still under way in the crew).
+   * is still under way in the crew). A run that ended meanwhile waits for nothing: its review closes.
    */
   async recoverAbandoned(staleMs: number): Promise<number> {
     const now = this.clock.now();
@@ -627,8 +658,14 @@ export class Reviews {
         ...(review.decidedByDeadline ? { byDeadline: true } : {}),
       };
       const claimed: Claimed = { found: { ...review, execution }, decision, claimedAt: now, approvals: [], humanFeedback: review.feedback ?? "" };
-      if (execution.kickoffId && this.deps.crews.get(execution.crewName) && (await this.tookEffect(execution, review))) {
+      const fate = await this.fateOf(execution, review, true);
+      if (fate === "taken") {
         await this.conclude(claimed, "decided", { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" }, {});
+        continue;
+      }
+      // The run was stopped or ended meanwhile: nothing waits for this decision any more.
+      if (fate) {
+        await this.concludeEnded(claimed, fate);
         continue;
       }
       this.deps.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });

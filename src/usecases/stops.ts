@@ -4,8 +4,8 @@
 // conditional write (store/executions.ts claimStop), only the claim's holder calls POST /stop, and the
 // run ends with one conditional transition. In that transaction: its state and who stopped it, the
 // audit row, its open reviews closed, and the Slack effects (announcement, thread notice, the reviews'
-// messages). A run that has ended takes no more callbacks (410), is no longer polled, and the outbox
-// posts no more progress for it.
+// messages, its live plan's end). A run that has ended takes no more callbacks (410), is no longer
+// polled, and the outbox posts no more progress for it.
 
 import { executionTransition, isFinished, LIVE_STATES, reviewTransition, STOPPED_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
@@ -203,17 +203,21 @@ export class RunStops {
     const ended = await inTransaction(this.sql, async (tx) => {
       const now = this.deps.clock.now();
       // The reviews first, then the run: the order of a review's promotion (store/reviews.ts lockReviewsOf).
-      await lockReviewsOf(tx, id, move.from);
+      // A task message being promoted meanwhile is waited for, then closed with the reviews.
+      await lockReviewsOf(tx, id, [...move.from, "posted"]);
       const changed = await updateExecution(tx, id, { state: to, stoppedBy: by, stopClaimedAt: null, stopClaimedBy: null, finishedAt: now }, { states: from }, now);
       if (changed !== 1) return null;
       const run = await findExecution(tx, id);
       await this.deps.audit?.record({ executionId: id, kind: "stop", actor: by, decision: how, detail: { outcome: how, kickoffId: run?.kickoffId ?? null } }, tx);
-      // Reviews waiting for a decision lose their controls; task messages can no longer become one.
-      const closed = await moveReviewsOf(tx, id, { from: move.from.filter((s) => s !== "posted"), to: move.to }, now);
-      await moveReviewsOf(tx, id, { from: ["posted"], to: move.to }, now);
+      // Reviews waiting for a decision lose their controls. Task messages stay what they are, finished
+      // tasks (their cards in the live plan stay complete), as at a run's own end (runs.ts finish).
+      const closed = await moveReviewsOf(tx, id, move, now);
       for (const reviewId of closed) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: reviewId });
       await this.deps.outbox.add(tx, { kind: "run.announcement", subjectId: id });
       await this.deps.outbox.add(tx, { kind: "run.message", subjectId: id, part: how, payload: { notice: { kind: "run_stopped", by, how } } });
+      // Its live plan stops, showing the stop, as at any run's end (runs.ts finish): a review's update
+      // would re-arm it too, but a run stopped with none waiting has no such update.
+      await this.deps.outbox.add(tx, { kind: "run.progress", subjectId: id, payload: { steps: 0, latest: "", done: true } });
       return run;
     });
     if (ended) {

@@ -100,7 +100,9 @@ describe("Stop", () => {
   });
 
   it("the starter's click: one POST /stop, the run ends stopped by them everywhere, its review closes, late webhooks get 410, nothing more is posted", async () => {
-    const { execution, review, announcement } = await start({ config: { metricsToken: METRICS_TOKEN } });
+    // A task finished before the one waiting for a review: its task message was posted (no decision needed).
+    const gather: SimTask = { id: "task-gather", name: "gather_task", agent: "Gatherer", delayMs: 30, steps: 2 };
+    const { execution, review, announcement } = await start({ config: { metricsToken: METRICS_TOKEN }, crew: { tasks: [gather, ...TASKS] } });
     const answer = await clickStop(execution.id, { messageTs: announcement.ts });
     expect(answer.status).toBe(200);
 
@@ -127,7 +129,12 @@ describe("Stop", () => {
     // The live plan ends as stopped, not failed; the review's card says it was stopped before a decision.
     const plan = await eventually(() => h.slack.messages(CHANNEL).find((m) => m.stream?.state === "stopped")?.stream, { what: "the stopped plan" });
     expect(plan.title).toMatch(/— stopped$/);
-    expect(plan.tasks.map((t) => [t.status, t.details])).toContainEqual(["error", "Stopped from Slack before a decision"]);
+    expect(plan.tasks.map((t) => [t.title, t.status, t.details])).toEqual([
+      // The task that had finished stays complete (a card never goes back from complete).
+      ["gather_task", "complete", "Done"],
+      ["research_task", "error", "Stopped from Slack before a decision"],
+    ]);
+    expect((await prismaOf(h.bot.database).review.findFirstOrThrow({ where: { executionId: execution.id, taskName: "gather_task" } })).state).toBe("posted");
     // The clicker hears it privately.
     await said(USER, /You stopped the run/, "the confirmation");
     // Audit: one stop row, by the starter.
@@ -165,6 +172,26 @@ describe("Stop", () => {
     await clickStop(execution.id, { messageTs: announcement.ts });
     await said(USER, new RegExp(`<@${USER}> already stopped this run`), "already stopped");
     expect(stopCalls()).toHaveLength(1);
+  });
+
+  it("a run stopped while a task runs, no review waiting: its live plan is stopped, once, showing the stop", async () => {
+    // One long task: the run works (a step every 4 s streams) with nothing waiting for a decision.
+    h = await startHarness({ crew: { tasks: [{ id: "task-long", name: "long_task", agent: "Worker", delayMs: 60_000, steps: 14 }] } });
+    const execution = await startRunViaSlack(h);
+    const streamed = () => h.slack.messages(CHANNEL).find((m) => m.stream)?.stream;
+    await eventually(() => streamed()?.tasks.find((t) => t.status === "in_progress"), { what: "the running task's card" });
+    // The plan's effect has gone quiet: nothing re-arms it but the stop.
+    await h.settled({ crewRuns: false });
+    expect(await prismaOf(h.bot.database).review.count({ where: { executionId: execution.id } })).toBe(0);
+
+    await clickStop(execution.id, { messageTs: execution.threadTs! });
+    await eventually(async () => (await run(execution.id)).state === "stopped", { what: "the stopped run" });
+    await h.settled({ crewRuns: false });
+    const plan = await eventually(() => [streamed()].find((s) => s?.state === "stopped"), { what: "the stopped plan" });
+    expect(plan.title).toMatch(/— stopped$/);
+    expect(plan.tasks.map((t) => [t.status, t.details])).toEqual([["error", "Stopped from Slack"]]);
+    expect(h.slack.callsTo("chat.stopStream")).toHaveLength(1);
+    expect((await run(execution.id)).streamStoppedAt).not.toBeNull();
   });
 
   it("a run stopped while a decision's /resume is failing: the review closes with the run, it does not open again", async () => {
