@@ -248,6 +248,11 @@ export async function claimDeadline<T extends RequestTable>(
   return rowOf<T>(await query.returningAll().executeTakeFirst());
 }
 
+/** The deadline's claim given back, its action not done (someone decided first): taken again if the request waits again. */
+export async function releaseDeadline(db: Sql, table: RequestTable, id: string, now: Date): Promise<void> {
+  await db.updateTable(shared(table)).set({ deadlineHandledAt: null, deadlineClaimedBy: null, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();
+}
+
 /** The deadline's action finished (whatever it led to): it is not taken again. */
 export async function deadlineDone(db: Sql, table: RequestTable, id: string, now: Date): Promise<void> {
   await db.updateTable(shared(table)).set({ deadlineDoneAt: now, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();

@@ -163,6 +163,30 @@ describe("flow requests on the database: state, audit and effects commit togethe
     expect(await effects(id)).toEqual(["flow.reminder"]);
   });
 
+  it("a deadline's answer beaten by a person's is given back, and taken again once that answer did not arrive and the request waits again", async () => {
+    const { flows } = flowsWith({ decideWithinMs: 60_000, onTimeout: "reject" });
+    const id = await pendingRequest({ decideBy: new Date(t + 60_000), onTimeout: "reject" });
+    t += 61_000;
+    // Between the deadline's claim and its answer, a person's click claims the request (their answer under way).
+    const decide = flows.decide.bind(flows);
+    let clicked = false;
+    flows.decide = async (d) => {
+      if (!clicked) {
+        clicked = true;
+        await sql.updateTable("FlowRequest").set({ state: "deciding", decidedBy: "U2", decidedAt: clock.now(), updatedAt: clock.now() }).where("id", "=", id).execute();
+      }
+      return decide(d);
+    };
+    expect(await flows.deadlinesDue()).toBe(1);
+    expect(await row(id)).toMatchObject({ state: "deciding", decidedBy: "U2", deadlineHandledAt: null, deadlineDoneAt: null });
+
+    // The person's answer did not arrive: the request waits again, and its passed deadline is taken.
+    await sql.updateTable("FlowRequest").set({ state: "pending", decidedBy: null, decidedAt: null, updatedAt: clock.now() }).where("id", "=", id).execute();
+    expect(await flows.deadlinesDue()).toBe(1);
+    expect((await row(id)).deadlineDoneAt).toEqual(clock.now());
+    expect((await audits(id)).map((a) => [a.kind, a.decision, (a.detail as { byDeadline?: boolean }).byDeadline])).toEqual([["flow_decision", "Reject", true]]);
+  });
+
   it("a deadline's approve answered by the flow: state, audit row and message update at once", async () => {
     const server = http.createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}'));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));

@@ -509,8 +509,10 @@ export class FlowRequests {
         const withinMs = this.flow(request.flowName)?.decideWithinMs ?? Math.max(0, (request.decideBy ?? now).getTime() - request.createdAt.getTime());
         if (!wanted || (emit.length > 0 && index < 0)) return { kind: "remind", withinMs, ...(wanted ? { lacking: wanted } : {}), detail: () => (wanted ? { wanted } : {}) };
         // decide() answers the flow and records it (its notice when the answer did not arrive included).
-        const decide = async (feedback: string) =>
-          void (await this.decide({ requestId: request.id, userId: DEADLINE_ACTOR, outcomeIndex: emit.length ? index : undefined, feedback, byDeadline: true }));
+        const decide = async (feedback: string) => {
+          const outcome = await this.decide({ requestId: request.id, userId: DEADLINE_ACTOR, outcomeIndex: emit.length ? index : undefined, feedback, byDeadline: true });
+          return outcome.kind === "already_decided" ? { beaten: true } : {};
+        };
         return { kind: "decide", action: wanted, withinMs, decide };
       },
       who: (r) => this.remindWho(r),

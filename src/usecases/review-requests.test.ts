@@ -26,7 +26,7 @@ class FailingAudit extends Audit {
   }
 }
 
-function requests(audit: Audit, remindersMax = 3): ReviewRequests {
+function requests(audit: Audit, remindersMax = 3, more: Partial<ConstructorParameters<typeof ReviewRequests>[0]> = {}): ReviewRequests {
   return new ReviewRequests({
     db: db.database.sql,
     outbox: new DurableOutbox(db.database.sql, clock),
@@ -38,6 +38,7 @@ function requests(audit: Audit, remindersMax = 3): ReviewRequests {
     escalateToOf: () => ({ users: ["U9"], usergroups: ["S1"] }),
     deadlineOf: () => ({ withinMs: 30 * 60_000, onTimeout: "remind" }),
     decide: async () => ({ kind: "unknown_review" }),
+    ...more,
   });
 }
 
@@ -87,6 +88,30 @@ describe("a review as a decision request", () => {
       ["review.deadline", { kind: "reminder", who: "<@U9>", withinMs: 30 * 60_000 }],
       ["review.show", null],
     ]);
+  });
+
+  it("a deadline's decision beaten by a person's is given back, and taken again once that decision did not arrive and the review waits again", async () => {
+    await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "reject" } });
+    const decisions: unknown[] = [];
+    // The first time, a person's click has the review (their /resume under way); then it waits again (it failed).
+    const outcomes = [
+      { kind: "already_decided", review },
+      { kind: "decided", review, resume: {} },
+    ] as const;
+    const rejecting = requests(new Audit(db.database.sql, silentLogger, clock), 3, {
+      deadlineOf: () => ({ withinMs: 30 * 60_000, onTimeout: "reject" }),
+      decide: async (decision) => {
+        decisions.push(decision);
+        return outcomes[decisions.length - 1]!;
+      },
+    });
+    expect(await rejecting.deadlinesDue()).toBe(1);
+    expect((await state()).review).toMatchObject({ deadlineHandledAt: null, deadlineDoneAt: null });
+
+    expect(await rejecting.deadlinesDue()).toBe(1);
+    expect(decisions).toEqual([expect.objectContaining({ byDeadline: true, approve: false }), expect.objectContaining({ byDeadline: true, approve: false })]);
+    expect((await state()).review.deadlineDoneAt).not.toBeNull();
+    expect(await rejecting.deadlinesDue()).toBe(0);
   });
 
   it("a deadline's remind that is the review's last reminder escalates it", async () => {

@@ -147,7 +147,8 @@ export class ReviewRequests {
           // not retried by the deadline: a person decides it now (the thread says so).
           decide: async (feedback) => {
             const outcome = await this.deps.decide({ reviewId: review.id, userId: DEADLINE_ACTOR, approve: action === "approve", feedback, byDeadline: true });
-            return outcome.kind === "resume_failed" ? deadlineNoticeEffect(review, { kind: "not_delivered", action, message: outcome.message }) : undefined;
+            if (outcome.kind === "already_decided") return { beaten: true };
+            return outcome.kind === "resume_failed" ? { notice: deadlineNoticeEffect(review, { kind: "not_delivered", action, message: outcome.message }) } : {};
           },
         };
       },

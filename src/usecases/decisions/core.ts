@@ -20,6 +20,7 @@ import {
   deadlineDone,
   lockRequest,
   type RequestTable,
+  releaseDeadline,
 } from "../../store/decision-requests.js";
 import { inTransaction, type Sql } from "../../store/sql.js";
 import { describeDuration } from "../../text/duration.js";
@@ -95,8 +96,15 @@ export interface ReminderRound<R> {
 
 /** What a passed deadline does with one request. */
 export type DeadlinePlan =
-  | { kind: "decide"; action: "approve" | "reject"; withinMs: number; decide(feedback: string): Promise<NewEffect | undefined> }
+  | { kind: "decide"; action: "approve" | "reject"; withinMs: number; decide(feedback: string): Promise<DeadlineDecided> }
   | { kind: "remind"; withinMs: number; lacking?: "approve" | "reject"; detail(claimed: RequestBase): Record<string, unknown> };
+
+/**
+ * What a deadline's decision led to: `notice`, a thread notice to post (its answer did not arrive);
+ * `beaten`, someone's decision was under way or made first, so the deadline stands (released) in case
+ * that decision does not arrive and the request waits again.
+ */
+export type DeadlineDecided = { notice?: NewEffect; beaten?: boolean };
 
 /** An output's sha256: what audit rows and round detection name an output by. */
 export function hashOutput(output: string): string {
@@ -220,11 +228,13 @@ export class DecisionCore {
         if (plan.kind === "decide") {
           if (!(await claimDeadline(this.sql, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: false, done: false, owner: this.deps.holder?.replicaId })))
             continue;
-          const notice = await plan.decide(timeoutFeedback(plan.action, plan.withinMs));
-          // Whatever it led to (decided, refused, failed, or decided by someone meanwhile), it is done.
+          const { notice, beaten } = await plan.decide(timeoutFeedback(plan.action, plan.withinMs));
+          // Whatever it led to (decided, refused, failed), it is done; beaten by someone's decision, it
+          // is given back, to be taken again should that decision not arrive (the request then waits again).
           await inTransaction(this.sql, async (tx) => {
             if (notice) await this.deps.outbox.add(tx, notice);
-            await deadlineDone(tx, target.table, r.id, this.clock.now());
+            if (beaten) await releaseDeadline(tx, target.table, r.id, this.clock.now());
+            else await deadlineDone(tx, target.table, r.id, this.clock.now());
           });
           if (notice) this.deps.outbox.nudge();
         } else {
