@@ -11,6 +11,7 @@ const PERMANENT_SLACK_ERRORS = new Set([
   "invalid_auth",
   "invalid_blocks",
   "invalid_blocks_format",
+  "invalid_chunks",
   "is_archived",
   "msg_blocks_too_long",
   "msg_too_long",

@@ -51,6 +51,7 @@ import {
   type FlowNotifier,
   type FlowRequest,
   type FlowRequestContext,
+  type PlanCall,
   type Review,
   type ReviewContext,
   type RunNotice,
@@ -88,6 +89,9 @@ type ReviewAndRun = { review: Review; execution: Execution; approvals: readonly 
 
 /** One chat.appendStream token of Slack's Tier 4 (100 a minute per workspace): 600 ms. */
 const APPEND_INTERVAL_MS = cellRate(tierOf("chat.appendStream") ?? { perMinute: 100, burst: 1 }).intervalMs;
+
+/** Slack's answer to a streaming call's chunks it does not accept: the same chunks are refused again. */
+const CHUNKS_REFUSED = "invalid_chunks";
 
 /** How long a workspace that streams is believed to (refusedIn) before it is read again. */
 const REFUSAL_RECHECK_MS = 30_000;
@@ -310,8 +314,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     const plan = planOf({ state: e.state, error: e.error, reviews, step });
     // No card yet: no stream (a run that shows nothing gets no message, as before).
     if (!e.streamTs && plan.tasks.length === 0) return undefined;
-    const call = notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown });
-    if (!call) return undefined;
+    const asked = notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown });
+    if (!asked) return undefined;
+    // A call carries only so many chunks: a stop with more to show than that appends first (Tier 4), and
+    // stops once nothing is left (cards a stop left out could never be sent after it).
+    const call =
+      asked.method === "chat.stopStream" && e.streamTs && showsMore(e, plan, e.streamTs, asked.shown)
+        ? (notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown, appendOnly: true }) ?? asked)
+        : asked;
     // A finished run's stop leaves the Tier 2 token to plans waiting to start, for a while.
     const yields = call.method === "chat.stopStream" && !!e.finishedAt && clock.now().getTime() - e.finishedAt.getTime() < STOP_YIELDS_MS;
     try {
@@ -331,6 +341,13 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     } catch (err) {
       const code = slackErrorCode(err);
       const again: NewEffect[] = [{ kind: "run.progress", subjectId: e.id }];
+      // Chunks Slack refuses are refused again however often they are sent: not retried. An append's are
+      // taken as shown (their cards are sent again when they change), as a stop's are (closingRefused).
+      if (code === CHUNKS_REFUSED && call.method === "chat.startStream") return planRefused(job, gate, e, p, code);
+      if (code === CHUNKS_REFUSED && call.method === "chat.appendStream" && e.streamTs) {
+        deps.log?.warn("Slack refused some of the live plan's cards; the plan goes on without them until they change", { executionId: e.id, error: code });
+        return streamed(e, plan, e.streamTs, call);
+      }
       if (code && STREAMING_REFUSALS.includes(code)) {
         // Not offered in this workspace: remembered for every replica; this run's progress goes on as a message.
         return {
@@ -356,15 +373,44 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       }
       throw err;
     }
+    return streamed(e, plan, ts, call);
+  }
+
+  /** A streaming call went: what the stream shows now, and when the plan's next call is due. */
+  async function streamed(e: Execution, plan: RunPlan, ts: string, call: PlanCall): Promise<EffectOutcome> {
+    const { shown } = call;
     const stopped = call.method === "chat.stopStream";
+    // Cards that had no room in this call go in the next appends, each after the plan's share of Tier 4.
+    const more = !stopped && showsMore(e, plan, ts, shown);
     // An append: the plan's next one waits its share of Tier 4 among the workspace's plans (none waits long).
-    const spacing = call.method === "chat.appendStream" ? appendSpacing(await countLiveStreams(sql, e.teamId), APPEND_INTERVAL_MS) : 0;
+    const spacing = call.method === "chat.appendStream" || more ? appendSpacing(await countLiveStreams(sql, e.teamId), APPEND_INTERVAL_MS) : 0;
+    const againAt = more ? Math.max(spacing, PROGRESS_SPACING_MS) : spacing > PROGRESS_SPACING_MS ? spacing : 0;
     return {
-      record: (tx) => recordStreamShown(tx, { executionId: e.id, ts, shown: call.shown, ...(stopped ? { stoppedAt: clock.now() } : {}) }),
-      // Started for a run that had ended already: the stop follows.
-      next: !stopped && plan.ended ? [{ kind: "run.progress", subjectId: e.id }] : [],
-      ...(spacing > PROGRESS_SPACING_MS ? { again: new Date(clock.now().getTime() + spacing) } : {}),
+      record: (tx) => recordStreamShown(tx, { executionId: e.id, ts, shown, ...(stopped ? { stoppedAt: clock.now() } : {}) }),
+      // Started for a run that had ended already: the stop follows (after the cards still to append).
+      next: !stopped && plan.ended && !more ? [{ kind: "run.progress", subjectId: e.id }] : [],
+      ...(againAt ? { again: new Date(clock.now().getTime() + againAt) } : {}),
     };
+  }
+
+  /**
+   * Whether the stream, once it shows `shown`, still lacks some of `plan`: a call carries at most so many
+   * chunks (PLAN_CHUNKS_PER_CALL in src/adapters/slack/blocks/plan.ts), and what had no room follows.
+   */
+  function showsMore(e: Execution, plan: RunPlan, ts: string, shown: Record<string, string>): boolean {
+    return notifier.planCall!(e, plan, { ts, shown, appendOnly: true }) !== undefined;
+  }
+
+  /**
+   * Slack refused the plan's chunks at its start (`invalid_chunks`): sent again they would be refused
+   * again, each time for a Tier 2 token that plans waiting to start need. This run's progress goes on
+   * as one updated message instead, as in a workspace that refuses streaming (a run keeps that form):
+   * the message that showed its steps while the plan waited becomes it, or it is posted now.
+   */
+  async function planRefused(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload, code: string): Promise<EffectOutcome | undefined> {
+    deps.log?.warn("Slack refused the live plan's chunks at its start; this run's progress is shown as one updated message", { executionId: e.id, error: code });
+    if (e.earlyTs) return { record: (tx) => adoptEarlyProgress(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
+    return progressMessage(job, gate, e, { ...p, steps: Math.max(1, Number(p.steps ?? 0)) });
   }
 
   /**

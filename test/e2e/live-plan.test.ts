@@ -4,6 +4,7 @@
 // progress message, remembered for every replica and said once in the log.
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVE_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import { PLAN_CHUNKS_PER_CALL } from "../../src/adapters/slack/blocks/plan.js";
 import type { Crewline } from "../../src/app.js";
 import type { Logger } from "../../src/log/log.js";
 import type { FakeMessage } from "../../src/playground/slack-standin.js";
@@ -33,6 +34,11 @@ const streamChunks = (h: Harness) =>
     .flatMap((m) => h.slack.callsTo(m))
     .sort((a, b) => a.at - b.at)
     .flatMap((c) => (c.args.chunks as Record<string, string>[] | undefined) ?? []);
+/** For refuseWhen: the first call only. */
+const once = () => {
+  let first = true;
+  return () => first && !(first = false);
+};
 const progressMessages = (h: Harness) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts && /^(Working|Finished):/.test(m.text ?? ""));
 
 function recordingLogger(): Logger & { lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
@@ -89,8 +95,8 @@ describe("a run's live plan", () => {
 
   it("is stopped without its last chunks when Slack refuses them, rather than left spinning", async () => {
     h = await startHarness({ crew: { tasks: [{ id: "t-gather", name: "gather_task", agent: "Gatherer", delayMs: 1500, steps: 3 }] } });
-    // Slack refuses the closing chunks, in a stop or an append (a refusal the outbox does not know: the
-    // same chunks would be sent again until the effect is given up), and takes a stop without them.
+    // Slack refuses the closing chunks, in a stop or an append (sent again, the same chunks would be
+    // refused again), and takes a stop without them.
     const closing = (args: Record<string, unknown>) => JSON.stringify(args.chunks ?? []).includes("finished");
     h.slack.refuseWhen("chat.stopStream", "invalid_chunks", closing);
     h.slack.refuseWhen("chat.appendStream", "invalid_chunks", closing);
@@ -102,6 +108,69 @@ describe("a run's live plan", () => {
     expect(stops.filter((c) => c.error)).toHaveLength(1);
     const row = await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
     expect(row.streamStoppedAt).not.toBeNull();
+  });
+
+  it("starts again with every card when Slack ends a long run's stream, a call carrying at most so many chunks", async () => {
+    const tasks: SimTask[] = [
+      ...Array.from({ length: 110 }, (_, i) => ({ id: `t${i}`, name: `task_${i}`, agent: "A", delayMs: 5, steps: 1 })),
+      { id: "t-long", name: "long_task", agent: "A", delayMs: 8000, steps: 8 },
+    ];
+    h = await startHarness({ crew: { tasks } });
+    await startRunViaSlack(h, "Many");
+    await eventually(() => (streamed(h)[0]?.stream?.tasks.length ?? 0) >= 111 || undefined, { what: "the plan's 111 cards", timeoutMs: 30_000 });
+    // The long task runs on: Slack ends the stream itself, and the next append is told so.
+    h.slack.refuseWhen("chat.appendStream", "message_not_in_streaming_state", once());
+    const again = await eventually(() => (streamed(h)[1]?.stream?.state === "stopped" ? streamed(h)[1]!.stream : undefined), {
+      what: "the plan started again, and stopped at the run's end",
+      timeoutMs: 40_000,
+    });
+    // (The 111 task messages are still being posted, paced by the channel: nothing to wait for here.)
+
+    // Started once more (not refused and retried), every card shown in order, each complete.
+    expect(h.slack.callsTo("chat.startStream").map((c) => c.error ?? "ok")).toEqual(["ok", "ok"]);
+    expect(again.tasks.map((t) => t.id)).toEqual(Array.from({ length: 111 }, (_, i) => `task-${i + 1}`));
+    expect(again.tasks.every((t) => t.status === "complete")).toBe(true);
+    expect(again.title).toContain("finished");
+    const calls = ["chat.startStream", "chat.appendStream", "chat.stopStream"].flatMap((m) => h.slack.callsTo(m));
+    expect(calls.filter((c) => c.error === "invalid_chunks")).toEqual([]);
+    for (const c of calls) expect(((c.args.chunks as unknown[] | undefined) ?? []).length).toBeLessThanOrEqual(PLAN_CHUNKS_PER_CALL);
+  }, 90_000);
+
+  it("shows every card when more change at the run's end than a call carries: appended first, then the stop", async () => {
+    // A slow task starts the plan; then 120 tasks finish within a moment and the run ends.
+    const tasks: SimTask[] = [
+      { id: "t-slow", name: "slow_task", agent: "A", delayMs: 2000, steps: 3 },
+      ...Array.from({ length: 120 }, (_, i) => ({ id: `t${i}`, name: `task_${i}`, agent: "A", delayMs: 0, steps: 0 })),
+    ];
+    h = await startHarness({ crew: { tasks } });
+    await startRunViaSlack(h, "Many");
+    const plan = await eventually(() => (streamed(h)[0]?.stream?.state === "stopped" ? streamed(h)[0]!.stream : undefined), { what: "the plan stopped", timeoutMs: 30_000 });
+    expect(plan.tasks.map((t) => t.id)).toEqual(Array.from({ length: 121 }, (_, i) => `task-${i + 1}`));
+    expect(plan.tasks.every((t) => t.status === "complete")).toBe(true);
+    const calls = ["chat.startStream", "chat.appendStream", "chat.stopStream"].flatMap((m) => h.slack.callsTo(m));
+    expect(calls.filter((c) => c.error)).toEqual([]);
+    for (const c of calls) expect(((c.args.chunks as unknown[] | undefined) ?? []).length).toBeLessThanOrEqual(PLAN_CHUNKS_PER_CALL);
+  });
+
+  it("shows a run's progress as one message when Slack refuses its plan's chunks at the start, and goes on past an append's refused cards", async () => {
+    const log = recordingLogger();
+    h = await startHarness({ crew: { tasks: [{ id: "t-a", name: "a_task", agent: "A", delayMs: 1500, steps: 4 }] }, crewline: { log } });
+    // Sent again, refused chunks are refused again: the start is asked once (one Tier 2 token), not retried.
+    h.slack.refuseWhen("chat.startStream", "invalid_chunks", once());
+    h.slack.refuseWhen("chat.appendStream", "invalid_chunks", once());
+    await startRunViaSlack(h, "First");
+    await eventually(() => progressMessages(h).find((m) => /^Finished/.test(m.text ?? "")), { what: "the first run's progress message finished", timeoutMs: 15_000 });
+    expect(h.slack.callsTo("chat.startStream").map((c) => c.error)).toEqual(["invalid_chunks"]);
+    expect(log.lines.filter((l) => /refused the live plan's chunks/.test(l.msg))).toHaveLength(1);
+
+    // The workspace still streams: the next run's plan starts, an append's refused cards are passed over.
+    await startRunViaSlack(h, "Second");
+    await eventually(() => streamed(h)[0]?.stream?.state === "stopped" || undefined, { what: "the second run's plan stopped", timeoutMs: 15_000 });
+    await h.settled();
+    expect(h.slack.callsTo("chat.startStream").map((c) => c.error ?? "ok")).toEqual(["invalid_chunks", "ok"]);
+    expect(h.slack.callsTo("chat.appendStream").filter((c) => c.error)).toHaveLength(1);
+    expect(streamed(h)[0]!.stream!.tasks.map((t) => t.status)).toEqual(["complete"]);
+    expect(await prismaOf(h.bot.database).streamingRefusal.findMany()).toEqual([]);
   });
 
   it("falls back to the one progress message where Slack refuses streaming, remembered for the workspace and logged once", async () => {

@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { RunPlan } from "../../../domain/plan.js";
-import { earlyProgressMessage, PLAN_LIMITS, planChunks, planShownOf, planTitle, taskChunk } from "./plan.js";
+import {
+  earlyProgressMessage,
+  PLAN_CARDS_MAX,
+  PLAN_CHUNKS_PER_CALL,
+  PLAN_LIMITS,
+  type PlanShown,
+  planCards,
+  planChunks,
+  planShownOf,
+  planTitle,
+  REST_CARD_ID,
+  taskChunk,
+} from "./plan.js";
 
 const plan = (tasks: RunPlan["tasks"], ended = false): RunPlan => ({ tasks, ended, failed: false });
 
@@ -32,6 +44,66 @@ describe("live plan chunks", () => {
       ["task_update", "task-1", "complete"],
       ["task_update", "task-2", "in_progress"],
     ]);
+  });
+
+  it("sends at most PLAN_CHUNKS_PER_CALL chunks a call, and what had no room in the next calls, the cards in order", () => {
+    const tasks = Array.from({ length: 120 }, (_, i) => ({ id: `task-${i + 1}`, title: `t${i + 1}`, status: "complete" as const }));
+    const ids = (chunks: { type: string }[]) => chunks.map((c) => ("id" in c ? String(c.id) : "#title"));
+    // A new stream (as after Slack ended the one before): the title and the first cards.
+    const first = planChunks("t", plan(tasks));
+    expect(first.chunks).toHaveLength(PLAN_CHUNKS_PER_CALL);
+    expect(first.more).toBe(true);
+    expect(ids(first.chunks)).toEqual(["#title", ...tasks.slice(0, PLAN_CHUNKS_PER_CALL - 1).map((t) => t.id)]);
+    // A card that changed meanwhile goes with the next ones, in the plan's order.
+    const changed = tasks.map((t) => (t.id === "task-3" ? { ...t, status: "error" as const } : t));
+    const second = planChunks("t", plan(changed), first.shown);
+    expect(second.more).toBe(true);
+    expect(ids(second.chunks)).toEqual(["task-3", ...tasks.slice(PLAN_CHUNKS_PER_CALL - 1, 2 * PLAN_CHUNKS_PER_CALL - 2).map((t) => t.id)]);
+    // Until every card was sent: each once, in order, the title first.
+    let shown: PlanShown = {};
+    const sent: string[] = [];
+    for (let call = 0; call < 10; call++) {
+      const next = planChunks("t", plan(tasks), shown);
+      if (!next.chunks.length) break;
+      expect(next.chunks.length).toBeLessThanOrEqual(PLAN_CHUNKS_PER_CALL);
+      sent.push(...ids(next.chunks));
+      shown = next.shown;
+      expect(next.more).toBe(sent.length < tasks.length + 1);
+    }
+    expect(sent).toEqual(["#title", ...tasks.map((t) => t.id)]);
+    // Any cap, however small, sends something.
+    expect(planChunks("t", plan(tasks), {}, 0).chunks).toHaveLength(1);
+  });
+
+  it("shows a card per task up to PLAN_CARDS_MAX; every later task on the last card, whose id stays", () => {
+    const task = (n: number, status: RunPlan["tasks"][number]["status"] = "complete") => ({ id: `task-${n}`, title: `t${n}`, status, details: `step of ${n}` });
+    const tasks = (n: number, last: RunPlan["tasks"][number]["status"] = "in_progress") => Array.from({ length: n }, (_, i) => task(i + 1, i + 1 === n ? last : "complete"));
+    expect(planCards(tasks(PLAN_CARDS_MAX - 1))).toEqual(tasks(PLAN_CARDS_MAX - 1));
+    // One past the others: its card as it is, under the shared id.
+    const one = planCards(tasks(PLAN_CARDS_MAX));
+    expect(one).toHaveLength(PLAN_CARDS_MAX);
+    expect(one.at(-1)).toEqual({ ...task(PLAN_CARDS_MAX, "in_progress"), id: REST_CARD_ID });
+    // Thousands: still PLAN_CARDS_MAX cards; the last names the tasks it stands for and shows the latest one's step.
+    const many = planCards(tasks(5000));
+    expect(many).toHaveLength(PLAN_CARDS_MAX);
+    expect(many.slice(0, -1).map((t) => t.id)).toEqual(tasks(PLAN_CARDS_MAX - 1).map((t) => t.id));
+    expect(many.at(-1)).toEqual({ id: REST_CARD_ID, title: `Tasks ${PLAN_CARDS_MAX}–5000`, status: "in_progress", details: "t5000: step of 5000" });
+    // A decision waited for among them shows first, then work under way, then a failure.
+    const waiting = tasks(5000, "complete").map((t) => (t.id === "task-300" ? { ...t, status: "pending" as const } : t));
+    expect(planCards(waiting).at(-1)!.status).toBe("pending");
+    expect(planCards(tasks(5000, "error")).at(-1)!.status).toBe("error");
+    expect(planCards(tasks(5000, "complete")).at(-1)!.status).toBe("complete");
+    // A step of the run's latest task changes that one card only.
+    const before = planChunks("t", plan(tasks(5000)));
+    let shown = before.shown;
+    for (let more = before.more; more; ) {
+      const next = planChunks("t", plan(tasks(5000)), shown);
+      shown = next.shown;
+      more = next.more;
+    }
+    const after = planChunks("t", plan([...tasks(4999, "complete"), { ...task(5000, "in_progress"), details: "a newer step" }]), shown);
+    expect(after.chunks).toEqual([{ type: "task_update", id: REST_CARD_ID, title: `Tasks ${PLAN_CARDS_MAX}–5000`, status: "in_progress", details: "t5000: a newer step" }]);
+    expect(Object.keys(shown)).toHaveLength(PLAN_CARDS_MAX + 1);
   });
 
   it("cuts, then escapes, any text: mentions and markup show as text, a million characters cost what the limit does", () => {

@@ -1,6 +1,7 @@
 // A run's live plan in Slack's message streaming (chat.startStream → appendStream → stopStream):
 // the plan's title (plan_update) and one task card per crew task (task_update). Pure: the chunks a
-// call sends, and what each card then shows, so the next append sends only the cards that changed.
+// call sends, and what each card then shows, so the next append sends only the cards that changed
+// (and, a call carrying at most PLAN_CHUNKS_PER_CALL, what it had no room for).
 // Every text from outside (crew name, inputs, task names, steps, outputs) is cut first, then escaped
 // (a `<!channel>` in a task's output shows as text, and a million characters cost what 300 do).
 
@@ -13,6 +14,26 @@ export type PlanChunk = types.PlanUpdateChunk | types.TaskUpdateChunk;
 
 /** Characters kept of each text before escaping (escaping may lengthen it up to five times). */
 export const PLAN_LIMITS = { title: 150, taskTitle: 120, details: 300, output: 500, inputs: 3, inputValue: 40 } as const;
+
+/**
+ * Chunks one streaming call carries at most (chat.startStream, chat.appendStream, chat.stopStream).
+ * Slack's pages for the three methods and the platform notes (docs/spec/slack-platform-notes.md) name
+ * no count, only the 12,000 characters of markdown_text and stopStream's 50 blocks; the stand-in, which
+ * checks chunks as those notes describe them, refuses more than 100 with `invalid_chunks`
+ * (src/playground/slack-stream.ts). Half of that leaves room below a count of Slack's own, and keeps a
+ * call's body to a few hundred kB (a card's texts, escaped, run to a few thousand characters).
+ */
+export const PLAN_CHUNKS_PER_CALL = 50;
+
+/**
+ * Cards a plan shows at most: the first tasks each have their own card, and every task after them
+ * shows on the last one (a crew of thousands of tasks would otherwise build a message no one reads,
+ * and store what each of its cards showed with the run).
+ */
+export const PLAN_CARDS_MAX = 200;
+
+/** The id of the card that stands for the tasks after the first PLAN_CARDS_MAX - 1 (a task's is task-n). */
+export const REST_CARD_ID = "task-rest";
 
 /** What the stream shows now: the plan's title and each card, keyed by card id (stored with the run). */
 export type PlanShown = Record<string, string>;
@@ -48,25 +69,55 @@ export function taskChunk(t: PlanTask): types.TaskUpdateChunk {
 }
 
 /**
+ * The cards the plan shows: one per task, in order, up to PLAN_CARDS_MAX; beyond that the last card
+ * stands for every task from the PLAN_CARDS_MAX-th on: titled with their numbers, showing what a
+ * person would look for first among them (a decision waited for, then work under way, then a
+ * failure), and the latest one's step or output.
+ */
+export function planCards(tasks: readonly PlanTask[]): PlanTask[] {
+  if (tasks.length < PLAN_CARDS_MAX) return [...tasks];
+  const own = tasks.slice(0, PLAN_CARDS_MAX - 1);
+  const rest = tasks.slice(PLAN_CARDS_MAX - 1);
+  const latest = rest[rest.length - 1]!;
+  // One task past the others: its card as it is (under the id the rest will share).
+  if (rest.length === 1) return [...own, { ...latest, id: REST_CARD_ID }];
+  const has = (status: PlanTask["status"]) => rest.some((t) => t.status === status);
+  const status = has("pending") ? "pending" : has("in_progress") ? "in_progress" : has("error") ? "error" : "complete";
+  const name = latest.title || latest.id;
+  const card: PlanTask = {
+    id: REST_CARD_ID,
+    title: `Tasks ${PLAN_CARDS_MAX}–${tasks.length}`,
+    status,
+    details: latest.details?.trim() ? `${name}: ${latest.details}` : name,
+    ...(latest.output?.trim() ? { output: latest.output } : {}),
+  };
+  return [...own, card];
+}
+
+/**
  * The chunks to send so that the stream shows `plan` under `title`, given what it shows already
  * (`shown`; empty for a new stream): the title when it changed, then every card that changed, in
- * order. `shown` is what the stream will show once they are sent.
+ * order, at most `max` chunks in all. `shown` is what the stream will show once they are sent;
+ * `more`: cards changed that had no room, for the next call (sent in order, so a new card never
+ * comes before one above it).
  */
-export function planChunks(title: string, plan: RunPlan, shown: PlanShown = {}): { chunks: PlanChunk[]; shown: PlanShown } {
+export function planChunks(title: string, plan: RunPlan, shown: PlanShown = {}, max: number = PLAN_CHUNKS_PER_CALL): { chunks: PlanChunk[]; shown: PlanShown; more: boolean } {
+  const room = Math.max(1, max);
   const next: PlanShown = { ...shown };
   const chunks: PlanChunk[] = [];
   if (shown[TITLE_KEY] !== title) {
     chunks.push({ type: "plan_update", title });
     next[TITLE_KEY] = title;
   }
-  for (const task of plan.tasks) {
+  for (const task of planCards(plan.tasks)) {
     const chunk = taskChunk(task);
     const fingerprint = JSON.stringify([chunk.title, chunk.status, chunk.details ?? "", chunk.output ?? ""]);
     if (shown[task.id] === fingerprint) continue;
+    if (chunks.length >= room) return { chunks, shown: next, more: true };
     chunks.push(chunk);
     next[task.id] = fingerprint;
   }
-  return { chunks, shown: next };
+  return { chunks, shown: next, more: false };
 }
 
 /** A stored `shown` read back (a jsonb column: anything else counts as nothing shown). */
