@@ -2,10 +2,10 @@ import { defineConfig } from "vitest/config";
 import { SlowestFirst } from "./test/support/slow-first.js";
 
 // End-to-end files mostly wait on real time rather than compute (timers, child replicas, heartbeats,
-// leases, Slack's pacing): four at once, even on two cores. Measured on 2 cores at load 1-5: the e2e
-// project took 85 s with four forks against 127 s with two (about 1.2 cores busy), the PostgreSQL pass
-// of .ci/run 97 s with four.
-const forks = 4;
+// leases, Slack's pacing): five at once, even on two cores. Measured with .ci/run on a fresh clone on
+// 2 cores: the e2e pass took 151 s with four forks and 138 s with five, the PostgreSQL pass 146 s and
+// 132 s (earlier, with fewer tests: 85 s with four forks against 127 s with two).
+const forks = 5;
 
 // Three projects: `npm test` runs them all; `npm run test:unit`, `test:e2e` and `test:browser` one each.
 export default defineConfig({
