@@ -230,7 +230,7 @@ export async function claimDeadline<T extends RequestTable>(
   db: Sql,
   table: T,
   id: string,
-  p: { handledAt: Date | null; now: Date; remind: boolean; done: boolean; owner?: string },
+  p: { handledAt: Date | null; now: Date; remind: false | { nextReminderAt: Date | null }; done: boolean; owner?: string },
 ): Promise<RequestRow<T> | null> {
   let query = db
     .updateTable(shared(table))
@@ -238,7 +238,7 @@ export async function claimDeadline<T extends RequestTable>(
       deadlineHandledAt: p.now,
       deadlineClaimedBy: p.owner ?? null,
       updatedAt: p.now,
-      ...(p.remind ? { remindersSent: eb("remindersSent", "+", 1) } : {}),
+      ...(p.remind ? { remindersSent: eb("remindersSent", "+", 1), nextReminderAt: p.remind.nextReminderAt } : {}),
       ...(p.done ? { deadlineDoneAt: p.now } : {}),
     }))
     .where("id", "=", id)

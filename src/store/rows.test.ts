@@ -225,9 +225,9 @@ describe("store rows", () => {
     const stamped = await stampDeadline(sql, review.id, { decideBy: at(60_000), onTimeout: "remind" }, at(1));
     expect(stamped).toMatchObject({ decideBy: at(60_000), onTimeout: "remind" });
     expect(await stampDeadline(sql, review.id, { decideBy: at(99_000), onTimeout: "reject" }, at(2))).toMatchObject({ decideBy: at(60_000), onTimeout: "remind" });
-    const claimed = await claimDeadline(sql, "Review", review.id, { handledAt: null, now: at(61_000), remind: true, done: true });
-    expect(claimed).toMatchObject({ deadlineHandledAt: at(61_000), deadlineDoneAt: at(61_000), remindersSent: 1 });
-    expect(await claimDeadline(sql, "Review", review.id, { handledAt: null, now: at(62_000), remind: true, done: true })).toBeNull();
+    const claimed = await claimDeadline(sql, "Review", review.id, { handledAt: null, now: at(61_000), remind: { nextReminderAt: at(90_000) }, done: true });
+    expect(claimed).toMatchObject({ deadlineHandledAt: at(61_000), deadlineDoneAt: at(61_000), remindersSent: 1, nextReminderAt: at(90_000) });
+    expect(await claimDeadline(sql, "Review", review.id, { handledAt: null, now: at(62_000), remind: { nextReminderAt: null }, done: true })).toBeNull();
   });
 
   it("stores one approval per person; a later note or edit replaces the earlier one", async () => {

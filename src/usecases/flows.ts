@@ -502,6 +502,7 @@ export class FlowRequests {
     });
     if (due.length === 0) return 0;
     return this.core.takeDeadlines(this.target, due, {
+      settings: this.deps.reminders ?? { afterMs: 0, max: 0 },
       plan: (request, now) => {
         const emit = outcomesOf(request);
         const wanted = request.onTimeout === "approve" || request.onTimeout === "reject" ? request.onTimeout : undefined;

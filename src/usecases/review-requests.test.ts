@@ -114,6 +114,55 @@ describe("a review as a decision request", () => {
     expect(await rejecting.deadlinesDue()).toBe(0);
   });
 
+  describe("reminders in turn", () => {
+    const at = { minutes: 0 };
+    const moving = { now: () => new Date(T0.getTime() + at.minutes * 60_000) };
+    const reminders = async () => (await prismaOf(db.database).slackEffect.findMany({ where: { kind: { in: ["review.reminder", "review.deadline"] } } })).length;
+    const escalated = async () => (await prismaOf(db.database).review.findUniqueOrThrow({ where: { id: review.id } })).escalatedAt;
+    beforeEach(async () => {
+      at.minutes = 0;
+      await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1" } });
+    });
+
+    it("a deadline's remind before the first reminder is followed by the others, each twice as late, and the escalation after the last", async () => {
+      await prismaOf(db.database).review.update({ where: { id: review.id }, data: { decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
+      const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
+      at.minutes = 31;
+      expect(await r.deadlinesDue()).toBe(1); // reminder 1 of 3, at 31 min: the next is due 2 × 60 min later
+      at.minutes = 150;
+      expect(await r.remindDue()).toBe(0);
+      at.minutes = 152;
+      expect(await r.remindDue()).toBe(1); // reminder 2; the next 4 × 60 min later
+      at.minutes = 390;
+      expect(await r.remindDue()).toBe(0);
+      expect(await escalated()).toBeNull();
+      at.minutes = 393;
+      expect(await r.remindDue()).toBe(1); // reminder 3, the last: it escalates
+      expect(await reminders()).toBe(3);
+      expect(await escalated()).not.toBeNull();
+    });
+
+    it("reminders a stopped bot missed are not posted all at once on its return: the next waits its turn", async () => {
+      const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
+      at.minutes = 600; // ten hours later: three reminders' time has passed
+      expect(await r.remindDue()).toBe(1);
+      at.minutes = 601;
+      expect(await r.remindDue()).toBe(0);
+      at.minutes = 721;
+      expect(await r.remindDue()).toBe(1);
+      expect(await escalated()).toBeNull();
+    });
+
+    it("mentions whoever the review was handed to, besides the crew's reviewers", async () => {
+      const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
+      expect((await r.reassign({ reviewId: review.id, by: "U9", to: "U7", reason: "on leave" })).kind).toBe("reassigned");
+      at.minutes = 61;
+      expect(await r.remindDue()).toBe(1);
+      const reminder = await prismaOf(db.database).slackEffect.findFirstOrThrow({ where: { kind: "review.reminder" } });
+      expect(reminder.payload).toMatchObject({ who: "<@U9>, <@U7>" });
+    });
+  });
+
   it("a deadline's remind that is the review's last reminder escalates it", async () => {
     await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
     expect(await requests(new Audit(db.database.sql, silentLogger, clock), 1).deadlinesDue()).toBe(1);

@@ -112,12 +112,16 @@ export class ReviewRequests {
     return this.core.remind(this.target, await withExecutions(this.deps.db, due), { settings, who: (r) => this.who(r), afterReminder: (r, sent) => this.escalate(r, sent) });
   }
 
-  /** Who a reminder mentions: the crew's named reviewers who have not approved yet (groups stay), or the run's starter when anyone may decide. */
-  private async who({ execution, id }: ReviewWithExecution): Promise<string> {
+  /**
+   * Who a reminder mentions: the crew's named reviewers who have not approved yet (groups stay), or the
+   * run's starter when anyone may decide; and whoever the review was handed to, as a flow request's does.
+   */
+  private async who({ execution, id, reassignedTo }: ReviewWithExecution): Promise<string> {
     const rules = this.deps.rulesOf(execution.crewName);
-    if (!rules) return `<@${execution.userId}>`;
-    const approvers = rules.users.length ? (await approvalsOf(this.deps.db, "Review", id)).map((a) => a.userId) : [];
-    return approvers.length ? describeWaitingReviewers(rules, approvers) : describeReviewers(rules);
+    const approvers = rules?.users.length || reassignedTo ? (await approvalsOf(this.deps.db, "Review", id)).map((a) => a.userId) : [];
+    const named = !rules ? `<@${execution.userId}>` : approvers.length ? describeWaitingReviewers(rules, approvers) : describeReviewers(rules);
+    if (!reassignedTo || approvers.includes(reassignedTo) || named.includes(`<@${reassignedTo}>`)) return named;
+    return `${named}, ${describeReviewers({ users: [reassignedTo], usergroups: [] })}`;
   }
 
   private async takeDeadlines(takeoversOnly = false): Promise<number> {
@@ -134,6 +138,7 @@ export class ReviewRequests {
     });
     if (due.length === 0) return 0;
     return this.core.takeDeadlines(this.target, await withExecutions(this.deps.db, due), {
+      settings: this.deps.reminders,
       plan: (review, now) => {
         const action = (review.onTimeout ?? "remind") as TimeoutAction;
         // The crew's setting; a crew no longer configured: the time the review had.

@@ -111,10 +111,14 @@ export function hashOutput(output: string): string {
   return crypto.createHash("sha256").update(output).digest("hex");
 }
 
-/** When reminder number `sent + 1` is due, for a request created at `createdAt`. */
-export function reminderDue(createdAt: Date, sent: number, afterMs: number): Date {
-  // afterMs, then 2·afterMs later, then 4·afterMs later…: due at createdAt + afterMs·(2^(sent+1) − 1).
-  return new Date(createdAt.getTime() + afterMs * (2 ** (sent + 1) - 1));
+/**
+ * When the reminder after reminder number `sent` is due, that one sent at `now`: afterMs, then 2·afterMs
+ * later, then 4·afterMs later… Counted from when the last one went (not from the request's creation),
+ * so reminders a stopped bot missed are not all posted at once on its return, and a deadline's reminder
+ * (counted as one) is followed by the next in turn.
+ */
+export function nextReminderDue(now: Date, sent: number, afterMs: number): Date {
+  return new Date(now.getTime() + afterMs * 2 ** sent);
 }
 
 export class DecisionCore {
@@ -195,7 +199,7 @@ export class DecisionCore {
       const who = await round.who(r);
       // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
       const claimed = await inTransaction(this.sql, async (tx) => {
-        const next = count < max ? reminderDue(r.createdAt, count, afterMs) : null;
+        const next = count < max ? nextReminderDue(now, count, afterMs) : null;
         if (!(await claimReminder(tx, target.table, r.id, { sent: count, nextReminderAt: next, now }))) return false;
         await this.deps.outbox.add(tx, target.reminder(r, count, { who, waitedMs: now.getTime() - r.createdAt.getTime() }));
         return true;
@@ -218,7 +222,7 @@ export class DecisionCore {
   async takeDeadlines<R extends RequestBase>(
     target: DecisionTarget<R>,
     due: R[],
-    plans: { plan(r: R, now: Date): DeadlinePlan } & Omit<ReminderRound<R>, "settings">,
+    plans: { plan(r: R, now: Date): DeadlinePlan } & ReminderRound<R>,
   ): Promise<number> {
     const now = this.clock.now();
     let taken = 0;
@@ -240,7 +244,16 @@ export class DecisionCore {
         } else {
           const who = await plans.who(r);
           const current = await inTransaction(this.sql, async (tx) => {
-            const claimed = await claimDeadline(tx, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: true, done: true, owner: this.deps.holder?.replicaId });
+            const { afterMs, max } = plans.settings;
+            // Counted as a reminder: the next one follows it in turn (none after the last).
+            const next = r.remindersSent + 1 < max ? nextReminderDue(now, r.remindersSent + 1, afterMs) : null;
+            const claimed = await claimDeadline(tx, target.table, r.id, {
+              handledAt: r.deadlineHandledAt,
+              now,
+              remind: { nextReminderAt: next },
+              done: true,
+              owner: this.deps.holder?.replicaId,
+            });
             if (!claimed) return null;
             await this.audit(tx, target, r, "deadline", { actor: DEADLINE_ACTOR, msToDecision: this.waited(r, now) }, { action: "remind", ...plan.detail(claimed) });
             await this.deps.outbox.add(tx, target.deadlineNotice(r, { who, withinMs: plan.withinMs, ...(plan.lacking ? { lacking: plan.lacking } : {}) }));
