@@ -8,6 +8,13 @@ import type { Logger } from "../log/log.js";
 import type { StepEvent } from "../protocols/crew/types.js";
 import type { Clock, Execution, Outbox } from "./ports.js";
 
+/**
+ * A run whose steps stopped coming this long ago is forgotten here: one ended on another replica (or by
+ * an uninstall) is never finished on this one. Its next step, if any, starts afresh; the outbox's one
+ * run.progress effect keeps the latest step and task, whichever replica sent them.
+ */
+export const PROGRESS_IDLE_FORGET_MS = 10 * 60_000;
+
 interface RunProgress {
   executionId: string;
   /** Steps received here and not yet handed to the outbox. */
@@ -21,6 +28,8 @@ interface RunProgress {
   dirty: boolean;
   lastFlushAt: number;
   timer?: NodeJS.Timeout;
+  /** Forgets the run once no step came for PROGRESS_IDLE_FORGET_MS. */
+  idle?: NodeJS.Timeout;
   flushing?: Promise<void>;
   done: boolean;
 }
@@ -33,11 +42,13 @@ export class ProgressCoalescer {
     private readonly log: Logger,
     private readonly clock: Clock,
     private readonly intervalMs = 1000,
+    private readonly idleForgetMs = PROGRESS_IDLE_FORGET_MS,
   ) {}
 
   step(execution: Pick<Execution, "id">, step: StepEvent): void {
     const run = this.runs.get(execution.id) ?? this.track(execution.id);
     if (run.done) return;
+    clearTimeout(run.idle);
     run.unsent += 1;
     run.latest = step.summary;
     run.latestAt = this.clock.now().getTime();
@@ -55,6 +66,7 @@ export class ProgressCoalescer {
     if (!run) return;
     run.done = true;
     clearTimeout(run.timer);
+    clearTimeout(run.idle);
     await run.flushing;
     await this.flush(run, true).catch((err) => this.log.warn("progress update failed", { executionId, err }));
     this.runs.delete(executionId);
@@ -66,6 +78,7 @@ export class ProgressCoalescer {
     if (!run) return;
     run.done = true;
     clearTimeout(run.timer);
+    clearTimeout(run.idle);
     this.runs.delete(executionId);
   }
 
@@ -86,7 +99,10 @@ export class ProgressCoalescer {
   }
 
   stop(): void {
-    for (const run of this.runs.values()) clearTimeout(run.timer);
+    for (const run of this.runs.values()) {
+      clearTimeout(run.timer);
+      clearTimeout(run.idle);
+    }
     this.runs.clear();
   }
 
@@ -107,9 +123,23 @@ export class ProgressCoalescer {
           run.flushing = undefined;
           // Steps that arrived during the write go out in the next slot.
           if (run.dirty && !run.done) this.schedule(run);
+          else if (!run.dirty) this.forgetWhenIdle(run);
         });
     }, wait);
     run.timer.unref?.();
+  }
+
+  private forgetWhenIdle(run: RunProgress): void {
+    clearTimeout(run.idle);
+    run.idle = setTimeout(() => {
+      if (!run.dirty && !run.timer && !run.flushing && this.runs.get(run.executionId) === run) this.runs.delete(run.executionId);
+    }, this.idleForgetMs);
+    run.idle.unref?.();
+  }
+
+  /** How many runs this replica keeps steps for (tests). */
+  get tracked(): number {
+    return this.runs.size;
   }
 
   private async flush(run: RunProgress, done: boolean): Promise<void> {
