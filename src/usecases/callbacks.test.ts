@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { roundRepeatedAfterRejection } from "./callbacks.js";
+import { bearerToken, roundRepeatedAfterRejection } from "./callbacks.js";
 
 const received = new Date("2026-03-01T10:00:00.000Z");
 const later = new Date("2026-03-01T10:05:00.000Z");
@@ -32,5 +32,12 @@ describe("roundRepeatedAfterRejection (a callback with the same body as one reco
       round({ state: "rejected", decision: "reject", decidedAt: null }),
     ])
       expect(roundRepeatedAfterRejection({ receivedAt: received, lastRejected: r })).toBeUndefined();
+  });
+});
+
+describe("bearerToken (a human-input request's or event stream's Authorization header)", () => {
+  it("reads the token whatever the scheme's case and the spaces around it; anything else is no token", () => {
+    for (const header of ["Bearer tok-1", "bearer tok-1", "BEARER  tok-1 ", "Bearer\ttok-1"]) expect(bearerToken(header)).toBe("tok-1");
+    for (const header of [undefined, "", "tok-1", "Basic tok-1", "Bearer", "Bearertok-1"]) expect(bearerToken(header)).toBe("");
   });
 });

@@ -118,6 +118,14 @@ interface CachedRun {
   readAt: number;
 }
 
+/** The token of an `Authorization: Bearer <token>` header (the scheme in any case, as HTTP has it), or "". */
+export function bearerToken(authorization: string | undefined): string {
+  const header = (authorization ?? "").trim();
+  const space = header.search(/\s/);
+  if (space < 0 || header.slice(0, space).toLowerCase() !== "bearer") return "";
+  return header.slice(space).trim();
+}
+
 export class Callbacks {
   /** Executions by id, so that a flood of step callbacks costs no query. */
   private readonly cache = new Map<string, CachedRun>();
@@ -164,7 +172,7 @@ export class Callbacks {
     const execution = await this.lookup(executionId);
     if (!execution) return { refused: { kind: "unknown_run" } };
     if (!sameSecret(secret, execution.webhookSecret)) return { refused: { kind: "bad_secret" } };
-    if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(authorization ?? "", `Bearer ${execution.humanInputToken}`))) {
+    if ((kind === "input" || kind === "events") && !(execution.humanInputToken && sameSecret(bearerToken(authorization), execution.humanInputToken))) {
       return { refused: { kind: "bad_authorization" } };
     }
     // A run that has ended takes no more news, and nothing about it is stored, whatever the kind, a

@@ -125,7 +125,8 @@ describe("the human-input webhook", () => {
     expect(await post(kickoff.taskWebhookUrl, taskBody(execution.kickoffId!))).toBe(202);
     const plain = await eventually(() => taskPosts(h, "slow_task")[0], { what: "the task message" });
     expect(JSON.stringify(plain.args.blocks)).not.toContain(APPROVE_ACTION);
-    expect(await post(kickoff.humanInputWebhook.url, inputBody(execution.kickoffId!), bearer)).toBe(202);
+    // The scheme in lower case, as HTTP allows any case for it.
+    expect(await post(kickoff.humanInputWebhook.url, inputBody(execution.kickoffId!), bearer.replace("Bearer ", "bearer "))).toBe(202);
     const review = await expectOneReview(execution.id);
     // The same message, now with its controls.
     expect(h.slack.callsTo("chat.update").some((c) => c.args.ts === review.msg.ts && JSON.stringify(c.args.blocks).includes(APPROVE_ACTION))).toBe(true);
