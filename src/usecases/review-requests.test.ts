@@ -153,6 +153,39 @@ describe("a review as a decision request", () => {
       expect(await escalated()).toBeNull();
     });
 
+    it("a review whose reminder cannot be worded does not hold back the others' (it is tried again next pass)", async () => {
+      const sql = db.database.sql;
+      // An older review of another crew, whose reviewer rules cannot be read.
+      const other = await insertExecution(
+        sql,
+        { crewName: "broken", teamId: "T", channelId: "C", userId: "U1", inputs: {}, webhooks: false, state: "waiting", requestId: "r2", webhookSecret: "s", humanInputToken: "t" },
+        new Date(T0.getTime() - 60_000),
+      );
+      await updateExecutionReturning(sql, other.id, { threadTs: "200.0", kickoffId: "k-2" }, {}, T0);
+      await insertReview(
+        sql,
+        { executionId: other.id, taskKey: "t1", taskName: "t", agent: null, round: 1, output: "o", outputHash: "h2", state: "pending", resumeTaskId: null },
+        new Date(T0.getTime() - 60_000),
+      );
+      await prismaOf(db.database).review.updateMany({ data: { messageTs: "100.1" } });
+      const r = requests(new Audit(sql, silentLogger, moving), 3, {
+        clock: moving,
+        rulesOf: (crew) => {
+          if (crew === "broken") throw new Error("rules unreadable");
+          return { users: ["U9"], usergroups: [] };
+        },
+      });
+      at.minutes = 61;
+      expect(await r.remindDue()).toBe(1);
+      const sent = await prismaOf(db.database).review.findMany({ select: { executionId: true, remindersSent: true } });
+      expect(sent).toEqual(
+        expect.arrayContaining([
+          { executionId: execution.id, remindersSent: 1 },
+          { executionId: other.id, remindersSent: 0 },
+        ]),
+      );
+    });
+
     it("mentions whoever the review was handed to, besides the crew's reviewers", async () => {
       const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
       expect((await r.reassign({ reviewId: review.id, by: "U9", to: "U7", reason: "on leave" })).kind).toBe("reassigned");

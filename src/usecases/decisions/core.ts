@@ -195,19 +195,24 @@ export class DecisionCore {
     let sent = 0;
     for (const r of due) {
       const count = r.remindersSent + 1;
-      // Read before the transaction: who to mention may take other reads.
-      const who = await round.who(r);
-      // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
-      const claimed = await inTransaction(this.sql, async (tx) => {
-        const next = count < max ? nextReminderDue(now, count, afterMs) : null;
-        if (!(await claimReminder(tx, target.table, r.id, { sent: count, nextReminderAt: next, now }))) return false;
-        await this.deps.outbox.add(tx, target.reminder(r, count, { who, waitedMs: now.getTime() - r.createdAt.getTime() }));
-        return true;
-      });
-      if (!claimed) continue;
-      sent++;
-      // The last reminder may escalate the request: its mention follows the reminder.
-      await round.afterReminder({ ...r, remindersSent: count }, count);
+      try {
+        // Read before the transaction: who to mention may take other reads.
+        const who = await round.who(r);
+        // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
+        const claimed = await inTransaction(this.sql, async (tx) => {
+          const next = count < max ? nextReminderDue(now, count, afterMs) : null;
+          if (!(await claimReminder(tx, target.table, r.id, { sent: count, nextReminderAt: next, now }))) return false;
+          await this.deps.outbox.add(tx, target.reminder(r, count, { who, waitedMs: now.getTime() - r.createdAt.getTime() }));
+          return true;
+        });
+        if (!claimed) continue;
+        sent++;
+        // The last reminder may escalate the request: its mention follows the reminder.
+        await round.afterReminder({ ...r, remindersSent: count }, count);
+      } catch (err) {
+        // One request's failure (a read, its claim) leaves the others their reminders; it is tried next pass.
+        this.deps.log.warn("could not remind about a request", { id: r.id, table: target.table, err });
+      }
     }
     if (sent) this.deps.outbox.nudge();
     return sent;
@@ -219,11 +224,7 @@ export class DecisionCore {
    * remind posts a reminder under the request instead, counted as one, in one transaction with its
    * claim, its audit row and the message that stops announcing the deadline. How many were taken.
    */
-  async takeDeadlines<R extends RequestBase>(
-    target: DecisionTarget<R>,
-    due: R[],
-    plans: { plan(r: R, now: Date): DeadlinePlan } & ReminderRound<R>,
-  ): Promise<number> {
+  async takeDeadlines<R extends RequestBase>(target: DecisionTarget<R>, due: R[], plans: { plan(r: R, now: Date): DeadlinePlan } & ReminderRound<R>): Promise<number> {
     const now = this.clock.now();
     let taken = 0;
     for (const r of due) {
