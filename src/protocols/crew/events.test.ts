@@ -90,6 +90,10 @@ describe("effectOf", () => {
     expect(effectOf(ev("crew_kickoff_completed", { output: "Final" }))).toEqual({ kind: "callback", callback: "crew", body: { result: "Final" } });
     expect(effectOf(ev("crew_kickoff_failed", { error: "boom" }))).toMatchObject({ kind: "callback", callback: "crew", body: { error: "boom" } });
     expect(effectOf(ev("task_completed", {}))).toEqual({ kind: "ignore" });
+    // An output named by neither a name nor an id is still a task the task webhook's parser takes.
+    const unnamed = effectOf(ev("task_completed", { output: "Text" }));
+    expect(unnamed).toMatchObject({ kind: "callback", callback: "task", body: { name: "task", output: "Text" } });
+    expect(parseWebhook("task", (unnamed as { body: unknown }).body)).toMatchObject({ output: "Text" });
     expect(effectOf(ev("brand_new_event"))).toEqual({ kind: "ignore" });
   });
 });

@@ -124,10 +124,13 @@ export function effectOf(e: StreamEvent): StreamEffect {
     case "task_completed": {
       const output = out(d.output) ?? out(task.output) ?? out(d.result);
       if (!output) return { kind: "ignore" };
+      const taskId = taskName ? undefined : str(d.task_id);
+      // Named by neither (the platform publishes no shape for `data`): keyed "task", as a human-input
+      // request naming none is, rather than stored and then refused by the task webhook's parser.
       return {
         kind: "callback",
         callback: "task",
-        body: { name: taskName, agent: agentOf(d) ?? str(task.agent), output, ...(!taskName && str(d.task_id) ? { task_id: str(d.task_id) } : {}) },
+        body: { name: taskName ?? (taskId ? undefined : "task"), agent: agentOf(d) ?? str(task.agent), output, ...(taskId ? { task_id: taskId } : {}) },
       };
     }
     case "crew_kickoff_completed":
