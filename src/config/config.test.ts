@@ -391,6 +391,9 @@ describe("loadConfig: distribution (OAuth) mode", () => {
     expect(problems({ ...oauth, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_TEAM: "T0ONE", FLOW_ENTERPRISE: "T0ONE" }).join("\n")).toMatch(
       /^FLOW_ENTERPRISE \(the Enterprise Grid org .*\) is invalid: must be an Enterprise Grid org id/m,
     );
+    expect(problems({ ...base, FLOW_WEBHOOK_SECRET: "flow-signing-secret-01", FLOW_CHANNEL: "C0FLOWS", FLOW_ENTERPRISE: "E0GRID" }).join("\n")).toMatch(
+      /flow "flow" names its Grid org .* but not its workspace/,
+    );
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "crewline-teams-"));
     const file = path.join(dir, "crews.yaml");

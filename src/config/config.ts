@@ -694,6 +694,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
 
   crews = crews.map((crew) => offerCrew(crew, oauthWanted, problems));
 
+  // An org names which org a workspace is in: without the workspace it names nothing.
+  for (const flow of flows)
+    if (flow.enterprise && !flow.team)
+      problems.push(`flow "${flow.name}" names its Grid org (enterprise:, FLOW_ENTERPRISE) but not its workspace: set team: T… in CREWS_FILE, or ${describe("FLOW_TEAM")}`);
+
   if (oauthWanted) {
     for (const flow of flows)
       if (!flow.team)
