@@ -535,7 +535,13 @@ export class FlowRequests {
     const ruled = kinds.flows.filter((flowName) => rules.rulesFor(flowName) !== undefined);
     const decides = await Promise.all(ruled.map((flowName) => rules.mayDecide(flowName, userId)));
     const now = this.clock.now();
-    const granted = await Promise.all(kinds.escalations.map((e) => this.isGranted({ ...e, flowName: "", assigneeUserId: null, reassignedTo: null, escalatedAt: now }, userId)));
+    const granted = await Promise.all(
+      kinds.escalations.map((e) =>
+        rules
+          .isGranted({ reassignedTo: null, escalatedAt: now, escalatedTo: e.escalatedTo }, userId, e.teamId ? { teamId: e.teamId, enterpriseId: e.enterpriseId } : undefined)
+          .catch(() => false),
+      ),
+    );
     const mine = {
       userId,
       flows: ruled.filter((_, i) => decides[i]),

@@ -35,6 +35,11 @@ export interface FinishOutcome {
 /** How long a run may stay starting with no kickoff id and no callback before it is taken as never started (endUnstarted). */
 export const UNSTARTED_AFTER_MS = 10 * 60_000;
 
+/** The outbox effect that ends a run's live plan (or its progress message) once the run has ended. */
+export function planEnds(executionId: string) {
+  return { kind: "run.progress", subjectId: executionId, payload: { steps: 0, latest: "", done: true } } as const;
+}
+
 export class Runs {
   private readonly sql: Sql;
 
@@ -199,7 +204,7 @@ export class Runs {
       for (const reviewId of closed) await this.outbox.add(tx, { kind: "review.show", subjectId: reviewId });
       await this.outbox.add(tx, { kind: "run.completion", subjectId: id });
       // The run's progress shows its end (its live plan stops), whether or not steps came here.
-      await this.outbox.add(tx, { kind: "run.progress", subjectId: id, payload: { steps: 0, latest: "", done: true } });
+      await this.outbox.add(tx, planEnds(id));
       return true;
     });
     if (won) this.outbox.nudge();

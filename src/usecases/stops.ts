@@ -17,6 +17,7 @@ import { inTransaction, type Sql } from "../store/sql.js";
 import { type AccessPorts, type Asker, clickFromAnnouncement, mayStopRun, visibleRun } from "./access.js";
 import type { Audit } from "./audit.js";
 import type { ClaimHolder, Clock, CrewDirectory, Execution, Outbox } from "./ports.js";
+import { planEnds } from "./runs.js";
 
 /**
  * A stop claimed this long ago whose process died before finishing it may be claimed again: at the
@@ -217,7 +218,7 @@ export class RunStops {
       await this.deps.outbox.add(tx, { kind: "run.message", subjectId: id, part: how, payload: { notice: { kind: "run_stopped", by, how } } });
       // Its live plan stops, showing the stop, as at any run's end (runs.ts finish): a review's update
       // would re-arm it too, but a run stopped with none waiting has no such update.
-      await this.deps.outbox.add(tx, { kind: "run.progress", subjectId: id, payload: { steps: 0, latest: "", done: true } });
+      await this.deps.outbox.add(tx, planEnds(id));
       return run;
     });
     if (ended) {
