@@ -254,8 +254,8 @@ describe("kickoff from Slack", () => {
     expect(h.crew.requests.filter((r) => r.path === "/kickoff")).toHaveLength(1);
   });
 
-  it("a kickoff the crew took (200) with an answer Crewline cannot read: the run stays, the person is told it may have started, and its first callback adopts it", async () => {
-    h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 200, body: "Accepted", afterHandling: true, times: 1 }] } });
+  it("a kickoff the crew took (200) with an id Crewline cannot read: the run stays, the person is told it may have started, and its first callback adopts it", async () => {
+    h = await startHarness({ crew: { failWith: [{ endpoint: "kickoff", status: 200, body: { status: "accepted" }, afterHandling: true, times: 1 }] } });
     await kickoffViaSlack(h, { topic: "tides" });
     const told = await formSaying("⏳", "the unconfirmed form");
     expect(told).toMatch(/answered \(200\) while starting a run.*may have gone through.*If \*research\* started, its progress shows in the run's thread/);

@@ -374,12 +374,20 @@ describe("CrewClient errors", () => {
   });
 
   it.each([
-    ["without an id", { ok: true }],
     ["in plain text", "Accepted"],
-    ["as a proxy's page", "<html><body>OK</body></html>"],
+    ["as a login or proxy page", "<html><body>Sign in</body></html>"],
     ["empty", undefined],
+  ])("reads a 2xx kickoff answer %s as not the crew's: nothing is taken to have started", async (_label, answer) => {
+    const crew = await startCrew((_req, res) => send(res, 200, answer));
+    const e = await failure(client(crew.url).kickoff({ inputs: {} }));
+    expect(e).toMatchObject({ kind: "invalid_response", operation: "kickoff" });
+    expect(e.maybeApplied).toBeFalsy();
+  });
+
+  it.each([
+    ["without an id", { ok: true }],
     ["with an id longer than 200 characters", { kickoff_id: "k".repeat(201) }],
-  ])("reads a 2xx kickoff answer %s as one it cannot read, but taken: the run may have started", async (_label, answer) => {
+  ])("reads a 2xx kickoff answer in JSON %s as one it cannot read, but taken: the run may have started", async (_label, answer) => {
     const crew = await startCrew((_req, res) => send(res, 200, answer));
     const e = await failure(client(crew.url).kickoff({ inputs: {} }));
     expect(e).toMatchObject({ kind: "invalid_response", operation: "kickoff", status: 200, maybeApplied: true });

@@ -115,9 +115,10 @@ export class CrewClient implements CrewApi {
     try {
       return parseKickoff(this.json("kickoff", reply), this.name);
     } catch (e) {
-      // A 2xx: the crew took the kickoff. An answer Crewline cannot read (plain text, a proxy's page, an
-      // unusable id, too large) loses the kickoff id, not the run: its first callback names it (Runs.adopt).
-      if (!isCrewError(e)) throw e;
+      // A 2xx in JSON (or too large to read): the crew took the kickoff. An id Crewline cannot read (none,
+      // an unusable one) loses the kickoff id, not the run: its first callback names it (Runs.adopt). A
+      // readable answer that is not JSON (a login or proxy page) is not the crew's: nothing started.
+      if (!isCrewError(e) || (!reply.tooLarge && !looksLikeJson(reply.text))) throw e;
       throw new CrewError({ kind: "invalid_response", crewName: this.name, operation: "kickoff", status: reply.statusCode, detail: e.detail, maybeApplied: true, cause: e });
     }
   }
@@ -396,4 +397,10 @@ function checkToken(name: string, token: string): string {
 export function namesCamelCaseResumeFields(e: CrewError): boolean {
   const said = [e.serviceMessage ?? "", ...(e.missingInputs ?? [])].join(" ");
   return /\b(executionId|taskId|humanFeedback)\b/.test(said);
+}
+
+/** Whether an answer is JSON at all (its first character opens an object or an array). */
+function looksLikeJson(text: string): boolean {
+  const first = text.trimStart()[0];
+  return first === "{" || first === "[";
 }
