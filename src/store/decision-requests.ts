@@ -248,9 +248,20 @@ export async function claimDeadline<T extends RequestTable>(
   return rowOf<T>(await query.returningAll().executeTakeFirst());
 }
 
-/** The deadline's claim given back, its action not done (someone decided first): taken again if the request waits again. */
-export async function releaseDeadline(db: Sql, table: RequestTable, id: string, now: Date): Promise<void> {
-  await db.updateTable(shared(table)).set({ deadlineHandledAt: null, deadlineClaimedBy: null, updatedAt: now }).where("id", "=", id).where("deadlineDoneAt", "is", null).execute();
+/**
+ * The deadline's claim given back, its action not done, while someone's decision is being sent: taken
+ * again, by `decideBy`, should that decision not arrive and the request wait again. False when the
+ * request is no longer being decided (that decision settled already).
+ */
+export async function releaseDeadline(db: Sql, table: RequestTable, id: string, p: { decideBy: Date; now: Date }): Promise<boolean> {
+  const result = await db
+    .updateTable(shared(table))
+    .set({ deadlineHandledAt: null, deadlineClaimedBy: null, decideBy: p.decideBy, updatedAt: p.now })
+    .where("id", "=", id)
+    .where("state", "=", "deciding")
+    .where("deadlineDoneAt", "is", null)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
 }
 
 /** The deadline's action finished (whatever it led to): it is not taken again. */

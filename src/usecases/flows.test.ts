@@ -13,6 +13,7 @@ import { DurableOutbox, type NewEffect } from "../outbox/index.js";
 import { findFlowRequest, insertFlowRequest } from "../store/flow-requests.js";
 import type { Sql } from "../store/sql.js";
 import { Audit } from "./audit.js";
+import { DEADLINE_AFTER_FAILED_DECISION_MS } from "./decisions/core.js";
 import { approvalsAnswered, FlowRequests, type FlowRules } from "./flows.js";
 import type { Clock } from "./ports.js";
 
@@ -180,8 +181,10 @@ describe("flow requests on the database: state, audit and effects commit togethe
     expect(await flows.deadlinesDue()).toBe(1);
     expect(await row(id)).toMatchObject({ state: "deciding", decidedBy: "U2", deadlineHandledAt: null, deadlineDoneAt: null });
 
-    // The person's answer did not arrive: the request waits again, and its passed deadline is taken.
+    // The person's answer did not arrive: the request waits again, and its passed deadline is taken once they had time to answer again.
     await sql.updateTable("FlowRequest").set({ state: "pending", decidedBy: null, decidedAt: null, updatedAt: clock.now() }).where("id", "=", id).execute();
+    expect(await flows.deadlinesDue()).toBe(0);
+    t += DEADLINE_AFTER_FAILED_DECISION_MS;
     expect(await flows.deadlinesDue()).toBe(1);
     expect((await row(id)).deadlineDoneAt).toEqual(clock.now());
     expect((await audits(id)).map((a) => [a.kind, a.decision, (a.detail as { byDeadline?: boolean }).byDeadline])).toEqual([["flow_decision", "Reject", true]]);

@@ -9,7 +9,7 @@ import { DurableOutbox } from "../outbox/index.js";
 import { insertExecution, updateExecutionReturning } from "../store/executions.js";
 import { insertReview } from "../store/reviews.js";
 import { Audit } from "./audit.js";
-import { DEADLINE_ACTOR } from "./decisions/core.js";
+import { DEADLINE_ACTOR, DEADLINE_AFTER_FAILED_DECISION_MS } from "./decisions/core.js";
 import type { Execution, Review } from "./ports.js";
 import { ReviewRequests } from "./review-requests.js";
 
@@ -90,28 +90,48 @@ describe("a review as a decision request", () => {
     ]);
   });
 
-  it("a deadline's decision beaten by a person's is given back, and taken again once that decision did not arrive and the review waits again", async () => {
-    await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "reject" } });
+  it("a deadline's decision beaten by a person's is given back, and taken again a while after that decision did not arrive; one settled meanwhile leaves it done", async () => {
+    const prisma = prismaOf(db.database);
+    await prisma.review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "reject" } });
+    const at = { ms: clock.now().getTime() };
+    const moving = { now: () => new Date(at.ms) };
     const decisions: unknown[] = [];
-    // The first time, a person's click has the review (their /resume under way); then it waits again (it failed).
-    const outcomes = [
-      { kind: "already_decided", review },
-      { kind: "decided", review, resume: {} },
-    ] as const;
-    const rejecting = requests(new Audit(db.database.sql, silentLogger, clock), 3, {
+    const rejecting = requests(new Audit(db.database.sql, silentLogger, moving), 3, {
+      clock: moving,
       deadlineOf: () => ({ withinMs: 30 * 60_000, onTimeout: "reject" }),
       decide: async (decision) => {
         decisions.push(decision);
-        return outcomes[decisions.length - 1]!;
+        if (decisions.length > 1) return { kind: "decided", review, resume: {} };
+        // A person's click has the review: their /resume is under way.
+        await prisma.review.update({ where: { id: review.id }, data: { state: "deciding" } });
+        return { kind: "already_decided", review };
       },
     });
     expect(await rejecting.deadlinesDue()).toBe(1);
-    expect((await state()).review).toMatchObject({ deadlineHandledAt: null, deadlineDoneAt: null });
+    expect((await state()).review).toMatchObject({ deadlineHandledAt: null, deadlineDoneAt: null, decideBy: new Date(at.ms + DEADLINE_AFTER_FAILED_DECISION_MS) });
 
+    // Their decision did not arrive: the review waits again, and the deadline acts once the person had time to decide again.
+    await prisma.review.update({ where: { id: review.id }, data: { state: "pending" } });
+    expect(await rejecting.deadlinesDue()).toBe(0);
+    at.ms += DEADLINE_AFTER_FAILED_DECISION_MS;
     expect(await rejecting.deadlinesDue()).toBe(1);
     expect(decisions).toEqual([expect.objectContaining({ byDeadline: true, approve: false }), expect.objectContaining({ byDeadline: true, approve: false })]);
     expect((await state()).review.deadlineDoneAt).not.toBeNull();
     expect(await rejecting.deadlinesDue()).toBe(0);
+  });
+
+  it("a deadline beaten by a person's decision that settled already is done, not given back", async () => {
+    const prisma = prismaOf(db.database);
+    await prisma.review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "reject" } });
+    const rejecting = requests(new Audit(db.database.sql, silentLogger, clock), 3, {
+      deadlineOf: () => ({ withinMs: 30 * 60_000, onTimeout: "reject" }),
+      decide: async () => {
+        await prisma.review.update({ where: { id: review.id }, data: { state: "approved" } });
+        return { kind: "already_decided", review };
+      },
+    });
+    expect(await rejecting.deadlinesDue()).toBe(1);
+    expect((await state()).review).toMatchObject({ state: "approved", deadlineHandledAt: clock.now(), deadlineDoneAt: clock.now() });
   });
 
   describe("reminders in turn", () => {

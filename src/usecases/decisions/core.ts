@@ -99,6 +99,9 @@ export type DeadlinePlan =
   | { kind: "decide"; action: "approve" | "reject"; withinMs: number; decide(feedback: string): Promise<DeadlineDecided> }
   | { kind: "remind"; withinMs: number; lacking?: "approve" | "reject"; detail(claimed: RequestBase): Record<string, unknown> };
 
+/** How long a person whose decision did not arrive has to decide again before a passed deadline acts. */
+export const DEADLINE_AFTER_FAILED_DECISION_MS = 5 * 60_000;
+
 /**
  * What a deadline's decision led to: `notice`, a thread notice to post (its answer did not arrive);
  * `beaten`, someone's decision was under way or made first, so the deadline stands (released) in case
@@ -234,12 +237,14 @@ export class DecisionCore {
           if (!(await claimDeadline(this.sql, target.table, r.id, { handledAt: r.deadlineHandledAt, now, remind: false, done: false, owner: this.deps.holder?.replicaId })))
             continue;
           const { notice, beaten } = await plan.decide(timeoutFeedback(plan.action, plan.withinMs));
-          // Whatever it led to (decided, refused, failed), it is done; beaten by someone's decision, it
-          // is given back, to be taken again should that decision not arrive (the request then waits again).
+          // Whatever it led to (decided, refused, failed), it is done. Beaten by someone's decision still
+          // being sent, it is given back: should that decision not arrive, the request waits again, and
+          // its deadline acts a while later, leaving the person time to decide again first.
           await inTransaction(this.sql, async (tx) => {
             if (notice) await this.deps.outbox.add(tx, notice);
-            if (beaten) await releaseDeadline(tx, target.table, r.id, this.clock.now());
-            else await deadlineDone(tx, target.table, r.id, this.clock.now());
+            const at = this.clock.now();
+            const released = beaten && (await releaseDeadline(tx, target.table, r.id, { decideBy: new Date(at.getTime() + DEADLINE_AFTER_FAILED_DECISION_MS), now: at }));
+            if (!released) await deadlineDone(tx, target.table, r.id, at);
           });
           if (notice) this.deps.outbox.nudge();
         } else {
