@@ -267,6 +267,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const abandonedDecisionMs = Math.max(config.polling?.claimStaleMs ?? 60_000, CREW_POST_LONGEST_MS);
   // A poll's lease holds its status call's longest time (every retry included), with a margin for the database.
   const pollLeaseMs = Math.max(config.polling?.leaseMs ?? 30_000, CREW_GET_LONGEST_MS + 5_000);
+  if (config.polling?.leaseMs !== undefined && config.polling.leaseMs < pollLeaseMs)
+    log.info("POLL_LEASE_MS is shorter than a status call with every retry: the longer lease is used", { configured: config.polling.leaseMs, used: pollLeaseMs });
   const watcher = new RunWatcher({
     db: database.sql,
     lifecycle,
