@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { STOP_ACTION } from "../../src/adapters/slack/blocks/index.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
-import { clickReview, pendingReview, startRunViaSlack } from "../support/reviews.js";
+import { clickReview, offsetClock, pendingReview, startRunViaSlack } from "../support/reviews.js";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -18,11 +18,6 @@ const crew = {
     { id: "t2", name: "polish", agent: "B", delayMs: 60_000, steps: 0 },
   ],
 };
-
-function offsetClock() {
-  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
-  return clock;
-}
 
 describe("the run's announcement while the run is live", () => {
   it("says a review waits once the review has waited through a reminder, keeps its Stop button, and says Running again after the decision", async () => {

@@ -12,7 +12,18 @@ import { DEADLINE_ACTOR } from "../../src/usecases/decisions/core.js";
 import { FLOW_CHANNEL, type FlowHarness, flowRow, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, freePort, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, otherReviewRequests, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
+import {
+  clickReview,
+  escalatingHarness,
+  offsetClock,
+  otherReviewRequests,
+  type PendingReview,
+  pendingReview,
+  resumeCalls,
+  setRules,
+  startRunViaSlack,
+  submitReassign,
+} from "../support/reviews.js";
 import { usePostgres } from "../support/test-database.js";
 
 let h: Harness;
@@ -31,12 +42,6 @@ const CAROL = "U0CAROL";
 const DAN = "U0DAN";
 const MIN = 60_000;
 
-function offsetClock() {
-  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
-  return clock;
-}
-
-const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 const review = (h: Harness, id: string) => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } });
 const messageText = (h: Harness, ts: string) => JSON.stringify(h.slack.messages(CHANNEL).find((m) => m.ts === ts)?.blocks ?? []);
 const threadReplies = (h: Harness, threadTs: string | null, pattern: RegExp) => h.slack.messages(CHANNEL).filter((m) => m.thread_ts === threadTs && pattern.test(m.text ?? ""));
@@ -272,14 +277,9 @@ describe("review deadlines", () => {
 describe("escalation after the last reminder", () => {
   /** One reminder a minute after the review, then Carol as escalateTo; Bob is the reviewer. */
   async function startEscalating() {
-    const clock = offsetClock();
-    h = await startHarness({
-      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
-      research: { escalateTo: { users: [CAROL], usergroups: [] } },
-      crewline: { clock },
-    });
-    setRules(h, [BOB]);
-    return clock;
+    const started = await escalatingHarness(BOB, CAROL);
+    h = started.h;
+    return started.clock;
   }
 
   it("mentions escalateTo after the last reminder; they may decide only from then on", async () => {

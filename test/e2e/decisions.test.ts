@@ -7,7 +7,7 @@ import type { SimTask } from "../../src/sim/crew-service.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, openFlowEdit, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, messageText, openEditModal, pendingReview, resumeCalls, startRunViaSlack, submitEdit } from "../support/reviews.js";
+import { clickReview, messageText, offsetClock, openEditModal, pendingReview, resumeCalls, startRunViaSlack, submitEdit } from "../support/reviews.js";
 
 let h: Harness;
 let f: FlowHarness | undefined;
@@ -23,11 +23,6 @@ const CAROL = "U0CAROL";
 const MIN = 60_000;
 
 /** A clock a test moves forward (a deadline passing). */
-function offsetClock() {
-  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
-  return clock;
-}
-
 const review = (id: string) => prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } });
 const ephemeralsFor = (user: string) => h.slack.ephemerals.filter((e) => e.user === user);
 const resumeBody = (i: number) => resumeCalls(h)[i]!.body as { is_approve: boolean; human_feedback: string };

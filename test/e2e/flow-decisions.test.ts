@@ -9,7 +9,7 @@ import { createLogger } from "../../src/log/log.js";
 import { clickFlow, FLOW_CHANNEL, type FlowHarness, flowRow, type PendingFlowRequest, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, pendingReview, startRunViaSlack, submitReassign } from "../support/reviews.js";
+import { clickReview, offsetClock, pendingReview, startRunViaSlack, submitReassign } from "../support/reviews.js";
 
 let f: FlowHarness | undefined;
 let h: Harness | undefined;
@@ -25,11 +25,6 @@ const CAROL = "U0CAROL";
 const DAN = "U0DAN";
 /** Waits until the bot has nothing left to do (test/support/harness.ts settled()). */
 const settle = () => (f?.h ?? h)!.settled();
-
-function offsetClock() {
-  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
-  return clock;
-}
 
 const underRequest = (f: FlowHarness, req: PendingFlowRequest, pattern: RegExp) =>
   f.h.slack.messages(FLOW_CHANNEL).filter((m) => m.thread_ts === req.msg.ts && pattern.test(m.text ?? ""));

@@ -4,7 +4,18 @@ import { HOME_APPROVE_ACTION, HOME_FLOW_APPROVE_ACTION, REASSIGN_ACTION, REASSIG
 import { FLOW_CHANNEL, FLOW_NAME, FLOW_SECRET, type FlowHarness, pendingFlowRequest, startFlowHarness } from "../support/flows.js";
 import { CHANNEL, eventually, type Harness, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
-import { clickReview, otherReviewRequests, type PendingReview, pendingReview, resumeCalls, startRunViaSlack, submitReassign } from "../support/reviews.js";
+import {
+  clickReview,
+  escalatingHarness,
+  offsetClock,
+  otherReviewRequests,
+  type PendingReview,
+  pendingReview,
+  resumeCalls,
+  setRules,
+  startRunViaSlack,
+  submitReassign,
+} from "../support/reviews.js";
 
 let h: Harness;
 let f: FlowHarness | undefined;
@@ -19,11 +30,6 @@ const CAROL = "U0CAROL";
 const DAN = "U0DAN";
 const GROUP = "S0REVIEW";
 
-function offsetClock() {
-  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
-  return clock;
-}
-
 const homesOf = (h: Harness, user: string) => h.slack.callsTo("views.publish").filter((c) => c.args.user_id === user);
 const homeText = (call: { args: Record<string, unknown> }) => JSON.stringify((call.args.view as any).blocks);
 /** The Home's reviews part: from its "Reviews waiting for you" header to the divider after it. */
@@ -33,8 +39,6 @@ function reviewsPart(call: { args: Record<string, unknown> }): string {
   const end = blocks.findIndex((b, i) => i > start && b.type === "divider");
   return JSON.stringify(blocks.slice(start, end));
 }
-
-const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
 
 async function reviewState(h: Harness, id: string) {
   return (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id } })).state;
@@ -184,11 +188,6 @@ describe("audit trail", () => {
 });
 
 describe("review reminders", () => {
-  function offsetClock() {
-    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
-    return clock;
-  }
-
   it("reminds the reviewers once when due, backs off ×2, stops at the maximum, and once per replica set", async () => {
     const clock = offsetClock();
     h = await startHarness({ config: { reviewReminders: { afterMinutes: 1, max: 2 } }, crewline: { clock } });
@@ -245,14 +244,9 @@ describe("review reminders", () => {
 describe("App Home", () => {
   /** Bob decides by the crew's rules; a review nobody decided by its one reminder goes to Carol. */
   async function escalatingToCarol() {
-    const clock = offsetClock();
-    h = await startHarness({
-      config: { reviewReminders: { afterMinutes: 1, max: 1 } },
-      research: { escalateTo: { users: [CAROL], usergroups: [] } },
-      crewline: { clock },
-    });
-    setRules(h, [BOB]);
-    return clock;
+    const started = await escalatingHarness(BOB, CAROL);
+    h = started.h;
+    return started.clock;
   }
 
   it("shows a reviewer the reviews waiting for them with thread links, and the starter their runs", async () => {

@@ -21,7 +21,7 @@ import type { CrewApi, ResumeRequest, ResumeResult } from "../../src/protocols/c
 import type { Clock } from "../../src/usecases/ports.js";
 import { type ReviewRequestDeps, ReviewRequests } from "../../src/usecases/review-requests.js";
 import type { FakeMessage } from "./fake-slack.js";
-import { CHANNEL, eventually, type Harness, kickoffViaSlack, USER } from "./harness.js";
+import { CHANNEL, eventually, type Harness, kickoffViaSlack, startHarness, USER } from "./harness.js";
 import { prismaOf } from "./prisma.js";
 
 export interface PendingReview {
@@ -177,4 +177,25 @@ export function resumingThrough(resume: (real: CrewApi, request: ResumeRequest) 
       resume: (r) => resume(real, r),
     };
   };
+}
+
+/** A clock the test moves on by hand (`offsetMs`), for reminders, deadlines and escalations. */
+export function offsetClock() {
+  const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+  return clock;
+}
+
+/** The research crew's reviewer rules, set on the running bot. */
+export const setRules = (h: Harness, users: string[], usergroups: string[] = []) => (h.bot.crews.config("research")!.reviewers = { users, usergroups });
+
+/** A bot where `reviewer` decides by the crew's rules and a review nobody decided by its one reminder (a minute on) is escalated to `escalateTo`. */
+export async function escalatingHarness(reviewer: string, escalateTo: string): Promise<{ h: Harness; clock: ReturnType<typeof offsetClock> }> {
+  const clock = offsetClock();
+  const h = await startHarness({
+    config: { reviewReminders: { afterMinutes: 1, max: 1 } },
+    research: { escalateTo: { users: [escalateTo], usergroups: [] } },
+    crewline: { clock },
+  });
+  setRules(h, [reviewer]);
+  return { h, clock };
 }
