@@ -45,10 +45,26 @@ export function boltLogger(log: Logger): BoltLogger {
 
 /** How much of a URL nobody routes goes into the log: enough to recognise it, not an attacker's 10 KB. */
 const URL_EXCERPT_CHARS = 200;
-const excerpt = (url: string | undefined) => {
-  const u = url ?? "";
+/** A URL nobody routes, as logged: bounded, without its query (tokens travel there; the logger redacts a /hooks/ path's secret). */
+function excerpt(url: string | undefined): string {
+  const u = (url ?? "").replace(/[?#].*$/s, "?…");
   return u.length <= URL_EXCERPT_CHARS ? u : `${u.slice(0, URL_EXCERPT_CHARS)}…`;
-};
+}
+
+/**
+ * PUBLIC_URL's path ("/crewline" for https://example.com/crewline/), or "". Crew and flow webhook URLs
+ * are built under it; a proxy that passes the path through sends them to `<path>/hooks/…`.
+ */
+export function publicPathOf(publicUrl: string | undefined): string {
+  return publicUrl ? new URL(publicUrl).pathname.replace(/\/+$/, "") : "";
+}
+
+/** The request's URL without PUBLIC_URL's path, when it is one of our webhook paths under it. */
+function unprefixed(url: string | undefined, prefix: string): string | undefined {
+  if (!prefix || !url?.startsWith(`${prefix}/`)) return url;
+  const rest = url.slice(prefix.length);
+  return isCallbackPath(rest) ? rest : url;
+}
 
 /**
  * What the HTTP receiver does with a request no route takes. Bolt's default logged every one with its
@@ -87,9 +103,14 @@ function quietUnroutedLines(logger: BoltLogger, log: Logger): BoltLogger {
  * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
  * Every method and shape of a /hooks/ path gets the handler's answer (404, 405): Bolt would log the URL, secret included.
  */
-function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
+function withCallbackFastPath(
+  receiver: HTTPReceiver,
+  prefix: string,
+  handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void,
+): HTTPReceiver {
   const boltListener = receiver.requestListener;
   receiver.requestListener = (req, res) => {
+    req.url = unprefixed(req.url, prefix);
     if (isCallbackPath(req.url)) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
     return boltListener(req, res);
   };
@@ -106,9 +127,24 @@ export function createSlackApp(
 ): App {
   const { routes, clientOptions, logger, log } = p;
   const hooks: Handler = (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res));
+  const prefix = publicPathOf(config.publicUrl);
+  const flowHook = (req: any, res: any) => (req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res));
+  // Socket Mode's server matches these routes itself (the HTTP receiver's fast path takes /hooks/ first).
+  const underPrefix = (handler: Handler) => (req: any, res: any) => {
+    req.url = unprefixed(req.url, prefix);
+    return handler(req, res);
+  };
+  // The prefix is matched as written: path-to-regexp's special characters in it are escaped.
+  const routed = prefix.replace(/[{}()[\]+?!:*\\]/g, "\\$&");
   const customRoutes = [
     { path: CALLBACK_PATH, method: ALL_METHODS, handler: routes.callbacks },
-    { path: FLOW_HOOK_PATH, method: ALL_METHODS, handler: (req: any, res: any) => (req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res)) },
+    { path: FLOW_HOOK_PATH, method: ALL_METHODS, handler: flowHook },
+    ...(prefix
+      ? [
+          { path: `${routed}${CALLBACK_PATH}`, method: ALL_METHODS, handler: underPrefix(routes.callbacks) },
+          { path: `${routed}${FLOW_HOOK_PATH}`, method: ALL_METHODS, handler: underPrefix(flowHook) },
+        ]
+      : []),
     // HEAD as GET: Node leaves out the body of an answer to HEAD.
     { path: "/healthz", method: ["GET", "HEAD"], handler: routes.health },
     { path: "/metrics", method: ["GET"], handler: routes.metrics },
@@ -138,6 +174,7 @@ export function createSlackApp(
           dispatchErrorHandler: quietDispatchErrorHandler(log),
           ...(oauth && p.installations ? installerReceiverOptions(oauth, p.installations, clientOptions, config.publicUrl) : {}),
         }),
+        prefix,
         hooks,
       ),
       log,

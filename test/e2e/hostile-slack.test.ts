@@ -5,7 +5,7 @@ import http from "node:http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { APPROVE_ACTION, inputNameFromBlockId } from "../../src/adapters/slack/blocks/index.js";
 import { createLogger } from "../../src/log/log.js";
-import { eventually, type Harness, kickoffViaSlack, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
+import { CHANNEL, eventually, type Harness, kickoffViaSlack, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
 import { signSlackBody } from "../support/slack-requests.js";
@@ -186,6 +186,35 @@ describe("paths nobody routes", () => {
     expect(head.status).toBe(200);
     expect(head.body).toBe("");
     expect((await rawRequest("/healthz", { method: "GET" })).status).toBe(200);
+  });
+});
+
+describe("PUBLIC_URL with a path", () => {
+  it("takes crew callbacks under the path a proxy passed through, and logs a callback URL nobody routes without its secret", async () => {
+    const lines: string[] = [];
+    h = await startHarness({
+      publicPath: "/crewline",
+      crew: { tasks: [{ id: "t1", name: "draft", agent: "Writer", output: "The draft", delayMs: 20 }] },
+      crewline: { log: createLogger("debug", (l) => lines.push(l)) },
+    });
+    const run = await startRunViaSlack(h);
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state === "completed", { what: "the run's end" });
+    const deliveries = h.crew.webhookDeliveries;
+    expect(deliveries.length).toBeGreaterThan(0);
+    for (const d of deliveries)
+      expect({ url: d.url, status: d.status }).toEqual({ url: expect.stringContaining(`${h.botUrl}/crewline/hooks/${run.id}/`), status: expect.any(Number) });
+    expect(deliveries.filter((d) => d.status === 404)).toEqual([]);
+    await eventually(() => h.slack.messages(CHANNEL).some((m) => JSON.stringify(m.blocks ?? []).includes("Completed")), { what: "the completion" });
+
+    // Behind another path (a proxy that adds its own): not ours, and never logged with the secret.
+    const before = lines.length;
+    const secret = "S3cr3tCallbackSecretValue";
+    expect((await rawRequest(`/elsewhere/hooks/${run.id}/task/${secret}`, { body: "{}" })).status).toBe(404);
+    expect((await rawRequest(`/elsewhere/x?token=${secret}`, { method: "GET" })).status).toBe(404);
+    const written = lines.slice(before).join("\n");
+    expect(written).toContain("request to an unknown path");
+    expect(written).toContain("/elsewhere/hooks/");
+    expect(written).not.toContain(secret);
   });
 });
 

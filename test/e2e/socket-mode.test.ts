@@ -45,6 +45,8 @@ describe("Socket Mode", () => {
       {
         slack: { botToken: BOT_TOKEN, appToken: "xapp-1-test-app-token", apiUrl: slack.url },
         port,
+        // Behind a proxy that passes PUBLIC_URL's path through: its /hooks/ are the bot's too.
+        publicUrl: `http://127.0.0.1:${port}/crew(line)`,
         dataDir: "unused",
         crews: [{ name: "research", baseUrl: crew.url, token: CREW_TOKEN }],
         metricsToken: "metrics-token-0123456789abcdef",
@@ -77,6 +79,11 @@ describe("Socket Mode", () => {
 
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
+    // The callback route answers for itself (Socket Mode's server would say only "not found").
+    for (const path of ["/hooks", "/crew(line)/hooks"]) {
+      const callback = await fetch(`http://127.0.0.1:${port}${path}/1b4e28ba-2fa1-11d2-883f-0016d3cca427/task/secret-0123456789`, { method: "POST", body: "{}" });
+      expect({ path, status: callback.status, body: await callback.json() }).toEqual({ path, status: 404, body: { error: "unknown execution" } });
+    }
     // /metrics on the same side server; the Socket Mode client's and the listeners' Web API calls are counted.
     const metrics = await scrape(`http://127.0.0.1:${port}`, "Bearer metrics-token-0123456789abcdef");
     expect(metrics.status).toBe(200);

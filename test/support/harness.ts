@@ -30,6 +30,8 @@ export interface HarnessOptions {
   crews?: Partial<CrewConfig>[];
   slack?: FakeSlackOptions;
   webhooks?: boolean;
+  /** A path after the bot's address in PUBLIC_URL ("/crewline"), as behind a proxy that passes it through. */
+  publicPath?: string;
   config?: Partial<AppConfig>;
   crewline?: CrewlineOptions;
   /** Distribution mode: no SLACK_BOT_TOKEN; workspaces install the app by OAuth (tokens sealed with `encryptionKey`). */
@@ -116,7 +118,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       slack: opts.oauth ? { signingSecret: SIGNING_SECRET, apiUrl: slack.url, oauth: OAUTH_CLIENT } : { botToken: BOT_TOKEN, signingSecret: SIGNING_SECRET, apiUrl: slack.url },
       ...(opts.oauth ? { encryption: { key: opts.oauth.encryptionKey ?? randomBytes(32), previous: [] } } : {}),
       port,
-      publicUrl: opts.webhooks === false ? undefined : botUrl,
+      publicUrl: opts.webhooks === false ? undefined : `${botUrl}${opts.publicPath ?? ""}`,
       dataDir: "unused",
       crews: [
         { name: "research", baseUrl: crew.url, token: CREW_TOKEN, ...opts.research },
