@@ -14,6 +14,11 @@ function invalidResponse(fn: () => unknown): CrewError {
 }
 
 describe("parseInputs", () => {
+  it("reads an inputs list given as null as no inputs", () => {
+    expect(parseInputs({ inputs: null })).toEqual([]);
+    expect(parseInputs({ inputs: [] })).toEqual([]);
+  });
+
   it("reads the usual array of names", () => {
     expect(parseInputs({ inputs: ["topic", "current_year"] })).toEqual([
       { name: "topic", required: true },

@@ -97,6 +97,8 @@ const inputMap = z.record(z.string(), mapValue);
 
 export function parseInputs(body: unknown, crewName = ""): CrewInput[] {
   const inner = record.safeParse(body).data?.inputs;
+  // {"inputs": null}: a crew that takes none (not one input named "inputs").
+  if (inner === null) return [];
   const wrapped = Array.isArray(inner) || record.safeParse(inner).success;
   const raw = wrapped ? inner : body;
 
