@@ -174,8 +174,10 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   const oauth = config.slack.oauth;
   if (oauth && !config.encryption) throw new Error("OAuth distribution needs ENCRYPTION_KEY (config.encryption)");
   const installations =
-    oauth && config.encryption ? new DbInstallationStore(database.sql, new TokenCipher(config.encryption.key, config.encryption.previous), log, opts.clock) : undefined;
-  const installedClients = installations ? new InstalledClients(installations, clientOptions) : undefined;
+    oauth && config.encryption
+      ? new DbInstallationStore({ db: database.sql, cipher: new TokenCipher(config.encryption.key, config.encryption.previous), log, clock: opts.clock })
+      : undefined;
+  const installedClients = installations ? new InstalledClients({ tokens: installations, clientOptions }) : undefined;
   // One bot token: the client Bolt's app.client would be (its options, its logger).
   const tokenClient = installedClients ? undefined : new webApi.WebClient(config.slack.botToken, { ...clientOptions, logger });
   // With one bot token, its workspace (who may start its crews: adapters/slack/access.ts), asked now.
@@ -184,7 +186,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   // The same, without retries of their own: a post that may have reached Slack (a 5xx, no answer) is
   // looked for before it is sent again, where retrying blindly would show it twice (the run's announcement).
   const oneShotOptions = { ...clientOptions, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, logger };
-  const installedOneShotClients = installations ? new InstalledClients(installations, oneShotOptions) : undefined;
+  const installedOneShotClients = installations ? new InstalledClients({ tokens: installations, clientOptions: oneShotOptions }) : undefined;
   const oneShotClients: SlackClients = installedOneShotClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, oneShotOptions));
   // The outbox's own Web API clients never retry by themselves (the outbox does, with its backoff and
   // lease), answer rate limits as errors with Retry-After, and give up a call well within the lease.
@@ -201,7 +203,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     timeout: effectCallTimeoutMs,
     logger,
   };
-  const installedEffectClients = installations ? new InstalledClients(installations, effectsClientOptions) : undefined;
+  const installedEffectClients = installations ? new InstalledClients({ tokens: installations, clientOptions: effectsClientOptions }) : undefined;
   const effectClients: SlackClients = installedEffectClients ?? singleTokenClients(new webApi.WebClient(config.slack.botToken, effectsClientOptions));
   // User groups belong to a workspace: looked up with its token (single-workspace mode: the one client).
   const usergroupMembers = async (usergroup: string, team: TeamRef | undefined) => {
@@ -221,8 +223,8 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
   });
   const deadAfterMs = replica.options.deadAfterMs;
   const outbox = new DurableOutbox(sql, clock);
-  const audit = new Audit(database.sql, log, clock);
-  const reviewers = new ReviewerRules(crews, usergroupMembers, log, opts.clock);
+  const audit = new Audit({ db: database.sql, log, clock });
+  const reviewers = new ReviewerRules({ crews, lookup: usergroupMembers, log, clock: opts.clock });
   const reminderSettings = config.reviewReminders ?? { afterMinutes: 60, max: 3 };
   const deadlineOf: DeadlineOf = (name) => {
     const crew = crews.config(name);
@@ -278,16 +280,16 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     options: { ...config.polling, abandonedDecisionMs, leaseMs: pollLeaseMs, deadAfterMs, ...opts.watcher, replicaId: replica.replicaId },
   });
   const flowConfigs = config.flows ?? [];
-  const flowRules = new ReviewerRules(
-    { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
+  const flowRules = new ReviewerRules({
+    crews: { config: (name) => flowConfigs.find((f) => f.name.toLowerCase() === name.toLowerCase()), all: () => flowConfigs },
     // A flow's groups are looked up in the flow's workspace (team: and enterprise: in CREWS_FILE, FLOW_TEAM, FLOW_ENTERPRISE).
-    async (usergroup, team) => {
+    lookup: async (usergroup, team) => {
       const flow = flowConfigs.find((f) => f.team && (f.reviewers?.usergroups.includes(usergroup) || f.escalateTo?.usergroups.includes(usergroup)));
       return usergroupMembers(usergroup, team ?? (flow?.team ? { teamId: flow.team, enterpriseId: flow.enterprise } : undefined));
     },
     log,
-    opts.clock,
-  );
+    clock: opts.clock,
+  });
   const flows = new FlowRequests({
     db: database.sql,
     flows: flowConfigs,
@@ -304,9 +306,9 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
 
   // --- the outbox: every Slack effect outside a request's own answer -----------------------------
   const approvalRows = new ApprovalRows(database.sql);
-  const outboxWorker = new OutboxWorker(
-    sql,
-    slackEffectPerformer({
+  const outboxWorker = new OutboxWorker({
+    db: sql,
+    perform: slackEffectPerformer({
       sql,
       clock,
       notifier: new SlackRunNotifier(effectClients, log),
@@ -320,7 +322,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     }),
     log,
     clock,
-    {
+    options: {
       replicaId: replica.replicaId,
       deadAfterMs,
       ...(config.polling?.outboxConcurrency ? { concurrency: config.polling.outboxConcurrency } : {}),
@@ -328,12 +330,12 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
       leaseMs,
     },
     // A message Slack refuses in its channel for good moves its run (or flow request) to a direct message.
-    {
+    events: {
       gaveUp: (effect) => telemetry.emit({ type: "effect.given_up", effect }),
       deferred: (effect, method) => telemetry.emit({ type: "effect.budget_wait", effect, method }),
       onGiveUp: moveOnRefusal,
     },
-  );
+  });
   outbox.attach(outboxWorker);
   // The same buckets for the calls made in a request's own answer (the announcement at kickoff).
   const slackBudget = outboxWorker.options.budget === false ? undefined : new SlackBudget(sql, outboxWorker.options.budget);

@@ -399,7 +399,13 @@ describe("Slack's budget in a run's thread (the worker performing these effects,
   }
 
   const workerWith = (notify: RunNotifier, concurrency = 1) =>
-    new OutboxWorker(sql, slackEffectPerformer({ sql, notifier: notify, clock }), silentLogger, clock, { replicaId: "r1", concurrency, minBackoffMs: 1000, maxBackoffMs: 4000 });
+    new OutboxWorker({
+      db: sql,
+      perform: slackEffectPerformer({ sql, notifier: notify, clock }),
+      log: silentLogger,
+      clock,
+      options: { replicaId: "r1", concurrency, minBackoffMs: 1000, maxBackoffMs: 4000 },
+    });
   const postCall = { team: "T1", channel: "C1", method: "chat.postMessage" };
 
   it("a notice ahead of a review in its thread takes its token as the review would: other runs' reviews in the channel do not hold both back", async () => {

@@ -28,7 +28,7 @@ afterEach(async () => db.drop());
 const rows = () =>
   query<{ kind: string; state: string; attempts: number; lastError: string | null }>(`SELECT kind, state, attempts, "lastError" FROM "SlackEffect" ORDER BY kind`, []);
 const worker = (perform: Performer, options: Partial<OutboxOptions> = {}, events: OutboxEvents = {}) =>
-  new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000, ...options }, events);
+  new OutboxWorker({ db: sql, perform, log: silentLogger, clock, options: { replicaId: "r1", minBackoffMs: 1000, maxBackoffMs: 4000, ...options }, events });
 
 describe("outbox worker", () => {
   it("performs what is due once, retries a failure after its backoff, and gives up what cannot be done", async () => {

@@ -127,6 +127,17 @@ export interface OutboxEvents {
   onGiveUp?(job: EffectJob, reason: string, tx: Sql, now: Date): Promise<void>;
 }
 
+export interface OutboxWorkerDeps {
+  db: Sql;
+  /** Carries out one claimed effect (src/outbox/perform.ts). */
+  perform: Performer;
+  log: Logger;
+  clock: Clock;
+  /** Unset (undefined) fields take DEFAULT_OUTBOX_OPTIONS. */
+  options: Partial<OutboxOptions> & { replicaId: string };
+  events?: OutboxEvents;
+}
+
 export class OutboxWorker {
   readonly options: OutboxOptions;
   private running = false;
@@ -145,17 +156,20 @@ export class OutboxWorker {
   /** A look for due effects when the earliest one put back for Slack's budget may go. */
   private wake?: { at: number; timer: NodeJS.Timeout };
 
-  constructor(
-    db: Sql,
-    private readonly perform: Performer,
-    private readonly log: Logger,
-    private readonly clock: Clock,
-    options: Partial<OutboxOptions> & { replicaId: string },
-    private readonly events: OutboxEvents = {},
-  ) {
+  private readonly perform: Performer;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly events: OutboxEvents;
+
+  constructor(deps: OutboxWorkerDeps) {
+    const { options } = deps;
+    this.perform = deps.perform;
+    this.log = deps.log;
+    this.clock = deps.clock;
+    this.events = deps.events ?? {};
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<OutboxOptions>;
     this.options = { ...DEFAULT_OUTBOX_OPTIONS, replicaId: options.replicaId, ...defined };
-    this.sql = db;
+    this.sql = deps.db;
     if (this.options.budget !== false) this.budget = new SlackBudget(this.sql, this.options.budget);
   }
 

@@ -28,12 +28,23 @@ export interface NewAuditRecord {
   detail?: Record<string, unknown>;
 }
 
+export interface AuditDeps {
+  db: Sql;
+  /** Where a failed write on its own (no transaction) is reported. */
+  log: Logger;
+  clock?: Clock;
+}
+
 export class Audit {
-  constructor(
-    private readonly db: Sql,
-    private readonly log: Logger,
-    private readonly clock: Clock = systemClock,
-  ) {}
+  private readonly db: Sql;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+
+  constructor(deps: AuditDeps) {
+    this.db = deps.db;
+    this.log = deps.log;
+    this.clock = deps.clock ?? systemClock;
+  }
 
   /**
    * Appends a row. Given the transaction of the state change it records, it commits (or fails) with

@@ -52,9 +52,9 @@ export class Lifecycle {
 
   constructor(deps: LifecycleDeps) {
     const clock = deps.clock ?? systemClock;
-    this.audit = deps.audit ?? new Audit(deps.db, deps.log, clock);
-    this.progress = new ProgressCoalescer(deps.outbox, deps.log, clock, deps.progressIntervalMs);
-    this.runs = new Runs(deps.db, deps.outbox, clock, this.progress, this.audit);
+    this.audit = deps.audit ?? new Audit({ db: deps.db, log: deps.log, clock });
+    this.progress = new ProgressCoalescer({ outbox: deps.outbox, log: deps.log, clock, intervalMs: deps.progressIntervalMs });
+    this.runs = new Runs({ db: deps.db, outbox: deps.outbox, clock, progress: this.progress, audit: this.audit });
     // Each gets deps whole: an option of theirs named as a field of LifecycleDeps takes that field
     // (check before adding one to either); the rest are set here.
     this.reviews = new Reviews({ ...deps, runs: this.runs, clock, audit: this.audit, onPending: deadlineStamper(deps.deadlineOf, clock) });

@@ -16,7 +16,7 @@ describe("ProgressCoalescer", () => {
   afterEach(() => vi.useRealTimers());
 
   it("forgets a run once its steps stopped coming for the idle time, after handing them over; a step meanwhile keeps it", async () => {
-    const progress = new ProgressCoalescer(outbox, silentLogger, clock, 1000, 60_000);
+    const progress = new ProgressCoalescer({ outbox, log: silentLogger, clock, intervalMs: 1000, idleForgetMs: 60_000 });
     progress.step({ id: "run-1" }, { summary: "reading", task: "research" } as never);
     await vi.advanceTimersByTimeAsync(1000);
     expect(handed).toEqual([

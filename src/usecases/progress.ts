@@ -34,16 +34,32 @@ interface RunProgress {
   done: boolean;
 }
 
+export interface ProgressCoalescerDeps {
+  /** Where the coalesced run.progress effects are enqueued. */
+  outbox: Outbox;
+  log: Logger;
+  clock: Clock;
+  /** At most one run.progress effect per run this often (ms; default 1000). */
+  intervalMs?: number;
+  /** A run with no step for this long is forgotten here (default PROGRESS_IDLE_FORGET_MS). */
+  idleForgetMs?: number;
+}
+
 export class ProgressCoalescer {
   private readonly runs = new Map<string, RunProgress>();
+  private readonly outbox: Outbox;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly intervalMs: number;
+  private readonly idleForgetMs: number;
 
-  constructor(
-    private readonly outbox: Outbox,
-    private readonly log: Logger,
-    private readonly clock: Clock,
-    private readonly intervalMs = 1000,
-    private readonly idleForgetMs = PROGRESS_IDLE_FORGET_MS,
-  ) {}
+  constructor(deps: ProgressCoalescerDeps) {
+    this.outbox = deps.outbox;
+    this.log = deps.log;
+    this.clock = deps.clock;
+    this.intervalMs = deps.intervalMs ?? 1000;
+    this.idleForgetMs = deps.idleForgetMs ?? PROGRESS_IDLE_FORGET_MS;
+  }
 
   step(execution: Pick<Execution, "id">, step: StepEvent): void {
     const run = this.runs.get(execution.id) ?? this.track(execution.id);

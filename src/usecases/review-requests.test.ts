@@ -72,12 +72,12 @@ describe("a review as a decision request", () => {
   it("a deadline's remind claims, audits and enqueues its notices in one transaction, once; a failure leaves none of it", async () => {
     await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
     const prisma = prismaOf(db.database);
-    expect(await requests(new FailingAudit(db.database.sql, silentLogger, clock)).deadlinesDue()).toBe(0);
+    expect(await requests(new FailingAudit({ db: db.database.sql, log: silentLogger, clock })).deadlinesDue()).toBe(0);
     expect(await prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ remindersSent: 0, deadlineHandledAt: null, deadlineDoneAt: null });
     expect(await prisma.auditRecord.count()).toBe(0);
     expect(await prisma.slackEffect.count()).toBe(0);
 
-    const ok = requests(new Audit(db.database.sql, silentLogger, clock));
+    const ok = requests(new Audit({ db: db.database.sql, log: silentLogger, clock }));
     expect(await ok.deadlinesDue()).toBe(1);
     expect(await ok.deadlinesDue()).toBe(0); // taken already
     expect(await prisma.review.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ remindersSent: 1, deadlineHandledAt: clock.now(), deadlineDoneAt: clock.now() });
@@ -96,7 +96,7 @@ describe("a review as a decision request", () => {
     const at = { ms: clock.now().getTime() };
     const moving = { now: () => new Date(at.ms) };
     const decisions: unknown[] = [];
-    const rejecting = requests(new Audit(db.database.sql, silentLogger, moving), 3, {
+    const rejecting = requests(new Audit({ db: db.database.sql, log: silentLogger, clock: moving }), 3, {
       clock: moving,
       deadlineOf: () => ({ withinMs: 30 * 60_000, onTimeout: "reject" }),
       decide: async (decision) => {
@@ -123,7 +123,7 @@ describe("a review as a decision request", () => {
   it("a deadline beaten by a person's decision that settled already is done, not given back", async () => {
     const prisma = prismaOf(db.database);
     await prisma.review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "reject" } });
-    const rejecting = requests(new Audit(db.database.sql, silentLogger, clock), 3, {
+    const rejecting = requests(new Audit({ db: db.database.sql, log: silentLogger, clock }), 3, {
       deadlineOf: () => ({ withinMs: 30 * 60_000, onTimeout: "reject" }),
       decide: async () => {
         await prisma.review.update({ where: { id: review.id }, data: { state: "approved" } });
@@ -146,7 +146,7 @@ describe("a review as a decision request", () => {
 
     it("a deadline's remind before the first reminder is followed by the others, each twice as late, and the escalation after the last", async () => {
       await prismaOf(db.database).review.update({ where: { id: review.id }, data: { decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
-      const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
+      const r = requests(new Audit({ db: db.database.sql, log: silentLogger, clock: moving }), 3, { clock: moving });
       at.minutes = 31;
       expect(await r.deadlinesDue()).toBe(1); // reminder 1 of 3, at 31 min: the next is due 2 × 60 min later
       at.minutes = 150;
@@ -163,7 +163,7 @@ describe("a review as a decision request", () => {
     });
 
     it("reminders a stopped bot missed are not posted all at once on its return: the next waits its turn", async () => {
-      const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
+      const r = requests(new Audit({ db: db.database.sql, log: silentLogger, clock: moving }), 3, { clock: moving });
       at.minutes = 600; // ten hours later: three reminders' time has passed
       expect(await r.remindDue()).toBe(1);
       at.minutes = 601;
@@ -188,7 +188,7 @@ describe("a review as a decision request", () => {
         new Date(T0.getTime() - 60_000),
       );
       await prismaOf(db.database).review.updateMany({ data: { messageTs: "100.1" } });
-      const r = requests(new Audit(sql, silentLogger, moving), 3, {
+      const r = requests(new Audit({ db: sql, log: silentLogger, clock: moving }), 3, {
         clock: moving,
         rulesOf: (crew) => {
           if (crew === "broken") throw new Error("rules unreadable");
@@ -207,7 +207,7 @@ describe("a review as a decision request", () => {
     });
 
     it("mentions whoever the review was handed to, besides the crew's reviewers", async () => {
-      const r = requests(new Audit(db.database.sql, silentLogger, moving), 3, { clock: moving });
+      const r = requests(new Audit({ db: db.database.sql, log: silentLogger, clock: moving }), 3, { clock: moving });
       expect((await r.reassign({ reviewId: review.id, by: "U9", to: "U7", reason: "on leave" })).kind).toBe("reassigned");
       at.minutes = 61;
       expect(await r.remindDue()).toBe(1);
@@ -218,21 +218,21 @@ describe("a review as a decision request", () => {
 
   it("a deadline's remind that is the review's last reminder escalates it", async () => {
     await prismaOf(db.database).review.update({ where: { id: review.id }, data: { messageTs: "100.1", decideBy: new Date(T0.getTime() + 30 * 60_000), onTimeout: "remind" } });
-    expect(await requests(new Audit(db.database.sql, silentLogger, clock), 1).deadlinesDue()).toBe(1);
+    expect(await requests(new Audit({ db: db.database.sql, log: silentLogger, clock }), 1).deadlinesDue()).toBe(1);
     const now = await state();
     expect(now.review).toMatchObject({ remindersSent: 1, escalatedAt: clock.now(), escalatedTo: "U9,S1" });
     expect(now.audit.map((a) => a.kind).sort()).toEqual(["deadline", "escalation"]);
   });
 
   it("reassigns with its audit record and its thread reply in one transaction, and rolls all of it back when one fails", async () => {
-    const failed = requests(new FailingAudit(db.database.sql, silentLogger, clock));
+    const failed = requests(new FailingAudit({ db: db.database.sql, log: silentLogger, clock }));
     await expect(failed.reassign({ reviewId: review.id, by: "U1", to: "U7", reason: "on leave" })).rejects.toThrow(/audit write failed/);
     let now = await state();
     expect(now.review.reassignedTo).toBeNull();
     expect(now.audit).toEqual([]);
     expect(now.effects).toEqual([]);
 
-    const outcome = await requests(new Audit(db.database.sql, silentLogger, clock)).reassign({ reviewId: review.id, by: "U1", to: "U7", reason: "on leave" });
+    const outcome = await requests(new Audit({ db: db.database.sql, log: silentLogger, clock })).reassign({ reviewId: review.id, by: "U1", to: "U7", reason: "on leave" });
     expect(outcome).toMatchObject({ kind: "reassigned", review: { reassignedTo: "U7", reassignedBy: "U1", reassignReason: "on leave", reassignedAt: clock.now() } });
     now = await state();
     expect(now.review.reassignedTo).toBe("U7");
@@ -245,14 +245,14 @@ describe("a review as a decision request", () => {
 
   it("escalates once, with its audit record and its thread reply in one transaction, and rolls all of it back when one fails", async () => {
     const found = { ...review, execution };
-    const failed = requests(new FailingAudit(db.database.sql, silentLogger, clock), 2);
+    const failed = requests(new FailingAudit({ db: db.database.sql, log: silentLogger, clock }), 2);
     await expect(failed.escalate(found, 2)).rejects.toThrow(/audit write failed/);
     let now = await state();
     expect(now.review.escalatedAt).toBeNull();
     expect(now.audit).toEqual([]);
     expect(now.effects).toEqual([]);
 
-    const ok = requests(new Audit(db.database.sql, silentLogger, clock), 2);
+    const ok = requests(new Audit({ db: db.database.sql, log: silentLogger, clock }), 2);
     expect(await ok.escalate(found, 1)).toBe(false); // not the last reminder yet
     expect(await ok.escalate(found, 2)).toBe(true);
     expect(await ok.escalate(found, 2)).toBe(false); // claimed already

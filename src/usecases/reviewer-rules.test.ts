@@ -13,18 +13,18 @@ function setup(members: Record<string, string[]>, reviewers = { users: ["U1"], u
   const clock = { t: 0, now: () => new Date(clock.t) };
   const lookups: string[] = [];
   let gate: () => Promise<void> = async () => {};
-  const rules = new ReviewerRules(
-    crew(reviewers),
-    async (g) => {
+  const rules = new ReviewerRules({
+    crews: crew(reviewers),
+    lookup: async (g) => {
       lookups.push(g);
       await gate();
       if (!members[g]) throw new Error("no_such_subteam");
       return members[g]!;
     },
-    silentLogger,
+    log: silentLogger,
     clock,
-    1000,
-  );
+    ttlMs: 1000,
+  });
   return { rules, clock, lookups, hold: (p: Promise<void>) => (gate = () => p) };
 }
 
@@ -48,7 +48,7 @@ describe("ReviewerRules", () => {
   });
 
   it("allows anyone when the crew has no rules", async () => {
-    const rules = new ReviewerRules(crew(undefined), async () => [], silentLogger);
+    const rules = new ReviewerRules({ crews: crew(undefined), lookup: async () => [], log: silentLogger });
     expect(await rules.gate(run, "U9")).toEqual({ allowed: true });
     expect(rules.who("research")).toBeUndefined();
   });

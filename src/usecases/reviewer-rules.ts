@@ -47,20 +47,29 @@ export function reviewGrants(review: Pick<Review, "reassignedTo" | "escalatedAt"
   };
 }
 
+export interface ReviewerRulesDeps {
+  /** Each crew's (or flow's) `reviewers`. */
+  crews: RulesSource;
+  /** Reads a user group's members (cached here). */
+  lookup: UsergroupLookup;
+  log: Logger;
+  clock?: Clock;
+  /** How long a group's members are fresh (default USERGROUP_TTL_MS). */
+  ttlMs?: number;
+}
+
 export class ReviewerRules {
   private readonly groups: MembershipCache<TeamRef | undefined>;
+  private readonly crews: RulesSource;
+  private readonly log: Logger;
 
-  constructor(
-    private readonly crews: RulesSource,
-    lookup: UsergroupLookup,
-    private readonly log: Logger,
-    clock: Clock = systemClock,
-    ttlMs = USERGROUP_TTL_MS,
-  ) {
-    this.groups = new MembershipCache(lookup, {
-      ttlMs,
+  constructor(deps: ReviewerRulesDeps) {
+    this.crews = deps.crews;
+    this.log = deps.log;
+    this.groups = new MembershipCache(deps.lookup, {
+      ttlMs: deps.ttlMs ?? USERGROUP_TTL_MS,
       maxEntries: USERGROUP_CACHE_MAX,
-      clock,
+      clock: deps.clock ?? systemClock,
       onError: (usergroup, err) => this.log.warn("could not read user group members", { usergroup, err }),
     });
   }

@@ -57,7 +57,7 @@ const notifier: RunNotifier = {
 function lifecycleWith(crews: CrewDirectory, required = 1): { lifecycle: Lifecycle; effects: () => Promise<void> } {
   const sql = db.database.sql;
   const outbox = new DurableOutbox(sql, systemClock);
-  const worker = new OutboxWorker(sql, slackEffectPerformer({ sql, notifier }), silentLogger, systemClock, { replicaId: "test" });
+  const worker = new OutboxWorker({ db: sql, perform: slackEffectPerformer({ sql, notifier }), log: silentLogger, clock: systemClock, options: { replicaId: "test" } });
   const lifecycle = new Lifecycle({
     db: db.database.sql,
     crews,

@@ -40,17 +40,29 @@ export function planEnds(executionId: string) {
   return { kind: "run.progress", subjectId: executionId, payload: { steps: 0, latest: "", done: true } } as const;
 }
 
+export interface RunsDeps {
+  db: Sql;
+  /** Where Slack effects are enqueued (in the transaction of each change). */
+  outbox: Outbox;
+  clock: Clock;
+  progress: ProgressCoalescer;
+  /** The audit trail; unset: nothing is recorded. */
+  audit?: Audit;
+}
+
 export class Runs {
   private readonly sql: Sql;
+  private readonly outbox: Outbox;
+  private readonly clock: Clock;
+  private readonly progress: ProgressCoalescer;
+  private readonly audit?: Audit;
 
-  constructor(
-    db: Sql,
-    private readonly outbox: Outbox,
-    private readonly clock: Clock,
-    private readonly progress: ProgressCoalescer,
-    private readonly audit?: Audit,
-  ) {
-    this.sql = db;
+  constructor(deps: RunsDeps) {
+    this.sql = deps.db;
+    this.outbox = deps.outbox;
+    this.clock = deps.clock;
+    this.progress = deps.progress;
+    this.audit = deps.audit;
   }
 
   /** Stored before kickoff so that webhook URLs (and their secret) exist before the crew can call them. */

@@ -160,7 +160,13 @@ it("posts a review whose answer was lost once, when Slack rate-limits every seco
   });
   await enqueueEffect(sql, { kind: "review.post", subjectId: review.id }, clock.at);
   const perform = slackEffectPerformer({ sql, clock, notifier: new SlackRunNotifier(singleTokenClients(slack.client), silentLogger) });
-  const worker = new OutboxWorker(sql, perform, silentLogger, clock, { replicaId: "r1", budget: false, minBackoffMs: 1000, maxBackoffMs: 4000, maxAttempts: 3 });
+  const worker = new OutboxWorker({
+    db: sql,
+    perform,
+    log: silentLogger,
+    clock,
+    options: { replicaId: "r1", budget: false, minBackoffMs: 1000, maxBackoffMs: 4000, maxAttempts: 3 },
+  });
   // The first post fails with a 503 (it may have reached Slack); every later attempt looks for it first.
   for (let attempt = 0; attempt < 3; attempt++) {
     await worker.runDue();

@@ -30,15 +30,15 @@ describe("InstalledClients", () => {
   it("a call refused for a token a reinstall replaced is made once more with the store's new token; later calls use it", async () => {
     let stored = "xoxb-old";
     let lookups = 0;
-    const clients = new InstalledClients(
-      {
+    const clients = new InstalledClients({
+      tokens: {
         botFor: async () => {
           lookups++;
           return { teamId: "T1", enterpriseId: null, botToken: stored };
         },
       },
-      { slackApiUrl: url, retryConfig: { retries: 0 } },
-    );
+      clientOptions: { slackApiUrl: url, retryConfig: { retries: 0 } },
+    });
     const client = await clients.forTeam("T1");
     await client.chat.postMessage({ channel: "C1", text: "hi" });
     // Another replica's uninstall and reinstall: Slack revokes the old token, the store holds a new one.
@@ -53,7 +53,10 @@ describe("InstalledClients", () => {
   });
 
   it("a token the store still holds is refused as Slack said: no second call", async () => {
-    const clients = new InstalledClients({ botFor: async () => ({ teamId: "T1", enterpriseId: null, botToken: "xoxb-gone" }) }, { slackApiUrl: url, retryConfig: { retries: 0 } });
+    const clients = new InstalledClients({
+      tokens: { botFor: async () => ({ teamId: "T1", enterpriseId: null, botToken: "xoxb-gone" }) },
+      clientOptions: { slackApiUrl: url, retryConfig: { retries: 0 } },
+    });
     revoked.add("xoxb-gone");
     await expect((await clients.forTeam("T1")).chat.postMessage({ channel: "C1", text: "hi" })).rejects.toMatchObject({ data: { error: "token_revoked" } });
     expect(calls).toEqual(["xoxb-gone"]);

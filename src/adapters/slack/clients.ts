@@ -55,16 +55,31 @@ class InstalledClient extends WebClient {
  * seen within that time; `forget` drops it at once (this replica's uninstall). Within that time, a
  * call Slack refuses for its token asks the store again (InstalledClient).
  */
+export interface InstalledClientsDeps {
+  /** Each workspace's bot token (the installation store). */
+  tokens: BotTokenSource;
+  /** Options of every workspace's WebClient. */
+  clientOptions: WebClientOptions;
+  /** A cached client is re-checked against the store after this long (ms; default 60 s). */
+  ttlMs?: number;
+  /** The time in ms (default Date.now). */
+  now?: () => number;
+}
+
 export class InstalledClients implements SlackClients {
   private readonly cache = new Map<string, { token: string; client: WebClient; checkedAt: number }>();
   private readonly inflight = new Map<string, Promise<WebClient>>();
+  private readonly tokens: BotTokenSource;
+  private readonly clientOptions: WebClientOptions;
+  private readonly ttlMs: number;
+  private readonly now: () => number;
 
-  constructor(
-    private readonly tokens: BotTokenSource,
-    private readonly clientOptions: WebClientOptions,
-    private readonly ttlMs = 60_000,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(deps: InstalledClientsDeps) {
+    this.tokens = deps.tokens;
+    this.clientOptions = deps.clientOptions;
+    this.ttlMs = deps.ttlMs ?? 60_000;
+    this.now = deps.now ?? Date.now;
+  }
 
   forTeam(teamId: string, enterpriseId?: string | null): Promise<WebClient> {
     const key = `${enterpriseId ?? ""}/${teamId}`;

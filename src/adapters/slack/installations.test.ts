@@ -42,7 +42,7 @@ const orgWide = (enterpriseId: string, token: string): Installation<"v2", true> 
 
 describe("DbInstallationStore", () => {
   it("keeps every token sealed, and gives back the installation Bolt stored", async () => {
-    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger });
     const installation = workspace("T0ONE", "xoxb-one-secret");
     await store.storeInstallation(installation);
 
@@ -58,7 +58,7 @@ describe("DbInstallationStore", () => {
   });
 
   it("keeps the bot of a workspace when a later install brings only a user token", async () => {
-    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger });
     await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
     const { bot: _bot, ...userOnly } = workspace("T0ONE", "unused");
     await store.storeInstallation({ ...userOnly, user: { id: "U0OTHER", token: "xoxp-other", scopes: ["search:read"] } });
@@ -69,7 +69,7 @@ describe("DbInstallationStore", () => {
   });
 
   it("finds an org-wide install for any workspace of its Grid org, a workspace's own install first", async () => {
-    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger });
     await store.storeInstallation(orgWide("E0GRID", "xoxb-org-token"));
     await store.storeInstallation(workspace("T0OWN", "xoxb-own-token", "E0GRID"));
     expect((await store.botFor("T0ANY", "E0GRID")).botToken).toBe("xoxb-org-token");
@@ -89,20 +89,20 @@ describe("DbInstallationStore", () => {
   it("rotates keys: reads with the previous key, re-seals with the current one, then needs only the new key", async () => {
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
-    await new DbInstallationStore(db.database.sql, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    await new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(oldKey), log: silentLogger }).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
     const before = await prismaOf(db.database).slackInstallation.findFirstOrThrow();
 
     // Without the old key the token cannot be read, and the error says where to put it.
-    await expect(new DbInstallationStore(db.database.sql, new TokenCipher(newKey), silentLogger).botFor("T0ONE")).rejects.toThrow(/ENCRYPTION_KEY_PREVIOUS/);
+    await expect(new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(newKey), log: silentLogger }).botFor("T0ONE")).rejects.toThrow(/ENCRYPTION_KEY_PREVIOUS/);
 
-    const rotating = new DbInstallationStore(db.database.sql, new TokenCipher(newKey, [oldKey]), silentLogger);
+    const rotating = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(newKey, [oldKey]), log: silentLogger });
     expect((await rotating.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
     expect(await rotating.resealStale()).toBe(1);
     expect(await rotating.resealStale()).toBe(0);
     const after = await prismaOf(db.database).slackInstallation.findFirstOrThrow();
     for (const field of ["botToken", "botRefreshToken", "userToken", "userRefreshToken"] as const) expect(after[field]).not.toBe(before[field]);
 
-    const newOnly = new DbInstallationStore(db.database.sql, new TokenCipher(newKey), silentLogger);
+    const newOnly = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(newKey), log: silentLogger });
     expect((await newOnly.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
     expect((await newOnly.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false })).user.refreshToken).toBe("xoxe-user-refresh-T0ONE");
   });
@@ -111,17 +111,17 @@ describe("DbInstallationStore", () => {
     const removedKey = randomBytes(32);
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
-    await new DbInstallationStore(db.database.sql, new TokenCipher(removedKey), silentLogger).storeInstallation(workspace("T0LOST", "xoxb-lost-secret"));
-    await new DbInstallationStore(db.database.sql, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
-    await new DbInstallationStore(db.database.sql, new TokenCipher(oldKey), silentLogger).storeInstallation(workspace("T0BROKEN", "xoxb-broken-secret"));
+    await new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(removedKey), log: silentLogger }).storeInstallation(workspace("T0LOST", "xoxb-lost-secret"));
+    await new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(oldKey), log: silentLogger }).storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
+    await new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(oldKey), log: silentLogger }).storeInstallation(workspace("T0BROKEN", "xoxb-broken-secret"));
     await prismaOf(db.database).slackInstallation.update({ where: { installKey: "T:T0BROKEN" }, data: { botToken: "garbage" } });
 
     const lines: string[] = [];
-    const store = new DbInstallationStore(
-      db.database.sql,
-      new TokenCipher(newKey, [oldKey]),
-      createLogger("debug", (l) => lines.push(l)),
-    );
+    const store = new DbInstallationStore({
+      db: db.database.sql,
+      cipher: new TokenCipher(newKey, [oldKey]),
+      log: createLogger("debug", (l) => lines.push(l)),
+    });
     // At start: no throw; the readable workspace is re-sealed.
     expect(await store.resealStale()).toBe(1);
     expect((await store.botFor("T0ONE")).botToken).toBe("xoxb-one-secret");
@@ -140,7 +140,7 @@ describe("DbInstallationStore", () => {
 
   it("reads a workspace's row once per 10 s for the requests that ask for it; its own writes are seen at once", async () => {
     let now = new Date("2026-05-04T10:00:00.000Z");
-    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger, { now: () => now });
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger, clock: { now: () => now } });
     const query = { teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false };
     await store.storeInstallation(workspace("T0ONE", "xoxb-one"));
     expect((await store.fetchInstallation(query)).bot?.token).toBe("xoxb-one");
@@ -156,7 +156,7 @@ describe("DbInstallationStore", () => {
   });
 
   it("refuses a token moved to another workspace's row or edited in the database", async () => {
-    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger });
     await store.storeInstallation(workspace("T0ONE", "xoxb-one-secret"));
     await store.storeInstallation(workspace("T0TWO", "xoxb-two-secret"));
     const one = await prismaOf(db.database).slackInstallation.findUniqueOrThrow({ where: { installKey: "T:T0ONE" } });
@@ -167,11 +167,11 @@ describe("DbInstallationStore", () => {
 
 describe("InstalledClients", () => {
   it("gives each workspace a client with its own token, cached, re-read after the TTL or when forgotten", async () => {
-    const store = new DbInstallationStore(db.database.sql, new TokenCipher(randomBytes(32)), silentLogger);
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger });
     await store.storeInstallation(workspace("T0ONE", "xoxb-one"));
     await store.storeInstallation(workspace("T0TWO", "xoxb-two"));
     let now = 0;
-    const clients = new InstalledClients(store, {}, 1000, () => now);
+    const clients = new InstalledClients({ tokens: store, clientOptions: {}, ttlMs: 1000, now: () => now });
     const one = await clients.forTeam("T0ONE");
     expect(one.token).toBe("xoxb-one");
     expect((await clients.forTeam("T0TWO")).token).toBe("xoxb-two");

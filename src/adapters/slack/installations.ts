@@ -48,6 +48,14 @@ export class InstallationUnreadable extends Error {
 /** How long a workspace's installation row, once read, is used before it is read again. */
 const INSTALLATION_REREAD_MS = 10_000;
 
+export interface DbInstallationStoreDeps {
+  db: Sql;
+  /** Seals every token before it is written and opens it when read (ENCRYPTION_KEY, ENCRYPTION_KEY_PREVIOUS). */
+  cipher: TokenCipher;
+  log: Logger;
+  clock?: Clock;
+}
+
 export class DbInstallationStore implements InstallationStore {
   private readonly sql: Sql;
   /** Installations already reported unreadable by this process (each is logged as an error once). */
@@ -59,13 +67,15 @@ export class DbInstallationStore implements InstallationStore {
    */
   private readonly recent = new Map<string, { row: SlackInstallationRow | null; at: number }>();
 
-  constructor(
-    db: Sql,
-    private readonly cipher: TokenCipher,
-    private readonly log: Logger,
-    private readonly clock: Clock = systemClock,
-  ) {
-    this.sql = db;
+  private readonly cipher: TokenCipher;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+
+  constructor(deps: DbInstallationStoreDeps) {
+    this.sql = deps.db;
+    this.cipher = deps.cipher;
+    this.log = deps.log;
+    this.clock = deps.clock ?? systemClock;
   }
 
   async storeInstallation(installation: Installation): Promise<void> {
