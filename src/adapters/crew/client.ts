@@ -53,12 +53,12 @@ const DEFAULT_ATTEMPTS = 3;
  * The longest a POST (a kickoff, a decision's /resume) can take with the default settings: every
  * attempt's connect, headers and body time-outs, the waits between them, and /resume's one re-send
  * in camelCase after a 422. A decision under way is not taken over as abandoned before this is over
- * (app.ts): its answer may still come, and a second decision would reach the crew.
+ * (src/root/use-cases.ts): its answer may still come, and a second decision would reach the crew.
  */
 export const CREW_POST_LONGEST_MS = 2 * (DEFAULT_ATTEMPTS * (DEFAULT_CONNECT_TIMEOUT_MS + 2 * DEFAULT_READ_TIMEOUT_MS) + (DEFAULT_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS);
 /**
  * The longest a status GET can take with the default settings: every attempt's connect, headers and
- * body time-outs and the waits between them. A poll's lease outlasts it (app.ts), so another replica
+ * body time-outs and the waits between them. A poll's lease outlasts it (src/root/use-cases.ts), so another replica
  * does not poll the run again while a crew slow to answer is still being asked.
  */
 export const CREW_GET_LONGEST_MS = DEFAULT_ATTEMPTS * (DEFAULT_CONNECT_TIMEOUT_MS + 2 * DEFAULT_READ_TIMEOUT_MS) + (DEFAULT_ATTEMPTS - 1) * RETRY_AFTER_CAP_MS;
