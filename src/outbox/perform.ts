@@ -95,6 +95,13 @@ const CHUNKS_REFUSED = "invalid_chunks";
 
 /** How long a workspace that streams is believed to (refusedIn) before it is read again. */
 const REFUSAL_RECHECK_MS = 30_000;
+/**
+ * Streams Slack may end by itself for one run within STREAM_RESTARTS_WINDOW_MS (on one replica) before
+ * its progress goes on as one updated message: each new stream costs a Tier 2 token plans waiting to
+ * start need, and Slack ending every stream it is given would otherwise spend them for ever.
+ */
+const STREAM_RESTARTS_MAX = 3;
+const STREAM_RESTARTS_WINDOW_MS = 10 * 60_000;
 
 /** Where an effect's calls go: a run or a flow request, in its workspace and channel. */
 type Place = { teamId: string | null; channelId: string; movedTo?: string | null };
@@ -332,7 +339,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     } catch (err) {
       // A run that ended while its plan waits still gets its last steps in the message shown meanwhile.
       if (err instanceof BudgetWait && call.method === "chat.startStream" && (!plan.ended || e.earlyTs)) return earlyProgress(job, gate!, e, plan, step, err);
-      if (err instanceof BudgetWait && call.method === "chat.stopStream") return finalAppend(job, gate!, e, plan, err);
+      if (err instanceof BudgetWait && call.method === "chat.stopStream") return finalAppend(job, gate!, e, plan, p, err);
       throw err;
     }
     let ts: string;
@@ -366,7 +373,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
         };
       }
       // Slack ended the stream itself (it was left idle too long): the next call starts a new one.
-      if (code && e.streamTs && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: again };
+      if (code && e.streamTs && STREAM_GONE.includes(code)) return streamGone(job, gate, e, p);
       const streamTs = e.streamTs;
       if (call.method === "chat.stopStream" && !call.bare && streamTs && closingRefused(err, e.id)) {
         return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: streamTs, shown: call.shown }), next: again };
@@ -409,8 +416,28 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
    */
   async function planRefused(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload, code: string): Promise<EffectOutcome | undefined> {
     deps.log?.warn("Slack refused the live plan's chunks at its start; this run's progress is shown as one updated message", { executionId: e.id, error: code });
+    return progressInstead(job, gate, e, p);
+  }
+
+  /** The run's progress goes on as one updated message: the one that showed its steps while the plan waited, or one posted now. */
+  function progressInstead(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload): Promise<EffectOutcome | undefined> | EffectOutcome {
     if (e.earlyTs) return { record: (tx) => adoptEarlyProgress(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
     return progressMessage(job, gate, e, { ...p, steps: Math.max(1, Number(p.steps ?? 0)) });
+  }
+  /** When each run's recent streams ended (Slack ending them itself), the oldest dropped past the window; bounded. */
+  const streamEnds = new Map<string, number[]>();
+  /** Slack ended the run's stream itself (left idle too long): the next call starts a new one, unless it keeps doing so (STREAM_RESTARTS_MAX). */
+  function streamGone(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload): Promise<EffectOutcome | undefined> | EffectOutcome {
+    const now = clock.now().getTime();
+    const ends = [...(streamEnds.get(e.id) ?? []).filter((at) => now - at < STREAM_RESTARTS_WINDOW_MS), now];
+    streamEnds.delete(e.id);
+    if (streamEnds.size >= 10_000) streamEnds.delete(streamEnds.keys().next().value!);
+    if (ends.length <= STREAM_RESTARTS_MAX) {
+      streamEnds.set(e.id, ends);
+      return { record: (tx) => forgetStream(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
+    }
+    deps.log?.warn("Slack ended this run's live plan again and again; its progress is shown as one updated message", { executionId: e.id, streams: ends.length });
+    return progressInstead(job, gate, e, p);
   }
 
   /**
@@ -472,7 +499,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
    * finished title are appended meanwhile (Tier 4), so the plan shows the end at once and the stop that
    * follows has nothing left to send.
    */
-  async function finalAppend(job: EffectJob, gate: SlackGate, e: Execution, plan: RunPlan, wait: BudgetWait): Promise<EffectOutcome> {
+  async function finalAppend(job: EffectJob, gate: SlackGate, e: Execution, plan: RunPlan, p: ProgressPayload, wait: BudgetWait): Promise<EffectOutcome | undefined> {
     const append = notifier.planCall!(e, plan, { ts: e.streamTs, shown: e.streamShown, appendOnly: true });
     if (!append) throw wait;
     try {
@@ -486,7 +513,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     } catch (err) {
       const code = slackErrorCode(err);
       // Slack ended the stream itself: the next call starts a new one (and stops it).
-      if (code && STREAM_GONE.includes(code)) return { record: (tx) => forgetStream(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
+      if (code && STREAM_GONE.includes(code)) return streamGone(job, gate, e, p);
       if (!closingRefused(err, e.id)) throw err;
     }
     return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: e.streamTs!, shown: append.shown }), again: wait.retryAt };

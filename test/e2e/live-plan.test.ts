@@ -167,6 +167,21 @@ describe("a run's live plan", () => {
     expect(await prismaOf(h.bot.database).streamingRefusal.findMany()).toEqual([]);
   });
 
+  it("shows a run's progress as one message once Slack has ended its plan's stream again and again", async () => {
+    const log = recordingLogger();
+    h = await startHarness({ crew: { tasks: Array.from({ length: 8 }, (_, i) => ({ id: `t${i}`, name: `task_${i}`, agent: "A", delayMs: 1000, steps: 3 })) }, crewline: { log } });
+    // Every append is told the stream is over: each would start a new stream, for a Tier 2 token each.
+    h.slack.refuseWhen("chat.appendStream", "message_not_in_streaming_state", () => true);
+    await startRunViaSlack(h, "Restless");
+    await eventually(() => progressMessages(h).find((m) => /^Finished/.test(m.text ?? "")), { what: "the run's progress message finished", timeoutMs: 30_000 });
+    await h.settled();
+    // Started again three times, then no more: the steps went on in the one message.
+    expect(h.slack.callsTo("chat.startStream").map((c) => c.error ?? "ok")).toEqual(["ok", "ok", "ok", "ok"]);
+    expect(h.slack.callsTo("chat.appendStream").map((c) => c.error)).toEqual(Array(4).fill("message_not_in_streaming_state"));
+    expect(progressMessages(h)).toHaveLength(1);
+    expect(log.lines.filter((l) => /again and again/.test(l.msg))).toHaveLength(1);
+  }, 60_000);
+
   it("falls back to the one progress message where Slack refuses streaming, remembered for the workspace and logged once", async () => {
     const log = recordingLogger();
     h = await startHarness({ crew: { tasks: [{ id: "t-a", name: "a_task", agent: "A", delayMs: 600, steps: 4 }] }, crewline: { log } });
