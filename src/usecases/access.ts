@@ -307,26 +307,25 @@ export async function mayReceiveReassignment(ports: AccessPorts, subject: Reassi
   }
   if (person.isBot || userId === SLACKBOT) return refused("bot");
   if (person.deleted) return refused("deactivated");
-  const asThem: AccessPorts = { ...ports, workspace: { teamId: person.teamId, ...(person.enterpriseId ? { enterpriseId: person.enterpriseId } : {}) } };
-  let sees: boolean | undefined;
-  if ("run" in subject) {
-    if (!fromItsWorkspace(asThem, subject.run)) return refused("other_organisation");
-    if (selfApprovalRefused(subject.policy, subject.run.userId, userId)) return refused("self_approval");
-    sees = await seesRun(asThem, subject.run, { userId });
-  } else {
-    if (!fromItsWorkspace(asThem, subject.request)) return refused("other_organisation");
-    sees = await seesFlowRequest(asThem, subject.request, { userId });
-  }
+  const asThem: AccessPorts = { ...ports, workspace: { teamId: person.teamId, enterpriseId: person.enterpriseId } };
+  if (!fromItsWorkspace(asThem, "run" in subject ? subject.run : subject.request)) return refused("other_organisation");
+  if ("run" in subject && selfApprovalRefused(subject.policy, subject.run.userId, userId)) return refused("self_approval");
+  const sees = "run" in subject ? await seesRun(asThem, subject.run, { userId }) : await seesFlowRequest(asThem, subject.request, { userId });
   if (sees === undefined) return refused("unknown");
   return sees ? { ok: true } : refused("cannot_see");
 }
+
+/** A reply in a thread: who wrote it, where. */
+type Reply = { userId: string; channelId: string; threadTs: string };
+/** A review with its run's thread, where replies about it are written. */
+type ReviewInThread = ReviewOfRun<ReviewFacts, RunFacts & { threadTs: string | null }>;
 
 /**
  * Whether a reply in the thread (channelId, threadTs) is in the review's place, as a click must be on
  * its message: the thread of its run in the run's channel, or, once the run moved to a direct message,
  * the thread of the review's own message there.
  */
-export function replyInReviewThread(found: ReviewOfRun<ReviewFacts, RunFacts & { threadTs: string | null }>, reply: { channelId: string; threadTs: string }): boolean {
+export function replyInReviewThread(found: ReviewInThread, reply: Omit<Reply, "userId">): boolean {
   if (found.channelId && found.channelId !== found.execution.channelId) return found.channelId === reply.channelId && found.messageTs === reply.threadTs;
   return found.execution.channelId === reply.channelId && found.execution.threadTs === reply.threadTs;
 }
@@ -335,18 +334,14 @@ export function replyInReviewThread(found: ReviewOfRun<ReviewFacts, RunFacts & {
  * Whether a reply may decide this review: in its place, from someone who may act on it and passes
  * the reviewer rules (the rules of a click). Anyone else's reply is ignored.
  */
-export async function replyMayDecide(
-  ports: AccessPorts,
-  found: ReviewOfRun<ReviewFacts, RunFacts & { threadTs: string | null }>,
-  reply: { userId: string; channelId: string; threadTs: string },
-): Promise<boolean> {
+export async function replyMayDecide(ports: AccessPorts, found: ReviewInThread, reply: Reply): Promise<boolean> {
   if (!replyInReviewThread(found, reply)) return false;
   if (!(await mayActOnReview(ports, found, { userId: reply.userId, channelId: reply.channelId }))) return false;
   return (await reviewerGate(ports, found, reply.userId).catch(() => ({ allowed: false }))).allowed;
 }
 
 /** Whether a reply may answer a flow request: in the thread of its message, from someone who may answer it. */
-export async function replyMayAnswerFlowRequest(ports: AccessPorts, request: FlowRequestFacts, reply: { userId: string; channelId: string; threadTs: string }): Promise<boolean> {
+export async function replyMayAnswerFlowRequest(ports: AccessPorts, request: FlowRequestFacts, reply: Reply): Promise<boolean> {
   if (!clickFromFlowMessage(request, { channelId: reply.channelId, messageTs: reply.threadTs })) return false;
   return mayAnswerFlowRequest(ports, request, reply.userId).catch(() => false);
 }

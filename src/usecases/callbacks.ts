@@ -27,7 +27,7 @@ import {
 import { hashOutput } from "./decisions/core.js";
 import { type Clock, type Execution, systemClock } from "./ports.js";
 import type { ProgressCoalescer } from "./progress.js";
-import type { Reviews } from "./reviews.js";
+import { awaitedTask, type Reviews } from "./reviews.js";
 import { namedRunIds, namesOwnRun } from "./run-binding.js";
 import type { Runs } from "./runs.js";
 import { WorkQueue } from "./work-queue.js";
@@ -112,6 +112,9 @@ export type CallbackOutcome =
   | { kind: "names_another_run" }
   | { kind: "malformed"; problem: string };
 
+/** Of a run's row, only what answering a callback needs (IntakeRun). */
+const intakeRun = ({ id, kickoffId, state, webhookSecret, humanInputToken }: IntakeRun): IntakeRun => ({ id, kickoffId, state, webhookSecret, humanInputToken });
+
 /** A cached run, and when it was read (ms on the clock). */
 interface CachedRun {
   run: IntakeRun;
@@ -151,13 +154,11 @@ export class Callbacks {
     /** How long the recorded callbacks of an ended run are kept. */
     retentionMs?: number;
   }) {
-    ({ runs: this.runs, reviews: this.reviews, progress: this.progress, log: this.log } = deps);
+    ({ db: this.sql, runs: this.runs, reviews: this.reviews, progress: this.progress, log: this.log } = deps);
     this.clock = deps.clock ?? systemClock;
     this.retentionMs = deps.retentionMs ?? DEFAULT_WEBHOOK_EVENT_RETENTION_MS;
-    const processingConcurrency = deps.processingConcurrency ?? DEFAULT_PROCESSING_CONCURRENCY;
     // process() logs its own failures with the event they belong to.
-    this.work = new WorkQueue(processingConcurrency, () => {});
-    this.sql = deps.db;
+    this.work = new WorkQueue(deps.processingConcurrency ?? DEFAULT_PROCESSING_CONCURRENCY, () => {});
   }
 
   /**
@@ -296,8 +297,7 @@ export class Callbacks {
    * (`except`: that one) or from its status, either of which would leave them refused.
    */
   async processRecordedOf(executionId: string, kinds: readonly CallbackKind[], except?: string): Promise<void> {
-    const ofRun = { executionId, kinds, ...(except ? { except } : {}) };
-    const recorded = await unprocessedWebhookEvents(this.sql, { ofRun, maxAttempts: MAX_ATTEMPTS, limit: 100 });
+    const recorded = await unprocessedWebhookEvents(this.sql, { ofRun: { executionId, kinds, except }, maxAttempts: MAX_ATTEMPTS, limit: 100 });
     for (const event of recorded) await this.process(event.id).catch(() => {});
   }
 
@@ -310,34 +310,34 @@ export class Callbacks {
 
   /**
    * Deletes the recorded callbacks of ended runs once older than the retention (WEBHOOK_EVENT_RETENTION),
-   * at most once an hour unless `force`; returns how many went.
+   * at most once an hour; returns how many went.
    */
-  async prune(force = false): Promise<number> {
+  async prune(): Promise<number> {
     const now = this.clock.now().getTime();
-    if (!force && now - this.lastPrune < PRUNE_EVERY_MS) return 0;
+    if (now - this.lastPrune < PRUNE_EVERY_MS) return 0;
     this.lastPrune = now;
     return pruneWebhookEvents(this.sql, { before: new Date(now - this.retentionMs), maxAttempts: MAX_ATTEMPTS });
   }
 
   private async apply(execution: Execution, event: CrewEvent): Promise<void> {
+    if (event.kind === "crew") {
+      await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
+      // Step callbacks read the cached row: from now on they see the run has ended.
+      this.cache.delete(execution.id);
+      return;
+    }
     // The cached run stays: what answering reads of it (secret, token, kickoff id) does not change, and
     // a run that ended is caught where its next callback is stored (the INSERT checks it). Dropping it
     // here made every task and human-input callback read its run again.
+    if (isFinished(execution.state)) return;
     if (event.kind === "task") {
-      if (isFinished(execution.state)) return;
       const posted = await this.applyOnceDecided(execution.id, event.output, () => this.reviews.open(execution, event));
       // Seed deployments send no human-input request: the status says whether the crew waits on it.
       if (posted?.state === "posted") {
         void this.reviews.confirmWaiting(execution, posted).catch((err) => this.log.warn("could not confirm a pause from the status", { executionId: execution.id, err }));
       }
     } else if (event.kind === "input") {
-      if (isFinished(execution.state)) return;
-      const awaited = { taskKey: event.name ?? event.taskId ?? "task", name: event.name, agent: event.agent, output: event.output, resumeTaskId: event.taskId ?? event.wholeName };
-      await this.applyOnceDecided(execution.id, event.output, () => this.reviews.awaitDecision(execution, awaited, { source: "input" }));
-    } else if (event.kind === "crew") {
-      await this.runs.finish(execution.id, event.error ? { event: "failed", error: event.error, output: event.output || undefined } : { event: "succeeded", output: event.output });
-      // Step callbacks read the cached row: from now on they see the run has ended.
-      this.cache.delete(execution.id);
+      await this.applyOnceDecided(execution.id, event.output, () => this.reviews.awaitDecision(execution, awaitedTask(event), { source: "input" }));
     }
   }
 
@@ -388,8 +388,7 @@ export class Callbacks {
     const adopted = await this.runs.adopt(execution.id, named);
     if (!adopted) return (await this.lookup(execution.id)) ?? execution;
     this.log.info("run adopted its kickoff id from a callback", { executionId: execution.id });
-    const { id, kickoffId, state, webhookSecret, humanInputToken } = adopted;
-    return { id, kickoffId, state, webhookSecret, humanInputToken };
+    return intakeRun(adopted);
   }
 
   private async lookup(id: string): Promise<IntakeRun | undefined> {
@@ -398,11 +397,10 @@ export class Callbacks {
     const readAt = this.clock.now().getTime();
     const row = await findExecution(this.sql, id);
     if (!row) return undefined;
-    const { kickoffId, state, webhookSecret, humanInputToken } = row;
-    const execution: IntakeRun = { id, kickoffId, state, webhookSecret, humanInputToken };
+    const execution = intakeRun(row);
     // Not cached before the crew has answered the kickoff: its kickoff id is what a callback's body is
     // checked against (namesOwnRun). Bounded: oldest entries go first (Map keeps insertion order).
-    if (!kickoffId) return execution;
+    if (!execution.kickoffId) return execution;
     this.cache.delete(id);
     if (this.cache.size >= 1000) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(id, { run: execution, readAt });

@@ -61,10 +61,8 @@ export async function homeFor<F extends { teamId: string | null }>(deps: HomeFor
   // the rules below still decide which of them are listed.
   const pending = await deps.store.pendingReviews({ ...scope, for: await mayBeTheirs(deps, userId, scope, now) });
   // Someone who approved a review still waiting for more approvals is not waited for.
-  const approved = await deps.store.approvedBy(
-    userId,
-    pending.map((r) => r.id),
-  );
+  const ids = pending.map((r) => r.id);
+  const approved = await deps.store.approvedBy(userId, ids);
   const listed: PendingReview[] = [];
   for (const review of pending) if (!approved.has(review.id) && (await homeListsReview(deps.access, review, userId))) listed.push(review);
   // A review's content (crew, task, thread link, Approve) only to someone who may see its run: every answer showing a run's content checks who asks.
@@ -76,7 +74,7 @@ export async function homeFor<F extends { teamId: string | null }>(deps: HomeFor
   const reviews = listed.filter((_, i) => shown[i]);
   const withheld = listed.filter((_, i) => !shown[i]).map((r): WithheldReview => ({ channelId: r.execution.channelId, ...grantOf(r, userId) }));
   const flowRequests = (deps.flows ? await deps.flows.waitingFor(userId, team) : []).filter((r) => !team || r.teamId === team);
-  const runs = await deps.store.recentRuns(userId, { ...(team ? { teamId: team } : {}), limit: deps.maxRuns });
+  const runs = await deps.store.recentRuns(userId, { ...scope, limit: deps.maxRuns });
   const crews = deps.crews.usableBy(teamId).map((c) => ({ name: c.name, ...(c.channels ? { channels: c.channels } : {}) }));
   return { userId, now, reviews, withheld, flowRequests, runs, crews };
 }
@@ -114,13 +112,6 @@ function grantOf(review: PendingReview, userId: string): Pick<WithheldReview, "w
 
 /** Each check's answer, or false for those not answered (or failed) within `ms`. */
 function answersWithin(checks: Promise<boolean>[], ms: number): Promise<boolean[]> {
-  return Promise.all(
-    checks.map((check) =>
-      within(
-        check.catch(() => false),
-        ms,
-        () => false,
-      ),
-    ),
-  );
+  const no = () => false;
+  return Promise.all(checks.map((check) => within(check.catch(no), ms, no)));
 }

@@ -122,6 +122,11 @@ function parsePick(value: string): { replyId: string; reviewId: string; round: n
 }
 const IGNORED: ReplyOutcome = { kind: "ignored" };
 
+/** Where a reply was written, and by whom. */
+type ReplyPlace = Pick<ThreadReplyIn, "userId" | "channelId" | "threadTs">;
+/** What a recorded reply is about (nothing, when unset). */
+type ReplyAbout = Partial<Pick<NewThreadReply, "reviewId" | "round" | "flowRequestId">>;
+
 export interface ReplyDecisionDeps {
   db: Sql;
   reviews: Reviews;
@@ -152,7 +157,7 @@ export class ReplyDecisions {
       if (!here.some((r) => r.state === "pending")) return this.onFlowReply(request, reply, ports);
       // Decisive for either: an approve or reject word, or one of the flow's own outcomes ("ship it").
       const decisive = replyIntent(reply.text).kind !== "other" || flowReplyIntent(reply.text, outcomesOf(request)).kind === "outcome";
-      if (decisive) return (await this.record(reply, { text: null, reviewId: null, round: null, flowRequestId: request.id })) ? { kind: "both_waiting" } : IGNORED;
+      if (decisive) return (await this.record(reply, { flowRequestId: request.id })) ? { kind: "both_waiting" } : IGNORED;
     }
     return this.onReviewReply(here, reply, ports);
   }
@@ -166,7 +171,7 @@ export class ReplyDecisions {
       // Decided already: talk in the thread is not for the bot, but an approve or reject is answered.
       const latest = reviews[0]!;
       if (intent.kind === "other" || !(await replyMayDecide(ports, latest, reply))) return IGNORED;
-      if (!(await this.record(reply, { text: null, reviewId: latest.id, round: latest.round, flowRequestId: null }))) return IGNORED;
+      if (!(await this.record(reply, { reviewId: latest.id, round: latest.round }))) return IGNORED;
       return { kind: "review", outcome: { kind: "already_decided", review: latest } };
     }
     const asked = intent.kind === "other";
@@ -178,9 +183,9 @@ export class ReplyDecisions {
     if (!(await replyMayDecide(ports, target, reply))) {
       // Talk is not for the bot; an approve or reject is told why it was not taken, as a click would be.
       if (asked) return IGNORED;
-      return this.refused(reply, { reviewId: target.id, round: target.round, flowRequestId: null }, await reviewRefusal(ports, target, reply.userId));
+      return this.refused(reply, { reviewId: target.id, round: target.round }, await reviewRefusal(ports, target, reply.userId));
     }
-    const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: target.id, round: target.round, flowRequestId: null });
+    const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: target.id, round: target.round });
     if (!recorded) return IGNORED;
     if (asked)
       return {
@@ -193,6 +198,19 @@ export class ReplyDecisions {
   /** The decide call a click makes, as a reply's. */
   private async decide(reviewId: string, userId: string, approve: boolean, feedback: string): Promise<ReplyOutcome> {
     return { kind: "review", outcome: await this.deps.reviews.decide({ reviewId, userId, approve, feedback, via: "reply" }) };
+  }
+
+  /** The decide call a click on a flow request's message makes, as a reply's in its thread. */
+  private async decideFlow(request: FlowRequest, place: ReplyPlace, outcomeIndex: number | undefined, feedback: string): Promise<ReplyOutcome> {
+    const { userId, channelId, threadTs: messageTs } = place;
+    return { kind: "flow", outcome: await this.deps.flows!.decide({ requestId: request.id, userId, outcomeIndex, feedback, channelId, messageTs, via: "reply" }) };
+  }
+
+  /** A question's button deciding a review: still waiting in the round asked about, and the clicker still allowed to decide it. */
+  private async decideAsked(found: ReviewWithExecution, round: number | null, place: ReplyPlace, ports: AccessPorts, approve: boolean, feedback: string): Promise<ReplyOutcome> {
+    if (found.state !== "pending" || found.round !== round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
+    if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
+    return this.decide(found.id, place.userId, approve, approve ? "" : feedback);
   }
 
   /**
@@ -213,13 +231,12 @@ export class ReplyDecisions {
     const feedback = intent.kind === "reject" ? intent.feedback : "";
     if (theirs.length === 1) {
       const only = theirs[0]!;
-      if (!(await this.record(reply, { text: null, reviewId: only.id, round: only.round, flowRequestId: null }))) return IGNORED;
+      if (!(await this.record(reply, { reviewId: only.id, round: only.round }))) return IGNORED;
       return this.decide(only.id, reply.userId, approve, feedback);
     }
     // A reject without its feedback is answered as when one review waits, before any question (once per Slack message).
-    if (!approve && isBlank(feedback))
-      return (await this.record(reply, { text: null, reviewId: null, round: null, flowRequestId: null })) ? { kind: "review", outcome: { kind: "feedback_required" } } : IGNORED;
-    const recorded = await this.record(reply, { text: reply.text, reviewId: null, round: null, flowRequestId: null });
+    if (!approve && isBlank(feedback)) return (await this.record(reply)) ? { kind: "review", outcome: { kind: "feedback_required" } } : IGNORED;
+    const recorded = await this.record(reply, { text: reply.text });
     if (!recorded) return IGNORED;
     const shown = theirs.slice(0, WHICH_REVIEWS_SHOWN);
     return {
@@ -256,10 +273,7 @@ export class ReplyDecisions {
     const place = { userId, channelId: row.channelId, threadTs: row.threadTs };
     if (intent.kind !== choice || !found || !replyInReviewThread(found, place)) return { kind: "unknown_question" };
     if (!(await claimThreadReplyAnswer(this.sql, row.id, this.clock.now()))) return { kind: "answered_already" };
-    if (found.state !== "pending" || found.round !== pick.round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
-    if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
-    const approve = intent.kind === "approve";
-    return this.decide(found.id, userId, approve, approve ? "" : intent.feedback);
+    return this.decideAsked(found, pick.round, place, ports, intent.kind === "approve", intent.kind === "reject" ? intent.feedback : "");
   }
 
   private async onFlowReply(request: FlowRequest, reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
@@ -270,10 +284,10 @@ export class ReplyDecisions {
     if (request.state !== "pending" && !decisive) return IGNORED;
     if (!(await replyMayAnswerFlowRequest(ports, request, reply))) {
       if (request.state !== "pending" || !decisive) return IGNORED;
-      return this.refused(reply, { reviewId: null, round: null, flowRequestId: request.id }, await flowRefusal(ports, flows, request, reply.userId));
+      return this.refused(reply, { flowRequestId: request.id }, await flowRefusal(ports, flows, request, reply.userId));
     }
     const asked = request.state === "pending" && intent.kind === "other";
-    const recorded = await this.record(reply, { text: asked ? reply.text : null, reviewId: null, round: null, flowRequestId: request.id });
+    const recorded = await this.record(reply, { text: asked ? reply.text : null, flowRequestId: request.id });
     if (!recorded) return IGNORED;
     if (request.state !== "pending") return { kind: "flow", outcome: { kind: "already_decided", request } };
     if (intent.kind === "other") {
@@ -292,16 +306,7 @@ export class ReplyDecisions {
         },
       };
     }
-    const outcome = await flows.decide({
-      requestId: request.id,
-      userId: reply.userId,
-      outcomeIndex: intent.index,
-      feedback: intent.comment,
-      channelId: reply.channelId,
-      messageTs: reply.threadTs,
-      via: "reply",
-    });
-    return { kind: "flow", outcome };
+    return this.decideFlow(request, reply, intent.index, intent.comment);
   }
 
   /**
@@ -319,11 +324,7 @@ export class ReplyDecisions {
     const place = { userId, channelId: row.channelId, threadTs: row.threadTs };
     if (row.reviewId) {
       const found = await this.deps.reviews.get(row.reviewId);
-      if (!found) return { kind: "review", outcome: { kind: "unknown_review" } };
-      if (found.state !== "pending" || found.round !== row.round) return { kind: "review", outcome: { kind: "already_decided", review: found } };
-      if (!(await replyMayDecide(ports, found, place))) return { kind: "no_longer_allowed" };
-      const approve = choice === "approve";
-      return this.decide(found.id, userId, approve, approve ? "" : row.text);
+      return found ? this.decideAsked(found, row.round, place, ports, choice === "approve", row.text) : { kind: "review", outcome: { kind: "unknown_review" } };
     }
     const flows = this.deps.flows;
     const request = row.flowRequestId && flows ? await flows.get(row.flowRequestId) : null;
@@ -335,16 +336,7 @@ export class ReplyDecisions {
     const index = choice === "approve" ? choices.approve : choices.reject;
     // A flow taking free feedback: "Send this" sends the reply itself.
     if (index === undefined && emit.length > 0) return { kind: "flow", outcome: { kind: "unknown_outcome" } };
-    const outcome = await flows.decide({
-      requestId: request.id,
-      userId,
-      ...(index !== undefined ? { outcomeIndex: index } : {}),
-      feedback: choice === "approve" ? "" : row.text,
-      channelId: row.channelId,
-      messageTs: row.threadTs,
-      via: "reply",
-    });
-    return { kind: "flow", outcome };
+    return this.decideFlow(request, place, index, choice === "approve" ? "" : row.text);
   }
 
   /** A reply deleted in Slack: its words are not kept, nor sent as feedback by a question asked about it before. */
@@ -358,13 +350,15 @@ export class ReplyDecisions {
   }
 
   /** A refused approve or reject: told once per Slack message (a repeated delivery says nothing); undefined: nothing to tell. */
-  private async refused(reply: ThreadReplyIn, about: Pick<NewThreadReply, "reviewId" | "round" | "flowRequestId">, refusal: ReplyOutcome | undefined): Promise<ReplyOutcome> {
-    if (!refusal || !(await this.record(reply, { text: null, ...about }))) return IGNORED;
+  private async refused(reply: ThreadReplyIn, about: ReplyAbout, refusal: ReplyOutcome | undefined): Promise<ReplyOutcome> {
+    if (!refusal || !(await this.record(reply, about))) return IGNORED;
     return refusal;
   }
 
-  private record(reply: ThreadReplyIn, about: Pick<NewThreadReply, "text" | "reviewId" | "round" | "flowRequestId">) {
-    return recordThreadReply(this.sql, { channelId: reply.channelId, ts: reply.ts, threadTs: reply.threadTs, userId: reply.userId, ...about }, this.clock.now());
+  /** Records the reply once per Slack message (undefined: recorded already), with what it is about and, for a question, its text. */
+  private record(reply: ThreadReplyIn, about: ReplyAbout & { text?: string | null } = {}) {
+    const { channelId, ts, threadTs, userId } = reply;
+    return recordThreadReply(this.sql, { channelId, ts, threadTs, userId, text: null, reviewId: null, round: null, flowRequestId: null, ...about }, this.clock.now());
   }
 
   /** About once an hour per process, replies older than the retention are deleted (in the background). */

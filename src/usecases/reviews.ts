@@ -35,9 +35,6 @@ import type { ClaimHolder, Clock, CrewDirectory, Execution, Outbox, Review, RunN
 import type { Runs } from "./runs.js";
 import { noTelemetry, type Telemetry } from "./telemetry.js";
 
-/** Rolls back a promotion whose run ended before it: nothing of it is kept. */
-class RunEndedMeanwhile extends Error {}
-
 export type DecisionOutcome =
   | { kind: "unknown_review" }
   | { kind: "feedback_required" }
@@ -96,8 +93,6 @@ export type ReviewerGate = (execution: Execution, userId: string, review?: Revie
 /** Called, in the transaction that makes a round a review (pending), before its message shows it: returns the row to show (e.g. with its deadline). */
 export type OnPending = (execution: Execution, review: Review, tx: Sql) => Promise<Review>;
 
-export const anyoneMayDecide: ReviewerGate = async () => ({ allowed: true });
-
 /**
  * Where a task output came from: a task webhook, a human-input request (the crew waits on it), or a
  * status poll made at `observedAt` that found the run waiting on it.
@@ -106,6 +101,11 @@ export type ReviewOrigin = { source: "webhook" } | { source: "input" } | { sourc
 
 /** A task output the crew waits on, with the task id /resume wants when the crew named one. */
 export type AwaitedTask = Pick<TaskEvent, "taskKey" | "name" | "agent" | "output"> & { resumeTaskId?: string };
+
+/** The task a pause names (a human-input request, or the last task of a paused status), as a review awaits it. */
+export function awaitedTask(task: Pick<TaskEvent, "output" | "name" | "agent" | "taskId" | "wholeName">): AwaitedTask {
+  return { taskKey: task.name ?? task.taskId ?? "task", name: task.name, agent: task.agent, output: task.output, resumeTaskId: task.taskId ?? task.wholeName };
+}
 
 /**
  * How long a task message is held back when its crew waited on the same task before (a human-input
@@ -181,7 +181,7 @@ export interface ReviewsDeps {
   holder?: ClaimHolder;
 }
 
-/** Rolls back a review stored for a run that ended meanwhile (Reviews.store). */
+/** Rolls back a review stored or promoted for a run that ended meanwhile: nothing of it is kept. */
 const RUN_ENDED = new Error("the run ended before its review could open");
 
 const awaitedKey = (crewName: string, taskName: string) => `${crewName}\0${taskName}`;
@@ -209,7 +209,7 @@ export class Reviews {
 
   constructor(private readonly deps: ReviewsDeps) {
     ({ db: this.sql, clock: this.clock } = deps);
-    this.gate = deps.gate ?? anyoneMayDecide;
+    this.gate = deps.gate ?? (async () => ({ allowed: true }));
     this.policyOf = deps.approvalPolicy ?? (() => DEFAULT_APPROVAL_POLICY);
     this.telemetry = deps.telemetry ?? noTelemetry;
     this.holdMs = deps.holdMs ?? TASK_MESSAGE_HOLD_MS;
@@ -304,7 +304,7 @@ export class Reviews {
       if (!moved) return null;
       const shown = this.deps.onPending ? await this.deps.onPending(execution, moved, tx) : moved;
       // A run that ended meanwhile (stopped, finished) opens no review: its task message stays a finished task.
-      if (!(await this.deps.runs.transition(execution.id, "review_opened", {}, tx))) throw new RunEndedMeanwhile();
+      if (!(await this.deps.runs.transition(execution.id, "review_opened", {}, tx))) throw RUN_ENDED;
       // Posted already: the message gets its controls in place (an update). Not posted yet: the post
       // renders the row as it is when performed, so it shows the controls in one call; a post already
       // under way with the older state asks for the update itself when it records its ts (perform.ts).
@@ -312,8 +312,8 @@ export class Reviews {
       // Held back for this very moment (open): it goes now, with its controls.
       else await this.deps.outbox.hurry(tx, { kind: "review.post", subjectId: moved.id });
       return shown;
-    }).catch((err) => {
-      if (err instanceof RunEndedMeanwhile) return null;
+    }).catch((err: unknown) => {
+      if (err === RUN_ENDED) return null;
       throw err;
     });
     if (promoted) {
@@ -382,8 +382,7 @@ export class Reviews {
       // the order a stop takes them in.
       if (!(await holdInStates(tx, execution.id, LIVE_STATES))) throw RUN_ENDED;
       if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
-      const runAt = holdMs > 0 ? new Date(this.clock.now().getTime() + holdMs) : undefined;
-      await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(runAt ? { runAt } : {}) });
+      await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(holdMs > 0 ? { runAt: new Date(this.clock.now().getTime() + holdMs) } : {}) });
       return state === "pending" && this.deps.onPending ? this.deps.onPending(execution, stored, tx) : stored;
     }).catch((err: unknown) => {
       if (err === RUN_ENDED) return undefined;
@@ -509,7 +508,7 @@ export class Reviews {
     }
     const patch = { resumeStatus: resume.status ?? null, resumeMessage: resume.message ?? null };
     try {
-      return await this.conclude(c, "decided", patch, {}, (review) => ({ kind: "decided", review, resume }));
+      return await this.conclude(c, "decided", patch, { resume });
     } catch (err) {
       // The crew took it; only storing that failed. Opening the review again would let it be sent
       // twice: the claim stays (deciding) until recoverAbandoned finds the crew moved on and records it.
@@ -537,14 +536,14 @@ export class Reviews {
    * A decision's outcome, in one transaction: the review's new state, the run's (when the crew took
    * it), the audit record, and the Slack effects (the message rendered from the row, note included;
    * the edited version as a file after an edit and approve). Resume failed: the review opens again,
-   * its decision's columns cleared. `message`: what the decider is told (not_waiting, resume_failed).
+   * its decision's columns cleared. `message`: what the decider is told (not_waiting, resume_failed);
+   * `resume`: the crew's answer (decided).
    */
   private async conclude(
     c: Claimed,
     outcome: "decided" | "not_waiting" | "resume_failed",
     patch: ReviewDecisionPatch,
-    sent: { message?: string; threadNotice?: { part: string; notice: RunNotice } },
-    named: (review: Review) => DecisionOutcome = (review) => (outcome === "decided" ? { kind: "already_decided", review } : { kind: outcome, review, message: sent.message ?? "" }),
+    sent: { message?: string; resume?: ResumeResult; threadNotice?: { part: string; notice: RunNotice } } = {},
   ): Promise<DecisionOutcome> {
     const { found, decision, claimedAt } = c;
     const { execution: _, ...review } = found;
@@ -581,23 +580,18 @@ export class Reviews {
       taken: outcome === "decided",
       effects: sent.threadNotice ? [{ kind: "run.message", subjectId: review.executionId, part: sent.threadNotice.part, payload: { notice: sent.threadNotice.notice } }] : [],
     });
-    return settled.ours ? named(settled.row) : { kind: "taken_over", review: settled.row };
+    if (!settled.ours) return { kind: "taken_over", review: settled.row };
+    return outcome === "decided" ? { kind: "decided", review: settled.row, resume: sent.resume ?? {} } : { kind: outcome, review: settled.row, message: sent.message ?? "" };
   }
 
   private async resumeFailed(c: Claimed, err: unknown): Promise<DecisionOutcome> {
     const message = isCrewError(err) ? err.userMessage() : "Crewline could not send the decision to the crew.";
     // 400: the crew is not waiting for this decision (it moved on, or another client decided).
     if (isCrewError(err) && err.kind === "bad_request") return this.conclude(c, "not_waiting", { resumeMessage: err.serviceMessage ?? "no reason given" }, { message });
+    // The crew moved on: the decision reached it although its answer did not reach us. Or the run
+    // ended while the call failed (a stop, its end): nothing is waiting for this review any more.
     const fate = await this.fateOf(c.found.execution, c.found, isCrewError(err) && !!err.maybeApplied);
-    // The crew moved on: the decision reached it although its answer did not reach us.
-    if (fate === "taken")
-      return this.conclude(c, "decided", { resumeMessage: "the answer timed out, but its status shows it took the decision" }, {}, (review) => ({
-        kind: "decided",
-        review,
-        resume: {},
-      }));
-    // The run ended while the call failed (a stop, its end): nothing is waiting for this review any more.
-    if (fate) return this.concludeEnded(c, fate);
+    if (fate) return this.concludeKnown(c, fate, "the answer timed out, but its status shows it took the decision");
     this.deps.log.warn("resume failed; review is open again", { reviewId: c.found.id, err });
     return this.conclude(c, "resume_failed", {}, { message });
   }
@@ -618,8 +612,12 @@ export class Reviews {
     return isFinished(run.state) ? "ended" : undefined;
   }
 
-  /** Closes a decision cut short on a run that has ended: nobody is asked to decide again. */
-  private concludeEnded(c: Claimed, fate: "stopped" | "ended"): Promise<DecisionOutcome> {
+  /**
+   * Closes a decision cut short whose fate is known: taken by the crew (`takenMessage` says how that
+   * is known), or its run has ended (nobody is asked to decide again).
+   */
+  private concludeKnown(c: Claimed, fate: "taken" | "stopped" | "ended", takenMessage: string): Promise<DecisionOutcome> {
+    if (fate === "taken") return this.conclude(c, "decided", { resumeMessage: takenMessage });
     // Stopped: the review closes as the stop closes those waiting (its message says who stopped the run).
     if (fate === "stopped") return this.conclude(c, "not_waiting", {}, { message: "The run was stopped before the crew was known to take the decision." });
     return this.conclude(c, "not_waiting", { resumeMessage: "the run had ended" }, { message: "The run had ended before the crew took the decision." });
@@ -636,10 +634,9 @@ export class Reviews {
    */
   async recoverAbandoned(staleMs: number): Promise<number> {
     const now = this.clock.now();
-    // Left where the first click put it (deciding).
-    const states = [reviewTransition("claimed").to];
     const rows = await abandonedRequests(this.sql, "Review", {
-      states,
+      // Left where the first click put it (deciding).
+      states: [reviewTransition("claimed").to],
       before: new Date(now.getTime() - staleMs),
       deadBefore: this.deps.holder?.deadBefore(now),
       self: this.deps.holder?.replicaId,
@@ -658,14 +655,10 @@ export class Reviews {
         ...(review.decidedByDeadline ? { byDeadline: true } : {}),
       };
       const claimed: Claimed = { found: { ...review, execution }, decision, claimedAt: now, approvals: [], humanFeedback: review.feedback ?? "" };
+      // The crew took it, or the run was stopped or ended meanwhile: nothing waits for this decision any more.
       const fate = await this.fateOf(execution, review, true);
-      if (fate === "taken") {
-        await this.conclude(claimed, "decided", { resumeMessage: "its sender stopped mid-call, but the crew's status shows it took the decision" }, {});
-        continue;
-      }
-      // The run was stopped or ended meanwhile: nothing waits for this decision any more.
       if (fate) {
-        await this.concludeEnded(claimed, fate);
+        await this.concludeKnown(claimed, fate, "its sender stopped mid-call, but the crew's status shows it took the decision");
         continue;
       }
       this.deps.log.warn("decision abandoned mid-call; review is open again", { reviewId: review.id });
@@ -702,13 +695,8 @@ export class Reviews {
 export function reviewNote(review: Review): string | undefined {
   if (review.state === "closed")
     return review.resumeMessage ? `The crew was not waiting for this decision: ${review.resumeMessage}` : "The run finished without needing this decision.";
-  if (review.state === "approved" || review.state === "rejected")
-    return resumeNote({ status: (review.resumeStatus ?? undefined) as ResumeResult["status"], message: review.resumeMessage ?? undefined });
-  return undefined;
-}
-
-/** The crew's answer to a decision, as shown under the review ("Crew: retrying — Task will be retried…"). */
-export function resumeNote(resume: ResumeResult): string | undefined {
-  const parts = [resume.status, resume.message].filter(Boolean);
+  if (review.state !== "approved" && review.state !== "rejected") return undefined;
+  // The crew's answer to the decision ("Crew: retrying — Task will be retried…").
+  const parts = [review.resumeStatus, review.resumeMessage].filter(Boolean);
   return parts.length ? `Crew: ${parts.join(" — ")}` : undefined;
 }

@@ -94,7 +94,6 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     if (requestId && (await runs.findByRequestId(requestId))) return { kind: "replayed" };
     throw err;
   }
-  const urls = deps.webhookUrls(execution);
 
   const posted = await deps.announcements.post(execution, req.source?.threadTs);
   if ("error" in posted) {
@@ -122,7 +121,7 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
         user: req.userId,
         ...(req.source?.permalink ? { permalink: req.source.permalink } : {}),
       },
-      ...urls,
+      ...deps.webhookUrls(execution),
     }));
   } catch (err) {
     const reason = isCrewError(err) ? err.userMessage() : "Crewline could not start the crew.";

@@ -86,7 +86,7 @@ export class RunStops {
   /** Stops the run once: the first asker's stop reaches the crew; everyone else hears who is stopping or stopped it. */
   async stop(target: StopTarget, asker: Asker, access: AccessPorts): Promise<StopOutcome> {
     const found = await this.allowed(target, asker, access);
-    if (!("run" in found) || found.kind !== "allowed") return found;
+    if (found.kind !== "allowed") return found;
     const { run } = found;
     if (isFinished(run.state)) return { kind: "ended", run };
     if (!run.kickoffId) return { kind: "not_started", run };
@@ -130,7 +130,7 @@ export class RunStops {
   /** Stops following a run whose crew cannot be stopped from Slack: it ends here (abandoned), once. The crew is not called. */
   async stopFollowing(executionId: string, asker: Asker, access: AccessPorts): Promise<StopOutcome> {
     const found = await this.allowed({ executionId }, asker, access);
-    if (!("run" in found) || found.kind !== "allowed") return found;
+    if (found.kind !== "allowed") return found;
     const { run } = found;
     if (isFinished(run.state)) return { kind: "ended", run };
     // The stop's own claim: someone's stop on its way to the crew (an older answer's button) decides how
@@ -149,16 +149,12 @@ export class RunStops {
     return claimStop(this.sql, run.id, {
       userId: asker.userId,
       states: LIVE_STATES,
-      staleBefore: this.staleBefore(now),
+      // Claims made before this are stale: their POST /stop has ended, whatever became of it.
+      staleBefore: new Date(now.getTime() - Math.max(STOP_CLAIM_STALE_MS, this.deps.longestCallMs ?? 0)),
       now,
       owner: this.deps.holder?.replicaId,
       deadBefore: this.deps.holder?.deadBefore(now),
     });
-  }
-
-  /** Stop claims made before this are stale: their POST /stop has ended, whatever became of it. */
-  private staleBefore(now: Date): Date {
-    return new Date(now.getTime() - Math.max(STOP_CLAIM_STALE_MS, this.deps.longestCallMs ?? 0));
   }
 
   /** The run, if it exists, the asker may see it, the click comes from its announcement, and the asker may stop it. */

@@ -12,8 +12,8 @@ import type { ExecutionStatus } from "../protocols/crew/types.js";
 import { findExecution, leaseDueExecutions, updateExecution } from "../store/executions.js";
 import type { Sql } from "../store/sql.js";
 import type { Lifecycle } from "./lifecycle.js";
-import type { Clock, CrewDirectory, Execution } from "./ports.js";
-import { systemClock } from "./ports.js";
+import { type Clock, type CrewDirectory, type Execution, systemClock } from "./ports.js";
+import { type AwaitedTask, awaitedTask } from "./reviews.js";
 
 export interface WatcherOptions {
   /** How often due rows are looked for (default 1000 ms). */
@@ -86,27 +86,12 @@ export function graceOver(since: Date | null, now: Date, graceMs: number): boole
 }
 
 /** What a status answer means for a run, as data (applied by the watcher). */
-export type StatusAction =
-  | { kind: "none" }
-  | { kind: "review"; taskKey: string; name?: string; agent?: string; output: string; resumeTaskId?: string }
-  | { kind: "succeeded"; output: string }
-  | { kind: "failed"; error: string; output?: string };
+export type StatusAction = { kind: "none" } | ({ kind: "review" } & AwaitedTask) | { kind: "succeeded"; output: string } | { kind: "failed"; error: string; output?: string };
 
 export function actionForStatus(status: ExecutionStatus): StatusAction {
   switch (status.phase) {
-    case "paused": {
-      const task = status.lastTask;
-      if (!task?.output) return { kind: "none" };
-      const resumeTaskId = task.taskId ?? task.wholeName;
-      return {
-        kind: "review",
-        taskKey: task.name ?? task.taskId ?? "task",
-        name: task.name,
-        agent: task.agent,
-        output: task.output,
-        ...(resumeTaskId ? { resumeTaskId } : {}),
-      };
-    }
+    case "paused":
+      return status.lastTask?.output ? { kind: "review", ...awaitedTask({ ...status.lastTask, output: status.lastTask.output }) } : { kind: "none" };
     case "succeeded":
       return { kind: "succeeded", output: status.output ?? status.lastTask?.output ?? "" };
     case "failed":
@@ -135,11 +120,10 @@ export class RunWatcher {
   private readonly clock: Clock;
 
   constructor(deps: { db: Sql; lifecycle: Lifecycle; crews: CrewDirectory; log: Logger; clock?: Clock; options?: Partial<WatcherOptions> }) {
-    ({ lifecycle: this.lifecycle, crews: this.crews, log: this.log } = deps);
+    ({ db: this.sql, lifecycle: this.lifecycle, crews: this.crews, log: this.log } = deps);
     this.clock = deps.clock ?? systemClock;
     const defined = Object.fromEntries(Object.entries(deps.options ?? {}).filter(([, v]) => v !== undefined)) as Partial<WatcherOptions>;
     this.options = { ...DEFAULT_WATCHER_OPTIONS, replicaId: crypto.randomUUID(), ...defined };
-    this.sql = deps.db;
   }
 
   get replicaId(): string {
@@ -264,12 +248,13 @@ export class RunWatcher {
         if (notFoundSince) changed = true;
         notFoundSince = null;
         const action = actionForStatus(status);
-        const ended = action.kind === "succeeded" || action.kind === "failed";
         // A run with webhooks: the crew's own callbacks get endGraceMs to say it has ended, after its last task.
-        if (ended && row.webhooks) endSeenAt ??= observedAt;
-        if (ended && row.webhooks && !graceOver(endSeenAt, this.clock.now(), this.options.endGraceMs)) return;
-        // The crew's own callbacks, recorded but not processed, go first: its last task, its end (with its output).
-        if (ended && row.webhooks) await this.lifecycle.callbacks.processRecordedOf(row.id, ["task", "input", "crew"]);
+        if (row.webhooks && (action.kind === "succeeded" || action.kind === "failed")) {
+          endSeenAt ??= observedAt;
+          if (!graceOver(endSeenAt, this.clock.now(), this.options.endGraceMs)) return;
+          // The crew's own callbacks, recorded but not processed, go first: its last task, its end (with its output).
+          await this.lifecycle.callbacks.processRecordedOf(row.id, ["task", "input", "crew"]);
+        }
         if (await this.apply(row, action, observedAt)) changed = true;
       } catch (err) {
         if (!isCrewError(err) || err.kind !== "not_found") throw err;
@@ -315,8 +300,7 @@ export class RunWatcher {
       case "review": {
         const execution = await findExecution(this.sql, row.id);
         if (!execution || !(WATCHED_STATES as readonly string[]).includes(execution.state)) return false;
-        const opened = await this.lifecycle.reviews.awaitDecision(execution, action, { source: "poll", observedAt });
-        return !!opened;
+        return !!(await this.lifecycle.reviews.awaitDecision(execution, action, { source: "poll", observedAt }));
       }
       case "succeeded":
         return this.finish(row.id, { event: "succeeded", output: action.output });
