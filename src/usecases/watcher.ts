@@ -248,6 +248,8 @@ export class RunWatcher {
         if (notFoundSince) changed = true;
         notFoundSince = null;
         const action = actionForStatus(status);
+        // The crew took a stop whose asker has not recorded it yet: the stop ends the run, saying who stopped it.
+        if (status.cancelled && (await this.stopUnderWay(row.id))) return;
         // A run with webhooks: the crew's own callbacks get endGraceMs to say it has ended, after its last task.
         if (row.webhooks && (action.kind === "succeeded" || action.kind === "failed")) {
           endSeenAt ??= observedAt;
@@ -274,6 +276,12 @@ export class RunWatcher {
         this.log.warn("could not release poll lease", { executionId: row.id, err }),
       );
     }
+  }
+
+  /** Whether someone's stop of the run is being sent to the crew (claimed within the longest a call may take), read now. */
+  private async stopUnderWay(id: string): Promise<boolean> {
+    const claimedAt = (await findExecution(this.sql, id))?.stopClaimedAt;
+    return !!claimedAt && this.clock.now().getTime() - claimedAt.getTime() < this.options.abandonedDecisionMs;
   }
 
   /**

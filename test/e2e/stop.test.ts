@@ -4,8 +4,11 @@
 // local crew service (which implements POST /stop).
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
-import { CREW_POST_LONGEST_MS } from "../../src/adapters/crew/client.js";
+import { CREW_POST_LONGEST_MS, CrewClient } from "../../src/adapters/crew/client.js";
 import { APPROVE_ACTION, RUN_ACTIONS_BLOCK, STOP_ACTION, STOP_FOLLOWING_ACTION } from "../../src/adapters/slack/blocks/index.js";
+import type { CrewConfig } from "../../src/config/config.js";
+import { isFinished } from "../../src/domain/states.js";
+import type { CrewApi } from "../../src/protocols/crew/types.js";
 import type { SimTask } from "../../src/sim/crew-service.js";
 import { CHANNEL, eventually, type Harness, type HarnessOptions, kickoffViaSlack, startHarness, USER } from "../support/harness.js";
 import { scrape } from "../support/metrics.js";
@@ -291,6 +294,42 @@ describe("a stop whose sender died", () => {
 });
 
 describe("a stop the crew did not take", () => {
+  it("a status poll that reads the crew's STOPPED before the stop is recorded leaves the run's end to the stop: stopped by its asker, not failed", async () => {
+    // No webhooks: status polling is how the run is followed, and it polls often.
+    let cancelledPolls = 0;
+    const crewClient = (crew: CrewConfig): CrewApi => {
+      const real = new CrewClient(crew);
+      return {
+        listInputs: () => real.listInputs(),
+        kickoff: (r) => real.kickoff(r),
+        resume: (r) => real.resume(r),
+        status: async (id) => {
+          const status = await real.status(id);
+          if (status.cancelled) cancelledPolls++;
+          return status;
+        },
+        // The crew has taken the stop; its answer reaches the asker only once polls have read STOPPED twice
+        // (or the run has ended some other way meanwhile).
+        stop: async (id) => {
+          const result = await real.stop(id);
+          await eventually(
+            async () => cancelledPolls >= 2 || isFinished((await prismaOf(h.bot.database).execution.findFirstOrThrow({ where: { kickoffId: id } })).state) || undefined,
+            {
+              what: "polls reading the stop",
+            },
+          );
+          return result;
+        },
+      };
+    };
+    const { execution, announcement } = await start({ webhooks: false, crewline: { crewClient, watcher: { tickMs: 20, minBackoffMs: 20, maxBackoffMs: 50 } } });
+    await clickStop(execution.id, { messageTs: announcement.ts });
+    await said(USER, /You stopped the run/, "the stop");
+    expect(cancelledPolls).toBeGreaterThanOrEqual(2);
+    expect(await run(execution.id)).toMatchObject({ state: "stopped", stoppedBy: USER, error: null });
+    await eventually(() => h.slack.messages(CHANNEL).find((m) => m.thread_ts === execution.threadTs && /stopped this run/.test(m.text ?? "")), { what: "the notice" });
+  });
+
   it("a server error: the run goes on, the asker is told, and a later click stops it", async () => {
     const { execution, announcement, review } = await start({ crew: { failWith: [{ endpoint: "stop", status: 500, times: 1 }] } });
     await clickStop(execution.id, { messageTs: announcement.ts });

@@ -179,11 +179,13 @@ export function parseStatus(body: unknown, crewName = ""): ExecutionStatus {
   const output = toText(s.result_json) ?? resultText(s.result) ?? lastTask?.output;
   const crewWords = toText(errorText(s.error)) ?? (phase === "failed" && s.state && s.status !== s.state ? s.status : undefined);
   // A cancelled run must not read as a failure of the crew's own (nor end without a word): say so plainly.
-  const error = isCancelledState(rawState) ? cancelledText(rawState, crewWords) : crewWords;
+  const cancelled = isCancelledState(rawState);
+  const error = cancelled ? cancelledText(rawState, crewWords) : crewWords;
   const progress = progressOf(s.progress);
   return {
     rawState,
     phase,
+    ...(cancelled ? { cancelled } : {}),
     ...(output !== undefined ? { output } : {}),
     ...(lastTask ? { lastTask } : {}),
     ...(error !== undefined ? { error } : {}),

@@ -15,6 +15,8 @@ export interface ExecutionStatus {
   /** Raw state text as the service sent it (e.g. "RUNNING", "completed"). */
   rawState: string;
   phase: ExecutionPhase;
+  /** The state says the run was stopped or cancelled (phase "failed"): a stop from Slack may be on its way to being recorded. */
+  cancelled?: true;
   /** Final output (or output so far) as text; JSON outputs are pretty-printed. */
   output?: string;
   /** Output of the last executed task, when reported. */
