@@ -13,7 +13,7 @@ const MEMBER_PAGES = 20;
 /** How long a channel's member list is trusted: a member removed from the channel may still see its runs for this long. */
 export const CHANNEL_MEMBERS_TTL_MS = 60_000;
 /** At most this many channels' member lists are kept. */
-export const CHANNEL_MEMBERS_CACHE_MAX = 500;
+const CHANNEL_MEMBERS_CACHE_MAX = 500;
 
 /** A channel's members as Slack lists them (up to 20 pages of 1000); throws when Slack cannot be read. */
 async function readChannelMembers(channelId: string, client: WebClient): Promise<string[]> {

@@ -13,7 +13,7 @@ import { type Logger, sampledLog } from "../../log/log.js";
 import { JsonTooComplex, parseBoundedJson } from "../../text/bounded-json.js";
 import { readBody, BodyTooLarge as TooLarge } from "../http/routes.js";
 
-export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
+const MAX_SLACK_BODY_BYTES = 1024 * 1024;
 
 const id = z.string().min(1).max(255);
 const withId = z.looseObject({ id });

@@ -59,7 +59,7 @@ function runStopped(execution: Execution): { how: "stopped" | "abandoned"; by?: 
  * notes: the same parts reviewFor shows); also when it changed too much since the previous round to
  * compare: the new version is the file.
  */
-export function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
+function reviewOutputNeedsFile(review: Review, context: ReviewContext = {}): boolean {
   const { approvals, edit, previous } = context;
   const shown = { approvals, edit, previous, taskName: review.taskName, agent: review.agent ?? undefined, round: review.round, output: review.output };
   // Pending notes count at their longest (run.ts reviewOutputRoom): the decision does not read the clock.
@@ -72,13 +72,13 @@ export function editFileNeeded(original: string, edited: string): boolean {
   return editNeedsFile(original, edited, (t) => outputNeedsFile(t));
 }
 
-function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, now = new Date(), stopped?: ReturnType<typeof runStopped>): SlackMessage {
+function reviewFor(review: Review, note?: string, context: ReviewContext = {}, outputFile?: boolean, stopped?: ReturnType<typeof runStopped>): SlackMessage {
   const state = review.state === "deciding" ? "pending" : (review.state as "posted" | "pending" | "approved" | "rejected" | "closed");
   return reviewMessage({
     ...(context.approvals ? { approvals: context.approvals } : {}),
     ...(context.edit ? { edit: context.edit, editFileAttached: editFileNeeded(review.output, context.edit.text) } : {}),
     ...(context.previous ? { previous: context.previous, diffFileAttached: roundDiffNeedsFile(context.previous, review.output) } : {}),
-    pendingNotes: pendingNotesOf(review, now),
+    pendingNotes: pendingNotesOf(review, new Date()),
     reassignable: true,
     byDeadline: review.decidedByDeadline,
     // Closed by the stop, not by the crew's "not waiting" answer (which records its message).
@@ -97,7 +97,7 @@ function reviewFor(review: Review, note?: string, context: ReviewContext = {}, o
 }
 
 /** What a message of a run that moved to a direct message says on top (undefined: the run is in its channel). */
-export function runRefusal(execution: Execution): RefusedChannelFacts | undefined {
+function runRefusal(execution: Execution): RefusedChannelFacts | undefined {
   return execution.movedTo
     ? { channelId: execution.channelId, reason: execution.movedBecause ?? "", subject: { kind: "run", crewName: execution.crewName, startedBy: execution.userId } }
     : undefined;
@@ -139,7 +139,7 @@ export const EFFECT_EVENT_TYPE = "crewline_effect";
  * Posts carry crew and flow text: Slack shows no preview of the links in it (a preview would give a
  * crew's link the look of the app's own content). Slack decides unfurls when a message is posted.
  */
-export const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
+const NO_UNFURLS = { unfurl_links: false, unfurl_media: false } as const;
 
 /** The metadata of a post (see EFFECT_EVENT_TYPE), and no link previews. */
 export function effectMetadata(effectId: string) {
@@ -166,22 +166,14 @@ export class SlackRunNotifier implements RunNotifier {
     return this.postInRun(await this.clientFor(execution), execution, withRefusedHeader(message, runRefusal(execution)), effectId);
   }
 
-  async attachReviewFile(execution: Execution, review: Review): Promise<void> {
-    await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): full output`);
+  async attachReviewFile(execution: Execution, review: Review, title = "full output"): Promise<void> {
+    await this.attach(execution, review.output, `${safeFilename(review.taskName)}-round-${review.round}.md`, `${review.taskName} (round ${review.round}): ${title}`);
   }
 
   async attachRoundDiff(execution: Execution, review: Review, previous: NonNullable<ReviewContext["previous"]>): Promise<void> {
     const patch = unifiedDiff(previous.output, review.output, `round-${previous.round}`, `round-${review.round}`);
-    if (patch === undefined) {
-      // Too many changes for a diff within its bounds: the new version, whole, stands in for it.
-      await this.attach(
-        execution,
-        review.output,
-        `${safeFilename(review.taskName)}-round-${review.round}.md`,
-        `${review.taskName} (round ${review.round}): changed too much since round ${previous.round} to compare; the new version`,
-      );
-      return;
-    }
+    // Too many changes for a diff within its bounds: the new version, whole, stands in for it.
+    if (patch === undefined) return this.attachReviewFile(execution, review, `changed too much since round ${previous.round} to compare; the new version`);
     await this.attach(
       execution,
       patch,
@@ -193,7 +185,7 @@ export class SlackRunNotifier implements RunNotifier {
   async updateReview(execution: Execution, review: Review, note?: string, context?: ReviewContext): Promise<void> {
     if (!review.messageTs) return;
     const client = await this.clientFor(execution);
-    const message = reviewFor(review, note, context, undefined, undefined, runStopped(execution));
+    const message = reviewFor(review, note, context, undefined, runStopped(execution));
     // In a direct message the run moved to, a review says why on top.
     const refusal = review.channelId ? runRefusal(execution) : undefined;
     await client.chat.update({ channel: reviewChannel(review, execution), ts: review.messageTs, ...withRefusedHeader(message, refusal) });
@@ -208,12 +200,11 @@ export class SlackRunNotifier implements RunNotifier {
     const permalink = execution.threadTs && !execution.movedTo ? await permalinkOf(client, execution.channelId, execution.threadTs) : undefined;
     const output = execution.output ?? undefined;
     const outcome = execution.state === "completed" ? "succeeded" : execution.state === "lost" ? "lost" : "failed";
-    const started = execution.startedAt ?? execution.createdAt;
     const message = completionMessage({
       crewName: execution.crewName,
       userId: execution.userId,
       outcome,
-      durationMs: (execution.finishedAt ?? new Date()).getTime() - started.getTime(),
+      durationMs: (execution.finishedAt ?? new Date()).getTime() - (execution.startedAt ?? execution.createdAt).getTime(),
       output,
       error: execution.error ?? undefined,
       threadPermalink: permalink,

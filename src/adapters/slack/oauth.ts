@@ -26,7 +26,7 @@ export const BOT_SCOPES = [
   "users:read.email",
 ];
 
-export const INSTALL_PATH = "/slack/install";
+const INSTALL_PATH = "/slack/install";
 export const REDIRECT_PATH = "/slack/oauth_redirect";
 
 /**
@@ -47,6 +47,7 @@ export function installerReceiverOptions(
   clientOptions: WebClientOptions,
   publicUrl: string | undefined,
 ): Pick<HTTPReceiverOptions, "clientId" | "clientSecret" | "stateSecret" | "scopes" | "installationStore" | "installerOptions" | "redirectUri"> {
+  const authorizationUrl = authorizeUrlFor(clientOptions.slackApiUrl);
   return {
     clientId: oauth.clientId,
     clientSecret: oauth.clientSecret,
@@ -58,7 +59,7 @@ export function installerReceiverOptions(
     ...(publicUrl ? { redirectUri: `${publicUrl}${REDIRECT_PATH}` } : {}),
     installerOptions: {
       installPath: INSTALL_PATH,
-      ...withAuthorizeUrl(authorizeUrlFor(clientOptions.slackApiUrl)),
+      ...(authorizationUrl ? { authorizationUrl } : {}),
       redirectUriPath: REDIRECT_PATH,
       // oauth.v2.access and auth.test go to the same Web API (SLACK_API_URL) and are counted.
       clientOptions,
@@ -66,5 +67,3 @@ export function installerReceiverOptions(
     },
   };
 }
-
-const withAuthorizeUrl = (authorizationUrl: string | undefined) => (authorizationUrl ? { authorizationUrl } : {});

@@ -31,7 +31,7 @@ const recent = new Map<string, CompactDiff>();
 export interface CompactDiff {
   /** `[-removed-]{+added+}` with a little unchanged context around each change (plain text). */
   text: string;
-  /** The compact diff did not fit in `max`: the message shows the start, the file has the rest. */
+  /** The compact diff did not fit in DIFF_INLINE_MAX: the message shows the start, the file has the rest. */
   truncated: boolean;
   /** The versions differ too much to compare within the bounds above: nothing else is known (truncated too). */
   tooLarge?: boolean;
@@ -154,18 +154,18 @@ function context(value: string, first: boolean, last: boolean): string {
   return `${head} … ${tail}`;
 }
 
-export function compactDiff(before: string, after: string, max = DIFF_INLINE_MAX): CompactDiff {
+export function compactDiff(before: string, after: string): CompactDiff {
   if (before === after) return { text: "", truncated: false, added: 0, removed: 0, identical: true };
-  const key = createHash("sha256").update(before).update("\u0000").update(after).update(`\u0000${max}`).digest("base64");
+  const key = createHash("sha256").update(before).update("\u0000").update(after).digest("base64");
   const known = recent.get(key);
   if (known) return known;
-  const diff = computeDiff(before, after, max);
+  const diff = computeDiff(before, after);
   if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!);
   recent.set(key, diff);
   return diff;
 }
 
-function computeDiff(before: string, after: string, max: number): CompactDiff {
+function computeDiff(before: string, after: string): CompactDiff {
   const list = parts(before, after);
   if (!list) return { text: "", truncated: true, tooLarge: true, added: 0, removed: 0, identical: false };
   let text = "";
@@ -178,8 +178,8 @@ function computeDiff(before: string, after: string, max: number): CompactDiff {
     if (part.removed) removed += words;
     if (truncated) return;
     const piece = part.added ? `{+${part.value}+}` : part.removed ? `[-${part.value}-]` : context(part.value, i === 0, i === list.length - 1);
-    if (text.length + piece.length > max) {
-      text += `${safeSlice(piece, Math.max(0, max - text.length))}…`;
+    if (text.length + piece.length > DIFF_INLINE_MAX) {
+      text += `${safeSlice(piece, Math.max(0, DIFF_INLINE_MAX - text.length))}…`;
       truncated = true;
       return;
     }

@@ -51,7 +51,7 @@ const name = (text: string, max = 150) => excerpt(escapeMrkdwn(truncatePlain(tex
 /** The flow's own words above the output, converted from Markdown. */
 const MESSAGE_MAX = 2_000;
 
-export function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assignedEmail">): string | undefined {
+function assigneeLine(p: Pick<FlowMessageParams, "assigneeUserId" | "assignedEmail">): string | undefined {
   if (p.assigneeUserId) return `Assigned to ${userMention(p.assigneeUserId)}`;
   if (p.assignedEmail) return `For ${name(p.assignedEmail, 320)} (no Slack user with this e-mail was found)`;
   return undefined;
@@ -117,7 +117,7 @@ function flowTail(p: FlowMessageParams, diffs: ShownDiffs): { text: string; bloc
   if (p.state === "pending" || p.state === "deciding") {
     const placeholder = p.emit.length === 0 ? "Required: your feedback goes back to the flow" : "Optional comment sent with your choice";
     blocks.push(feedbackInput(FLOW_FEEDBACK_BLOCK, FLOW_FEEDBACK_ACTION, placeholder), actions(p.requestId, p.emit));
-    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output, diffs.edit));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, diffs.edit));
     const notes = [assignee, answerText(300)].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
     blocks.push(...pendingNotesBlocks(p.pendingNotes));
@@ -127,25 +127,12 @@ function flowTail(p: FlowMessageParams, diffs: ShownDiffs): { text: string; bloc
   const outcome = p.outcome ? ` — *${name(p.outcome, 100)}*` : "";
   const comment = p.feedback?.trim() ? `\n${fitQuote(p.feedback.trim(), FEEDBACK_MAX).text}` : "";
   const note = answerText(NOTE_MAX);
-  if (p.state === "answered" && (p.edit || p.approvals)) {
-    blocks.push(
-      ...approvedBlocks({
-        decidedBy: p.decidedBy,
-        approvals: p.approvals,
-        edit: p.edit,
-        output: p.output,
-        editDiff: diffs.edit,
-        editFileAttached: !!p.editFileAttached,
-        receiver: "flow",
-      }),
-    );
-    blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
-    return { text: `Answered${p.edit ? " with edits" : ""}${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
-  }
   if (p.state === "answered") {
-    blocks.push(section(`✅ Answered${by}${outcome}${comment}`));
+    const { decidedBy, approvals, edit } = p;
+    if (edit || approvals) blocks.push(...approvedBlocks({ decidedBy, approvals, edit, editDiff: diffs.edit, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
+    else blocks.push(section(`✅ Answered${by}${outcome}${comment}`));
     blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
-    return { text: `Answered${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
+    return { text: `Answered${edit ? " with edits" : ""}${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }
   const answeredBy = p.byDeadline ? "the deadline" : p.decidedBy ? userMention(p.decidedBy) : "";
   blocks.push(section(`🚫 Closed${answeredBy ? ` after ${answeredBy}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));

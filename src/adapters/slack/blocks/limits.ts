@@ -33,6 +33,7 @@ export const LIMITS = {
 
 type Json = Record<string, unknown>;
 type Check = (path: string, value: unknown, max: number) => void;
+const text = (textObject: unknown) => (textObject as Json | undefined)?.text;
 
 /** Total length of all `text` strings in the blocks (text objects, markdown, labels…). */
 export function blockTextLength(blocks: readonly unknown[]): number {
@@ -102,7 +103,7 @@ function blockViolations(blocks: readonly unknown[]): string[] {
 }
 
 function checkBlock(block: Json, at: string, check: Check, problems: string[]): void {
-  const text = (o: unknown) => (o as Json | undefined)?.text;
+  const elements = (block.elements as Json[] | undefined) ?? [];
   switch (block.type) {
     case "section": {
       const fields = (block.fields as Json[] | undefined) ?? [];
@@ -119,18 +120,14 @@ function checkBlock(block: Json, at: string, check: Check, problems: string[]): 
     case "markdown":
       check(`${at}.text`, block.text, LIMITS.markdownTotal);
       break;
-    case "context": {
-      const elements = (block.elements as Json[] | undefined) ?? [];
+    case "context":
       if (elements.length === 0 || elements.length > LIMITS.contextElements) problems.push(`${at}.elements: ${elements.length}`);
       elements.forEach((e, j) => e.type !== "image" && check(`${at}.elements[${j}]`, e.text, LIMITS.contextText));
       break;
-    }
-    case "actions": {
-      const elements = (block.elements as Json[] | undefined) ?? [];
+    case "actions":
       if (elements.length === 0 || elements.length > LIMITS.actionsElements) problems.push(`${at}.elements: ${elements.length}`);
       elements.forEach((e, j) => checkElement(e, `${at}.elements[${j}]`, check, problems));
       break;
-    }
     case "input":
       check(`${at}.label`, text(block.label), LIMITS.inputLabel);
       if (block.hint !== undefined) check(`${at}.hint`, text(block.hint), LIMITS.hint);
@@ -144,7 +141,6 @@ function checkBlock(block: Json, at: string, check: Check, problems: string[]): 
 }
 
 function checkElement(element: Json, at: string, check: Check, problems: string[]): void {
-  const text = (o: unknown) => (o as Json | undefined)?.text;
   if (element.action_id !== undefined) check(`${at}.action_id`, element.action_id, LIMITS.id);
   if (element.placeholder !== undefined) check(`${at}.placeholder`, text(element.placeholder), LIMITS.placeholder);
   switch (element.type) {

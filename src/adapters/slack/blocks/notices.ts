@@ -29,7 +29,7 @@ export function runNoticeText(notice: RunNotice): string {
 }
 
 /** The thread's last word on a run someone ended from Slack. */
-export function runStoppedText(by: string, how: "stopped" | "abandoned"): string {
+function runStoppedText(by: string, how: "stopped" | "abandoned"): string {
   return how === "stopped"
     ? `⏹️ ${userMention(by)} stopped this run. The crew was told to stop, its open reviews are closed, and nothing more is posted about it.`
     : `⏹️ ${userMention(by)} stopped following this run: its crew cannot be stopped from Slack and may still be working, but its open reviews are closed and nothing more is posted about it.`;

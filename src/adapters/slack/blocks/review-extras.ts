@@ -3,7 +3,7 @@
 // edit's diff against the original. Pure builders; reviewMessage (run.ts) places them.
 import type { types } from "@slack/bolt";
 import type { ReviewContext } from "../../../usecases/ports.js";
-import { type CompactDiff, compactDiff, DIFF_INLINE_MAX, diffCodeBlock, diffStats } from "./diff.js";
+import { type CompactDiff, compactDiff, diffCodeBlock, diffStats } from "./diff.js";
 import { context, section } from "./kit.js";
 import { escapeMrkdwn, excerpt, fitQuote, truncatePlain, userMention } from "./text.js";
 
@@ -22,8 +22,8 @@ const NOTE_MAX = 150;
 const APPROVALS_MAX = 800;
 
 /** The diff of a round against the previous one, or undefined when there is nothing to compare. */
-export function roundDiff(previous: PreviousRound | undefined, output: string): CompactDiff | undefined {
-  return previous ? compactDiff(previous.output, output, DIFF_INLINE_MAX) : undefined;
+function roundDiff(previous: PreviousRound | undefined, output: string): CompactDiff | undefined {
+  return previous ? compactDiff(previous.output, output) : undefined;
 }
 
 /** The diffs a review's (or flow request's) message shows: against the previous round, and of an edit. */
@@ -37,7 +37,7 @@ export interface ShownDiffs {
  * state it may take, each showing the same diffs (compactDiff's cache still hashes both versions).
  */
 export function shownDiffs(p: { output: string; previous?: PreviousRound; edit?: EditShown }): ShownDiffs {
-  return { round: roundDiff(p.previous, p.output), edit: p.edit && compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX) };
+  return { round: roundDiff(p.previous, p.output), edit: p.edit && compactDiff(p.output, p.edit.text) };
 }
 
 /** Whether the round's whole diff goes in a file (the compact one was cut, but the versions could be compared). */
@@ -53,7 +53,7 @@ export function roundDiffTooLarge(previous: PreviousRound | undefined, output: s
 
 /** Whether an edit's whole text goes in a file: its diff was cut, or the edited version is long. */
 export function editNeedsFile(original: string, edited: string, longOutput: (text: string) => boolean): boolean {
-  return compactDiff(original, edited, DIFF_INLINE_MAX).truncated || longOutput(edited);
+  return compactDiff(original, edited).truncated || longOutput(edited);
 }
 
 /** `versionAttached`: what a reader finds instead when the versions changed too much to compare. */
@@ -65,14 +65,8 @@ function diffBlocks(title: string, diff: CompactDiff, fileNote: string | undefin
   return blocks;
 }
 
-/** Round 2 and later: the feedback that asked for the round, then what changed (`diff`: shownDiffs' round, when already computed). */
-export function previousRoundBlocks(
-  previous: PreviousRound,
-  output: string,
-  diffFileAttached: boolean,
-  outputFileAttached = false,
-  diff = compactDiff(previous.output, output, DIFF_INLINE_MAX),
-): types.KnownBlock[] {
+/** Round 2 and later: the feedback that asked for the round, then what changed (`diff`: shownDiffs' round). */
+export function previousRoundBlocks(previous: PreviousRound, diff: CompactDiff, diffFileAttached: boolean, outputFileAttached: boolean): types.KnownBlock[] {
   const blocks: types.KnownBlock[] = [];
   if (previous.feedback?.trim()) {
     const by = previous.decidedBy ? ` by ${userMention(previous.decidedBy)}` : "";
@@ -96,11 +90,11 @@ export function approvalsLine(approvals: ApprovalsShown): string {
   return excerpt(text, APPROVALS_MAX).text;
 }
 
-/** While waiting for more approvals: who approved so far (`editDiff`: shownDiffs' edit, when already computed). */
-export function pendingApprovalsBlocks(approvals: ApprovalsShown, edit: EditShown | undefined, output: string, editDiff?: CompactDiff): types.KnownBlock[] {
+/** While waiting for more approvals: who approved so far (`editDiff`: shownDiffs' edit, there with an edit). */
+export function pendingApprovalsBlocks(approvals: ApprovalsShown, edit: EditShown | undefined, editDiff: CompactDiff | undefined): types.KnownBlock[] {
   if (approvals.required <= 1 && !approvals.by.length) return [];
   const blocks: types.KnownBlock[] = [context(`☑️ ${approvalsLine(approvals)}`)];
-  if (edit) blocks.push(...diffBlocks(`Proposed edit by ${userMention(edit.by)}`, editDiff ?? compactDiff(output, edit.text, DIFF_INLINE_MAX), undefined));
+  if (edit && editDiff) blocks.push(...diffBlocks(`Proposed edit by ${userMention(edit.by)}`, editDiff, undefined));
   return blocks;
 }
 
@@ -109,8 +103,7 @@ export function approvedBlocks(p: {
   decidedBy?: string;
   approvals?: ApprovalsShown;
   edit?: EditShown;
-  output: string;
-  /** shownDiffs' edit, when already computed. */
+  /** shownDiffs' edit, there with an edit. */
   editDiff?: CompactDiff;
   editFileAttached: boolean;
   /** Who received the edit (default the crew). */
@@ -121,11 +114,10 @@ export function approvedBlocks(p: {
   const blocks: types.KnownBlock[] = [];
   const several = p.approvals && (p.approvals.required > 1 || p.approvals.by.length > 1);
   blocks.push(section(several ? `${head}\n${approvalsLine(p.approvals!)}` : head));
-  if (p.edit) {
-    const diff = p.editDiff ?? compactDiff(p.output, p.edit.text, DIFF_INLINE_MAX);
+  if (p.edit && p.editDiff) {
     const attached = p.editFileAttached ? "The edited version is attached below as a file." : undefined;
-    blocks.push(...diffBlocks("The edit", diff, attached, attached && "the edited version is attached below as a file."));
-    if (p.editFileAttached && !diff.truncated) blocks.push(context("The edited version is attached below as a file."));
+    blocks.push(...diffBlocks("The edit", p.editDiff, attached, attached && "the edited version is attached below as a file."));
+    if (p.editFileAttached && !p.editDiff.truncated) blocks.push(context("The edited version is attached below as a file."));
     blocks.push(context(p.receiver === "flow" ? "The flow received the edited version with the answer." : "The crew received the edited version as the task's output."));
   }
   return blocks;

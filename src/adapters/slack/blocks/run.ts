@@ -367,7 +367,7 @@ export function reviewMessage(p: ReviewParams): SlackMessage {
 function reviewHead(p: ReviewParams, diffs: ShownDiffs): types.KnownBlock[] {
   const task = bold(p.taskName, "Task");
   const agent = p.agent?.trim() ? ` · ${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}` : "";
-  const previous = p.previous ? previousRoundBlocks(p.previous, p.output, !!p.diffFileAttached, !!p.outputTruncated, diffs.round) : [];
+  const previous = p.previous && diffs.round ? previousRoundBlocks(p.previous, diffs.round, !!p.diffFileAttached, !!p.outputTruncated) : [];
   // A task message (posted) is compact: the crew goes on by itself, so there is nothing to decide.
   const title = p.state === "posted" ? `✔️ ${task}${agent}${p.round > 1 ? ` · round ${p.round}` : ""}` : `📝 ${task}${agent} · round ${p.round}`;
   return [section(title), ...previous];
@@ -382,7 +382,7 @@ function reviewTail(p: ReviewParams, diffs: ShownDiffs): { text: string; blocks:
   if (p.state === "posted") return { text: `✔️ Task finished: ${name}`, blocks };
   if (p.state === "pending") {
     blocks.push(feedbackInput(FEEDBACK_BLOCK, FEEDBACK_ACTION, "Required to reject; optional to approve"), reviewButtons(p.reviewId, p.reassignable));
-    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, p.output, diffs.edit));
+    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, diffs.edit));
     blocks.push(...pendingNotesBlocks(p.pendingNotes));
     if (note) blocks.push(context(note));
     return { text: `📝 Review needed: ${name} (round ${p.round})`, blocks };
@@ -396,9 +396,7 @@ function reviewTail(p: ReviewParams, diffs: ShownDiffs): { text: string; blocks:
   }
   const by = p.byDeadline ? " by deadline (Crewline)" : p.decidedBy ? ` by ${userMention(p.decidedBy)}` : "";
   if (p.state === "approved" && (p.edit || p.approvals)) {
-    blocks.push(
-      ...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, output: p.output, editDiff: diffs.edit, editFileAttached: !!p.editFileAttached }),
-    );
+    blocks.push(...approvedBlocks({ decidedBy: p.decidedBy, approvals: p.approvals, edit: p.edit, editDiff: diffs.edit, editFileAttached: !!p.editFileAttached }));
     if (note) blocks.push(context(note));
     return { text: `${p.edit ? "Approved with edits" : "Approved"}: ${name}`, blocks };
   }

@@ -245,6 +245,19 @@ function remembered(find: (from: number) => number): (from: number) => number {
   };
 }
 
+/** `f` that remembers its last answer: asked again about the same index, it already knows. */
+function lastAnswer<T>(f: (index: number) => T): (index: number) => T {
+  let asked: number | undefined;
+  let answer: T;
+  return (index) => {
+    if (index !== asked) {
+      asked = index;
+      answer = f(index);
+    }
+    return answer;
+  };
+}
+
 /**
  * `[label](url "title")` and `![alt](url)` in one pass; what the regular expression
  * `!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)` matches, without its backtracking.
@@ -254,15 +267,7 @@ function replaceLinks(s: string, render: (label: string, url: string, whole: str
   const urlEnd = finder(s, (c) => c === 0x29 || c === 0x3e || isSpace(c));
   const quote = finder(s, (c) => c === 0x22);
   // Brackets before the same "]" share what follows it: worked out once.
-  let knownBracket = -1;
-  let known: { url: string; end: number } | undefined;
-  const target = (q: number): { url: string; end: number } | undefined => {
-    if (q === knownBracket) return known;
-    knownBracket = q;
-    known = linkTarget(q);
-    return known;
-  };
-  const linkTarget = (q: number): { url: string; end: number } | undefined => {
+  const target = lastAnswer((q): { url: string; end: number } | undefined => {
     if (s.charCodeAt(q + 1) !== 0x28 /* ( */) return undefined;
     let r = q + 2;
     while (isSpace(s.charCodeAt(r))) r++;
@@ -272,18 +277,9 @@ function replaceLinks(s: string, render: (label: string, url: string, whole: str
     const start = s.charCodeAt(r) === 0x3c /* < */ && end > r + 1 ? r + 1 : r;
     const close = closingParen(end);
     return close === -1 ? undefined : { url: s.slice(start, end), end: close };
-  };
+  });
   // After the URL: `>?`, an optional "title", then ")". Targets ending at the same place share it.
-  let knownEnd = -1;
-  let knownClose = -1;
-  const closingParen = (end: number): number => {
-    if (end !== knownEnd) {
-      knownEnd = end;
-      knownClose = afterUrl(end);
-    }
-    return knownClose;
-  };
-  const afterUrl = (end: number): number => {
+  const closingParen = lastAnswer((end): number => {
     let t = end;
     if (s.charCodeAt(t) === 0x3e) t++;
     let w = t;
@@ -297,7 +293,7 @@ function replaceLinks(s: string, render: (label: string, url: string, whole: str
       }
     }
     return s.charCodeAt(w) === 0x29 ? w + 1 : -1;
-  };
+  });
   let out = "";
   let last = 0;
   for (let i = s.indexOf("["); i !== -1; ) {
@@ -366,7 +362,7 @@ function isLinkable(url: string): boolean {
 }
 
 /** Where a link leads, as a reader should see it: the host (punycode for lookalike letters), or a mail address. */
-export function linkHost(url: string): string | undefined {
+function linkHost(url: string): string | undefined {
   if (/^mailto:/i.test(url)) return url.slice(7).split("?")[0] || undefined;
   try {
     return new URL(url).host || undefined;
@@ -515,7 +511,7 @@ export function fitMrkdwn(text: string, maxChars: number): Excerpt {
  * Markdown read before converting, as a multiple of what is shown: conversion can shorten text
  * (markers, link targets), but never by this much in practice, and what is read stays bounded.
  */
-export const MARKDOWN_READ_FACTOR = 4;
+const MARKDOWN_READ_FACTOR = 4;
 
 /** User text as an escaped mrkdwn quote ("> " on every line), cut to fit; only what can show is read. */
 export function fitQuote(text: string, maxChars: number): Excerpt {

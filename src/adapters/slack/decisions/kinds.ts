@@ -120,7 +120,7 @@ async function refusedEarly(refusal: Promise<string | undefined>): Promise<strin
 const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so there is nothing to edit.";
 const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
 
-export const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
+const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
 const FLOW_ACTION_PATTERN = new RegExp(`^(${FLOW_OUTCOME_ACTION_PREFIX}\\d{1,2}|${FLOW_SEND_ACTION})$`);
 
 /**
@@ -137,14 +137,14 @@ async function posted<S extends { messageTs: string | null }>(get: (id: string) 
   return found;
 }
 
-export function reviewKind(deps: FeatureDeps) {
+function reviewKind(deps: FeatureDeps) {
   const reviews = deps.lifecycle.reviews;
   const get = async (id: string) => {
     const found = await reviews.get(id);
     return found && { ...found, title: found.taskName };
   };
   type Found = NonNullable<Awaited<ReturnType<typeof get>>>;
-  const port: KindPort<Found> = {
+  return {
     kind: "review",
     ids: {
       decide: [APPROVE_ACTION, REJECT_ACTION],
@@ -204,17 +204,16 @@ export function reviewKind(deps: FeatureDeps) {
       ...(found.execution.threadTs && !found.channelId ? { threadTs: found.execution.threadTs } : {}),
     }),
     team: (found) => ({ teamId: found.execution.teamId, enterpriseId: found.execution.enterpriseId }),
-  };
-  return port;
+  } satisfies KindPort<Found>;
 }
 
-export function flowKind(flows: FlowRequests) {
+function flowKind(flows: FlowRequests) {
   const get = async (id: string) => {
     const found = await flows.get(id);
     return found && { ...found, title: found.methodName ?? found.flowName, fullTitle: `${found.flowName}${found.methodName ? ` · ${found.methodName}` : ""}` };
   };
   type Found = NonNullable<Awaited<ReturnType<typeof get>>>;
-  const port: KindPort<Found> = {
+  return {
     kind: "flow",
     ids: {
       decide: [FLOW_ACTION_PATTERN],
@@ -283,8 +282,7 @@ export function flowKind(flows: FlowRequests) {
     },
     replyPlace: (found) => ({ channel: found.channelId }),
     team: (found) => (found.teamId ? { teamId: found.teamId } : undefined),
-  };
-  return port;
+  } satisfies KindPort<Found>;
 }
 
 /** Registers handlers once for each kind this app serves (flows when configured). */

@@ -81,11 +81,11 @@ function registerReassign<S extends Subject>(app: App, deps: FeatureDeps, kind: 
     const { user, actions, trigger_id } = click.data;
     const { channel, messageTs, tell } = clickFacts(deps.log, client, click.data);
     const found = await kind.find(actions[0]!.value);
+    const access = accessPorts(client, deps, context, body);
     // Only from its own message.
-    if (!found || !channel || !messageTs || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, accessPorts(client, deps, context, body))))
-      return tell(w.notThisReassign);
+    if (!found || !channel || !messageTs || !(await kind.mayAct(found, { userId: user.id, channelId: channel, messageTs }, access))) return tell(w.notThisReassign);
     if (found.state !== "pending") return tell(`This ${w.noun} is no longer ${w.waiting}, so it cannot be reassigned.`);
-    const may = await kind.mayReassign(found, user.id, accessPorts(client, deps, context, body));
+    const may = await kind.mayReassign(found, user.id, access);
     if (!may.ok) return tell(`Only ${may.who ?? `people who may ${w.verb} this ${w.noun}`} may reassign it.`);
     const flow = kind.kind === "flow" ? ({ callbackId: kind.ids.reassignView, what: "request" } as const) : {};
     await spendOnView(deps, kind.team(found)?.teamId, "views.open");

@@ -23,7 +23,7 @@ import { editFileNeeded, effectMetadata, findPostedMessage, openConversation, sa
 /** Slack's limit of people in a group DM besides the bot. */
 const GROUP_DM_MAX = 8;
 
-export function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
+function flowMessageFor(request: FlowRequest, note?: string, context: FlowRequestContext = {}): SlackMessage {
   return withRefusedHeader(flowRequestMessage(flowParamsFor(request, note, context)), refusedFacts(request));
 }
 
@@ -58,7 +58,6 @@ function flowParamsFor(request: FlowRequest, note?: string, context: FlowRequest
     outcome: request.outcome ?? undefined,
     feedback: request.feedback ?? undefined,
     note: note ?? request.answerMessage ?? undefined,
-    outputTruncated: request.fileAttached,
     byDeadline: request.decidedByDeadline,
     pendingNotes: pendingNotesOf(request, new Date()),
   };

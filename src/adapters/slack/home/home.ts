@@ -6,12 +6,12 @@ import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import type { TimeoutAction } from "../../../config/config.js";
-import { type ApprovalPolicy, approvalPolicy, selfApprovalRefused } from "../../../domain/approvals.js";
+import { approvalPolicy, selfApprovalRefused } from "../../../domain/approvals.js";
 import { reviewChannel } from "../../../domain/refusals.js";
 import type { HomeFlowRequest } from "../../../store/flow-requests.js";
 import type { HomeStore } from "../../../store/home.js";
 import { type AccessPorts, mayAnswerFlowRequestFromHome, mayApproveFromHome } from "../../../usecases/access.js";
-import type { FlowDecisionOutcome, FlowRequests } from "../../../usecases/flows.js";
+import type { FlowDecisionOutcome } from "../../../usecases/flows.js";
 import { type HomeListing, homeFor } from "../../../usecases/home-for.js";
 import type { DecisionOutcome } from "../../../usecases/lifecycle.js";
 import { type Clock, systemClock, type TeamRef } from "../../../usecases/ports.js";
@@ -30,7 +30,7 @@ export interface HomeDeps {
 }
 
 /** Builds thread permalinks locally from the workspace URL (one auth.test), not one call per link. */
-export function permalinkBuilder(client: WebClient) {
+function permalinkBuilder(client: WebClient) {
   let base: Promise<string | undefined> | undefined;
   return async (channel: string, ts: string, threadTs?: string): Promise<string | undefined> => {
     base ??= client.auth
@@ -46,15 +46,10 @@ export function permalinkBuilder(client: WebClient) {
     return `${url}/archives/${channel}/p${ts.replace(".", "")}${thread}`;
   };
 }
+type Permalinks = ReturnType<typeof permalinkBuilder>;
 
 /** The Home view's parameters for what homeFor lists (with thread permalinks, notes and deadlines). */
-export async function homeParams(
-  listing: HomeListing<HomeFlowRequest>,
-  permalink: ReturnType<typeof permalinkBuilder>,
-  flows: Pick<FlowRequests, "homeApproval"> | undefined,
-  flowHooks: HomeParams["flows"],
-  policyOf: (crewName: string) => ApprovalPolicy,
-): Promise<HomeParams> {
+async function homeParams(listing: HomeListing<HomeFlowRequest>, permalink: Permalinks, deps: FeatureDeps, flowHooks: HomeParams["flows"]): Promise<HomeParams> {
   const { userId, now } = listing;
   const notes = (r: (typeof listing.reviews)[number] | HomeFlowRequest) => [
     ...(r.reassignedTo === userId ? [`↪️ Reassigned to you${r.reassignedBy ? ` by ${userMention(r.reassignedBy)}` : ""}`] : []),
@@ -72,7 +67,7 @@ export async function homeParams(
       permalink: i < HOME_MAX_REVIEWS ? await permalink(reviewChannel(r, r.execution), r.messageTs!, r.channelId ? undefined : (r.execution.threadTs ?? undefined)) : undefined,
       // Approving needs no feedback: a crew review can be approved from here (rejecting needs the thread),
       // unless its crew wants someone other than the run's starter to approve.
-      ...(selfApprovalRefused(policyOf(r.execution.crewName), r.execution.userId, userId)
+      ...(selfApprovalRefused(approvalPolicy(deps.crews.config(r.execution.crewName)), r.execution.userId, userId)
         ? { notes: [...notes(r), "You started this run: someone else approves it (you may reject it in the thread)"] }
         : { approveReviewId: r.id, notes: notes(r) }),
     })),
@@ -86,7 +81,7 @@ export async function homeParams(
       channelId: r.channelId,
       permalink: reviews.length + i < HOME_MAX_REVIEWS ? await permalink(r.channelId, r.messageTs!) : undefined,
       // An approve-like outcome needs no feedback: it can be chosen from here (others need the message).
-      ...(flows?.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
+      ...(deps.flows?.homeApproval(r) ? { approveFlowRequestId: r.id } : {}),
       notes: notes(r),
     })),
   );
@@ -111,7 +106,7 @@ const homeApproveClick = z.object({
 });
 
 /** What the Home tab says after Approve clicked there on a review or a flow request (`what` names it). */
-export function homeNotice(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome | undefined, what: string, asker?: string): string {
+function homeNotice(kind: DecisionKind, outcome: DecisionOutcome | FlowDecisionOutcome | undefined, what: string, asker?: string): string {
   const w = WORDS[kind];
   if (!outcome) return `I can't find this ${w.noun} any more, so nothing was sent to the ${w.receiver}.`;
   if (outcome.kind === "decided" || outcome.kind === "answered") return `✅ You approved *${escapeMrkdwn(truncatePlain(what, 150))}*; the ${w.receiver} goes on.`;
@@ -119,9 +114,9 @@ export function homeNotice(kind: DecisionKind, outcome: DecisionOutcome | FlowDe
 }
 
 /** Publishes a user's Home tab (optionally with a notice at the top); failures are logged, never thrown. */
-export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
+function homePublisher(deps: FeatureDeps, home: HomeDeps) {
   // One per workspace: each has its own URL (and, when installed in many, its own token).
-  const permalinks = new Map<string, ReturnType<typeof permalinkBuilder>>();
+  const permalinks = new Map<string, Permalinks>();
   const homeDeps = {
     store: home.store,
     ...(deps.flows ? { flows: deps.flows } : {}),
@@ -130,7 +125,7 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
     multiWorkspace: deps.multiWorkspace,
     maxRuns: HOME_MAX_RUNS + 1,
   };
-  return async (client: WebClient, userId: string, notice?: string, team?: { teamId?: string; enterpriseId?: string }): Promise<void> => {
+  return async (client: WebClient, userId: string, notice?: string, team?: { teamId?: string; enterpriseId?: string | null }): Promise<void> => {
     const key = `${team?.enterpriseId ?? ""}/${team?.teamId ?? ""}`;
     const permalink = permalinks.get(key) ?? permalinkBuilder(client);
     permalinks.set(key, permalink);
@@ -143,7 +138,7 @@ export function homePublisher(deps: FeatureDeps, home: HomeDeps) {
         warn: (message: string, fields: Record<string, unknown>) => deps.log.warn(message, fields),
       };
       const listing = await homeFor({ ...homeDeps, access }, userId, team?.teamId);
-      const params = await homeParams(listing, permalink, deps.flows, flowHooksFor(deps, team?.teamId), (crewName) => approvalPolicy(deps.crews.config(crewName)));
+      const params = await homeParams(listing, permalink, deps, flowHooksFor(deps, team?.teamId));
       await spendOnView(deps, team?.teamId, "views.publish");
       await client.views.publish({ user_id: userId, view: homeView({ ...params, ...(notice ? { notice } : {}) }) });
     } catch (err) {
@@ -166,7 +161,7 @@ export function homeRepublisher(deps: FeatureDeps, home: HomeDeps & { clients: S
     } catch (err) {
       return void deps.log.warn("could not publish the home tab: no client for the workspace", { user: userId, err });
     }
-    await publish(client, userId, undefined, team ? { teamId: team.teamId, ...(team.enterpriseId ? { enterpriseId: team.enterpriseId } : {}) } : undefined);
+    await publish(client, userId, undefined, team);
   };
 }
 
@@ -174,35 +169,29 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
   const publish = homePublisher(deps, home);
   app.event("app_home_opened", async ({ event, client, context }) => {
     if (event.tab && event.tab !== "home") return;
-    await publish(client, event.user, undefined, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+    await publish(client, event.user, undefined, context);
   });
 
   // Approve from the Home tab, a review or a flow request (with the flow's approve-like outcome, and
   // only one listed there for this user): the same rules and the same exactly-once decision as a click
   // on its message; then the tab is published again, saying what happened. Only what this user's Home
   // lists may be approved there (not every review they may see elsewhere), in the workspace it is in.
-  const approvals: [string, (id: string, userId: string, access: AccessPorts) => Promise<string>][] = [
-    [
-      HOME_APPROVE_ACTION,
-      async (reviewId, userId, access) => {
-        const found = await deps.lifecycle.reviews.get(reviewId);
-        if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice("review", undefined, "");
-        return homeNotice("review", await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName, userId);
-      },
-    ],
-    [
-      HOME_FLOW_APPROVE_ACTION,
-      async (id, userId, access) => {
-        const flows = deps.flows;
-        const request = flows ? await flows.get(id) : null;
-        const approval = request ? flows!.homeApproval(request) : undefined;
-        if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome(access, request, userId))) return homeNotice("flow", undefined, "");
-        const outcome = await flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true });
-        return homeNotice("flow", outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`, userId);
-      },
-    ],
-  ];
-  for (const [actionId, approve] of approvals)
+  const approvals: Record<string, (id: string, userId: string, access: AccessPorts) => Promise<string>> = {
+    [HOME_APPROVE_ACTION]: async (reviewId, userId, access) => {
+      const found = await deps.lifecycle.reviews.get(reviewId);
+      if (!found || !(await mayApproveFromHome(access, found, userId))) return homeNotice("review", undefined, "");
+      return homeNotice("review", await deps.lifecycle.reviews.decide({ reviewId, userId, approve: true, feedback: "" }), found.taskName, userId);
+    },
+    [HOME_FLOW_APPROVE_ACTION]: async (id, userId, access) => {
+      const flows = deps.flows;
+      const request = flows ? await flows.get(id) : null;
+      const approval = request ? flows!.homeApproval(request) : undefined;
+      if (!flows || !request || !approval || !(await mayAnswerFlowRequestFromHome(access, request, userId))) return homeNotice("flow", undefined, "");
+      const outcome = await flows.decide({ requestId: request.id, userId, outcomeIndex: approval.index, feedback: "", fromHome: true });
+      return homeNotice("flow", outcome, `${request.flowName}${request.methodName ? ` · ${request.methodName}` : ""}`, userId);
+    },
+  };
+  for (const [actionId, approve] of Object.entries(approvals))
     app.action(actionId, async ({ ack, body, client, context }) => {
       await ack();
       const click = homeApproveClick.safeParse(body);
@@ -215,6 +204,6 @@ export function registerAppHome(app: App, deps: FeatureDeps, home: HomeDeps): vo
         deps.log.error("home approval could not be recorded", { actionId, err });
         notice = NOT_RECORDED;
       }
-      await publish(client, userId, notice, { teamId: context.teamId ?? undefined, enterpriseId: context.enterpriseId ?? undefined });
+      await publish(client, userId, notice, context);
     });
 }

@@ -21,7 +21,7 @@ export type CrewCommand =
   /** `/crew stop`, `audit` or `status` without what it takes after it (`format`: an audit format it does not write). */
   | { kind: "usage"; of: "stop" | "audit" | "status"; format?: string };
 
-export function parseCrewCommand(text: string): CrewCommand {
+function parseCrewCommand(text: string): CrewCommand {
   const [word = "", ...rest] = text.trim().split(/\s+/);
   const arg = rest.join(" ").trim();
   switch (word.toLowerCase()) {
@@ -66,32 +66,27 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
     const parsed = parseCrewCommand(sanitizeText(payload.text));
     const team = payload.team_id || undefined;
     const say = (text: string) => ack({ response_type: "ephemeral", text });
-    if (parsed.kind === "help")
-      return void (await say(
-        helpText(
-          commandName,
-          deps.crews.usableBy(team).map((c) => c.name),
-          flowHooksFor(deps, team),
-        ),
-      ));
-    if (parsed.kind === "usage") return void (await say(usageText(parsed, commandName)));
-    if (parsed.kind === "open" && deps.crews.all().length === 0) {
-      // A flow-only set-up: there is nothing to start.
-      const flows = flowHooksFor(deps, team).length ? "It answers flows' feedback requests; " : "";
-      return void (await say(`No crew is configured in Crewline, so there is nothing to start here. ${flows}\`${commandName} help\` says more.`));
+    if (parsed.kind === "help") {
+      const crews = deps.crews.usableBy(team).map((c) => c.name);
+      return void (await say(helpText(commandName, crews, flowHooksFor(deps, team))));
     }
+    if (parsed.kind === "usage") return void (await say(usageText(parsed, commandName)));
     if (parsed.kind === "open") {
+      if (deps.crews.all().length === 0) {
+        // A flow-only set-up: there is nothing to start.
+        const flows = flowHooksFor(deps, team).length ? "It answers flows' feedback requests; " : "";
+        return void (await say(`No crew is configured in Crewline, so there is nothing to start here. ${flows}\`${commandName} help\` says more.`));
+      }
       // Before the crews' workspaces: a guest of another organisation is not told to have theirs added.
       const own = await ofInstallation(deps, context, command);
       if (own !== true) return void (await say(own === false ? NOT_THIS_ORGANISATION : INSTALLATION_UNKNOWN));
-    }
-    // A run is stored with its workspace, whatever goes by workspace later (its token, App Home, an uninstall).
-    if (parsed.kind === "open" && !team) return void (await say(WORKSPACE_UNKNOWN));
-    if (parsed.kind === "open" && deps.crews.usableBy(team).length === 0) {
+      // A run is stored with its workspace, whatever goes by workspace later (its token, App Home, an uninstall).
+      if (!team) return void (await say(WORKSPACE_UNKNOWN));
       // Crews are limited to other workspaces (teams: in CREWS_FILE).
-      return void (await say(
-        "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
-      ));
+      if (deps.crews.usableBy(team).length === 0)
+        return void (await say(
+          "No crew may be used in this workspace: Crewline's crews are limited to other workspaces. Ask whoever set up Crewline to add this workspace to a crew's `teams`.",
+        ));
     }
     await ack();
     if (parsed.kind === "open") {
@@ -120,17 +115,12 @@ export function registerCrewCommand(app: App, deps: FeatureDeps, commandName = "
   });
 }
 
-/** How `/crew stop` is used, for an answer without exactly one kickoff id. */
-export function stopUsage(commandName = "/crew"): string {
-  return `Usage: \`${commandName} stop &lt;kickoff_id&gt;\` stops one run: its kickoff id is on the run's announcement (or in \`${commandName} list\`). The Stop button on the announcement does the same.`;
-}
-
 /** How a subcommand is used, for an answer without what it takes (rather than the whole help). */
-export function usageText(usage: Extract<CrewCommand, { kind: "usage" }>, commandName = "/crew"): string {
+function usageText(usage: Extract<CrewCommand, { kind: "usage" }>, commandName: string): string {
   const where = `A run's kickoff id is on its announcement (or in \`${commandName} list\`).`;
   switch (usage.of) {
     case "stop":
-      return stopUsage(commandName);
+      return `Usage: \`${commandName} stop &lt;kickoff_id&gt;\` stops one run: its kickoff id is on the run's announcement (or in \`${commandName} list\`). The Stop button on the announcement does the same.`;
     case "status":
       return `Usage: \`${commandName} status &lt;kickoff_id&gt;\` shows where one run is. ${where}`;
     case "audit": {

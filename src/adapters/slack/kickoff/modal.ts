@@ -91,10 +91,10 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
     permalink: await permalinkOf(client, req.channelId, req.source.messageTs),
   };
   const crews = deps.crews.availableIn(req.channelId, req.teamId);
+  const named = (c: { name: string }) => c.name.toLowerCase() === req.crewName?.toLowerCase();
+  const match = req.crewName ? crews.find(named) : undefined;
   // A crew this workspace may not use is not named at all (as if it did not exist).
-  const usable = deps.crews.usableBy(req.teamId);
-  const elsewhere =
-    req.crewName && !crews.some((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) ? usable.find((c) => c.name.toLowerCase() === req.crewName!.toLowerCase()) : undefined;
+  const elsewhere = req.crewName && !match ? deps.crews.usableBy(req.teamId).find(named) : undefined;
   if (elsewhere?.channels) {
     const message = `The crew “${elsewhere.name}” may not be started in this channel: it is limited to ${elsewhere.channels.length === 1 ? "one other channel" : `${elsewhere.channels.length} other channels`}. Ask whoever set up Crewline where to use it.`;
     return void (await show(kickoffErrorView({ crewName: elsewhere.name, message })));
@@ -102,27 +102,15 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   if (crews.length === 0) {
     return void (await show(kickoffErrorView({ message: "No crew may be started in this channel. Ask whoever set up Crewline which channels its crews are allowed in." })));
   }
-  let crewName = req.crewName;
-  if (crewName) {
-    const match = crews.find((c) => c.name.toLowerCase() === crewName!.toLowerCase());
-    if (!match) {
-      const known = crews.map((c) => `“${c.name}”`).join(", ");
-      return void (await show(kickoffErrorView({ message: `There is no crew called “${crewName}” here. Crews you can start in this channel: ${known}.` })));
-    }
-    crewName = match.name;
-  } else if (crews.length === 1) {
-    crewName = crews[0]!.name;
-  } else {
-    const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId, ...sealedOrigin(origin) }));
-    return void (await show(
-      crewPickerView(
-        crews.map((c) => ({ name: c.name })),
-        meta,
-        origin?.text,
-      ),
-    ));
+  if (req.crewName && !match) {
+    const known = crews.map((c) => `“${c.name}”`).join(", ");
+    return void (await show(kickoffErrorView({ message: `There is no crew called “${req.crewName}” here. Crews you can start in this channel: ${known}.` })));
   }
-  await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId, origin));
+  const crewName = match?.name ?? (crews.length === 1 ? crews[0]!.name : undefined);
+  if (crewName) return void (await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId, origin)));
+  const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId, ...sealedOrigin(origin) }));
+  const choices = crews.map((c) => ({ name: c.name }));
+  await show(crewPickerView(choices, meta, origin?.text));
 }
 
 /** The parts of an origin that the form's seal covers (the text is the user's to change). */
@@ -161,7 +149,7 @@ export async function formFor(deps: FeatureDeps, crewName: string, channelId: st
  * Whether the bot can post in the channel; a message telling the user how to fix it when not.
  * Public channels the bot is not in are joined (channels:join).
  */
-export async function channelProblem(client: WebClient, channelId: string): Promise<string | undefined> {
+async function channelProblem(client: WebClient, channelId: string): Promise<string | undefined> {
   const howTo = "Invite me with `/invite @Crewline` and try again, or use `/crew` in a channel I'm in.";
   try {
     const info = await client.conversations.info({ channel: channelId });
@@ -200,24 +188,18 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     const names = deps.crews.availableIn(meta.data.channel, meta.data.team).map((c) => c.name);
     const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
     if (!crewName) return;
-    const team = meta.data.team;
+    const { channel, team } = meta.data;
     await updateView(client, deps, team, { view_id: viewId, view: loadingView() });
     const origin: FormOrigin = { ...sealedOrigin(meta.data), text: sourceTextOf(stateValues) };
-    await updateView(client, deps, team, { view_id: viewId, view: await formFor(deps, crewName, meta.data.channel, meta.data.team, userId, origin) });
+    await updateView(client, deps, team, { view_id: viewId, view: await formFor(deps, crewName, channel, team, userId, origin) });
   };
 
   app.action(CREW_SELECT_ACTION, async ({ ack, body, client }) => {
     await ack();
     const parsed = pickerSelection.safeParse(body);
     if (!parsed.success) return;
-    await showForm(
-      client,
-      parsed.data.view.id,
-      parsed.data.view.private_metadata,
-      parsed.data.actions[0]!.selected_option?.value,
-      parsed.data.user.id,
-      parsed.data.view.state?.values,
-    );
+    const { view, actions, user } = parsed.data;
+    await showForm(client, view.id, view.private_metadata, actions[0]!.selected_option?.value, user.id, view.state?.values);
   });
 
   app.view(CREW_PICKER_VIEW_CALLBACK, async ({ ack, view, body, client }) => {

@@ -95,42 +95,41 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
     deps.log.error("run could not be started", { crew: crewName, err });
     return void (await showView(kickoffErrorView({ crewName, message: NOT_STARTED_NO_DATABASE })));
   }
+  await showView(outcomeView(deps, req, outcome));
+  if (outcome.kind === "failed")
+    await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${escapeMrkdwn(outcome.reason)}` }).catch(() => undefined);
+}
+
+/** What the form shows once the run's start has an outcome. */
+function outcomeView(deps: FeatureDeps, req: StartRequest, outcome: StartRunOutcome): types.ModalView {
+  const crewName = req.meta.crew!;
   switch (outcome.kind) {
     case "refused":
-      return void (await showView(kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` })));
+      return kickoffErrorView({ crewName, message: `The crew “${crewName}” may not be started in this channel.` });
     case "replayed":
-      return void (await showView(
-        kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." }),
-      ));
+      return kickoffErrorView({ crewName, message: "This form was already submitted: its run has started (or tried to). Run `/crew` again to start another." });
     case "not_posted":
       // Only a refusal of the channel is mended by an invitation; anything else (Slack down) by trying again.
-      return void (await showView(
-        kickoffErrorView({
-          crewName,
-          message: isChannelRefusal(outcome.code)
-            ? `I couldn't post in this channel (${outcome.code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.`
-            : `Slack did not take the run's announcement (${outcome.code}), so the run was not started. Please try again in a moment.`,
-        }),
-      ));
+      return kickoffErrorView({
+        crewName,
+        message: isChannelRefusal(outcome.code)
+          ? `I couldn't post in this channel (${outcome.code}), so the run was not started. Invite me with \`/invite @Crewline\` and try again.`
+          : `Slack did not take the run's announcement (${outcome.code}), so the run was not started. Please try again in a moment.`,
+      });
     case "started":
-      return void (await showView(startedView(crewName, outcome.kickoffId)));
+      return startedView(crewName, outcome.kickoffId);
     case "unconfirmed":
-      return void (await showView(
-        statusView(
-          `⏳ ${escapeMrkdwn(outcome.reason)} If *${escapeMrkdwn(crewName)}* started, its progress shows in the run's thread; if Crewline hears nothing from it within ${UNSTARTED_AFTER_MINUTES} minutes, the run is marked as not started.`,
-        ),
-      ));
+      return statusView(
+        `⏳ ${escapeMrkdwn(outcome.reason)} If *${escapeMrkdwn(crewName)}* started, its progress shows in the run's thread; if Crewline hears nothing from it within ${UNSTARTED_AFTER_MINUTES} minutes, the run is marked as not started.`,
+      );
     case "unrecorded":
-      return void (await showView(
-        statusView(
-          `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(outcome.kickoffId)}\`), but Crewline could not record it just now: its progress shows in the channel's thread once it can. Please don't start it again.`,
-        ),
-      ));
+      return statusView(
+        `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(outcome.kickoffId)}\`), but Crewline could not record it just now: its progress shows in the channel's thread once it can. Please don't start it again.`,
+      );
     case "missing_inputs":
-      return void (await showView(formWithMissing(deps, req, outcome.missing)));
+      return formWithMissing(deps, req, outcome.missing);
     case "failed":
-      await showView(kickoffErrorView({ crewName, message: outcome.reason }));
-      await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${escapeMrkdwn(outcome.reason)}` }).catch(() => undefined);
+      return kickoffErrorView({ crewName, message: outcome.reason });
   }
 }
 

@@ -13,15 +13,8 @@ import { flowReplyFor, otherOrganisation, replyFor } from "../decisions/replies.
 import type { FeatureDeps } from "../deps.js";
 import { payloadIssues, tellPrivately } from "../private-reply.js";
 
-export const REPLY_FEEDBACK_REQUIRED =
-  "Please write what should change after the colon (`changes: shorter intro`): the crew re-runs the task with it. Nothing was sent to the crew.";
-export const REPLY_NOT_RECORDED =
+const REPLY_NOT_RECORDED =
   "⚠️ Your reply was not taken as a decision: Crewline could not reach its database. Nothing was sent and the review is still open; please try again in a moment.";
-export const REPLY_BOTH_WAITING =
-  "A flow request and a crew review both wait for an answer in this thread, so your reply was not taken as either: please use the buttons on the message you mean.";
-export const QUESTION_UNKNOWN = "I can't match this button to a reply of yours, so nothing was sent.";
-export const QUESTION_ANSWERED = "You already answered this question.";
-export const NO_LONGER_ALLOWED = "You can no longer decide this from here, so nothing was sent.";
 
 const id = z.string().min(1).max(255);
 const ts = z.string().min(1).max(64);
@@ -158,7 +151,7 @@ async function replaceQuestion(respond: RespondFn | undefined, message: RespondA
   }
 }
 
-/** The fields of a message event the parser reads (the text apart: it is cut first). */
+/** The fields of a message event the parser reads (the text apart: it is cut first), each present: zod 4 refuses a missing key even for z.undefined(). */
 function pick(raw: Record<string, unknown>) {
   return {
     type: raw.type,
@@ -173,24 +166,26 @@ function pick(raw: Record<string, unknown>) {
 }
 
 /** What the replier (`asker`) is told privately; undefined when the updated message says it all (or nothing is said). */
-export function wordsFor(outcome: ReplyOutcome, asker?: string): string | undefined {
+function wordsFor(outcome: ReplyOutcome, asker?: string): string | undefined {
   switch (outcome.kind) {
     case "ignored":
     case "question":
       return undefined;
     case "review":
-      return outcome.outcome.kind === "feedback_required" ? REPLY_FEEDBACK_REQUIRED : replyFor(outcome.outcome, asker);
+      return outcome.outcome.kind === "feedback_required"
+        ? "Please write what should change after the colon (`changes: shorter intro`): the crew re-runs the task with it. Nothing was sent to the crew."
+        : replyFor(outcome.outcome, asker);
     case "flow":
       return outcome.outcome.kind === "feedback_required" ? "Please write your feedback after the colon: it is what the flow receives." : flowReplyFor(outcome.outcome, asker);
     case "unknown_question":
-      return QUESTION_UNKNOWN;
+      return "I can't match this button to a reply of yours, so nothing was sent.";
     case "answered_already":
-      return QUESTION_ANSWERED;
+      return "You already answered this question.";
     case "no_longer_allowed":
-      return NO_LONGER_ALLOWED;
+      return "You can no longer decide this from here, so nothing was sent.";
     case "other_organisation":
       return otherOrganisation(outcome.of);
     case "both_waiting":
-      return REPLY_BOTH_WAITING;
+      return "A flow request and a crew review both wait for an answer in this thread, so your reply was not taken as either: please use the buttons on the message you mean.";
   }
 }

@@ -18,7 +18,7 @@ export interface StopReply {
   blocks?: types.KnownBlock[];
 }
 
-export const STOP_NOT_RECORDED = "⚠️ Your stop was not recorded: Crewline could not reach its database. Nothing was sent to the crew; please try again in a moment.";
+const STOP_NOT_RECORDED = "⚠️ Your stop was not recorded: Crewline could not reach its database. Nothing was sent to the crew; please try again in a moment.";
 
 const stopClick = z.object({
   ...clickedMessage,
@@ -56,7 +56,7 @@ export function registerStopActions(app: App, deps: FeatureDeps): void {
 }
 
 /** What the asker of a stop is told privately (a button click or `/crew stop`); `kickoffId`: the id they typed. */
-export function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
+function stopReply(outcome: StopOutcome, kickoffId?: string): StopReply {
   const text = (t: string): StopReply => ({ text: t });
   const crew = (run: { crewName: string }) => `*${escapeMrkdwn(truncatePlain(run.crewName, 150))}*`;
   switch (outcome.kind) {
