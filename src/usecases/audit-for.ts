@@ -4,8 +4,7 @@
 
 import { type AccessPorts, type Asker, maySeeFlowRequest, visibleRun } from "./access.js";
 import type { AuditRecord } from "./audit.js";
-import type { FlowRequest } from "./flows.js";
-import type { Execution } from "./ports.js";
+import type { Execution, FlowRequest } from "./ports.js";
 
 export interface AuditForDeps {
   access: AccessPorts;

@@ -71,7 +71,7 @@ export class Audit {
   }
 }
 
-export const AUDIT_COLUMNS = [
+const AUDIT_COLUMNS = [
   "createdAt",
   "kind",
   "executionId",
@@ -102,14 +102,10 @@ export function auditCsv(rows: readonly AuditRecord[]): string {
   return lines.join("\r\n") + "\r\n";
 }
 
+/** Dates become ISO strings (Date.toJSON), as in auditCsv. */
 export function auditJson(rows: readonly AuditRecord[]): string {
-  return (
-    JSON.stringify(
-      rows.map((row) => Object.fromEntries(AUDIT_COLUMNS.map((c) => [c, row[c] instanceof Date ? (row[c] as Date).toISOString() : row[c]]))),
-      null,
-      2,
-    ) + "\n"
-  );
+  const objects = rows.map((row) => Object.fromEntries(AUDIT_COLUMNS.map((c) => [c, row[c]])));
+  return JSON.stringify(objects, null, 2) + "\n";
 }
 
 function auditRow(row: NewAuditRecord): NewAuditRow {

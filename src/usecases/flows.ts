@@ -9,8 +9,7 @@ import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { flowRequestTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import type { FlowRequestInput } from "../protocols/flows/request.js";
-import { abandonedRequests, approvalsOf, approvedBy, deadlinesDue, remindersDue } from "../store/decision-requests.js";
-import type { FlowRequestRow } from "../store/flow-requests.js";
+import { abandonedRequests, approvalsOf, approvedBy, remindersDue } from "../store/decision-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, type Sql } from "../store/sql.js";
@@ -20,12 +19,11 @@ import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { flowRequestTarget } from "./decisions/flow-request.js";
 import { errText, type Job } from "./jobs.js";
-import { type ClaimHolder, type Clock, type FlowCallback, type FlowNotice, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
+import { type ClaimHolder, type Clock, type FlowCallback, type FlowNotice, type FlowRequest, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
 import { approvalsShown } from "./review-context.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 
-/** A flow feedback request as stored (src/store/flow-requests.ts). */
-export type FlowRequest = FlowRequestRow;
+export type { FlowRequest };
 
 /** How a user is checked against a flow's reviewer rules (ReviewerRules over the flows). */
 export interface FlowRules {
@@ -169,10 +167,6 @@ export class FlowRequests {
     return this.byName.get(name.toLowerCase());
   }
 
-  all(): FlowConfig[] {
-    return this.deps.flows;
-  }
-
   /**
    * Records a feedback request of `flow` whose signature and body the HTTP intake has checked
    * (adapters/http/flow-intake.ts); posting it to Slack happens in `after`.
@@ -213,20 +207,14 @@ export class FlowRequests {
 
   /**
    * Decisions abandoned mid-call (their process died) open again; posting needs no sweep (the outbox).
+   * A decision whose process died while calling the flow stays "deciding" forever otherwise. Long after
+   * any callback could still be running, it opens again so someone can answer; should the first call
+   * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
    * `earlierRun`: at the start of a process alone in its database, before it serves anything, every
    * decision still "deciding" was its earlier incarnation's, whose call died with it: opened at once.
    */
   async recover(earlierRun = false): Promise<void> {
-    await this.reopenAbandoned(earlierRun ? 0 : undefined);
-  }
-
-  /**
-   * A decision whose process died while calling the flow stays "deciding" forever otherwise. Long after
-   * any callback could still be running, it opens again so someone can answer; should the first call
-   * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
-   */
-  private async reopenAbandoned(afterMs?: number): Promise<void> {
-    const limit = afterMs ?? Math.max(2 * this.deps.callback.timeoutMs, this.deps.abandonedAfterMs ?? 60_000);
+    const limit = earlierRun ? 0 : Math.max(2 * this.deps.callback.timeoutMs, this.deps.abandonedAfterMs ?? 60_000);
     const now = this.clock.now();
     const before = new Date(now.getTime() - limit);
     const { from, to } = flowRequestTransition("abandoned");
@@ -246,7 +234,7 @@ export class FlowRequests {
 
   /** The decisions and deadline actions of a replica gone (its heartbeat stale), taken over at once. */
   async takeOver(): Promise<void> {
-    await this.reopenAbandoned();
+    await this.recover();
     if (this.deps.flows.some((f) => f.decideWithinMs)) await this.deadlinesDue(true);
   }
 
@@ -276,19 +264,18 @@ export class FlowRequests {
   }
 
   async mayDecide(request: FlowRequestAccess, userId: string): Promise<boolean> {
-    if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
-    return this.deps.rules.mayDecide(request.flowName, userId);
+    return (await this.isGranted(request, userId)) || this.deps.rules.mayDecide(request.flowName, userId);
   }
 
-  /** Reassigned to the user, or escalated to them or a group of theirs (looked up in the request's workspace). */
-  private isGranted(request: FlowRequestAccess, userId: string): Promise<boolean> {
+  /** Assigned or reassigned to the user, or escalated to them or a group of theirs (looked up in the request's workspace). */
+  private async isGranted(request: FlowRequestAccess, userId: string): Promise<boolean> {
+    if (request.assigneeUserId === userId) return true;
     return this.deps.rules.isGranted(request, userId, request.teamId ? { teamId: request.teamId, enterpriseId: request.enterpriseId } : undefined).catch(() => false);
   }
 
   /** Whether the request is the user's to answer, as App Home lists it: assigned, reassigned or escalated to them, or by the flow's rules (without rules: its assignee only). */
   async isWaitingFor(request: FlowRequestAccess, userId: string): Promise<boolean> {
-    if (request.assigneeUserId === userId || (await this.isGranted(request, userId))) return true;
-    return !!this.deps.rules.rulesFor(request.flowName) && this.deps.rules.mayDecide(request.flowName, userId);
+    return (await this.isGranted(request, userId)) || (!!this.deps.rules.rulesFor(request.flowName) && this.deps.rules.mayDecide(request.flowName, userId));
   }
 
   /** The approve-like outcome a request can be answered with from App Home (no feedback needed); undefined: it needs the message. */
@@ -306,8 +293,8 @@ export class FlowRequests {
     if (request.state !== "pending") return { kind: "already_decided", request };
     const emit = outcomesOf(request);
     const outcome = d.outcomeIndex === undefined ? undefined : emit[d.outcomeIndex];
-    if (d.outcomeIndex !== undefined && outcome === undefined) return { kind: "unknown_outcome" };
-    if (d.outcomeIndex === undefined && emit.length > 0) return { kind: "unknown_outcome" };
+    // An index must name one of `emit`; no index (Send feedback) only on a flow that routes on none.
+    if (d.outcomeIndex === undefined ? emit.length > 0 : outcome === undefined) return { kind: "unknown_outcome" };
     const comment = isBlank(d.feedback) ? "" : d.feedback.trim();
     if (!outcome && !comment && d.editedOutput === undefined) return { kind: "feedback_required" };
     if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return this.notAllowed(request);
@@ -315,8 +302,8 @@ export class FlowRequests {
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
     // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
     const required = approvalPolicy(this.flow(request.flowName)).required;
-    const approving = outcome ? outcomeLeaning(outcome) === "approve" : d.editedOutput !== undefined;
     const edited = d.editedOutput !== undefined;
+    const approving = outcome ? outcomeLeaning(outcome) === "approve" : edited;
     const decidedAt = this.clock.now();
     const decision: store.DecisionClaim = {
       decidedBy: d.userId,
@@ -371,7 +358,8 @@ export class FlowRequests {
   ): Promise<FlowDecisionOutcome> {
     const answer = await this.deps.callback.answer(request.callbackUrl, feedback);
     const ok = answer.kind === "ok" || answer.kind === "refused";
-    const state = ok ? flowRequestTransition(answer.kind === "ok" ? "answered" : "refused").to : "failed";
+    const settles = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
+    const state = ok ? settles.to : "failed";
     // 5xx, time-out or unreachable: open again, so someone can decide again.
     if (!ok) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const message = answer.message ?? "the flow could not be reached";
@@ -383,14 +371,7 @@ export class FlowRequests {
           const now = this.clock.now();
           const deadlineDone = !!d.byDeadline;
           const { row, ours } = ok
-            ? await store.settleDecision(
-                tx,
-                request.id,
-                flowRequestTransition(answer.kind === "ok" ? "answered" : "refused"),
-                { status: answer.status, message: answer.message, deadlineDone },
-                c.decidedAt,
-                now,
-              )
+            ? await store.settleDecision(tx, request.id, settles, { status: answer.status, message: answer.message, deadlineDone }, c.decidedAt, now)
             : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, c.decidedAt, now);
           if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
           return { row, ours };
@@ -461,7 +442,7 @@ export class FlowRequests {
     const approvedBy = new Set((await this.approvals(request.id)).map((a) => a.userId));
     const mentions = [rules ? describeWaitingReviewers(rules, approvedBy) : ""];
     for (const user of [request.assigneeUserId, request.reassignedTo])
-      if (user && !approvedBy.has(user) && !mentions.some((m) => m.includes(`<@${user}>`))) mentions.push(describeReviewers({ users: [user], usergroups: [] }));
+      if (user && !approvedBy.has(user) && !mentions.some((m) => m.includes(`<@${user}>`))) mentions.push(`<@${user}>`);
     return mentions.filter(Boolean).join(", ") || "Reviewers";
   }
 
@@ -489,18 +470,7 @@ export class FlowRequests {
    * under the request instead (counted as one). `takeoversOnly`: only the actions whose holder is gone.
    */
   async deadlinesDue(takeoversOnly = false): Promise<number> {
-    const now = this.clock.now();
-    // Not claimed yet, or claimed by a process that died before the action finished (its claim stale, or its holder gone).
-    const staleBefore = new Date(now.getTime() - (this.deps.abandonedAfterMs ?? 60_000));
-    const due = await deadlinesDue(this.sql, "FlowRequest", {
-      now,
-      staleBefore,
-      deadBefore: this.deps.holder?.deadBefore(now),
-      self: this.deps.holder?.replicaId,
-      takeoversOnly,
-      limit: 50,
-    });
-    if (due.length === 0) return 0;
+    const due = await this.core.dueDeadlines("FlowRequest", { staleMs: this.deps.abandonedAfterMs ?? 60_000, takeoversOnly });
     return this.core.takeDeadlines(this.target, due, {
       settings: this.deps.reminders ?? { afterMs: 0, max: 0 },
       plan: (request, now) => {
@@ -549,12 +519,8 @@ export class FlowRequests {
     };
     const pending = await store.listPostedPending(this.sql, { for: mine, ...(teamId ? { teamId } : {}), limit: 500 });
     // Someone who approved a request still waiting for more approvals is not waited for.
-    const approved = await approvedBy(
-      this.sql,
-      "FlowRequest",
-      userId,
-      pending.map((r) => r.id),
-    );
+    const ids = pending.map((r) => r.id);
+    const approved = await approvedBy(this.sql, "FlowRequest", userId, ids);
     const listed: store.HomeFlowRequest[] = [];
     for (const request of pending) if (!approved.has(request.id) && (await this.isWaitingFor(request, userId))) listed.push(request);
     return listed;

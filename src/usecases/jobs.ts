@@ -55,16 +55,12 @@ export class Jobs {
     const passes = new Set<Promise<unknown>>();
     this.passes.set(job, passes);
     const timer = setInterval(() => {
-      const pass = every.run().catch((err) => this.failed(job, err));
+      const pass = every.run().catch((err) => this.log.warn(`${job.name} failed`, { err: errText(err) }));
       passes.add(pass);
       void pass.finally(() => passes.delete(pass));
     }, every.ms);
     timer.unref();
     this.timers.push(timer);
-  }
-
-  private failed(job: Job, err: unknown): void {
-    this.log.warn(`${job.name} failed`, { err: errText(err) });
   }
 }
 

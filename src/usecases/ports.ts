@@ -21,7 +21,6 @@ export type FlowRequest = FlowRequestRow;
 export interface ProgressSnapshot {
   steps: number;
   latest: string;
-  agent?: string;
   done: boolean;
   updatedAt: Date;
 }

@@ -13,7 +13,7 @@ import type { Clock, Execution, Outbox } from "./ports.js";
  * an uninstall) is never finished on this one. Its next step, if any, starts afresh; the outbox's one
  * run.progress effect keeps the latest step and task, whichever replica sent them.
  */
-export const PROGRESS_IDLE_FORGET_MS = 10 * 60_000;
+const PROGRESS_IDLE_FORGET_MS = 10 * 60_000;
 
 interface RunProgress {
   executionId: string;

@@ -17,7 +17,7 @@ export interface HeartbeatOptions {
   deadAfterMs: number;
 }
 
-export const DEFAULT_HEARTBEAT_OPTIONS: HeartbeatOptions = { everyMs: 2000, deadAfterMs: 8000 };
+const DEFAULT_HEARTBEAT_OPTIONS: HeartbeatOptions = { everyMs: 2000, deadAfterMs: 8000 };
 
 /** Rows of replicas silent this long are deleted (each replica looks once an hour). */
 const FORGET_AFTER_MS = 24 * 3600_000;
@@ -56,15 +56,10 @@ export class ReplicaHeartbeat implements ClaimHolder {
 
   /** Stops announcing and marks this replica stopped, so that what it still holds is taken over at once. */
   async stop(): Promise<void> {
-    this.halt();
-    await this.beating?.catch(() => {});
-    await retire(this.sql, this.replicaId, this.clock.now()).catch((err) => this.log.warn("could not mark this replica stopped", { err }));
-  }
-
-  /** Stops announcing without a word (what a crash looks like to the others; tests). */
-  halt(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    await this.beating?.catch(() => {});
+    await retire(this.sql, this.replicaId, this.clock.now()).catch((err) => this.log.warn("could not mark this replica stopped", { err }));
   }
 
   /**

@@ -3,7 +3,6 @@
 // rows come from the store (store/decision-requests.ts, store/reviews.ts).
 
 import { type ApprovalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
-import { approvalsOf } from "../store/decision-requests.js";
 import { findRound } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import type { FlowRequestContext, Review, ReviewContext } from "./ports.js";
@@ -24,13 +23,13 @@ export class ApprovalRows {
 
   /**
    * What the review's message shows besides the row: approvals so far, the edit, the previous round.
-   * `recorded`: the review's approvals when the caller read them with it (the outbox does), else read here.
+   * `approvals`: the review's, as the outbox read them with it.
    */
-  async context(review: Review, policy: ApprovalPolicy, recorded?: readonly StoredApproval[]): Promise<ReviewContext> {
+  async context(review: Review, policy: ApprovalPolicy, approvals: readonly StoredApproval[]): Promise<ReviewContext> {
     let context: ReviewContext = {};
     // A rejected or closed round shows its decision only; approvals given before a reject stay in the audit trail.
     if (review.state === "pending" || review.state === "deciding" || review.state === "approved") {
-      context = approvalsShown(recorded ?? (await approvalsOf(this.db, "Review", review.id)), policy.required);
+      context = approvalsShown(approvals, policy.required);
       // Several needed and none given yet: "0 of 2 approvals".
       if (!context.approvals && policy.required > 1 && review.state === "pending") context.approvals = { required: policy.required, by: [] };
     }

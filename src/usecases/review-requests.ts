@@ -8,14 +8,14 @@
 import type { ReviewerRules as RulesConfig, TimeoutAction } from "../config/config.js";
 import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
-import { approvalsOf, deadlinesDue, remindersDue } from "../store/decision-requests.js";
+import { approvalsOf, remindersDue } from "../store/decision-requests.js";
 import { findReviewWithExecution, type ReviewWithExecution, stampDeadline, withExecutions } from "../store/reviews.js";
 import type { Sql } from "../store/sql.js";
 import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
-import { crewReviewTarget } from "./decisions/crew-review.js";
-import { type ClaimHolder, type Clock, type DeadlineNotice, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
-import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
+import { crewReviewTarget, deadlineNoticeEffect } from "./decisions/crew-review.js";
+import { type ClaimHolder, type Clock, type Execution, type Outbox, type Review, systemClock } from "./ports.js";
+import { describeWaitingReviewers } from "./reviewer-rules.js";
 import type { Decision, DecisionOutcome } from "./reviews.js";
 
 /** The crew's deadline settings; undefined when its reviews have no deadline. */
@@ -119,23 +119,13 @@ export class ReviewRequests {
   private async who({ execution, id, reassignedTo }: ReviewWithExecution): Promise<string> {
     const rules = this.deps.rulesOf(execution.crewName);
     const approvers = rules?.users.length || reassignedTo ? (await approvalsOf(this.deps.db, "Review", id)).map((a) => a.userId) : [];
-    const named = !rules ? `<@${execution.userId}>` : approvers.length ? describeWaitingReviewers(rules, approvers) : describeReviewers(rules);
+    const named = rules ? describeWaitingReviewers(rules, approvers) : `<@${execution.userId}>`;
     if (!reassignedTo || approvers.includes(reassignedTo) || named.includes(`<@${reassignedTo}>`)) return named;
-    return `${named}, ${describeReviewers({ users: [reassignedTo], usergroups: [] })}`;
+    return `${named}, <@${reassignedTo}>`;
   }
 
   private async takeDeadlines(takeoversOnly = false): Promise<number> {
-    const now = this.clock.now();
-    // Not claimed yet, or claimed by a process that died before the action finished.
-    const due = await deadlinesDue(this.deps.db, "Review", {
-      now,
-      staleBefore: new Date(now.getTime() - (this.deps.claimStaleMs ?? 60_000)),
-      deadBefore: this.deps.holder?.deadBefore(now),
-      self: this.deps.holder?.replicaId,
-      takeoversOnly,
-      liveRuns: { states: LIVE_STATES, kickoff: true },
-      limit: 50,
-    });
+    const due = await this.core.dueDeadlines("Review", { staleMs: this.deps.claimStaleMs ?? 60_000, takeoversOnly, liveRuns: { states: LIVE_STATES, kickoff: true } });
     if (due.length === 0) return 0;
     return this.core.takeDeadlines(this.target, await withExecutions(this.deps.db, due), {
       settings: this.deps.reminders,
@@ -161,9 +151,4 @@ export class ReviewRequests {
       afterReminder: (r, sent) => this.escalate(r, sent),
     });
   }
-}
-
-/** The outbox effect of a deadline notice: one of each kind per deadline, however often a retaken deadline asks again. */
-function deadlineNoticeEffect(review: Review, notice: DeadlineNotice) {
-  return { kind: "review.deadline", subjectId: review.id, part: `${notice.kind}:${review.decideBy?.getTime() ?? 0}`, payload: notice } as const;
 }

@@ -10,9 +10,9 @@ import { MembershipCache } from "./membership-cache.js";
 import { type Clock, type Execution, type Review, systemClock, type TeamRef } from "./ports.js";
 import type { ReviewerGate } from "./reviews.js";
 
-export const USERGROUP_TTL_MS = 5 * 60_000;
+const USERGROUP_TTL_MS = 5 * 60_000;
 /** At most this many user groups are kept in the cache. */
-export const USERGROUP_CACHE_MAX = 1000;
+const USERGROUP_CACHE_MAX = 1000;
 
 /** Fetches the user ids of a Slack user group (usergroups.users.list), in the workspace given when known. */
 export type UsergroupLookup = (usergroupId: string, team?: TeamRef) => Promise<string[]>;
@@ -78,12 +78,6 @@ export class ReviewerRules {
   rulesFor(crewName: string): RulesConfig | undefined {
     const rules = this.crews.config(crewName)?.reviewers;
     return rules && (rules.users.length > 0 || rules.usergroups.length > 0) ? rules : undefined;
-  }
-
-  /** Who may decide this crew's reviews, for messages; undefined when there are no rules. */
-  who(crewName: string): string | undefined {
-    const rules = this.rulesFor(crewName);
-    return rules ? describeReviewers(rules) : undefined;
   }
 
   /** The lifecycle's ReviewerGate: the crew's rules, plus whoever the review was reassigned or escalated to. */

@@ -142,13 +142,13 @@ export class Runs {
   }
 
   /**
-   * Runs that never started: no kickoff id and no callback naming one for `afterMs` (a kickoff whose
+   * Runs that never started: no kickoff id and no callback naming one for UNSTARTED_AFTER_MS (a kickoff whose
    * answer was lost and that did not start after all, or a process that died mid-kickoff). Each ends
    * once, its announcement saying so. Returns how many ended.
    */
-  async endUnstarted(afterMs = UNSTARTED_AFTER_MS): Promise<number> {
+  async endUnstarted(): Promise<number> {
     const now = this.clock.now();
-    const stale = await unstartedRuns(this.sql, { before: new Date(now.getTime() - afterMs), limit: 50 });
+    const stale = await unstartedRuns(this.sql, { before: new Date(now.getTime() - UNSTARTED_AFTER_MS), limit: 50 });
     const { from, to } = executionTransition("kickoff_failed");
     let ended = 0;
     for (const run of stale) {

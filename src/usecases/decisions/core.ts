@@ -18,6 +18,8 @@ import {
   claimReassignment,
   claimReminder,
   deadlineDone,
+  deadlinesDue,
+  type LiveRuns,
   lockRequest,
   type RequestTable,
   releaseDeadline,
@@ -116,12 +118,12 @@ export function hashOutput(output: string): string {
 
 /**
  * When the reminder after reminder number `sent` is due, that one sent at `now`: afterMs, then 2·afterMs
- * later, then 4·afterMs later… Counted from when the last one went (not from the request's creation),
- * so reminders a stopped bot missed are not all posted at once on its return, and a deadline's reminder
- * (counted as one) is followed by the next in turn.
+ * later, then 4·afterMs later… (null: `sent` was the last). Counted from when the last one went (not from
+ * the request's creation), so reminders a stopped bot missed are not all posted at once on its return,
+ * and a deadline's reminder (counted as one) is followed by the next in turn.
  */
-export function nextReminderDue(now: Date, sent: number, afterMs: number): Date {
-  return new Date(now.getTime() + afterMs * 2 ** sent);
+function nextReminderDue(now: Date, sent: number, { afterMs, max }: ReminderRound<unknown>["settings"]): Date | null {
+  return sent < max ? new Date(now.getTime() + afterMs * 2 ** sent) : null;
 }
 
 export class DecisionCore {
@@ -193,7 +195,6 @@ export class DecisionCore {
    * on remindersSent, so with several replicas it is posted once; the last may escalate. How many were sent.
    */
   async remind<R extends RequestBase>(target: DecisionTarget<R>, due: R[], round: ReminderRound<R>): Promise<number> {
-    const { afterMs, max } = round.settings;
     const now = this.clock.now();
     let sent = 0;
     for (const r of due) {
@@ -203,8 +204,7 @@ export class DecisionCore {
         const who = await round.who(r);
         // The claim: only the replica that moves remindersSent from its value enqueues this reminder.
         const claimed = await inTransaction(this.sql, async (tx) => {
-          const next = count < max ? nextReminderDue(now, count, afterMs) : null;
-          if (!(await claimReminder(tx, target.table, r.id, { sent: count, nextReminderAt: next, now }))) return false;
+          if (!(await claimReminder(tx, target.table, r.id, { sent: count, nextReminderAt: nextReminderDue(now, count, round.settings), now }))) return false;
           await this.deps.outbox.add(tx, target.reminder(r, count, { who, waitedMs: now.getTime() - r.createdAt.getTime() }));
           return true;
         });
@@ -219,6 +219,17 @@ export class DecisionCore {
     }
     if (sent) this.deps.outbox.nudge();
     return sent;
+  }
+
+  /**
+   * The requests whose deadline passed: not claimed yet, or claimed by a process that died before the
+   * action finished (its claim older than `staleMs`, or its holder gone). `takeoversOnly`: only the
+   * actions whose holder is gone.
+   */
+  dueDeadlines<T extends RequestTable>(table: T, { staleMs, ...p }: { staleMs: number; takeoversOnly: boolean; liveRuns?: LiveRuns }) {
+    const now = this.clock.now();
+    const { holder } = this.deps;
+    return deadlinesDue(this.sql, table, { ...p, now, staleBefore: new Date(now.getTime() - staleMs), deadBefore: holder?.deadBefore(now), self: holder?.replicaId, limit: 50 });
   }
 
   /**
@@ -250,13 +261,11 @@ export class DecisionCore {
         } else {
           const who = await plans.who(r);
           const current = await inTransaction(this.sql, async (tx) => {
-            const { afterMs, max } = plans.settings;
-            // Counted as a reminder: the next one follows it in turn (none after the last).
-            const next = r.remindersSent + 1 < max ? nextReminderDue(now, r.remindersSent + 1, afterMs) : null;
             const claimed = await claimDeadline(tx, target.table, r.id, {
               handledAt: r.deadlineHandledAt,
               now,
-              remind: { nextReminderAt: next },
+              // Counted as a reminder: the next one follows it in turn (none after the last).
+              remind: { nextReminderAt: nextReminderDue(now, r.remindersSent + 1, plans.settings) },
               done: true,
               owner: this.deps.holder?.replicaId,
             });
@@ -334,14 +343,14 @@ export class DecisionCore {
   async settle<R extends RequestBase>(target: DecisionTarget<R>, r: R, s: Settlement<R>): Promise<{ row: R; ours: boolean }> {
     const edit = latestEdit(s.approvals);
     const settled = await inTransaction(this.sql, async (tx) => {
-      const { row: moved, ours } = await s.move(tx);
-      const { kind, detail, ...row } = s.audit;
+      const { row, ours } = await s.move(tx);
+      const { kind, detail, ...facts } = s.audit;
       await this.audit(
         tx,
         target,
         r,
         kind,
-        row,
+        facts,
         {
           ...detail,
           ...(s.approvals.length > 1 ? { approvers: s.approvals.map((a) => a.userId) } : {}),
@@ -352,14 +361,14 @@ export class DecisionCore {
         },
         "outcome",
       );
-      if (!ours) return { moved, ours };
+      if (!ours) return { row, ours };
       if (s.show) await this.deps.outbox.add(tx, target.show(r));
       if (edit && s.taken) await this.deps.outbox.add(tx, target.edited(r, edit.userId));
       for (const effect of s.effects ?? []) await this.deps.outbox.add(tx, effect);
-      return { moved, ours };
+      return { row, ours };
     });
     if (settled.ours && (s.show || edit || s.effects?.length)) this.deps.outbox.nudge();
-    return { row: settled.moved, ours: settled.ours };
+    return settled;
   }
 }
 

@@ -3,6 +3,7 @@
 import crypto from "node:crypto";
 import type { ReviewerRules as RulesConfig } from "../../config/config.js";
 import type { ReviewWithExecution } from "../../store/reviews.js";
+import type { DeadlineNotice, Review } from "../ports.js";
 import type { DecisionTarget } from "./core.js";
 
 /** A review and its run (the notices go to the run's thread). */
@@ -22,13 +23,12 @@ export function crewReviewTarget(escalateToOf?: (crewName: string) => RulesConfi
       payload: { notice: { ...notice, taskName: r.taskName, round: r.round } },
     }),
     reminder: (r, count, facts) => ({ kind: "review.reminder", subjectId: r.id, part: count, payload: facts }),
-    // One of each kind per deadline, however often a retaken deadline asks again.
-    deadlineNotice: (r, { who, withinMs }) => ({
-      kind: "review.deadline",
-      subjectId: r.id,
-      part: `reminder:${r.decideBy?.getTime() ?? 0}`,
-      payload: { kind: "reminder", who, withinMs },
-    }),
+    deadlineNotice: (r, { who, withinMs }) => deadlineNoticeEffect(r, { kind: "reminder", who, withinMs }),
     escalateTo: (r) => escalateToOf?.(r.execution.crewName),
   };
+}
+
+/** The outbox effect of a deadline notice: one of each kind per deadline, however often a retaken deadline asks again. */
+export function deadlineNoticeEffect(review: Pick<Review, "id" | "decideBy">, notice: DeadlineNotice) {
+  return { kind: "review.deadline", subjectId: review.id, part: `${notice.kind}:${review.decideBy?.getTime() ?? 0}`, payload: notice } as const;
 }

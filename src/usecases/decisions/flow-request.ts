@@ -6,15 +6,15 @@ import type { FlowNotice } from "../ports.js";
 import { type DecisionTarget, hashOutput } from "./core.js";
 
 export function flowRequestTarget(flowOf: (name: string) => FlowConfig | undefined): DecisionTarget<FlowRequestRow> {
-  const notice = (r: FlowRequestRow, part: string | number, notice: FlowNotice) => ({ kind: "flow.reminder", subjectId: r.id, part, payload: { notice } }) as const;
+  const notice = (r: FlowRequestRow, notice: FlowNotice, part: string | number) => ({ kind: "flow.reminder", subjectId: r.id, part, payload: { notice } }) as const;
   return {
     table: "FlowRequest",
     audited: (r) => ({ executionId: null, flowRequestId: r.id, taskKey: r.methodName, outputHash: hashOutput(r.output), ref: { flow: r.flowName, requestId: r.requestId } }),
     show: (r) => ({ kind: "flow.show", subjectId: r.id }),
     edited: (r) => ({ kind: "flow.edited", subjectId: r.id }),
-    notice: (r, n, part) => notice(r, part, n),
-    reminder: (r, count, facts) => notice(r, count, { kind: "reminder", ...facts }),
-    deadlineNotice: (r, facts) => notice(r, `deadline:${r.decideBy?.getTime() ?? 0}`, { kind: "deadline_passed", ...facts }),
+    notice,
+    reminder: (r, count, facts) => notice(r, { kind: "reminder", ...facts }, count),
+    deadlineNotice: (r, facts) => notice(r, { kind: "deadline_passed", ...facts }, `deadline:${r.decideBy?.getTime() ?? 0}`),
     escalateTo: (r) => flowOf(r.flowName)?.escalateTo,
   };
 }
