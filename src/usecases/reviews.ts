@@ -202,6 +202,8 @@ export class Reviews {
   private readonly sql: Sql;
   private readonly clock: Clock;
   private readonly core: DecisionCore;
+  /** How the core stores, audits and shows a review (no escalation settings: deciding never escalates). */
+  private readonly target = crewReviewTarget();
   private readonly gate: ReviewerGate;
   private readonly policyOf: ApprovalPolicyOf;
   private readonly telemetry: Telemetry;
@@ -447,7 +449,7 @@ export class Reviews {
     const edited = decision.editedOutput;
     // The claim's stamp: what it settles is moved only while the claim still holds the review.
     const claimedAt = this.clock.now();
-    return this.core.decide<ReviewWithExecution, DecisionOutcome>(crewReviewTarget(), found, {
+    return this.core.decide<ReviewWithExecution, DecisionOutcome>(this.target, found, {
       userId: decision.userId,
       // Approvals toward the crew's number of distinct people: the last one needed claims the decision.
       ...(counted
@@ -550,7 +552,7 @@ export class Reviews {
     const note = isBlank(decision.feedback) ? null : decision.feedback.trim();
     const event: ReviewEvent = outcome === "decided" ? (decision.approve ? "resume_ok_approve" : "resume_ok_reject") : outcome;
     const columns = outcome === "resume_failed" ? { decidedBy: null, decision: null, feedback: null, decidedAt: null, decidedByDeadline: false, ...patch } : patch;
-    const settled = await this.core.settle(crewReviewTarget(), found, {
+    const settled = await this.core.settle(this.target, found, {
       move: async (tx) => {
         const moved = await moveReview(tx, review.id, reviewTransition(event), this.clock.now(), columns, claimedAt);
         if (!moved) return { row: { ...((await findReview(tx, review.id)) ?? review), execution: found.execution }, ours: false };

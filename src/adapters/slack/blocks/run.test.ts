@@ -92,9 +92,9 @@ describe("announcementMessage", () => {
 
 describe("progressMessage", () => {
   it("is one section and a context line", () => {
-    const m = progressMessage({ steps: 12, latest: "Searching **the web**", agent: "Researcher", updatedAt: new Date("2025-03-01T14:03:05Z") });
+    const m = progressMessage({ steps: 12, latest: "Searching **the web**", updatedAt: new Date("2025-03-01T14:03:05Z") });
     expect(m.blocks.map((b) => b.type)).toEqual(["section", "context"]);
-    expect(json(m)).toContain("*Researcher* · Searching *the web*");
+    expect(json(m)).toContain("⚙️ Searching *the web*");
     expect(json(m)).toContain("12 steps so far · last update 14:03:05 UTC");
     expectWithinLimits(m);
   });
@@ -106,7 +106,7 @@ describe("progressMessage", () => {
   });
 
   it("stays within limits with huge text", () => {
-    expectWithinLimits(progressMessage({ steps: 1e9, latest: huge(100_000), agent: huge(10_000), updatedAt: started }));
+    expectWithinLimits(progressMessage({ steps: 1e9, latest: huge(100_000), updatedAt: started }));
   });
 });
 

@@ -230,18 +230,16 @@ function startedAt(date: Date): string {
 export interface ProgressParams {
   steps: number;
   latest: string;
-  agent?: string;
   updatedAt: Date;
   done?: boolean;
 }
 
 export function progressMessage(p: ProgressParams): SlackMessage {
-  const agent = p.agent?.trim() ? `*${escapeMrkdwn(truncatePlain(p.agent, AGENT_MAX))}* · ` : "";
   const latest = p.latest.trim() ? fitMarkdown(p.latest.trim(), 1_000).text : "_Working…_";
   const steps = p.done ? `${plural(p.steps, "step")} in total` : `${plural(p.steps, "step")} so far`;
   return {
     text: `${p.done ? "Finished" : "Working"}: ${plural(p.steps, "step")}`,
-    blocks: [section(`${p.done ? "✅" : "⚙️"} ${agent}${latest}`), context(`${steps} · last update ${formatUtcTime(p.updatedAt)}`)],
+    blocks: [section(`${p.done ? "✅" : "⚙️"} ${latest}`), context(`${steps} · last update ${formatUtcTime(p.updatedAt)}`)],
   };
 }
 
