@@ -36,13 +36,9 @@ export interface AuditDeps {
 }
 
 export class Audit {
-  private readonly db: Sql;
-  private readonly log: Logger;
   private readonly clock: Clock;
 
-  constructor(deps: AuditDeps) {
-    this.db = deps.db;
-    this.log = deps.log;
+  constructor(private readonly deps: AuditDeps) {
     this.clock = deps.clock ?? systemClock;
   }
 
@@ -53,21 +49,21 @@ export class Audit {
   async record(row: NewAuditRecord, tx?: Sql): Promise<AuditRecord | undefined> {
     if (tx) return insertAudit(tx, auditRow(row), this.clock.now());
     try {
-      return await insertAudit(this.db, auditRow(row), this.clock.now());
+      return await insertAudit(this.deps.db, auditRow(row), this.clock.now());
     } catch (err) {
-      this.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
+      this.deps.log.error("could not write audit record", { executionId: row.executionId, kind: row.kind, err });
       return undefined;
     }
   }
 
   /** A flow feedback request's history, oldest first. */
   forFlowRequest(flowRequestId: string): Promise<AuditRecord[]> {
-    return auditOfFlowRequest(this.db, flowRequestId);
+    return auditOfFlowRequest(this.deps.db, flowRequestId);
   }
 
   /** An execution's history, oldest first. */
   forExecution(executionId: string): Promise<AuditRecord[]> {
-    return auditOfExecution(this.db, executionId);
+    return auditOfExecution(this.deps.db, executionId);
   }
 }
 

@@ -47,16 +47,10 @@ export interface ProgressCoalescerDeps {
 
 export class ProgressCoalescer {
   private readonly runs = new Map<string, RunProgress>();
-  private readonly outbox: Outbox;
-  private readonly log: Logger;
-  private readonly clock: Clock;
   private readonly intervalMs: number;
   private readonly idleForgetMs: number;
 
-  constructor(deps: ProgressCoalescerDeps) {
-    this.outbox = deps.outbox;
-    this.log = deps.log;
-    this.clock = deps.clock;
+  constructor(private readonly deps: ProgressCoalescerDeps) {
     this.intervalMs = deps.intervalMs ?? 1000;
     this.idleForgetMs = deps.idleForgetMs ?? PROGRESS_IDLE_FORGET_MS;
   }
@@ -67,7 +61,7 @@ export class ProgressCoalescer {
     clearTimeout(run.idle);
     run.unsent += 1;
     run.latest = step.summary;
-    run.latestAt = this.clock.now().getTime();
+    run.latestAt = this.deps.clock.now().getTime();
     if (step.task) {
       run.task = step.task;
       run.taskAt = run.latestAt;
@@ -84,7 +78,7 @@ export class ProgressCoalescer {
     clearTimeout(run.timer);
     clearTimeout(run.idle);
     await run.flushing;
-    await this.flush(run, true).catch((err) => this.log.warn("progress update failed", { executionId, err }));
+    await this.flush(run, true).catch((err) => this.deps.log.warn("progress update failed", { executionId, err }));
     this.runs.delete(executionId);
   }
 
@@ -130,11 +124,11 @@ export class ProgressCoalescer {
 
   private schedule(run: RunProgress): void {
     if (run.timer || run.flushing) return;
-    const wait = Math.max(0, run.lastFlushAt + this.intervalMs - this.clock.now().getTime());
+    const wait = Math.max(0, run.lastFlushAt + this.intervalMs - this.deps.clock.now().getTime());
     run.timer = setTimeout(() => {
       run.timer = undefined;
       run.flushing = this.flush(run, false)
-        .catch((err) => this.log.warn("progress update failed", { executionId: run.executionId, err }))
+        .catch((err) => this.deps.log.warn("progress update failed", { executionId: run.executionId, err }))
         .finally(() => {
           run.flushing = undefined;
           // Steps that arrived during the write go out in the next slot.
@@ -163,9 +157,9 @@ export class ProgressCoalescer {
     const steps = run.unsent;
     run.dirty = false;
     run.unsent = 0;
-    run.lastFlushAt = this.clock.now().getTime();
+    run.lastFlushAt = this.deps.clock.now().getTime();
     try {
-      await this.outbox.request({
+      await this.deps.outbox.request({
         kind: "run.progress",
         subjectId: run.executionId,
         payload: { steps, latest: run.latest, latestAt: run.latestAt, task: run.task, taskAt: run.taskAt, done },

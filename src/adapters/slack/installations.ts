@@ -67,14 +67,10 @@ export class DbInstallationStore implements InstallationStore {
    */
   private readonly recent = new Map<string, { row: SlackInstallationRow | null; at: number }>();
 
-  private readonly cipher: TokenCipher;
-  private readonly log: Logger;
   private readonly clock: Clock;
 
-  constructor(deps: DbInstallationStoreDeps) {
+  constructor(private readonly deps: DbInstallationStoreDeps) {
     this.sql = deps.db;
-    this.cipher = deps.cipher;
-    this.log = deps.log;
     this.clock = deps.clock ?? systemClock;
   }
 
@@ -84,7 +80,7 @@ export class DbInstallationStore implements InstallationStore {
     const isEnterpriseInstall = !!installation.isEnterpriseInstall;
     const installKey = installKeyOf(isEnterpriseInstall, teamId, enterpriseId);
     if (!installKey) throw new Error("an installation without a team or enterprise id cannot be stored");
-    const seal = (field: SealedField, value: string | undefined) => (value ? this.cipher.seal(value, `${installKey}:${field}`) : null);
+    const seal = (field: SealedField, value: string | undefined) => (value ? this.deps.cipher.seal(value, `${installKey}:${field}`) : null);
     let data = withoutSecrets(installation);
     if (!installation.bot) {
       // A user-only install (no bot in it) keeps the workspace's bot as it was.
@@ -109,7 +105,7 @@ export class DbInstallationStore implements InstallationStore {
     const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, ...rest }) => rest)(row);
     await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
     this.recent.clear();
-    this.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
+    this.deps.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
   }
 
   async fetchInstallation(query: InstallationQuery<boolean>): Promise<Installation> {
@@ -172,8 +168,8 @@ export class DbInstallationStore implements InstallationStore {
       try {
         for (const field of SEALED) {
           const sealed = row[field];
-          if (!sealed || !this.cipher.isStale(sealed)) continue;
-          data[field] = this.cipher.seal(this.openField(row, field), `${row.installKey}:${field}`);
+          if (!sealed || !this.deps.cipher.isStale(sealed)) continue;
+          data[field] = this.deps.cipher.seal(this.openField(row, field), `${row.installKey}:${field}`);
           where[field] = sealed;
         }
       } catch (err) {
@@ -184,20 +180,20 @@ export class DbInstallationStore implements InstallationStore {
       if (Object.keys(data).length === 0) continue;
       if (await store.replaceSealedTokens(this.sql, row.id, data, where, this.clock.now())) resealed++;
     }
-    if (resealed) this.log.info("slack tokens re-sealed with the current ENCRYPTION_KEY", { installations: resealed });
+    if (resealed) this.deps.log.info("slack tokens re-sealed with the current ENCRYPTION_KEY", { installations: resealed });
     return resealed;
   }
 
   /** Opens one sealed token of the row; a token that cannot be opened fails its workspace only, and says so once as an error. */
   private openField(row: SlackInstallationRow, field: SealedField): string {
     try {
-      return this.cipher.open(row[field]!, `${row.installKey}:${field}`);
+      return this.deps.cipher.open(row[field]!, `${row.installKey}:${field}`);
     } catch (err) {
       if (!(err instanceof DecryptError)) throw err;
       const unreadable = new InstallationUnreadable(row.installKey, err.message);
       if (!this.reported.has(row.installKey)) {
         this.reported.add(row.installKey);
-        this.log.error(
+        this.deps.log.error(
           "a workspace's Slack tokens cannot be opened: Crewline cannot act in that workspace until it installs the app again (or the key it was sealed with is set in ENCRYPTION_KEY_PREVIOUS); other workspaces are not affected",
           {
             teamId: row.teamId,
