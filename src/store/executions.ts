@@ -1,7 +1,7 @@
 // Execution rows (one crew run each): creation, reads, conditional state moves and the poll lease.
 // Every write sets updatedAt (and any other time) from the time its caller passes (the injected clock).
 import crypto from "node:crypto";
-import type { Selectable, Updateable } from "kysely";
+import { type Selectable, sql, type Updateable } from "kysely";
 import { isUuid } from "./ids.js";
 import { ownerGone } from "./replicas.js";
 import type { DB, Sql } from "./sql.js";
@@ -134,6 +134,25 @@ export async function insertExecution(db: Sql, row: NewExecutionRow, now: Date):
 }
 
 /** The execution, or null (also for an id that is not a uuid, which no execution has). */
+/**
+ * Whether the crew was heard from about this run after `since`: a callback recorded (task, crew,
+ * human input, event stream), or a step, which is not recorded itself but raises its run.progress
+ * effect's `latestAt` (when the latest step arrived).
+ */
+export async function heardFromSince(db: Sql, executionId: string, since: Date): Promise<boolean> {
+  const recorded = await db.selectFrom("WebhookEvent").select("id").where("executionId", "=", executionId).where("receivedAt", ">", since).limit(1).executeTakeFirst();
+  if (recorded) return true;
+  const stepped = await db
+    .selectFrom("SlackEffect")
+    .select("id")
+    .where("subjectId", "=", executionId)
+    .where("kind", "=", "run.progress")
+    .where(sql<boolean>`COALESCE(("payload"->>'latestAt')::bigint, 0) > ${since.getTime()}`)
+    .limit(1)
+    .executeTakeFirst();
+  return !!stepped;
+}
+
 export async function findExecution(db: Sql, id: string): Promise<ExecutionRow | null> {
   if (!isUuid(id)) return null;
   return (await db.selectFrom("Execution").selectAll().where("id", "=", id).executeTakeFirst()) ?? null;

@@ -9,7 +9,7 @@ import { LIVE_STATES } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import { isCrewError } from "../protocols/crew/errors.js";
 import type { ExecutionStatus } from "../protocols/crew/types.js";
-import { findExecution, leaseDueExecutions, updateExecution } from "../store/executions.js";
+import { findExecution, heardFromSince, leaseDueExecutions, updateExecution } from "../store/executions.js";
 import type { Sql } from "../store/sql.js";
 import type { Lifecycle } from "./lifecycle.js";
 import { type Clock, type CrewDirectory, type Execution, systemClock } from "./ports.js";
@@ -262,8 +262,12 @@ export class RunWatcher {
         if (!isCrewError(err) || err.kind !== "not_found") throw err;
         notFoundSince ??= observedAt;
         if (graceOver(notFoundSince, this.clock.now(), this.options.lostGraceMs)) {
-          await this.finish(row.id, { event: "lost", error: LOST_ERROR });
-          changed = true;
+          // A crew still sending this run's callbacks has it, whatever its status says: the grace starts again.
+          if (await heardFromSince(this.sql, row.id, notFoundSince!)) notFoundSince = observedAt;
+          else {
+            await this.finish(row.id, { event: "lost", error: LOST_ERROR });
+            changed = true;
+          }
         }
       }
     } catch (err) {

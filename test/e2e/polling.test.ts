@@ -328,6 +328,30 @@ describe("status polling", () => {
     }
   });
 
+  it("a run whose status answers 404 while its crew keeps sending its callbacks is not declared lost: it ends as the crew says", async () => {
+    h = await start({
+      watcher: { lostGraceMs: 800 },
+      crew: {
+        failWith: [{ endpoint: "status", status: 404, body: { error: "Not found" } }],
+        tasks: [
+          { id: "t1", name: "first_task", agent: "A", delayMs: 1500, steps: 6 },
+          { id: "t2", name: "second_task", agent: "A", delayMs: 1500, steps: 6 },
+        ],
+      },
+    });
+    const execution = await kickedOff(h);
+    const ended = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { id: execution.id, state: { in: ["completed", "lost"] } } }), {
+      what: "the run's end",
+      timeoutMs: 15_000,
+    });
+    expect(ended.state).toBe("completed");
+    expect(statusPolls(h).length).toBeGreaterThan(1);
+    // Every callback was taken (none refused as an ended run's).
+    expect(h.crew.webhookDeliveries.filter((d) => d.status === 410)).toEqual([]);
+    await h.settled();
+    expect(completionPosts(h).map((c) => String(c.args.text))).toEqual([expect.stringMatching(/^✅ Crew research/)]);
+  });
+
   it("a kickoff the crew does not know (404 forever) is declared lost after the grace period and announced once", async () => {
     h = await start({ webhooks: false, watcher: { lostGraceMs: 800 }, crew: { failWith: [{ endpoint: "status", status: 404, body: { error: "Not found" } }] } });
     const execution = await kickedOff(h);
