@@ -208,6 +208,17 @@ describe("kickoff from Slack", () => {
     expect((kickoffs[1]!.body as any).inputs).toEqual({ topic: "Tides", audience: "Sailors" });
   });
 
+  it("a crew of 80 inputs gets its form and starts with every one of them", async () => {
+    const names = Array.from({ length: 80 }, (_, i) => `input_name_${i}`);
+    h = await startHarness({ crew: { inputs: names } });
+    const values = Object.fromEntries(names.map((name, i) => [name, `value ${i}`]));
+    await kickoffViaSlack(h, values);
+    const run = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }), { what: "the run started" });
+    expect(run.inputs).toEqual(values);
+    const [kickoff] = h.crew.requests.filter((r) => r.path === "/kickoff");
+    expect((kickoff!.body as any).inputs).toEqual(values);
+  });
+
   it("a 422 naming more inputs than a form can carry: the corrected form gets the fields that fit, and says the rest do not", async () => {
     const names = Array.from({ length: 60 }, (_, i) => `audience_${i}_${"x".repeat(150)}`);
     h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { details: { missing_inputs: names } }, times: 1 }] } });
