@@ -74,6 +74,14 @@ export function closeWorkspace(on: On, match: WorkspaceMatch, closing: Workspace
       .where("id", "in", flowRequestsOf(tx, match))
       .where("state", "in", closing.flowRequests.from)
       .executeTakeFirst();
+    // A request being answered now keeps its call; should the answer not arrive, it opens again with no
+    // deadline or reminder left: nothing may answer the flow on its own for a workspace that removed the app.
+    await tx
+      .updateTable("FlowRequest")
+      .set({ decideBy: null, onTimeout: null, nextReminderAt: null, updatedAt: now })
+      .where("id", "in", flowRequestsOf(tx, match))
+      .where("state", "=", "deciding")
+      .execute();
     // Its Slack effects still due can never be performed (no token any more): given up now rather
     // than retried for an hour.
     await tx

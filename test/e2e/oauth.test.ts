@@ -4,11 +4,16 @@
 // its own workspace.
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   APPROVE_ACTION,
+  FLOW_ACTIONS_BLOCK,
+  FLOW_FEEDBACK_ACTION,
+  FLOW_FEEDBACK_BLOCK,
   REASSIGN_ACTION,
   REASSIGN_REASON_ACTION,
   REASSIGN_REASON_BLOCK,
@@ -419,6 +424,84 @@ describe("OAuth distribution", () => {
       );
       expect(closed.answerMessage).toBe(UNINSTALLED_NOTE);
     } finally {
+      await flow.close();
+    }
+  }, 60_000);
+
+  it("a flow request being answered when its workspace removes the app: should its answer not arrive, no deadline answers the flow for nobody afterwards", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    const SECRET = "flow-webhook-secret";
+    h = await startHarness({
+      oauth: {},
+      config: { flows: [{ name: "content", secret: SECRET, channel: "C0FLOWS", team: ONE.team, decideWithinMs: 60_000, onTimeout: "approve" as const }] },
+      crewline: { clock },
+    });
+    const flow = await startFlowService({ secret: SECRET, targetUrl: `${h.botUrl}/hooks/flows/content` });
+    // A proxy in front of the flow's callback URL: holds the first answer until released, then answers 503.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held = 0;
+    const proxy = http.createServer((req, res) => {
+      const first = held++ === 0;
+      const chunks: Buffer[] = [];
+      req
+        .on("data", (c) => chunks.push(c))
+        .on("end", async () => {
+          if (first) {
+            await released;
+            return void res.writeHead(503).end("busy");
+          }
+          const r = await fetch(`${flow.url}${req.url}`, {
+            method: req.method,
+            headers: { "content-type": String(req.headers["content-type"] ?? "application/json") },
+            body: Buffer.concat(chunks),
+          });
+          res.writeHead(r.status).end(await r.text());
+        });
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+      expect((await flow.send({ message: "Please review" }, { callbackOrigin: proxyUrl })).status).toBe(202);
+      const request = await eventually(() => prismaOf(h.bot.database).flowRequest.findFirst({ where: { messageTs: { not: null } } }), { what: "posted" });
+      // A person approves: the request is claimed (deciding) and the flow's callback is being called.
+      const click = await h.requests.blockAction({
+        user_id: ONE.user,
+        team_id: ONE.team,
+        channel_id: "C0FLOWS",
+        message_ts: request.messageTs!,
+        action: { action_id: "flow_outcome:0", block_id: FLOW_ACTIONS_BLOCK, value: request.id },
+        stateValues: { [FLOW_FEEDBACK_BLOCK]: { [FLOW_FEEDBACK_ACTION]: { type: "plain_text_input", value: "" } } },
+      } as any);
+      expect(click.status).toBe(200);
+      await eventually(() => held > 0, { what: "the flow's callback called" });
+      expect((await prismaOf(h.bot.database).flowRequest.findUniqueOrThrow({ where: { id: request.id } })).state).toBe("deciding");
+
+      // Meanwhile the workspace removes the app.
+      h.slack.revokeTeam(ONE.team);
+      expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: ONE.team })).status).toBe(200);
+      await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count()) === 0, { what: "installation deleted" });
+
+      // The flow's callback fails (503): the request opens again, in a workspace without the app.
+      release();
+      const reopened = await eventually(
+        async () => {
+          const r = await prismaOf(h.bot.database).flowRequest.findUniqueOrThrow({ where: { id: request.id } });
+          return r.state === "pending" ? r : undefined;
+        },
+        { what: "reopened" },
+      );
+
+      // Its deadline would have passed: the flow hears nothing on nobody's behalf.
+      clock.offsetMs = 61_000;
+      await h.bot.flows.deadlinesDue();
+      await h.bot.flows.remindDue();
+      expect(flow.answers).toEqual([]);
+      expect(reopened).toMatchObject({ decideBy: null, onTimeout: null, nextReminderAt: null });
+    } finally {
+      release();
+      await new Promise((r) => proxy.close(r));
       await flow.close();
     }
   }, 60_000);
