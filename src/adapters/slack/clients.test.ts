@@ -1,9 +1,15 @@
 // A workspace's cached client after a reinstall elsewhere: through a local Slack Web API that refuses
 // the old token as Slack does (token_revoked) and takes the new one.
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Installation } from "@slack/bolt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestDatabase } from "../../../test/support/test-database.js";
+import { TokenCipher } from "../../crypto/token-cipher.js";
+import { silentLogger } from "../../log/log.js";
 import { InstalledClients } from "./clients.js";
+import { DbInstallationStore } from "./installations.js";
 
 let server: http.Server;
 let url: string;
@@ -60,5 +66,41 @@ describe("InstalledClients", () => {
     revoked.add("xoxb-gone");
     await expect((await clients.forTeam("T1")).chat.postMessage({ channel: "C1", text: "hi" })).rejects.toMatchObject({ data: { error: "token_revoked" } });
     expect(calls).toEqual(["xoxb-gone"]);
+  });
+
+  it("after a reinstall through another replica, the new token is read past the store's recent rows", async () => {
+    const db = await createTestDatabase();
+    try {
+      let now = Date.parse("2026-05-04T10:00:00Z");
+      const clock = { now: () => new Date(now) };
+      const key = randomBytes(32);
+      const replica = () => new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(key), log: silentLogger, clock });
+      const [a, b] = [replica(), replica()];
+      const install = (token: string): Installation<"v2", false> => ({
+        team: { id: "T0ONE", name: "One" },
+        enterprise: undefined,
+        user: { id: "U0INSTALLER", token: undefined, scopes: undefined },
+        bot: { id: "B1", userId: "U0BOT", token, scopes: ["chat:write"] },
+        appId: "A0APP",
+        tokenType: "bot",
+        isEnterpriseInstall: false,
+        authVersion: "v2",
+      });
+      await a.storeInstallation(install("xoxb-old"));
+      const client = await new InstalledClients({ tokens: b, clientOptions: { slackApiUrl: url, retryConfig: { retries: 0 } }, now: () => now }).forTeam("T0ONE");
+      await client.chat.postMessage({ channel: "C1", text: "hi" });
+      // Replica b served a Slack request of the workspace (Bolt's authorize reads the same rows), then
+      // the workspace removed and added the app again through replica a: Slack revoked the old token.
+      now += 5_000;
+      await b.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
+      now += 2_000;
+      revoked.add("xoxb-old");
+      await a.storeInstallation(install("xoxb-new"));
+      now += 1_000;
+      await expect(client.chat.postMessage({ channel: "C1", text: "again" })).resolves.toMatchObject({ ok: true });
+      expect(calls).toEqual(["xoxb-old", "xoxb-old", "xoxb-new"]);
+    } finally {
+      await db.drop();
+    }
   });
 });

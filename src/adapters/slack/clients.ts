@@ -15,7 +15,8 @@ export function singleTokenClients(client: WebClient): SlackClients {
 }
 
 export interface BotTokenSource {
-  botFor(teamId: string, enterpriseId?: string | null): Promise<BotInstallation>;
+  /** `fresh`: read past any cache of the store's (a token Slack just refused may have been replaced a moment ago). */
+  botFor(teamId: string, enterpriseId?: string | null, opts?: { fresh?: boolean }): Promise<BotInstallation>;
 }
 
 /** Slack's answers for a token that no longer works (revoked by an uninstall, or replaced by a reinstall). */
@@ -108,7 +109,7 @@ export class InstalledClients implements SlackClients {
 
   /** The store's token now (the cache takes it for the next calls). */
   private async reread(key: string, teamId: string, enterpriseId?: string | null): Promise<string> {
-    const { botToken } = await this.tokens.botFor(teamId, enterpriseId);
+    const { botToken } = await this.tokens.botFor(teamId, enterpriseId, { fresh: true });
     this.remember(key, botToken, teamId, enterpriseId);
     return botToken;
   }

@@ -135,8 +135,8 @@ export class DbInstallationStore implements InstallationStore {
   }
 
   /** The bot token for a workspace: its own install, else its Grid org's org-wide install. */
-  async botFor(teamId: string, enterpriseId?: string | null): Promise<BotInstallation> {
-    const row = await this.find(teamId, enterpriseId ?? undefined, false);
+  async botFor(teamId: string, enterpriseId?: string | null, opts: { fresh?: boolean } = {}): Promise<BotInstallation> {
+    const row = await this.find(teamId, enterpriseId ?? undefined, false, opts.fresh);
     // Without its org, a workspace served by an org-wide install is not found: say what names it.
     const hint = enterpriseId ? "" : " (a workspace an Enterprise Grid org-wide install serves is found with its org: a flow's enterprise:, FLOW_ENTERPRISE)";
     if (!row?.botToken) throw new InstallationNotFound(`${describeQuery(teamId, enterpriseId ?? undefined)}${hint}`);
@@ -207,7 +207,7 @@ export class DbInstallationStore implements InstallationStore {
     }
   }
 
-  private async find(teamId: string | undefined, enterpriseId: string | undefined, isEnterpriseInstall: boolean): Promise<SlackInstallationRow | null> {
+  private async find(teamId: string | undefined, enterpriseId: string | undefined, isEnterpriseInstall: boolean, fresh = false): Promise<SlackInstallationRow | null> {
     const keys: string[] = [];
     if (isEnterpriseInstall && enterpriseId) keys.push(`E:${enterpriseId}`);
     else {
@@ -218,7 +218,7 @@ export class DbInstallationStore implements InstallationStore {
     const asked = keys.join(" ");
     const now = this.clock.now().getTime();
     const known = this.recent.get(asked);
-    if (known && now - known.at < INSTALLATION_REREAD_MS) return known.row;
+    if (known && !fresh && now - known.at < INSTALLATION_REREAD_MS) return known.row;
     const rows = await store.installationsByKeys(this.sql, keys);
     // The workspace's own install first, then its org's.
     const row = keys.map((k) => rows.find((r) => r.installKey === k)).find((r) => r) ?? null;
