@@ -79,6 +79,8 @@ export interface EventOptions {
   retryNum?: number;
   retryReason?: string;
   event_id?: string;
+  /** When Slack sent the event (seconds since the epoch; default now): a redelivery keeps its first time. */
+  event_time?: number;
 }
 
 export interface SlackRequester {
@@ -180,7 +182,7 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
       event: { event_ts: nowTs(), ...ev },
       type: "event_callback",
       event_id: eo.event_id ?? `Ev${String(next()).padStart(8, "0")}`,
-      event_time: Math.floor(Date.now() / 1000),
+      event_time: eo.event_time ?? Math.floor(Date.now() / 1000),
       ...(eo.enterprise_id ? { enterprise_id: eo.enterprise_id } : {}),
       authorizations: [
         {

@@ -27,6 +27,8 @@ export interface InstallationWrite {
   userToken: string | null;
   userRefreshToken: string | null;
   data: object;
+  /** When Slack gave it its bot token (left out of a user-only install's update). */
+  installedAt?: Date;
 }
 
 /** The stored Installation JSON of an install, if there is one. */
@@ -56,6 +58,12 @@ export async function installationsByKeys(on: On, keys: readonly string[]): Prom
 
 export async function allInstallations(on: On): Promise<SlackInstallationRow[]> {
   return on.selectFrom("SlackInstallation").selectAll().orderBy("installKey").execute();
+}
+
+/** When the install with this key got its bot token, if it exists and that is known. */
+export async function installedAt(on: On, installKey: string): Promise<Date | null> {
+  const row = await on.selectFrom("SlackInstallation").select("installedAt").where("installKey", "=", installKey).executeTakeFirst();
+  return row?.installedAt ?? null;
 }
 
 /** Deletes an install; returns how many rows went (0 or 1). */

@@ -428,6 +428,29 @@ describe("OAuth distribution", () => {
     }
   }, 60_000);
 
+  it("an uninstall Slack delivers late, sent before the workspace installed the app again, leaves the new install and its run alone", async () => {
+    h = await startHarness({ oauth: {}, research: { teams: [ONE.team] }, crew: { inputs: ["topic"] } });
+    expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+    // The workspace removes the app while the bot does not answer Slack (a deploy), and installs it again.
+    const sentAt = Math.floor(Date.now() / 1000) - 120;
+    h.slack.revokeTeam(ONE.team);
+    expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+    await kickoffViaSlack(h, { topic: "Tides" }, ONE.user, ONE.channel, { team: ONE.team });
+    const run = await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }), { what: "the run started" });
+
+    // Slack's redelivery of the first uninstall comes now, with the time it was sent.
+    const late = await h.requests.event({ type: "app_uninstalled" }, { team_id: ONE.team, retryNum: 1, retryReason: "http_timeout", event_time: sentAt });
+    expect(late.status).toBe(200);
+    await h.settled();
+    expect(await prismaOf(h.bot.database).slackInstallation.count()).toBe(1);
+    expect((await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state).not.toBe("uninstalled");
+
+    // An uninstall sent now removes it.
+    h.slack.revokeTeam(ONE.team);
+    expect((await h.requests.event({ type: "app_uninstalled" }, { team_id: ONE.team })).status).toBe(200);
+    await eventually(async () => (await prismaOf(h.bot.database).slackInstallation.count()) === 0, { what: "the install removed" });
+  });
+
   it("a flow request being answered when its workspace removes the app: should its answer not arrive, no deadline answers the flow for nobody afterwards", async () => {
     const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
     const SECRET = "flow-webhook-secret";

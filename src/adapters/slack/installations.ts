@@ -101,8 +101,9 @@ export class DbInstallationStore implements InstallationStore {
       userToken: seal("userToken", installation.user.token),
       userRefreshToken: seal("userRefreshToken", installation.user.refreshToken),
       data,
+      installedAt: this.clock.now(),
     };
-    const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, ...rest }) => rest)(row);
+    const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, installedAt: _a, ...rest }) => rest)(row);
     await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
     this.recent.clear();
     this.deps.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
@@ -141,6 +142,13 @@ export class DbInstallationStore implements InstallationStore {
     const hint = enterpriseId ? "" : " (a workspace an Enterprise Grid org-wide install serves is found with its org: a flow's enterprise:, FLOW_ENTERPRISE)";
     if (!row?.botToken) throw new InstallationNotFound(`${describeQuery(teamId, enterpriseId ?? undefined)}${hint}`);
     return { teamId: row.teamId, enterpriseId: row.enterpriseId, botToken: this.openField(row, "botToken") };
+  }
+
+  /** Whether the install these facts name got its bot token after `at` (a later install than an event sent at `at` was about). */
+  async installedAfter(where: { teamId?: string; enterpriseId?: string; isEnterpriseInstall: boolean }, at: Date): Promise<boolean> {
+    const key = installKeyOf(where.isEnterpriseInstall, where.teamId, where.enterpriseId);
+    const installed = key ? await store.installedAt(this.sql, key) : null;
+    return !!installed && installed.getTime() > at.getTime();
   }
 
   /** The teams of a Grid org that have an install of their own. */

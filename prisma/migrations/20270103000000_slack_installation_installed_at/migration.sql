@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "SlackInstallation" ADD COLUMN     "installedAt" TIMESTAMP(3);
+
