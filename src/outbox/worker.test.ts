@@ -63,6 +63,29 @@ describe("outbox worker", () => {
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
   });
 
+  it("works through a backlog larger than its concurrency as slots come free, not one batch per tick", async () => {
+    for (let i = 0; i < 6; i++) await enqueue(sql, { kind: "run.announcement", subjectId: crypto.randomUUID() }, clock.at);
+    let performed = 0;
+    const w = worker(
+      async () => {
+        await new Promise((r) => setTimeout(r, 30));
+        performed++;
+        return undefined;
+      },
+      { concurrency: 2, tickMs: 60_000, budget: false },
+    );
+    w.start();
+    try {
+      // Three batches of two, each claimed when the one before ends: within seconds, never a tick of a minute.
+      const deadline = Date.now() + 10_000;
+      while (performed < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(performed).toBe(6);
+    } finally {
+      w.stop();
+      await w.idle();
+    }
+  });
+
   it("hands each job the time its effect was enqueued (a look-up for an interrupted post starts there), whenever it is tried", async () => {
     const enqueuedAt = new Date(clock.at);
     await enqueue(sql, { kind: "review.post", subjectId: subject }, enqueuedAt);

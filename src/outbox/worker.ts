@@ -206,6 +206,11 @@ export class OutboxWorker {
 
   private pass(): void {
     if (!this.running || this.claiming) return;
+    // Every slot is busy: the first to come free claims (a full batch left more due), not the next tick.
+    if (this.inFlight >= this.options.concurrency) {
+      this.wanted = true;
+      return;
+    }
     this.wanted = false;
     clearTimeout(this.timer);
     this.timer = undefined;
