@@ -156,6 +156,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     outbox,
     replica,
     effectClients: slack.effects,
+    ...(slack.installation ? { installation: slack.installation } : {}),
     leaseMs: slack.outboxLeaseMs,
     tuning: opts.outbox,
   });

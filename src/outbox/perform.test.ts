@@ -17,7 +17,7 @@ import { silentLogger } from "../log/log.js";
 import { enqueueEffect } from "../store/effects.js";
 import type { Sql } from "../store/sql.js";
 import { inTransaction } from "../store/sql.js";
-import type { RunNotifier } from "../usecases/ports.js";
+import type { FlowNotifier, RunNotifier } from "../usecases/ports.js";
 import { BudgetWait, SlackBudget, type SlackGate } from "./budget.js";
 import { slackEffectPerformer } from "./perform.js";
 import { OutboxWorker } from "./worker.js";
@@ -509,5 +509,44 @@ describe("Slack's budget in a run's thread (the worker performing these effects,
     const budget = new SlackBudget(sql);
     expect(await budget.take({ team: "T1", channel: "C2", method: "chat.postMessage" }, 0, clock.now())).toEqual({ ok: true });
     expect(await budget.take(repliesCall, 0, clock.now())).toEqual({ ok: false, retryAt: new Date(T0.getTime() + 30_000) });
+  });
+});
+
+describe("the budget an effect spends", () => {
+  it("with one bot token, a flow request of no stored workspace spends the token's workspace's budget, as a run in the same channel does", async () => {
+    const p = prismaOf(db.database);
+    const execution = await p.execution.create({
+      data: { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: {}, state: "waiting", requestId: "r-budget", webhookSecret: "s", threadTs: "100.000" },
+    });
+    const review = await p.review.create({ data: { executionId: execution.id, taskKey: "t1", taskName: "draft", round: 1, output: "text", outputHash: "h", state: "pending" } });
+    const request = await p.flowRequest.create({
+      data: { flowName: "content", requestId: "q1", teamId: null, channelId: "C1", output: "out", emit: [], callbackUrl: "https://x" },
+    });
+    const notifier = {
+      findPosted: async () => undefined,
+      postReview: async () => ({ ts: "1.0" }),
+      reviewFiles: () => ({ output: false, diff: false }),
+    } as Partial<RunNotifier> as RunNotifier;
+    const flows = { findPosted: async () => undefined, postRequest: async () => ({ ts: "2.0" }), requestNeedsFile: () => false } as Partial<FlowNotifier> as FlowNotifier;
+    const asked: { team: string; channel?: string; method: string }[] = [];
+    const gate: SlackGate = async (c) => void asked.push({ team: c.team, channel: c.channel, method: c.method });
+    const perform = slackEffectPerformer({ sql, notifier, flows, defaultTeam: () => "T1" });
+    const job = (kind: EffectJob["kind"], subjectId: string): EffectJob => ({
+      id: crypto.randomUUID(),
+      kind,
+      subjectId,
+      key: `${kind}:${subjectId}`,
+      payload: null,
+      attempts: 1,
+      generation: 0,
+      interrupted: false,
+      createdAt: new Date(),
+    });
+    await perform(job("review.post", review.id), gate);
+    await perform(job("flow.post", request.id), gate);
+    expect(asked).toEqual([
+      { team: "T1", channel: "C1", method: "chat.postMessage" },
+      { team: "T1", channel: "C1", method: "chat.postMessage" },
+    ]);
   });
 });

@@ -82,6 +82,8 @@ export interface PerformerDeps {
   log?: Logger;
   /** Where what reached Slack is reported (metrics listen): reviews shown, runs ended. */
   telemetry?: Telemetry;
+  /** With one bot token, its workspace: the budget an effect of no stored workspace (a flow without `team:`) spends, as the runs there do. */
+  defaultTeam?: () => string | undefined;
 }
 
 /** A review effect's subject: the review, its run, and its approvals so far. */
@@ -208,7 +210,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     // A run that moved to a direct message spends that conversation's pace, not its old channel's.
     const channel = at.movedTo ?? at.channelId;
     const waitedOn = how.waitedOn || (await holdsReview(job));
-    for (const method of calls) await gate({ team: at.teamId ?? "", channel, method, ...how, ...(waitedOn ? { waitedOn } : {}) });
+    const team = at.teamId ?? deps.defaultTeam?.() ?? "";
+    for (const method of calls) await gate({ team, channel, method, ...how, ...(waitedOn ? { waitedOn } : {}) });
   }
 
   /**

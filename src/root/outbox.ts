@@ -1,8 +1,10 @@
 // The composition root's outbox worker: every Slack effect outside a request's own answer, performed
 // through the Slack side of the outbox, and the same Slack budget for the calls a request's own answer
 // makes.
+
 import type { CrewRegistry } from "../adapters/crew/registry.js";
 import type { SlackClients } from "../adapters/slack/clients.js";
+import type { TokenWorkspace } from "../adapters/slack/deps.js";
 import { SlackFlowEffects } from "../adapters/slack/flows/slack-effects.js";
 import { SlackRunNotifier } from "../adapters/slack/notifier.js";
 import type { AppConfig } from "../config/config.js";
@@ -36,6 +38,8 @@ export interface OutboxWorkerOptions {
   effectClients: SlackClients;
   /** The lease, lengthened to hold the clients' calls (root/slack-clients.ts). */
   leaseMs: number;
+  /** With one bot token, its workspace (root/slack-clients.ts): flows without `team:` spend its budget. */
+  installation?: TokenWorkspace;
   /** Outbox worker tuning (tests shorten the backoff). */
   tuning?: Partial<Omit<OutboxOptions, "replicaId">>;
 }
@@ -62,6 +66,7 @@ export function createOutboxWorker(o: OutboxWorkerOptions): CrewlineOutbox {
       flowRecipients: (request) => flows.directRecipients(request),
       log,
       telemetry,
+      ...(o.installation ? { defaultTeam: () => o.installation?.known()?.teamId } : {}),
     }),
     log,
     clock,
