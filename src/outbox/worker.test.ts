@@ -63,6 +63,26 @@ describe("outbox worker", () => {
     expect(seen).toEqual(expect.arrayContaining(["run.announcement", "run.file", "run.completion"]));
   });
 
+  it("leaves an effect of a kind it does not know (a newer version's, in a rolling deploy) to the replicas that do, for a day", async () => {
+    // As a newer version writes it (this one's enqueueEffect knows no such kind).
+    await query(`INSERT INTO "SlackEffect" (id, kind, "subjectId", key, "runAt", "createdAt", "updatedAt") VALUES ($1, 'run.future', $2, $3, $4, $4, $4)`, [
+      crypto.randomUUID(),
+      subject,
+      `run.future:${subject}`,
+      clock.at,
+    ]);
+    await enqueue(sql, { kind: "run.announcement", subjectId: subject }, clock.at);
+    const seen: string[] = [];
+    const w = worker(async (job: EffectJob) => void seen.push(job.kind));
+    expect(await w.runDue()).toBe(1);
+    expect(seen).toEqual(["run.announcement"]);
+    expect((await rows()).find((r) => r.kind === "run.future")).toEqual({ kind: "run.future", state: "due", attempts: 0, lastError: null });
+    // A day on, no version performed it: given up, said why.
+    clock.at = new Date(clock.at.getTime() + 24 * 3600_000 + 1000);
+    expect(await w.runDue()).toBe(0);
+    expect((await rows()).find((r) => r.kind === "run.future")).toMatchObject({ state: "dead", lastError: "unknown effect kind run.future" });
+  });
+
   it("works through a backlog larger than its concurrency as slots come free, not one batch per tick", async () => {
     for (let i = 0; i < 6; i++) await enqueue(sql, { kind: "run.announcement", subjectId: crypto.randomUUID() }, clock.at);
     let performed = 0;

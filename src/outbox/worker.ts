@@ -110,6 +110,10 @@ const IN_FLIGHT = "(attempt in flight)";
 /** Prefixes the error of a failure after which Slack may have done it anyway. */
 const AMBIGUOUS = "(may have reached Slack) ";
 
+/** The effect kinds this version performs (claims are limited to them, UNKNOWN_KIND_WAIT_MS aside). */
+const KNOWN_KINDS = Object.keys(EFFECT_KINDS);
+/** How long an effect of a kind this version does not know is left to a newer one before it is given up. */
+const UNKNOWN_KIND_WAIT_MS = 24 * 3600_000;
 const isPayload = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 export interface OutboxEvents {
@@ -291,6 +295,8 @@ export class OutboxWorker {
       leaseUntil: new Date(now.getTime() + this.options.leaseMs),
       inFlightMark: IN_FLIGHT,
       exclude: [...this.performing],
+      // A kind a newer version wrote is left to it for a day (a rolling deploy), then given up here.
+      kinds: { known: KNOWN_KINDS, unknownBefore: new Date(now.getTime() - UNKNOWN_KIND_WAIT_MS) },
       ...(this.options.deadAfterMs ? { deadBefore: new Date(now.getTime() - this.options.deadAfterMs) } : {}),
     });
     const jobs: EffectJob[] = [];
@@ -312,7 +318,7 @@ export class OutboxWorker {
     };
   }
 
-  /** An effect of a kind this version does not know (written by a newer one, say): given up at once. */
+  /** An effect of a kind this version does not know, a day old (written by a newer version that never came, say): given up. */
   private async giveUpUnknown(row: ClaimedEffect, now: Date): Promise<void> {
     const reason = `unknown effect kind ${row.kind}`;
     await failEffect(this.sql, { id: row.id, owner: this.options.replicaId, giveUp: true, attempts: row.attempts, runAt: now, error: reason, now });

@@ -133,6 +133,12 @@ export interface ClaimRequest {
   exclude: readonly string[];
   /** A claim whose owner's heartbeat is older than this (or that stopped) is taken over before its lease runs out (src/store/replicas.ts). */
   deadBefore?: Date;
+  /**
+   * The kinds the claimer performs: another kind (written by a newer version during a rolling deploy)
+   * is left to the replicas that know it, unless it was enqueued before `unknownBefore` (then it is
+   * claimed, and given up).
+   */
+  kinds?: { known: readonly string[]; unknownBefore: Date };
 }
 
 /** What a person waits on first, progress last (EFFECT_KINDS[kind].priority; an unknown kind in the middle). */
@@ -197,6 +203,7 @@ export async function claimEffects(db: Sql, r: ClaimRequest): Promise<ClaimedEff
     .where("e.runAt", "<=", r.now)
     .where((eb) => eb.or([eb("e.leaseOwner", "is", null), eb("e.leaseExpiresAt", "<", r.now), ...(r.deadBefore ? [ownerGone("e.leaseOwner", r.deadBefore)] : [])]))
     .$if(r.exclude.length > 0, (qb) => qb.where("e.id", "not in", r.exclude))
+    .$if(!!r.kinds, (qb) => qb.where((eb) => eb.or([eb("e.kind", "in", r.kinds!.known), eb("e.createdAt", "<", r.kinds!.unknownBefore)])))
     .where((eb) =>
       eb.or([
         eb("e.threadId", "is", null),
