@@ -165,6 +165,7 @@ export function createCrewline(config: AppConfig, opts: CrewlineOptions = {}): C
     database,
     useCases,
     outboxWorker,
+    outboxDrainMs: slack.outboxCallTimeoutMs,
     reminderIntervalMs: opts.reminderIntervalMs,
     deadlineIntervalMs: opts.deadlineIntervalMs,
     sweepMs: config.polling?.sweepMs,

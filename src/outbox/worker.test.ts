@@ -7,7 +7,9 @@ import { createTestDatabase, type TestDatabase } from "../../test/support/test-d
 import { EFFECT_KINDS, type EffectJob } from "../domain/effects.js";
 import { silentLogger } from "../log/log.js";
 import { enqueueEffect as enqueue } from "../store/effects.js";
+import { beat, retire } from "../store/replicas.js";
 import type { Sql } from "../store/sql.js";
+import { Jobs } from "../usecases/jobs.js";
 import { SlackBudget, type SlackGate } from "./budget.js";
 import { GiveUp } from "./failures.js";
 import { DEFAULT_OUTBOX_OPTIONS, effectCallTimeout, MOST_CALLS_PER_EFFECT, type OutboxEvents, type OutboxOptions, OutboxWorker, type Performer } from "./worker.js";
@@ -82,6 +84,41 @@ describe("outbox worker", () => {
     expect(await w.runDue()).toBe(0);
     expect((await rows()).find((r) => r.kind === "run.future")).toMatchObject({ state: "dead", lastError: "unknown effect kind run.future" });
   });
+
+  it("a post still under way when its replica stops is waited for (one call's time-out), so the replica taking it over finds it posted", async () => {
+    const at = () => new Date();
+    await beat(sql, "r1", at());
+    await beat(sql, "r2", at());
+    await enqueue(sql, { kind: "review.post", subjectId: subject }, at());
+    const posted: string[] = [];
+    let started = false;
+    // r1's post takes 7 s (Slack slow, within the 12 s a call may take); Slack shows it when the call ends.
+    const slow: Performer = async () => {
+      started = true;
+      await new Promise((r) => setTimeout(r, 7000));
+      posted.push("r1");
+      return undefined;
+    };
+    // r2 looks for the message first (an interrupted attempt) and posts only if it is not there.
+    const lookFirst: Performer = async (job) => {
+      if (!(job.interrupted && posted.length > 0)) posted.push("r2");
+      return undefined;
+    };
+    const a = new OutboxWorker({ db: sql, perform: slow, log: silentLogger, clock: { now: at }, options: { replicaId: "r1", budget: false } });
+    const b = new OutboxWorker({ db: sql, perform: lookFirst, log: silentLogger, clock: { now: at }, options: { replicaId: "r2", budget: false, deadAfterMs: 8000 } });
+    // As src/root/jobs.ts lists them: the heartbeat first (marked stopped last), then the outbox.
+    const jobs = new Jobs(silentLogger, [
+      { name: "heartbeat", loop: { start: () => {}, stop: () => retire(sql, "r1", at()) } },
+      { name: "outbox", loop: a, drain: () => a.idle(), drainMs: effectCallTimeout(DEFAULT_OUTBOX_OPTIONS.leaseMs).timeoutMs },
+    ]);
+    await jobs.start();
+    while (!started) await new Promise((r) => setTimeout(r, 10));
+    await jobs.stop();
+    await b.runDue();
+    await a.idle();
+    expect(posted).toEqual(["r1"]);
+    expect((await rows())[0]).toMatchObject({ kind: "review.post", state: "done", attempts: 1 });
+  }, 30_000);
 
   it("works through a backlog larger than its concurrency as slots come free, not one batch per tick", async () => {
     for (let i = 0; i < 6; i++) await enqueue(sql, { kind: "run.announcement", subjectId: crypto.randomUUID() }, clock.at);

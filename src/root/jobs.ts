@@ -12,6 +12,12 @@ export interface JobsOptions {
   database: Pick<Database, "exclusive">;
   useCases: Pick<UseCases, "replica" | "lifecycle" | "reviewRequests" | "flows" | "watcher" | "reminders">;
   outboxWorker: OutboxWorker;
+  /**
+   * How long the outbox's calls under way are waited for on stop: one call's time-out. Cut short, a post
+   * that reaches Slack after the heartbeat says this replica stopped is posted again by the replica that
+   * takes it over (its look-up comes before the post lands).
+   */
+  outboxDrainMs?: number;
   /** How often due review reminders are looked for (default 60 s). */
   reminderIntervalMs?: number;
   /** How often passed review deadlines are looked for (default 10 s). */
@@ -44,7 +50,7 @@ export function createJobs(o: JobsOptions): Jobs {
       },
     },
     // Slack effects left undone are simply due in the outbox: no recovery needed.
-    { name: "outbox", loop: outboxWorker, drain: () => outboxWorker.idle() },
+    { name: "outbox", loop: outboxWorker, drain: () => outboxWorker.idle(), ...(o.outboxDrainMs ? { drainMs: o.outboxDrainMs } : {}) },
     { name: "progress updates", loop: { start: () => {}, stop: () => lifecycle.progress.drain().then(() => lifecycle.progress.stop()) } },
     // Recorded callbacks in flight finish (briefly) on stop; anything left is recovered at the next start.
     { name: "crew callbacks", drain: () => lifecycle.callbacks.drain() },

@@ -47,6 +47,8 @@ export interface CrewlineSlackClients {
   effects: SlackClients;
   /** The outbox's lease, lengthened to hold its calls (effectCallTimeout). */
   outboxLeaseMs: number;
+  /** How long one of the outbox's Web API calls may take before it is given up. */
+  outboxCallTimeoutMs: number;
   /** With one bot token, its workspace (asked of auth.test at start). */
   installation?: TokenWorkspace;
   /** A user group's members, looked up in its workspace. */
@@ -114,6 +116,7 @@ export function createSlackClients(o: SlackClientsOptions): CrewlineSlackClients
     oneShot,
     effects,
     outboxLeaseMs: leaseMs,
+    outboxCallTimeoutMs: effectCallTimeoutMs,
     ...(installation ? { installation } : {}),
     usergroupMembers,
     forget: (match) => [installedClients, installedOneShotClients, installedEffectClients].forEach((c) => c?.forget(match)),

@@ -15,8 +15,9 @@ export interface Job {
   every?: { ms: number; run(): Promise<unknown> };
   /** A loop that schedules its own passes. */
   loop?: { start(): void | Promise<void>; stop(): void | Promise<void> };
-  /** The work under way, waited for (at most DRAIN_MS) once the job is stopped. */
+  /** The work under way, waited for (at most `drainMs`, default DRAIN_MS) once the job is stopped. */
   drain?(): Promise<unknown>;
+  drainMs?: number;
 }
 
 /** Starts jobs in list order and stops them in reverse: what started first (the heartbeat) stops last. */
@@ -47,7 +48,7 @@ export class Jobs {
     for (const job of [...this.list].reverse()) {
       await job.loop?.stop();
       const inflight = [...(this.passes.get(job) ?? []), ...(job.drain ? [job.drain()] : [])];
-      if (inflight.length) await Promise.race([Promise.allSettled(inflight), new Promise((resolve) => setTimeout(resolve, DRAIN_MS).unref())]);
+      if (inflight.length) await Promise.race([Promise.allSettled(inflight), new Promise((resolve) => setTimeout(resolve, job.drainMs ?? DRAIN_MS).unref())]);
     }
   }
 
