@@ -298,13 +298,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   }
 
   // Whether Slack refused streaming in a workspace: asked for every review message shown, so read once
-  // per REFUSAL_RECHECK_MS per workspace. A refusal is never taken back; one another replica records is
-  // seen here that much later (meanwhile this replica's own streaming call is refused and records it too).
+  // per REFUSAL_RECHECK_MS per workspace. One another replica records is seen here that much later
+  // (meanwhile this replica's own streaming call is refused and records it too), and so is one a new
+  // install of the workspace took back (adapters/slack/installations.ts).
   const refusals = new Map<string, { refused: boolean; at: number }>();
   async function refusedIn(teamId: string): Promise<boolean> {
     const now = clock.now().getTime();
     const known = refusals.get(teamId);
-    if (known && (known.refused || now - known.at < REFUSAL_RECHECK_MS)) return known.refused;
+    if (known && now - known.at < REFUSAL_RECHECK_MS) return known.refused;
     const refused = await streamingRefused(sql, teamId);
     refusals.delete(teamId);
     if (refusals.size >= 10_000) refusals.delete(refusals.keys().next().value!);

@@ -173,6 +173,8 @@ export interface FakeSlack {
   denyChannel(channel: string, error?: string): void;
   /** Message streaming (chat.startStream/appendStream/stopStream) in this workspace answers `error` (unknown_method: Slack has no streaming there). */
   refuseStreaming(teamId: string, error?: string): void;
+  /** Message streaming works in this workspace again (refuseStreaming undone). */
+  allowStreaming(teamId: string): void;
   /** The direct message (one user) or group DM (several) conversations.open made with these users, if any. */
   conversationWith(...userIds: string[]): string | undefined;
   setUsergroup(id: string, userIds: string[]): void;
@@ -380,6 +382,10 @@ class FakeSlackServer implements FakeSlack {
 
   refuseStreaming(teamId: string, error = "unknown_method"): void {
     this.streamingRefused.set(teamId, error);
+  }
+
+  allowStreaming(teamId: string): void {
+    this.streamingRefused.delete(teamId);
   }
 
   conversationWith(...userIds: string[]): string | undefined {

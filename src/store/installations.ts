@@ -50,6 +50,11 @@ export async function upsertInstallation(on: On, installKey: string, row: Instal
     .execute();
 }
 
+/** A workspace's refusal of message streaming is forgotten: a new install (added scopes) may be allowed what the one before was refused. */
+export async function forgetStreamingRefusal(on: On, teamId: string): Promise<void> {
+  await on.deleteFrom("StreamingRefusal").where("teamId", "=", teamId).execute();
+}
+
 /** The installs with these keys (any order). */
 export async function installationsByKeys(on: On, keys: readonly string[]): Promise<SlackInstallationRow[]> {
   if (keys.length === 0) return [];

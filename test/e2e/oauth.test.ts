@@ -428,6 +428,29 @@ describe("OAuth distribution", () => {
     }
   }, 60_000);
 
+  it("a workspace whose streaming Slack refused (a scope its install lacked) streams a run's live plan again once it installs the app again", async () => {
+    const clock = { offsetMs: 0, now: () => new Date(Date.now() + clock.offsetMs) };
+    h = await startHarness({
+      oauth: {},
+      research: { teams: [ONE.team] },
+      crew: { inputs: ["topic"], tasks: [{ id: "t1", name: "a_task", agent: "A", delayMs: 600, steps: 3 }] },
+      crewline: { clock },
+    });
+    expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+    h.slack.refuseStreaming(ONE.team, "missing_scope");
+    await kickoffViaSlack(h, { topic: "First" }, ONE.user, ONE.channel, { team: ONE.team });
+    await eventually(() => prismaOf(h.bot.database).streamingRefusal.findFirst({ where: { teamId: ONE.team } }), { what: "the refusal recorded" });
+    await h.settled();
+
+    // Installed again, with the scope: the refusal is forgotten, and read again within half a minute.
+    h.slack.allowStreaming(ONE.team);
+    expect((await installViaBrowser(h, ONE.team)).status).toBe(200);
+    expect(await prismaOf(h.bot.database).streamingRefusal.count()).toBe(0);
+    clock.offsetMs += 31_000;
+    await kickoffViaSlack(h, { topic: "Second" }, ONE.user, ONE.channel, { team: ONE.team });
+    await eventually(() => h.slack.callsTo("chat.startStream").find((c) => !c.error), { what: "the second run's plan streamed", timeoutMs: 15_000 });
+  });
+
   it("an uninstall Slack delivers late, sent before the workspace installed the app again, leaves the new install and its run alone", async () => {
     h = await startHarness({ oauth: {}, research: { teams: [ONE.team] }, crew: { inputs: ["topic"] } });
     expect((await installViaBrowser(h, ONE.team)).status).toBe(200);

@@ -105,6 +105,8 @@ export class DbInstallationStore implements InstallationStore {
     };
     const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, installedAt: _a, ...rest }) => rest)(row);
     await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
+    // Installed again, perhaps with scopes it lacked: Slack is asked to stream there again.
+    if (installation.bot && teamId) await store.forgetStreamingRefusal(this.sql, teamId);
     this.recent.clear();
     this.deps.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
   }
