@@ -36,13 +36,13 @@ export const EFFECT_KINDS = {
   /** The review message re-rendered from its row (decision, closing, gaining its controls). */
   "review.show": { repeatable: true, thread: null, priority: 0, calls: ["chat.update"] },
   /** A reminder under a review nobody has decided (keyed per reminder number). */
-  "review.reminder": { repeatable: false, thread: "review", priority: 1, calls: ["chat.getPermalink", "chat.postMessage"] },
+  "review.reminder": { repeatable: false, thread: "review", priority: 1, calls: ["chat.postMessage", "chat.getPermalink"] },
   /** About a review's deadline: the reminder it posts, or an automatic decision that did not reach the crew. */
   "review.deadline": { repeatable: false, thread: "review", priority: 1, calls: ["chat.postMessage"] },
   /** A reply in the run's thread as written: an escalation, a reassignment. */
   "run.message": { repeatable: false, thread: "run", priority: 1, calls: ["chat.postMessage"] },
   /** The completion (or failure) notice in the channel; chains run.file and run.announcement. */
-  "run.completion": { repeatable: false, thread: null, priority: 0, calls: ["chat.getPermalink", "chat.postMessage"] },
+  "run.completion": { repeatable: false, thread: null, priority: 0, calls: ["chat.postMessage", "chat.getPermalink"] },
   /** The final output as a file when it is long. */
   "run.file": { repeatable: false, thread: "run", priority: 1, calls: ["files.getUploadURLExternal", "files.completeUploadExternal"] },
   /** The run's announcement (thread parent) re-rendered with its final state. */

@@ -513,6 +513,35 @@ describe("Slack's budget in a run's thread (the worker performing these effects,
 });
 
 describe("the budget an effect spends", () => {
+  it("a reminder refused its channel's post token takes no permalink token meanwhile (Tier 4, which live plans need)", async () => {
+    const p = prismaOf(db.database);
+    const execution = await p.execution.create({
+      data: { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: {}, state: "waiting", requestId: "r-remind", webhookSecret: "s", threadTs: "100.000" },
+    });
+    const review = await p.review.create({
+      data: { executionId: execution.id, taskKey: "t1", taskName: "draft", round: 1, output: "text", outputHash: "h", state: "pending", messageTs: "200.000" },
+    });
+    const notifier = { findPosted: async () => undefined, postReminder: async () => undefined } as Partial<RunNotifier> as RunNotifier;
+    const asked: string[] = [];
+    const gate: SlackGate = async (c) => {
+      asked.push(c.method);
+      if (c.method === "chat.postMessage") throw new BudgetWait(c, new Date(Date.now() + 1000));
+    };
+    const reminder: EffectJob = {
+      id: crypto.randomUUID(),
+      kind: "review.reminder",
+      subjectId: review.id,
+      key: `review.reminder:${review.id}:1`,
+      payload: { who: "<@U1>", waitedMs: 60_000 },
+      attempts: 1,
+      generation: 0,
+      interrupted: false,
+      createdAt: new Date(),
+    };
+    await expect(slackEffectPerformer({ sql, notifier })(reminder, gate)).rejects.toBeInstanceOf(BudgetWait);
+    expect(asked).toEqual(["chat.postMessage"]);
+  });
+
   it("with one bot token, a flow request of no stored workspace spends the token's workspace's budget, as a run in the same channel does", async () => {
     const p = prismaOf(db.database);
     const execution = await p.execution.create({

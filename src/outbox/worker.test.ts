@@ -444,6 +444,22 @@ describe("outbox worker", () => {
       expect((await rows()).every((r) => r.state === "done")).toBe(true);
     });
 
+    it("a 429 in an effect of several calls pauses each method it took a token for (which one Slack refused is not known)", async () => {
+      const file = "00000000-0000-4000-8000-0000000000d1";
+      await enqueue(sql, { kind: "run.file", subjectId: file, payload: { name: "f" } }, clock.at);
+      let limited = 1;
+      const w = worker(async (job: EffectJob, gate?: SlackGate) => {
+        for (const method of EFFECT_KINDS[job.kind].calls) await gate?.({ team: "T1", channel: "C1", method });
+        if (limited-- > 0) throw rateLimited(5);
+        return undefined;
+      });
+      expect(await w.runDue()).toBe(1);
+      // Both of the file's methods wait out the Retry-After, for any effect of the workspace.
+      const budget = new SlackBudget(sql);
+      for (const method of EFFECT_KINDS["run.file"].calls)
+        expect(await budget.take({ team: "T1", channel: "C1", method }, 1, clock.at)).toEqual({ ok: false, retryAt: new Date(clock.at.getTime() + 5000) });
+    });
+
     it("under a tight budget a review becoming decidable goes before queued progress, and finds the tokens progress leaves it", async () => {
       const tight = { budget: { headroom: 0, tiers: { ...TIGHT } }, concurrency: 1 };
       await effect("run.progress", s1, "p1");

@@ -336,8 +336,9 @@ export class OutboxWorker {
 
   private async performAndRecord(job: EffectJob): Promise<void> {
     let outcome: EffectOutcome | undefined;
-    // The call Slack's budget let through last: a 429 is its method's.
-    let called: SlackCall | undefined;
+    // The calls Slack's budget let through for this attempt (its tokens are taken before the calls are
+    // made): a 429 pauses each of their methods, since which one Slack refused is not known here.
+    const called: SlackCall[] = [];
     const budget = this.budget;
     const priority = EFFECT_KINDS[job.kind].priority;
     const gate: SlackGate | undefined = budget
@@ -349,7 +350,7 @@ export class OutboxWorker {
             this.events.deferred?.(job.kind, call.method);
             throw new BudgetWait(call, taken.retryAt);
           }
-          called = call;
+          called.push(call);
         }
       : undefined;
     try {
@@ -420,12 +421,12 @@ export class OutboxWorker {
     this.wake = { at, timer };
   }
 
-  private async failed(job: EffectJob, err: unknown, called?: SlackCall): Promise<void> {
+  private async failed(job: EffectJob, err: unknown, called: readonly SlackCall[] = []): Promise<void> {
     const verdict = judgeFailure(err);
     const now = this.clock.now();
     const rateLimited = verdict.kind === "retry" && verdict.afterMs !== undefined;
     // Slack's Retry-After holds for the method in the whole workspace: every effect waits it out.
-    if (rateLimited && called && this.budget) await this.budget.pause(called, verdict.afterMs!, now);
+    if (rateLimited && this.budget) for (const call of called) await this.budget.pause(call, verdict.afterMs!, now);
     const attempts = rateLimited ? job.attempts - 1 : job.attempts;
     // What a person waits on (a review, a decision shown, a completion) outlasts an outage of Slack,
     // however long, at the longest backoff: given up after maxAttempts (about 35 minutes), the review
