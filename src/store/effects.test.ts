@@ -55,6 +55,16 @@ describe("store: outbox effects", () => {
     expect(await claimAll(at(1100))).toHaveLength(1);
   });
 
+  it("spaces progress re-armed while it was being shown from that update, as it does progress re-armed after", async () => {
+    await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "one" } }, t0);
+    const [job] = await claimAll(at(0));
+    await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "two" } }, at(100));
+    await completeEffect(sql, { id: job!.id, generation: job!.generation, owner: "r1", now: at(200) });
+    expect(await row(`run.progress:${run}`)).toMatchObject({ state: "due", runAt: at(1200) });
+    expect(await claimAll(at(1199))).toEqual([]);
+    expect(await claimAll(at(1200))).toHaveLength(1);
+  });
+
   it("keeps the task a task_started event named last, whichever replica hands it over last", async () => {
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "x", latestAt: 5, task: "second", taskAt: 5 } }, t0);
     await enqueueEffect(sql, { kind: "run.progress", subjectId: run, payload: { steps: 1, latest: "y", latestAt: 3, task: "first", taskAt: 3 } }, at(1));

@@ -260,6 +260,14 @@ export async function completeEffect(db: Sql, done: { id: string; generation: nu
       return {
         state: eb.case().when(same).then("done").else("due").end(),
         attempts: eb.case().when(same).then(eb.ref("attempts")).else(0).end(),
+        // Progress re-armed while it was being shown goes again once spaced from this update, as when
+        // it is re-armed after (enqueueEffect): its runAt was the one it was claimed at.
+        runAt: eb
+          .case()
+          .when(eb.and([eb.not(same), eb("kind", "=", "run.progress")]))
+          .then(sql<Date>`GREATEST("runAt", ${done.now}::timestamp(3) + ${`${PROGRESS_SPACING_MS} milliseconds`}::interval)`)
+          .else(eb.ref("runAt"))
+          .end(),
         doneAt: done.now,
         updatedAt: done.now,
         leaseOwner: null,
