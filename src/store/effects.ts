@@ -215,6 +215,8 @@ export async function claimEffects(db: Sql, r: ClaimRequest): Promise<ClaimedEff
               .whereRef("earlier.threadId", "=", "e.threadId")
               .whereRef("earlier.seq", "<", "e.seq")
               .where("earlier.state", "=", "due")
+              // An effect of a kind the claimer leaves to a newer version holds no thread meanwhile.
+              .$if(!!r.kinds, (qb) => qb.where((inner) => inner.or([inner("earlier.kind", "in", r.kinds!.known), inner("earlier.createdAt", "<", r.kinds!.unknownBefore)])))
               .where((inner): Expression<SqlBool> => inner.or([inner("earlier.runAt", "<=", r.now), inner("earlier.lastError", "is not", null)]))
               .where((inner) =>
                 inner.not(inner.and([inner("earlier.kind", "in", FILE_KINDS), inner("earlier.attempts", ">=", 2), inner("earlier.lastError", "!=", r.inFlightMark)])),
