@@ -226,6 +226,11 @@ export class OutboxWorker {
     });
   }
 
+  /** Whether an effect is being performed (or claimed) by this process. */
+  get busy(): boolean {
+    return this.inFlight > 0 || !!this.claiming;
+  }
+
   /** Resolves when no effect is being performed by this process. */
   idle(): Promise<void> {
     if (this.inFlight === 0 && !this.claiming) return Promise.resolve();

@@ -45,8 +45,10 @@ export function createJobs(o: JobsOptions): Jobs {
           await replica.start();
           if (database.exclusive) await replica.takeBackClaims();
         },
-        // Marked stopped last: whatever it still holds (an effect cut off by the outbox's drain) is taken over at once.
-        stop: () => replica.stop(),
+        // Marked stopped last, so that whatever it still holds is taken over at once; unless an effect
+        // still calls Slack after the outbox's drain (an effect of several slow calls): taken over once
+        // the heartbeat is stale instead, so that a post landing late is found, not posted again.
+        stop: () => replica.stop({ keepClaims: outboxWorker.busy }),
       },
     },
     // Slack effects left undone are simply due in the outbox: no recovery needed.

@@ -54,11 +54,16 @@ export class ReplicaHeartbeat implements ClaimHolder {
     this.schedule();
   }
 
-  /** Stops announcing and marks this replica stopped, so that what it still holds is taken over at once. */
-  async stop(): Promise<void> {
+  /**
+   * Stops announcing and marks this replica stopped, so that what it still holds is taken over at once.
+   * `keepClaims`: work of it may still reach Slack (a post under way): it is not marked stopped, and
+   * what it holds is taken over once its heartbeat is stale (deadAfterMs), as after a crash.
+   */
+  async stop(opts: { keepClaims?: boolean } = {}): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.beating?.catch(() => {});
+    if (opts.keepClaims) return void this.log.warn("stopping with Slack calls under way: what this replica holds is taken over once its heartbeat is stale");
     await retire(this.sql, this.replicaId, this.clock.now()).catch((err) => this.log.warn("could not mark this replica stopped", { err }));
   }
 
