@@ -17,6 +17,8 @@ describe("parseInputs", () => {
   it("reads an inputs list given as null as no inputs", () => {
     expect(parseInputs({ inputs: null })).toEqual([]);
     expect(parseInputs({ inputs: [] })).toEqual([]);
+    // A map of inputs, one of them named "inputs", keeps them all.
+    expect(parseInputs({ topic: null, inputs: null }).map((i) => i.name)).toEqual(["topic", "inputs"]);
   });
 
   it("reads the usual array of names", () => {

@@ -96,9 +96,10 @@ const mapValue = z.union([z.string(), z.null(), inputObject.omit({ name: true })
 const inputMap = z.record(z.string(), mapValue);
 
 export function parseInputs(body: unknown, crewName = ""): CrewInput[] {
-  const inner = record.safeParse(body).data?.inputs;
-  // {"inputs": null}: a crew that takes none (not one input named "inputs").
-  if (inner === null) return [];
+  const wrapper = record.safeParse(body).data;
+  const inner = wrapper?.inputs;
+  // {"inputs": null} alone: a crew that takes none (not one input named "inputs"; beside others, it is one).
+  if (inner === null && Object.keys(wrapper ?? {}).length === 1) return [];
   const wrapped = Array.isArray(inner) || record.safeParse(inner).success;
   const raw = wrapped ? inner : body;
 
