@@ -50,9 +50,15 @@ export async function upsertInstallation(on: On, installKey: string, row: Instal
     .execute();
 }
 
-/** A workspace's refusal of message streaming is forgotten: a new install (added scopes) may be allowed what the one before was refused. */
-export async function forgetStreamingRefusal(on: On, teamId: string): Promise<void> {
-  await on.deleteFrom("StreamingRefusal").where("teamId", "=", teamId).execute();
+/**
+ * Refusals of message streaming are forgotten: a new install (added scopes) may be allowed what the one
+ * before was refused. A workspace's install forgets its own; an org-wide one those of the org's
+ * workspaces its runs name.
+ */
+export async function forgetStreamingRefusals(on: On, of: { teamId: string } | { enterpriseId: string }): Promise<void> {
+  const teams =
+    "teamId" in of ? [of.teamId] : (await on.selectFrom("Execution").select("teamId").distinct().where("enterpriseId", "=", of.enterpriseId).execute()).map((r) => r.teamId);
+  if (teams.length) await on.deleteFrom("StreamingRefusal").where("teamId", "in", teams).execute();
 }
 
 /** The installs with these keys (any order). */

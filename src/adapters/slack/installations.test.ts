@@ -189,3 +189,18 @@ describe("InstalledClients", () => {
     await expect(clients.forTeam("T0TWO")).rejects.toThrow(InstallationNotFound);
   });
 });
+
+describe("a new install and Slack's refusal of streaming", () => {
+  it("an org-wide install forgets the refusals of the org's workspaces; a workspace's install its own", async () => {
+    const p = prismaOf(db.database);
+    const store = new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(randomBytes(32)), log: silentLogger });
+    await p.execution.create({
+      data: { crewName: "c", teamId: "T0GRIDA", enterpriseId: "E0GRID", channelId: "C1", userId: "U1", inputs: {}, requestId: "r1", webhookSecret: "s" },
+    });
+    for (const teamId of ["T0GRIDA", "T0OTHER"]) await p.streamingRefusal.create({ data: { teamId, error: "missing_scope", refusedAt: new Date() } });
+    await store.storeInstallation(orgWide("E0GRID", "xoxb-org"));
+    expect((await p.streamingRefusal.findMany()).map((r) => r.teamId)).toEqual(["T0OTHER"]);
+    await store.storeInstallation(workspace("T0OTHER", "xoxb-other"));
+    expect(await p.streamingRefusal.count()).toBe(0);
+  });
+});

@@ -106,7 +106,10 @@ export class DbInstallationStore implements InstallationStore {
     const update = installation.bot ? row : (({ botId: _i, botUserId: _u, botToken: _t, botRefreshToken: _r, installedAt: _a, ...rest }) => rest)(row);
     await store.upsertInstallation(this.sql, installKey, row, update, this.clock.now());
     // Installed again, perhaps with scopes it lacked: Slack is asked to stream there again.
-    if (installation.bot && teamId) await store.forgetStreamingRefusal(this.sql, teamId);
+    if (installation.bot) {
+      const of = isEnterpriseInstall && enterpriseId ? { enterpriseId } : teamId ? { teamId } : undefined;
+      if (of) await store.forgetStreamingRefusals(this.sql, of);
+    }
     this.recent.clear();
     this.deps.log.info("slack installation stored", { teamId, enterpriseId, isEnterpriseInstall });
   }
