@@ -431,7 +431,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
   /** When each run's recent streams ended (Slack ending them itself), the oldest dropped past the window; bounded. */
   const streamEnds = new Map<string, number[]>();
   /** Slack ended the run's stream itself (left idle too long): the next call starts a new one, unless it keeps doing so (STREAM_RESTARTS_MAX). */
-  function streamGone(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload): Promise<EffectOutcome | undefined> | EffectOutcome {
+  async function streamGone(job: EffectJob, gate: SlackGate | undefined, e: Execution, p: ProgressPayload): Promise<EffectOutcome | undefined> {
     const now = clock.now().getTime();
     const ends = [...(streamEnds.get(e.id) ?? []).filter((at) => now - at < STREAM_RESTARTS_WINDOW_MS), now];
     streamEnds.delete(e.id);
@@ -441,7 +441,15 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       return { record: (tx) => forgetStream(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
     }
     deps.log?.warn("Slack ended this run's live plan again and again; its progress is shown as one updated message", { executionId: e.id, streams: ends.length });
-    return progressInstead(job, gate, e, p);
+    const instead = await progressInstead(job, gate, e, p);
+    // The ended stream no longer counts among the workspace's live plans (appendSpacing).
+    return {
+      ...instead,
+      record: async (tx) => {
+        await forgetStream(tx, e.id);
+        await instead?.record?.(tx);
+      },
+    };
   }
 
   /**

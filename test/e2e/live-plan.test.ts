@@ -180,6 +180,8 @@ describe("a run's live plan", () => {
     expect(h.slack.callsTo("chat.appendStream").map((c) => c.error)).toEqual(Array(4).fill("message_not_in_streaming_state"));
     expect(progressMessages(h)).toHaveLength(1);
     expect(log.lines.filter((l) => /again and again/.test(l.msg))).toHaveLength(1);
+    // The ended stream no longer counts among the workspace's live plans.
+    expect(await prismaOf(h.bot.database).execution.findFirstOrThrow()).toMatchObject({ streamTs: null, progressTs: expect.any(String) });
   }, 60_000);
 
   it("falls back to the one progress message where Slack refuses streaming, remembered for the workspace and logged once", async () => {
