@@ -3,8 +3,8 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Installation } from "@slack/bolt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { workspace } from "../../../test/support/installations.js";
 import { createTestDatabase } from "../../../test/support/test-database.js";
 import { TokenCipher } from "../../crypto/token-cipher.js";
 import { silentLogger } from "../../log/log.js";
@@ -76,17 +76,7 @@ describe("InstalledClients", () => {
       const key = randomBytes(32);
       const replica = () => new DbInstallationStore({ db: db.database.sql, cipher: new TokenCipher(key), log: silentLogger, clock });
       const [a, b] = [replica(), replica()];
-      const install = (token: string): Installation<"v2", false> => ({
-        team: { id: "T0ONE", name: "One" },
-        enterprise: undefined,
-        user: { id: "U0INSTALLER", token: undefined, scopes: undefined },
-        bot: { id: "B1", userId: "U0BOT", token, scopes: ["chat:write"] },
-        appId: "A0APP",
-        tokenType: "bot",
-        isEnterpriseInstall: false,
-        authVersion: "v2",
-      });
-      await a.storeInstallation(install("xoxb-old"));
+      await a.storeInstallation(workspace("T0ONE", "xoxb-old"));
       const client = await new InstalledClients({ tokens: b, clientOptions: { slackApiUrl: url, retryConfig: { retries: 0 } }, now: () => now }).forTeam("T0ONE");
       await client.chat.postMessage({ channel: "C1", text: "hi" });
       // Replica b served a Slack request of the workspace (Bolt's authorize reads the same rows), then
@@ -95,7 +85,7 @@ describe("InstalledClients", () => {
       await b.fetchInstallation({ teamId: "T0ONE", enterpriseId: undefined, isEnterpriseInstall: false });
       now += 2_000;
       revoked.add("xoxb-old");
-      await a.storeInstallation(install("xoxb-new"));
+      await a.storeInstallation(workspace("T0ONE", "xoxb-new"));
       now += 1_000;
       await expect(client.chat.postMessage({ channel: "C1", text: "again" })).resolves.toMatchObject({ ok: true });
       expect(calls).toEqual(["xoxb-old", "xoxb-old", "xoxb-new"]);

@@ -1,8 +1,8 @@
 // The installation store on a real database: tokens sealed at rest, workspace and Grid org lookups,
 // key rotation (re-sealing), tampering detected; and the per-workspace Slack clients built on it.
 import { randomBytes } from "node:crypto";
-import type { Installation } from "@slack/bolt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { orgWide, workspace } from "../../../test/support/installations.js";
 import { prismaOf } from "../../../test/support/prisma.js";
 import { createTestDatabase, type TestDatabase } from "../../../test/support/test-database.js";
 import { TokenCipher } from "../../crypto/token-cipher.js";
@@ -15,30 +15,6 @@ beforeEach(async () => {
   db = await createTestDatabase();
 });
 afterEach(async () => db.drop());
-
-const workspace = (teamId: string, token: string, enterpriseId?: string): Installation<"v2", false> => ({
-  team: { id: teamId, name: `Team ${teamId}` },
-  enterprise: enterpriseId ? { id: enterpriseId, name: "Grid" } : undefined,
-  user: { id: "U0INSTALLER", token: `xoxp-user-${teamId}`, refreshToken: `xoxe-user-refresh-${teamId}`, scopes: ["search:read"] },
-  bot: { id: "B1", userId: "U0BOT", token, refreshToken: `xoxe-bot-refresh-${teamId}`, expiresAt: 1_900_000_000, scopes: ["chat:write"] },
-  incomingWebhook: { url: `https://hooks.slack.com/services/secret-${teamId}`, channel: "#general" },
-  appId: "A0APP",
-  tokenType: "bot",
-  isEnterpriseInstall: false,
-  authVersion: "v2",
-});
-
-const orgWide = (enterpriseId: string, token: string): Installation<"v2", true> => ({
-  team: undefined,
-  enterprise: { id: enterpriseId, name: "Grid" },
-  user: { id: "U0ADMIN", token: undefined, scopes: undefined },
-  bot: { id: "B2", userId: "U0BOTE", token, scopes: ["chat:write"] },
-  appId: "A0APP",
-  tokenType: "bot",
-  isEnterpriseInstall: true,
-  enterpriseUrl: "https://grid.enterprise.slack.com/",
-  authVersion: "v2",
-});
 
 describe("DbInstallationStore", () => {
   it("keeps every token sealed, and gives back the installation Bolt stored", async () => {
