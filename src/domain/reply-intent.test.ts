@@ -36,6 +36,13 @@ describe("replyIntent", () => {
       "👍👍",
       "not approved",
       "ship",
+      // A question asks, it does not decide.
+      "lgtm?",
+      "Approved?",
+      "ship it??",
+      "¿approve?",
+      "approve…?",
+      "👍?",
     ])
       expect(replyIntent(text), text).toEqual({ kind: "other" });
   });
@@ -93,6 +100,7 @@ describe("flowReplyIntent", () => {
     expect(flowReplyIntent("lgtm", ["hold", "later"])).toEqual({ kind: "other" });
     expect(flowReplyIntent("reject:", emit)).toEqual({ kind: "other" });
     expect(flowReplyIntent("approved", [])).toEqual({ kind: "other" });
+    for (const question of ["rejected?", "Approved?", "needs revision?", "lgtm?"]) expect(flowReplyIntent(question, emit), question).toEqual({ kind: "other" });
   });
 
   it("offers the first approve-like and reject-like outcomes in the question", () => {

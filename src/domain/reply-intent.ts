@@ -17,8 +17,11 @@ const THUMBS_UP = ["👍", ":+1:", ":thumbsup:"];
 /** Skin tones after a thumbs up: the emoji's modifiers (U+1F3FB–U+1F3FF), or Slack's `:skin-tone-N:` after a shortcode. */
 const SKIN_TONES = ["\u{1F3FB}", "\u{1F3FC}", "\u{1F3FD}", "\u{1F3FE}", "\u{1F3FF}", ":skin-tone-2:", ":skin-tone-3:", ":skin-tone-4:", ":skin-tone-5:", ":skin-tone-6:"];
 const REJECT_PREFIXES = ["reject", "changes", "redo"] as const;
-/** Characters around a reply that do not change what it says ("LGTM!", "*approved*", "(ship it)"); not ":", which emoji codes use. */
-const SURROUNDING = new Set(" \t\r\n\u00a0.,;!?¡¿…-–—\"'`*_~()[]{}<>“”‘’«»");
+/**
+ * Characters around a reply that do not change what it says ("LGTM!", "*approved*", "(ship it)"); not
+ * ":", which emoji codes use, and not "?" or "¿": "lgtm?" asks, it does not decide.
+ */
+const SURROUNDING = new Set(" \t\r\n\u00a0.,;!¡…-–—\"'`*_~()[]{}<>“”‘’«»");
 
 /** The text cut to REPLY_TEXT_MAX characters (never inside a surrogate pair), and whether it was cut. */
 export function cutReply(text: string, max = REPLY_TEXT_MAX): { text: string; cut: boolean } {
