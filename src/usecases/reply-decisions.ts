@@ -162,7 +162,11 @@ export class ReplyDecisions {
     return this.onReviewReply(here, reply, ports);
   }
 
-  private async onReviewReply(reviews: ReviewWithExecution[], reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
+  private async onReviewReply(inThread: ReviewWithExecution[], reply: ThreadReplyIn, ports: AccessPorts): Promise<ReplyOutcome> {
+    // Only the reviews shown before the reply was written: one written earlier (Slack delivering it late,
+    // after a retry) was about what the thread showed then, not about a round or task posted since.
+    const reviews = inThread.filter((r) => !!r.messageTs && tsNotAfter(r.messageTs, reply.ts));
+    if (!reviews.length) return IGNORED;
     const pending = reviews.filter((r) => r.state === "pending");
     // Several waiting in one thread (tasks in parallel, runs started in it): the newest, as the question says.
     const target = pending.reduce<ReviewWithExecution | undefined>((best, r) => (!best || r.createdAt > best.createdAt ? r : best), undefined);
@@ -382,4 +386,14 @@ async function flowRefusal(ports: AccessPorts, flows: FlowRequests, request: Flo
   if (!fromItsWorkspace(ports, request)) return { kind: "other_organisation", of: "flow" };
   const may = await ports.flows?.mayDecide(request, userId).catch(() => undefined);
   return may === false ? { kind: "flow", outcome: flows.notAllowed(request) } : undefined;
+}
+
+/** Whether Slack message ts `a` ("1700000000.000123") is not after `b`: seconds, then the fraction (a float loses its last digits). */
+function tsNotAfter(a: string, b: string): boolean {
+  const [aSeconds = "", aMicros = ""] = a.split(".");
+  const [bSeconds = "", bMicros = ""] = b.split(".");
+  if (aSeconds !== bSeconds) return Number(aSeconds) < Number(bSeconds);
+  // The fractions as decimals: digits of one length compare as text.
+  const length = Math.max(aMicros.length, bMicros.length);
+  return aMicros.padEnd(length, "0") <= bMicros.padEnd(length, "0");
 }

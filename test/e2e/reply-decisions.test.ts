@@ -139,6 +139,26 @@ describe("deciding a review by replying in its thread", () => {
     expect(h.slack.violations).toEqual([]);
   });
 
+  it("an approve written before the review it would decide was posted (Slack delivering it late, after a retry) decides nothing", async () => {
+    h = await startHarness();
+    const { threadTs, review: round1 } = await runWaitingForReview();
+    // Written while round 1 waited (its ts just after round 1's message), but not delivered yet.
+    const writtenTs = `${round1.msg.ts}1`;
+    // Someone's click rejects round 1 meanwhile, and the crew posts round 2.
+    await clickReview(h, round1, false, "shorter");
+    const round2 = await pendingReview(h, { exclude: new Set([round1.reviewId]) });
+    // Slack's retry of the reply arrives now: it was about round 1, which is decided.
+    const late = await h.requests.event(replyEvent("lgtm", threadTs, { ts: writtenTs }), { retryNum: 1, retryReason: "http_error" });
+    expect(late.status).toBe(200);
+    await settle();
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: round2.reviewId } })).toMatchObject({ state: "pending", round: 2 });
+    // The same words written now decide round 2.
+    await h.requests.event(replyEvent("lgtm", threadTs));
+    await eventually(() => resumeCalls(h).length === 2 || undefined, { what: "round 2 approved" });
+    expect(resumeBody(1).is_approve).toBe(true);
+  });
+
   it("'changes: …' rejects with the rest as feedback; 'reject:' alone asks for the feedback", async () => {
     h = await startHarness();
     const { threadTs, review } = await runWaitingForReview();
