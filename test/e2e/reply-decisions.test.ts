@@ -159,6 +159,15 @@ describe("deciding a review by replying in its thread", () => {
     expect(resumeBody(1).is_approve).toBe(true);
   });
 
+  it("a reply also sent to the channel (thread_broadcast) decides as any reply does", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    await h.requests.event(replyEvent("lgtm", threadTs, { extra: { subtype: "thread_broadcast" } }));
+    await eventually(() => resumeCalls(h).length === 1 || undefined, { what: "the review approved" });
+    expect(resumeBody(0).is_approve).toBe(true);
+    expect(await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).toMatchObject({ state: "approved" });
+  });
+
   it("'changes: …' rejects with the rest as feedback; 'reject:' alone asks for the feedback", async () => {
     h = await startHarness();
     const { threadTs, review } = await runWaitingForReview();
@@ -282,7 +291,7 @@ describe("deciding a review by replying in its thread", () => {
       replyEvent("what is this?", threadTs, { user: BOB }),
       replyEvent("lgtm", threadTs, { extra: { bot_id: "B0OTHER" } }),
       replyEvent("lgtm", threadTs, { extra: { subtype: "bot_message" } }),
-      replyEvent("lgtm", threadTs, { extra: { subtype: "thread_broadcast" } }),
+      replyEvent("lgtm", threadTs, { extra: { subtype: "file_share" } }),
       { type: "message", subtype: "message_changed", channel: CHANNEL, ts: newTs(), message: { type: "message", user: USER, text: "lgtm", ts: newTs(), thread_ts: threadTs } },
       { type: "message", subtype: "message_deleted", channel: CHANNEL, ts: newTs(), deleted_ts: threadTs },
       replyEvent("lgtm", "1700000000.000100"),
