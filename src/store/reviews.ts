@@ -226,20 +226,22 @@ export async function moveReviewsOf(db: Sql, executionId: string, move: ReviewMo
 
 /**
  * Closes the rounds of a task before `round` that `move` moves (reviews still undecided), with `message`
- * as the crew's word on them; their ids.
+ * as the crew's word on them; their ids and reminder counts.
  */
-export async function closeEarlierRounds(db: Sql, p: { executionId: string; taskKey: string; round: number; move: ReviewMove; message: string; now: Date }): Promise<string[]> {
+export async function closeEarlierRounds(
+  db: Sql,
+  p: { executionId: string; taskKey: string; round: number; move: ReviewMove; message: string; now: Date },
+): Promise<{ id: string; remindersSent: number }[]> {
   if (!p.move.from.length) return [];
-  const rows = await db
+  return db
     .updateTable("Review")
     .set({ state: p.move.to, resumeMessage: p.message, updatedAt: p.now })
     .where("executionId", "=", p.executionId)
     .where("taskKey", "=", p.taskKey)
     .where("round", "<", p.round)
     .where("state", "in", [...p.move.from])
-    .returning("id")
+    .returning(["id", "remindersSent"])
     .execute();
-  return rows.map((r) => r.id);
 }
 
 /** Stamps a review's deadline once (a later promotion keeps the first); the row as it is now. */

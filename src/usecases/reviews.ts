@@ -378,12 +378,14 @@ export class Reviews {
               now: this.clock.now(),
             })
           : [];
-      for (const id of superseded) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: id });
+      for (const { id } of superseded) await this.deps.outbox.add(tx, { kind: "review.show", subjectId: id });
       // The run may have ended (a stop, its end) since this output was recorded: it closed the reviews
       // it found, and this one must not open after them. Checked once the earlier rounds are locked,
       // the order a stop takes them in.
       if (!(await holdInStates(tx, execution.id, LIVE_STATES))) throw RUN_ENDED;
       if (state === "pending") await this.deps.runs.transition(execution.id, "review_opened", {}, tx);
+      // The crew moved past the round it waited on: the run runs again (unless another review waits).
+      else if (superseded.length) await this.runsOn(tx, { id: stored.id, executionId: execution.id, remindersSent: Math.max(...superseded.map((r) => r.remindersSent)) });
       await this.deps.outbox.add(tx, { kind: "review.post", subjectId: stored.id, ...(holdMs > 0 ? { runAt: new Date(this.clock.now().getTime() + holdMs) } : {}) });
       return state === "pending" && this.deps.onPending ? this.deps.onPending(execution, stored, tx) : stored;
     }).catch((err: unknown) => {

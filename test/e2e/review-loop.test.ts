@@ -240,6 +240,10 @@ describe("review loop", () => {
       what: "the earlier round shown closed",
     });
     expect(JSON.stringify(shown.blocks)).not.toContain(APPROVE_ACTION);
+    // The crew is running again (round 2 is only a task message until the crew waits on it): the run no longer says it waits.
+    await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).state === "running", {
+      what: "the run running again",
+    });
     // Its buttons, clicked before the update reached someone's screen, decide nothing.
     await clickReview(h, first, true, "", BOB);
     await eventually(() => h.slack.callsTo("chat.postEphemeral").find((c) => c.args.user === BOB), { what: "Bob told" });
