@@ -170,6 +170,22 @@ describe("deciding a review by replying in its thread", () => {
     expect(resumeBody(0).is_approve).toBe(true);
   });
 
+  it("a reply with a file attached (file_share) decides by its text; a file alone asks nothing and decides nothing", async () => {
+    h = await startHarness();
+    const { threadTs, review } = await runWaitingForReview();
+    const files = [{ id: "F0SHOT", name: "screenshot.png", mimetype: "image/png" }];
+    await h.requests.event(replyEvent("", threadTs, { extra: { subtype: "file_share", files } }));
+    await h.settled();
+    expect(ephemeralsFor(USER)).toHaveLength(0);
+    expect(resumeCalls(h)).toHaveLength(0);
+    await h.requests.event(replyEvent("LGTM", threadTs, { extra: { subtype: "file_share", files } }));
+    await eventually(async () => (await prismaOf(h.bot.database).review.findUniqueOrThrow({ where: { id: review.reviewId } })).state === "approved" || undefined, {
+      what: "the review approved",
+    });
+    expect(resumeCalls(h)).toHaveLength(1);
+    expect(resumeBody(0).is_approve).toBe(true);
+  });
+
   it("'changes: …' rejects with the rest as feedback; 'reject:' alone asks for the feedback", async () => {
     h = await startHarness();
     const { threadTs, review } = await runWaitingForReview();

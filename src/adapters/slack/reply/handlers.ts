@@ -16,17 +16,21 @@ import { payloadIssues, tellPrivately } from "../private-reply.js";
 const REPLY_NOT_RECORDED =
   "⚠️ Your reply was not taken as a decision: Crewline could not reach its database. Nothing was sent and the review is still open; please try again in a moment.";
 
-/** The subtype of a reply sent to the channel too ("Also send to #channel"): a reply like any other. */
-const BROADCAST = "thread_broadcast";
+/**
+ * The subtypes of a person's reply: sent to the channel too ("Also send to #channel"), or with files
+ * attached (its text is the message; a file alone says nothing to decide on).
+ */
+const REPLY_SUBTYPES = ["thread_broadcast", "file_share"] as const;
+const isReplySubtype = (subtype: unknown) => subtype === undefined || (REPLY_SUBTYPES as readonly unknown[]).includes(subtype);
 const id = z.string().min(1).max(255);
 const ts = z.string().min(1).max(64);
 /**
  * A person's reply in a thread: no subtype (edits, deletions, bot and system messages have one) but
- * `thread_broadcast` (a reply also sent to the channel), no bot, a thread that is not the message itself.
+ * REPLY_SUBTYPES, no bot, a thread that is not the message itself.
  */
 const threadReply = z.object({
   type: z.literal("message"),
-  subtype: z.literal(BROADCAST).optional(),
+  subtype: z.enum(REPLY_SUBTYPES).optional(),
   bot_id: z.undefined(),
   user: id,
   channel: id,
@@ -76,7 +80,8 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
       return;
     }
     // Most messages are not replies in a thread: left before anything else is read.
-    if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || (raw.subtype !== undefined && raw.subtype !== BROADCAST) || raw.bot_id !== undefined) return;
+    if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || !isReplySubtype(raw.subtype) || raw.bot_id !== undefined) return;
+    if (raw.subtype === "file_share" && raw.text.trim() === "") return;
     // Any size: cut first, then made storable (NUL, lone surrogates), then parsed.
     const cut = cutReply(raw.text);
     const parsed = threadReply.safeParse({ ...pick(raw), text: sanitizeText(cut.text) });
