@@ -7,7 +7,7 @@ import { FLOW_HOOK_PATH, FLOW_HOOK_PREFIX } from "../adapters/http/flow-intake.j
 import { CALLBACK_PATH, isCallbackPath, matchCallbackUrl } from "../adapters/http/routes.js";
 import { answerHandlerError, guardSlackEvents } from "../adapters/slack/guard.js";
 import type { DbInstallationStore } from "../adapters/slack/installations.js";
-import { installerReceiverOptions } from "../adapters/slack/oauth.js";
+import { INSTALL_PATH, installerReceiverOptions, REDIRECT_PATH } from "../adapters/slack/oauth.js";
 import type { AppConfig } from "../config/config.js";
 import { type Logger, sampledLog } from "../log/log.js";
 
@@ -59,11 +59,29 @@ export function publicPathOf(publicUrl: string | undefined): string {
   return publicUrl ? new URL(publicUrl).pathname.replace(/\/+$/, "") : "";
 }
 
-/** The request's URL without PUBLIC_URL's path, when it is one of our webhook paths under it. */
+/** The paths the bot serves beside /hooks/ (Slack's events, the installer, the health check, the figures). */
+const SERVED_PATHS = new Set(["/slack/events", INSTALL_PATH, REDIRECT_PATH, "/healthz", "/metrics"]);
+const isServed = (url: string) => isCallbackPath(url) || SERVED_PATHS.has(url.split(/[?#]/, 1)[0]!);
+
+/**
+ * The request's URL without PUBLIC_URL's path, when it is one of our paths under it (a proxy that
+ * passes the path through: Slack's request URL and the OAuth redirect are under PUBLIC_URL too).
+ */
 function unprefixed(url: string | undefined, prefix: string): string | undefined {
-  if (!prefix || !url?.startsWith(`${prefix}/`)) return url;
+  if (!prefix || !url?.startsWith(`${prefix}/`) || isServed(url)) return url;
   const rest = url.slice(prefix.length);
-  return isCallbackPath(rest) ? rest : url;
+  return isServed(rest) ? rest : url;
+}
+
+/** Every request is routed without PUBLIC_URL's path first, so the guard of /slack/events sees the path Bolt routes. */
+function withoutPublicPath(receiver: HTTPReceiver, prefix: string): HTTPReceiver {
+  if (!prefix) return receiver;
+  const next = receiver.requestListener;
+  receiver.requestListener = (req, res) => {
+    req.url = unprefixed(req.url, prefix);
+    return next(req, res);
+  };
+  return receiver;
 }
 
 /**
@@ -103,14 +121,9 @@ function quietUnroutedLines(logger: BoltLogger, log: Logger): BoltLogger {
  * Crew callbacks (thousands of step POSTs in a burst) go straight to their handler; the rest to Bolt.
  * Every method and shape of a /hooks/ path gets the handler's answer (404, 405): Bolt would log the URL, secret included.
  */
-function withCallbackFastPath(
-  receiver: HTTPReceiver,
-  prefix: string,
-  handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void,
-): HTTPReceiver {
+function withCallbackFastPath(receiver: HTTPReceiver, handle: (req: IncomingMessage & { params: Record<string, string> }, res: ServerResponse) => void): HTTPReceiver {
   const boltListener = receiver.requestListener;
   receiver.requestListener = (req, res) => {
-    req.url = unprefixed(req.url, prefix);
     if (isCallbackPath(req.url)) return handle(Object.assign(req, { params: matchCallbackUrl(req.url) ?? {} }), res);
     return boltListener(req, res);
   };
@@ -129,26 +142,22 @@ export function createSlackApp(
   const hooks: Handler = (req, res) => (req.url?.startsWith(FLOW_HOOK_PREFIX) && req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res));
   const prefix = publicPathOf(config.publicUrl);
   const flowHook = (req: any, res: any) => (req.method === "POST" ? routes.flowIntake(req, res) : routes.callbacks(req, res));
-  // Socket Mode's server matches these routes itself (the HTTP receiver's fast path takes /hooks/ first).
-  const underPrefix = (handler: Handler) => (req: any, res: any) => {
-    req.url = unprefixed(req.url, prefix);
-    return handler(req, res);
-  };
-  // The prefix is matched as written: path-to-regexp's special characters in it are escaped.
-  const routed = prefix.replace(/[{}()[\]+?!:*\\]/g, "\\$&");
-  const customRoutes = [
+  const served = [
     { path: CALLBACK_PATH, method: ALL_METHODS, handler: routes.callbacks },
     { path: FLOW_HOOK_PATH, method: ALL_METHODS, handler: flowHook },
-    ...(prefix
-      ? [
-          { path: `${routed}${CALLBACK_PATH}`, method: ALL_METHODS, handler: underPrefix(routes.callbacks) },
-          { path: `${routed}${FLOW_HOOK_PATH}`, method: ALL_METHODS, handler: underPrefix(flowHook) },
-        ]
-      : []),
     // HEAD as GET: Node leaves out the body of an answer to HEAD.
     { path: "/healthz", method: ["GET", "HEAD"], handler: routes.health },
     { path: "/metrics", method: ["GET"], handler: routes.metrics },
   ] as { path: string; method: string[]; handler: (req: any, res: any) => void }[];
+  // Socket Mode's server matches its routes itself, so each is also served under PUBLIC_URL's path
+  // (the HTTP receiver takes the path off every request first). The prefix is matched as written:
+  // path-to-regexp's special characters in it are escaped.
+  const routed = prefix.replace(/[{}()[\]+?!:*\\]/g, "\\$&");
+  const underPrefix = (handler: Handler) => (req: any, res: any) => {
+    req.url = unprefixed(req.url, prefix);
+    return handler(req, res);
+  };
+  const customRoutes = config.slack.appToken && prefix ? [...served, ...served.map((r) => ({ ...r, path: `${routed}${r.path}`, handler: underPrefix(r.handler) }))] : served;
   const oauth = config.slack.oauth;
   if (config.slack.appToken)
     return new App({
@@ -163,22 +172,24 @@ export function createSlackApp(
     });
   return new App({
     token: config.slack.botToken,
-    receiver: guardSlackEvents(
-      withCallbackFastPath(
-        new HTTPReceiver({
-          signingSecret: config.slack.signingSecret!,
-          endpoints: "/slack/events",
-          customRoutes,
-          logger,
-          processEventErrorHandler: answerHandlerError,
-          dispatchErrorHandler: quietDispatchErrorHandler(log),
-          ...(oauth && p.installations ? installerReceiverOptions(oauth, p.installations, clientOptions, config.publicUrl) : {}),
-        }),
-        prefix,
-        hooks,
+    receiver: withoutPublicPath(
+      guardSlackEvents(
+        withCallbackFastPath(
+          new HTTPReceiver({
+            signingSecret: config.slack.signingSecret!,
+            endpoints: "/slack/events",
+            customRoutes,
+            logger,
+            processEventErrorHandler: answerHandlerError,
+            dispatchErrorHandler: quietDispatchErrorHandler(log),
+            ...(oauth && p.installations ? installerReceiverOptions(oauth, p.installations, clientOptions, config.publicUrl) : {}),
+          }),
+          hooks,
+        ),
+        log,
+        config.slack.signingSecret!,
       ),
-      log,
-      config.slack.signingSecret!,
+      prefix,
     ),
     clientOptions,
     logger,

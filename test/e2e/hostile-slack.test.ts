@@ -8,7 +8,7 @@ import { createLogger } from "../../src/log/log.js";
 import { CHANNEL, eventually, type Harness, kickoffViaSlack, SIGNING_SECRET, startHarness, USER } from "../support/harness.js";
 import { prismaOf } from "../support/prisma.js";
 import { clickReview, pendingReview, resumeCalls, startRunViaSlack } from "../support/reviews.js";
-import { signSlackBody } from "../support/slack-requests.js";
+import { signSlackBody, slackRequester } from "../support/slack-requests.js";
 
 let h: Harness;
 afterEach(async () => {
@@ -190,14 +190,18 @@ describe("paths nobody routes", () => {
 });
 
 describe("PUBLIC_URL with a path", () => {
-  it("takes crew callbacks under the path a proxy passed through, and logs a callback URL nobody routes without its secret", async () => {
+  it("takes Slack's requests and crew callbacks under the path a proxy passed through, and logs a callback URL nobody routes without its secret", async () => {
     const lines: string[] = [];
     h = await startHarness({
       publicPath: "/crewline",
       crew: { tasks: [{ id: "t1", name: "draft", agent: "Writer", output: "The draft", delayMs: 20 }] },
       crewline: { log: createLogger("debug", (l) => lines.push(l)) },
     });
-    const run = await startRunViaSlack(h);
+    // Slack's request URL is PUBLIC_URL/slack/events: the command and the form's submission go there.
+    const run = await startRunViaSlack({ ...h, requests: slackRequester({ baseUrl: `${h.botUrl}/crewline`, signingSecret: SIGNING_SECRET }) });
+    // Still guarded there: a forged request is refused before its body is read.
+    expect((await rawRequest("/crewline/slack/events", { headers: { "content-type": "application/json" }, declared: 3_000_000 })).status).toBe(401);
+    expect((await rawRequest("/crewline/healthz", { method: "GET" })).status).toBe(200);
     await eventually(async () => (await prismaOf(h.bot.database).execution.findUniqueOrThrow({ where: { id: run.id } })).state === "completed", { what: "the run's end" });
     const deliveries = h.crew.webhookDeliveries;
     expect(deliveries.length).toBeGreaterThan(0);

@@ -26,7 +26,7 @@ export const BOT_SCOPES = [
   "users:read.email",
 ];
 
-const INSTALL_PATH = "/slack/install";
+export const INSTALL_PATH = "/slack/install";
 export const REDIRECT_PATH = "/slack/oauth_redirect";
 
 /**
