@@ -80,6 +80,15 @@ describe("effectOf", () => {
     const traceback = 'Traceback (most recent call last):\n  File "/app/tools/search.py", line 8, in run\nTimeoutError: search took too long';
     expect(effectOf(ev("tool_usage_error", { tool_name: "search", error: traceback }))).toMatchObject({ step: { summary: "⚠️ search failed: TimeoutError: search took too long" } });
   });
+  it("cuts a long task name without splitting a character (a lone surrogate is no JSON PostgreSQL stores)", () => {
+    const name = `${"a".repeat(298)}😀 and more`;
+    const effect = effectOf(ev("task_started", { task_name: name })) as { step: { summary: string; task: string } };
+    for (const text of [effect.step.summary, effect.step.task]) {
+      expect(text.length).toBeLessThanOrEqual(300);
+      expect(text.endsWith("…")).toBe(true);
+      expect(Buffer.from(text).toString()).toBe(text);
+    }
+  });
   it("turns task and crew ends into callback bodies the lifecycle already reads", () => {
     expect(effectOf(ev("task_completed", { task_name: "draft", agent_role: "Writer", output: "Text" }))).toEqual({
       kind: "callback",

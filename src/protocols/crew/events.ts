@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { readableJson } from "../../text/bounded-json.js";
 import { readableError } from "../../text/readable-error.js";
+import { truncatePlain } from "../../text/truncate.js";
 import { CrewError } from "./errors.js";
 import type { StepEvent } from "./types.js";
 
@@ -94,10 +95,8 @@ function taskOf(d: Record<string, unknown>): Record<string, unknown> {
   return d.task && typeof d.task === "object" ? (d.task as Record<string, unknown>) : {};
 }
 
-function line(s: string, max = 300): string {
-  const flat = s.replace(/\s+/g, " ").trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
-}
+/** A step's line, as kept: 300 characters at most (cut whole: a split emoji is no JSON PostgreSQL stores). */
+const line = (s: string) => truncatePlain(s, 300);
 
 function progress(summary: string, agent?: string, task?: string): StreamEffect {
   return { kind: "progress", step: { kind: "step", summary: line(agent ? `${summary} · ${agent}` : summary), ...(task ? { task: line(task) } : {}) } };
