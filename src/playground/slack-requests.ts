@@ -38,6 +38,8 @@ export interface BlockActionParams {
   message?: Record<string, unknown>;
   trigger_id?: string;
   team_id?: string;
+  /** An Enterprise Grid org whose org-wide install handles the click. */
+  enterprise_id?: string;
   response_url?: string;
 }
 
@@ -252,8 +254,8 @@ export function slackRequester(opts: SlackRequesterOptions): SlackRequester {
         container: { type: "message", message_ts: p.message_ts, channel_id: p.channel_id, is_ephemeral: !!p.is_ephemeral, ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}) },
         trigger_id: p.trigger_id ?? `trig-${next()}`,
         team: team(teamId),
-        enterprise: null,
-        is_enterprise_install: false,
+        enterprise: p.enterprise_id ? { id: p.enterprise_id, name: p.enterprise_id } : null,
+        is_enterprise_install: !!p.enterprise_id,
         channel: { id: p.channel_id, name: p.channel_id.toLowerCase() },
         ...(p.is_ephemeral ? {} : { message: { type: "message", ts: p.message_ts, ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}), ...p.message } }),
         state: { values: p.stateValues ?? {} },

@@ -121,6 +121,7 @@ const EDIT_NOT_PENDING = "This review is not waiting for a decision any more, so
 const EDIT_EXPIRED = "This edit form does not belong to you or to a review message, so nothing was sent to the crew. Click *Edit and approve…* on the review again.";
 
 const STILL_POSTING = "This review is still being posted, so nothing was sent to the crew yet. Please click again in a moment.";
+const FLOW_STILL_POSTING = "This feedback request is still being posted, so nothing was sent to the flow yet. Please click again in a moment.";
 const FLOW_ACTION_PATTERN = new RegExp(`^(${FLOW_OUTCOME_ACTION_PREFIX}\\d{1,2}|${FLOW_SEND_ACTION})$`);
 
 /**
@@ -207,7 +208,7 @@ function reviewKind(deps: FeatureDeps) {
   } satisfies KindPort<Found>;
 }
 
-function flowKind(flows: FlowRequests) {
+function flowKind(deps: FeatureDeps, flows: FlowRequests) {
   const get = async (id: string) => {
     const found = await flows.get(id);
     return found && { ...found, title: found.methodName ?? found.flowName, fullTitle: `${found.flowName}${found.methodName ? ` · ${found.methodName}` : ""}` };
@@ -236,7 +237,12 @@ function flowKind(flows: FlowRequests) {
     // Its use case checks the message, the outcome and who may answer; asked from another workspace
     // than the request's, it is not this message's.
     click: async (c, ports) => {
-      const found = await get(c.value);
+      const found = await posted(get, c.value);
+      if (found && !found.messageTs) {
+        // As for a review: Slack shows the message before its ts is recorded, and the use case would refuse the click as another message's.
+        deps.log.warn("flow request click before its message was recorded", { userId: c.userId });
+        return FLOW_STILL_POSTING;
+      }
       if (found && !fromItsWorkspace(ports, found)) return otherOrganisation("flow");
       return flowReplyFor(
         await flows.decide({
@@ -281,12 +287,13 @@ function flowKind(flows: FlowRequests) {
       return outcome.kind === "reassigned" || outcome.kind === "same_person" ? outcome.kind : "not_pending";
     },
     replyPlace: (found) => ({ channel: found.channelId }),
-    team: (found) => (found.teamId ? { teamId: found.teamId } : undefined),
+    // With its Grid org: an org-wide install is stored under the org, not the workspace (home.ts finds its client by both).
+    team: (found) => (found.teamId ? { teamId: found.teamId, enterpriseId: found.enterpriseId } : undefined),
   } satisfies KindPort<Found>;
 }
 
 /** Registers handlers once for each kind this app serves (flows when configured). */
 export function forEachKind(deps: FeatureDeps, register: <S extends Subject>(port: KindPort<S>) => void): void {
   register(reviewKind(deps));
-  if (deps.flows) register(flowKind(deps.flows));
+  if (deps.flows) register(flowKind(deps, deps.flows));
 }

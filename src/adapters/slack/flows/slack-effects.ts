@@ -3,6 +3,7 @@
 import type { WebClient } from "@slack/web-api";
 import { outcomesOf } from "../../../domain/flow-outcomes.js";
 import type { Logger } from "../../../log/log.js";
+import { judgeFailure } from "../../../outbox/failures.js";
 import type { FlowNotice, FlowNotifier, FlowRequest, FlowRequestContext } from "../../../usecases/ports.js";
 import {
   blockTextLength,
@@ -145,13 +146,21 @@ export class SlackFlowEffects implements FlowNotifier {
     return openConversation(client, list);
   }
 
+  /**
+   * The Slack user with this e-mail; undefined when Slack says there is none, or refuses the look-up (a
+   * missing scope: no retry mends it, and the request is posted without them). A rate limit, a 5xx or no
+   * answer is thrown: the outbox tries the post again, look-up first, rather than post it unassigned for good.
+   */
   async lookupByEmail(email: string, request: Pick<FlowRequest, "teamId" | "enterpriseId">): Promise<string | undefined> {
     try {
       const found = await (await this.client(request)).users.lookupByEmail({ email });
       return found.user?.id ?? undefined;
     } catch (err) {
       const code = (err as { data?: { error?: string } }).data?.error;
-      if (code !== "users_not_found") this.log.warn("could not look up the flow request's assignee", { error: code ?? (err as Error).message });
+      if (code === "users_not_found") return undefined;
+      const verdict = judgeFailure(err);
+      if (verdict.kind === "retry" && (verdict.ambiguous || verdict.afterMs !== undefined)) throw err;
+      this.log.warn("could not look up the flow request's assignee", { error: code ?? verdict.reason });
       return undefined;
     }
   }
