@@ -579,3 +579,160 @@ describe("the budget an effect spends", () => {
     ]);
   });
 });
+
+describe("run.progress at a run's end, when Slack had ended its stream", () => {
+  const gone = () =>
+    Object.assign(new Error("An API error occurred: message_not_in_streaming_state"), {
+      code: "slack_webapi_platform_error",
+      data: { ok: false, error: "message_not_in_streaming_state" },
+    });
+
+  async function endedRun(state: string, extra: { earlyTs?: string } = {}) {
+    const execution = await prismaOf(db.database).execution.create({
+      data: {
+        crewName: "research",
+        teamId: "T1",
+        channelId: "C1",
+        userId: "U1",
+        inputs: {},
+        state,
+        requestId: "r",
+        webhookSecret: "s",
+        threadTs: "100.000",
+        streamTs: "300.000",
+        streamShown: {},
+        ...extra,
+      },
+    });
+    const calls: string[] = [];
+    const notify = {
+      planCall: (_e: unknown, _plan: unknown, stream: { ts: string | null }) => ({
+        method: stream.ts ? "chat.stopStream" : "chat.startStream",
+        shown: { "#title": "t" },
+        send: async () => {
+          calls.push(stream.ts ? `stop ${stream.ts}` : "start");
+          if (stream.ts) throw gone();
+          return { ts: "400.000" };
+        },
+      }),
+      showEarlyProgress: async () => {
+        calls.push("early message");
+        return { ts: "150.000" };
+      },
+      showProgress: async (_e: unknown, progress: { state?: string }, ts: string | null) => {
+        calls.push(`progress ${ts} ${progress.state}`);
+        return { ts: ts ?? "160.000" };
+      },
+    } as Partial<RunNotifier> as RunNotifier;
+    const perform = slackEffectPerformer({ sql, notifier: notify });
+    /** Performs the run's progress effect once, recording what it says as the worker would. */
+    const performOnce = async (interrupted = false) => {
+      const outcome = await perform({
+        ...job(execution.id, interrupted),
+        kind: "run.progress",
+        key: `run.progress:${execution.id}`,
+        payload: { steps: 3, latest: "Reading", latestAt: 1 },
+      });
+      if (outcome?.record) await inTransaction(sql, outcome.record);
+      return outcome;
+    };
+    const row = () => prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: execution.id } });
+    return { calls, performOnce, row };
+  }
+
+  it("after a stop whose answer was lost, takes Slack's 'not streaming' as that stop: recorded stopped, no new plan", async () => {
+    const { calls, performOnce, row } = await endedRun("completed");
+    const outcome = await performOnce(true);
+    expect(calls).toEqual(["stop 300.000"]);
+    expect(outcome?.next ?? []).toEqual([]);
+    expect(await row()).toMatchObject({ streamTs: "300.000", streamStoppedAt: expect.any(Date) });
+    expect(await performOnce()).toBeUndefined();
+    expect(calls).toEqual(["stop 300.000"]);
+  });
+
+  it("without a stop before it, starts a new plan showing the end (a stopped run as a completed one)", async () => {
+    const { calls, performOnce, row } = await endedRun("stopped");
+    expect((await performOnce())?.next).toEqual([{ kind: "run.progress", subjectId: (await row()).id }]);
+    expect(await row()).toMatchObject({ streamTs: null, streamStoppedAt: null });
+    await performOnce();
+    expect(calls).toEqual(["stop 300.000", "start"]);
+    expect((await row()).streamTs).toBe("400.000");
+  });
+
+  it("a stopped run whose steps showed in a message before its plan started: that message shows the stop, once, not that the plan never started", async () => {
+    const { calls, performOnce, row } = await endedRun("stopped", { earlyTs: "150.000" });
+    await performOnce();
+    expect(await row()).toMatchObject({ streamTs: null, progressTs: "150.000" });
+    await performOnce();
+    await performOnce();
+    expect(calls).toEqual(["stop 300.000", "progress 150.000 stopped"]);
+    expect((await row()).streamStoppedAt).not.toBeNull();
+  });
+});
+
+describe("run.progress when Slack refuses streaming", () => {
+  it("a run whose own stream's call is refused goes on as a message: its stream is let go, not appended to again and again", async () => {
+    const execution = await prismaOf(db.database).execution.create({
+      data: {
+        crewName: "research",
+        teamId: "T1",
+        channelId: "C1",
+        userId: "U1",
+        inputs: {},
+        state: "running",
+        requestId: "r",
+        webhookSecret: "s",
+        threadTs: "100.000",
+        streamTs: "300.000",
+        streamShown: {},
+      },
+    });
+    const refused = Object.assign(new Error("An API error occurred: not_allowed"), { code: "slack_webapi_platform_error", data: { ok: false, error: "not_allowed" } });
+    const notify = {
+      planCall: () => ({
+        method: "chat.appendStream",
+        shown: {},
+        send: async () => {
+          throw refused;
+        },
+      }),
+    } as Partial<RunNotifier> as RunNotifier;
+    const outcome = await slackEffectPerformer({ sql, notifier: notify })({
+      ...job(execution.id, false),
+      kind: "run.progress",
+      key: `run.progress:${execution.id}`,
+      payload: { steps: 3, latest: "Reading", latestAt: 1 },
+    });
+    if (outcome?.record) await inTransaction(sql, outcome.record);
+    expect(await prismaOf(db.database).streamingRefusal.count()).toBe(1);
+    expect((await prismaOf(db.database).execution.findUniqueOrThrow({ where: { id: execution.id } })).streamTs).toBeNull();
+  });
+});
+
+describe("review.post after its run was stopped", () => {
+  async function stoppedRunWith(state: "posted" | "closed") {
+    const reviewId = await pendingReview();
+    await query(`UPDATE "Review" SET state = $2 WHERE id = $1::uuid`, [reviewId, state]);
+    await query(`UPDATE "Execution" SET state = 'stopped', "stoppedBy" = 'U1'`);
+    const posts: string[] = [];
+    const perform = slackEffectPerformer({ sql, notifier: notifier(undefined, posts) });
+    return { posts, post: (attempts: number) => perform({ ...job(reviewId, false), attempts }) };
+  }
+
+  it("a task message whose turn first came after the stop is not posted below the stop notice", async () => {
+    const { posts, post } = await stoppedRunWith("posted");
+    expect(await post(1)).toBeUndefined();
+    expect(posts).toEqual([]);
+  });
+
+  it("one tried before the stop (it holds the thread, the notice follows it), and a review the stop closed, are posted", async () => {
+    const task = await stoppedRunWith("posted");
+    await task.post(2);
+    expect(task.posts).toEqual(["post"]);
+    await query(`DELETE FROM "Review"`);
+    await query(`DELETE FROM "Execution"`);
+    const review = await stoppedRunWith("closed");
+    await review.post(1);
+    expect(review.posts).toEqual(["post"]);
+  });
+});

@@ -294,7 +294,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
    */
   async function streams(e: Execution): Promise<boolean> {
     if (!notifier.planCall || !e.threadTs || e.progressTs) return false;
-    return !(await refusedIn(e.teamId));
+    // An open stream goes on, and is stopped at the run's end, whatever another run's call was refused.
+    return !!e.streamTs || !(await refusedIn(e.teamId));
   }
 
   // Whether Slack refused streaming in a workspace: asked for every review message shown, so read once
@@ -365,6 +366,8 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           record: async (tx) => {
             // A message that showed its steps while the plan waited to start becomes its progress message.
             await adoptEarlyProgress(tx, e.id);
+            // Refused on its own stream too: the run goes on as a message (else streams() would keep it here).
+            if (e.streamTs) await forgetStream(tx, e.id);
             refusals.set(e.teamId, { refused: true, at: clock.now().getTime() });
             if (await recordStreamingRefused(tx, { teamId: e.teamId, error: code, now: clock.now() }))
               deps.log?.warn("Slack refused message streaming in this workspace: progress is shown as one updated message there", {
@@ -376,8 +379,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
           next: again,
         };
       }
-      // Slack ended the stream itself (it was left idle too long): the next call starts a new one.
-      if (code && e.streamTs && STREAM_GONE.includes(code)) return streamGone(job, gate, e, p);
+      // Slack ended the stream itself (it was left idle too long): the next call starts a new one. After a
+      // stop whose answer was lost, though, that is the stop having gone through.
+      if (code && e.streamTs && STREAM_GONE.includes(code))
+        return call.method === "chat.stopStream" && job.interrupted ? stoppedBefore(e, e.streamTs, call.shown) : streamGone(job, gate, e, p);
       const streamTs = e.streamTs;
       if (call.method === "chat.stopStream" && !call.bare && streamTs && closingRefused(err, e.id)) {
         return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: streamTs, shown: call.shown }), next: again };
@@ -402,6 +407,14 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       next: !stopped && plan.ended && !more ? [{ kind: "run.progress", subjectId: e.id }] : [],
       ...(againAt ? { again: new Date(clock.now().getTime() + againAt) } : {}),
     };
+  }
+
+  /**
+   * An ended plan's stream is over already: an earlier attempt's chat.stopStream reached Slack though its
+   * answer was lost (a time-out, a 5xx, the process gone). Recorded as stopped; nothing new is started.
+   */
+  function stoppedBefore(e: Execution, ts: string, shown: Record<string, string>): EffectOutcome {
+    return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts, shown, stoppedAt: clock.now() }) };
   }
 
   /**
@@ -436,11 +449,15 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     const ends = [...(streamEnds.get(e.id) ?? []).filter((at) => now - at < STREAM_RESTARTS_WINDOW_MS), now];
     streamEnds.delete(e.id);
     if (streamEnds.size >= 10_000) streamEnds.delete(streamEnds.keys().next().value!);
-    if (ends.length <= STREAM_RESTARTS_MAX) {
+    // A stopped run with a message that showed its steps before its plan started would have it say the run
+    // stopped before its plan started: that message shows the stop instead (progressMessage), the plan
+    // Slack ended staying as it was. Any other run starts a new plan, which shows its end.
+    const earlyStop = isStopped(e) && !!e.earlyTs;
+    if (ends.length <= STREAM_RESTARTS_MAX && !earlyStop) {
       streamEnds.set(e.id, ends);
       return { record: (tx) => forgetStream(tx, e.id), next: [{ kind: "run.progress", subjectId: e.id }] };
     }
-    deps.log?.warn("Slack ended this run's live plan again and again; its progress is shown as one updated message", { executionId: e.id, streams: ends.length });
+    if (!earlyStop) deps.log?.warn("Slack ended this run's live plan again and again; its progress is shown as one updated message", { executionId: e.id, streams: ends.length });
     const instead = await progressInstead(job, gate, e, p);
     // The ended stream no longer counts among the workspace's live plans (appendSpacing).
     return {
@@ -524,8 +541,9 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       await append.send();
     } catch (err) {
       const code = slackErrorCode(err);
-      // Slack ended the stream itself: the next call starts a new one (and stops it).
-      if (code && STREAM_GONE.includes(code)) return streamGone(job, gate, e, p);
+      // Slack ended the stream itself: the next call starts a new one (and stops it); or an earlier attempt's
+      // stop, whose answer was lost, went through.
+      if (code && STREAM_GONE.includes(code)) return job.interrupted ? stoppedBefore(e, e.streamTs!, append.shown) : streamGone(job, gate, e, p);
       if (!closingRefused(err, e.id)) throw err;
     }
     return { record: (tx) => recordStreamShown(tx, { executionId: e.id, ts: e.streamTs!, shown: append.shown }), again: wait.retryAt };
@@ -562,12 +580,15 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     const existing = e.progressTs;
     // Nothing to show yet (the run's end or a task output asked before any step): no message.
     if (!existing && !Number(p.steps ?? 0)) return undefined;
-    // Read after the budget let it go: a wait for a token does not show older figures.
-    const snapshot = () => ({ steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done || isFinished(e.state), updatedAt: clock.now() });
+    const ended = isFinished(e.state);
+    // Read after the budget let it go: a wait for a token does not show older figures. Once ended, the
+    // state says how (stopped, failed…: not "finished" for all).
+    const snapshot = () => ({ steps: Number(p.steps ?? 0), latest: String(p.latest ?? ""), done: !!p.done || ended, updatedAt: clock.now(), ...(ended ? { state: e.state } : {}) });
     if (existing) {
       await spend(gate, job, e, ["chat.update"]);
       await notifier.showProgress(e, snapshot(), existing, job.id);
-      return undefined;
+      // The end is shown once: steps still on their way (a stopped run's) cost no more updates.
+      return ended ? { record: (tx) => recordEarlyStopped(tx, e.id, clock.now()) } : undefined;
     }
     const { ts, found } = await postOnce(
       job,
@@ -590,6 +611,10 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const subject = await reviewWithRun(job.subjectId);
       const { review: r, execution: e } = subject;
       if (r.messageTs) return undefined;
+      // A task message whose turn first came after its run was stopped (held back a moment, in case a
+      // decision was asked for) would follow the stop notice's "nothing more is posted": not posted.
+      // One tried before the stop holds the thread, so the notice comes after it; a review is posted.
+      if (r.state === "posted" && isStopped(e) && job.attempts <= 1) return undefined;
       const context = await contextOf(subject);
       const { ts, found } = await postOnce(
         job,
@@ -755,9 +780,12 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const p = (job.payload ?? {}) as ProgressPayload;
       // A run someone stopped shows no progress after its stop (steps still on their way when it was
       // stopped); a live plan it had is ended, showing the stop.
-      const stopped = STOPPED_STATES.includes(e.state as (typeof STOPPED_STATES)[number]);
-      if (await streams(e)) return stopped && !e.streamTs ? earlyStopped(job, gate, e) : streamPlan(job, gate, e, p);
-      if (stopped) return undefined;
+      // A run stopped before its plan started says so in the message shown meanwhile; one whose stream Slack
+      // had ended gets a new plan showing the stop (as a run that ended on its own does), started then stopped.
+      const stopped = isStopped(e);
+      if (await streams(e)) return stopped && !e.streamTs && e.earlyTs ? earlyStopped(job, gate, e) : streamPlan(job, gate, e, p);
+      // Its progress message shows the stop, once; none is posted after it.
+      if (stopped && !e.progressTs) return undefined;
       return progressMessage(job, gate, e, p);
     },
     async "flow.post"(job, gate) {
@@ -853,6 +881,11 @@ interface ProgressPayload {
   task?: string;
   taskAt?: number;
   done?: boolean;
+}
+
+/** A run someone stopped from Slack (or stopped following): not a failure, and no progress is posted after it. */
+function isStopped(e: Execution): boolean {
+  return STOPPED_STATES.includes(e.state as (typeof STOPPED_STATES)[number]);
 }
 
 /** Slack's error code of a failed Web API call (an error answer), if it is one. */

@@ -23,6 +23,8 @@ export interface ProgressSnapshot {
   latest: string;
   done: boolean;
   updatedAt: Date;
+  /** Once done, the run's state: how it ended (stopped, failed…). */
+  state?: string;
 }
 
 /**

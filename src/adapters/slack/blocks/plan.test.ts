@@ -24,6 +24,19 @@ describe("live plan chunks", () => {
     expect(planTitle({ crewName: "research", inputs: {}, plan: { ended: true, failed: false, stopped: "abandoned" } })).toBe("research — no longer followed");
   });
 
+  it("keeps the outcome whole when the crew and its inputs fill the title", () => {
+    const inputs = { topic: "Quarterly revenue analysis for the EMEA region", audience: "Board of directors and finance leads", deadline: "End of next week, before the offsite" };
+    const live = planTitle({ crewName: "research", inputs });
+    expect(live.length).toBeLessThanOrEqual(PLAN_LIMITS.title);
+    for (const [plan, outcome] of [
+      [{ ended: true, failed: false, stopped: "stopped" as const }, " — stopped"],
+      [{ ended: true, failed: true }, " — failed"],
+      [{ ended: true, failed: false }, " — finished"],
+    ] as const) {
+      expect(planTitle({ crewName: "research", inputs, plan })).toBe(`${live}${outcome}`);
+    }
+  });
+
   it("sends the title and every card first, then only what changed", () => {
     const first = planChunks("t", plan([{ id: "task-1", title: "a", status: "in_progress", details: "step 1" }]));
     expect(first.chunks).toEqual([

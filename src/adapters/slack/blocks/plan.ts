@@ -52,7 +52,8 @@ export function planTitle(p: { crewName: string; inputs: Record<string, unknown>
   );
   const outcome = p.plan?.ended ? ` — ${p.plan.stopped ? OUTCOMES[p.plan.stopped] : p.plan.failed ? "failed" : "finished"}` : "";
   const crew = truncatePlain(p.crewName || "Unnamed crew", 60);
-  return cut(`${crew}${inputs.length ? ` (${inputs.join(", ")})` : ""}${outcome}`, PLAN_LIMITS.title + outcome.length);
+  // The crew and inputs are cut, never the outcome: long inputs must not hide how the run ended.
+  return `${cut(`${crew}${inputs.length ? ` (${inputs.join(", ")})` : ""}`, PLAN_LIMITS.title)}${escapeMrkdwn(outcome)}`;
 }
 
 export function taskChunk(t: PlanTask): types.TaskUpdateChunk {

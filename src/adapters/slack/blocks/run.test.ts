@@ -105,6 +105,20 @@ describe("progressMessage", () => {
     expectWithinLimits(m);
   });
 
+  it("says how the run ended: stopped, failed or lost are not finished", () => {
+    const ended = (state?: string) => progressMessage({ steps: 3, latest: "Writing", updatedAt: started, done: true, ...(state ? { state } : {}) });
+    expect([undefined, "completed", "stopped", "abandoned", "failed", "lost", "uninstalled"].map((s) => [ended(s).text, ofType(ended(s), "section")[0]?.text?.text])).toEqual([
+      ["Finished: 3 steps", "✅ Writing"],
+      ["Finished: 3 steps", "✅ Writing"],
+      ["Stopped: 3 steps", "⏹️ Writing"],
+      ["No longer followed: 3 steps", "⏹️ Writing"],
+      ["Failed: 3 steps", "❌ Writing"],
+      ["Lost track of the run: 3 steps", "⚠️ Writing"],
+      ["Lost track of the run: 3 steps", "⚠️ Writing"],
+    ]);
+    expect(json(ended("stopped"))).toContain("3 steps in total");
+  });
+
   it("stays within limits with huge text", () => {
     expectWithinLimits(progressMessage({ steps: 1e9, latest: huge(100_000), updatedAt: started }));
   });

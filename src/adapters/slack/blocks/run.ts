@@ -232,14 +232,23 @@ export interface ProgressParams {
   latest: string;
   updatedAt: Date;
   done?: boolean;
+  /** Once done, the run's state: how it ended (stopped, failed…); absent or completed reads as finished. */
+  state?: string;
+}
+
+/** How the progress message names a run's end: its state's label (one "lost" for both ways of losing track). */
+function progressEnd(state: string | undefined): { emoji: string; label: string } {
+  if (!state || state === "completed") return { emoji: "✅", label: "Finished" };
+  return runStateLabel(state === "uninstalled" ? "lost" : state);
 }
 
 export function progressMessage(p: ProgressParams): SlackMessage {
   const latest = p.latest.trim() ? fitMarkdown(p.latest.trim(), 1_000).text : "_Working…_";
   const steps = p.done ? `${plural(p.steps, "step")} in total` : `${plural(p.steps, "step")} so far`;
+  const { emoji, label } = p.done ? progressEnd(p.state) : { emoji: "⚙️", label: "Working" };
   return {
-    text: `${p.done ? "Finished" : "Working"}: ${plural(p.steps, "step")}`,
-    blocks: [section(`${p.done ? "✅" : "⚙️"} ${latest}`), context(`${steps} · last update ${formatUtcTime(p.updatedAt)}`)],
+    text: `${label}: ${plural(p.steps, "step")}`,
+    blocks: [section(`${emoji} ${latest}`), context(`${steps} · last update ${formatUtcTime(p.updatedAt)}`)],
   };
 }
 
