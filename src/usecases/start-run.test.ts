@@ -91,9 +91,17 @@ describe("startRun", () => {
         throw new CrewError({ kind: "missing_inputs", crewName: "research", operation: "kickoff", status: 422, missingInputs: ["audience"] });
       },
     });
-    expect(await startRun(missing.deps, req)).toMatchObject({ kind: "missing_inputs", missing: ["audience"] });
+    expect(await startRun(missing.deps, req)).toMatchObject({ kind: "inputs_refused", missing: ["audience"], invalid: [] });
     expect(missing.calls.slice(2)).toEqual(["remove 100.1", expect.stringMatching(/^kickoffFailed /)]);
     expect(missing.onRunStarted).not.toHaveBeenCalled();
+
+    // A 400 ("invalid input format") is a refusal of the inputs too: the form comes back, with the crew's words.
+    const invalid = fakes({
+      kickoff: async () => {
+        throw new CrewError({ kind: "bad_request", crewName: "research", operation: "kickoff", status: 400, serviceMessage: "invalid input format" });
+      },
+    });
+    expect(await startRun(invalid.deps, req)).toMatchObject({ kind: "inputs_refused", missing: [], invalid: [], reason: expect.stringContaining("invalid input format") });
 
     const down = fakes({
       kickoff: async () => {

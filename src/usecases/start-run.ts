@@ -7,7 +7,7 @@
 
 import type { CrewConfig } from "../config/config.js";
 import type { Logger } from "../log/log.js";
-import { isCrewError } from "../protocols/crew/errors.js";
+import { type InvalidInput, isCrewError } from "../protocols/crew/errors.js";
 import type { CrewApi } from "../protocols/crew/types.js";
 import type { Execution, WebhookUrls } from "./ports.js";
 import type { Runs } from "./runs.js";
@@ -63,8 +63,8 @@ export type StartRunOutcome =
   | { kind: "unconfirmed"; reason: string; execution: Execution }
   /** The crew started it, but storing its kickoff id failed: its first callback naming it records it. */
   | { kind: "unrecorded"; execution: Execution; kickoffId: string }
-  /** The crew needs these inputs first. */
-  | { kind: "missing_inputs"; missing: string[]; reason: string; execution: Execution }
+  /** The crew refused the inputs (a 422, or a 400: "invalid input format"): these are missing, these invalid (either may be empty). */
+  | { kind: "inputs_refused"; missing: string[]; invalid: InvalidInput[]; reason: string; execution: Execution }
   | { kind: "failed"; reason: string; execution: Execution };
 
 /** Starts a run once. Throws only when the database fails before the crew was called, or after it refused (nothing is left running). */
@@ -125,14 +125,18 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     }));
   } catch (err) {
     const reason = isCrewError(err) ? err.userMessage() : "Crewline could not start the crew.";
-    if (!isCrewError(err)) deps.log.error("kickoff failed", { executionId: execution.id, err });
+    // A crew's refusal is logged with its words (err's message quotes them, made readable and redacted).
+    if (isCrewError(err)) deps.log.warn("crew kickoff failed", { executionId: execution.id, crew: crewConfig.name, err });
+    else deps.log.error("kickoff failed", { executionId: execution.id, err });
     // It may have started: removing its announcement and refusing its callbacks would hide a run that
     // goes on (and invite a second start). It stays "starting" until a callback or the sweep says.
     if (isCrewError(err) && err.maybeApplied) return { kind: "unconfirmed", reason, execution };
     // Nothing half-created stays visible: the announcement goes (the user keeps the form or the reason).
     await deps.announcements.remove(execution, announcementTs).catch(() => undefined);
     await runs.kickoffFailed(execution.id, reason);
-    if (isCrewError(err) && err.kind === "missing_inputs" && err.missingInputs?.length) return { kind: "missing_inputs", missing: err.missingInputs, reason, execution };
+    if (isCrewError(err) && (err.kind === "missing_inputs" || err.kind === "bad_request")) {
+      return { kind: "inputs_refused", missing: err.missingInputs ?? [], invalid: err.invalidInputs ?? [], reason, execution };
+    }
     return { kind: "failed", reason, execution };
   }
   // The crew runs it: its kickoff id must be stored (tried again, as a transaction PostgreSQL failed

@@ -359,7 +359,7 @@ describe("CrewClient errors", () => {
     const crew = await startCrew((_req, res) => send(res, 500, { error: "boom" }, { "retry-after": "30" }));
     const e = await failure(client(crew.url).kickoff({ inputs: {} }));
     expect(e).toMatchObject({ kind: "server", status: 500, retryAfterSeconds: 30, serviceMessage: "boom" });
-    expect(e.userMessage()).toBe("The crew “Research” had a server error (500) while starting a run. It may be starting up; try again in 30 seconds.");
+    expect(e.userMessage()).toBe("The crew “Research” had a server error (500) while starting a run: “boom”. Try again in 30 seconds.");
     expect(crew.seen).toHaveLength(1);
   });
 

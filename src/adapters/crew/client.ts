@@ -245,16 +245,19 @@ export class CrewClient implements CrewApi {
   }
 
   private httpError(call: Call, status: number, retryAfter: string | string[] | undefined, text: string): CrewError {
-    const { serviceMessage, missingInputs } = parseErrorBody(tryJson(text) ?? text);
+    const { serviceMessage, missingInputs, invalidInputs } = parseErrorBody(tryJson(text) ?? text);
     const kind = kindForStatus(status);
+    // Made readable first: redactEchoes reads only the text's start, and a traceback ends with its reason.
+    const secrets = [this.token, this.readToken, ...sentSecrets(call.body)];
+    const shown = (message: string) => redactEchoes(readableError(message), secrets);
     return new CrewError({
       kind,
       crewName: this.name,
       operation: call.op,
       status,
-      // Made readable first: redactEchoes reads only the text's start, and a traceback ends with its reason.
-      serviceMessage: serviceMessage === undefined ? undefined : redactEchoes(readableError(serviceMessage), [this.token, this.readToken, ...sentSecrets(call.body)]),
+      serviceMessage: serviceMessage === undefined ? undefined : shown(serviceMessage),
       missingInputs: kind === "missing_inputs" ? (missingInputs ?? []) : undefined,
+      invalidInputs: invalidInputs?.map((i) => ({ name: i.name, message: shown(i.message) })),
       retryAfterSeconds: kind === "server" ? parseRetryAfter(retryAfter) : undefined,
       // A gateway that stopped waiting: the service may have taken the kickoff or the decision.
       ...(call.method === "POST" && status === 504 ? { maybeApplied: true } : {}),

@@ -4,12 +4,19 @@ export type CrewErrorKind = "bad_request" | "unauthorized" | "not_found" | "miss
 /** "webhook" is for payloads the crew POSTs to us (see parseWebhook). */
 export type CrewOperation = "inputs" | "kickoff" | "status" | "resume" | "stop" | "webhook";
 
+export interface InvalidInput {
+  name: string;
+  message: string;
+}
+
 export interface CrewErrorInit {
   kind: CrewErrorKind;
   crewName: string;
   operation: CrewOperation;
   status?: number;
   missingInputs?: string[];
+  /** Inputs the crew refused, each with its words (a FastAPI 422's items that do not say "missing"). */
+  invalidInputs?: InvalidInput[];
   serviceMessage?: string;
   retryAfterSeconds?: number;
   /** A POST may have reached the crew and taken effect despite the error (read time-out, reset). */
@@ -27,6 +34,7 @@ export class CrewError extends Error {
   readonly operation: CrewOperation;
   readonly status?: number;
   readonly missingInputs?: string[];
+  readonly invalidInputs?: InvalidInput[];
   readonly serviceMessage?: string;
   readonly retryAfterSeconds?: number;
   readonly maybeApplied?: boolean;
@@ -41,6 +49,7 @@ export class CrewError extends Error {
     this.operation = init.operation;
     this.status = init.status;
     this.missingInputs = init.missingInputs;
+    this.invalidInputs = init.invalidInputs?.map((i) => ({ name: i.name, message: clip(readableError(i.message)) }));
     // Quoted to people (userMessage): a traceback's frames never are.
     this.serviceMessage = init.serviceMessage === undefined ? undefined : clip(readableError(init.serviceMessage));
     this.retryAfterSeconds = init.retryAfterSeconds;
@@ -58,12 +67,16 @@ export class CrewError extends Error {
         return `${crew} rejected Crewline's token${code}. Ask whoever set up Crewline to check CREW_TOKEN / the crews file.`;
       case "unreachable":
         return `Couldn't reach ${lower(crew)} while ${doing}. Check that it is deployed and CREW_BASE_URL is right.${this.maybeAppliedNote()}`;
-      case "server":
-        return `${crew} had a server error${code} while ${doing}.${this.maybeAppliedNote() || ` It may be starting up; ${this.retryHint()}`}`;
+      case "server": {
+        // The crew's own words (a KeyError, a quota) say more than "it may be starting up".
+        const advice = this.serviceMessage ? ` Try again ${this.retryHint()}.` : ` It may be starting up; try again ${this.retryHint()}.`;
+        return `${crew} had a server error${code} while ${doing}${this.quoted()}.${this.maybeAppliedNote() || advice}`;
+      }
       case "timeout":
         return `${crew} didn't answer in time while ${doing}.${this.maybeAppliedNote() || " Try again in a minute."}`;
       case "missing_inputs":
-        return this.missingInputs?.length
+        // Refused values are named only in the crew's message (a list of missing names alone would hide them).
+        return this.missingInputs?.length && !this.invalidInputs?.length
           ? `${crew} needs inputs that were not given: ${this.missingInputs.join(", ")}. Fill them in and try again.`
           : `${crew} says required inputs are missing or invalid${code}${this.quoted()}. Check the inputs and try again.`;
       case "bad_request":
@@ -84,7 +97,7 @@ export class CrewError extends Error {
 
   private retryHint(): string {
     const s = this.retryAfterSeconds;
-    return s !== undefined && s > 0 && s <= 600 ? `try again in ${s} seconds.` : "try again in a minute.";
+    return s !== undefined && s > 0 && s <= 600 ? `in ${s} seconds` : "in a minute";
   }
 
   private maybeAppliedNote(): string {

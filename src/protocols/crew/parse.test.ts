@@ -430,6 +430,25 @@ describe("response and error bodies", () => {
         ],
       }),
     ).toEqual({ serviceMessage: "topic: field required; bad", missingInputs: ["topic"] });
+    // A value refused is not a missing input: it is named with the crew's words (pydantic v1 and v2 spellings of "missing" alike).
+    expect(
+      parseErrorBody({
+        detail: [
+          { loc: ["body", "inputs", "year"], msg: "value is not a valid integer", type: "type_error.integer" },
+          { loc: ["body", "inputs", "year"], msg: "second word on it" },
+          { loc: ["body", "inputs", "topic"], msg: "field required", type: "value_error.missing" },
+          { loc: ["body", "inputs", "audience"], msg: "Field required", type: "missing" },
+          { loc: ["body", "inputs"], msg: "bad", type: "x" },
+        ],
+      }),
+    ).toEqual({
+      serviceMessage: "year: value is not a valid integer; year: second word on it; topic: field required; audience: Field required; bad",
+      missingInputs: ["topic", "audience"],
+      invalidInputs: [{ name: "year", message: "value is not a valid integer" }],
+    });
+    expect(parseErrorBody({ detail: Array.from({ length: 500 }, (_, i) => ({ loc: ["body", "inputs", `in${i}`], msg: "too long" })) }).invalidInputs).toHaveLength(
+      MISSING_INPUTS_MAX,
+    );
     expect(parseErrorBody("<html>Bad gateway</html>")).toEqual({});
     // Missing names are read as /inputs names are: trimmed, at most 200 characters, once each, bounded.
     expect(parseErrorBody({ missing_inputs: [" audience ", "audience", "x".repeat(201), 7, ""] })).toEqual({ missingInputs: ["audience"] });

@@ -4,7 +4,7 @@ import crypto from "node:crypto";
 import { z } from "zod";
 import { readableJson } from "../../text/bounded-json.js";
 import { safeSlice } from "../../text/truncate.js";
-import { CrewError, type CrewOperation } from "./errors.js";
+import { CrewError, type CrewOperation, type InvalidInput } from "./errors.js";
 import type { CrewCompletionEvent, CrewEvent, CrewInput, ExecutionPhase, ExecutionStatus, HumanInputEvent, ResumeResult, StepEvent, TaskEvent } from "./types.js";
 
 const STEP_SUMMARY_MAX = 300;
@@ -427,15 +427,19 @@ export function parseResume(body: unknown): ResumeResult {
 export interface ErrorBody {
   serviceMessage?: string;
   missingInputs?: string[];
+  /** Inputs the crew refused for their value, each with its words (FastAPI's detail items that do not say "missing"). */
+  invalidInputs?: InvalidInput[];
 }
 
 export function parseErrorBody(body: unknown): ErrorBody {
   const b = record.safeParse(body);
   if (!b.success) return typeof body === "string" ? plainTextMessage(body) : {};
   const missing = missingInputsOf(b.data);
+  const invalid = invalidInputsOf(b.data);
   return dropUndefined({
     serviceMessage: serviceMessageOf(b.data),
     missingInputs: missing.length ? missing : undefined,
+    invalidInputs: invalid.length ? invalid : undefined,
   });
 }
 
@@ -479,7 +483,34 @@ function missingInputsOf(b: Record<string, unknown>): string[] {
     const listed = Array.isArray(candidate) ? inputNames(candidate) : [];
     if (listed.length) return listed;
   }
-  return Array.isArray(b.detail) ? inputNames(b.detail.map((d) => locName(record.safeParse(d).data?.loc))) : [];
+  return inputNames(
+    detailItems(b)
+      .filter(saysMissing)
+      .map((d) => locName(d.loc)),
+  );
+}
+
+/** The inputs a FastAPI detail list refuses for their value ("value is not a valid integer"), each once with its first message, bounded as missing names are. */
+function invalidInputsOf(b: Record<string, unknown>): InvalidInput[] {
+  const refused = new Map<string, string>();
+  for (const item of detailItems(b)) {
+    const name = idText.safeParse(locName(item.loc)).data;
+    if (name !== undefined && !saysMissing(item) && !refused.has(name)) refused.set(name, String(item.msg).trim());
+    if (refused.size >= MISSING_INPUTS_MAX) break;
+  }
+  return [...refused].map(([name, message]) => ({ name, message }));
+}
+
+function detailItems(b: Record<string, unknown>): Record<string, unknown>[] {
+  const items = Array.isArray(b.detail) ? b.detail.map((d) => record.safeParse(d).data) : [];
+  return items.filter((d) => d !== undefined);
+}
+
+/** Whether a detail item says its input is absent (pydantic: type "missing" or "value_error.missing", msg "field required"), or says nothing else. */
+function saysMissing(item: Record<string, unknown>): boolean {
+  const type = typeof item.type === "string" ? item.type.toLowerCase() : "";
+  const msg = typeof item.msg === "string" ? item.msg.trim().toLowerCase() : "";
+  return type.includes("missing") || msg === "" || msg.includes("required") || msg.includes("missing");
 }
 
 const LOC_NOISE = new Set(["body", "query", "path", "header", "inputs"]);

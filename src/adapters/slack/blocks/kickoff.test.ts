@@ -117,6 +117,15 @@ describe("kickoffFormView", () => {
     expect(modalLimitViolations(view)).toEqual([]);
   });
 
+  it("says why it is shown again in the block that names the crew: all 99 inputs still fit, and a huge notice is cut", () => {
+    const many = Array.from({ length: 99 }, (_, i) => ({ name: `input_${i}`, required: true }));
+    const view = kickoffFormView({ crewName: "c", inputs: many, metadata: "", notice: `⚠️ The crew refused this input: ${huge(10_000)}` });
+    expect(inputs(view)).toHaveLength(99);
+    expect(view.blocks).toHaveLength(100);
+    expect((view.blocks[0] as types.SectionBlock).text?.text).toMatch(/^Crew: \*c\*\n⚠️ The crew refused this input/);
+    expect(modalLimitViolations(view)).toEqual([]);
+  });
+
   it("respects every limit with huge names, descriptions and values", () => {
     const big = Array.from({ length: 120 }, (_, i) => ({ name: `${huge(5000)}${i}`, description: huge(10_000), required: true }));
     const values = Object.fromEntries(big.map((b) => [b.name, huge(10_000)]));

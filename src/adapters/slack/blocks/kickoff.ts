@@ -22,11 +22,13 @@ export interface KickoffFormParams {
   metadata: string;
   /** Prefill, keyed by input name, when the form is shown again. */
   values?: Record<string, string>;
+  /** Why the form is shown again (mrkdwn): in the block that names the crew, so that every input still fits. */
+  notice?: string;
 }
 
 const TITLE = "Start a crew";
 const CREW_NAME_MAX = 200;
-/** One block names the crew; with too many inputs, one more says how many were left out. */
+/** One block names the crew (and why the form is shown again); with too many inputs, one more says how many were left out. */
 export const MAX_FORM_INPUTS = LIMITS.modalBlocks - 1;
 export const MAX_FORM_INPUTS_WHEN_CUT = LIMITS.modalBlocks - 2;
 
@@ -113,7 +115,8 @@ export function visibleFormInputs<T>(inputs: readonly T[]): T[] {
 export function kickoffFormView(p: KickoffFormParams): types.ModalView {
   const shown = visibleFormInputs(p.inputs);
   const cut = shown.length < p.inputs.length;
-  const blocks: types.KnownBlock[] = [context(`Crew: ${crewLabel(p.crewName)}`)];
+  const crew = `Crew: ${crewLabel(p.crewName)}`;
+  const blocks: types.KnownBlock[] = [p.notice ? section(excerpt(`${crew}\n${p.notice}`, LIMITS.sectionText).text) : context(crew)];
   if (p.inputs.length === 0) blocks.push(section("This crew needs no inputs."));
   for (const input of shown) blocks.push(inputBlock(input, p.values?.[input.name]));
   if (cut) {

@@ -82,14 +82,7 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
   // The hash guards against overwriting a view the user changed meanwhile (hash_conflict).
   const show = (view: types.ModalView) => updateView(client, deps, req.teamId, { view_id: viewId, ...(hash ? { hash } : {}), view });
 
-  const problem = await channelProblem(client, req.channelId);
-  if (problem) return void (await show(kickoffErrorView({ message: problem })));
-
-  const origin: FormOrigin | undefined = req.source && {
-    thread: req.source.threadTs,
-    text: req.source.text,
-    permalink: await permalinkOf(client, req.channelId, req.source.messageTs),
-  };
+  // Which crews may be started here is known before Slack is asked: a channel none may be started in is not joined.
   const crews = deps.crews.availableIn(req.channelId, req.teamId);
   const named = (c: { name: string }) => c.name.toLowerCase() === req.crewName?.toLowerCase();
   const match = req.crewName ? crews.find(named) : undefined;
@@ -106,6 +99,14 @@ async function fillModal(client: WebClient, deps: FeatureDeps, viewId: string, h
     const known = crews.map((c) => `“${c.name}”`).join(", ");
     return void (await show(kickoffErrorView({ message: `There is no crew called “${req.crewName}” here. Crews you can start in this channel: ${known}.` })));
   }
+  const problem = await channelProblem(client, req.channelId);
+  if (problem) return void (await show(kickoffErrorView({ message: problem })));
+
+  const origin: FormOrigin | undefined = req.source && {
+    thread: req.source.threadTs,
+    text: req.source.text,
+    permalink: await permalinkOf(client, req.channelId, req.source.messageTs),
+  };
   const crewName = match?.name ?? (crews.length === 1 ? crews[0]!.name : undefined);
   if (crewName) return void (await show(await formFor(deps, crewName, req.channelId, req.teamId, req.userId, origin)));
   const meta = encodeMetadata(bindForm(deps.formKey, { channel: req.channelId, team: req.teamId, inputs: [], user: req.userId, ...sealedOrigin(origin) }));
@@ -137,7 +138,10 @@ export async function formFor(deps: FeatureDeps, crewName: string, channelId: st
     const target = origin?.text ? inputForMessageText(inputs) : undefined;
     return kickoffFormView({ crewName, inputs, metadata, ...(target ? { values: { [target]: origin!.text! } } : {}) });
   } catch (err) {
-    if (isCrewError(err)) return kickoffErrorView({ crewName, message: err.userMessage() });
+    if (isCrewError(err)) {
+      deps.log.warn("crew inputs could not be listed", { crew: crewName, err });
+      return kickoffErrorView({ crewName, message: err.userMessage() });
+    }
     if (err instanceof Error && err.message.startsWith("too many inputs")) {
       return kickoffErrorView({ crewName, message: "This crew declares more inputs than a Slack form can carry." });
     }
@@ -186,9 +190,14 @@ export function registerCrewPicker(app: App, deps: FeatureDeps): void {
     // A picker opened for someone else (or metadata we did not seal) shows nothing.
     if (!meta.success || !formIsFor(deps.formKey, meta.data, userId)) return void deps.log.warn("crew picker with foreign metadata ignored", { userId });
     const names = deps.crews.availableIn(meta.data.channel, meta.data.team).map((c) => c.name);
-    const crewName = optionValue ? crewNameFromOptionValue(optionValue, names) : undefined;
-    if (!crewName) return;
+    if (!optionValue) return;
+    const crewName = crewNameFromOptionValue(optionValue, names);
     const { channel, team } = meta.data;
+    // A crew removed (or limited to other channels) since the picker was shown: said, not left loading.
+    if (!crewName) {
+      const message = "That crew can no longer be started in this channel. Run `/crew` again to see the crews you can start here.";
+      return void (await updateView(client, deps, team, { view_id: viewId, view: kickoffErrorView({ message }) }));
+    }
     await updateView(client, deps, team, { view_id: viewId, view: loadingView() });
     const origin: FormOrigin = { ...sealedOrigin(meta.data), text: sourceTextOf(stateValues) };
     await updateView(client, deps, team, { view_id: viewId, view: await formFor(deps, crewName, channel, team, userId, origin) });

@@ -12,6 +12,7 @@ import {
   KICKOFF_VIEW_CALLBACK,
   kickoffErrorView,
   kickoffFormView,
+  MAX_FORM_INPUTS,
   missingInputErrors,
   readViewInputs,
   truncatePlain,
@@ -65,8 +66,16 @@ function enterpriseOf(body: unknown): string | null {
 /** Starts the run (usecases/start-run.ts) and shows how it went in the modal (and privately in the channel). */
 async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartRequest): Promise<void> {
   const crewName = req.meta.crew!;
+  // False when the modal could not show it (the person closed it: not_found).
   const showView = (view: types.ModalView) =>
-    updateView(client, deps, req.meta.team, { view_id: req.viewId, view }).catch((err) => deps.log.warn("could not update kickoff modal", { err }));
+    updateView(client, deps, req.meta.team, { view_id: req.viewId, view }).then(
+      () => true,
+      (err) => {
+        deps.log.warn("could not update kickoff modal", { err });
+        return false;
+      },
+    );
+  const tell = (text: string) => client.chat.postEphemeral({ channel: req.meta.channel, user: req.userId, text }).catch(() => undefined);
   let outcome: StartRunOutcome;
   try {
     outcome = await startRun(
@@ -93,11 +102,21 @@ async function startFromForm(client: WebClient, deps: FeatureDeps, req: StartReq
   } catch (err) {
     // Its database failed before the crew was called (or after it refused): nothing runs.
     deps.log.error("run could not be started", { crew: crewName, err });
-    return void (await showView(kickoffErrorView({ crewName, message: NOT_STARTED_NO_DATABASE })));
+    const view = kickoffErrorView({ crewName, message: NOT_STARTED_NO_DATABASE });
+    if (!(await showView(view))) await tell(wordsOf(view));
+    return;
   }
-  await showView(outcomeView(deps, req, outcome));
-  if (outcome.kind === "failed")
-    await client.chat.postEphemeral({ channel: outcome.execution.channelId, user: req.userId, text: `❌ ${escapeMrkdwn(outcome.reason)}` }).catch(() => undefined);
+  // A failure is also told privately; any outcome is when the modal could not show it (else no one hears of it).
+  const view = outcomeView(deps, req, outcome);
+  const shown = await showView(view);
+  if (outcome.kind === "failed" || !shown) await tell(outcome.kind === "failed" || outcome.kind === "inputs_refused" ? `❌ ${escapeMrkdwn(outcome.reason)}` : wordsOf(view));
+}
+
+/** A view's words as one message (its sections' text), for the person who closed the modal. */
+function wordsOf(view: types.ModalView): string {
+  return (view.blocks as types.KnownBlock[])
+    .flatMap((b) => (b.type === "section" && b.text ? [b.text.type === "plain_text" ? escapeMrkdwn(b.text.text) : b.text.text] : []))
+    .join("\n");
 }
 
 /** What the form shows once the run's start has an outcome. */
@@ -119,6 +138,12 @@ function outcomeView(deps: FeatureDeps, req: StartRequest, outcome: StartRunOutc
     case "started":
       return startedView(crewName, outcome.kickoffId);
     case "unconfirmed":
+      // Without webhooks (no PUBLIC_URL) no callback will ever bring its kickoff id: the run cannot be found again.
+      if (!deps.webhooksEnabled) {
+        return statusView(
+          `⚠️ Crewline got no usable answer from *${escapeMrkdwn(crewName)}* to the kickoff, so the run may have started, but Crewline cannot follow it: without webhooks (PUBLIC_URL), nothing will tell Crewline which run it is, and its progress will not show in the thread. Check the crew's platform to see whether it is running before starting it again.`,
+        );
+      }
       return statusView(
         `⏳ ${escapeMrkdwn(outcome.reason)} If *${escapeMrkdwn(crewName)}* started, its progress shows in the run's thread; if Crewline hears nothing from it within ${UNSTARTED_AFTER_MINUTES} minutes, the run is marked as not started.`,
       );
@@ -126,8 +151,8 @@ function outcomeView(deps: FeatureDeps, req: StartRequest, outcome: StartRunOutc
       return statusView(
         `✅ *${escapeMrkdwn(crewName)}* is running (kickoff \`${escapeMrkdwn(outcome.kickoffId)}\`), but Crewline could not record it just now: its progress shows in the channel's thread once it can. Please don't start it again.`,
       );
-    case "missing_inputs":
-      return formWithMissing(deps, req, outcome.missing);
+    case "inputs_refused":
+      return formWithRefusal(deps, req, outcome);
     case "failed":
       return kickoffErrorView({ crewName, message: outcome.reason });
   }
@@ -190,21 +215,28 @@ function slackAnnouncements(client: WebClient, deps: Pick<FeatureDeps, "spendSla
 const WARNING_NAMES_MAX = 10;
 /** Longest input name the corrected form's warning shows. */
 const WARNING_NAME_MAX = 100;
+/** Longest message of the crew's about one input the corrected form's warning shows. */
+const WARNING_MESSAGE_MAX = 150;
 
 /**
- * The form again, every input the crew named required. A name only the crew's 422 gave (not one /inputs
- * listed) gets a field too, carried in the sealed metadata the submission reads its inputs from: else
- * every submission would send the same inputs and be refused again. As many as the metadata can carry.
+ * The form again, with the person's values and the crew's refusal: every input the crew named missing
+ * required, each it refused with its words. A name only the crew gave (not one /inputs listed) gets a
+ * field too, carried in the sealed metadata the submission reads its inputs from: else every submission
+ * would send the same inputs and be refused again. As many as the metadata and the form can carry.
  */
-function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]): types.ModalView {
+function formWithRefusal(deps: FeatureDeps, req: StartRequest, refusal: Extract<StartRunOutcome, { kind: "inputs_refused" }>): types.ModalView {
+  const { missing, invalid } = refusal;
   const declared = req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) }));
   const known = new Set(declared.map((i) => i.name));
-  const named = missing.filter((name) => !known.has(name)).map((name) => ({ name, required: true, description: "The crew asked for this input." }));
+  const named = [...new Set([...missing, ...invalid.map((i) => i.name)])]
+    .filter((name) => !known.has(name))
+    .map((name) => ({ name, required: true, description: "The crew asked for this input." }));
   // A new nonce: the corrected form is a new submission (this one's run failed to start).
   const { nonce: _n, sig: _s, ...facts } = req.meta;
   const sealed = (fields: { name: string; required: boolean }[]) =>
     encodeMetadata(bindForm(deps.formKey, { ...facts, inputs: fields.map((i) => ({ name: i.name, required: i.required })), user: req.userId }));
-  let inputs = [...declared, ...named];
+  // A required field the form could not show could never be filled in.
+  let inputs = [...declared, ...named].slice(0, Math.max(declared.length, MAX_FORM_INPUTS));
   let metadata: string;
   for (;;) {
     try {
@@ -216,13 +248,16 @@ function formWithMissing(deps: FeatureDeps, req: StartRequest, missing: string[]
       inputs = inputs.slice(0, -1);
     }
   }
-  const view = kickoffFormView({ crewName: req.meta.crew!, inputs, metadata, values: req.inputs });
-  const listed = missing.slice(0, WARNING_NAMES_MAX).map((name) => `*${escapeMrkdwn(truncatePlain(humanizeInputName(name), WARNING_NAME_MAX))}*`);
-  const more = missing.length - listed.length;
-  const names = more > 0 ? `${listed.join(", ")} and ${more} more` : listed.join(", ");
-  const left = inputs.length < declared.length + named.length ? " Not all of them fit in this form: ask whoever set up Crewline to check the crew's inputs." : "";
-  view.blocks.unshift(section(`⚠️ The crew needs ${names} before it can start.${left}`));
-  return view;
+  const shownName = (name: string) => `*${escapeMrkdwn(truncatePlain(humanizeInputName(name), WARNING_NAME_MAX))}*`;
+  const counted = (all: unknown[], listed: string[], join: string) =>
+    all.length > listed.length ? `${listed.join(join)}${join}and ${all.length - listed.length} more` : listed.join(join);
+  const needs = missing.length ? `The crew needs ${counted(missing, missing.slice(0, WARNING_NAMES_MAX).map(shownName), ", ")} before it can start.` : "";
+  const refusedLines = invalid.slice(0, WARNING_NAMES_MAX).map((i) => `${shownName(i.name)}: ${escapeMrkdwn(truncatePlain(i.message, WARNING_MESSAGE_MAX))}`);
+  const refused = invalid.length ? `The crew refused ${invalid.length === 1 ? "this input" : "these inputs"}:\n${counted(invalid, refusedLines, "\n")}` : "";
+  // A refusal that names no input (a 400's "invalid input format") is told in the crew's words.
+  const said = [needs, refused].filter(Boolean).join("\n") || escapeMrkdwn(refusal.reason);
+  const left = inputs.length < declared.length + named.length ? "\nNot all of them fit in this form: ask whoever set up Crewline to check the crew's inputs." : "";
+  return kickoffFormView({ crewName: req.meta.crew!, inputs, metadata, values: req.inputs, notice: `⚠️ ${said}${left}` });
 }
 
 /** What the form shows once submitted: the crew starting, then running. */
