@@ -223,6 +223,9 @@ describe("parseWebhook step", () => {
     expect(e.kind === "step" && e.summary.startsWith("💭 line one line two")).toBe(true);
     expect(e.kind === "step" && e.summary.length).toBeLessThanOrEqual(300);
     expect(e.kind === "step" && e.summary.endsWith("…")).toBe(true);
+    // Cut where an emoji sits: never half of it (a lone surrogate is no JSON PostgreSQL stores).
+    const emoji = parseWebhook("step", { execution_id: "k2", thought: `${"a".repeat(295)}😀 and more` });
+    expect(emoji.kind === "step" && Buffer.from(emoji.summary).toString()).toBe(emoji.kind === "step" && emoji.summary);
   });
 
   it("reads the older {action, task_id} form, task_id being the run id", () => {

@@ -3,7 +3,7 @@
 import crypto from "node:crypto";
 import { z } from "zod";
 import { readableJson } from "../../text/bounded-json.js";
-import { safeSlice } from "../../text/truncate.js";
+import { safeSlice, truncatePlain } from "../../text/truncate.js";
 import { CrewError, type CrewOperation, type InvalidInput } from "./errors.js";
 import type { CrewCompletionEvent, CrewEvent, CrewInput, ExecutionPhase, ExecutionStatus, HumanInputEvent, ResumeResult, StepEvent, TaskEvent } from "./types.js";
 
@@ -354,10 +354,8 @@ function stepSummary(tool?: string, toolInput?: string, thought?: string, action
   return "⚙️ Working…";
 }
 
-function oneLine(text: string, max = STEP_SUMMARY_MAX): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
-}
+/** A step's line (cut whole: a split emoji is no JSON PostgreSQL stores). */
+const oneLine = (text: string) => truncatePlain(text, STEP_SUMMARY_MAX);
 
 function taskEvent(b: Record<string, unknown>, crewName: string): TaskEvent {
   const name = taskName(b.name);
