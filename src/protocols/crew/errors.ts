@@ -1,4 +1,5 @@
 import { readableError } from "../../text/readable-error.js";
+import { truncatePlain } from "../../text/truncate.js";
 export type CrewErrorKind = "bad_request" | "unauthorized" | "not_found" | "missing_inputs" | "server" | "timeout" | "unreachable" | "invalid_response";
 
 /** "webhook" is for payloads the crew POSTs to us (see parseWebhook). */
@@ -129,10 +130,7 @@ function technicalMessage(init: CrewErrorInit): string {
   return `crew "${init.crewName}" ${init.operation}: ${init.kind}${code}${detail}`;
 }
 
-function clip(text: string): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  return flat.length <= SERVICE_MESSAGE_MAX ? flat : `${flat.slice(0, SERVICE_MESSAGE_MAX - 1)}…`;
-}
+const clip = (text: string) => truncatePlain(text, SERVICE_MESSAGE_MAX);
 
 function lower(s: string): string {
   return s.charAt(0).toLowerCase() + s.slice(1);
