@@ -309,7 +309,7 @@ describe("deciding a review by replying in its thread", () => {
       replyEvent("what is this?", threadTs, { user: BOB }),
       replyEvent("lgtm", threadTs, { extra: { bot_id: "B0OTHER" } }),
       replyEvent("lgtm", threadTs, { extra: { subtype: "bot_message" } }),
-      replyEvent("lgtm", threadTs, { extra: { subtype: "file_share" } }),
+      replyEvent("lgtm", threadTs, { extra: { subtype: "channel_join" } }),
       { type: "message", subtype: "message_changed", channel: CHANNEL, ts: newTs(), message: { type: "message", user: USER, text: "lgtm", ts: newTs(), thread_ts: threadTs } },
       { type: "message", subtype: "message_deleted", channel: CHANNEL, ts: newTs(), deleted_ts: threadTs },
       replyEvent("lgtm", "1700000000.000100"),
