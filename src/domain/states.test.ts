@@ -62,7 +62,9 @@ describe("flow request transitions", () => {
   const table: Record<FlowRequestEvent, Partial<Record<(typeof FLOW_REQUEST_STATES)[number], string>>> = {
     claimed: { pending: "deciding" },
     answered: { deciding: "answered" },
+    taken_earlier: { deciding: "answered" },
     refused: { deciding: "closed" },
+    not_taken: { deciding: "pending" },
     answer_failed: { deciding: "pending" },
     abandoned: { deciding: "pending" },
     workspace_removed: { pending: "closed" },

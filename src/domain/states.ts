@@ -110,15 +110,20 @@ export function nextRound(latest: { round: number; state: string; outputHash: st
 export const FLOW_REQUEST_STATES = ["pending", "deciding", "answered", "closed"] as const;
 export type FlowRequestState = (typeof FLOW_REQUEST_STATES)[number];
 
-export type FlowRequestEvent = "claimed" | "answered" | "refused" | "answer_failed" | "abandoned" | "workspace_removed";
+export type FlowRequestEvent = "claimed" | "answered" | "taken_earlier" | "refused" | "not_taken" | "answer_failed" | "abandoned" | "workspace_removed";
 
 const FLOW_REQUEST_TRANSITIONS: Record<FlowRequestEvent, { from: readonly FlowRequestState[]; to: FlowRequestState }> = {
   // The first answer (a click, or the deadline) moves pending → deciding; every later one finds it taken.
   claimed: { from: ["pending"], to: "deciding" },
   // The flow took the answer.
   answered: { from: ["deciding"], to: "answered" },
-  // The flow refused it (4xx: already answered by other means, token expired): closed with its reason.
+  // The flow refused it as already answered after an earlier answer may have reached it (its call timed
+  // out, or was cut off): answered, by that earlier answer.
+  taken_earlier: { from: ["deciding"], to: "answered" },
+  // The flow refused it for what the request is (404, 409, 410; 401/403: its token): closed with its reason.
   refused: { from: ["deciding"], to: "closed" },
+  // The flow refused the answer itself (400, 413, 422: too long, malformed): open again, to be answered differently.
+  not_taken: { from: ["deciding"], to: "pending" },
   // 5xx, time-out or unreachable: open again so someone can answer.
   answer_failed: { from: ["deciding"], to: "pending" },
   // Its process died while calling the flow: open again long after any call could still be running.

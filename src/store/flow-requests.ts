@@ -147,11 +147,32 @@ export async function listPostedPending(on: On, opts: { for: PostedPendingFor; t
 
 // ------------------------------------------------------------------ decisions
 
-/** Opens an abandoned decision again, if it is still the one read (same decidedAt). */
-export async function reopenAbandoned(on: On, request: Pick<FlowRequestRow, "id" | "decidedAt">, move: { from: readonly string[]; to: string }, now: Date): Promise<boolean> {
+/**
+ * An answer that may have reached the flow (its call timed out, a gateway answered, its process died
+ * mid-call), kept on the request opened again: a pending row with `decidedBy` set. Should a later answer
+ * be refused as already answered, the request is recorded as answered by this one. `answerMessage`
+ * says why on the message.
+ */
+export type MaybeTaken = Pick<FlowRequestRow, "decidedBy" | "outcome" | "feedback" | "decidedByDeadline" | "answerStatus" | "answerMessage">;
+
+/** The answer a pending request keeps as one that may have reached the flow, if any. */
+export function maybeTakenOf(row: FlowRequestRow): MaybeTaken | null {
+  if (row.state !== "pending" || !row.decidedBy) return null;
+  const { decidedBy, outcome, feedback, decidedByDeadline, answerStatus, answerMessage } = row;
+  return { decidedBy, outcome, feedback, decidedByDeadline, answerStatus, answerMessage };
+}
+
+/** Opens an abandoned decision again, if it is still the one read (same decidedAt), keeping its answer as one that may have reached the flow (`note`: why). */
+export async function reopenAbandoned(
+  on: On,
+  request: Pick<FlowRequestRow, "id" | "decidedAt">,
+  move: { from: readonly string[]; to: string },
+  now: Date,
+  note: string,
+): Promise<boolean> {
   let q = on
     .updateTable("FlowRequest")
-    .set({ state: move.to, decidedBy: null, outcome: null, feedback: null, decidedAt: null, claimedBy: null, updatedAt: now })
+    .set({ state: move.to, decidedAt: null, claimedBy: null, answerStatus: null, answerMessage: note, updatedAt: now })
     .where("id", "=", request.id)
     .where("state", "in", move.from);
   q = request.decidedAt === null ? q.where("decidedAt", "is", null) : q.where("decidedAt", "=", request.decidedAt);
@@ -190,11 +211,14 @@ export async function settleDecision(
   answer: { status: number | null; message: string | null; deadlineDone: boolean },
   claimedAt: Date,
   now: Date,
+  /** Answered by an earlier answer (taken_earlier): its columns replace the claim's. */
+  earlier?: MaybeTaken,
 ): Promise<{ row: FlowRequestRow | undefined; ours: boolean }> {
   const sql = on;
   const row = await sql
     .updateTable("FlowRequest")
     .set({
+      ...(earlier ? { decidedBy: earlier.decidedBy, outcome: earlier.outcome, feedback: earlier.feedback, decidedByDeadline: earlier.decidedByDeadline } : {}),
       state: move.to,
       answerStatus: answer.status,
       answerMessage: answer.message,
@@ -210,25 +234,31 @@ export async function settleDecision(
   return row ? { row, ours: true } : { row: await findFlowRequest(sql, id), ours: false };
 }
 
-/** A decision claimed at `claimedAt` whose answer did not reach the flow opens again (the claim undone), while that claim still holds it. */
+/**
+ * A decision claimed at `claimedAt` that the flow did not take opens again (the claim undone), while
+ * that claim still holds it; `maybeTaken`: the answer it keeps as one that may have reached the flow.
+ */
 export async function reopenFailedDecision(
   on: On,
   id: string,
   move: { from: readonly string[]; to: string },
-  opts: { deadlineDone: boolean },
+  opts: { deadlineDone: boolean; maybeTaken: MaybeTaken | null },
   claimedAt: Date,
   now: Date,
 ): Promise<{ row: FlowRequestRow | undefined; ours: boolean }> {
   const sql = on;
+  const kept = opts.maybeTaken;
   const moved = await sql
     .updateTable("FlowRequest")
     .set({
       state: move.to,
-      decidedBy: null,
-      outcome: null,
-      feedback: null,
+      decidedBy: kept?.decidedBy ?? null,
+      outcome: kept?.outcome ?? null,
+      feedback: kept?.feedback ?? null,
       decidedAt: null,
-      decidedByDeadline: false,
+      decidedByDeadline: kept?.decidedByDeadline ?? false,
+      answerStatus: kept?.answerStatus ?? null,
+      answerMessage: kept?.answerMessage ?? null,
       ...(opts.deadlineDone ? { deadlineDoneAt: now } : {}),
       updatedAt: now,
     })

@@ -156,12 +156,47 @@ describe("flow requests on the database: state, audit and effects commit togethe
     t += 5 * 60_000;
     await flows.recover();
     expect((await row(id)).state).toBe("pending");
+    // Cut off mid-call, its answer may have reached the flow: audited, said under the request, shown.
+    expect(await effects(id)).toEqual(["flow.reminder", "flow.show"]);
     expect(await flows.deadlinesDue()).toBe(1);
     const after = await row(id);
-    expect(after).toMatchObject({ state: "pending", decidedBy: null, outcome: null });
+    // The interrupted answer is still the one that may have reached the flow (this one could not).
+    expect(after).toMatchObject({ state: "pending", decidedBy: "crewline:deadline", outcome: "Reject", decidedAt: null });
     expect(after.deadlineDoneAt).toEqual(clock.now());
-    expect((await audits(id)).map((a) => [a.kind, a.decision, a.detail])).toEqual([["flow_decision", "Reject", expect.objectContaining({ outcome: "failed", byDeadline: true })]]);
-    expect(await effects(id)).toEqual(["flow.reminder"]);
+    expect((await audits(id)).map((a) => [a.kind, a.decision, a.detail])).toEqual([
+      ["flow_decision", "Reject", expect.objectContaining({ outcome: "failed", interrupted: true, maybeTaken: true, byDeadline: true })],
+      ["flow_decision", "Reject", expect.objectContaining({ outcome: "failed", byDeadline: true })],
+    ]);
+    expect(await effects(id)).toEqual(["flow.reminder", "flow.reminder", "flow.show"]);
+  });
+
+  it("a deadline's answer a gateway timed out on is kept as one the flow may have: said so under the request, and recorded once a person's answer is refused as already answered", async () => {
+    const endpoint = await flowEndpoint(504, 409);
+    try {
+      const { flows } = flowsWith({ decideWithinMs: 60_000, onTimeout: "reject" });
+      const id = await pendingRequest({ decideBy: new Date(t + 60_000), onTimeout: "reject", callbackUrl: endpoint.url });
+      t += 61_000;
+      expect(await flows.deadlinesDue()).toBe(1);
+      expect(await row(id)).toMatchObject({ state: "pending", decidedBy: "crewline:deadline", outcome: "Reject", decidedByDeadline: true, answerStatus: 504 });
+      const notices = await sql.selectFrom("SlackEffect").select("payload").where("subjectId", "=", id).where("kind", "=", "flow.reminder").execute();
+      expect(notices.map((n) => (n.payload as { notice: { text?: string } }).notice.text)).toEqual([
+        expect.stringMatching(/^⚠️ The deadline's automatic answer may have reached the flow/),
+      ]);
+
+      t += 1000;
+      expect(await flows.decide({ requestId: id, userId: BOB, outcomeIndex: 0, feedback: "", fromHome: true })).toMatchObject({
+        kind: "taken_earlier",
+        by: null,
+        outcome: "Reject",
+      });
+      expect(await row(id)).toMatchObject({ state: "answered", decidedBy: "crewline:deadline", outcome: "Reject", decidedByDeadline: true, answerStatus: 409 });
+      expect((await audits(id)).map((a) => [a.actor, a.decision, a.detail])).toEqual([
+        ["crewline:deadline", "Reject", expect.objectContaining({ outcome: "failed", maybeTaken: true, byDeadline: true })],
+        ["crewline:deadline", "Reject", expect.objectContaining({ outcome: "answered", takenEarlier: true, byDeadline: true, refusedAnswer: { by: BOB, decision: "Approve" } })],
+      ]);
+    } finally {
+      await endpoint.close();
+    }
   });
 
   it("a deadline's answer beaten by a person's is given back, and taken again once that answer did not arrive and the request waits again", async () => {

@@ -6,7 +6,7 @@
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.js";
 import { approvalFeedback, approvalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
-import { flowRequestTransition } from "../domain/states.js";
+import { type FlowRequestEvent, flowRequestTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import type { FlowRequestInput } from "../protocols/flows/request.js";
 import { abandonedRequests, approvalsOf, approvedBy, remindersDue } from "../store/decision-requests.js";
@@ -19,7 +19,19 @@ import type { Audit } from "./audit.js";
 import { DEADLINE_ACTOR, DecisionCore, type DecisionTarget } from "./decisions/core.js";
 import { flowRequestTarget } from "./decisions/flow-request.js";
 import { errText, type Job } from "./jobs.js";
-import { type ClaimHolder, type Clock, type FlowCallback, type FlowNotice, type FlowRequest, type FlowRequestContext, type Outbox, systemClock, type TeamRef } from "./ports.js";
+import {
+  type ClaimHolder,
+  type Clock,
+  type FlowCallback,
+  type FlowCallbackAnswer,
+  type FlowNotice,
+  type FlowRequest,
+  type FlowRequestContext,
+  type NewEffect,
+  type Outbox,
+  systemClock,
+  type TeamRef,
+} from "./ports.js";
 import { approvalsShown } from "./review-context.js";
 import { describeReviewers, describeWaitingReviewers } from "./reviewer-rules.js";
 
@@ -91,6 +103,12 @@ export type FlowDecisionOutcome =
   | { kind: "answered"; request: FlowRequest }
   | { kind: "closed"; request: FlowRequest; reason: string }
   | { kind: "failed"; request: FlowRequest; message: string }
+  /** The flow refused the answer itself (400, 413, 422), in its words (`reason`): open again, to be answered differently. */
+  | { kind: "not_taken"; request: FlowRequest; reason: string }
+  /** No answer to the call (a time-out, a gateway's 502/504): the flow may have taken it; open again, remembering it. */
+  | { kind: "maybe_taken"; request: FlowRequest; message: string }
+  /** Refused as already answered after an earlier answer may have reached the flow: the request is answered by that one (`by`, null: its deadline; `outcome`). */
+  | { kind: "taken_earlier"; request: FlowRequest; by: string | null; outcome: string | null }
   /** The flow's answer came so late that the request had been opened again meanwhile: the flow heard this answer, the request shows what happened since. */
   | { kind: "taken_over"; request: FlowRequest }
   /** The flow took the answer but Crewline could not store that: the request stays claimed until it is reopened as abandoned (a second answer is then the flow's to refuse). */
@@ -121,6 +139,41 @@ export function answerReason(status: number, body: string): string {
   reason = truncatePlain(withoutTokens(reason.replace(/\s+/g, " ")), 300);
   const fallback: Record<number, string> = { 404: "the request no longer exists", 409: "the request was already answered", 410: "the request expired" };
   return `${status}${reason ? ` ${reason}` : fallback[status] ? ` ${fallback[status]}` : ""}`;
+}
+
+/** What came of an answer sent to the flow. */
+type AnswerFate = "answered" | "taken_earlier" | "closed" | "not_taken" | "maybe_taken" | "failed";
+
+const FATE_EVENT: Record<AnswerFate, FlowRequestEvent> = {
+  answered: "answered",
+  taken_earlier: "taken_earlier",
+  closed: "refused",
+  not_taken: "not_taken",
+  maybe_taken: "answer_failed",
+  failed: "answer_failed",
+};
+
+/** `earlier`: the request kept an earlier answer that may have reached the flow. */
+function answerFate(answer: FlowCallbackAnswer, earlier: boolean): AnswerFate {
+  if (answer.kind === "ok") return "answered";
+  // Already answered, while an earlier answer may have reached it: that one is the flow's answer.
+  if (answer.kind === "refused") return answer.status === 409 && earlier ? "taken_earlier" : "closed";
+  if (answer.maybeTaken) return "maybe_taken";
+  // A 4xx about the answer itself (the client refuses those about the request): someone may answer differently.
+  const status = answer.status ?? 0;
+  return status >= 400 && status < 500 && status !== 408 && status !== 429 ? "not_taken" : "failed";
+}
+
+/**
+ * Said under a request opened again while its answer may have reached the flow (`by`: who gave it; null:
+ * its deadline). Worded here for want of a notice kind of its own (FlowNotice lacks one); it names no outside text.
+ */
+function maybeTakenNotice(by: string | null, why: string): FlowNotice {
+  const whose = by ? `<@${by}>'s answer` : "The deadline's automatic answer";
+  return {
+    kind: "text",
+    text: `⚠️ ${whose} may have reached the flow: ${why}. The request is open again; answer it if the flow still waits. Should the flow say it already has an answer, the request is recorded as answered by that one.`,
+  };
 }
 
 type AnsweredRow = Pick<FlowRequest, "state" | "outcome" | "decidedBy" | "decidedAt" | "decidedByDeadline">;
@@ -209,7 +262,8 @@ export class FlowRequests {
    * Decisions abandoned mid-call (their process died) open again; posting needs no sweep (the outbox).
    * A decision whose process died while calling the flow stays "deciding" forever otherwise. Long after
    * any callback could still be running, it opens again so someone can answer; should the first call
-   * have reached the flow after all, the flow refuses the second (409) and the request closes with that.
+   * have reached the flow after all, the flow refuses the second (409) and the request is recorded as
+   * answered by the first (reopenInterrupted keeps it).
    * `earlierRun`: at the start of a process alone in its database, before it serves anything, every
    * decision still "deciding" was its earlier incarnation's, whose call died with it: opened at once.
    */
@@ -227,9 +281,41 @@ export class FlowRequests {
       limit: 100,
     });
     for (const request of abandoned) {
-      if (await store.reopenAbandoned(this.sql, request, { from, to }, this.clock.now()))
+      if (await this.reopenInterrupted(request, { from, to }))
         this.deps.log.warn("flow decision abandoned mid-call; request is open again", { id: request.id, flow: request.flowName });
     }
+  }
+
+  /**
+   * An answer cut off mid-call opens again, kept as one that may have reached the flow, in one
+   * transaction with its audit row, a notice under the request and its message shown again (as
+   * Reviews.recoverAbandoned does for a review); false when it was no longer the one read.
+   */
+  private async reopenInterrupted(request: FlowRequest, move: { from: readonly string[]; to: string }): Promise<boolean> {
+    const why = "Crewline stopped while sending it, before the flow said whether it took it";
+    const reopened = await inTransaction(this.sql, async (tx) => {
+      if (!(await store.reopenAbandoned(tx, request, move, this.clock.now(), `An earlier answer may have reached the flow (${why}).`))) return false;
+      const { ref, ...names } = this.target.audited(request);
+      await this.deps.audit?.record(
+        {
+          ...names,
+          kind: "flow_decision",
+          actor: request.decidedBy,
+          decision: request.outcome ?? "feedback",
+          feedback: request.feedback,
+          msToDecision: Math.max(0, (request.decidedAt ?? request.createdAt).getTime() - request.createdAt.getTime()),
+          resumeMessage: "interrupted while being sent",
+          detail: { outcome: "failed", ...ref, interrupted: true, maybeTaken: true, ...(request.decidedByDeadline ? { byDeadline: true } : {}) },
+        },
+        tx,
+      );
+      const notice = maybeTakenNotice(request.decidedByDeadline ? null : request.decidedBy, why);
+      await this.deps.outbox.add(tx, { kind: "flow.reminder", subjectId: request.id, part: `abandoned:${request.decidedAt?.getTime() ?? 0}`, payload: { notice } });
+      await this.deps.outbox.add(tx, this.target.show(request));
+      return true;
+    });
+    if (reopened) this.deps.outbox.nudge();
+    return reopened;
   }
 
   /** The decisions and deadline actions of a replica gone (its heartbeat stale), taken over at once. */
@@ -357,12 +443,35 @@ export class FlowRequests {
     feedback: string,
   ): Promise<FlowDecisionOutcome> {
     const answer = await this.deps.callback.answer(request.callbackUrl, feedback);
-    const ok = answer.kind === "ok" || answer.kind === "refused";
-    const settles = flowRequestTransition(answer.kind === "ok" ? "answered" : "refused");
-    const state = ok ? settles.to : "failed";
-    // 5xx, time-out or unreachable: open again, so someone can decide again.
-    if (!ok) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
+    // An earlier answer that may have reached the flow, as the request kept it before this claim.
+    const earlier = store.maybeTakenOf(request);
+    const fate = answerFate(answer, !!earlier);
+    const reopens = fate === "not_taken" || fate === "maybe_taken" || fate === "failed";
+    if (reopens) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const message = answer.message ?? "the flow could not be reached";
+    const kept: store.MaybeTaken | null =
+      fate === "maybe_taken"
+        ? {
+            decidedBy: d.userId,
+            outcome: c.outcome ?? null,
+            feedback: c.comment || null,
+            decidedByDeadline: !!d.byDeadline,
+            answerStatus: answer.status,
+            answerMessage: `An earlier answer may have reached the flow (${message}).`,
+          }
+        : earlier;
+    // Taken earlier: the audit row is that answer's, naming the one refused now.
+    const taken = fate === "taken_earlier" && earlier ? earlier : undefined;
+    const answerMessage = taken ? `it had already taken an earlier answer (it refused a later one: ${message})` : answer.message;
+    const deadlineNotice = (): NewEffect => ({
+      kind: "flow.reminder",
+      subjectId: request.id,
+      part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
+      payload: {
+        notice:
+          fate === "maybe_taken" ? maybeTakenNotice(null, "the flow did not say in time whether it took it") : ({ kind: "deadline_not_delivered", message } satisfies FlowNotice),
+      },
+    });
     let settled: FlowRequest;
     let ours: boolean;
     try {
@@ -370,37 +479,36 @@ export class FlowRequests {
         move: async (tx) => {
           const now = this.clock.now();
           const deadlineDone = !!d.byDeadline;
-          const { row, ours } = ok
-            ? await store.settleDecision(tx, request.id, settles, { status: answer.status, message: answer.message, deadlineDone }, c.decidedAt, now)
-            : await store.reopenFailedDecision(tx, request.id, flowRequestTransition("answer_failed"), { deadlineDone }, c.decidedAt, now);
+          const move = flowRequestTransition(FATE_EVENT[fate]);
+          const { row, ours } = reopens
+            ? await store.reopenFailedDecision(tx, request.id, move, { deadlineDone, maybeTaken: kept }, c.decidedAt, now)
+            : await store.settleDecision(tx, request.id, move, { status: answer.status, message: answerMessage, deadlineDone }, c.decidedAt, now, taken);
           if (!row) throw new Error(`flow request ${request.id} vanished while it was being answered`);
           return { row, ours };
         },
         audit: {
           kind: "flow_decision",
-          actor: d.userId,
-          decision: c.outcome ?? "feedback",
-          feedback: c.comment || null,
+          actor: taken?.decidedBy ?? d.userId,
+          decision: (taken ? taken.outcome : c.outcome) ?? "feedback",
+          feedback: taken ? taken.feedback : c.comment || null,
           msToDecision: Math.max(0, c.decidedAt.getTime() - request.createdAt.getTime()),
           resumeStatus: answer.status ? String(answer.status) : null,
-          resumeMessage: answer.message,
-          detail: { outcome: state, ...(d.byDeadline ? { byDeadline: true } : {}), ...(d.via ? { via: d.via } : {}) },
+          resumeMessage: answerMessage,
+          detail: {
+            outcome: fate === "taken_earlier" ? "answered" : reopens ? "failed" : fate,
+            ...(fate === "not_taken" ? { notTaken: true } : {}),
+            ...(fate === "maybe_taken" ? { maybeTaken: true } : {}),
+            ...(taken ? { takenEarlier: true, refusedAnswer: { by: d.userId, decision: c.outcome ?? "feedback" } } : {}),
+            ...((taken ? taken.decidedByDeadline : d.byDeadline) ? { byDeadline: true } : {}),
+            ...(d.via && !taken ? { via: d.via } : {}),
+          },
         },
-        approvals: c.approvals,
-        show: ok,
-        taken: state === "answered",
+        approvals: taken ? [] : c.approvals,
+        // Opened again as it was: nothing to show, unless it now says an answer may have reached the flow.
+        show: !reopens || fate === "maybe_taken",
+        taken: fate === "answered",
         // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
-        effects:
-          !ok && d.byDeadline
-            ? [
-                {
-                  kind: "flow.reminder",
-                  subjectId: request.id,
-                  part: `deadline-failed:${request.decideBy?.getTime() ?? 0}`,
-                  payload: { notice: { kind: "deadline_not_delivered", message } satisfies FlowNotice },
-                },
-              ]
-            : [],
+        effects: reopens && d.byDeadline ? [deadlineNotice()] : [],
       }));
     } catch (err) {
       // Only an answer the flow took: a refusal not stored is an error like any other.
@@ -410,8 +518,20 @@ export class FlowRequests {
       return { kind: "unrecorded", request };
     }
     if (!ours) return { kind: "taken_over", request: settled };
-    if (state === "answered") return { kind: "answered", request: settled };
-    return state === "closed" ? { kind: "closed", request: settled, reason: answer.message ?? "" } : { kind: "failed", request: settled, message };
+    switch (fate) {
+      case "answered":
+        return { kind: "answered", request: settled };
+      case "taken_earlier":
+        return { kind: "taken_earlier", request: settled, by: taken!.decidedByDeadline ? null : taken!.decidedBy, outcome: taken!.outcome };
+      case "closed":
+        return { kind: "closed", request: settled, reason: answer.message ?? "" };
+      case "not_taken":
+        return { kind: "not_taken", request: settled, reason: message };
+      case "maybe_taken":
+        return { kind: "maybe_taken", request: settled, message };
+      case "failed":
+        return { kind: "failed", request: settled, message };
+    }
   }
 
   private approvals(flowRequestId: string): Promise<StoredApproval[]> {

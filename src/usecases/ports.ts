@@ -213,10 +213,12 @@ export interface ClaimHolder {
 
 /** What a flow's callback said to an answer (src/adapters/flows/callback-client.ts). */
 export interface FlowCallbackAnswer {
-  /** ok: taken; refused: a 4xx that will not change (the request expired, was answered); failed: may be tried again. */
+  /** ok: taken; refused: a 4xx about the request (it expired, was answered); failed: may be answered again. */
   kind: "ok" | "refused" | "failed";
   status: number | null;
   message: string | null;
+  /** Failed in a way the flow may have taken it all the same (a time-out, a gateway's 502/504). */
+  maybeTaken?: boolean;
 }
 
 /** Delivers an answer to a flow: POST {feedback, source: "slack"} to the callback URL its request carried. */

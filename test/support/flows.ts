@@ -1,6 +1,8 @@
 // A flow deployment (the local flow service) sending signed feedback requests to the running bot, and
 // clicks on the request messages as Slack sends them.
 
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_VIEW_CALLBACK, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK } from "../../src/adapters/slack/blocks/index.js";
 import type { FlowConfig } from "../../src/config/config.js";
 import { type SimFlowService, startFlowService } from "../../src/sim/flow-service.js";
@@ -77,4 +79,25 @@ export async function openFlowEdit(h: Harness, req: PendingFlowRequest, user = U
   await clickFlow(h, req, "Edit and approve…", "", user);
   await eventually(() => h.slack.callsTo("views.open").length > before, { what: "the flow edit modal" });
   return [...h.slack.views.values()].filter((v) => v.view.callback_id === FLOW_EDIT_VIEW_CALLBACK).at(-1)!;
+}
+
+/**
+ * A gateway in front of the flow service (its callback URLs through `callbackOrigin: gateway.url`): each
+ * call is passed on, and while `statuses` last, the flow's answer is replaced by the next one (a 504 after
+ * the flow took the answer: the delivery looks failed, yet the flow has it).
+ */
+export async function startFlowGateway(upstream: string, ...statuses: number[]): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const passed = await fetch(`${upstream}${req.url}`, { method: req.method, headers: { "content-type": "application/json" }, body: Buffer.concat(chunks) });
+      const text = await passed.text();
+      const status = statuses.shift();
+      if (status) res.writeHead(status, { "content-type": "text/html" }).end("<html><body>Gateway Timeout</body></html>");
+      else res.writeHead(passed.status, { "content-type": "application/json" }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

@@ -38,4 +38,34 @@ describe("a flow's callback", () => {
       server = undefined;
     }
   });
+
+  it("closes only on what describes the request; a refusal of the answer itself can be answered again; a gateway's failure or a time-out may have reached the flow", async () => {
+    for (const [status, kind, maybeTaken] of [
+      [401, "refused", undefined],
+      [403, "refused", undefined],
+      [404, "refused", undefined],
+      [409, "refused", undefined],
+      [410, "refused", undefined],
+      [400, "failed", undefined],
+      [413, "failed", undefined],
+      [422, "failed", undefined],
+      [429, "failed", undefined],
+      [503, "failed", undefined],
+      [502, "failed", true],
+      [504, "failed", true],
+    ] as const) {
+      const base = await flowAnswering(status, () => JSON.stringify({ message: "feedback too long" }));
+      const answer = await flowCallbackClient({ timeoutMs: 2000 }).answer(`${base}/respond`, "ok");
+      expect({ status, kind: answer.kind, maybeTaken: answer.maybeTaken }).toEqual({ status, kind, maybeTaken });
+      await new Promise<void>((resolve) => server!.close(() => resolve()));
+      server = undefined;
+    }
+    // Nothing listens: it cannot have the answer. Listening but silent: it may.
+    expect((await flowCallbackClient({ timeoutMs: 2000 }).answer("http://127.0.0.1:1/respond", "ok")).maybeTaken).toBeUndefined();
+    server = http.createServer((req) => req.resume());
+    await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+    const silent = await flowCallbackClient({ timeoutMs: 300 }).answer(`http://127.0.0.1:${(server.address() as AddressInfo).port}/respond`, "ok");
+    expect(silent).toMatchObject({ kind: "failed", status: null, message: "the flow did not answer in time", maybeTaken: true });
+    server.closeAllConnections();
+  });
 });

@@ -102,5 +102,14 @@ export function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | Flo
       return `The flow did not take the answer: ${escapeMrkdwn(outcome.reason)}. The request is closed.`;
     case "failed":
       return `Your answer did not reach the flow (${escapeMrkdwn(outcome.message)}), so the request is open again. Try again in a moment.`;
+    case "not_taken":
+      return `The flow did not take your answer: ${escapeMrkdwn(outcome.reason)}. The request is open again, so it can be answered differently.`;
+    case "maybe_taken":
+      return `Your answer may have reached the flow (${escapeMrkdwn(outcome.message)}): Crewline cannot tell whether the flow took it. The request is open again in case it did not; should the flow say it already has an answer when the request is answered again, it is recorded as answered by yours.`;
+    case "taken_earlier": {
+      const whose = outcome.by === asker ? "your earlier answer" : outcome.by === null ? "the deadline's earlier answer" : `${userMention(outcome.by)}'s earlier answer`;
+      const chose = outcome.outcome ? ` (*${escapeMrkdwn(outcome.outcome)}*)` : "";
+      return `The flow had already taken ${whose}${chose}, whose delivery Crewline could not confirm, so it did not take this one. The request is recorded as answered by it.`;
+    }
   }
 }

@@ -38,3 +38,14 @@ describe("auditLine for deadlines, escalation and reassignment", () => {
     );
   });
 });
+
+describe("auditLine for a flow answer's delivery", () => {
+  const flow = (detail: Record<string, unknown>, resumeMessage: string | null = null) =>
+    auditLine(row({ kind: "flow_decision", executionId: null, flowRequestId: "f", taskKey: null, round: null, decision: "approved", resumeMessage, detail }));
+  it("tells an answer refused for itself, one that may have reached the flow, and one the flow had taken from one that did", () => {
+    expect(flow({ outcome: "failed", notTaken: true }, "413 feedback too long")).toContain("the flow did not take this answer (413 feedback too long); the request opened again");
+    expect(flow({ outcome: "failed", maybeTaken: true })).toContain("may have reached the flow (no answer came)");
+    expect(flow({ outcome: "answered", takenEarlier: true })).toContain("the flow had taken it, though its delivery was not confirmed");
+    expect(flow({ outcome: "failed" })).toContain("did not reach the flow");
+  });
+});

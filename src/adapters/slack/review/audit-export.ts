@@ -60,12 +60,19 @@ export function auditLine(row: AuditRecord): string {
     }
     case "flow_decision": {
       const choice = row.decision && row.decision !== "feedback" ? ` chose *${escapeMrkdwn(truncatePlain(row.decision, 80))}*` : " sent feedback";
+      const words = escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120));
       const result =
         detail.outcome === "answered"
-          ? ""
+          ? detail.takenEarlier
+            ? " — the flow had taken it, though its delivery was not confirmed"
+            : ""
           : detail.outcome === "closed"
-            ? ` — the flow refused it (${escapeMrkdwn(truncatePlain(row.resumeMessage ?? "", 120))})`
-            : " — did not reach the flow";
+            ? ` — the flow refused it (${words})`
+            : detail.notTaken
+              ? ` — the flow did not take this answer (${words}); the request opened again`
+              : detail.maybeTaken
+                ? " — may have reached the flow (no answer came); the request opened again"
+                : " — did not reach the flow";
       return `• ${at} — ${detail.byDeadline ? "the deadline" : `<@${row.actor}>`}${choice}${step}${after}${quoted}${result}`;
     }
     default:
