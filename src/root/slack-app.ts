@@ -66,9 +66,10 @@ const isServed = (url: string) => isCallbackPath(url) || SERVED_PATHS.has(url.sp
 /**
  * The request's URL without PUBLIC_URL's path, when it is one of our paths under it (a proxy that
  * passes the path through: Slack's request URL and the OAuth redirect are under PUBLIC_URL too).
+ * Judged by what is left, so a path of `/slack` or `/hooks` still leaves `/slack/events` and `/hooks/…` as they are.
  */
-function unprefixed(url: string | undefined, prefix: string): string | undefined {
-  if (!prefix || !url?.startsWith(`${prefix}/`) || isServed(url)) return url;
+export function unprefixed(url: string | undefined, prefix: string): string | undefined {
+  if (!prefix || !url?.startsWith(`${prefix}/`)) return url;
   const rest = url.slice(prefix.length);
   return isServed(rest) ? rest : url;
 }
