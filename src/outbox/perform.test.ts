@@ -587,7 +587,7 @@ describe("run.progress at a run's end, when Slack had ended its stream", () => {
       data: { ok: false, error: "message_not_in_streaming_state" },
     });
 
-  async function endedRun(state: string, extra: { earlyTs?: string } = {}) {
+  async function endedRun(state: string, extra: { earlyTs?: string; streamTs?: string | null } = {}) {
     const execution = await prismaOf(db.database).execution.create({
       data: {
         crewName: "research",
@@ -659,6 +659,12 @@ describe("run.progress at a run's end, when Slack had ended its stream", () => {
     expect((await row()).streamTs).toBe("400.000");
   });
 
+  it("a run stopped before its plan ever started gets none (no Tier 2 start and stop for it)", async () => {
+    const { calls, performOnce } = await endedRun("stopped", { streamTs: null });
+    expect(await performOnce()).toBeUndefined();
+    expect(calls).toEqual([]);
+  });
+
   it("a stopped run whose steps showed in a message before its plan started: that message shows the stop, once, not that the plan never started", async () => {
     const { calls, performOnce, row } = await endedRun("stopped", { earlyTs: "150.000" });
     await performOnce();
@@ -719,15 +725,9 @@ describe("review.post after its run was stopped", () => {
     return { posts, post: (attempts: number) => perform({ ...job(reviewId, false), attempts }) };
   }
 
-  it("a task message whose turn first came after the stop is not posted below the stop notice", async () => {
-    const { posts, post } = await stoppedRunWith("posted");
-    expect(await post(1)).toBeUndefined();
-    expect(posts).toEqual([]);
-  });
-
-  it("one tried before the stop (it holds the thread, the notice follows it), and a review the stop closed, are posted", async () => {
+  it("a task message, even one whose first turn came after the stop (a budget wait, a 429), and a review the stop closed, are posted: the output is the run's", async () => {
     const task = await stoppedRunWith("posted");
-    await task.post(2);
+    await task.post(1);
     expect(task.posts).toEqual(["post"]);
     await query(`DELETE FROM "Review"`);
     await query(`DELETE FROM "Execution"`);

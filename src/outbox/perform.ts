@@ -611,10 +611,6 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const subject = await reviewWithRun(job.subjectId);
       const { review: r, execution: e } = subject;
       if (r.messageTs) return undefined;
-      // A task message whose turn first came after its run was stopped (held back a moment, in case a
-      // decision was asked for) would follow the stop notice's "nothing more is posted": not posted.
-      // One tried before the stop holds the thread, so the notice comes after it; a review is posted.
-      if (r.state === "posted" && isStopped(e) && job.attempts <= 1) return undefined;
       const context = await contextOf(subject);
       const { ts, found } = await postOnce(
         job,
@@ -780,10 +776,11 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       const p = (job.payload ?? {}) as ProgressPayload;
       // A run someone stopped shows no progress after its stop (steps still on their way when it was
       // stopped); a live plan it had is ended, showing the stop.
-      // A run stopped before its plan started says so in the message shown meanwhile; one whose stream Slack
-      // had ended gets a new plan showing the stop (as a run that ended on its own does), started then stopped.
+      // A run stopped before its plan started gets none (its message shown meanwhile says so); one whose
+      // stream Slack had ended (seen here) gets a new plan showing the stop, started then stopped.
       const stopped = isStopped(e);
-      if (await streams(e)) return stopped && !e.streamTs && e.earlyTs ? earlyStopped(job, gate, e) : streamPlan(job, gate, e, p);
+      const planEnded = !e.earlyTs && streamEnds.has(e.id);
+      if (await streams(e)) return stopped && !e.streamTs && !planEnded ? earlyStopped(job, gate, e) : streamPlan(job, gate, e, p);
       // Its progress message shows the stop, once; none is posted after it.
       if (stopped && !e.progressTs) return undefined;
       return progressMessage(job, gate, e, p);
