@@ -57,8 +57,19 @@ export function judgeFailure(err: unknown): FailureVerdict {
     return { kind: "retry", reason: `HTTP ${e.statusCode ?? "error"}`, ambiguous: true, ...(e.statusCode === undefined || e.statusCode >= 500 ? { outage: true } : {}) };
   if (e?.code === "slack_webapi_request_error") return { kind: "retry", reason: "request failed", ambiguous: true, outage: true };
   if (err instanceof GiveUp) return { kind: "give_up", reason: err.message };
+  if (err instanceof NothingSent) {
+    const verdict = judgeFailure(err.cause);
+    return verdict.kind === "retry" ? { ...verdict, ambiguous: false } : verdict;
+  }
   return { kind: "retry", reason: String(e?.message ?? err).slice(0, 200), ambiguous: true };
 }
 
 /** Thrown by a performer for an effect that can never be done (its subject is gone, say). */
 export class GiveUp extends Error {}
+
+/** A call that failed before the effect's own (a look-up before a post): judged as `cause` is, but nothing of the effect may have reached Slack. */
+export class NothingSent extends Error {
+  constructor(override readonly cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}

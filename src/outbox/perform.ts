@@ -61,7 +61,7 @@ import {
 import { reviewNote } from "../usecases/reviews.js";
 import { noTelemetry, type Telemetry } from "../usecases/telemetry.js";
 import { BudgetWait, type SlackCall, type SlackGate } from "./budget.js";
-import { GiveUp, judgeFailure } from "./failures.js";
+import { GiveUp, judgeFailure, NothingSent } from "./failures.js";
 import { MOVED_PART } from "./refused.js";
 import { cellRate, tierOf } from "./tiers.js";
 import type { EffectOutcome, Performer } from "./worker.js";
@@ -562,6 +562,21 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
     return true;
   }
 
+  /**
+   * A flow request's assignee, looked up by e-mail before its post. A look-up that fails (a 429, Slack
+   * down) is tried again with the post, marked as posting nothing; after ASSIGNEE_LOOKUP_TRIES attempts
+   * the request is posted without its assignee rather than held through an outage.
+   */
+  async function assigneeOf(job: EffectJob, email: string, request: FlowRequest): Promise<string | undefined> {
+    try {
+      return await deps.flows!.lookupByEmail(email, request);
+    } catch (err) {
+      if (job.attempts < ASSIGNEE_LOOKUP_TRIES) throw new NothingSent(err);
+      deps.log?.warn("the flow request's assignee could not be looked up; posted without them", { id: request.id, err });
+      return undefined;
+    }
+  }
+
   /** A run stopped before its live plan started: the message that showed its steps says so, once (at progress's priority). */
   async function earlyStopped(job: EffectJob, gate: SlackGate | undefined, e: Execution): Promise<EffectOutcome | undefined> {
     // Said once: steps of the run still on their way at its stop bring no second edit.
@@ -792,7 +807,7 @@ export function slackEffectPerformer(deps: PerformerDeps): Performer {
       if (request.messageTs) return undefined;
       const lookup = !!request.assignedEmail && !request.assigneeUserId;
       if (lookup) await spend(gate, job, request, ["users.lookupByEmail"]);
-      const assignee = lookup && request.assignedEmail ? await flows.lookupByEmail(request.assignedEmail, request) : undefined;
+      const assignee = lookup && request.assignedEmail ? await assigneeOf(job, request.assignedEmail, request) : undefined;
       if (assignee) {
         await recordFlowAssignee(sql, request.id, assignee);
         request = { ...request, assigneeUserId: assignee };
@@ -879,6 +894,9 @@ interface ProgressPayload {
   taskAt?: number;
   done?: boolean;
 }
+
+/** Attempts at a flow request's post whose assignee look-up may fail before it is posted without them. */
+const ASSIGNEE_LOOKUP_TRIES = 3;
 
 /** A run someone stopped from Slack (or stopped following): not a failure, and no progress is posted after it. */
 function isStopped(e: Execution): boolean {

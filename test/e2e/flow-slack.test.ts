@@ -43,12 +43,25 @@ describe("the assignee named by e-mail", () => {
     expect(JSON.stringify(req.msg.blocks)).not.toContain("no Slack user");
     expect(await flowRow(f.h, req.id)).toMatchObject({ assigneeUserId: DAN });
     expect(requestPosts(f)).toHaveLength(1);
+    // A failed look-up posted nothing: no search for a post before posting.
+    expect(f.h.slack.callsTo("conversations.history")).toHaveLength(0);
 
     await clickFlow(f.h, req, "approved", "", DAN);
     await eventually(() => f!.flow.answers.length === 1, { what: "the flow's answer" });
     await f.h.settled();
     expect(await flowRow(f.h, req.id)).toMatchObject({ state: "answered", decidedBy: DAN });
     expect(ephemeralsTo(f, DAN)).toHaveLength(0);
+  });
+
+  it("is posted without them once the look-up has failed three times, rather than held through Slack's trouble", async () => {
+    f = await startFlowHarness();
+    f.h.slack.setUser(DAN, { profile: { email: "dan@example.com" } });
+    f.h.slack.failNext("users.lookupByEmail", "internal_error", 5);
+    await f.flow.send({ assigned_to_email: "dan@example.com" });
+    const req = await pendingFlowRequest(f.h, "dan@example.com");
+    expect(f.h.slack.callsTo("users.lookupByEmail")).toHaveLength(3);
+    expect(await flowRow(f.h, req.id)).toMatchObject({ assigneeUserId: null });
+    expect(requestPosts(f)).toHaveLength(1);
   });
 });
 
