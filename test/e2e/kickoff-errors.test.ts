@@ -87,6 +87,26 @@ describe("a crew that refuses the inputs: the form comes back with the person's 
     expect(form.blocks.length).toBeLessThanOrEqual(100);
   });
 
+  it("a 422 whose message on a filled input says 'required' refuses that input in its words, and an item about a field Crewline sends is told, not made a field", async () => {
+    const detail = [
+      { loc: ["body", "inputs", "topic"], msg: "Value error, a topic is required to be in English", type: "value_error" },
+      { loc: ["body", "meta"], msg: "Extra inputs are not permitted", type: "extra_forbidden" },
+    ];
+    h = await startHarness({ crew: { inputs: ["topic"], failWith: [{ endpoint: "kickoff", status: 422, body: { detail }, times: 1 }] } });
+    await kickoffViaSlack(h, { topic: "Marées" });
+    const form = await formShownAgain();
+    const said = form.blocks[0].text.text as string;
+    expect(said).toContain("*Topic*: Value error, a topic is required to be in English");
+    expect(said).not.toContain("needs *Topic*");
+    expect(said).toContain("meta: Extra inputs are not permitted");
+    // Labels, not values: toEqual would overlook a field left empty.
+    expect(Object.keys(valuesOf(form))).toEqual(["Topic"]);
+    expect(valuesOf(form).Topic).toBe("Marées");
+    // The form, sent again, starts the run: no field it could not fill in holds it back.
+    await submitKickoffForm(h, form, { topic: "Tides" });
+    await eventually(() => prismaOf(h.bot.database).execution.findFirst({ where: { kickoffId: { not: null } } }), { what: "the run started" });
+  });
+
   it.each([
     ["a 400", 400, { error: "Bad Request", message: "invalid input format" }, "invalid input format"],
     ["a 422 naming no input", 422, { error: "Validation error", message: "the inputs do not match the crew's template" }, "the inputs do not match the crew's template"],

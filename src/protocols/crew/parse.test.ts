@@ -432,7 +432,7 @@ describe("response and error bodies", () => {
           { loc: ["body", "inputs"], msg: "bad", type: "x" },
         ],
       }),
-    ).toEqual({ serviceMessage: "topic: field required; bad", missingInputs: ["topic"] });
+    ).toEqual({ serviceMessage: "topic: field required; bad", missingInputs: ["topic"], invalidInputs: [{ name: "", message: "bad" }] });
     // A value refused is not a missing input: it is named with the crew's words (pydantic v1 and v2 spellings of "missing" alike).
     expect(
       parseErrorBody({
@@ -447,7 +447,10 @@ describe("response and error bodies", () => {
     ).toEqual({
       serviceMessage: "year: value is not a valid integer; year: second word on it; topic: field required; audience: Field required; bad",
       missingInputs: ["topic", "audience"],
-      invalidInputs: [{ name: "year", message: "value is not a valid integer" }],
+      invalidInputs: [
+        { name: "year", message: "value is not a valid integer" },
+        { name: "", message: "bad" },
+      ],
     });
     expect(parseErrorBody({ detail: Array.from({ length: 500 }, (_, i) => ({ loc: ["body", "inputs", `in${i}`], msg: "too long" })) }).invalidInputs).toHaveLength(
       MISSING_INPUTS_MAX,
@@ -457,5 +460,46 @@ describe("response and error bodies", () => {
     expect(parseErrorBody({ missing_inputs: [" audience ", "audience", "x".repeat(201), 7, ""] })).toEqual({ missingInputs: ["audience"] });
     expect(parseErrorBody({ missing_inputs: Array.from({ length: 500 }, (_, i) => `in${i}`) }).missingInputs).toHaveLength(MISSING_INPUTS_MAX);
     expect(parseErrorBody("Not Found")).toEqual({ serviceMessage: "Not Found" });
+  });
+
+  it("reads a 422 item as missing only by pydantic's type, v1's exact 'field required' or no msg; a value refused in words that say 'required' is refused", () => {
+    const topic = { loc: ["body", "inputs", "topic"], msg: "Value error, a topic is required to be in English", type: "value_error" };
+    expect(parseErrorBody({ detail: [topic] })).toEqual({
+      serviceMessage: "topic: Value error, a topic is required to be in English",
+      invalidInputs: [{ name: "topic", message: "Value error, a topic is required to be in English" }],
+    });
+    expect(parseErrorBody({ detail: [{ loc: ["body", "inputs", "code"], msg: "the missing piece must be 3 letters", type: "string_pattern_mismatch" }] })).toMatchObject({
+      invalidInputs: [{ name: "code", message: "the missing piece must be 3 letters" }],
+    });
+    expect(
+      parseErrorBody({
+        detail: [
+          { loc: ["body", "inputs", "a"], msg: "anything", type: "missing" },
+          { loc: ["body", "inputs", "b"], msg: "anything", type: "value_error.missing" },
+          { loc: ["body", "inputs", "c"], msg: " FIELD REQUIRED " },
+          { loc: ["body", "inputs", "d"] },
+        ],
+      }),
+    ).toMatchObject({ missingInputs: ["a", "b", "c", "d"] });
+  });
+
+  it("reads a 422 item as about an input only when its loc names one after 'inputs'; any other item is refused in its words, named by no input", () => {
+    const detail = [
+      { loc: ["body", "meta"], msg: "Extra inputs are not permitted", type: "extra_forbidden" },
+      { loc: ["body", "taskWebhookUrl"], msg: "Field required", type: "missing" },
+      { loc: ["body", "webhooks", "authentication", "token"], msg: "String should have at least 1 character", type: "string_too_short" },
+      { loc: ["body", "meta"], msg: "Extra inputs are not permitted", type: "extra_forbidden" },
+      { loc: ["body", "inputs", "year"], msg: "Field required", type: "missing" },
+    ];
+    expect(parseErrorBody({ detail })).toEqual({
+      serviceMessage:
+        "meta: Extra inputs are not permitted; taskWebhookUrl: Field required; token: String should have at least 1 character; meta: Extra inputs are not permitted; year: Field required",
+      missingInputs: ["year"],
+      invalidInputs: [
+        { name: "", message: "meta: Extra inputs are not permitted" },
+        { name: "", message: "taskWebhookUrl: Field required" },
+        { name: "", message: "token: String should have at least 1 character" },
+      ],
+    });
   });
 });

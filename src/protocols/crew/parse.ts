@@ -425,7 +425,7 @@ export function parseResume(body: unknown): ResumeResult {
 export interface ErrorBody {
   serviceMessage?: string;
   missingInputs?: string[];
-  /** Inputs the crew refused for their value, each with its words (FastAPI's detail items that do not say "missing"). */
+  /** Inputs the crew refused for their value, each with its words (FastAPI's detail items that do not say "missing"); name "" for an item about no input. */
   invalidInputs?: InvalidInput[];
 }
 
@@ -459,7 +459,7 @@ function detailText(detail: unknown): string | undefined {
   const parts = detail.map((d) => {
     const item = record.safeParse(d);
     if (!item.success) return toText(d);
-    const field = locName(item.data.loc);
+    const field = locLabel(item.data.loc);
     const msg = toText(item.data.msg);
     return field && msg ? `${field}: ${msg}` : msg;
   });
@@ -484,19 +484,32 @@ function missingInputsOf(b: Record<string, unknown>): string[] {
   return inputNames(
     detailItems(b)
       .filter(saysMissing)
-      .map((d) => locName(d.loc)),
+      .map((d) => inputNameOf(d.loc)),
   );
 }
 
-/** The inputs a FastAPI detail list refuses for their value ("value is not a valid integer"), each once with its first message, bounded as missing names are. */
+/**
+ * What a FastAPI detail list refuses other than a missing input, bounded as missing names are: each input
+ * whose value it refused ("value is not a valid integer") once, with its first message; and each item about
+ * no input (a field Crewline sends itself: ["body", "meta"]) once, named "", its words saying what it is about.
+ */
 function invalidInputsOf(b: Record<string, unknown>): InvalidInput[] {
-  const refused = new Map<string, string>();
+  const refused = new Map<string, InvalidInput>();
   for (const item of detailItems(b)) {
-    const name = idText.safeParse(locName(item.loc)).data;
-    if (name !== undefined && !saysMissing(item) && !refused.has(name)) refused.set(name, String(item.msg).trim());
+    const name = inputNameOf(item.loc);
+    const entry = name === undefined ? aboutNoInput(item) : saysMissing(item) ? undefined : { name, message: String(item.msg).trim() };
+    const key = entry && (entry.name ? `input ${entry.name}` : `said ${entry.message}`);
+    if (key && !refused.has(key)) refused.set(key, entry);
     if (refused.size >= MISSING_INPUTS_MAX) break;
   }
-  return [...refused].map(([name, message]) => ({ name, message }));
+  return [...refused.values()];
+}
+
+/** A detail item about no input, in its words (or its type when it has none) with what it is about. */
+function aboutNoInput(item: Record<string, unknown>): InvalidInput | undefined {
+  const words = toText(item.msg)?.trim() ?? toText(item.type);
+  const label = locLabel(item.loc);
+  return words === undefined ? undefined : { name: "", message: label ? `${label}: ${words}` : words };
 }
 
 function detailItems(b: Record<string, unknown>): Record<string, unknown>[] {
@@ -504,17 +517,24 @@ function detailItems(b: Record<string, unknown>): Record<string, unknown>[] {
   return items.filter((d) => d !== undefined);
 }
 
-/** Whether a detail item says its input is absent (pydantic: type "missing" or "value_error.missing", msg "field required"), or says nothing else. */
+/** Whether a detail item says its input is absent: pydantic's type "missing" (v2) or "value_error.missing" (v1), v1's msg "field required", or no msg at all. */
 function saysMissing(item: Record<string, unknown>): boolean {
-  const type = typeof item.type === "string" ? item.type.toLowerCase() : "";
+  const type = typeof item.type === "string" ? item.type.trim().toLowerCase() : "";
   const msg = typeof item.msg === "string" ? item.msg.trim().toLowerCase() : "";
-  return type.includes("missing") || msg === "" || msg.includes("required") || msg.includes("missing");
+  return type === "missing" || type === "value_error.missing" || msg === "field required" || msg === "";
 }
 
 const LOC_NOISE = new Set(["body", "query", "path", "header", "inputs"]);
 
-/** FastAPI `loc` is e.g. ["body", "inputs", "topic"]; the last meaningful part names the input. */
-function locName(loc: unknown): string | undefined {
+/** The input a FastAPI `loc` names, the part after "inputs": ["body", "inputs", "topic"] names "topic"; ["body", "meta"] names none. */
+function inputNameOf(loc: unknown): string | undefined {
+  if (!Array.isArray(loc)) return undefined;
+  const at = loc.indexOf("inputs");
+  return at >= 0 && typeof loc[at + 1] === "string" ? idText.safeParse(loc[at + 1]).data : undefined;
+}
+
+/** What a FastAPI `loc` is about, for the crew's words: its last meaningful part ("topic", "meta"). */
+function locLabel(loc: unknown): string | undefined {
   if (!Array.isArray(loc)) return undefined;
   const parts = loc.filter((p): p is string => typeof p === "string" && !LOC_NOISE.has(p));
   return parts.at(-1);

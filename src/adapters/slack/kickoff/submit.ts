@@ -225,7 +225,10 @@ const WARNING_MESSAGE_MAX = 150;
  * would send the same inputs and be refused again. As many as the metadata and the form can carry.
  */
 function formWithRefusal(deps: FeatureDeps, req: StartRequest, refusal: Extract<StartRunOutcome, { kind: "inputs_refused" }>): types.ModalView {
-  const { missing, invalid } = refusal;
+  const { missing } = refusal;
+  // An item named by no input (a field Crewline sends itself) is no field to fill in: its words are told.
+  const invalid = refusal.invalid.filter((i) => i.name !== "");
+  const aboutNoInput = refusal.invalid.filter((i) => i.name === "").map((i) => escapeMrkdwn(truncatePlain(i.message, WARNING_MESSAGE_MAX)));
   const declared = req.meta.inputs.map((i) => ({ ...i, required: i.required || missing.includes(i.name) }));
   const known = new Set(declared.map((i) => i.name));
   const named = [...new Set([...missing, ...invalid.map((i) => i.name)])]
@@ -254,8 +257,10 @@ function formWithRefusal(deps: FeatureDeps, req: StartRequest, refusal: Extract<
   const needs = missing.length ? `The crew needs ${counted(missing, missing.slice(0, WARNING_NAMES_MAX).map(shownName), ", ")} before it can start.` : "";
   const refusedLines = invalid.slice(0, WARNING_NAMES_MAX).map((i) => `${shownName(i.name)}: ${escapeMrkdwn(truncatePlain(i.message, WARNING_MESSAGE_MAX))}`);
   const refused = invalid.length ? `The crew refused ${invalid.length === 1 ? "this input" : "these inputs"}:\n${counted(invalid, refusedLines, "\n")}` : "";
-  // A refusal that names no input (a 400's "invalid input format") is told in the crew's words.
-  const said = [needs, refused].filter(Boolean).join("\n") || escapeMrkdwn(refusal.reason);
+  const listed = [needs, refused].filter(Boolean);
+  const other = aboutNoInput.length ? `The crew ${listed.length ? "also said" : "said"}:\n${counted(aboutNoInput, aboutNoInput.slice(0, WARNING_NAMES_MAX), "\n")}` : "";
+  // A refusal that names nothing (a 400's "invalid input format") is told in the crew's words.
+  const said = [...listed, other].filter(Boolean).join("\n") || escapeMrkdwn(refusal.reason);
   const left = inputs.length < declared.length + named.length ? "\nNot all of them fit in this form: ask whoever set up Crewline to check the crew's inputs." : "";
   return kickoffFormView({ crewName: req.meta.crew!, inputs, metadata, values: req.inputs, notice: `⚠️ ${said}${left}` });
 }
