@@ -175,6 +175,7 @@ describe("deciding a review by replying in its thread", () => {
     const { threadTs, review } = await runWaitingForReview();
     const files = [{ id: "F0SHOT", name: "screenshot.png", mimetype: "image/png" }];
     await h.requests.event(replyEvent("", threadTs, { extra: { subtype: "file_share", files } }));
+    await h.requests.event(replyEvent(" \u200B\n", threadTs, { extra: { subtype: "file_share", files } }));
     await h.settled();
     expect(ephemeralsFor(USER)).toHaveLength(0);
     expect(resumeCalls(h)).toHaveLength(0);

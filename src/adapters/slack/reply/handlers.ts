@@ -5,6 +5,7 @@
 import type { AllMiddlewareArgs, App, RespondArguments, RespondFn, SlackActionMiddlewareArgs, types } from "@slack/bolt";
 import { z } from "zod";
 import { cutReply } from "../../../domain/reply-intent.js";
+import { isBlank } from "../../../text/blank.js";
 import { sanitizeText } from "../../../text/sanitize.js";
 import { type ReplyChoice, type ReplyDecisions, type ReplyOutcome, toldWhenUnrecorded } from "../../../usecases/reply-decisions.js";
 import { accessPorts } from "../access.js";
@@ -81,7 +82,7 @@ export function registerReplyDecisions(app: App, deps: FeatureDeps, replies: Rep
     }
     // Most messages are not replies in a thread: left before anything else is read.
     if (typeof raw.thread_ts !== "string" || typeof raw.text !== "string" || !isReplySubtype(raw.subtype) || raw.bot_id !== undefined) return;
-    if (raw.subtype === "file_share" && raw.text.trim() === "") return;
+    if (raw.subtype === "file_share" && isBlank(raw.text)) return;
     // Any size: cut first, then made storable (NUL, lone surrogates), then parsed.
     const cut = cutReply(raw.text);
     const parsed = threadReply.safeParse({ ...pick(raw), text: sanitizeText(cut.text) });
