@@ -895,8 +895,11 @@ interface ProgressPayload {
   done?: boolean;
 }
 
-/** Attempts at a flow request's post whose assignee look-up may fail before it is posted without them. */
-const ASSIGNEE_LOOKUP_TRIES = 3;
+/**
+ * Attempts at a flow request's post whose assignee look-up may fail before it is posted without them:
+ * with the outbox's backoff (1 s doubling), about half a minute of Slack's trouble.
+ */
+const ASSIGNEE_LOOKUP_TRIES = 6;
 
 /** A run someone stopped from Slack (or stopped following): not a failure, and no progress is posted after it. */
 function isStopped(e: Execution): boolean {

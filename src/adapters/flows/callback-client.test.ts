@@ -39,7 +39,7 @@ describe("a flow's callback", () => {
     }
   });
 
-  it("closes only on what describes the request; a refusal of the answer itself can be answered again; a gateway's failure or a time-out may have reached the flow", async () => {
+  it("closes only on what describes the request; a refusal of the answer itself can be answered again; a gateway's time-out or the flow's may have reached it", async () => {
     for (const [status, kind, maybeTaken] of [
       [401, "refused", undefined],
       [403, "refused", undefined],
@@ -51,7 +51,8 @@ describe("a flow's callback", () => {
       [422, "failed", undefined],
       [429, "failed", undefined],
       [503, "failed", undefined],
-      [502, "failed", true],
+      // A 502 is a gateway that could not reach the flow; a 504 one that stopped waiting for it.
+      [502, "failed", undefined],
       [504, "failed", true],
     ] as const) {
       const base = await flowAnswering(status, () => JSON.stringify({ message: "feedback too long" }));
@@ -60,8 +61,13 @@ describe("a flow's callback", () => {
       await new Promise<void>((resolve) => server!.close(() => resolve()));
       server = undefined;
     }
-    // Nothing listens: it cannot have the answer. Listening but silent: it may.
+    // Nothing listens, or TLS fails before anything is sent: it cannot have the answer. Listening but silent: it may.
     expect((await flowCallbackClient({ timeoutMs: 2000 }).answer("http://127.0.0.1:1/respond", "ok")).maybeTaken).toBeUndefined();
+    const plain = await flowAnswering(200, () => "{}");
+    const tls = await flowCallbackClient({ timeoutMs: 2000 }).answer(`${plain.replace("http:", "https:")}/respond`, "ok");
+    expect(tls).toMatchObject({ kind: "failed", message: "the flow could not be reached" });
+    expect(tls.maybeTaken).toBeUndefined();
+    await new Promise<void>((resolve) => server!.close(() => resolve()));
     server = http.createServer((req) => req.resume());
     await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
     const silent = await flowCallbackClient({ timeoutMs: 300 }).answer(`http://127.0.0.1:${(server.address() as AddressInfo).port}/respond`, "ok");

@@ -10,10 +10,10 @@ import type { FlowCallback, FlowCallbackAnswer } from "../../usecases/ports.js";
 
 /** Statuses about the request itself (gone, answered, expired, its token refused): no other answer will do. */
 const REQUEST_REFUSED = new Set([401, 403, 404, 409, 410]);
-/** A gateway's answer: the flow behind it may have taken the answer all the same. */
-const GATEWAY = new Set([502, 504]);
-/** Errors before a byte was sent: the flow cannot have the answer. */
-const UNREACHED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+/** A gateway that stopped waiting (504): the flow behind it may have taken the answer all the same. A 502 is one that could not reach it. */
+const GATEWAY_TIMEOUT = 504;
+/** A connection cut once the request was sent: the flow may have the answer. Any other error (refused, DNS, TLS) sent nothing. */
+const CUT_MID_CALL = new Set(["UND_ERR_SOCKET", "ECONNRESET"]);
 
 export function flowCallbackClient(opts: { timeoutMs?: number } = {}): FlowCallback {
   const timeoutMs = opts.timeoutMs ?? 15_000;
@@ -50,13 +50,14 @@ export function flowCallbackClient(opts: { timeoutMs?: number } = {}): FlowCallb
         if (REQUEST_REFUSED.has(status)) return { kind: "refused", status, message: reason };
         // Any other 4xx is about the answer (400, 413, 422): its words tell the person what to change.
         if (status >= 400 && status < 500 && status !== 408 && status !== 429) return { kind: "failed", status, message: reason };
-        return { kind: "failed", status, message: `the flow answered ${reason}`, ...(GATEWAY.has(status) ? { maybeTaken: true } : {}) };
+        return { kind: "failed", status, message: `the flow answered ${reason}`, ...(status === GATEWAY_TIMEOUT ? { maybeTaken: true } : {}) };
       } catch (err) {
         const code = (err as { code?: string }).code ?? "";
         const timedOut = (err as Error).name === "TimeoutError" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
-        if (!timedOut && UNREACHED.has(code)) return { kind: "failed", status: null, message: "the flow could not be reached" };
         // Sent, then no answer (a time-out, a connection cut mid-call): the flow may have taken it.
-        return { kind: "failed", status: null, message: timedOut ? "the flow did not answer in time" : "the connection to the flow broke before it answered", maybeTaken: true };
+        if (timedOut) return { kind: "failed", status: null, message: "the flow did not answer in time", maybeTaken: true };
+        if (CUT_MID_CALL.has(code)) return { kind: "failed", status: null, message: "the connection to the flow broke before it answered", maybeTaken: true };
+        return { kind: "failed", status: null, message: "the flow could not be reached" };
       }
     },
   };
