@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   approvalFeedback,
   approvalPolicy,
+  approvalsFor,
   approvalTally,
   EDIT_ROOM,
   EDITED_OUTPUT_END,
@@ -44,6 +45,25 @@ describe("approvalTally", () => {
     expect(approvalTally([approval("U1", 1)], 2)).toMatchObject({ done: false });
     expect(approvalTally([approval("U1", 1), approval("U1", 3)], 2)).toMatchObject({ approvers: ["U1"], done: false });
     expect(approvalTally([], 1)).toMatchObject({ done: false });
+  });
+});
+
+describe("approvalsFor", () => {
+  const forOutcome = (userId: string, s: number, outcome: string | null) => ({ ...approval(userId, s), outcome });
+  const given = [forOutcome("U1", 1, "approved_with_minor_edits"), forOutcome("U2", 2, "approved")];
+
+  it("counts a flow's approve-like outcomes apart: two people for two outcomes answer nothing", () => {
+    expect(approvalTally(approvalsFor(given, "approved"), 2)).toEqual({ approvers: ["U2"], required: 2, done: false });
+    expect(approvalTally(approvalsFor(given, "approved_with_minor_edits"), 2)).toMatchObject({ approvers: ["U1"], done: false });
+    const third = [...given, forOutcome("U3", 3, "approved_with_minor_edits")];
+    expect(approvalTally(approvalsFor(third, "approved_with_minor_edits"), 2)).toEqual({ approvers: ["U1", "U3"], required: 2, done: true });
+    expect(approvalsFor(third, "approved_with_minor_edits").map((a) => a.userId)).toEqual(["U1", "U3"]);
+  });
+
+  it("counts all of a review's approvals (no outcome given), and a flow without outcomes' (null) together", () => {
+    expect(approvalTally(approvalsFor([approval("U1", 1), approval("U2", 2)], undefined), 2)).toMatchObject({ done: true });
+    expect(approvalsFor(given, undefined)).toEqual(given);
+    expect(approvalTally(approvalsFor([forOutcome("U1", 1, null), approval("U2", 2)], null), 2)).toMatchObject({ approvers: ["U1", "U2"], done: true });
   });
 });
 

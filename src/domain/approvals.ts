@@ -24,6 +24,8 @@ export interface StoredApproval {
   note: string | null;
   /** The whole output as this approver edited it (edit and approve), if they did. */
   editedOutput: string | null;
+  /** The approve-like outcome it is for (flow requests; null on a flow without outcomes, absent on a review). */
+  outcome?: string | null;
   createdAt: Date;
 }
 
@@ -38,6 +40,14 @@ export interface ApprovalTally {
   required: number;
   /** Enough distinct people approved: the crew may be resumed. */
   done: boolean;
+}
+
+/**
+ * The approvals that count together with one for `outcome`: a flow's approve-like outcomes are each
+ * counted apart (the flow receives the one N people chose); undefined (a review's): all of them.
+ */
+export function approvalsFor<A extends StoredApproval>(approvals: readonly A[], outcome: string | null | undefined): A[] {
+  return outcome === undefined ? [...approvals] : approvals.filter((a) => (a.outcome ?? null) === outcome);
 }
 
 export function approvalTally(approvals: readonly StoredApproval[], required: number): ApprovalTally {

@@ -4,7 +4,7 @@
 // One set of SQL for both: the columns have the same names in both tables, so each statement is
 // written once against `Review`'s type (Kysely types each table apart) and runs on the table given.
 import crypto from "node:crypto";
-import type { Selectable } from "kysely";
+import { sql as raw, type Selectable } from "kysely";
 import { ownerGone } from "./replicas.js";
 import type { DB, Sql } from "./sql.js";
 
@@ -22,7 +22,7 @@ const APPROVALS = { Review: { table: "ReviewApproval", key: "reviewId" }, FlowRe
 const approvalsTable = (table: RequestTable) => APPROVALS[table] as (typeof APPROVALS)["Review"];
 
 /** What the approval rules read of an approval (StoredApproval in domain/approvals.ts). */
-export type ApprovalEntry = { userId: string; note: string | null; editedOutput: string | null; createdAt: Date };
+export type ApprovalEntry = { userId: string; note: string | null; editedOutput: string | null; outcome?: string | null; createdAt: Date };
 
 /** The request, locked until the transaction `tx` ends (its approvals are counted one at a time); the row, or null. */
 export async function lockRequest<T extends RequestTable>(tx: Sql, table: T, id: string): Promise<RequestRow<T> | null> {
@@ -35,7 +35,7 @@ export type ApprovalAdded = "added" | "updated" | "unchanged";
 /**
  * Records one person's approval. A later edit by the same person replaces their earlier edit (and a
  * new note their earlier note): "updated" when that changed anything. `outcome`: the approve-like
- * outcome chosen (flow requests only).
+ * outcome chosen (flow requests only); another one moves the person's approval to it.
  */
 export async function addApproval(
   db: Sql,
@@ -60,14 +60,20 @@ export async function addApproval(
     .returning("id")
     .executeTakeFirst();
   if (inserted) return "added";
-  if (a.note === null && a.editedOutput === null) return "unchanged";
+  const outcome = a.outcome !== undefined ? { outcome: a.outcome } : undefined;
+  if (a.note === null && a.editedOutput === null && !outcome) return "unchanged";
   const changed = await sql
     .updateTable(approvals)
-    .set({ ...(a.note !== null ? { note: a.note } : {}), ...(a.editedOutput !== null ? { editedOutput: a.editedOutput, createdAt: now } : {}) })
+    .set({ ...(a.note !== null ? { note: a.note } : {}), ...(a.editedOutput !== null ? { editedOutput: a.editedOutput, createdAt: now } : {}), ...outcome })
     .where(key, "=", a.requestId)
     .where("userId", "=", a.userId)
     .where((eb) =>
-      eb.or([...(a.note !== null ? [eb("note", "is distinct from", a.note)] : []), ...(a.editedOutput !== null ? [eb("editedOutput", "is distinct from", a.editedOutput)] : [])]),
+      eb.or([
+        ...(a.note !== null ? [eb("note", "is distinct from", a.note)] : []),
+        ...(a.editedOutput !== null ? [eb("editedOutput", "is distinct from", a.editedOutput)] : []),
+        // FlowApproval's column (the table is typed as ReviewApproval, which has none).
+        ...(outcome ? [eb(sql.dynamic.ref("outcome"), "is distinct from", outcome.outcome)] : []),
+      ]),
     )
     .executeTakeFirst();
   return Number(changed.numUpdatedRows) > 0 ? "updated" : "unchanged";
@@ -76,7 +82,14 @@ export async function addApproval(
 /** A request's approvals, oldest first. */
 export function approvalsOf(db: Sql, table: RequestTable, requestId: string): Promise<ApprovalEntry[]> {
   const { table: approvals, key } = approvalsTable(table);
-  return db.selectFrom(approvals).select(["userId", "note", "editedOutput", "createdAt"]).where(key, "=", requestId).orderBy("createdAt").orderBy("id").execute();
+  return db
+    .selectFrom(approvals)
+    .select(["userId", "note", "editedOutput", "createdAt"])
+    .$if(table === "FlowRequest", (q) => q.select(raw<string | null>`"outcome"`.as("outcome")))
+    .where(key, "=", requestId)
+    .orderBy("createdAt")
+    .orderBy("id")
+    .execute();
 }
 
 /** Which of these requests the user has approved. */

@@ -4,7 +4,7 @@
 // effect is an outbox effect (flow.post, flow.file, flow.show, flow.reminder), performed by the
 // outbox worker through FlowNotifier (slack-effects.ts).
 import type { FlowConfig, ReviewerRules as RulesConfig } from "../config/config.js";
-import { approvalFeedback, approvalPolicy, latestEdit, type StoredApproval } from "../domain/approvals.js";
+import { approvalFeedback, approvalPolicy, approvalsFor, latestEdit, type StoredApproval } from "../domain/approvals.js";
 import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { type FlowRequestEvent, flowRequestTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
@@ -386,7 +386,8 @@ export class FlowRequests {
     if (!d.byDeadline && !(await this.mayDecide(request, d.userId))) return this.notAllowed(request);
 
     // Approvals: an approve-like outcome (or an edit) counts once per person; with `approvals: N` the
-    // flow hears nothing until N distinct people approved. Reject-like outcomes decide at once.
+    // flow hears nothing until N distinct people approved with the same outcome, which it then receives
+    // (approving with another moves the person's approval to it). Reject-like outcomes decide at once.
     const required = approvalPolicy(this.flow(request.flowName)).required;
     const edited = d.editedOutput !== undefined;
     const approving = outcome ? outcomeLeaning(outcome) === "approve" : edited;
@@ -541,7 +542,8 @@ export class FlowRequests {
   /** What the request's message shows beside its row (approvals so far, the edit): only while they can still count, or when they built the answer. */
   async context(request: FlowRequest): Promise<FlowRequestContext> {
     if (!approvalsMayShow(request)) return {};
-    const approvals = await this.approvals(request.id);
+    // Answered: only the approvals of the outcome the flow received built its answer.
+    const approvals = approvalsFor(await this.approvals(request.id), request.state === "answered" ? request.outcome : undefined);
     const required = approvalPolicy(this.flow(request.flowName)).required;
     return approvalsAnswered(request, approvals, required) ? approvalsShown(approvals, required) : {};
   }

@@ -32,8 +32,8 @@ export interface ProgressSnapshot {
  * approvals so far, the edit that went to the crew, and for round 2 and later the previous round.
  */
 export interface ReviewContext {
-  /** Approvals needed and given so far (oldest first); shown when more than one is needed or someone edited. */
-  approvals?: { required: number; by: { userId: string; note?: string; edited: boolean }[] };
+  /** Approvals needed and given so far (oldest first; a flow's each toward its outcome, counted apart); shown when more than one is needed or someone edited. */
+  approvals?: { required: number; by: { userId: string; note?: string; edited: boolean; outcome?: string }[] };
   /** Edit and approve: the edited output (the latest edit) and who made it. */
   edit?: { by: string; text: string };
   /** Round 2 and later: the previous round's output and the feedback that asked for this one. */

@@ -12,7 +12,12 @@ export function approvalsShown(approvals: readonly StoredApproval[], required: n
   const edit = latestEdit(approvals);
   return {
     ...(approvals.length && (required > 1 || edit)
-      ? { approvals: { required, by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null })) } }
+      ? {
+          approvals: {
+            required,
+            by: approvals.map((a) => ({ userId: a.userId, ...(a.note ? { note: a.note } : {}), edited: a.editedOutput !== null, ...(a.outcome ? { outcome: a.outcome } : {}) })),
+          },
+        }
       : {}),
     ...(edit ? { edit: { by: edit.userId, text: edit.editedOutput } } : {}),
   };

@@ -7,7 +7,7 @@
 // effect shows or notices it (crew-review.ts, flow-request.ts).
 import crypto from "node:crypto";
 import type { ReviewerRules as RulesConfig } from "../../config/config.js";
-import { approvalTally, latestEdit, type StoredApproval } from "../../domain/approvals.js";
+import { approvalsFor, approvalTally, latestEdit, type StoredApproval } from "../../domain/approvals.js";
 import type { Logger } from "../../log/log.js";
 import {
   type ApprovalAdded,
@@ -305,7 +305,8 @@ export class DecisionCore {
       if (locked?.state !== "pending") return { kind: "taken" as const, current: locked };
       const now = this.clock.now();
       const added = await addApproval(tx, target.table, { requestId: r.id, userId: call.userId, note: a.note, editedOutput: a.editedOutput ?? null, outcome: a.outcome }, now);
-      const approvals = await approvalsOf(tx, target.table, r.id);
+      // Only the approvals of the same outcome count with it (a flow's; a review's all count).
+      const approvals = approvalsFor(await approvalsOf(tx, target.table, r.id), a.outcome);
       const tally = approvalTally(approvals, a.required);
       if (tally.done) return { kind: "complete" as const, approvals, claimed: await call.claim(tx) };
       // An edit is recorded (audited, shown) even when it repeats the person's earlier one.
@@ -380,7 +381,7 @@ export interface DecisionCall<R, O> {
     required: number;
     note: string | null;
     editedOutput?: string;
-    /** The approve-like outcome chosen (flow requests). */
+    /** The approve-like outcome chosen (flow requests): counted only with approvals for the same one; undefined: with all. */
     outcome?: string | null;
     audit: { kind: string; decision: string; feedback: string | null };
     detail: Record<string, unknown>;

@@ -136,6 +136,45 @@ describe("flowRequestMessage with text that converts to nothing", () => {
   });
 });
 
+describe("flowRequestMessage with approvals for several outcomes", () => {
+  const emit = ["approved_with_minor_edits", "approved", "rejected"];
+  const by = [
+    { userId: "U0ALICE", note: "fix the typo", edited: false, outcome: "approved_with_minor_edits" },
+    { userId: "U0BOB", edited: false, outcome: "approved" },
+  ];
+
+  it("while pending, counts and names each outcome's approvers apart", () => {
+    const text = JSON.stringify(flowRequestMessage({ ...base, emit, approvals: { required: 2, by } }).blocks);
+    expect(text).toContain("1 of 2 approvals for *approved_with_minor_edits*: <@U0ALICE>");
+    expect(text).toContain("1 of 2 approvals for *approved*: <@U0BOB>");
+    expect(text).toContain("<@U0ALICE>: fix the typo");
+    expect(text).not.toContain("2 of 2");
+  });
+
+  it("once answered, names the outcome the flow received", () => {
+    const approvals = { required: 2, by: [by[0]!, { userId: "U0CAROL", edited: false, outcome: "approved_with_minor_edits" }] };
+    const m = flowRequestMessage({ ...base, emit, state: "answered", decidedBy: "U0CAROL", outcome: "approved_with_minor_edits", approvals });
+    expect(JSON.stringify(m.blocks)).toContain("The flow received *approved_with_minor_edits*");
+    expect(JSON.stringify(m.blocks)).toContain("2 of 2 approvals: <@U0ALICE>, <@U0CAROL>");
+  });
+
+  it("with one approve-like outcome, shows approvals as before, without naming it", () => {
+    const one = { required: 2, by: [{ userId: "U0ALICE", edited: false, outcome: "approved" }] };
+    const pending = JSON.stringify(flowRequestMessage({ ...base, emit: ["approved", "rejected"], approvals: one }).blocks);
+    expect(pending).toContain("1 of 2 approvals: <@U0ALICE>");
+    const answered = flowRequestMessage({ ...base, emit: ["approved", "rejected"], state: "answered", decidedBy: "U0ALICE", outcome: "approved", approvals: one });
+    expect(JSON.stringify(answered.blocks)).not.toContain("The flow received");
+  });
+
+  it("stays within Slack's limits with many outcomes' approvers at their longest", () => {
+    const hostile = (n: number) => "<&>".repeat(n);
+    const outcomes = Array.from({ length: 20 }, (_, i) => `${hostile(40)}approve${i}`);
+    const many = Array.from({ length: 40 }, (_, i) => ({ userId: `U${String(i).padStart(10, "0")}`, note: hostile(500), edited: false, outcome: outcomes[i % 20]! }));
+    const m = flowRequestMessage({ ...base, emit: outcomes, output: hostile(20_000), approvals: { required: 5, by: many } });
+    expect(messageLimitViolations(m.blocks)).toEqual([]);
+  });
+});
+
 describe("flowRequestMessage within Slack's total of block text", () => {
   const words = (n: number) => "lorem ipsum dolor sit amet ".repeat(Math.ceil(n / 27)).slice(0, n);
   const decided = { decidedBy: "U0BOB", outcome: "approved", feedback: words(800), note: words(500) };

@@ -5,7 +5,7 @@ import { flowEditable, outcomeLeaning } from "../../../domain/flow-outcomes.js";
 import { FLOW_ACTIONS_BLOCK, FLOW_EDIT_ACTION, FLOW_FEEDBACK_ACTION, FLOW_FEEDBACK_BLOCK, FLOW_OUTCOME_ACTION_PREFIX, FLOW_REASSIGN_ACTION, FLOW_SEND_ACTION } from "./ids.js";
 import { feedbackInput, mrkdwn, plain, section } from "./kit.js";
 import { LIMITS } from "./limits.js";
-import { approvedBlocks, pendingApprovalsBlocks, type ShownDiffs, shownDiffs } from "./review-extras.js";
+import { type ApprovalsShown, approvalsLine, approvedBlocks, pendingApprovalsBlocks, type ShownDiffs, shownDiffs } from "./review-extras.js";
 import {
   type DecisionMessageParams,
   decisionMessage,
@@ -117,7 +117,7 @@ function flowTail(p: FlowMessageParams, diffs: ShownDiffs): { text: string; bloc
   if (p.state === "pending" || p.state === "deciding") {
     const placeholder = p.emit.length === 0 ? "Required: your feedback goes back to the flow" : "Optional comment sent with your choice";
     blocks.push(feedbackInput(FLOW_FEEDBACK_BLOCK, FLOW_FEEDBACK_ACTION, placeholder), actions(p.requestId, p.emit));
-    if (p.approvals) blocks.push(...pendingApprovalsBlocks(p.approvals, p.edit, diffs.edit));
+    if (p.approvals) blocks.push(...pendingFlowApprovals(p, p.approvals, diffs));
     const notes = [assignee, answerText(300)].filter(Boolean).join(" · ");
     if (notes) blocks.push(context(notes));
     blocks.push(...pendingNotesBlocks(p.pendingNotes));
@@ -129,15 +129,37 @@ function flowTail(p: FlowMessageParams, diffs: ShownDiffs): { text: string; bloc
   const note = answerText(NOTE_MAX);
   if (p.state === "answered") {
     const { decidedBy, approvals, edit } = p;
-    if (edit || approvals) blocks.push(...approvedBlocks({ decidedBy, approvals, edit, editDiff: diffs.edit, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
+    const approved = !!(edit || approvals);
+    if (approved) blocks.push(...approvedBlocks({ decidedBy, approvals, edit, editDiff: diffs.edit, editFileAttached: !!p.editFileAttached, receiver: "flow" }));
     else blocks.push(section(`✅ Answered${by}${outcome}${comment}`));
-    blocks.push(context([assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
+    // Approvals name no outcome: which one the flow received is said here.
+    const received = approved && p.outcome && severalApproving(p.emit) ? `The flow received *${name(p.outcome, 100)}*` : "";
+    blocks.push(context([received, assignee, note ? `Flow: ${note}` : "Flow: answer accepted"].filter(Boolean).join(" · ")));
     return { text: `Answered${edit ? " with edits" : ""}${p.outcome ? ` (${name(p.outcome, 100)})` : ""}: ${title}`, blocks };
   }
   const answeredBy = p.byDeadline ? "the deadline" : p.decidedBy ? userMention(p.decidedBy) : "";
   blocks.push(section(`🚫 Closed${answeredBy ? ` after ${answeredBy}'s answer${outcome}` : ""} — the flow did not take it: ${note || "no reason given"}${comment}`));
   if (assignee) blocks.push(context(assignee));
   return { text: `Closed: ${title}`, blocks };
+}
+
+/** Several approve-like outcomes: each one's approvals are counted apart, so the message names them. */
+const severalApproving = (emit: readonly string[]) => emit.filter((o) => outcomeLeaning(o) === "approve").length > 1;
+
+/**
+ * Who approved so far; with several approve-like outcomes, each one's approvals on a line of their own
+ * ("1 of 2 approvals for *approved*: @a"), as each is counted apart, the edit's diff after them.
+ */
+function pendingFlowApprovals(p: FlowMessageParams, approvals: ApprovalsShown, diffs: ShownDiffs): types.KnownBlock[] {
+  const blocks = pendingApprovalsBlocks(approvals, p.edit, diffs.edit);
+  const outcomes = [...new Set(approvals.by.map((a) => a.outcome))];
+  if (!severalApproving(p.emit) || !outcomes.some(Boolean)) return blocks;
+  const lines = outcomes.map((o) => {
+    const line = approvalsLine({ required: approvals.required, by: approvals.by.filter((a) => a.outcome === o) });
+    return o ? line.replace(/^\d+ of \d+ approvals?/, (count) => `${count} for *${name(o, 100)}*`) : line;
+  });
+  // pendingApprovalsBlocks' first block is its approvals line, replaced by these.
+  return [context(`☑️ ${lines.join("\n")}`), ...blocks.slice(1)];
 }
 
 function actions(requestId: string, emit: string[]): types.ActionsBlock {
