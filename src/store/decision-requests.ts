@@ -79,6 +79,12 @@ export async function addApproval(
   return Number(changed.numUpdatedRows) > 0 ? "updated" : "unchanged";
 }
 
+/** Forgets a request's approvals (an answer they built that the flow refused for itself: counted again from none). */
+export async function clearApprovals(db: Sql, table: RequestTable, requestId: string): Promise<void> {
+  const { table: approvals, key } = approvalsTable(table);
+  await db.deleteFrom(approvals).where(key, "=", requestId).execute();
+}
+
 /** A request's approvals, oldest first. */
 export function approvalsOf(db: Sql, table: RequestTable, requestId: string): Promise<ApprovalEntry[]> {
   const { table: approvals, key } = approvalsTable(table);

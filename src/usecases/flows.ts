@@ -9,7 +9,7 @@ import { outcomeLeaning, outcomesOf } from "../domain/flow-outcomes.js";
 import { type FlowRequestEvent, flowRequestTransition } from "../domain/states.js";
 import type { Logger } from "../log/log.js";
 import type { FlowRequestInput } from "../protocols/flows/request.js";
-import { abandonedRequests, approvalsOf, approvedBy, remindersDue } from "../store/decision-requests.js";
+import { abandonedRequests, approvalsOf, approvedBy, clearApprovals, remindersDue } from "../store/decision-requests.js";
 import * as store from "../store/flow-requests.js";
 import { isUuid } from "../store/ids.js";
 import { inTransaction, type Sql } from "../store/sql.js";
@@ -450,8 +450,9 @@ export class FlowRequests {
     const reopens = fate === "not_taken" || fate === "maybe_taken" || fate === "failed";
     if (reopens) this.deps.log.warn("flow callback failed; request is open again", { id: request.id, flow: request.flowName, status: answer.status, error: answer.message });
     const message = answer.message ?? "the flow could not be reached";
+    // Two answers in a row that may have reached the flow: the first is the one it would have taken.
     const kept: store.MaybeTaken | null =
-      fate === "maybe_taken"
+      fate === "maybe_taken" && !earlier
         ? {
             decidedBy: d.userId,
             outcome: c.outcome ?? null,
@@ -463,7 +464,7 @@ export class FlowRequests {
         : earlier;
     // Taken earlier: the audit row is that answer's, naming the one refused now.
     const taken = fate === "taken_earlier" && earlier ? earlier : undefined;
-    const answerMessage = taken ? `it had already taken an earlier answer (it refused a later one: ${message})` : answer.message;
+    const answerMessage = taken ? `it already had an answer, most likely an earlier one whose delivery was not confirmed (it refused a later one: ${message})` : answer.message;
     const deadlineNotice = (): NewEffect => ({
       kind: "flow.reminder",
       subjectId: request.id,
@@ -481,6 +482,8 @@ export class FlowRequests {
           const now = this.clock.now();
           const deadlineDone = !!d.byDeadline;
           const move = flowRequestTransition(FATE_EVENT[fate]);
+          // Refused for itself: the approvals that built it are counted again from none, or the next approve would send it again.
+          if (fate === "not_taken") await clearApprovals(tx, "FlowRequest", request.id);
           const { row, ours } = reopens
             ? await store.reopenFailedDecision(tx, request.id, move, { deadlineDone, maybeTaken: kept }, c.decidedAt, now)
             : await store.settleDecision(tx, request.id, move, { status: answer.status, message: answerMessage, deadlineDone }, c.decidedAt, now, taken);
@@ -505,8 +508,8 @@ export class FlowRequests {
           },
         },
         approvals: taken ? [] : c.approvals,
-        // Opened again as it was: nothing to show, unless it now says an answer may have reached the flow.
-        show: !reopens || fate === "maybe_taken",
+        // Opened again as it was: nothing to show, unless it now says an answer may have reached the flow, or its approvals were forgotten.
+        show: !reopens || fate === "maybe_taken" || fate === "not_taken",
         taken: fate === "answered",
         // The deadline's answer did not arrive: said under the request, which is open again (its deadline is done).
         effects: reopens && d.byDeadline ? [deadlineNotice()] : [],

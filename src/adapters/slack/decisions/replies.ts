@@ -109,7 +109,7 @@ export function decisionReply(kind: DecisionKind, outcome: DecisionOutcome | Flo
     case "taken_earlier": {
       const whose = outcome.by === asker ? "your earlier answer" : outcome.by === null ? "the deadline's earlier answer" : `${userMention(outcome.by)}'s earlier answer`;
       const chose = outcome.outcome ? ` (*${escapeMrkdwn(outcome.outcome)}*)` : "";
-      return `The flow had already taken ${whose}${chose}, whose delivery Crewline could not confirm, so it did not take this one. The request is recorded as answered by it.`;
+      return `The flow says it already has an answer, so it did not take this one. Most likely that is ${whose}${chose}, whose delivery Crewline could not confirm: the request is recorded as answered by it.`;
     }
   }
 }
