@@ -102,6 +102,13 @@ describe("startRun", () => {
       },
     });
     expect(await startRun(invalid.deps, req)).toMatchObject({ kind: "inputs_refused", missing: [], invalid: [], reason: expect.stringContaining("invalid input format") });
+    // Another 4xx (a wrong method, a conflict) is no matter of the inputs: no form to correct.
+    const conflict = fakes({
+      kickoff: async () => {
+        throw new CrewError({ kind: "bad_request", crewName: "research", operation: "kickoff", status: 409, serviceMessage: "a run is already going" });
+      },
+    });
+    expect(await startRun(conflict.deps, req)).toMatchObject({ kind: "failed", reason: expect.stringContaining("a run is already going") });
 
     const down = fakes({
       kickoff: async () => {

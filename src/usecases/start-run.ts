@@ -134,7 +134,8 @@ export async function startRun(deps: StartRunDeps, req: StartRunRequest): Promis
     // Nothing half-created stays visible: the announcement goes (the user keeps the form or the reason).
     await deps.announcements.remove(execution, announcementTs).catch(() => undefined);
     await runs.kickoffFailed(execution.id, reason);
-    if (isCrewError(err) && (err.kind === "missing_inputs" || err.kind === "bad_request")) {
+    // 400 is the spec's "invalid input format", 413 inputs too large; another 4xx (405, 409) is no matter of the inputs.
+    if (isCrewError(err) && (err.kind === "missing_inputs" || (err.kind === "bad_request" && (err.status === 400 || err.status === 413)))) {
       return { kind: "inputs_refused", missing: err.missingInputs ?? [], invalid: err.invalidInputs ?? [], reason, execution };
     }
     return { kind: "failed", reason, execution };
