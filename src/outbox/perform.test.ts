@@ -33,10 +33,15 @@ beforeEach(async () => {
 });
 afterEach(async () => db.drop());
 
-async function pendingReview(): Promise<string> {
-  const execution = await prismaOf(db.database).execution.create({
-    data: { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: {}, state: "waiting", requestId: "r", webhookSecret: "s", threadTs: "100.000" },
+/** A run with a thread in channel C1 of T1; `data` sets the rest (its state, its stream, its early message). */
+function runRow(data: Record<string, unknown>) {
+  return prismaOf(db.database).execution.create({
+    data: { crewName: "research", teamId: "T1", channelId: "C1", userId: "U1", inputs: {}, state: "running", requestId: "r", webhookSecret: "s", threadTs: "100.000", ...data },
   });
+}
+
+async function pendingReview(): Promise<string> {
+  const execution = await runRow({ state: "waiting" });
   const review = await prismaOf(db.database).review.create({
     data: { executionId: execution.id, taskKey: "t1", taskName: "draft", round: 1, output: "text", outputHash: "h", state: "pending" },
   });
@@ -249,21 +254,7 @@ describe("run.progress while its live plan waits for Slack's Tier 2", () => {
    * as the outbox's worker asks), else freely. `performAt` runs the effect again, that many ms after T0.
    */
   async function waitingPlan(shownAgoMs: number, budget?: SlackBudget) {
-    const execution = await prismaOf(db.database).execution.create({
-      data: {
-        crewName: "research",
-        teamId: "T1",
-        channelId: "C1",
-        userId: "U1",
-        inputs: {},
-        state: "running",
-        requestId: "r",
-        webhookSecret: "s",
-        threadTs: "100.000",
-        earlyTs: "150.000",
-        earlyStepAt: new Date(T0 - shownAgoMs),
-      },
-    });
+    const execution = await runRow({ state: "running", earlyTs: "150.000", earlyStepAt: new Date(T0 - shownAgoMs) });
     const refreshed: number[] = [];
     const notify = {
       planCall: () => ({ method: "chat.startStream", shown: {}, send: async () => ({ ts: "300.000" }) }),
@@ -588,22 +579,7 @@ describe("run.progress at a run's end, when Slack had ended its stream", () => {
     });
 
   async function endedRun(state: string, extra: { earlyTs?: string; streamTs?: string | null } = {}) {
-    const execution = await prismaOf(db.database).execution.create({
-      data: {
-        crewName: "research",
-        teamId: "T1",
-        channelId: "C1",
-        userId: "U1",
-        inputs: {},
-        state,
-        requestId: "r",
-        webhookSecret: "s",
-        threadTs: "100.000",
-        streamTs: "300.000",
-        streamShown: {},
-        ...extra,
-      },
-    });
+    const execution = await runRow({ state, streamTs: "300.000", streamShown: {}, ...extra });
     const calls: string[] = [];
     const notify = {
       planCall: (_e: unknown, _plan: unknown, stream: { ts: string | null }) => ({
@@ -678,21 +654,7 @@ describe("run.progress at a run's end, when Slack had ended its stream", () => {
 
 describe("run.progress when Slack refuses streaming", () => {
   it("a run whose own stream's call is refused goes on as a message: its stream is let go, not appended to again and again", async () => {
-    const execution = await prismaOf(db.database).execution.create({
-      data: {
-        crewName: "research",
-        teamId: "T1",
-        channelId: "C1",
-        userId: "U1",
-        inputs: {},
-        state: "running",
-        requestId: "r",
-        webhookSecret: "s",
-        threadTs: "100.000",
-        streamTs: "300.000",
-        streamShown: {},
-      },
-    });
+    const execution = await runRow({ state: "running", streamTs: "300.000", streamShown: {} });
     const refused = Object.assign(new Error("An API error occurred: not_allowed"), { code: "slack_webapi_platform_error", data: { ok: false, error: "not_allowed" } });
     const notify = {
       planCall: () => ({
