@@ -154,10 +154,7 @@ function pendingFlowApprovals(p: FlowMessageParams, approvals: ApprovalsShown, d
   const blocks = pendingApprovalsBlocks(approvals, p.edit, diffs.edit);
   const outcomes = [...new Set(approvals.by.map((a) => a.outcome))];
   if (!severalApproving(p.emit) || !outcomes.some(Boolean)) return blocks;
-  const lines = outcomes.map((o) => {
-    const line = approvalsLine({ required: approvals.required, by: approvals.by.filter((a) => a.outcome === o) });
-    return o ? line.replace(/^\d+ of \d+ approvals?/, (count) => `${count} for *${name(o, 100)}*`) : line;
-  });
+  const lines = outcomes.map((o) => approvalsLine({ required: approvals.required, by: approvals.by.filter((a) => a.outcome === o) }, o ? `*${name(o, 100)}*` : undefined));
   // pendingApprovalsBlocks' first block is its approvals line, replaced by these.
   return [context(`☑️ ${lines.join("\n")}`), ...blocks.slice(1)];
 }

@@ -79,9 +79,10 @@ export function previousRoundBlocks(previous: PreviousRound, diff: CompactDiff, 
 }
 
 /** "1 of 2 approvals: @a (with edits)"; each approver's note under it. */
-export function approvalsLine(approvals: ApprovalsShown): string {
+/** Who approved and how many of how many; `forOutcome` (mrkdwn, escaped): the flow outcome these approvals are counted toward. */
+export function approvalsLine(approvals: ApprovalsShown, forOutcome?: string): string {
   const names = approvals.by.map((a) => `${userMention(a.userId)}${a.edited ? " (with edits)" : ""}`).join(", ");
-  const count = `${Math.min(approvals.by.length, approvals.required)} of ${approvals.required} approval${approvals.required === 1 ? "" : "s"}`;
+  const count = `${Math.min(approvals.by.length, approvals.required)} of ${approvals.required} approval${approvals.required === 1 ? "" : "s"}${forOutcome ? ` for ${forOutcome}` : ""}`;
   const notes = approvals.by
     .filter((a) => a.note?.trim())
     .map((a) => `${userMention(a.userId)}: ${escapeMrkdwn(truncatePlain(a.note!, NOTE_MAX))}`)
